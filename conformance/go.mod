@@ -1,0 +1,3 @@
+module github.com/sqlstreams/sqlstreams/conformance
+
+go 1.27

@@ -1,0 +1,215 @@
+package sqlstreams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// Client is a connection to one database through one driver. It is safe for
+// concurrent use; create one per process and Close it on shutdown.
+type Client struct {
+	drv    driver.Driver
+	logger *slog.Logger
+
+	maintainEvery time.Duration
+	stopMaintain  context.CancelFunc
+	background    sync.WaitGroup
+
+	closeOnce sync.Once
+	closed    chan struct{}
+
+	wakeMu sync.Mutex
+	wakers map[int64]map[*waker]struct{}
+}
+
+// ClientOption configures Open.
+type ClientOption func(*Client)
+
+// WithLogger sends the client's structured logs to l. The default is
+// slog.Default().
+func WithLogger(l *slog.Logger) ClientOption {
+	return func(c *Client) { c.logger = l }
+}
+
+// WithMaintenanceInterval sets how often the client enforces retention and
+// compaction on every stream in the background. The default is one minute;
+// zero turns background maintenance off (call Client.Maintain yourself).
+// Several processes may maintain the same database; the work is idempotent.
+func WithMaintenanceInterval(d time.Duration) ClientOption {
+	return func(c *Client) { c.maintainEvery = d }
+}
+
+// Open connects through drv, migrates its schema and starts background
+// maintenance. The driver is owned by the client from then on: Close closes it.
+func Open(ctx context.Context, drv driver.Driver, opts ...ClientOption) (*Client, error) {
+	if drv == nil {
+		return nil, fmt.Errorf("%w: nil driver; pass one such as sqlite.Open(\"app.db\")", ErrInvalidOption)
+	}
+	c := &Client{
+		drv:           drv,
+		logger:        slog.Default(),
+		maintainEvery: time.Minute,
+		closed:        make(chan struct{}),
+		wakers:        map[int64]map[*waker]struct{}{},
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.maintainEvery < 0 {
+		return nil, fmt.Errorf("%w: maintenance interval %v is negative; use 0 to turn maintenance off", ErrInvalidOption, c.maintainEvery)
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	if err := drv.Migrate(ctx); err != nil {
+		_ = drv.Close()
+		return nil, fmt.Errorf("sqlstreams: open %s: %w", drv.Name(), err)
+	}
+	if c.maintainEvery > 0 {
+		mctx, cancel := context.WithCancel(context.Background())
+		c.stopMaintain = cancel
+		c.background.Add(1)
+		go c.maintainLoop(mctx)
+	}
+	return c, nil
+}
+
+// Driver returns the driver the client was opened with.
+func (c *Client) Driver() driver.Driver { return c.drv }
+
+// Close stops background work, makes running consumers return ErrClosed and
+// closes the driver. Calls after Close fail with ErrClosed.
+func (c *Client) Close() error {
+	err := ErrClosed
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		if c.stopMaintain != nil {
+			c.stopMaintain()
+		}
+		c.background.Wait()
+		err = c.drv.Close()
+	})
+	return err
+}
+
+func (c *Client) checkOpen() error {
+	select {
+	case <-c.closed:
+		return fmt.Errorf("sqlstreams: %w; open a new client", ErrClosed)
+	default:
+		return nil
+	}
+}
+
+// Stream returns a typed handle on the stream called name. It does not touch
+// the database; the name is checked by the handle's first call.
+func (c *Client) Stream[T Versioned](name string) *Stream[T] {
+	return &Stream[T]{client: c, name: name}
+}
+
+// MaintenanceReport says what one maintenance pass removed.
+type MaintenanceReport struct {
+	Compacted     int64
+	Retained      int64
+	RemovedUnread int64
+}
+
+// Maintain enforces retention and compaction on every stream once.
+func (c *Client) Maintain(ctx context.Context) (MaintenanceReport, error) {
+	var rep MaintenanceReport
+	if err := c.checkOpen(); err != nil {
+		return rep, err
+	}
+	streams, err := c.drv.ListStreams(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("sqlstreams: maintain: %w", err)
+	}
+	const batch = 10000
+	var errs []error
+	for _, s := range streams {
+		now := time.Now()
+		if s.Compacted {
+			n, err := c.drv.Compact(ctx, s.ID, batch)
+			rep.Compacted += n
+			if err != nil && !errors.Is(err, ErrStreamNotFound) {
+				errs = append(errs, fmt.Errorf("compact %q: %w", s.Name, err))
+			}
+		}
+		if s.Retention.MaxAge > 0 || s.Retention.MaxRows > 0 {
+			r, err := c.drv.Retain(ctx, driver.RetainRequest{StreamID: s.ID, Now: now, Limit: batch, Match: matchBindings})
+			rep.Retained += r.Removed
+			for _, n := range r.RemovedUnread {
+				rep.RemovedUnread += n
+			}
+			if err != nil && !errors.Is(err, ErrStreamNotFound) {
+				errs = append(errs, fmt.Errorf("retain %q: %w", s.Name, err))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return rep, fmt.Errorf("sqlstreams: maintain: %w", err)
+	}
+	return rep, nil
+}
+
+func (c *Client) maintainLoop(ctx context.Context) {
+	defer c.background.Done()
+	t := time.NewTicker(c.maintainEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rep, err := c.Maintain(ctx)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				c.logger.Warn("sqlstreams: maintenance failed; will retry", "error", err)
+			case rep.Compacted+rep.Retained > 0:
+				c.logger.Info("sqlstreams: maintenance", "compacted", rep.Compacted, "retained", rep.Retained, "removed_unread", rep.RemovedUnread)
+			}
+		}
+	}
+}
+
+// waker is an in-process wake-up hint: a producer in this process tells its
+// consumers that rows were appended, so they need not wait for the next poll.
+type waker struct{ ch chan struct{} }
+
+func (c *Client) subscribe(streamID int64) *waker {
+	w := &waker{ch: make(chan struct{}, 1)}
+	c.wakeMu.Lock()
+	defer c.wakeMu.Unlock()
+	if c.wakers[streamID] == nil {
+		c.wakers[streamID] = map[*waker]struct{}{}
+	}
+	c.wakers[streamID][w] = struct{}{}
+	return w
+}
+
+func (c *Client) unsubscribe(streamID int64, w *waker) {
+	c.wakeMu.Lock()
+	defer c.wakeMu.Unlock()
+	delete(c.wakers[streamID], w)
+}
+
+func (c *Client) wake(streamID int64) {
+	c.wakeMu.Lock()
+	defer c.wakeMu.Unlock()
+	for w := range c.wakers[streamID] {
+		w.poke()
+	}
+}
+
+func (w *waker) poke() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,3 @@
+module github.com/sqlstreams/sqlstreams/core
+
+go 1.27

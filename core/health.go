@@ -1,0 +1,239 @@
+package sqlstreams
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// Health is a stream's state per schema version, and the verdict on whether
+// each version can be retired.
+type Health struct {
+	Stream    string
+	Compacted bool
+	// HighWater is the greatest id assigned in the stream.
+	HighWater int64
+	// Versions lists every version present in the log or read by a group,
+	// in ascending order.
+	Versions []VersionHealth
+	ReadAt   time.Time
+}
+
+// VersionHealth is one schema version of a stream.
+type VersionHealth struct {
+	Version int
+	// Rows counts rows at this version in the log.
+	Rows int64
+	// Heads counts compaction heads at this version.
+	Heads int64
+	// Groups lists the groups that read this version.
+	Groups []GroupHealth
+	// Retirable is true when no heads, no unread rows and no unresolved
+	// exceptions remain at the version. Rows already processed do not block
+	// retirement: retention removes them in its own time.
+	Retirable bool
+	// Reasons says what blocks retirement, one phrase per cause.
+	Reasons []string
+}
+
+// GroupHealth is one group's standing at one version.
+type GroupHealth struct {
+	Group string
+	// AllVersions marks a RawPayload group, which reads every version.
+	AllVersions bool
+	// Unread counts rows at this version past the group's cursors that match
+	// its bindings and are claimable.
+	Unread int64
+	// Leased, Delayed and Dead count unresolved deliveries by state;
+	// Unresolved is their sum.
+	Leased, Delayed, Dead, Unresolved int64
+	// CursorDistance is the high-water id minus the cursor, summed over
+	// partitions. It spans ids at every version and ids the group's bindings
+	// skip, so it is the raw distance, not work to do.
+	CursorDistance int64
+	// RemovedUnread counts rows a hard retention limit removed before the
+	// group resolved them (all versions).
+	RemovedUnread int64
+}
+
+// Health reads the stream's state per version (C13). It takes the name only;
+// any T works, and Stream[RawPayload] is the usual handle.
+func (s *Stream[T]) Health(ctx context.Context) (Health, error) {
+	cfg, err := s.lookup(ctx, false)
+	if err != nil {
+		return Health{}, err
+	}
+	now := time.Now().UTC()
+	st, err := s.client.drv.Health(ctx, cfg.ID, now)
+	if err != nil {
+		return Health{}, fmt.Errorf("sqlstreams: health of %q: %w", s.name, err)
+	}
+	return buildHealth(cfg, st, now), nil
+}
+
+func buildHealth(cfg driver.StreamConfig, st driver.HealthStats, now time.Time) Health {
+	h := Health{Stream: cfg.Name, Compacted: cfg.Compacted, ReadAt: now}
+	for _, hw := range st.HighWater {
+		h.HighWater = max(h.HighWater, hw)
+	}
+	versions := map[int]*VersionHealth{}
+	get := func(v int) *VersionHealth {
+		if versions[v] == nil {
+			versions[v] = &VersionHealth{Version: v}
+		}
+		return versions[v]
+	}
+	for _, vs := range st.Versions {
+		vh := get(vs.Version)
+		vh.Rows, vh.Heads = vs.Rows, vs.Heads
+	}
+	groups := map[string]driver.GroupStats{}
+	for _, g := range st.Groups {
+		groups[g.Name] = g
+		if !g.AllVersions {
+			get(g.SchemaVersion)
+		}
+	}
+	type gv struct {
+		group   string
+		version int
+	}
+	figures := map[gv]*GroupHealth{}
+	at := func(group string, v int) *GroupHealth {
+		g, ok := groups[group]
+		if !ok || (!g.AllVersions && g.SchemaVersion != v) {
+			return nil
+		}
+		k := gv{group, v}
+		if figures[k] == nil {
+			figures[k] = &GroupHealth{Group: group, AllVersions: g.AllVersions, RemovedUnread: g.RemovedUnread,
+				CursorDistance: cursorDistance(g.Cursors, st.HighWater)}
+			get(v)
+		}
+		return figures[k]
+	}
+	matchers := map[string]func(string) bool{}
+	for _, g := range st.Groups {
+		matchers[g.Name] = matcher(g.Bindings)
+		if !g.AllVersions {
+			at(g.Name, g.SchemaVersion)
+		}
+	}
+	for _, u := range st.Unread {
+		if m := matchers[u.Group]; m != nil && !m(u.RoutingKey) {
+			continue
+		}
+		if f := at(u.Group, u.Version); f != nil {
+			f.Unread += u.Rows
+		}
+	}
+	for _, e := range st.Exceptions {
+		f := at(e.Group, e.Version)
+		if f == nil {
+			continue
+		}
+		switch e.State {
+		case driver.StateLeased:
+			f.Leased += e.Count
+		case driver.StateDelayed:
+			f.Delayed += e.Count
+		case driver.StateDead:
+			f.Dead += e.Count
+		}
+		f.Unresolved += e.Count
+	}
+	// A RawPayload group is listed at every version present.
+	for _, g := range st.Groups {
+		if g.AllVersions {
+			for v := range versions {
+				at(g.Name, v)
+			}
+		}
+	}
+	for k, f := range figures {
+		vh := versions[k.version]
+		vh.Groups = append(vh.Groups, *f)
+	}
+	for _, vh := range versions {
+		slices.SortFunc(vh.Groups, func(a, b GroupHealth) int { return strings.Compare(a.Group, b.Group) })
+		vh.verdict()
+		h.Versions = append(h.Versions, *vh)
+	}
+	slices.SortFunc(h.Versions, func(a, b VersionHealth) int { return a.Version - b.Version })
+	return h
+}
+
+func cursorDistance(cursors, highWater []int64) int64 {
+	var d int64
+	for p, c := range cursors {
+		if p < len(highWater) && highWater[p] > c {
+			d += highWater[p] - c
+		}
+	}
+	return d
+}
+
+func (vh *VersionHealth) verdict() {
+	if vh.Heads > 0 {
+		vh.Reasons = append(vh.Reasons, "compaction heads remain")
+	}
+	for _, g := range vh.Groups {
+		if g.Unread > 0 {
+			vh.Reasons = append(vh.Reasons, fmt.Sprintf("group %s has %d unread", g.Group, g.Unread))
+		}
+		if g.Leased+g.Delayed > 0 {
+			vh.Reasons = append(vh.Reasons, fmt.Sprintf("group %s has %d in flight", g.Group, g.Leased+g.Delayed))
+		}
+		if g.Dead > 0 {
+			vh.Reasons = append(vh.Reasons, fmt.Sprintf("group %s has %d dead (replay or discard them)", g.Group, g.Dead))
+		}
+	}
+	vh.Retirable = len(vh.Reasons) == 0
+}
+
+// Verdict returns "retirable" or the reasons that block retirement.
+func (vh VersionHealth) Verdict() string {
+	if vh.Retirable {
+		return "retirable"
+	}
+	return strings.Join(vh.Reasons, "; ")
+}
+
+// Version returns the health of one version, and whether it is present.
+func (h Health) Version(v int) (VersionHealth, bool) {
+	for _, vh := range h.Versions {
+		if vh.Version == v {
+			return vh, true
+		}
+	}
+	return VersionHealth{}, false
+}
+
+// WriteTable prints the health read as an aligned table, one line per
+// (version, group), with the verdict per version.
+func (h Health) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "stream %s (high-water id %d)\n", h.Stream, h.HighWater)
+	fmt.Fprintln(tw, "VERSION\tROWS\tHEADS\tGROUP\tUNREAD\tLEASED\tDELAYED\tDEAD\tDISTANCE\tVERDICT")
+	for _, vh := range h.Versions {
+		verdict := vh.Verdict()
+		if len(vh.Groups) == 0 {
+			fmt.Fprintf(tw, "v%d\t%d\t%d\t-\t-\t-\t-\t-\t-\t%s\n", vh.Version, vh.Rows, vh.Heads, verdict)
+			continue
+		}
+		for i, g := range vh.Groups {
+			v, rows, heads := fmt.Sprintf("v%d", vh.Version), fmt.Sprint(vh.Rows), fmt.Sprint(vh.Heads)
+			if i > 0 {
+				v, rows, heads, verdict = "", "", "", ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", v, rows, heads, g.Group, g.Unread, g.Leased, g.Delayed, g.Dead, g.CursorDistance, verdict)
+		}
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,222 @@
+package sqlstreams
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"sync/atomic"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// ProducerBuilder registers producers for a stream; get one from
+// Stream.Producer.
+type ProducerBuilder[T Versioned] struct{ stream *Stream[T] }
+
+// Producer returns a builder whose Register makes a producer of T.
+func (s *Stream[T]) Producer() *ProducerBuilder[T] { return &ProducerBuilder[T]{stream: s} }
+
+// ProducerOptions configure a producer. There are none yet; the struct keeps
+// Register's signature stable as options are added. Nil means defaults.
+type ProducerOptions struct{}
+
+// Producer appends messages of type T. It is safe for concurrent use.
+type Producer[T Versioned] struct {
+	client  *Client
+	stream  driver.StreamConfig
+	version int
+	raw     bool
+	next    atomic.Uint64 // round-robin partition for keyless messages
+}
+
+// Register checks T and the stream (creating it with defaults when missing)
+// and returns a producer. opts may be nil.
+func (b *ProducerBuilder[T]) Register(ctx context.Context, opts *ProducerOptions) (*Producer[T], error) {
+	version, raw, err := typeVersion[T]()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := b.stream.lookup(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	return &Producer[T]{client: b.stream.client, stream: cfg, version: version, raw: raw}, nil
+}
+
+// Stream returns the configuration of the stream the producer writes to.
+func (p *Producer[T]) Stream() StreamInfo { return infoFrom(p.stream) }
+
+// ProduceOption sets per-message metadata.
+type ProduceOption func(*messageMeta)
+
+type messageMeta struct {
+	key     string
+	hasKey  bool
+	routing string
+	rank    int
+	headers map[string]string
+}
+
+// Key sets the message key. It picks the partition (hash(key) mod partitions)
+// and, on a compacted stream, which value the message replaces.
+func Key(k string) ProduceOption {
+	return func(m *messageMeta) { m.key, m.hasKey = k, true }
+}
+
+// RoutingKey sets the dot-separated words that group bindings match.
+func RoutingKey(rk string) ProduceOption {
+	return func(m *messageMeta) { m.routing = rk }
+}
+
+// CompactionRank orders writes of one key at one schema version on a
+// compacted stream; the head is the greatest (version, rank, id). A bridge
+// that copies old-version heads forward uses rank -1, so its copy beats the
+// old head yet loses to any live rank-0 write of the new version.
+func CompactionRank(rank int) ProduceOption {
+	return func(m *messageMeta) { m.rank = rank }
+}
+
+// Header adds a header; headers travel with the message as strings.
+func Header(name, value string) ProduceOption {
+	return func(m *messageMeta) {
+		if m.headers == nil {
+			m.headers = map[string]string{}
+		}
+		m.headers[name] = value
+	}
+}
+
+// Message is a value with its produce options, for ProduceBatch.
+type Message[T Versioned] struct {
+	Value   T
+	Options []ProduceOption
+}
+
+// NewMessage pairs a value with its options for ProduceBatch.
+func NewMessage[T Versioned](v T, opts ...ProduceOption) Message[T] {
+	return Message[T]{Value: v, Options: opts}
+}
+
+// Produce appends one message and returns its id.
+func (p *Producer[T]) Produce(ctx context.Context, msg T, opts ...ProduceOption) (int64, error) {
+	ids, err := p.append(ctx, nil, []Message[T]{{Value: msg, Options: opts}})
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// ProduceBatch appends messages in one transaction: all or none are written.
+// It returns their ids in order.
+func (p *Producer[T]) ProduceBatch(ctx context.Context, msgs ...Message[T]) ([]int64, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	return p.append(ctx, nil, msgs)
+}
+
+// ProduceTx appends a message inside the caller's transaction, adapted by
+// the driver (for example sqlite.Tx(tx)). Consumers see it only after the
+// caller commits, and never if it rolls back: the outbox pattern without an
+// outbox table.
+func (p *Producer[T]) ProduceTx(ctx context.Context, tx driver.Tx, msg T, opts ...ProduceOption) (int64, error) {
+	if tx == nil {
+		return 0, fmt.Errorf("%w: nil transaction; use Produce to write in a transaction of its own", ErrInvalidOption)
+	}
+	ids, err := p.append(ctx, tx, []Message[T]{{Value: msg, Options: opts}})
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+func (p *Producer[T]) append(ctx context.Context, tx driver.Tx, msgs []Message[T]) ([]int64, error) {
+	if err := p.client.checkOpen(); err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	rows := make([]driver.AppendRow, len(msgs))
+	for i, m := range msgs {
+		row, err := p.row(m, now)
+		if err != nil {
+			if len(msgs) > 1 {
+				err = fmt.Errorf("message %d of the batch: %w", i, err)
+			}
+			return nil, fmt.Errorf("sqlstreams: produce to %q: %w", p.stream.Name, err)
+		}
+		rows[i] = row
+	}
+	ids, err := p.client.drv.Append(ctx, tx, p.stream, rows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstreams: produce to %q: %w", p.stream.Name, err)
+	}
+	if tx == nil {
+		p.client.wake(p.stream.ID)
+	}
+	return ids, nil
+}
+
+func (p *Producer[T]) row(m Message[T], now time.Time) (driver.AppendRow, error) {
+	var meta messageMeta
+	for _, o := range m.Options {
+		o(&meta)
+	}
+	if err := validateKey(meta.key); err != nil {
+		return driver.AppendRow{}, err
+	}
+	if err := validateRoutingKey(meta.routing); err != nil {
+		return driver.AppendRow{}, err
+	}
+	if p.stream.Compacted && !meta.hasKey {
+		return driver.AppendRow{}, fmt.Errorf("%w: stream is compacted, so every message needs a key; pass sqlstreams.Key(...)", ErrInvalidMessage)
+	}
+	version := p.version
+	var payload []byte
+	if p.raw {
+		raw := any(m.Value).(RawPayload)
+		if raw.Version < 1 {
+			return driver.AppendRow{}, fmt.Errorf("%w: RawPayload.Version is %d; set the schema version the data was written at (1 or more)", ErrInvalidMessage, raw.Version)
+		}
+		if !json.Valid(raw.Data) {
+			return driver.AppendRow{}, fmt.Errorf("%w: RawPayload.Data is not valid JSON", ErrInvalidMessage)
+		}
+		version, payload = raw.Version, raw.Data
+	} else {
+		var err error
+		if payload, err = json.Marshal(m.Value); err != nil {
+			return driver.AppendRow{}, fmt.Errorf("%w: encode %T: %v", ErrInvalidMessage, m.Value, err)
+		}
+	}
+	return driver.AppendRow{
+		Partition:      p.partition(meta),
+		SchemaVersion:  version,
+		Key:            meta.key,
+		HasKey:         meta.hasKey,
+		RoutingKey:     meta.routing,
+		CompactionRank: meta.rank,
+		Payload:        payload,
+		Headers:        meta.headers,
+		ProducedAt:     now,
+	}, nil
+}
+
+func (p *Producer[T]) partition(meta messageMeta) int {
+	n := p.stream.Partitions
+	if n <= 1 {
+		return 0
+	}
+	if meta.hasKey {
+		return PartitionForKey(meta.key, n)
+	}
+	return int(p.next.Add(1) % uint64(n))
+}
+
+// PartitionForKey is the partition of a keyed message: FNV-1a (32-bit) of
+// the key modulo the partition count, computed in Go so every driver agrees.
+func PartitionForKey(key string, partitions int) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(partitions))
+}

@@ -1,0 +1,100 @@
+// Package sqlstreams gives Go services durable, typed message streams inside
+// the SQL database they already run: PostgreSQL, MySQL/MariaDB or an embedded
+// SQLite file.
+//
+// A stream is one name with one append-only log. Producers append typed
+// messages; consumer groups claim them with leases, retries, delays and dead
+// letters; compacted streams keep the current value per key.
+//
+// Schema versions are first-class. The Go type carries its version through
+// [Versioned]; every row stores the version of the type that wrote it; a
+// consumer group reads only its own type's version and steps over the rest
+// without decoding them; compaction compares the version first; and
+// [Stream.Health] says when an old version can be retired. There is no option
+// that overrides a type's version: to change the shape of a message, change
+// the type and its SchemaVersion.
+//
+//	client, err := sqlstreams.Open(ctx, sqlite.Open("app.db"))
+//	stream := client.Stream[OrderPlacedV2]("orders.placed")
+//	producer, err := stream.Producer().Register(ctx, nil)
+//	id, err := producer.Produce(ctx, order, sqlstreams.Key("acct-1"))
+//	consumer, err := stream.Consumer("fraud-scoring").Register(ctx, nil)
+//	err = consumer.Run(ctx, func(ctx context.Context, d sqlstreams.Delivery[OrderPlacedV2]) error {
+//		return score(ctx, d.Value)
+//	})
+package sqlstreams
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// Versioned is implemented by every message type. SchemaVersion must return
+// a constant of at least 1 and must work on the zero value: the version is a
+// property of the type, not of a message.
+type Versioned interface {
+	SchemaVersion() int
+}
+
+// RawPayload is the version-agnostic message: a schema version and the raw
+// JSON written at it. A stream handle of RawPayload administers a stream
+// without knowing its types (Health, Get, Rename, Destroy); a RawPayload
+// group reads every version; producing a RawPayload writes the version it
+// carries.
+type RawPayload struct {
+	Version int
+	Data    json.RawMessage
+}
+
+// SchemaVersion returns the version the payload was written at.
+func (p RawPayload) SchemaVersion() int { return p.Version }
+
+// Errors returned by sqlstreams. Match them with errors.Is; the messages
+// around them say what to do next.
+var (
+	// ErrStreamNotFound: no stream has the name. Create it, or register a
+	// producer or consumer, which creates it with defaults.
+	ErrStreamNotFound = driver.ErrStreamNotFound
+	// ErrStreamExists: the name is taken by another stream.
+	ErrStreamExists = driver.ErrStreamExists
+	// ErrGroupNotFound: no consumer group has the name on the stream.
+	ErrGroupNotFound = driver.ErrGroupNotFound
+	// ErrLeaseLost: the delivery's lease expired and may now be held by
+	// another consumer; the outcome was not recorded.
+	ErrLeaseLost = driver.ErrLeaseLost
+	// ErrClosed: the client was closed.
+	ErrClosed = driver.ErrClosed
+	// ErrForeignTx: a transaction from another driver was passed to ProduceTx.
+	ErrForeignTx = driver.ErrForeignTx
+	// ErrInvalidName: a stream, group, routing key or binding is malformed.
+	ErrInvalidName = errors.New("invalid name")
+	// ErrInvalidOption: an option is out of range.
+	ErrInvalidOption = errors.New("invalid option")
+	// ErrInvalidMessage: a message cannot be produced as given.
+	ErrInvalidMessage = errors.New("invalid message")
+	// ErrGroupVersion: the group is bound to another schema version.
+	ErrGroupVersion = errors.New("consumer group is bound to another schema version")
+	// ErrAlreadySettled: the delivery's outcome was already recorded.
+	ErrAlreadySettled = errors.New("delivery already settled")
+)
+
+// typeVersion returns T's schema version, or all=true for RawPayload.
+func typeVersion[T Versioned]() (version int, all bool, err error) {
+	var zero T
+	if _, ok := any(zero).(RawPayload); ok {
+		return 0, true, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %T.SchemaVersion panicked on the zero value (%v); implement it on the value receiver and return a constant", ErrInvalidMessage, zero, r)
+		}
+	}()
+	version = zero.SchemaVersion()
+	if version < 1 {
+		return 0, false, fmt.Errorf("%w: %T.SchemaVersion returns %d; versions start at 1", ErrInvalidMessage, zero, version)
+	}
+	return version, false, nil
+}

@@ -1,0 +1,168 @@
+package sqlstreams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// Stream is a typed handle on a stream name. Producers and consumers made
+// from it inherit T, so a handler cannot accept another payload type. Admin
+// calls (Create, Get, Rename, Destroy, Health) take the name only and work
+// the same on any T; use Stream[RawPayload] when no type is at hand.
+type Stream[T Versioned] struct {
+	client *Client
+	name   string
+}
+
+// Name returns the stream name the handle was made with.
+func (s *Stream[T]) Name() string { return s.name }
+
+// StreamOptions configure a new stream. The zero value is one partition, not
+// compacted, kept forever.
+type StreamOptions struct {
+	// Partitions is fixed at creation; default 1. Keyed messages go to
+	// partition hash(key) mod Partitions; consumers of one group claim
+	// different partitions concurrently.
+	Partitions int
+	// Compacted keeps only each key's head: the row with the greatest
+	// (schema version, compaction rank, id). Every message needs a key.
+	Compacted bool
+	// Retention limits the log by age and row count, across all versions.
+	Retention Retention
+}
+
+// Retention limits a stream's log. Zero values mean unlimited. By default
+// retention removes only rows every group has passed and resolved, so nothing
+// unread is lost; Hard removes regardless and Health counts what it removed
+// unread.
+type Retention struct {
+	MaxAge  time.Duration
+	MaxRows int64
+	Hard    bool
+}
+
+// StreamInfo is a stream's configuration as stored.
+type StreamInfo struct {
+	ID         int64
+	Name       string
+	Partitions int
+	Compacted  bool
+	Retention  Retention
+	CreatedAt  time.Time
+}
+
+func infoFrom(c driver.StreamConfig) StreamInfo {
+	return StreamInfo{ID: c.ID, Name: c.Name, Partitions: c.Partitions, Compacted: c.Compacted,
+		Retention: Retention(c.Retention), CreatedAt: c.CreatedAt}
+}
+
+// MaxPartitions bounds StreamOptions.Partitions.
+const MaxPartitions = 1024
+
+// Create creates the stream. It fails with ErrStreamExists when the name is
+// taken. Registering a producer or consumer creates a missing stream with
+// default options, so Create is needed only for non-default options.
+func (s *Stream[T]) Create(ctx context.Context, opts *StreamOptions) (StreamInfo, error) {
+	cfg, err := s.create(ctx, opts)
+	return infoFrom(cfg), err
+}
+
+func (s *Stream[T]) create(ctx context.Context, opts *StreamOptions) (driver.StreamConfig, error) {
+	if err := s.client.checkOpen(); err != nil {
+		return driver.StreamConfig{}, err
+	}
+	if err := validateName("stream", s.name); err != nil {
+		return driver.StreamConfig{}, err
+	}
+	if opts == nil {
+		opts = &StreamOptions{}
+	}
+	cfg := driver.StreamConfig{Name: s.name, Partitions: opts.Partitions, Compacted: opts.Compacted,
+		Retention: driver.Retention(opts.Retention), CreatedAt: time.Now().UTC()}
+	if cfg.Partitions == 0 {
+		cfg.Partitions = 1
+	}
+	switch {
+	case cfg.Partitions < 1 || cfg.Partitions > MaxPartitions:
+		return cfg, fmt.Errorf("%w: stream %q: Partitions is %d; use 1 to %d", ErrInvalidOption, s.name, opts.Partitions, MaxPartitions)
+	case opts.Retention.MaxAge < 0:
+		return cfg, fmt.Errorf("%w: stream %q: Retention.MaxAge is negative; use 0 for no age limit", ErrInvalidOption, s.name)
+	case opts.Retention.MaxRows < 0:
+		return cfg, fmt.Errorf("%w: stream %q: Retention.MaxRows is negative; use 0 for no row limit", ErrInvalidOption, s.name)
+	}
+	created, err := s.client.drv.CreateStream(ctx, cfg)
+	if err != nil {
+		if errors.Is(err, ErrStreamExists) {
+			return created, fmt.Errorf("sqlstreams: stream %q: %w; use Get to read its options, or pick another name", s.name, err)
+		}
+		return created, fmt.Errorf("sqlstreams: create stream %q: %w", s.name, err)
+	}
+	return created, nil
+}
+
+// lookup finds the stream, creating it with defaults when create is set.
+func (s *Stream[T]) lookup(ctx context.Context, create bool) (driver.StreamConfig, error) {
+	if err := s.client.checkOpen(); err != nil {
+		return driver.StreamConfig{}, err
+	}
+	if err := validateName("stream", s.name); err != nil {
+		return driver.StreamConfig{}, err
+	}
+	cfg, err := s.client.drv.LookupStream(ctx, s.name)
+	if errors.Is(err, ErrStreamNotFound) && create {
+		cfg, err = s.create(ctx, nil)
+		if errors.Is(err, ErrStreamExists) { // another process won the race
+			cfg, err = s.client.drv.LookupStream(ctx, s.name)
+		}
+	}
+	if err != nil {
+		if errors.Is(err, ErrStreamNotFound) {
+			return cfg, fmt.Errorf("sqlstreams: stream %q: %w; create it first or check the name", s.name, err)
+		}
+		return cfg, fmt.Errorf("sqlstreams: stream %q: %w", s.name, err)
+	}
+	return cfg, nil
+}
+
+// Get returns the stream's configuration, or ErrStreamNotFound.
+func (s *Stream[T]) Get(ctx context.Context) (StreamInfo, error) {
+	cfg, err := s.lookup(ctx, false)
+	return infoFrom(cfg), err
+}
+
+// Rename gives the stream a new name. Its id, rows, groups and cursors stay;
+// the old name becomes free. Handles and producers made with the old name
+// keep working with the stream they resolved; new handles need the new name.
+func (s *Stream[T]) Rename(ctx context.Context, newName string) error {
+	if err := validateName("stream", newName); err != nil {
+		return err
+	}
+	cfg, err := s.lookup(ctx, false)
+	if err != nil {
+		return err
+	}
+	if err := s.client.drv.RenameStream(ctx, cfg.ID, newName); err != nil {
+		if errors.Is(err, ErrStreamExists) {
+			return fmt.Errorf("sqlstreams: rename stream %q to %q: %w; pick a free name", s.name, newName, err)
+		}
+		return fmt.Errorf("sqlstreams: rename stream %q: %w", s.name, err)
+	}
+	return nil
+}
+
+// Destroy removes the stream with its log, groups, cursors, exceptions and
+// compaction heads. It cannot be undone.
+func (s *Stream[T]) Destroy(ctx context.Context) error {
+	cfg, err := s.lookup(ctx, false)
+	if err != nil {
+		return err
+	}
+	if err := s.client.drv.DestroyStream(ctx, cfg.ID); err != nil {
+		return fmt.Errorf("sqlstreams: destroy stream %q: %w", s.name, err)
+	}
+	return nil
+}

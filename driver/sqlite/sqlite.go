@@ -1,0 +1,243 @@
+// Package sqlite is the embedded sqlstreams driver: one SQLite file, pure Go
+// (modernc.org/sqlite, no cgo), nothing to install or run.
+//
+// Commit order (C5): SQLite has one writer at a time, so ids (AUTOINCREMENT,
+// never reused) are assigned and committed in the same order, and a cursor
+// can never pass a row that commits later. The driver keeps one writer
+// connection per process, opens write transactions with BEGIN IMMEDIATE so
+// that processes queue on the file lock instead of failing to upgrade, and
+// reads (health, lookups, dead letters) through a separate pool that WAL
+// mode lets run beside the writer.
+//
+// Transactions for ProduceTx come from DB(): wrap them with Tx. While such a
+// transaction is open it holds the writer, so other writes of the process
+// wait for it to end; keep it short, and do not produce outside it from the
+// goroutine that holds it.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Driver is the SQLite driver. Create it with Open.
+type Driver struct {
+	path   string
+	write  *sql.DB // one connection: SQLite has one writer
+	read   *sql.DB // WAL readers
+	closed atomic.Bool
+	opened error
+}
+
+// BusyTimeout is how long a connection waits for another process's write
+// lock before failing with SQLITE_BUSY.
+const BusyTimeout = 30 * time.Second
+
+// Open returns a driver for the SQLite file at path, created if missing.
+// Connection errors surface from sqlstreams.Open.
+func Open(path string) *Driver {
+	d := &Driver{path: path}
+	if path == "" {
+		d.opened = errors.New("sqlite: empty path; pass a file name such as \"app.db\"")
+		return d
+	}
+	memory := path == ":memory:" || strings.Contains(path, "mode=memory")
+	pragmas := url.Values{}
+	for _, p := range []string{"busy_timeout(" + strconv.Itoa(int(BusyTimeout.Milliseconds())) + ")", "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(1)"} {
+		pragmas.Add("_pragma", p)
+	}
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	writeDSN := path + sep + pragmas.Encode() + "&_txlock=immediate"
+	d.write, d.opened = sql.Open("sqlite", writeDSN)
+	if d.opened != nil {
+		return d
+	}
+	d.write.SetMaxOpenConns(1)
+	d.write.SetConnMaxIdleTime(0)
+	if memory {
+		d.read = d.write
+		return d
+	}
+	d.read, d.opened = sql.Open("sqlite", path+sep+pragmas.Encode())
+	if d.opened == nil {
+		d.read.SetMaxOpenConns(4)
+	}
+	return d
+}
+
+// DB returns the writer database, on which to begin transactions for
+// ProduceTx.
+func (d *Driver) DB() *sql.DB { return d.write }
+
+// Tx adapts a transaction begun on DB() for Producer.ProduceTx.
+func Tx(tx *sql.Tx) driver.Tx { return txAdapter{tx} }
+
+type txAdapter struct{ tx *sql.Tx }
+
+func (txAdapter) DriverName() string { return "sqlite" }
+
+// Name implements driver.Driver.
+func (d *Driver) Name() string { return "sqlite" }
+
+// Capabilities implements driver.Driver.
+func (d *Driver) Capabilities() driver.Capabilities {
+	return driver.Capabilities{SingleWriter: true}
+}
+
+// Close implements driver.Driver.
+func (d *Driver) Close() error {
+	if d.closed.Swap(true) {
+		return driver.ErrClosed
+	}
+	var errs []error
+	if d.write != nil {
+		errs = append(errs, d.write.Close())
+	}
+	if d.read != nil && d.read != d.write {
+		errs = append(errs, d.read.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (d *Driver) check() error {
+	if d.closed.Load() {
+		return fmt.Errorf("sqlite %s: %w", d.path, driver.ErrClosed)
+	}
+	return d.opened
+}
+
+// Migrate implements driver.Driver. Each migration runs in its own
+// immediate transaction, so processes starting at once apply it exactly once.
+func (d *Driver) Migrate(ctx context.Context) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	if _, err := d.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS sqlstreams_migration (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("sqlite %s: %w", d.path, err)
+	}
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	slices.Sort(files)
+	for _, f := range files {
+		name := strings.TrimPrefix(f, "migrations/")
+		version, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("sqlite: migration %s has no version prefix", name)
+		}
+		body, err := migrations.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		err = d.inTx(ctx, nil, func(tx *sql.Tx) error {
+			var applied int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlstreams_migration WHERE version = ?`, version).Scan(&applied); err != nil {
+				return err
+			}
+			if applied > 0 {
+				return nil
+			}
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, version, micros(time.Now()))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("sqlite %s: migration %s: %w", d.path, name, err)
+		}
+	}
+	return nil
+}
+
+// inTx runs fn in the caller's transaction when tx is not nil, or in a new
+// immediate transaction on the writer that commits when fn succeeds.
+func (d *Driver) inTx(ctx context.Context, tx driver.Tx, fn func(*sql.Tx) error) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	if tx != nil {
+		a, ok := tx.(txAdapter)
+		if !ok {
+			return fmt.Errorf("sqlite: %w: got a %s transaction; wrap a transaction from this driver's DB() with sqlite.Tx", driver.ErrForeignTx, tx.DriverName())
+		}
+		return fn(a.tx)
+	}
+	t, err := d.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(t); err != nil {
+		_ = t.Rollback()
+		return err
+	}
+	return t.Commit()
+}
+
+// readTx runs fn in a read transaction, so that it sees one snapshot.
+func (d *Driver) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	db := d.read
+	t, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: db != d.write})
+	if err != nil {
+		return err
+	}
+	defer t.Rollback()
+	return fn(t)
+}
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+func logTable(streamID int64) string { return "message_log_" + strconv.FormatInt(streamID, 10) }
+
+func isUnique(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
+}
+
+// placeholders returns "?, ?, ?" for n values.
+func placeholders(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strings.Repeat("?, ", n-1) + "?"
+}
+
+func int64sToArgs(ids []int64) []any {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return args
+}
+
+func dedupe(ids []int64) []int64 {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,224 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+const streamColumns = `id, name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at`
+
+type scanner interface{ Scan(...any) error }
+
+func scanStream(r scanner) (driver.StreamConfig, error) {
+	var c driver.StreamConfig
+	var maxAge, created int64
+	err := r.Scan(&c.ID, &c.Name, &c.Partitions, &c.Compacted, &maxAge, &c.Retention.MaxRows, &c.Retention.Hard, &created)
+	c.Retention.MaxAge = time.Duration(maxAge) * time.Microsecond
+	c.CreatedAt = fromMicros(created)
+	return c, err
+}
+
+// CreateStream implements driver.Driver.
+func (d *Driver) CreateStream(ctx context.Context, cfg driver.StreamConfig) (driver.StreamConfig, error) {
+	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO stream_config (name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, cfg.Name, cfg.Partitions, cfg.Compacted, cfg.Retention.MaxAge.Microseconds(),
+			cfg.Retention.MaxRows, cfg.Retention.Hard, micros(cfg.CreatedAt))
+		if isUnique(err) {
+			return driver.ErrStreamExists
+		}
+		if err != nil {
+			return err
+		}
+		if cfg.ID, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		table := logTable(cfg.ID)
+		_, err = tx.ExecContext(ctx, `CREATE TABLE `+table+` (
+			id              INTEGER PRIMARY KEY AUTOINCREMENT,
+			partition       INTEGER NOT NULL,
+			schema_version  INTEGER NOT NULL,
+			msg_key         TEXT,
+			routing_key     TEXT    NOT NULL,
+			compaction_rank INTEGER NOT NULL,
+			payload         BLOB    NOT NULL,
+			headers         TEXT,
+			produced_at     INTEGER NOT NULL
+		);
+		CREATE INDEX `+table+`_partition ON `+table+` (partition, id);
+		CREATE INDEX `+table+`_version ON `+table+` (schema_version, partition, id);`)
+		return err
+	})
+	cfg.CreatedAt = fromMicros(micros(cfg.CreatedAt))
+	return cfg, err
+}
+
+// LookupStream implements driver.Driver.
+func (d *Driver) LookupStream(ctx context.Context, name string) (driver.StreamConfig, error) {
+	if err := d.check(); err != nil {
+		return driver.StreamConfig{}, err
+	}
+	c, err := scanStream(d.read.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, driver.ErrStreamNotFound
+	}
+	return c, err
+}
+
+func lookupStreamByID(ctx context.Context, tx *sql.Tx, id int64) (driver.StreamConfig, error) {
+	c, err := scanStream(tx.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, driver.ErrStreamNotFound
+	}
+	return c, err
+}
+
+// ListStreams implements driver.Driver.
+func (d *Driver) ListStreams(ctx context.Context) ([]driver.StreamConfig, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	rows, err := d.read.QueryContext(ctx, `SELECT `+streamColumns+` FROM stream_config ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.StreamConfig
+	for rows.Next() {
+		c, err := scanStream(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// RenameStream implements driver.Driver.
+func (d *Driver) RenameStream(ctx context.Context, streamID int64, newName string) error {
+	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE stream_config SET name = ? WHERE id = ?`, newName, streamID)
+		if isUnique(err) {
+			return driver.ErrStreamExists
+		}
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return driver.ErrStreamNotFound
+		}
+		return nil
+	})
+}
+
+// DestroyStream implements driver.Driver.
+func (d *Driver) DestroyStream(ctx context.Context, streamID int64) error {
+	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM stream_config WHERE id = ?`, streamID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return driver.ErrStreamNotFound
+		}
+		for _, table := range []string{"consumer_group", "group_cursor", "delivery_exception", "compaction_head"} {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ?`, streamID); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+logTable(streamID))
+		return err
+	})
+}
+
+const groupColumns = `stream_id, name, schema_version, all_versions, bindings, start_position, created_at, removed_unread`
+
+func scanGroup(r scanner) (driver.GroupConfig, int64, error) {
+	var g driver.GroupConfig
+	var bindings string
+	var created, removed int64
+	err := r.Scan(&g.StreamID, &g.Name, &g.SchemaVersion, &g.AllVersions, &bindings, &g.Start, &created, &removed)
+	if err != nil {
+		return g, 0, err
+	}
+	g.CreatedAt = fromMicros(created)
+	if err := json.Unmarshal([]byte(bindings), &g.Bindings); err != nil {
+		return g, 0, fmt.Errorf("group %q: stored bindings: %w", g.Name, err)
+	}
+	return g, removed, nil
+}
+
+// RegisterGroup implements driver.Driver.
+func (d *Driver) RegisterGroup(ctx context.Context, cfg driver.GroupConfig) (driver.GroupConfig, error) {
+	bindings, err := json.Marshal(cfg.Bindings)
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.Bindings == nil {
+		bindings = []byte("[]")
+	}
+	var out driver.GroupConfig
+	err = d.inTx(ctx, nil, func(tx *sql.Tx) error {
+		stream, err := lookupStreamByID(ctx, tx, cfg.StreamID)
+		if err != nil {
+			return err
+		}
+		existing, _, err := scanGroup(tx.QueryRowContext(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? AND name = ?`, cfg.StreamID, cfg.Name))
+		if err == nil {
+			out = existing
+			out.Bindings = cfg.Bindings
+			_, err = tx.ExecContext(ctx, `UPDATE consumer_group SET bindings = ? WHERE stream_id = ? AND name = ?`, string(bindings), cfg.StreamID, cfg.Name)
+			return err
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO consumer_group (stream_id, name, schema_version, all_versions, bindings, start_position, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, cfg.StreamID, cfg.Name, cfg.SchemaVersion, cfg.AllVersions, string(bindings), cfg.Start, micros(cfg.CreatedAt)); err != nil {
+			return err
+		}
+		var start int64
+		if cfg.Start == driver.StartLatest {
+			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM `+logTable(cfg.StreamID)).Scan(&start); err != nil {
+				return err
+			}
+		}
+		for p := range stream.Partitions {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO group_cursor (stream_id, group_name, partition, position) VALUES (?, ?, ?, ?)`,
+				cfg.StreamID, cfg.Name, p, start); err != nil {
+				return err
+			}
+		}
+		out = cfg
+		out.CreatedAt = fromMicros(micros(cfg.CreatedAt))
+		return nil
+	})
+	return out, err
+}
+
+// ListGroups implements driver.Driver.
+func (d *Driver) ListGroups(ctx context.Context, streamID int64) ([]driver.GroupConfig, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	rows, err := d.read.QueryContext(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? ORDER BY name`, streamID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.GroupConfig
+	for rows.Next() {
+		g, _, err := scanGroup(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
