@@ -263,23 +263,19 @@ func sanitizeName(s string) string {
 // field is one JSON object member of a struct, after encoding/json's rules
 // for embedding, tags and name conflicts.
 type field struct {
-	name      string
-	index     []int
-	typ       reflect.Type
-	tagged    bool
-	optional  bool // omitempty or omitzero
-	quoted    bool // the ",string" option applies
-	deflt     string
-	hasDeflt  bool
-	goName    string
-	ownerType reflect.Type
+	name     string
+	index    []int
+	typ      reflect.Type
+	tagged   bool
+	optional bool // omitempty or omitzero
+	quoted   bool // the ",string" option applies
+	deflt    string
+	hasDeflt bool
+	goName   string
 }
 
 func (r *reflector) structSchema(t reflect.Type, where string) (map[string]any, error) {
-	fields, err := jsonFields(t)
-	if err != nil {
-		return nil, fmt.Errorf("schema: %s: %w", where, err)
-	}
+	fields := jsonFields(t)
 	props := map[string]any{}
 	required := []any{}
 	for _, f := range fields {
@@ -399,7 +395,7 @@ func copyMap(m map[string]any) map[string]any {
 // drops a field, an embedded struct without a tag name promotes its fields
 // breadth-first, and among members with the same name the shallowest wins,
 // then the tagged one; otherwise the ambiguous members all disappear.
-func jsonFields(t reflect.Type) ([]field, error) {
+func jsonFields(t reflect.Type) []field {
 	type queued struct {
 		typ   reflect.Type
 		index []int
@@ -444,12 +440,11 @@ func jsonFields(t reflect.Type) ([]field, error) {
 				}
 				if name != "" || !sf.Anonymous || ft.Kind() != reflect.Struct {
 					f := field{
-						name:      name,
-						index:     index,
-						typ:       sf.Type,
-						tagged:    name != "",
-						goName:    sf.Name,
-						ownerType: q.typ,
+						name:   name,
+						index:  index,
+						typ:    sf.Type,
+						tagged: name != "",
+						goName: sf.Name,
 					}
 					if f.name == "" {
 						f.name = sf.Name
@@ -509,7 +504,7 @@ func jsonFields(t reflect.Type) ([]field, error) {
 		}
 		i = j
 	}
-	return out, nil
+	return out
 }
 
 // validTagName mirrors encoding/json: a tag name made of other characters

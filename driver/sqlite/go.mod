@@ -3,6 +3,7 @@ module github.com/sqlstreams/sqlstreams/driver/sqlite
 go 1.27
 
 require (
+	github.com/sqlstreams/sqlstreams/conformance v0.0.0-00010101000000-000000000000
 	github.com/sqlstreams/sqlstreams/core v0.0.0
 	modernc.org/sqlite v1.62.0
 )
@@ -20,3 +21,5 @@ require (
 )
 
 replace github.com/sqlstreams/sqlstreams/core => ../../core
+
+replace github.com/sqlstreams/sqlstreams/conformance => ../../conformance

@@ -1,0 +1,3 @@
+module github.com/sqlstreams/sqlstreams/driver/mysql
+
+go 1.27

@@ -1,0 +1,3 @@
+module github.com/sqlstreams/sqlstreams/driver/postgres
+
+go 1.27
