@@ -1,0 +1,34 @@
+# Every target uses Go 1.27 (generic methods); the go command fetches it once.
+export GOTOOLCHAIN := go1.27.3
+
+PACKAGES := ./core/... ./conformance/... ./driver/sqlite/... ./driver/postgres/... ./driver/mysql/... ./examples/...
+GOFMT = $(shell go env GOROOT)/bin/gofmt
+
+.PHONY: demo test vet fmt race bench services
+
+## demo: run the quickstart on an embedded SQLite file (no set-up needed)
+demo:
+	go run ./examples/quickstart
+
+## test: vet, then every test on every driver (PostgreSQL and MariaDB must be
+## running locally; .ci/run starts them)
+test: vet
+	go test -count=1 -timeout 25m $(PACKAGES)
+
+vet:
+	@out=$$($(GOFMT) -l core conformance driver examples); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet $(PACKAGES)
+
+fmt:
+	$(GOFMT) -w core conformance driver examples
+
+race:
+	go test -count=1 -race -timeout 40m $(PACKAGES)
+
+## bench: the benchmarks of every driver, each next to its raw baseline
+bench:
+	go test -run '^$$' -bench . -benchtime 3000x -timeout 30m ./driver/...
+
+## services: install and start PostgreSQL and MariaDB when missing
+services:
+	bash .ci/services.sh
