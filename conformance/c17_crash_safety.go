@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlstreams/sqlstreams/conformance/proctest"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
 
@@ -38,11 +39,11 @@ func testCrashSafety(t *testing.T, h *harness) {
 	acked := map[int64]bool{}
 	lastChildAttempt := map[int64]int{}
 	for kill := 1; kill <= 3; kill++ {
-		ch := spawn(t, "claim-ack", childSpec{Namespace: h.ns(t), Stream: "c17", Group: "crashy", Out: out, Lease: lease, Batch: 10})
+		ch := proctest.Spawn(t, "claim-ack", childSpec{Namespace: h.ns(t), Stream: "c17", Group: "crashy", Out: out, Lease: lease, Batch: 10})
 		want := kill * 40
 		eventually(t, time.Minute, fmt.Sprintf("child %d to ack %d rows", kill, want), func() bool {
 			n := 0
-			for _, r := range readRecords(t, out) {
+			for _, r := range proctest.Records(t, out) {
 				if r[0] == "acked" {
 					n++
 				}
@@ -50,9 +51,9 @@ func testCrashSafety(t *testing.T, h *harness) {
 			return n >= want
 		})
 		time.Sleep(time.Duration(rng.IntN(15)) * time.Millisecond)
-		ch.kill()
+		ch.Kill()
 	}
-	for _, r := range readRecords(t, out) {
+	for _, r := range proctest.Records(t, out) {
 		id, _ := strconv.ParseInt(r[1], 10, 64)
 		switch r[0] {
 		case "acked":

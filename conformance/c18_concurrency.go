@@ -5,10 +5,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sqlstreams/sqlstreams/conformance/proctest"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
 
@@ -28,23 +28,23 @@ func testConcurrency(t *testing.T, h *harness) {
 	}
 	dir := t.TempDir()
 	const producers, perProducer, consumersPerGroup = 3, 120, 2
-	var prods, conss []*child
+	var prods, conss []*proctest.Child
 	for _, g := range groups {
 		for i := range consumersPerGroup {
 			out := filepath.Join(dir, fmt.Sprintf("consumer-%s-%d", g, i))
-			conss = append(conss, spawn(t, "consume", childSpec{Namespace: h.ns(t), Stream: "c18", Group: g, Lease: time.Minute,
+			conss = append(conss, proctest.Spawn(t, "consume", childSpec{Namespace: h.ns(t), Stream: "c18", Group: g, Lease: time.Minute,
 				Concurrency: 3, Batch: 8, Out: out}))
-			eventually(t, time.Minute, "consumer "+out+" to start", func() bool { return len(readRecords(t, out)) > 0 })
+			eventually(t, time.Minute, "consumer "+out+" to start", func() bool { return len(proctest.Records(t, out)) > 0 })
 		}
 	}
 	for i := range producers {
-		prods = append(prods, spawn(t, "produce", childSpec{Namespace: h.ns(t), Stream: "c18", Count: perProducer,
+		prods = append(prods, proctest.Spawn(t, "produce", childSpec{Namespace: h.ns(t), Stream: "c18", Count: perProducer,
 			Out: filepath.Join(dir, fmt.Sprintf("producer-%d", i))}))
 	}
 	produced := map[int64]bool{}
 	for i, p := range prods {
-		p.wait(t, 2*time.Minute, fmt.Sprintf("producer %d", i))
-		for _, r := range readRecords(t, filepath.Join(dir, fmt.Sprintf("producer-%d", i))) {
+		p.Wait(t, 2*time.Minute, fmt.Sprintf("producer %d", i))
+		for _, r := range proctest.Records(t, filepath.Join(dir, fmt.Sprintf("producer-%d", i))) {
 			id, _ := strconv.ParseInt(r[1], 10, 64)
 			produced[id] = true
 		}
@@ -63,13 +63,13 @@ func testConcurrency(t *testing.T, h *harness) {
 		return true
 	})
 	for i, cs := range conss {
-		_ = cs.cmd.Process.Signal(syscall.SIGTERM)
-		cs.wait(t, time.Minute, fmt.Sprintf("consumer %d", i))
+		cs.Terminate()
+		cs.Wait(t, time.Minute, fmt.Sprintf("consumer %d", i))
 	}
 	for _, g := range groups {
 		handled := map[int64]int{}
 		for i := range consumersPerGroup {
-			for _, r := range readRecords(t, filepath.Join(dir, fmt.Sprintf("consumer-%s-%d", g, i))) {
+			for _, r := range proctest.Records(t, filepath.Join(dir, fmt.Sprintf("consumer-%s-%d", g, i))) {
 				if r[0] != "handled" {
 					continue
 				}
@@ -90,7 +90,7 @@ func testConcurrency(t *testing.T, h *harness) {
 		}
 	}
 	for i, ch := range append(prods, conss...) {
-		if out := ch.output(); strings.Contains(out, "level=WARN") || strings.Contains(out, "level=ERROR") {
+		if out := ch.Output(); strings.Contains(out, "level=WARN") || strings.Contains(out, "level=ERROR") {
 			t.Errorf("child %d logged problems:\n%s", i, out)
 		}
 	}

@@ -117,8 +117,6 @@ func ctx(t testing.TB) context.Context {
 // Main runs child-process roles for multi-process tests and otherwise the
 // tests. Call it from the driver package's TestMain.
 func Main(m *testing.M, target Target) {
-	if role := os.Getenv(envRole); role != "" {
-		os.Exit(runChild(role, target))
-	}
+	dispatchChildren(target)
 	os.Exit(m.Run())
 }

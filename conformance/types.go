@@ -30,7 +30,6 @@ type EventV2 struct {
 
 func (EventV2) SchemaVersion() int { return 2 }
 
-
 // produceV1 appends n V1 events with sequence numbers from 1 and returns ids.
 func produceV1(t testing.TB, p *sqlstreams.Producer[EventV1], n int, opts ...sqlstreams.ProduceOption) []int64 {
 	t.Helper()
@@ -186,7 +185,6 @@ func runFor[T sqlstreams.Versioned](t testing.TB, c *sqlstreams.Consumer[T], h s
 		}
 	}
 }
-
 
 var errTest = errorString("conformance: induced failure")
 
