@@ -51,8 +51,7 @@ func (d *Driver) CreateStream(ctx context.Context, cfg driver.StreamConfig) (dri
 			headers         TEXT,
 			produced_at     INTEGER NOT NULL
 		);
-		CREATE INDEX `+table+`_partition ON `+table+` (partition, id);
-		CREATE INDEX `+table+`_version ON `+table+` (schema_version, partition, id);`)
+		CREATE INDEX `+table+`_partition ON `+table+` (partition, id);`)
 		return err
 	})
 	cfg.CreatedAt = fromMicros(micros(cfg.CreatedAt))
