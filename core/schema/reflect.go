@@ -275,7 +275,10 @@ type field struct {
 }
 
 func (r *reflector) structSchema(t reflect.Type, where string) (map[string]any, error) {
-	fields := jsonFields(t)
+	fields, err := jsonFields(t)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %s: %w", where, err)
+	}
 	props := map[string]any{}
 	required := []any{}
 	for _, f := range fields {
@@ -395,10 +398,11 @@ func copyMap(m map[string]any) map[string]any {
 // drops a field, an embedded struct without a tag name promotes its fields
 // breadth-first, and among members with the same name the shallowest wins,
 // then the tagged one; otherwise the ambiguous members all disappear.
-func jsonFields(t reflect.Type) []field {
+func jsonFields(t reflect.Type) ([]field, error) {
 	type queued struct {
-		typ   reflect.Type
-		index []int
+		typ    reflect.Type
+		index  []int
+		viaPtr bool // reached through an embedded pointer
 	}
 	var fields []field
 	current, next := []queued{}, []queued{{typ: t}}
@@ -430,6 +434,9 @@ func jsonFields(t reflect.Type) []field {
 					continue
 				}
 				name, opts, _ := strings.Cut(tag, ",")
+				if strings.ContainsAny(name, `\"`) {
+					return nil, fmt.Errorf("field %s: json tag name %q contains a quote or backslash, which encoding/json reads differently with and without GOEXPERIMENT=jsonv2; rename the member", sf.Name, name)
+				}
 				if !validTagName(name) {
 					name = ""
 				}
@@ -445,13 +452,20 @@ func jsonFields(t reflect.Type) []field {
 						typ:    sf.Type,
 						tagged: name != "",
 						goName: sf.Name,
+						// encoding/json omits every member promoted
+						// through a nil embedded pointer.
+						optional: q.viaPtr,
 					}
 					if f.name == "" {
 						f.name = sf.Name
 					}
 					for _, o := range strings.Split(opts, ",") {
 						switch o {
-						case "omitempty", "omitzero":
+						case "omitempty":
+							// Structs and non-empty arrays are never
+							// "empty", so omitempty does not omit them.
+							f.optional = f.optional || canBeEmpty(sf.Type)
+						case "omitzero":
 							f.optional = true
 						case "string":
 							switch ft.Kind() {
@@ -477,7 +491,7 @@ func jsonFields(t reflect.Type) []field {
 				}
 				nextCount[ft]++
 				if nextCount[ft] == 1 {
-					next = append(next, queued{typ: ft, index: index})
+					next = append(next, queued{typ: ft, index: index, viaPtr: q.viaPtr || sf.Type.Kind() == reflect.Pointer})
 				}
 			}
 		}
@@ -504,7 +518,20 @@ func jsonFields(t reflect.Type) []field {
 		}
 		i = j
 	}
-	return out
+	return out, nil
+}
+
+// canBeEmpty reports whether omitempty can omit a value of type t:
+// false, 0, "", nil pointers and interfaces, and empty slices, maps and
+// zero-length arrays.
+func canBeEmpty(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Struct:
+		return false
+	case reflect.Array:
+		return t.Len() == 0
+	}
+	return true
 }
 
 // validTagName mirrors encoding/json: a tag name made of other characters

@@ -338,16 +338,20 @@ func (e *ParseError) Error() string {
 // position of the problem.
 func Parse(data []byte) (*Schema, error) {
 	p := &parser{data: data, dec: json.NewDecoder(bytes.NewReader(data)), offsets: map[string]int64{}}
+	if off, msg, ok := scanJSON(data); !ok {
+		return nil, p.errorf(int64(off), "", "%s", msg)
+	}
 	p.dec.UseNumber()
 	v, err := p.value("")
 	if err != nil {
 		return nil, err
 	}
+	rest := p.start()
 	if tok, err := p.dec.Token(); err != io.EOF {
 		if err != nil {
 			return nil, p.wrap(err)
 		}
-		return nil, p.errorf(p.start(), "", "unexpected %v after the end of the schema; a document holds exactly one schema", tok)
+		return nil, p.errorf(rest, "", "unexpected %v after the end of the schema; a document holds exactly one schema", tok)
 	}
 	if err := p.validate(v, ""); err != nil {
 		return nil, err
@@ -396,7 +400,8 @@ func (p *parser) wrap(err error) error {
 	var syn *json.SyntaxError
 	switch {
 	case errors.As(err, &syn):
-		return p.errorf(syn.Offset, "", "%s", syn.Error())
+		// Offset counts the offending byte; point at it, not past it.
+		return p.errorf(max(syn.Offset-1, 0), "", "%s", syn.Error())
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		return p.errorf(int64(len(p.data)), "", "unexpected end of input; the JSON is truncated")
 	default:
@@ -539,7 +544,11 @@ func (p *parser) validate(v any, ptr string) error {
 					s, ok := e.(string)
 					if !ok || !typeNames[s] {
 						ep := kp + "/" + strconv.Itoa(i)
-						return p.errorf(p.offsets[ep], ep, "unknown type %s; use one of array, boolean, integer, null, number, object, string", describe(e))
+						what := describe(e)
+						if ok {
+							what = strconv.Quote(s)
+						}
+						return p.errorf(p.offsets[ep], ep, "unknown type %s; use one of array, boolean, integer, null, number, object, string", what)
 					}
 				}
 			default:
