@@ -55,8 +55,9 @@ func loadCorpus(t *testing.T) []corpusCase {
 // file ../shared ships, byte for byte.
 func TestCorpusCopyMatchesShared(t *testing.T) {
 	shared, err := os.ReadFile(sharedCorpusFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("%s not present; only the local copy is tested", sharedCorpusFile)
+	if errors.Is(err, fs.ErrNotExist) && os.Getenv("CI") != "true" {
+		t.Logf("%s not present outside CI; only the local copy is tested", sharedCorpusFile)
+		return
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -80,9 +81,8 @@ func TestCorpus(t *testing.T) {
 		key := fmt.Sprintf("%d:%s", i, c.ID)
 		seen[key] = true
 		t.Run(key, func(t *testing.T) {
-			if !c.Enabled {
-				t.Skip("disabled in the corpus")
-			}
+			// Every case runs, "enabled": false or not: the testdata README
+			// says all of them are valid expectations.
 			problem := corpusDisagreement(t, c)
 			reason, excepted := corpusExceptions[key]
 			switch {
