@@ -69,8 +69,10 @@ type Driver interface {
 	Append(ctx context.Context, tx Tx, stream StreamConfig, rows []AppendRow) ([]int64, error)
 
 	// RegisterGroup creates the group with one cursor per partition, or
-	// returns the stored group unchanged when it exists (the caller compares
-	// versions). Bindings of an existing group are replaced by cfg.Bindings.
+	// returns the stored group when it exists. When the stored group has the
+	// same SchemaVersion and AllVersions, its Bindings and ConvertsFrom are
+	// replaced by cfg's; otherwise it is returned unchanged and the caller
+	// refuses the registration.
 	RegisterGroup(ctx context.Context, cfg GroupConfig) (GroupConfig, error)
 	// ListGroups returns the stream's groups ordered by name.
 	ListGroups(ctx context.Context, streamID int64) ([]GroupConfig, error)
@@ -169,8 +171,12 @@ type StreamConfig struct {
 
 // AppendRow is one message to write.
 type AppendRow struct {
-	Partition      int
-	SchemaVersion  int
+	Partition     int
+	SchemaVersion int
+	// SchemaRevision is the registry revision of the writer's schema at
+	// SchemaVersion, or 0 when unknown (RawPayload). Drivers store it so the
+	// registry knows which writer revisions the retained log still holds.
+	SchemaRevision int
 	Key            string
 	HasKey         bool
 	RoutingKey     string
@@ -198,9 +204,12 @@ type GroupConfig struct {
 	SchemaVersion int
 	// AllVersions marks a version-agnostic group (a RawPayload group).
 	AllVersions bool
-	Bindings    []string
-	Start       StartPosition
-	CreatedAt   time.Time
+	// ConvertsFrom lists older versions the group also reads through
+	// converters (R7); health counts their rows under the group.
+	ConvertsFrom []int
+	Bindings     []string
+	Start        StartPosition
+	CreatedAt    time.Time
 }
 
 // ClaimRequest asks for deliveries of one group.

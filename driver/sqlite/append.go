@@ -23,13 +23,13 @@ func (d *Driver) Append(ctx context.Context, tx driver.Tx, stream driver.StreamC
 		for start := 0; start < len(rows); start += chunk {
 			part := rows[start:min(start+chunk, len(rows))]
 			var sb strings.Builder
-			sb.WriteString(`INSERT INTO ` + table + ` (partition, schema_version, msg_key, routing_key, compaction_rank, payload, headers, produced_at) VALUES `)
-			args := make([]any, 0, len(part)*8)
+			sb.WriteString(`INSERT INTO ` + table + ` (partition, schema_version, schema_revision, msg_key, routing_key, compaction_rank, payload, headers, produced_at) VALUES `)
+			args := make([]any, 0, len(part)*9)
 			for i, r := range part {
 				if i > 0 {
 					sb.WriteString(", ")
 				}
-				sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+				sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
 				var key, headers any
 				if r.HasKey {
 					key = r.Key
@@ -41,7 +41,7 @@ func (d *Driver) Append(ctx context.Context, tx driver.Tx, stream driver.StreamC
 					}
 					headers = string(h)
 				}
-				args = append(args, r.Partition, r.SchemaVersion, key, r.RoutingKey, r.CompactionRank, r.Payload, headers, micros(r.ProducedAt))
+				args = append(args, r.Partition, r.SchemaVersion, r.SchemaRevision, key, r.RoutingKey, r.CompactionRank, r.Payload, headers, micros(r.ProducedAt))
 			}
 			sb.WriteString(" RETURNING id")
 			rs, err := t.QueryContext(ctx, sb.String(), args...)

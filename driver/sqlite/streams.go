@@ -44,6 +44,7 @@ func (d *Driver) CreateStream(ctx context.Context, cfg driver.StreamConfig) (dri
 			id              INTEGER PRIMARY KEY AUTOINCREMENT,
 			partition       INTEGER NOT NULL,
 			schema_version  INTEGER NOT NULL,
+			schema_revision INTEGER NOT NULL DEFAULT 0,
 			msg_key         TEXT,
 			routing_key     TEXT    NOT NULL,
 			compaction_rank INTEGER NOT NULL,
@@ -126,7 +127,8 @@ func (d *Driver) DestroyStream(ctx context.Context, streamID int64) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return driver.ErrStreamNotFound
 		}
-		for _, table := range []string{"consumer_group", "group_cursor", "delivery_exception", "compaction_head"} {
+		for _, table := range []string{"consumer_group", "group_cursor", "delivery_exception", "compaction_head",
+			"schema_revision", "schema_reader", "registry_setting"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ?`, streamID); err != nil {
 				return err
 			}
@@ -136,13 +138,13 @@ func (d *Driver) DestroyStream(ctx context.Context, streamID int64) error {
 	})
 }
 
-const groupColumns = `stream_id, name, schema_version, all_versions, bindings, start_position, created_at, removed_unread`
+const groupColumns = `stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at, removed_unread`
 
 func scanGroup(r scanner) (driver.GroupConfig, int64, error) {
 	var g driver.GroupConfig
-	var bindings string
+	var bindings, convertsFrom string
 	var created, removed int64
-	err := r.Scan(&g.StreamID, &g.Name, &g.SchemaVersion, &g.AllVersions, &bindings, &g.Start, &created, &removed)
+	err := r.Scan(&g.StreamID, &g.Name, &g.SchemaVersion, &g.AllVersions, &bindings, &convertsFrom, &g.Start, &created, &removed)
 	if err != nil {
 		return g, 0, err
 	}
@@ -150,17 +152,21 @@ func scanGroup(r scanner) (driver.GroupConfig, int64, error) {
 	if err := json.Unmarshal([]byte(bindings), &g.Bindings); err != nil {
 		return g, 0, fmt.Errorf("group %q: stored bindings: %w", g.Name, err)
 	}
+	if err := json.Unmarshal([]byte(convertsFrom), &g.ConvertsFrom); err != nil {
+		return g, 0, fmt.Errorf("group %q: stored converter versions: %w", g.Name, err)
+	}
 	return g, removed, nil
 }
 
 // RegisterGroup implements driver.Driver.
 func (d *Driver) RegisterGroup(ctx context.Context, cfg driver.GroupConfig) (driver.GroupConfig, error) {
-	bindings, err := json.Marshal(cfg.Bindings)
+	bindings, err := json.Marshal(nonNil(cfg.Bindings))
 	if err != nil {
 		return cfg, err
 	}
-	if cfg.Bindings == nil {
-		bindings = []byte("[]")
+	convertsFrom, err := json.Marshal(nonNil(cfg.ConvertsFrom))
+	if err != nil {
+		return cfg, err
 	}
 	var out driver.GroupConfig
 	err = d.inTx(ctx, nil, func(tx *sql.Tx) error {
@@ -171,15 +177,19 @@ func (d *Driver) RegisterGroup(ctx context.Context, cfg driver.GroupConfig) (dri
 		existing, _, err := scanGroup(tx.QueryRowContext(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? AND name = ?`, cfg.StreamID, cfg.Name))
 		if err == nil {
 			out = existing
-			out.Bindings = cfg.Bindings
-			_, err = tx.ExecContext(ctx, `UPDATE consumer_group SET bindings = ? WHERE stream_id = ? AND name = ?`, string(bindings), cfg.StreamID, cfg.Name)
+			if existing.SchemaVersion != cfg.SchemaVersion || existing.AllVersions != cfg.AllVersions {
+				return nil // the caller refuses the registration; change nothing
+			}
+			out.Bindings, out.ConvertsFrom = cfg.Bindings, cfg.ConvertsFrom
+			_, err = tx.ExecContext(ctx, `UPDATE consumer_group SET bindings = ?, converts_from = ? WHERE stream_id = ? AND name = ?`,
+				string(bindings), string(convertsFrom), cfg.StreamID, cfg.Name)
 			return err
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO consumer_group (stream_id, name, schema_version, all_versions, bindings, start_position, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, cfg.StreamID, cfg.Name, cfg.SchemaVersion, cfg.AllVersions, string(bindings), cfg.Start, micros(cfg.CreatedAt)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO consumer_group (stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, cfg.StreamID, cfg.Name, cfg.SchemaVersion, cfg.AllVersions, string(bindings), string(convertsFrom), cfg.Start, micros(cfg.CreatedAt)); err != nil {
 			return err
 		}
 		var start int64
@@ -220,4 +230,12 @@ func (d *Driver) ListGroups(ctx context.Context, streamID int64) ([]driver.Group
 		out = append(out, g)
 	}
 	return out, rows.Err()
+}
+
+// nonNil makes a nil slice encode as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
