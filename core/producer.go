@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/schema"
 )
 
 // ProducerBuilder registers producers for a stream; get one from
@@ -24,25 +25,43 @@ type ProducerOptions struct{}
 
 // Producer appends messages of type T. It is safe for concurrent use.
 type Producer[T Versioned] struct {
-	client  *Client
-	stream  driver.StreamConfig
-	version int
-	raw     bool
-	next    atomic.Uint64 // round-robin partition for keyless messages
+	client   *Client
+	stream   driver.StreamConfig
+	version  int
+	revision int // the registry revision of T's schema, stamped on rows
+	raw      bool
+	next     atomic.Uint64 // round-robin partition for keyless messages
 }
 
-// Register checks T and the stream (creating it with defaults when missing)
-// and returns a producer. opts may be nil.
+// Register checks T, creates the stream with defaults when it is missing,
+// records T's JSON Schema in the registry and returns a producer. opts may be
+// nil. A schema that breaks the stream's compatibility level at T's version,
+// or a registered reader at it, fails with ErrIncompatibleSchema and records
+// nothing; in READONLY mode a schema not yet recorded fails with ErrReadOnly.
 func (b *ProducerBuilder[T]) Register(ctx context.Context, opts *ProducerOptions) (*Producer[T], error) {
 	version, raw, err := typeVersion[T]()
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := b.stream.lookup(ctx, true)
+	var sch *schema.Schema
+	if !raw {
+		if sch, err = schema.For[T](); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidMessage, err)
+		}
+	}
+	cfg, created, err := b.stream.ensure(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &Producer[T]{client: b.stream.client, stream: cfg, version: version, raw: raw}, nil
+	p := &Producer[T]{client: b.stream.client, stream: cfg, version: version, raw: raw}
+	if !raw {
+		p.revision, err = b.stream.client.Registry().record(ctx, registration{stream: cfg, typ: typeName[T](), version: version, schema: sch})
+		if err != nil {
+			b.stream.undoCreate(ctx, cfg, created)
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // Stream returns the configuration of the stream the producer writes to.
@@ -192,6 +211,7 @@ func (p *Producer[T]) row(m Message[T], now time.Time) (driver.AppendRow, error)
 	return driver.AppendRow{
 		Partition:      p.partition(meta),
 		SchemaVersion:  version,
+		SchemaRevision: p.revision,
 		Key:            meta.key,
 		HasKey:         meta.hasKey,
 		RoutingKey:     meta.routing,

@@ -104,6 +104,31 @@ func (s *Stream[T]) create(ctx context.Context, opts *StreamOptions) (driver.Str
 	return created, nil
 }
 
+// ensure finds the stream or creates it with defaults, and says whether it
+// created it.
+func (s *Stream[T]) ensure(ctx context.Context) (driver.StreamConfig, bool, error) {
+	cfg, err := s.lookup(ctx, false)
+	if !errors.Is(err, ErrStreamNotFound) {
+		return cfg, false, err
+	}
+	cfg, err = s.create(ctx, nil)
+	if errors.Is(err, ErrStreamExists) { // another process won the race
+		cfg, err = s.lookup(ctx, false)
+		return cfg, false, err
+	}
+	return cfg, err == nil, err
+}
+
+// undoCreate removes a stream that a refused registration created, so that
+// a refused call leaves nothing behind.
+func (s *Stream[T]) undoCreate(ctx context.Context, cfg driver.StreamConfig, created bool) {
+	if created {
+		if err := s.client.drv.DestroyStream(context.WithoutCancel(ctx), cfg.ID); err != nil {
+			s.client.logger.Warn("sqlstreams: could not remove the stream a refused registration created", "stream", cfg.Name, "error", err)
+		}
+	}
+}
+
 // lookup finds the stream, creating it with defaults when create is set.
 func (s *Stream[T]) lookup(ctx context.Context, create bool) (driver.StreamConfig, error) {
 	if err := s.client.checkOpen(); err != nil {
