@@ -51,30 +51,32 @@ func matcher(bindings []string) func(string) bool {
 	}
 }
 
-// matchWords matches a pattern against words. '#' is handled by trying every
-// split, which is fine for the short keys routing uses.
+// matchWords matches a pattern against words in O(len(pattern)*len(words))
+// steps: reach[j] says whether the pattern words seen so far can match
+// words[:j]. (Trying every split for each '#' instead would take
+// exponential time on bindings with several '#', and the driver calls the
+// matcher for every row a claim passes, inside its transaction.)
 func matchWords(pattern, words []string) bool {
-	for len(pattern) > 0 {
-		switch p := pattern[0]; p {
+	reach := make([]bool, len(words)+1)
+	next := make([]bool, len(words)+1)
+	reach[0] = true
+	for _, p := range pattern {
+		switch p {
 		case "#":
-			for skip := 0; skip <= len(words); skip++ {
-				if matchWords(pattern[1:], words[skip:]) {
-					return true
-				}
-			}
-			return false
-		case "*":
-			if len(words) == 0 {
-				return false
+			seen := false
+			for j := range reach {
+				seen = seen || reach[j]
+				next[j] = seen
 			}
 		default:
-			if len(words) == 0 || words[0] != p {
-				return false
+			next[0] = false
+			for j := 1; j <= len(words); j++ {
+				next[j] = reach[j-1] && (p == "*" || words[j-1] == p)
 			}
 		}
-		pattern, words = pattern[1:], words[1:]
+		reach, next = next, reach
 	}
-	return len(words) == 0
+	return reach[len(words)]
 }
 
 // matchBindings reports whether bindings select routingKey.

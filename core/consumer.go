@@ -298,27 +298,40 @@ func (c *Consumer[T]) Claim(ctx context.Context, n int) ([]Delivery[T], error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("%w: Claim(%d); ask for at least one delivery", ErrInvalidOption, n)
 	}
-	rows, token, err := c.claimRows(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Delivery[T], 0, len(rows))
-	for _, r := range rows {
-		l := &lease{group: &c.group, id: r.ID, token: token, attempt: r.Attempt}
-		l.until.Store(r.LeaseUntil.UnixNano())
-		v, err := c.decode(r.Row)
+	out := make([]Delivery[T], 0, n)
+	// A row that does not decode goes dead and leaves its place free: claim
+	// again for it, so that rows behind it are not held back and an empty
+	// result means nothing was claimable (C9).
+	for len(out) < n {
+		rows, token, err := c.claimRows(ctx, n-len(out))
 		if err != nil {
-			cause := fmt.Errorf("decode schema version %d as %T: %w", r.SchemaVersion, v, err)
-			if ferr := c.fail(ctx, l, Dead(cause)); ferr != nil {
-				return out, ferr
+			if len(out) > 0 {
+				return out, nil // the next claim meets the error again
 			}
-			c.client.logger.Warn("sqlstreams: payload does not decode; dead-lettered",
-				"stream", c.stream.Name, "group", c.name, "id", r.ID, "error", cause)
-			continue
+			return nil, err
 		}
-		out = append(out, Delivery[T]{ID: r.ID, Value: v, Key: r.Key, RoutingKey: r.RoutingKey, Partition: r.Partition,
-			SchemaVersion: r.SchemaVersion, CompactionRank: r.CompactionRank, Attempt: r.Attempt, Headers: r.Headers,
-			ProducedAt: r.ProducedAt, lease: l})
+		dropped := 0
+		for _, r := range rows {
+			l := &lease{group: &c.group, id: r.ID, token: token, attempt: r.Attempt}
+			l.until.Store(r.LeaseUntil.UnixNano())
+			v, err := c.decode(r.Row)
+			if err != nil {
+				cause := fmt.Errorf("decode schema version %d as %T: %w", r.SchemaVersion, v, err)
+				if ferr := c.fail(ctx, l, Dead(cause)); ferr != nil {
+					return out, ferr
+				}
+				c.client.logger.Warn("sqlstreams: payload does not decode; dead-lettered",
+					"stream", c.stream.Name, "group", c.name, "id", r.ID, "error", cause)
+				dropped++
+				continue
+			}
+			out = append(out, Delivery[T]{ID: r.ID, Value: v, Key: r.Key, RoutingKey: r.RoutingKey, Partition: r.Partition,
+				SchemaVersion: r.SchemaVersion, CompactionRank: r.CompactionRank, Attempt: r.Attempt, Headers: r.Headers,
+				ProducedAt: r.ProducedAt, lease: l})
+		}
+		if dropped == 0 {
+			break
+		}
 	}
 	return out, nil
 }

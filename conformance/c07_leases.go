@@ -1,0 +1,193 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+)
+
+func init() { register("C7_Leases", testLeases) }
+
+// C7: a delivery leased to one consumer is not handed to another consumer of
+// the group until the lease expires; an expired lease is claimed again with
+// attempt+1; an outcome from a holder whose lease was lost is refused with
+// ErrLeaseLost and changes nothing; a holder may extend its lease.
+func testLeases(t *testing.T, h *harness) {
+	const (
+		stream = "c7"
+		group  = "workers"
+		lease  = 600 * time.Millisecond
+	)
+	// Two processes' worth of clients on one namespace, one member each.
+	ca, cb := h.client(t), h.client(t)
+	opts := &sqlstreams.ConsumerOptions{LeaseDuration: lease}
+	a := consumer[EventV1](t, ca, stream, group, opts)
+	b := consumer[EventV1](t, cb, stream, group, opts)
+	p := producer[EventV1](t, ca, stream)
+
+	t.Run("Expiry", func(t *testing.T) {
+		ids := produceV1(t, p, 2)
+		claimedAt := time.Now()
+		got, err := a.Claim(ctx(t), 1)
+		if err != nil || len(got) != 1 || got[0].ID != ids[0] || got[0].Attempt != 1 {
+			t.Fatalf("A claimed %v (err %v), want row %d at attempt 1", idsOf(got), err, ids[0])
+		}
+		da := got[0]
+		if exp := da.LeaseExpires(); exp.Before(claimedAt.Add(lease-50*time.Millisecond)) || exp.After(time.Now().Add(lease+50*time.Millisecond)) {
+			t.Errorf("lease expires at %v, want about %v after the claim at %v", exp, lease, claimedAt)
+		}
+
+		// While A holds its lease, B gets the other row and never A's.
+		var gotOther bool
+		for time.Now().Before(da.LeaseExpires().Add(-150 * time.Millisecond)) {
+			started := time.Now()
+			ds, err := b.Claim(ctx(t), 10)
+			if err != nil {
+				t.Fatalf("B claim: %v", err)
+			}
+			for _, d := range ds {
+				switch {
+				case d.ID == da.ID && started.Before(da.LeaseExpires()):
+					t.Fatalf("B was handed row %d at %v while A's lease ran to %v", d.ID, started, da.LeaseExpires())
+				case d.ID == ids[1]:
+					gotOther = true
+					if err := d.Ack(ctx(t)); err != nil {
+						t.Fatalf("B ack row %d: %v", d.ID, err)
+					}
+				default:
+					t.Fatalf("B claimed unexpected row %d", d.ID)
+				}
+			}
+			time.Sleep(30 * time.Millisecond)
+		}
+		if !gotOther {
+			t.Errorf("B never got row %d, which nobody held", ids[1])
+		}
+
+		// After expiry B takes it, at attempt 2.
+		var db sqlstreams.Delivery[EventV1]
+		eventually(t, 5*time.Second, "B to claim the expired delivery", func() bool {
+			ds, err := b.Claim(ctx(t), 10)
+			if err != nil {
+				t.Fatalf("B claim: %v", err)
+			}
+			for _, d := range ds {
+				if d.ID != da.ID {
+					t.Fatalf("B claimed unexpected row %d", d.ID)
+				}
+				db = d
+				return true
+			}
+			return false
+		})
+		if time.Now().Before(da.LeaseExpires()) {
+			t.Errorf("B claimed row %d before A's lease expired at %v", db.ID, da.LeaseExpires())
+		}
+		if db.Attempt != 2 {
+			t.Errorf("expired delivery came back at attempt %d, want 2", db.Attempt)
+		}
+		if !db.LeaseExpires().After(da.LeaseExpires()) {
+			t.Errorf("B's lease (%v) does not end after A's (%v)", db.LeaseExpires(), da.LeaseExpires())
+		}
+
+		// A lost its lease: every outcome it tries is refused and changes nothing.
+		for name, outcome := range map[string]func() error{
+			"Ack":       func() error { return da.Ack(ctx(t)) },
+			"Retry":     func() error { return da.Retry(ctx(t), 0, errTest) },
+			"Dead":      func() error { return da.Dead(ctx(t), errTest) },
+			"Extend":    func() error { return da.Extend(ctx(t), time.Minute) },
+			"batch Ack": func() error { return a.Ack(ctx(t), da) },
+		} {
+			if err := outcome(); !errors.Is(err, sqlstreams.ErrLeaseLost) {
+				t.Errorf("A's %s after losing the lease: err %v, want ErrLeaseLost", name, err)
+			}
+		}
+		g := groupAt(t, health(t, ca, stream), 1, group)
+		if g.Leased != 1 || g.Delayed != 0 || g.Dead != 0 {
+			t.Errorf("after A's refused outcomes: leased %d, delayed %d, dead %d; want the delivery still leased to B only", g.Leased, g.Delayed, g.Dead)
+		}
+		if dead, err := a.DeadLetters(ctx(t), 0, 10); err != nil || len(dead) != 0 {
+			t.Errorf("A's refused Dead left dead letters %v (err %v)", dead, err)
+		}
+		// B's lease is intact, also after A's Extend attempt: A claims nothing.
+		if ds, err := a.Claim(ctx(t), 10); err != nil || len(ds) != 0 {
+			t.Errorf("A claimed %v (err %v) while B holds the lease", idsOf(ds), err)
+		}
+		if err := db.Ack(ctx(t)); err != nil {
+			t.Fatalf("B's ack: %v", err)
+		}
+		time.Sleep(lease + 100*time.Millisecond)
+		for _, cons := range []*sqlstreams.Consumer[EventV1]{a, b} {
+			if ds, err := cons.Claim(ctx(t), 10); err != nil || len(ds) != 0 {
+				t.Errorf("claim after B's ack returned %v (err %v)", idsOf(ds), err)
+			}
+		}
+		if g := groupAt(t, health(t, ca, stream), 1, group); g.Unresolved != 0 {
+			t.Errorf("after B's ack: %d unresolved, want 0", g.Unresolved)
+		}
+	})
+
+	t.Run("Extend", func(t *testing.T) {
+		ids := produceV1(t, p, 1)
+		got, err := a.Claim(ctx(t), 1)
+		if err != nil || len(got) != 1 || got[0].ID != ids[0] {
+			t.Fatalf("A claimed %v (err %v), want row %d", idsOf(got), err, ids[0])
+		}
+		da := got[0]
+		original := da.LeaseExpires()
+		if err := da.Extend(ctx(t), 3*lease); err != nil {
+			t.Fatalf("extend: %v", err)
+		}
+		if !da.LeaseExpires().After(original.Add(lease)) {
+			t.Errorf("after Extend(%v) the lease expires at %v, original %v", 3*lease, da.LeaseExpires(), original)
+		}
+		// Well past the original expiry B still does not get it.
+		for time.Now().Before(original.Add(lease)) {
+			if ds, err := b.Claim(ctx(t), 10); err != nil || len(ds) != 0 {
+				t.Fatalf("B claimed %v (err %v) at %v; A extended its lease from %v to %v", idsOf(ds), err, time.Now(), original, da.LeaseExpires())
+			}
+			time.Sleep(30 * time.Millisecond)
+		}
+		if err := da.Ack(ctx(t)); err != nil {
+			t.Fatalf("A's ack after extending: %v", err)
+		}
+		if ds, err := b.Claim(ctx(t), 10); err != nil || len(ds) != 0 {
+			t.Errorf("B claimed %v (err %v) after A's ack", idsOf(ds), err)
+		}
+	})
+
+	t.Run("RunExtends", func(t *testing.T) {
+		// Run keeps the lease of a handler that outlives LeaseDuration.
+		ids := produceV1(t, p, 1)
+		release := make(chan struct{})
+		started := make(chan int, 4)
+		stop := runFor(t, a, func(_ context.Context, d sqlstreams.Delivery[EventV1]) error {
+			started <- d.Attempt
+			<-release
+			return nil
+		})
+		if at := <-started; at != 1 {
+			t.Errorf("Run's handler got attempt %d, want 1", at)
+		}
+		deadline := time.Now().Add(3 * lease)
+		for time.Now().Before(deadline) {
+			if ds, err := b.Claim(ctx(t), 10); err != nil || len(ds) != 0 {
+				t.Fatalf("B claimed %v (err %v) while A's handler was still running", idsOf(ds), err)
+			}
+			time.Sleep(30 * time.Millisecond)
+		}
+		close(release)
+		stop()
+		select {
+		case at := <-started:
+			t.Errorf("row %d handled again (attempt %d)", ids[0], at)
+		default:
+		}
+		if g := groupAt(t, health(t, ca, stream), 1, group); g.Unresolved != 0 {
+			t.Errorf("after the handler returned: %d unresolved, want 0", g.Unresolved)
+		}
+	})
+}
