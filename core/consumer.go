@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/schema"
 )
 
 // ConsumerBuilder registers a member of a consumer group; get one from
@@ -74,6 +75,10 @@ type ConsumerOptions struct {
 	// context ends before it cancels their contexts and releases their
 	// deliveries; default 10s.
 	ShutdownTimeout time.Duration
+	// Converters let the group also read older versions, converted to its
+	// type (see ConvertFrom). They are stored with the group, and a
+	// registration with other converters replaces them.
+	Converters []Converter
 }
 
 const (
@@ -148,7 +153,7 @@ func (o ConsumerOptions) withDefaults(group string) (ConsumerOptions, error) {
 // safe for concurrent use.
 type Consumer[T Versioned] struct {
 	group
-	decode func(driver.Row) (T, error)
+	decode func(context.Context, driver.Row) (T, error)
 }
 
 // group is the type-independent part of a consumer: claims and outcomes.
@@ -162,7 +167,10 @@ type group struct {
 }
 
 // Register joins (or creates) the group and returns a consumer. It fails
-// with ErrGroupVersion when the group exists at another schema version.
+// with ErrGroupVersion when the group exists at another schema version. It
+// records T's schema as the group's reader at its version: a schema that
+// breaks the stream's level, or cannot read a writer revision still in the
+// log, fails with ErrIncompatibleSchema and nothing is written.
 func (b *ConsumerBuilder[T]) Register(ctx context.Context, opts *ConsumerOptions) (*Consumer[T], error) {
 	version, raw, err := typeVersion[T]()
 	if err != nil {
@@ -178,34 +186,65 @@ func (b *ConsumerBuilder[T]) Register(ctx context.Context, opts *ConsumerOptions
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := b.stream.lookup(ctx, true)
+	converters, convertsFrom, err := checkConverters[T](o.Converters, version, raw)
 	if err != nil {
 		return nil, err
 	}
-	want := driver.GroupConfig{StreamID: cfg.ID, Name: b.group, SchemaVersion: version, AllVersions: raw,
-		Bindings: o.Bindings, Start: driver.StartPosition(o.StartAt), CreatedAt: time.Now().UTC()}
-	got, err := b.stream.client.drv.RegisterGroup(ctx, want)
-	if err != nil {
-		return nil, fmt.Errorf("sqlstreams: register group %q on %q: %w", b.group, cfg.Name, err)
+	var sch *schema.Schema
+	if !raw {
+		if sch, err = schema.For[T](); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidMessage, err)
+		}
 	}
-	if got.AllVersions != raw || (!raw && got.SchemaVersion != version) {
-		return nil, fmt.Errorf("sqlstreams: group %q on stream %q reads %s, but %T is %s: %w; "+
+	cfg, created, err := b.stream.ensure(ctx)
+	if err != nil {
+		return nil, err
+	}
+	refuse := func(err error) (*Consumer[T], error) {
+		b.stream.undoCreate(ctx, cfg, created)
+		return nil, err
+	}
+	drv := b.stream.client.drv
+	mismatch := func(got driver.GroupConfig) error {
+		if got.AllVersions == raw && (raw || got.SchemaVersion == version) {
+			return nil
+		}
+		return fmt.Errorf("sqlstreams: group %q on stream %q reads %s, but %T is %s: %w; "+
 			"a group reads one version, so register this consumer under a new group such as %q and retire the old one when Health says so",
 			b.group, cfg.Name, versionWords(got.AllVersions, got.SchemaVersion), *new(T), versionWords(raw, version), ErrGroupVersion,
 			suggestGroup(b.group, raw, version))
 	}
-	c := &Consumer[T]{group: group{client: b.stream.client, stream: cfg, name: b.group, match: matcher(o.Bindings), opts: o}}
-	if raw {
-		c.decode = func(r driver.Row) (T, error) {
-			return any(RawPayload{Version: r.SchemaVersion, Data: json.RawMessage(r.Payload)}).(T), nil
+	// Refuse a version mismatch before the registry records anything.
+	groups, err := drv.ListGroups(ctx, cfg.ID)
+	if err != nil {
+		return refuse(fmt.Errorf("sqlstreams: register group %q on %q: %w", b.group, cfg.Name, err))
+	}
+	for _, g := range groups {
+		if g.Name == b.group {
+			if err := mismatch(g); err != nil {
+				return refuse(err)
+			}
 		}
-	} else {
-		c.versions = []int{version}
-		c.decode = func(r driver.Row) (T, error) {
-			var v T
-			err := json.Unmarshal(r.Payload, &v)
-			return v, err
+	}
+	if !raw {
+		if _, err := b.stream.client.Registry().record(ctx, registration{stream: cfg, typ: typeName[T](), version: version,
+			schema: sch, group: b.group}); err != nil {
+			return refuse(err)
 		}
+	}
+	want := driver.GroupConfig{StreamID: cfg.ID, Name: b.group, SchemaVersion: version, AllVersions: raw, ConvertsFrom: convertsFrom,
+		Bindings: o.Bindings, Start: driver.StartPosition(o.StartAt), CreatedAt: time.Now().UTC()}
+	got, err := drv.RegisterGroup(ctx, want)
+	if err != nil {
+		return refuse(fmt.Errorf("sqlstreams: register group %q on %q: %w", b.group, cfg.Name, err))
+	}
+	if err := mismatch(got); err != nil {
+		return nil, err
+	}
+	c := &Consumer[T]{group: group{client: b.stream.client, stream: cfg, name: b.group, match: matcher(o.Bindings), opts: o},
+		decode: decoder[T](raw, converters)}
+	if !raw {
+		c.versions = append([]int{version}, convertsFrom...)
 	}
 	return c, nil
 }
@@ -314,14 +353,19 @@ func (c *Consumer[T]) Claim(ctx context.Context, n int) ([]Delivery[T], error) {
 		for _, r := range rows {
 			l := &lease{group: &c.group, id: r.ID, token: token, attempt: r.Attempt}
 			l.until.Store(r.LeaseUntil.UnixNano())
-			v, err := c.decode(r.Row)
+			v, err := c.decode(ctx, r.Row)
 			if err != nil {
-				cause := fmt.Errorf("decode schema version %d as %T: %w", r.SchemaVersion, v, err)
-				if ferr := c.fail(ctx, l, Dead(cause)); ferr != nil {
+				// An undecodable payload goes dead; a converter's error is a
+				// delivery error, retried with backoff.
+				cause, outcome, what := err, err, "converter failed; will retry"
+				if de := (*decodeError)(nil); errors.As(err, &de) {
+					cause = fmt.Errorf("schema version %d: %w", r.SchemaVersion, err)
+					outcome, what = Dead(cause), "payload does not decode; dead-lettered"
+				}
+				if ferr := c.fail(ctx, l, outcome); ferr != nil {
 					return out, ferr
 				}
-				c.client.logger.Warn("sqlstreams: payload does not decode; dead-lettered",
-					"stream", c.stream.Name, "group", c.name, "id", r.ID, "error", cause)
+				c.client.logger.Warn("sqlstreams: "+what, "stream", c.stream.Name, "group", c.name, "id", r.ID, "error", cause)
 				dropped++
 				continue
 			}

@@ -107,7 +107,7 @@ func buildHealth(cfg driver.StreamConfig, st driver.HealthStats, now time.Time) 
 	figures := map[gv]*GroupHealth{}
 	at := func(group string, v int) *GroupHealth {
 		g, ok := groups[group]
-		if !ok || (!g.AllVersions && g.SchemaVersion != v) {
+		if !ok || (!g.AllVersions && g.SchemaVersion != v && !slices.Contains(g.ConvertsFrom, v)) {
 			return nil
 		}
 		k := gv{group, v}
