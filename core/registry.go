@@ -299,13 +299,14 @@ type IncompatibleSchemaError struct {
 	Type    string // the Go type, or "schema document" for a dry run of one
 	Version int
 	Level   schema.Level
-	// Against names what the candidate was compared with, one per problem
-	// group: "revision 2" or "reader group fraud-scoring (revision 1)".
 	Problems []SchemaProblem
 }
 
 // SchemaProblem is one incompatible difference.
 type SchemaProblem struct {
+	// Against names what the candidate was compared with: "revision 2",
+	// "the reader of group fraud-scoring (revision 1)" or "writer revision 1
+	// still in the log".
 	Against string
 	schema.Problem
 }
@@ -340,25 +341,14 @@ func (r *Registry) record(ctx context.Context, reg registration) (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	streamSet, err := store.RegistrySettings(ctx, reg.stream.ID)
-	if err != nil {
+	if err := r.precheck(ctx, store, reg); err != nil {
 		return 0, err
 	}
-	global, err := store.RegistrySettings(ctx, 0)
-	if err != nil {
-		return 0, err
-	}
-	level, _ := effectiveLevel(streamSet, global)
-	mode, _ := effectiveMode(streamSet, global)
-	if mode != ModeImport && level != schema.None {
-		if err := r.checkPairs(ctx, store, reg, level); err != nil {
-			return 0, err
-		}
-	}
-	canonical := reg.schema.Canonical()
 	rev, _, err := store.RecordSchema(ctx, driver.SchemaRevision{StreamID: reg.stream.ID, Version: reg.version,
-		Fingerprint: reg.schema.Fingerprint(), Schema: canonical, CreatedAt: time.Now().UTC()},
+		Fingerprint: reg.schema.Fingerprint(), Schema: reg.schema.Canonical(), CreatedAt: time.Now().UTC()},
 		func(existing []driver.SchemaRevision, streamSet, global driver.RegistrySettings) error {
+			// Checked again inside the driver's transaction, against what a
+			// concurrent registration may have recorded since the precheck.
 			mode, scope := effectiveMode(streamSet, global)
 			switch {
 			case mode == ModeReadOnly:
@@ -367,7 +357,11 @@ func (r *Registry) record(ctx context.Context, reg registration) (int, error) {
 				return nil
 			}
 			level, _ := effectiveLevel(streamSet, global)
-			return r.gate(reg, level, existing)
+			problems, err := gateProblems(reg, level, existing)
+			if err != nil {
+				return err
+			}
+			return incompatible(reg, level, problems)
 		})
 	if err != nil {
 		if errors.Is(err, ErrIncompatibleSchema) || errors.Is(err, ErrReadOnly) {
@@ -384,41 +378,78 @@ func (r *Registry) record(ctx context.Context, reg registration) (int, error) {
 	return rev.Revision, nil
 }
 
-// gate checks a candidate against the existing revisions at its version.
-func (r *Registry) gate(reg registration, level schema.Level, existing []driver.SchemaRevision) error {
+// precheck finds every problem a registration would meet, in order: the
+// level against the revisions at its version, then the deployed pairs. It
+// writes nothing; Check (the dry run) is exactly this.
+func (r *Registry) precheck(ctx context.Context, store driver.Registry, reg registration) error {
+	streamSet, err := store.RegistrySettings(ctx, reg.stream.ID)
+	if err != nil {
+		return err
+	}
+	global, err := store.RegistrySettings(ctx, 0)
+	if err != nil {
+		return err
+	}
+	level, _ := effectiveLevel(streamSet, global)
+	if mode, _ := effectiveMode(streamSet, global); mode == ModeImport || level == schema.None {
+		return nil
+	}
+	existing, err := store.SchemaRevisions(ctx, reg.stream.ID, reg.version)
+	if err != nil {
+		return err
+	}
+	recorded := false
+	for _, e := range existing {
+		recorded = recorded || e.Fingerprint == reg.schema.Fingerprint()
+	}
+	var problems []SchemaProblem
+	if !recorded {
+		if problems, err = gateProblems(reg, level, existing); err != nil {
+			return err
+		}
+	}
+	pairs, err := pairProblems(ctx, store, reg, existing)
+	if err != nil {
+		return err
+	}
+	return incompatible(reg, level, append(problems, pairs...))
+}
+
+func incompatible(reg registration, level schema.Level, problems []SchemaProblem) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	return &IncompatibleSchemaError{Stream: reg.stream.Name, Type: reg.typ, Version: reg.version, Level: level, Problems: problems}
+}
+
+// gateProblems checks a candidate against the existing revisions at its
+// version under the level (R2).
+func gateProblems(reg registration, level schema.Level, existing []driver.SchemaRevision) ([]SchemaProblem, error) {
 	schemas := make([]*schema.Schema, len(existing))
 	for i, e := range existing {
 		s, err := schema.Parse(e.Schema)
 		if err != nil {
-			return fmt.Errorf("stored schema revision %d: %w", e.Revision, err)
+			return nil, fmt.Errorf("stored schema revision %d: %w", e.Revision, err)
 		}
 		schemas[i] = s
 	}
-	report := schema.Check(level, schemas, reg.schema, schema.GoAware)
-	if report.Compatible() {
-		return nil
+	var out []SchemaProblem
+	for _, p := range schema.Check(level, schemas, reg.schema, schema.GoAware).Problems {
+		out = append(out, SchemaProblem{Against: fmt.Sprintf("revision %d", existing[p.Against].Revision), Problem: p})
 	}
-	e := &IncompatibleSchemaError{Stream: reg.stream.Name, Type: reg.typ, Version: reg.version, Level: report.Level}
-	for _, p := range report.Problems {
-		e.Problems = append(e.Problems, SchemaProblem{Against: fmt.Sprintf("revision %d", existing[p.Against].Revision), Problem: p})
-	}
-	return e
+	return out, nil
 }
 
-// checkPairs checks the pairs that exist: a reader against the writer
-// revisions still in the log at its version, a writer against the
+// pairProblems checks the pairs that exist (R5): a reader against the
+// writer revisions still in the log at its version, a writer against the
 // registered readers at its version.
-func (r *Registry) checkPairs(ctx context.Context, store driver.Registry, reg registration, level schema.Level) error {
-	revs, err := store.SchemaRevisions(ctx, reg.stream.ID, reg.version)
-	if err != nil {
-		return err
-	}
+func pairProblems(ctx context.Context, store driver.Registry, reg registration, revs []driver.SchemaRevision) ([]SchemaProblem, error) {
 	byRevision := map[int]driver.SchemaRevision{}
 	for _, rv := range revs {
 		byRevision[rv.Revision] = rv
 	}
-	e := &IncompatibleSchemaError{Stream: reg.stream.Name, Type: reg.typ, Version: reg.version, Level: level}
-	compare := func(against string, stored driver.SchemaRevision, readerIsCandidate bool) error {
+	var out []SchemaProblem
+	compare := func(against string, stored driver.SchemaRevision, candidateReads bool) error {
 		if stored.Fingerprint == reg.schema.Fingerprint() {
 			return nil
 		}
@@ -426,45 +457,41 @@ func (r *Registry) checkPairs(ctx context.Context, store driver.Registry, reg re
 		if err != nil {
 			return err
 		}
-		// The candidate reads the other's data, or the other reads the candidate's.
-		direction := schema.Backward
-		if !readerIsCandidate {
-			direction = schema.Forward
+		direction := schema.Backward // the candidate reads the other's data
+		if !candidateReads {
+			direction = schema.Forward // the other reads the candidate's data
 		}
 		for _, p := range schema.Check(direction, []*schema.Schema{other}, reg.schema, schema.GoAware).Problems {
-			e.Problems = append(e.Problems, SchemaProblem{Against: against, Problem: p})
+			out = append(out, SchemaProblem{Against: against, Problem: p})
 		}
 		return nil
 	}
 	if reg.group != "" {
 		live, err := store.LiveRevisions(ctx, reg.stream.ID, reg.version)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, w := range live {
 			if stored, ok := byRevision[w]; ok {
 				if err := compare(fmt.Sprintf("writer revision %d still in the log", w), stored, true); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
-	} else {
-		readers, err := store.Readers(ctx, reg.stream.ID)
-		if err != nil {
-			return err
-		}
-		for _, rd := range readers {
-			if stored, ok := byRevision[rd.Revision]; ok && rd.Version == reg.version {
-				if err := compare(fmt.Sprintf("reader group %s (revision %d)", rd.Group, rd.Revision), stored, false); err != nil {
-					return err
-				}
+		return out, nil
+	}
+	readers, err := store.Readers(ctx, reg.stream.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, rd := range readers {
+		if stored, ok := byRevision[rd.Revision]; ok && rd.Version == reg.version {
+			if err := compare(fmt.Sprintf("the reader of group %s (revision %d)", rd.Group, rd.Revision), stored, false); err != nil {
+				return nil, err
 			}
 		}
 	}
-	if len(e.Problems) > 0 {
-		return e
-	}
-	return nil
+	return out, nil
 }
 
 // CheckSchema is the dry run (R6): it checks T's schema against the stream's
@@ -514,33 +541,12 @@ func (r *Registry) dryRun(ctx context.Context, stream string, reg registration) 
 		return err
 	}
 	reg.stream = cfg
-	streamSet, err := store.RegistrySettings(ctx, cfg.ID)
-	if err != nil {
+	// As a writer (against the readers), then as a reader (against the log).
+	if err := r.precheck(ctx, store, reg); err != nil {
 		return err
 	}
-	global, err := store.RegistrySettings(ctx, 0)
-	if err != nil {
-		return err
-	}
-	level, _ := effectiveLevel(streamSet, global)
-	if level == schema.None {
-		return nil
-	}
-	existing, err := store.SchemaRevisions(ctx, cfg.ID, reg.version)
-	if err != nil {
-		return err
-	}
-	for _, e := range existing {
-		if e.Fingerprint == reg.schema.Fingerprint() {
-			return nil // already recorded
-		}
-	}
-	if len(existing) > 0 {
-		if err := r.gate(reg, level, existing); err != nil {
-			return err
-		}
-	}
-	return r.checkPairs(ctx, store, reg, level)
+	reg.group = "(dry run)"
+	return r.precheck(ctx, store, reg)
 }
 
 func typeName[T any]() string {
