@@ -156,81 +156,104 @@ func (d *Driver) ClaimExceptions(ctx context.Context, req driver.ClaimRequest) (
 	var out []driver.Delivery
 	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		out = out[:0]
-		vf, vargs := versionFilter("e.schema_version", req.Versions)
-		ordered := ""
-		if req.Ordered {
-			// Only the lowest pending exception of a partition may be handed out.
-			ordered = ` AND NOT EXISTS (SELECT 1 FROM delivery_exception e2 WHERE e2.stream_id = e.stream_id AND e2.group_name = e.group_name
-				AND e2.partition = e.partition AND e2.state <> 'dead' AND e2.msg_id < e.msg_id)`
-		}
-		args := append([]any{req.Stream.ID, req.Group, micros(req.Now)}, vargs...)
-		args = append(args, req.Limit)
-		rows, err := tx.QueryContext(ctx, `SELECT `+rowColumns+`, e.msg_id, e.state, e.attempt, `+headExpr(req.Stream)+`
-			FROM delivery_exception e LEFT JOIN `+logTable(req.Stream.ID)+` m ON m.id = e.msg_id
-			WHERE e.stream_id = ? AND e.group_name = ? AND e.state <> 'dead' AND e.due_at <= ? AND `+vf+ordered+`
-			ORDER BY e.msg_id LIMIT ?`, args...)
-		if err != nil {
-			return err
-		}
-		type candidate struct {
-			row     driver.Row
-			msgID   int64
-			state   string
-			attempt int
-			exists  bool
-			head    bool
-		}
-		var cands []candidate
-		for rows.Next() {
-			var c candidate
-			var id sql.NullInt64
-			var part, version, rank sql.NullInt64
-			var key, rk, headers sql.NullString
-			var payload []byte
-			var produced sql.NullInt64
-			if err := rows.Scan(&id, &part, &version, &key, &rk, &rank, &payload, &headers, &produced, &c.msgID, &c.state, &c.attempt, &c.head); err != nil {
-				rows.Close()
+		// Candidates that are resolved (superseded or removed rows) or buried
+		// (out of attempts) do not count toward the limit: look again until
+		// the limit is met or no candidate is left, so that an empty claim
+		// means nothing is due.
+		for len(out) < req.Limit {
+			got, dropped, err := d.claimExceptionBatch(ctx, tx, req, req.Limit-len(out))
+			if err != nil {
 				return err
 			}
-			c.exists = id.Valid
-			if c.exists {
-				c.row, err = rowFromNullable(id.Int64, part.Int64, version.Int64, key, rk.String, rank.Int64, payload, headers, produced.Int64)
-				if err != nil {
-					rows.Close()
-					return err
-				}
-			}
-			cands = append(cands, c)
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return err
-		}
-		for _, c := range cands {
-			switch {
-			case !c.exists || !c.head:
-				// The row was removed or superseded: nothing is left to deliver.
-				if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
-					req.Stream.ID, req.Group, c.msgID); err != nil {
-					return err
-				}
-			case c.state == string(driver.StateLeased) && req.MaxAttempts > 0 && c.attempt >= req.MaxAttempts:
-				if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
-					first_failed_at = COALESCE(first_failed_at, ?), updated_at = ? WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
-					req.LastError, micros(req.Now), micros(req.Now), req.Stream.ID, req.Group, c.msgID); err != nil {
-					return err
-				}
-			default:
-				if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?,
-					updated_at = ? WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
-					micros(req.LeaseUntil), req.Token, micros(req.Now), req.Stream.ID, req.Group, c.msgID); err != nil {
-					return err
-				}
-				out = append(out, driver.Delivery{Row: c.row, Attempt: c.attempt + 1, LeaseUntil: req.LeaseUntil})
+			out = append(out, got...)
+			if dropped == 0 {
+				break
 			}
 		}
 		return nil
 	})
 	return out, err
+}
+
+// claimExceptionBatch examines up to limit due exceptions: it leases those
+// still claimable and resolves or buries the others, which it counts as
+// dropped.
+func (d *Driver) claimExceptionBatch(ctx context.Context, tx *sql.Tx, req driver.ClaimRequest, limit int) (out []driver.Delivery, dropped int, err error) {
+	vf, vargs := versionFilter("e.schema_version", req.Versions)
+	ordered := ""
+	if req.Ordered {
+		// Only the lowest pending exception of a partition may be handed out.
+		ordered = ` AND NOT EXISTS (SELECT 1 FROM delivery_exception e2 WHERE e2.stream_id = e.stream_id AND e2.group_name = e.group_name
+			AND e2.partition = e.partition AND e2.state <> 'dead' AND e2.msg_id < e.msg_id)`
+	}
+	args := append([]any{req.Stream.ID, req.Group, micros(req.Now)}, vargs...)
+	args = append(args, limit)
+	rows, err := tx.QueryContext(ctx, `SELECT `+rowColumns+`, e.msg_id, e.state, e.attempt, `+headExpr(req.Stream)+`
+		FROM delivery_exception e LEFT JOIN `+logTable(req.Stream.ID)+` m ON m.id = e.msg_id
+		WHERE e.stream_id = ? AND e.group_name = ? AND e.state <> 'dead' AND e.due_at <= ? AND `+vf+ordered+`
+		ORDER BY e.msg_id LIMIT ?`, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	type candidate struct {
+		row     driver.Row
+		msgID   int64
+		state   string
+		attempt int
+		exists  bool
+		head    bool
+	}
+	var cands []candidate
+	for rows.Next() {
+		var c candidate
+		var id sql.NullInt64
+		var part, version, rank sql.NullInt64
+		var key, rk, headers sql.NullString
+		var payload []byte
+		var produced sql.NullInt64
+		if err := rows.Scan(&id, &part, &version, &key, &rk, &rank, &payload, &headers, &produced, &c.msgID, &c.state, &c.attempt, &c.head); err != nil {
+			rows.Close()
+			return nil, 0, err
+		}
+		c.exists = id.Valid
+		if c.exists {
+			c.row, err = rowFromNullable(id.Int64, part.Int64, version.Int64, key, rk.String, rank.Int64, payload, headers, produced.Int64)
+			if err != nil {
+				rows.Close()
+				return nil, 0, err
+			}
+		}
+		cands = append(cands, c)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, 0, err
+	}
+	for _, c := range cands {
+		switch {
+		case !c.exists || !c.head:
+			// The row was removed or superseded: nothing is left to deliver.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
+				req.Stream.ID, req.Group, c.msgID); err != nil {
+				return nil, 0, err
+			}
+			dropped++
+		case c.state == string(driver.StateLeased) && req.MaxAttempts > 0 && c.attempt >= req.MaxAttempts:
+			if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
+				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ? WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
+				req.LastError, micros(req.Now), micros(req.Now), req.Stream.ID, req.Group, c.msgID); err != nil {
+				return nil, 0, err
+			}
+			dropped++
+		default:
+			if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?,
+				updated_at = ? WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
+				micros(req.LeaseUntil), req.Token, micros(req.Now), req.Stream.ID, req.Group, c.msgID); err != nil {
+				return nil, 0, err
+			}
+			out = append(out, driver.Delivery{Row: c.row, Attempt: c.attempt + 1, LeaseUntil: req.LeaseUntil})
+		}
+	}
+	return out, dropped, nil
 }
 
 func rowFromNullable(id, part, version int64, key sql.NullString, rk string, rank int64, payload []byte, headers sql.NullString, produced int64) (driver.Row, error) {
