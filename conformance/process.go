@@ -99,6 +99,13 @@ func childClaimAck(ctx context.Context, c *sqlstreams.Client, spec childSpec, re
 			}
 			time.Sleep(time.Millisecond) // the work
 		}
+		// "acking" before the ack and "acked" after it bracket the one window
+		// in which a kill leaves the parent unsure whether the ack committed.
+		for _, d := range ds {
+			if err := rec.Record("acking", d.ID); err != nil {
+				return err
+			}
+		}
 		if err := cons.Ack(ctx, ds...); err != nil {
 			return err
 		}

@@ -295,10 +295,10 @@ func (r *Registry) Readers(ctx context.Context, stream string) ([]Reader, error)
 // IncompatibleSchemaError lists why a registration was refused. It matches
 // ErrIncompatibleSchema with errors.Is.
 type IncompatibleSchemaError struct {
-	Stream  string
-	Type    string // the Go type, or "schema document" for a dry run of one
-	Version int
-	Level   schema.Level
+	Stream   string
+	Type     string // the Go type, or "schema document" for a dry run of one
+	Version  int
+	Level    schema.Level
 	Problems []SchemaProblem
 }
 

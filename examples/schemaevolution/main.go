@@ -4,11 +4,12 @@
 //
 //  1. A rolling deploy: orders.placed has v1 traffic and a v1 group; v2
 //     producers start, a v2 group joins, and v1 is retired once drained.
+//
 //  2. The bridge: a compacted accounts stream holds v1 heads; a group bound to
 //     v1 re-produces each head as v2 at CompactionRank(-1) while live v2
 //     writes arrive, until no v1 head remains.
 //
-//	go run ./schemaevolution     (from the examples directory)
+//     go run ./schemaevolution     (from the examples directory)
 package main
 
 import (
