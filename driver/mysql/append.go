@@ -1,0 +1,244 @@
+package mysql
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// Chunking of multi-row INSERTs: at most appendChunkRows rows and about
+// appendChunkBytes of payload per statement, well under the 16 MiB default
+// max_allowed_packet of MariaDB (MySQL's is 64 MiB).
+const (
+	appendChunkRows  = 100
+	appendChunkBytes = 4 << 20
+)
+
+// Append implements driver.Driver. See the package documentation for how
+// it keeps ids in commit order per partition (C5).
+func (d *Driver) Append(ctx context.Context, tx driver.Tx, stream driver.StreamConfig, rows []driver.AppendRow) ([]int64, error) {
+	if len(rows) == 0 {
+		return []int64{}, d.check()
+	}
+	headers := make([]any, len(rows))
+	partSet := map[int]bool{}
+	for i, r := range rows {
+		if r.Partition < 0 || r.Partition >= stream.Partitions {
+			return nil, fmt.Errorf("append to stream %d: partition %d out of range 0..%d", stream.ID, r.Partition, stream.Partitions-1)
+		}
+		partSet[r.Partition] = true
+		if len(r.Headers) > 0 {
+			h, err := json.Marshal(r.Headers)
+			if err != nil {
+				return nil, err
+			}
+			headers[i] = string(h)
+		}
+	}
+	parts := make([]int, 0, len(partSet))
+	for p := range partSet {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	partArgs := make([]any, len(parts))
+	for i, p := range parts {
+		partArgs[i] = p
+	}
+	table := logTable(stream.ID)
+	ids := make([]int64, 0, len(rows))
+
+	fn := func(t *sql.Tx) error {
+		ids = ids[:0]
+		// Lock the partitions in ascending order and hold them to commit:
+		// this is what keeps ids in commit order per partition (C5).
+		var locked int
+		if err := eachRow(ctx, t, "SELECT `partition` FROM stream_partition WHERE stream_id = ? AND `partition` IN ("+placeholders(len(parts))+
+			") ORDER BY `partition` FOR UPDATE", append([]any{stream.ID}, partArgs...), func(*sql.Rows) error {
+			locked++
+			return nil
+		}); err != nil {
+			return fmt.Errorf("append to stream %d: lock partitions: %w", stream.ID, err)
+		}
+		if locked != len(parts) {
+			return fmt.Errorf("append to stream %d: %w", stream.ID, driver.ErrStreamNotFound)
+		}
+		step := d.autoincStep.Load()
+		for start := 0; start < len(rows); {
+			end, size := start, 0
+			for end < len(rows) && end-start < appendChunkRows && (end == start || size+len(rows[end].Payload) <= appendChunkBytes) {
+				size += len(rows[end].Payload)
+				end++
+			}
+			part := rows[start:end]
+			var sb strings.Builder
+			sb.Grow(160 + 40*len(part))
+			sb.WriteString("INSERT INTO " + table + " (`partition`, schema_version, schema_revision, msg_key, routing_key, compaction_rank, payload, headers, produced_at) VALUES ")
+			args := make([]any, 0, len(part)*9)
+			for i, r := range part {
+				if i > 0 {
+					sb.WriteString(", ")
+				}
+				sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+				var key any
+				if r.HasKey {
+					key = r.Key
+				}
+				args = append(args, r.Partition, r.SchemaVersion, r.SchemaRevision, key, r.RoutingKey, r.CompactionRank, string(r.Payload), headers[start+i], ts(r.ProducedAt))
+			}
+			res, err := t.ExecContext(ctx, sb.String(), args...)
+			if err != nil {
+				return fmt.Errorf("append to stream %d: %w", stream.ID, err)
+			}
+			first, err := res.LastInsertId()
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n != int64(len(part)) {
+				return fmt.Errorf("append to stream %d: inserted %d rows of %d (%v)", stream.ID, n, len(part), err)
+			}
+			if step > 0 {
+				// One simple INSERT takes consecutive values (lock mode 0 or 1).
+				for i := range part {
+					ids = append(ids, first+int64(i)*step)
+				}
+			} else if err := readBackIDs(ctx, t, table, partArgs, first, len(part), &ids); err != nil {
+				return fmt.Errorf("append to stream %d: %w", stream.ID, err)
+			}
+			start = end
+		}
+		if !stream.Compacted {
+			return nil
+		}
+		return moveHeads(ctx, t, stream.ID, rows, ids)
+	}
+	err := d.withLog(ctx, stream.ID, func() error { return d.inTx(ctx, tx, fn) })
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// readBackIDs appends the ids of the n rows just inserted from first on.
+// The caller holds every partition it wrote, so any row of those partitions
+// with an id of first or more is its own, and one INSERT assigns increasing
+// ids in VALUES order.
+func readBackIDs(ctx context.Context, t *sql.Tx, table string, partArgs []any, first int64, n int, ids *[]int64) error {
+	got := 0
+	err := eachRow(ctx, t, "SELECT id FROM "+table+" WHERE `partition` IN ("+placeholders(len(partArgs))+") AND id >= ? ORDER BY id LIMIT ?",
+		append(append(append([]any{}, partArgs...), first), n), func(r *sql.Rows) error {
+			var id int64
+			got++
+			err := r.Scan(&id)
+			*ids = append(*ids, id)
+			return err
+		})
+	if err == nil && got != n {
+		err = fmt.Errorf("read back %d new ids, want %d", got, n)
+	}
+	return err
+}
+
+type head struct {
+	version int
+	rank    int
+	id      int64
+}
+
+func (h head) compare(o head) int {
+	return cmp.Or(cmp.Compare(h.version, o.version), cmp.Compare(h.rank, o.rank), cmp.Compare(h.id, o.id))
+}
+
+// moveHeads makes each new row its key's head when it wins by
+// (schema_version, compaction_rank, id) (C11). A key always maps to one
+// partition and the caller holds that partition, so no other appender moves
+// the same key meanwhile; the existing heads are still read FOR UPDATE.
+func moveHeads(ctx context.Context, t *sql.Tx, streamID int64, rows []driver.AppendRow, ids []int64) error {
+	win := map[string]head{}
+	for i, r := range rows {
+		h := head{version: r.SchemaVersion, rank: r.CompactionRank, id: ids[i]}
+		if cur, ok := win[r.Key]; !ok || h.compare(cur) > 0 {
+			win[r.Key] = h
+		}
+	}
+	keys := make([]string, 0, len(win))
+	for k := range win {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	const chunk = 500
+	for start := 0; start < len(keys); start += chunk {
+		part := keys[start:min(start+chunk, len(keys))]
+		args := make([]any, 0, len(part)+1)
+		args = append(args, streamID)
+		for _, k := range part {
+			args = append(args, k)
+		}
+		if err := eachRow(ctx, t, `SELECT msg_key, schema_version, compaction_rank, head_id FROM compaction_head
+			WHERE stream_id = ? AND msg_key IN (`+placeholders(len(part))+`) FOR UPDATE`, args, func(r *sql.Rows) error {
+			var k []byte
+			var cur head
+			if err := r.Scan(&k, &cur.version, &cur.rank, &cur.id); err != nil {
+				return err
+			}
+			if h, ok := win[string(k)]; ok && h.compare(cur) <= 0 {
+				delete(win, string(k))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		var sb strings.Builder
+		sb.WriteString(`INSERT INTO compaction_head (stream_id, msg_key, head_id, schema_version, compaction_rank) VALUES `)
+		vals := make([]any, 0, 5*len(part))
+		for _, k := range part {
+			h, ok := win[k]
+			if !ok {
+				continue
+			}
+			if len(vals) > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString("(?, ?, ?, ?, ?)")
+			vals = append(vals, streamID, k, h.id, h.version, h.rank)
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		// VALUES() is the spelling both engines accept (MySQL 8.0.20+
+		// prefers a row alias, which MariaDB lacks).
+		sb.WriteString(` ON DUPLICATE KEY UPDATE head_id = VALUES(head_id), schema_version = VALUES(schema_version), compaction_rank = VALUES(compaction_rank)`)
+		if _, err := t.ExecContext(ctx, sb.String(), vals...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const rowColumns = "m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, m.payload, m.headers, m.produced_at"
+
+// scanRow reads rowColumns, plus extra destinations after them.
+func scanRow(r scanner, extra ...any) (driver.Row, error) {
+	var row driver.Row
+	var key, headers sql.NullString
+	var payload []byte
+	var produced sql.NullTime
+	dest := append([]any{&row.ID, &row.Partition, &row.SchemaVersion, &key, &row.RoutingKey, &row.CompactionRank, &payload, &headers, &produced}, extra...)
+	if err := r.Scan(dest...); err != nil {
+		return row, err
+	}
+	row.Key, row.HasKey = key.String, key.Valid
+	row.Payload = payload
+	row.ProducedAt = utc(produced.Time)
+	if headers.Valid && headers.String != "" {
+		if err := json.Unmarshal([]byte(headers.String), &row.Headers); err != nil {
+			return row, fmt.Errorf("row %d: stored headers: %w", row.ID, err)
+		}
+	}
+	return row, nil
+}

@@ -1,0 +1,334 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+func loadGroups(ctx context.Context, q querier, stream driver.StreamConfig, lock bool) ([]driver.GroupStats, error) {
+	var groups []driver.GroupStats
+	index := map[string]int{}
+	if err := eachRow(ctx, q, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? ORDER BY name`, []any{stream.ID}, func(r *sql.Rows) error {
+		g, removed, err := scanGroup(r)
+		if err != nil {
+			return err
+		}
+		index[g.Name] = len(groups)
+		groups = append(groups, driver.GroupStats{GroupConfig: g, RemovedUnread: removed, Cursors: make([]int64, stream.Partitions)})
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	query := "SELECT group_name, `partition`, position FROM group_cursor WHERE stream_id = ? ORDER BY group_name, `partition`"
+	if lock {
+		query += " FOR UPDATE"
+	}
+	err := eachRow(ctx, q, query, []any{stream.ID}, func(r *sql.Rows) error {
+		var name string
+		var p int
+		var pos int64
+		if err := r.Scan(&name, &p, &pos); err != nil {
+			return err
+		}
+		if i, ok := index[name]; ok && p >= 0 && p < stream.Partitions {
+			groups[i].Cursors[p] = pos
+		}
+		return nil
+	})
+	return groups, err
+}
+
+// readTx runs fn in a read-only REPEATABLE READ transaction, so that every
+// query sees one snapshot.
+func (d *Driver) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	t, err := d.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer t.Rollback()
+	return fn(t)
+}
+
+// Health implements driver.Driver. It reads one snapshot.
+func (d *Driver) Health(ctx context.Context, streamID int64, _ time.Time) (driver.HealthStats, error) {
+	var st driver.HealthStats
+	err := d.withLog(ctx, streamID, func() error {
+		st = driver.HealthStats{}
+		return d.readTx(ctx, func(tx *sql.Tx) error { return health(ctx, tx, streamID, &st) })
+	})
+	return st, err
+}
+
+func health(ctx context.Context, tx *sql.Tx, streamID int64, st *driver.HealthStats) error {
+	stream, err := lookupStreamByID(ctx, tx, streamID)
+	if err != nil {
+		return err
+	}
+	table := logTable(streamID)
+	st.HighWater = make([]int64, stream.Partitions)
+	if err := eachRow(ctx, tx, "SELECT `partition`, MAX(id) FROM "+table+" GROUP BY `partition`", nil, func(r *sql.Rows) error {
+		var p int
+		var hw int64
+		if err := r.Scan(&p, &hw); err != nil {
+			return err
+		}
+		if p >= 0 && p < len(st.HighWater) {
+			st.HighWater[p] = hw
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	versions := map[int]*driver.VersionStats{}
+	at := func(v int) *driver.VersionStats {
+		if versions[v] == nil {
+			versions[v] = &driver.VersionStats{Version: v}
+		}
+		return versions[v]
+	}
+	if err := eachRow(ctx, tx, `SELECT schema_version, COUNT(*) FROM `+table+` GROUP BY schema_version`, nil, func(r *sql.Rows) error {
+		var v int
+		var n int64
+		err := r.Scan(&v, &n)
+		at(v).Rows = n
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := eachRow(ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, []any{streamID}, func(r *sql.Rows) error {
+		var v int
+		var n int64
+		err := r.Scan(&v, &n)
+		at(v).Heads = n
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, v := range versions {
+		st.Versions = append(st.Versions, *v)
+	}
+	slices.SortFunc(st.Versions, func(a, b driver.VersionStats) int { return a.Version - b.Version })
+
+	if st.Groups, err = loadGroups(ctx, tx, stream, false); err != nil {
+		return err
+	}
+	for _, g := range st.Groups {
+		for p, cursor := range g.Cursors {
+			if err := eachRow(ctx, tx, "SELECT m.schema_version, m.routing_key, COUNT(*) FROM "+table+" m WHERE m.`partition` = ? AND m.id > ? AND "+
+				headExpr(stream)+" GROUP BY m.schema_version, m.routing_key", []any{p, cursor}, func(r *sql.Rows) error {
+				u := driver.UnreadCount{Group: g.Name}
+				err := r.Scan(&u.Version, &u.RoutingKey, &u.Rows)
+				st.Unread = append(st.Unread, u)
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return eachRow(ctx, tx, `SELECT group_name, schema_version, state, COUNT(*) FROM delivery_exception WHERE stream_id = ?
+		GROUP BY group_name, schema_version, state`, []any{streamID}, func(r *sql.Rows) error {
+		var e driver.ExceptionCount
+		err := r.Scan(&e.Group, &e.Version, &e.State, &e.Count)
+		st.Exceptions = append(st.Exceptions, e)
+		return err
+	})
+}
+
+// lockStream locks a stream's config row, so that maintenance of one stream
+// runs in one process at a time (appends do not touch this row).
+func lockStream(ctx context.Context, tx *sql.Tx, streamID int64) (driver.StreamConfig, error) {
+	c, err := scanStream(tx.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE id = ? FOR UPDATE`, streamID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, driver.ErrStreamNotFound
+	}
+	return c, err
+}
+
+// Compact implements driver.Driver.
+func (d *Driver) Compact(ctx context.Context, streamID int64, limit int) (int64, error) {
+	var removed int64
+	err := d.withLog(ctx, streamID, func() error {
+		return d.inTx(ctx, nil, func(tx *sql.Tx) error {
+			removed = 0
+			stream, err := lockStream(ctx, tx, streamID)
+			if err != nil || !stream.Compacted {
+				return err
+			}
+			var ids []int64
+			if err := eachRow(ctx, tx, `SELECT m.id FROM `+logTable(streamID)+` m WHERE NOT `+headExpr(stream)+` ORDER BY m.id LIMIT ?`,
+				[]any{limit}, func(r *sql.Rows) error {
+					var id int64
+					err := r.Scan(&id)
+					ids = append(ids, id)
+					return err
+				}); err != nil {
+				return err
+			}
+			removed = int64(len(ids))
+			return deleteRows(ctx, tx, streamID, ids)
+		})
+	})
+	return removed, err
+}
+
+// deleteRows removes log rows with their exceptions and any head pointing at them.
+func deleteRows(ctx context.Context, tx *sql.Tx, streamID int64, ids []int64) error {
+	const chunk = 500
+	for start := 0; start < len(ids); start += chunk {
+		part := int64sToArgs(ids[start:min(start+chunk, len(ids))])
+		in := ` IN (` + placeholders(len(part)) + `)`
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+logTable(streamID)+` WHERE id`+in, part...); err != nil {
+			return err
+		}
+		args := append([]any{streamID}, part...)
+		if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_exception WHERE stream_id = ? AND msg_id`+in, args...); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM compaction_head WHERE stream_id = ? AND head_id`+in, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Retain implements driver.Driver. Soft limits remove a row only when every
+// group's cursor in its partition has passed it and no group holds an
+// exception for it; hard limits remove it regardless and count, per group,
+// the rows removed before the group resolved them.
+func (d *Driver) Retain(ctx context.Context, req driver.RetainRequest) (driver.RetainResult, error) {
+	var res driver.RetainResult
+	err := d.withLog(ctx, req.StreamID, func() error {
+		return d.inTx(ctx, nil, func(tx *sql.Tx) error {
+			res = driver.RetainResult{RemovedUnread: map[string]int64{}}
+			return retain(ctx, tx, req, &res)
+		})
+	})
+	return res, err
+}
+
+func retain(ctx context.Context, tx *sql.Tx, req driver.RetainRequest, res *driver.RetainResult) error {
+	stream, err := lockStream(ctx, tx, req.StreamID)
+	if err != nil {
+		return err
+	}
+	r := stream.Retention
+	if r.MaxAge <= 0 && r.MaxRows <= 0 {
+		return nil
+	}
+	table := logTable(stream.ID)
+	var limits []string
+	var args []any
+	if r.MaxAge > 0 {
+		limits = append(limits, `m.produced_at < ?`)
+		args = append(args, ts(req.Now.Add(-r.MaxAge)))
+	}
+	if r.MaxRows > 0 {
+		// The newest MaxRows rows stay: find the id just below them.
+		var edge int64
+		err := tx.QueryRowContext(ctx, `SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1 OFFSET ?`, r.MaxRows).Scan(&edge)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		default:
+			limits = append(limits, `m.id <= ?`)
+			args = append(args, edge)
+		}
+	}
+	if len(limits) == 0 {
+		return nil
+	}
+	where := `(` + limits[0]
+	for _, l := range limits[1:] {
+		where += ` OR ` + l
+	}
+	where += `)`
+	sid := strconv.FormatInt(stream.ID, 10)
+	if !r.Hard {
+		where += " AND NOT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = " + sid + " AND c.`partition` = m.`partition` AND c.position < m.id)" +
+			" AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = " + sid + " AND e.msg_id = m.id)"
+	}
+	type victim struct {
+		id, partition int64
+		version       int
+		routingKey    string
+	}
+	var victims []victim
+	if err := eachRow(ctx, tx, "SELECT m.id, m.`partition`, m.schema_version, m.routing_key FROM "+table+" m WHERE "+where+" ORDER BY m.id LIMIT ?",
+		append(args, req.Limit), func(rs *sql.Rows) error {
+			var v victim
+			err := rs.Scan(&v.id, &v.partition, &v.version, &v.routingKey)
+			victims = append(victims, v)
+			return err
+		}); err != nil {
+		return err
+	}
+	if len(victims) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(victims))
+	for i, v := range victims {
+		ids[i] = v.id
+	}
+	if r.Hard {
+		// Lock the cursors so that the count of unread rows is exact; claims
+		// take cursors with SKIP LOCKED and pass these over meanwhile.
+		groups, err := loadGroups(ctx, tx, stream, true)
+		if err != nil {
+			return err
+		}
+		held := map[string]map[int64]bool{}
+		if err := eachRow(ctx, tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = ? AND msg_id BETWEEN ? AND ?`,
+			[]any{stream.ID, ids[0], ids[len(ids)-1]}, func(rs *sql.Rows) error {
+				var g string
+				var id int64
+				if err := rs.Scan(&g, &id); err != nil {
+					return err
+				}
+				if held[g] == nil {
+					held[g] = map[int64]bool{}
+				}
+				held[g][id] = true
+				return nil
+			}); err != nil {
+			return err
+		}
+		for _, g := range groups {
+			var n int64
+			for _, v := range victims {
+				reads := g.AllVersions || g.SchemaVersion == v.version
+				unread := reads && v.id > g.Cursors[v.partition] && (req.Match == nil || req.Match(g.Bindings, v.routingKey))
+				if unread || held[g.Name][v.id] {
+					n++
+				}
+			}
+			if n == 0 {
+				continue
+			}
+			res.RemovedUnread[g.Name] = n
+			if _, err := tx.ExecContext(ctx, `UPDATE consumer_group SET removed_unread = removed_unread + ? WHERE stream_id = ? AND name = ?`,
+				n, stream.ID, g.Name); err != nil {
+				return err
+			}
+		}
+	}
+	if stream.Compacted {
+		// Removing a head races with appends moving it: take the partitions
+		// first, in the order appends take them, so the two cannot deadlock.
+		if err := eachRow(ctx, tx, "SELECT `partition` FROM stream_partition WHERE stream_id = ? ORDER BY `partition` FOR UPDATE",
+			[]any{stream.ID}, func(*sql.Rows) error { return nil }); err != nil {
+			return err
+		}
+	}
+	res.Removed = int64(len(ids))
+	return deleteRows(ctx, tx, stream.ID, ids)
+}

@@ -1,0 +1,215 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sqlstreams/sqlstreams/conformance"
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/driver/postgres"
+)
+
+// BenchmarkPostgres runs the shared benchmarks with a bare baseline on the
+// same database:
+//
+//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench . ./driver/postgres
+func BenchmarkPostgres(b *testing.B) {
+	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw})
+}
+
+type raw struct {
+	pool  *pgxpool.Pool
+	ready bool
+}
+
+func newRaw(tb testing.TB, ns string) conformance.Raw {
+	pool, err := pgxpool.New(context.Background(), ns)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &raw{pool: pool}
+}
+
+func (r *raw) Close() error { r.pool.Close(); return nil }
+
+// InsertRows is a bare multi-row INSERT into a table shaped like a stream
+// log (same columns, types and indexes).
+func (r *raw) InsertRows(ctx context.Context, rows []driver.AppendRow) error {
+	if !r.ready {
+		if _, err := r.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS raw_baseline (
+			id bigserial PRIMARY KEY, partition integer NOT NULL, schema_version integer NOT NULL,
+			msg_key text, routing_key text NOT NULL, compaction_rank integer NOT NULL, payload jsonb NOT NULL,
+			headers jsonb, produced_at timestamptz NOT NULL);
+			CREATE INDEX IF NOT EXISTS raw_baseline_partition ON raw_baseline (partition, id)`); err != nil {
+			return err
+		}
+		r.ready = true
+	}
+	var sb strings.Builder
+	sb.WriteString(`INSERT INTO raw_baseline (partition, schema_version, msg_key, routing_key, compaction_rank, payload, headers, produced_at) VALUES `)
+	args := make([]any, 0, len(rows)*8)
+	for i, row := range rows {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		n := i * 8
+		fmt.Fprintf(&sb, "($%d::integer, $%d::integer, $%d::text, $%d::text, $%d::integer, $%d::jsonb, $%d::jsonb, $%d::timestamptz)",
+			n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
+		args = append(args, int32(row.Partition), int32(row.SchemaVersion), row.Key, row.RoutingKey, int32(row.CompactionRank), string(row.Payload), nil, row.ProducedAt)
+	}
+	_, err := r.pool.Exec(ctx, sb.String(), args...)
+	return err
+}
+
+// ReadRows is a bare cursor read of a stream's log, decoding every column.
+func (r *raw) ReadRows(ctx context.Context, streamID, afterID int64, limit int) (int, int64, error) {
+	rows, err := r.pool.Query(ctx, `SELECT id, partition, schema_version, msg_key, routing_key, compaction_rank, payload, headers, produced_at
+		FROM message_log_`+strconv.FormatInt(streamID, 10)+` WHERE id > $1::bigint ORDER BY id LIMIT $2::integer`, afterID, int32(limit))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rows.Close()
+	n, last := 0, afterID
+	for rows.Next() {
+		var (
+			id               int64
+			part, ver, rank  int32
+			key              *string
+			rk               string
+			payload, headers []byte
+			produced         time.Time
+		)
+		if err := rows.Scan(&id, &part, &ver, &key, &rk, &rank, &payload, &headers, &produced); err != nil {
+			return n, last, err
+		}
+		n, last = n+1, id
+	}
+	return n, last, rows.Err()
+}
+
+// BenchmarkC5Mechanism compares the two known cures for commit order (C5)
+// on the producer side: 8 concurrent single-row transactions on one
+// partition, (a) taking the partition row lock before the insert, as the
+// driver does, and (b) inserting with pg_current_xact_id() in each row and no
+// lock, as an xid8 snapshot fence would. Both are one pipelined round trip.
+func BenchmarkC5Mechanism(b *testing.B) {
+	ns := newSchema(b, nil)
+	pool, err := pgxpool.New(context.Background(), ns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(context.Background(), `
+		CREATE TABLE part (stream_id bigint, partition integer, PRIMARY KEY (stream_id, partition));
+		INSERT INTO part VALUES (1, 0);
+		CREATE TABLE log_lock (id bigserial PRIMARY KEY, partition integer NOT NULL, payload jsonb NOT NULL, produced_at timestamptz NOT NULL);
+		CREATE INDEX ON log_lock (partition, id);
+		CREATE TABLE log_xid (id bigserial PRIMARY KEY, xid xid8 NOT NULL DEFAULT pg_current_xact_id(), partition integer NOT NULL, payload jsonb NOT NULL, produced_at timestamptz NOT NULL);
+		CREATE INDEX ON log_xid (partition, id);`); err != nil {
+		b.Fatal(err)
+	}
+	payload := `{"order_id":"order-00000001","customer":"cust-00001","cents":7,"currency":"EUR","items":[1,2,3]}`
+	for _, mode := range []string{"row-lock", "xid-fence"} {
+		b.Run(mode, func(b *testing.B) {
+			b.SetParallelism(4) // 8 producers on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					batch := &pgx.Batch{}
+					if mode == "row-lock" {
+						batch.Queue(`SELECT partition FROM part WHERE stream_id = 1 AND partition = 0 FOR NO KEY UPDATE`)
+						batch.Queue(`INSERT INTO log_lock (partition, payload, produced_at) VALUES (0, $1::jsonb, $2::timestamptz)`, payload, time.Now())
+					} else {
+						batch.Queue(`INSERT INTO log_xid (partition, payload, produced_at) VALUES (0, $1::jsonb, $2::timestamptz)`, payload, time.Now())
+					}
+					if err := pool.SendBatch(context.Background(), batch).Close(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}
+
+// BenchmarkWakeLatency measures produce-to-handler latency when producer and
+// consumer are different clients (as in different processes), so that only
+// NOTIFY, or else polling every 50ms, can wake the consumer.
+func BenchmarkWakeLatency(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		opts []postgres.Option
+	}{{"notify", nil}, {"poll-only", []postgres.Option{postgres.WithoutNotify()}}} {
+		b.Run(mode.name, func(b *testing.B) {
+			ns := newSchema(b, nil)
+			pc := open(b, ns, mode.opts...)
+			cc := open(b, ns, mode.opts...)
+			p, err := pc.Stream[event]("latency").Producer().Register(context.Background(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cons, err := cc.Stream[event]("latency").Consumer("g").Register(context.Background(), &sqlstreams.ConsumerOptions{PollInterval: 50 * time.Millisecond})
+			if err != nil {
+				b.Fatal(err)
+			}
+			got := make(chan time.Time, 1)
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				_ = cons.Run(ctx, func(context.Context, sqlstreams.Delivery[event]) error {
+					got <- time.Now()
+					return nil
+				})
+			})
+			time.Sleep(200 * time.Millisecond)
+			lat := make([]time.Duration, 0, b.N)
+			for i := 0; b.Loop(); i++ {
+				start := time.Now()
+				if _, err := p.Produce(context.Background(), event{N: i}); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, (<-got).Sub(start))
+				// Produce the next message while the consumer waits idle,
+				// not while it is still acking the last one.
+				time.Sleep(10 * time.Millisecond)
+			}
+			cancel()
+			wg.Wait()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}
+
+// BenchmarkProduceSingleNotify shows what the per-transaction NOTIFY costs a
+// single-message produce.
+func BenchmarkProduceSingleNotify(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		opts []postgres.Option
+	}{{"notify", nil}, {"no-notify", []postgres.Option{postgres.WithoutNotify()}}} {
+		b.Run(mode.name, func(b *testing.B) {
+			c := open(b, newSchema(b, nil), mode.opts...)
+			p, err := c.Stream[event]("single").Producer().Register(context.Background(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := 0; b.Loop(); i++ {
+				if _, err := p.Produce(context.Background(), event{N: i}, sqlstreams.Key(strconv.Itoa(i))); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}

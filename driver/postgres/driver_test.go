@@ -1,0 +1,594 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/driver/postgres"
+)
+
+type event struct {
+	N int `json:"n"`
+}
+
+func (event) SchemaVersion() int { return 1 }
+
+func tctx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func open(t testing.TB, ns string, opts ...postgres.Option) *sqlstreams.Client {
+	t.Helper()
+	c, err := sqlstreams.Open(tctx(t), postgres.Open(ns, opts...), sqlstreams.WithMaintenanceInterval(0),
+		sqlstreams.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func admin(t testing.TB) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(tctx(t), baseURL())
+	if err != nil {
+		t.Fatalf("postgres: cannot reach the test server: %v", err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func withParams(t testing.TB, base string, params map[string]string) string {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	for k, v := range params {
+		q.Set(k, v)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func randomName(prefix string) string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// A wrong URL, database, user or permission fails at sqlstreams.Open with
+// the server's own reason.
+func TestOpenErrors(t *testing.T) {
+	t.Parallel()
+	ns := newSchema(t, nil)
+	conn := admin(t)
+	role := randomName("sqlstreams_noperm_")
+	if _, err := conn.Exec(tctx(t), `CREATE ROLE `+role+` LOGIN`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP ROLE IF EXISTS `+role) })
+	noUsage, _ := url.Parse(ns)
+	noUsage.User = url.User(role)
+	// A schema the role may use but not create in: the server's own reason.
+	noCreate, _ := url.Parse(newSchema(t, nil))
+	noCreate.User = url.User(role)
+	if _, err := conn.Exec(tctx(t), `GRANT USAGE ON SCHEMA `+noCreate.Query().Get("search_path")+` TO `+role); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = conn.Exec(context.Background(), `REVOKE ALL ON SCHEMA `+noCreate.Query().Get("search_path")+` FROM `+role)
+	})
+
+	missingDB, _ := url.Parse(baseURL())
+	missingDB.Path = "/" + randomName("nodb_")
+
+	cases := []struct {
+		name string
+		url  string
+		want string
+	}{
+		{"unparsable URL", "postgres://%zz", "postgres:"},
+		{"missing database", missingDB.String(), "does not exist"},
+		{"unknown user", withParams(t, baseURL(), map[string]string{"user": randomName("nobody_")}), "does not exist"},
+		{"no schema on search_path", withParams(t, baseURL(), map[string]string{"search_path": randomName("missing_")}), "search_path"},
+		{"no usage on schema", noUsage.String(), "permission denied for schema"},
+		{"no create on schema", noCreate.String(), "permission denied for schema"},
+		{"nothing listening", "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2", "127.0.0.1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := sqlstreams.Open(tctx(t), postgres.Open(tc.url))
+			if err == nil {
+				c.Close()
+				t.Fatalf("Open succeeded, want an error containing %q", tc.want)
+			}
+			t.Log(err)
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Open error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Several processes starting at once migrate once; Migrate is idempotent.
+func TestConcurrentMigrate(t *testing.T) {
+	t.Parallel()
+	ns := newSchema(t, nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			d := postgres.Open(ns)
+			defer d.Close()
+			for range 2 {
+				if err := d.Migrate(tctx(t)); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("concurrent Migrate: %v", err)
+	}
+}
+
+// ProduceTx writes inside the caller's pgx.Tx: consumers see the message
+// exactly when the business write commits, in both exec modes.
+func TestProduceTx(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []struct {
+		name string
+		opts []postgres.Option
+	}{{"default", nil}, {"simple-protocol", []postgres.Option{postgres.WithSimpleProtocol()}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			ns := newSchema(t, nil)
+			c := open(t, ns, mode.opts...)
+			pool := c.Driver().(*postgres.Driver).Pool()
+			if _, err := pool.Exec(tctx(t), `CREATE TABLE orders (id int PRIMARY KEY)`); err != nil {
+				t.Fatal(err)
+			}
+			p, err := c.Stream[event]("orders.placed").Producer().Register(tctx(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cons, err := c.Stream[event]("orders.placed").Consumer("g").Register(tctx(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cases := []struct {
+				name   string
+				commit bool
+				opts   pgx.TxOptions
+			}{
+				{"commit", true, pgx.TxOptions{}},
+				{"rollback", false, pgx.TxOptions{}},
+				{"commit repeatable read", true, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}},
+				{"commit serializable", true, pgx.TxOptions{IsoLevel: pgx.Serializable}},
+				{"rollback serializable", false, pgx.TxOptions{IsoLevel: pgx.Serializable}},
+			}
+			for i, tc := range cases {
+				tx, err := pool.BeginTx(tctx(t), tc.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := tx.Exec(tctx(t), `INSERT INTO orders (id) VALUES ($1)`, i); err != nil {
+					t.Fatal(err)
+				}
+				id, err := p.ProduceTx(tctx(t), postgres.Tx(tx), event{N: i}, sqlstreams.Key(fmt.Sprint(i)))
+				if err != nil {
+					t.Fatalf("%s: ProduceTx: %v", tc.name, err)
+				}
+				if ds, err := cons.Claim(tctx(t), 10); err != nil || len(ds) != 0 {
+					t.Fatalf("%s: before commit a claim got %d deliveries (err %v), want none", tc.name, len(ds), err)
+				}
+				if tc.commit {
+					err = tx.Commit(tctx(t))
+				} else {
+					err = tx.Rollback(tctx(t))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				ds, err := cons.Claim(tctx(t), 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var orders int
+				_ = pool.QueryRow(tctx(t), `SELECT count(*) FROM orders WHERE id = $1`, i).Scan(&orders)
+				switch {
+				case tc.commit && (len(ds) != 1 || ds[0].ID != id || ds[0].Value.N != i || orders != 1):
+					t.Errorf("%s: after commit got %d deliveries and %d orders, want row %d and its order", tc.name, len(ds), orders, id)
+				case !tc.commit && (len(ds) != 0 || orders != 0):
+					t.Errorf("%s: after rollback got %d deliveries and %d orders, want none", tc.name, len(ds), orders)
+				}
+				if len(ds) > 0 {
+					if err := cons.Ack(tctx(t), ds...); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if _, err := p.ProduceTx(tctx(t), foreignTx{}, event{}); !errors.Is(err, sqlstreams.ErrForeignTx) {
+				t.Errorf("ProduceTx with another driver's transaction: %v, want ErrForeignTx", err)
+			}
+		})
+	}
+}
+
+type foreignTx struct{}
+
+func (foreignTx) DriverName() string { return "sqlite" }
+
+// C5 under real concurrency: many producer transactions, some slow, some
+// rolled back, committing out of id order across partitions, while several
+// consumers of one group claim the whole time. Every committed row is
+// delivered, no rolled-back row is, and a claim returns each partition's
+// rows in id order.
+func TestNoSkipUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		partitions int
+		producers  int
+		consumers  int
+		perProd    int
+		simple     bool
+	}{
+		{"1 partition", 1, 8, 2, 25, false},
+		{"3 partitions", 3, 12, 3, 20, false},
+		{"3 partitions simple protocol", 3, 8, 3, 15, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var opts []postgres.Option
+			if tc.simple {
+				opts = append(opts, postgres.WithSimpleProtocol())
+			}
+			ns := newSchema(t, nil)
+			pc := open(t, ns, append(opts, postgres.WithPoolConfig(func(c *pgxpool.Config) { c.MaxConns = int32(tc.producers + 2) }))...)
+			cc := open(t, ns, opts...)
+			if _, err := pc.Stream[event]("c5").Create(tctx(t), &sqlstreams.StreamOptions{Partitions: tc.partitions}); err != nil {
+				t.Fatal(err)
+			}
+			p, err := pc.Stream[event]("c5").Producer().Register(tctx(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := pc.Driver().(*postgres.Driver).Pool()
+
+			var mu sync.Mutex
+			committed, rolledBack := map[int64]bool{}, map[int64]bool{}
+			delivered := map[int64]int{}
+			var orderErrs []string
+
+			stop := make(chan struct{})
+			var consumers sync.WaitGroup
+			for range tc.consumers {
+				cons, err := cc.Stream[event]("c5").Consumer("g").Register(tctx(t), &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
+				if err != nil {
+					t.Fatal(err)
+				}
+				consumers.Go(func() {
+					for {
+						ds, err := cons.Claim(tctx(t), 7)
+						if err != nil {
+							t.Errorf("claim: %v", err)
+							return
+						}
+						mu.Lock()
+						last := map[int]int64{}
+						for _, d := range ds {
+							delivered[d.ID]++
+							if d.ID <= last[d.Partition] {
+								orderErrs = append(orderErrs, fmt.Sprintf("partition %d: one claim returned row %d after row %d", d.Partition, d.ID, last[d.Partition]))
+							}
+							last[d.Partition] = d.ID
+						}
+						mu.Unlock()
+						if len(ds) > 0 {
+							if err := cons.Ack(tctx(t), ds...); err != nil {
+								t.Errorf("ack: %v", err)
+								return
+							}
+							continue
+						}
+						select {
+						case <-stop:
+							return
+						case <-time.After(time.Millisecond):
+						}
+					}
+				})
+			}
+
+			var producers sync.WaitGroup
+			for w := range tc.producers {
+				producers.Go(func() {
+					rng := mrand.New(mrand.NewPCG(uint64(w), 5))
+					for i := range tc.perProd {
+						key := sqlstreams.Key(fmt.Sprintf("k%d-%d", w, i))
+						switch mode := rng.IntN(10); {
+						case mode < 6: // a slow transaction, sometimes rolled back
+							tx, err := pool.Begin(tctx(t))
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							id, err := p.ProduceTx(tctx(t), postgres.Tx(tx), event{N: i}, key)
+							if err != nil {
+								t.Errorf("ProduceTx: %v", err)
+								_ = tx.Rollback(tctx(t))
+								return
+							}
+							time.Sleep(time.Duration(rng.IntN(8)) * time.Millisecond)
+							rollback := mode == 0
+							if rollback {
+								err = tx.Rollback(tctx(t))
+							} else {
+								err = tx.Commit(tctx(t))
+							}
+							if err != nil {
+								t.Errorf("end tx: %v", err)
+								return
+							}
+							mu.Lock()
+							if rollback {
+								rolledBack[id] = true
+							} else {
+								committed[id] = true
+							}
+							mu.Unlock()
+						case mode < 8:
+							id, err := p.Produce(tctx(t), event{N: i}, key)
+							if err != nil {
+								t.Errorf("Produce: %v", err)
+								return
+							}
+							mu.Lock()
+							committed[id] = true
+							mu.Unlock()
+						default:
+							msgs := []sqlstreams.Message[event]{
+								sqlstreams.NewMessage(event{N: i}, key),
+								sqlstreams.NewMessage(event{N: i}, sqlstreams.Key(fmt.Sprintf("b%d-%d", w, i))),
+								sqlstreams.NewMessage(event{N: i}),
+							}
+							ids, err := p.ProduceBatch(tctx(t), msgs...)
+							if err != nil {
+								t.Errorf("ProduceBatch: %v", err)
+								return
+							}
+							mu.Lock()
+							for _, id := range ids {
+								committed[id] = true
+							}
+							mu.Unlock()
+						}
+					}
+				})
+			}
+			producers.Wait()
+			// Let the consumers catch up, then stop them.
+			deadline := time.Now().Add(time.Minute)
+			for {
+				mu.Lock()
+				n := 0
+				for id := range committed {
+					if delivered[id] > 0 {
+						n++
+					}
+				}
+				mu.Unlock()
+				if n == len(committed) || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			close(stop)
+			consumers.Wait()
+
+			mu.Lock()
+			defer mu.Unlock()
+			var missing, ghosts []int64
+			for id := range committed {
+				if delivered[id] == 0 {
+					missing = append(missing, id)
+				}
+			}
+			for id := range delivered {
+				if rolledBack[id] || !committed[id] {
+					ghosts = append(ghosts, id)
+				}
+			}
+			slices.Sort(missing)
+			slices.Sort(ghosts)
+			if len(missing) > 0 {
+				t.Errorf("%d of %d committed rows were never delivered (skipped by the cursor): %v", len(missing), len(committed), missing)
+			}
+			if len(ghosts) > 0 {
+				t.Errorf("rows delivered that were rolled back or never reported committed: %v", ghosts)
+			}
+			for id, n := range delivered {
+				if n > 1 {
+					t.Errorf("row %d delivered %d times while its lease held", id, n)
+				}
+			}
+			for _, e := range orderErrs {
+				t.Error(e)
+			}
+			if len(rolledBack) == 0 {
+				t.Errorf("no transaction rolled back; the test did not exercise rollbacks")
+			}
+			t.Logf("%d rows committed, %d rolled back, all committed rows delivered once", len(committed), len(rolledBack))
+		})
+	}
+}
+
+// A connection lost before commit loses the row and reports an error; it
+// never reports success for a row that is not committed. Consumers keep
+// running through dropped connections.
+func TestConnectionLoss(t *testing.T) {
+	t.Parallel()
+	app := randomName("sqlstreams_test_")
+	ns := withParams(t, newSchema(t, nil), map[string]string{"application_name": app})
+	c := open(t, ns)
+	conn := admin(t)
+	killAll := func() int {
+		var n int
+		if err := conn.QueryRow(tctx(t), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()`, app).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	p, err := c.Stream[event]("loss").Producer().Register(tctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := c.Stream[event]("loss").Consumer("g").Register(tctx(t), &sqlstreams.ConsumerOptions{PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The transaction's connection dies between the produce and the commit.
+	tx, err := c.Driver().(*postgres.Driver).Pool().Begin(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, err := p.ProduceTx(tctx(t), postgres.Tx(tx), event{N: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if killAll() == 0 {
+		t.Fatal("no backend to terminate")
+	}
+	if err := tx.Commit(tctx(t)); err == nil {
+		t.Fatal("commit on a terminated connection succeeded")
+	}
+
+	// A consumer runs on while every connection is dropped again and again.
+	var mu sync.Mutex
+	handled := map[int64]bool{}
+	rctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- cons.Run(rctx, func(ctx context.Context, d sqlstreams.Delivery[event]) error {
+			mu.Lock()
+			handled[d.ID] = true
+			mu.Unlock()
+			return nil
+		})
+	}()
+	var produced []int64
+	for i := range 30 {
+		if i%10 == 5 {
+			killAll()
+		}
+		id, err := p.Produce(tctx(t), event{N: i})
+		if err != nil {
+			// Reported failures are allowed mid-kill; reported successes must be delivered.
+			continue
+		}
+		produced = append(produced, id)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := 0
+		for _, id := range produced {
+			if handled[id] {
+				n++
+			}
+		}
+		ghost := handled[lost]
+		mu.Unlock()
+		if ghost {
+			t.Fatalf("row %d from a transaction whose commit failed was delivered", lost)
+		}
+		if n == len(produced) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumer handled %d of %d rows after connection losses", n, len(produced))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run returned %v", err)
+	}
+	// Each kill fails the next use of every pooled connection once (the
+	// driver cannot tell whether such a statement ran, so it does not retry
+	// appends); most produces must still succeed.
+	if len(produced) < 15 {
+		t.Errorf("only %d of 30 produces succeeded around the kills", len(produced))
+	}
+}
+
+// NOTIFY wakes a consumer in another client long before its poll interval.
+func TestNotifyWakesOtherClients(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []struct {
+		name string
+		opts []postgres.Option
+	}{{"default", nil}, {"simple-protocol", []postgres.Option{postgres.WithSimpleProtocol()}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			ns := newSchema(t, nil)
+			producerClient := open(t, ns, mode.opts...)
+			consumerClient := open(t, ns, mode.opts...)
+			p, err := producerClient.Stream[event]("wake").Producer().Register(tctx(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cons, err := consumerClient.Stream[event]("wake").Consumer("g").Register(tctx(t), &sqlstreams.ConsumerOptions{PollInterval: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan time.Time, 16)
+			rctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				_ = cons.Run(rctx, func(ctx context.Context, d sqlstreams.Delivery[event]) error {
+					got <- time.Now()
+					return nil
+				})
+			}()
+			time.Sleep(300 * time.Millisecond) // let the listener LISTEN and the first poll pass
+			for i := range 3 {
+				start := time.Now()
+				if _, err := p.Produce(tctx(t), event{N: i}); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case at := <-got:
+					t.Logf("woken after %v", at.Sub(start))
+				case <-time.After(10 * time.Second):
+					t.Fatalf("message %d not handled within 10s: no wake-up arrived (poll interval is 1h)", i)
+				}
+			}
+		})
+	}
+}
+
+var _ driver.Notifier = (*postgres.Driver)(nil)

@@ -1,0 +1,273 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Subscribe implements driver.Notifier. Wake-ups are hints: the listener
+// wakes every subscriber after it (re)connects, since notifications sent
+// while it was away are lost, and consumers keep polling regardless.
+func (d *Driver) Subscribe(ctx context.Context, streamID int64, wake func()) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	ch := d.channel(streamID)
+	if ch == "" { // WithoutNotify: polling only
+		<-ctx.Done()
+		return nil
+	}
+	d.mu.Lock()
+	if d.closed.Load() {
+		d.mu.Unlock()
+		return d.check()
+	}
+	if d.lis == nil {
+		d.lis = newListener(d)
+	}
+	lis := d.lis
+	s := &subscription{wake: wake}
+	lis.add(ch, s)
+	d.mu.Unlock()
+	defer lis.remove(ch, s)
+	select {
+	case <-ctx.Done():
+	case <-lis.done:
+	}
+	return nil
+}
+
+type subscription struct{ wake func() }
+
+// notifyEvery is the producer-side debounce: a process sends at most one
+// NOTIFY per stream in this interval from its own appends. An append inside
+// the interval sends none but makes sure one follows at the interval's end,
+// so a burst's last rows still wake consumers promptly. NOTIFY is worth
+// debouncing: PostgreSQL serializes the commits of all notifying
+// transactions of a cluster on one lock, held through the commit's WAL flush.
+const notifyEvery = 5 * time.Millisecond
+
+type notifyState struct {
+	mu      sync.Mutex
+	last    time.Time
+	pending bool
+}
+
+// notifyNow reports whether an append to the stream should carry a NOTIFY,
+// and otherwise schedules a trailing one.
+func (d *Driver) notifyNow(streamID int64) bool {
+	if !d.notify {
+		return false
+	}
+	v, _ := d.notifyStates.LoadOrStore(streamID, &notifyState{})
+	s := v.(*notifyState)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if since := now.Sub(s.last); since >= notifyEvery {
+		s.last = now
+		return true
+	}
+	if !s.pending {
+		s.pending = true
+		time.AfterFunc(notifyEvery-now.Sub(s.last), func() {
+			s.mu.Lock()
+			s.pending, s.last = false, time.Now()
+			s.mu.Unlock()
+			ch := d.channel(streamID)
+			if ch == "" || d.check() != nil {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, _ = d.pool.Exec(ctx, `SELECT pg_notify($1::text, '')`, ch) // a hint: polling covers a failure
+		})
+	}
+	return false
+}
+
+// listener holds one LISTEN connection for all subscriptions of a driver.
+type listener struct {
+	d      *Driver
+	mu     sync.Mutex
+	subs   map[string]map[*subscription]struct{}
+	kick   chan struct{} // the channel set changed
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newListener(d *Driver) *listener {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &listener{d: d, subs: map[string]map[*subscription]struct{}{}, kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go l.run(ctx)
+	return l
+}
+
+func (l *listener) stop() {
+	l.cancel()
+	<-l.done
+}
+
+func (l *listener) add(ch string, s *subscription) {
+	l.mu.Lock()
+	if l.subs[ch] == nil {
+		l.subs[ch] = map[*subscription]struct{}{}
+	}
+	l.subs[ch][s] = struct{}{}
+	fresh := len(l.subs[ch]) == 1
+	l.mu.Unlock()
+	if fresh {
+		l.poke()
+	}
+}
+
+func (l *listener) remove(ch string, s *subscription) {
+	l.mu.Lock()
+	delete(l.subs[ch], s)
+	if len(l.subs[ch]) == 0 {
+		delete(l.subs, ch)
+	}
+	l.mu.Unlock()
+	// Stale LISTENs are dropped at the next change; they cost nothing.
+}
+
+func (l *listener) poke() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (l *listener) channels() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.subs))
+	for ch := range l.subs {
+		out = append(out, ch)
+	}
+	return out
+}
+
+func (l *listener) wake(ch string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for s := range l.subs[ch] {
+		s.wake()
+	}
+}
+
+func (l *listener) wakeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, subs := range l.subs {
+		for s := range subs {
+			s.wake()
+		}
+	}
+}
+
+func (l *listener) run(ctx context.Context) {
+	defer close(l.done)
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		connected, _ := l.session(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		// Notifications sent while the connection was down are lost.
+		l.wakeAll()
+		if connected {
+			backoff = 50 * time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// session runs one LISTEN connection until it fails or ctx ends.
+func (l *listener) session(ctx context.Context) (connected bool, err error) {
+	cfg := l.d.listen.Copy()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	listening := map[string]bool{}
+	for {
+		want := map[string]bool{}
+		for _, ch := range l.channels() {
+			want[ch] = true
+			if !listening[ch] {
+				if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{ch}.Sanitize()); err != nil {
+					return true, err
+				}
+				listening[ch] = true
+				// Rows may have been appended before the LISTEN took effect.
+				l.wake(ch)
+			}
+		}
+		for ch := range listening {
+			if !want[ch] {
+				if _, err := conn.Exec(ctx, `UNLISTEN `+pgx.Identifier{ch}.Sanitize()); err != nil {
+					return true, err
+				}
+				delete(listening, ch)
+			}
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		kicked := make(chan struct{})
+		go func() {
+			select {
+			case <-l.kick:
+				close(kicked)
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return true, ctx.Err()
+			}
+			select {
+			case <-kicked:
+				if conn.IsClosed() {
+					return true, errors.New("listener connection closed")
+				}
+				continue
+			default:
+				return true, err
+			}
+		}
+		if n != nil {
+			l.wake(n.Channel)
+		}
+		// Take every notification already received in one go: a burst of
+		// appends becomes one wake-up per stream.
+		for {
+			pctx, pcancel := context.WithTimeout(ctx, 0)
+			n, err := conn.WaitForNotification(pctx)
+			pcancel()
+			if err != nil || n == nil {
+				break
+			}
+			l.wake(n.Channel)
+		}
+		if conn.IsClosed() {
+			return true, errors.New("listener connection closed")
+		}
+	}
+}

@@ -1,0 +1,243 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+const streamColumns = `id, name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at`
+
+func scanStream(r pgx.Row) (driver.StreamConfig, error) {
+	var c driver.StreamConfig
+	var maxAge int64
+	var partitions int32
+	err := r.Scan(&c.ID, &c.Name, &partitions, &c.Compacted, &maxAge, &c.Retention.MaxRows, &c.Retention.Hard, &c.CreatedAt)
+	c.Partitions = int(partitions)
+	c.Retention.MaxAge = time.Duration(maxAge) * time.Microsecond
+	c.CreatedAt = c.CreatedAt.UTC()
+	return c, err
+}
+
+// CreateStream implements driver.Driver.
+func (d *Driver) CreateStream(ctx context.Context, cfg driver.StreamConfig) (driver.StreamConfig, error) {
+	cfg.CreatedAt = ts(cfg.CreatedAt)
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `INSERT INTO stream_config (name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at)
+			VALUES ($1::text, $2::integer, $3::boolean, $4::bigint, $5::bigint, $6::boolean, $7::timestamptz) RETURNING id`,
+			cfg.Name, int32(cfg.Partitions), cfg.Compacted, cfg.Retention.MaxAge.Microseconds(), cfg.Retention.MaxRows, cfg.Retention.Hard, cfg.CreatedAt).Scan(&cfg.ID)
+		if isUnique(err) {
+			return driver.ErrStreamExists
+		}
+		if err != nil {
+			return err
+		}
+		table := logTable(cfg.ID)
+		if _, err := tx.Exec(ctx, `CREATE TABLE `+table+` (
+			id              bigserial   PRIMARY KEY,
+			partition       integer     NOT NULL,
+			schema_version  integer     NOT NULL,
+			schema_revision integer     NOT NULL DEFAULT 0,
+			msg_key         text,
+			routing_key     text        NOT NULL,
+			compaction_rank integer     NOT NULL,
+			payload         jsonb       NOT NULL,
+			headers         jsonb,
+			produced_at     timestamptz NOT NULL
+		)`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE INDEX `+table+`_partition ON `+table+` (partition, id)`); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO stream_partition (stream_id, partition) SELECT $1::bigint, p FROM generate_series(0, $2::integer - 1) p`,
+			cfg.ID, int32(cfg.Partitions))
+		return err
+	})
+	return cfg, err
+}
+
+// LookupStream implements driver.Driver.
+func (d *Driver) LookupStream(ctx context.Context, name string) (driver.StreamConfig, error) {
+	var c driver.StreamConfig
+	err := d.retry(ctx, func() error {
+		var err error
+		c, err = scanStream(d.pool.QueryRow(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE name = $1::text`, name))
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, driver.ErrStreamNotFound
+	}
+	return c, err
+}
+
+func lookupStreamByID(ctx context.Context, tx pgx.Tx, id int64) (driver.StreamConfig, error) {
+	c, err := scanStream(tx.QueryRow(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE id = $1::bigint`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, driver.ErrStreamNotFound
+	}
+	return c, err
+}
+
+// ListStreams implements driver.Driver.
+func (d *Driver) ListStreams(ctx context.Context) ([]driver.StreamConfig, error) {
+	var out []driver.StreamConfig
+	err := d.retry(ctx, func() error {
+		rows, err := d.pool.Query(ctx, `SELECT `+streamColumns+` FROM stream_config ORDER BY name`)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.StreamConfig, error) { return scanStream(r) })
+		return err
+	})
+	return out, err
+}
+
+// RenameStream implements driver.Driver.
+func (d *Driver) RenameStream(ctx context.Context, streamID int64, newName string) error {
+	return d.retry(ctx, func() error {
+		tag, err := d.pool.Exec(ctx, `UPDATE stream_config SET name = $1::text WHERE id = $2::bigint`, newName, streamID)
+		if isUnique(err) {
+			return driver.ErrStreamExists
+		}
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return driver.ErrStreamNotFound
+		}
+		return nil
+	})
+}
+
+// DestroyStream implements driver.Driver.
+func (d *Driver) DestroyStream(ctx context.Context, streamID int64) error {
+	return d.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM stream_config WHERE id = $1::bigint`, streamID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return driver.ErrStreamNotFound
+		}
+		for _, table := range []string{"stream_partition", "consumer_group", "group_cursor", "delivery_exception", "compaction_head",
+			"schema_revision", "schema_reader", "registry_setting"} {
+			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE stream_id = $1::bigint`, streamID); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `DROP TABLE IF EXISTS `+logTable(streamID))
+		return err
+	})
+}
+
+const groupColumns = `stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at, removed_unread`
+
+func scanGroup(r pgx.Row) (driver.GroupConfig, int64, error) {
+	var g driver.GroupConfig
+	var bindings, convertsFrom []byte
+	var version, start int32
+	var removed int64
+	err := r.Scan(&g.StreamID, &g.Name, &version, &g.AllVersions, &bindings, &convertsFrom, &start, &g.CreatedAt, &removed)
+	if err != nil {
+		return g, 0, err
+	}
+	g.SchemaVersion, g.Start, g.CreatedAt = int(version), driver.StartPosition(start), g.CreatedAt.UTC()
+	if err := json.Unmarshal(bindings, &g.Bindings); err != nil {
+		return g, 0, fmt.Errorf("group %q: stored bindings: %w", g.Name, err)
+	}
+	if len(g.Bindings) == 0 {
+		g.Bindings = nil
+	}
+	if err := json.Unmarshal(convertsFrom, &g.ConvertsFrom); err != nil {
+		return g, 0, fmt.Errorf("group %q: stored converter versions: %w", g.Name, err)
+	}
+	if len(g.ConvertsFrom) == 0 {
+		g.ConvertsFrom = nil
+	}
+	return g, removed, nil
+}
+
+// RegisterGroup implements driver.Driver.
+func (d *Driver) RegisterGroup(ctx context.Context, cfg driver.GroupConfig) (driver.GroupConfig, error) {
+	bindings := []byte("[]")
+	if len(cfg.Bindings) > 0 {
+		var err error
+		if bindings, err = json.Marshal(cfg.Bindings); err != nil {
+			return cfg, err
+		}
+	}
+	convertsFrom := []byte("[]")
+	if len(cfg.ConvertsFrom) > 0 {
+		var err error
+		if convertsFrom, err = json.Marshal(cfg.ConvertsFrom); err != nil {
+			return cfg, err
+		}
+	}
+	cfg.CreatedAt = ts(cfg.CreatedAt)
+	var out driver.GroupConfig
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		stream, err := lookupStreamByID(ctx, tx, cfg.StreamID)
+		if err != nil {
+			return err
+		}
+		// Concurrent registrations of one group: the loser of the insert
+		// waits for the winner and then finds its row.
+		tag, err := tx.Exec(ctx, `INSERT INTO consumer_group (stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at)
+			VALUES ($1::bigint, $2::text, $3::integer, $4::boolean, $5::jsonb, $6::jsonb, $7::integer, $8::timestamptz) ON CONFLICT (stream_id, name) DO NOTHING`,
+			cfg.StreamID, cfg.Name, int32(cfg.SchemaVersion), cfg.AllVersions, string(bindings), string(convertsFrom), int32(cfg.Start), cfg.CreatedAt)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			existing, _, err := scanGroup(tx.QueryRow(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = $1::bigint AND name = $2::text FOR UPDATE`, cfg.StreamID, cfg.Name))
+			if err != nil {
+				return err
+			}
+			out = existing
+			if existing.SchemaVersion != cfg.SchemaVersion || existing.AllVersions != cfg.AllVersions {
+				return nil // the caller refuses the registration; change nothing
+			}
+			out.Bindings, out.ConvertsFrom = cfg.Bindings, cfg.ConvertsFrom
+			_, err = tx.Exec(ctx, `UPDATE consumer_group SET bindings = $1::jsonb, converts_from = $2::jsonb WHERE stream_id = $3::bigint AND name = $4::text`,
+				string(bindings), string(convertsFrom), cfg.StreamID, cfg.Name)
+			return err
+		}
+		// A new group starts at the beginning, or after the last committed
+		// row of each partition: an append still in flight in a partition
+		// holds ids above that partition's last committed row (C5), so it
+		// is not passed.
+		start := `0::bigint`
+		if cfg.Start == driver.StartLatest {
+			start = `COALESCE((SELECT max(m.id) FROM ` + logTable(cfg.StreamID) + ` m WHERE m.partition = p), 0)`
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO group_cursor (stream_id, group_name, partition, position)
+			SELECT $1::bigint, $2::text, p, `+start+` FROM generate_series(0, $3::integer - 1) p`,
+			cfg.StreamID, cfg.Name, int32(stream.Partitions))
+		out = cfg
+		return err
+	})
+	return out, err
+}
+
+// ListGroups implements driver.Driver.
+func (d *Driver) ListGroups(ctx context.Context, streamID int64) ([]driver.GroupConfig, error) {
+	var out []driver.GroupConfig
+	err := d.retry(ctx, func() error {
+		rows, err := d.pool.Query(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = $1::bigint ORDER BY name`, streamID)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.GroupConfig, error) {
+			g, _, err := scanGroup(r)
+			return g, err
+		})
+		return err
+	})
+	return out, err
+}
