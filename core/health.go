@@ -123,6 +123,9 @@ func buildHealth(cfg driver.StreamConfig, st driver.HealthStats, now time.Time) 
 		matchers[g.Name] = matcher(g.Bindings)
 		if !g.AllVersions {
 			at(g.Name, g.SchemaVersion)
+			for _, v := range g.ConvertsFrom { // it reads these too (R7)
+				at(g.Name, v)
+			}
 		}
 	}
 	for _, u := range st.Unread {

@@ -391,7 +391,8 @@ func (r *Registry) precheck(ctx context.Context, store driver.Registry, reg regi
 		return err
 	}
 	level, _ := effectiveLevel(streamSet, global)
-	if mode, _ := effectiveMode(streamSet, global); mode == ModeImport || level == schema.None {
+	mode, scope := effectiveMode(streamSet, global)
+	if mode == ModeImport {
 		return nil
 	}
 	existing, err := store.SchemaRevisions(ctx, reg.stream.ID, reg.version)
@@ -401,6 +402,13 @@ func (r *Registry) precheck(ctx context.Context, store driver.Registry, reg regi
 	recorded := false
 	for _, e := range existing {
 		recorded = recorded || e.Fingerprint == reg.schema.Fingerprint()
+	}
+	if mode == ModeReadOnly && !recorded {
+		// As RecordSchema's decide would; said here too so the dry run does.
+		return readOnlyError(reg.stream.Name, scope, fmt.Sprintf("record a new schema for %s at version %d", reg.typ, reg.version))
+	}
+	if level == schema.None {
+		return nil
 	}
 	var problems []SchemaProblem
 	if !recorded {
