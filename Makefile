@@ -27,7 +27,7 @@ race:
 
 ## bench: the benchmarks of every driver, each next to its raw baseline
 bench:
-	go test -run '^$$' -bench . -benchtime 3000x -timeout 30m ./driver/...
+	go test -p 1 -run '^$$' -bench . -benchtime 3000x -timeout 30m ./driver/sqlite ./driver/postgres ./driver/mysql
 
 ## services: install and start PostgreSQL and MariaDB when missing
 services:
