@@ -364,3 +364,40 @@ type RetainResult struct {
 	// resolved (only a hard limit removes those).
 	RemovedUnread map[string]int64
 }
+
+// RetainCandidate is a row that retention is about to remove.
+type RetainCandidate struct {
+	ID         int64
+	Partition  int
+	Version    int
+	RoutingKey string
+}
+
+// CountRemovedUnread counts, per group, the candidates a hard retention
+// limit removes before the group resolved them: rows past the group's cursor
+// that it reads (its version, its converter versions, its bindings through
+// match) and rows it holds an exception for (held[group][id]). Drivers call
+// it inside the transaction that removes the rows, so that every engine
+// counts alike; groups with nothing removed unread are left out.
+func CountRemovedUnread(groups []GroupStats, rows []RetainCandidate, held map[string]map[int64]bool,
+	match func(bindings []string, routingKey string) bool) map[string]int64 {
+	out := map[string]int64{}
+	for _, g := range groups {
+		reads := map[int]bool{g.SchemaVersion: true}
+		for _, v := range g.ConvertsFrom {
+			reads[v] = true
+		}
+		var n int64
+		for _, r := range rows {
+			past := r.Partition < len(g.Cursors) && r.ID > g.Cursors[r.Partition]
+			unread := past && (g.AllVersions || reads[r.Version]) && (match == nil || match(g.Bindings, r.RoutingKey))
+			if unread || held[g.Name][r.ID] {
+				n++
+			}
+		}
+		if n > 0 {
+			out[g.Name] = n
+		}
+	}
+	return out
+}

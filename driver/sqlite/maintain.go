@@ -225,16 +225,11 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainRequest) (driver.R
 			where += ` AND NOT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = ` + strconv.FormatInt(stream.ID, 10) + ` AND c.partition = m.partition AND c.position < m.id)
 				AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ` + strconv.FormatInt(stream.ID, 10) + ` AND e.msg_id = m.id)`
 		}
-		type victim struct {
-			id, partition int64
-			version       int
-			routingKey    string
-		}
-		var victims []victim
+		var victims []driver.RetainCandidate
 		if err := eachRow(ctx, tx, `SELECT m.id, m.partition, m.schema_version, m.routing_key FROM `+table+` m WHERE `+where+` ORDER BY m.id LIMIT ?`,
 			append(args, req.Limit), func(rs *sql.Rows) error {
-				var v victim
-				err := rs.Scan(&v.id, &v.partition, &v.version, &v.routingKey)
+				var v driver.RetainCandidate
+				err := rs.Scan(&v.ID, &v.Partition, &v.Version, &v.RoutingKey)
 				victims = append(victims, v)
 				return err
 			}); err != nil {
@@ -245,7 +240,7 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainRequest) (driver.R
 		}
 		ids := make([]int64, len(victims))
 		for i, v := range victims {
-			ids[i] = v.id
+			ids[i] = v.ID
 		}
 		if r.Hard {
 			groups, err := loadGroups(ctx, tx, stream)
@@ -268,19 +263,12 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainRequest) (driver.R
 				}); err != nil {
 				return err
 			}
+			res.RemovedUnread = driver.CountRemovedUnread(groups, victims, held, req.Match)
 			for _, g := range groups {
-				var n int64
-				for _, v := range victims {
-					reads := g.AllVersions || g.SchemaVersion == v.version
-					unread := reads && v.id > g.Cursors[v.partition] && (req.Match == nil || req.Match(g.Bindings, v.routingKey))
-					if unread || held[g.Name][v.id] {
-						n++
-					}
-				}
+				n := res.RemovedUnread[g.Name]
 				if n == 0 {
 					continue
 				}
-				res.RemovedUnread[g.Name] = n
 				if _, err := tx.ExecContext(ctx, `UPDATE consumer_group SET removed_unread = removed_unread + ? WHERE stream_id = ? AND name = ?`,
 					n, stream.ID, g.Name); err != nil {
 					return err

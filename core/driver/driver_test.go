@@ -1,0 +1,56 @@
+package driver_test
+
+import (
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+func TestCountRemovedUnread(t *testing.T) {
+	t.Parallel()
+	rows := []driver.RetainCandidate{
+		{ID: 1, Partition: 0, Version: 1, RoutingKey: "eu.web"},
+		{ID: 2, Partition: 1, Version: 1, RoutingKey: "us.web"},
+		{ID: 3, Partition: 0, Version: 2, RoutingKey: "eu.app"},
+		{ID: 4, Partition: 1, Version: 2, RoutingKey: "eu.web"},
+	}
+	euOnly := func(bindings []string, key string) bool {
+		return len(bindings) == 0 || strings.HasPrefix(key, "eu.")
+	}
+	group := func(name string, version int, cursors ...int64) driver.GroupStats {
+		return driver.GroupStats{GroupConfig: driver.GroupConfig{Name: name, SchemaVersion: version}, Cursors: cursors}
+	}
+	converting := group("converts", 2, 0, 0)
+	converting.ConvertsFrom = []int{1}
+	raw := group("raw", 0, 0, 2)
+	raw.AllVersions = true
+	eu := group("eu", 1, 0, 0)
+	eu.Bindings = []string{"eu.#"}
+	for _, tc := range []struct {
+		name  string
+		group driver.GroupStats
+		held  map[string]map[int64]bool
+		want  int64
+	}{
+		{"every row at its version is past the cursor", group("v1", 1, 0, 0), nil, 2},
+		{"rows the cursor passed are resolved", group("v1", 1, 1, 2), nil, 0},
+		{"a held exception counts though the cursor passed it", group("v1", 1, 1, 2), map[string]map[int64]bool{"v1": {2: true}}, 1},
+		{"other versions are not the group's", group("v3", 3, 0, 0), nil, 0},
+		{"converter versions are the group's", converting, nil, 4},
+		{"a RawPayload group reads every version", raw, nil, 3},
+		{"bindings leave out what the group skips", eu, nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := driver.CountRemovedUnread([]driver.GroupStats{tc.group}, rows, tc.held, euOnly)
+			want := map[string]int64{}
+			if tc.want > 0 {
+				want[tc.group.Name] = tc.want
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
