@@ -23,6 +23,8 @@ type Client struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+	runMu     sync.Mutex     // orders Run's start against Close
+	runs      sync.WaitGroup // running Consumer.Run calls
 
 	wakeMu sync.Mutex
 	wakers map[int64]map[*waker]struct{}
@@ -83,19 +85,37 @@ func Open(ctx context.Context, drv driver.Driver, opts ...ClientOption) (*Client
 // Driver returns the driver the client was opened with.
 func (c *Client) Driver() driver.Driver { return c.drv }
 
-// Close stops background work, makes running consumers return ErrClosed and
-// closes the driver. Calls after Close fail with ErrClosed.
+// Close stops background work, makes running consumers stop claiming and
+// return ErrClosed, waits for them (each lets its running handlers finish
+// for up to its ShutdownTimeout and records their outcomes), then closes the
+// driver, so that no goroutine of the client outlives Close. Calls after
+// Close fail with ErrClosed. Do not call Close from a handler: it would wait
+// for itself.
 func (c *Client) Close() error {
 	err := ErrClosed
 	c.closeOnce.Do(func() {
+		c.runMu.Lock()
 		close(c.closed)
+		c.runMu.Unlock()
 		if c.stopMaintain != nil {
 			c.stopMaintain()
 		}
 		c.background.Wait()
+		c.runs.Wait()
 		err = c.drv.Close()
 	})
 	return err
+}
+
+// startRun registers a running consumer, unless the client is closed.
+func (c *Client) startRun() error {
+	c.runMu.Lock()
+	defer c.runMu.Unlock()
+	if err := c.checkOpen(); err != nil {
+		return err
+	}
+	c.runs.Add(1)
+	return nil
 }
 
 func (c *Client) checkOpen() error {

@@ -33,9 +33,10 @@ func (c *Consumer[T]) Run(ctx context.Context, handle Handler[T]) error {
 	if handle == nil {
 		return fmt.Errorf("%w: Run needs a handler; got nil", ErrInvalidOption)
 	}
-	if err := c.client.checkOpen(); err != nil {
+	if err := c.client.startRun(); err != nil {
 		return err
 	}
+	defer c.client.runs.Done()
 	r := &runner[T]{c: c, handle: handle, slots: make(chan struct{}, c.opts.Concurrency), inflight: map[*lease]struct{}{}}
 	r.handlerCtx, r.cancelHandlers = context.WithCancel(context.WithoutCancel(ctx))
 	defer r.cancelHandlers()

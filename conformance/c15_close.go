@@ -1,0 +1,68 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+)
+
+func init() { register("C15_CloseStopsConsumers", testCloseStopsConsumers) }
+
+// C15 (closed client): Close stops running consumers before it closes the
+// driver. It waits for a running handler, records that handler's outcome,
+// claims nothing more, and Run returns ErrClosed before Close returns.
+func testCloseStopsConsumers(t *testing.T, h *harness) {
+	c := h.client(t)
+	p := producer[EventV1](t, c, "c15-close")
+	produceV1(t, p, 3)
+	cons := consumer[EventV1](t, c, "c15-close", "g", fastRetry(sqlstreams.ConsumerOptions{ShutdownTimeout: 30 * time.Second}))
+
+	started, release := make(chan struct{}), make(chan struct{})
+	var handled atomic.Int32
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- cons.Run(context.Background(), func(ctx context.Context, d sqlstreams.Delivery[EventV1]) error {
+			if handled.Add(1) == 1 {
+				close(started)
+				<-release
+			}
+			return nil
+		})
+	}()
+	<-started
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a handler was still running", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close did not return after the handler finished")
+	}
+	select {
+	case err := <-runErr:
+		if !errors.Is(err, sqlstreams.ErrClosed) {
+			t.Errorf("Run returned %v, want ErrClosed", err)
+		}
+	default:
+		t.Fatal("Run was still running when Close returned")
+	}
+	if n := handled.Load(); n != 1 {
+		t.Errorf("%d deliveries were handled; Run must claim nothing once Close begins", n)
+	}
+	g := groupAt(t, health(t, h.client(t), "c15-close"), 1, "g")
+	if g.Unresolved != 0 || g.Unread != 2 {
+		t.Errorf("after Close: %d unresolved, %d unread; want the running handler's ack recorded (0) and 2 unread", g.Unresolved, g.Unread)
+	}
+}
