@@ -126,23 +126,7 @@ func Benchmark(b *testing.B, target BenchTarget) {
 	b.Run("ClaimAck", func(b *testing.B) {
 		// Each iteration handles one message; rows are produced before the timer.
 		setup := func(b *testing.B, partitions int) (*sqlstreams.Client, sqlstreams.StreamInfo, string) {
-			ns := target.NewNamespace(b)
-			c := benchClient(b, target.Target, ns)
-			info, err := c.Stream[benchEvent]("bench").Create(context.Background(), &sqlstreams.StreamOptions{Partitions: partitions})
-			if err != nil {
-				b.Fatal(err)
-			}
-			p := producer[benchEvent](b, c, "bench")
-			for start := 0; start < b.N; start += 1000 {
-				msgs := make([]sqlstreams.Message[benchEvent], min(1000, b.N-start))
-				for j := range msgs {
-					msgs[j] = sqlstreams.NewMessage(newBenchEvent(start+j), sqlstreams.Key(fmt.Sprintf("k%d", start+j)))
-				}
-				if _, err := p.ProduceBatch(context.Background(), msgs...); err != nil {
-					b.Fatal(err)
-				}
-			}
-			return c, info, ns
+			return setupClaimAck(b, target.Target, partitions)
 		}
 		b.Run("raw-read", func(b *testing.B) {
 			_, info, ns := setup(b, 1)
@@ -192,6 +176,32 @@ func Benchmark(b *testing.B, target BenchTarget) {
 				reportRate(b, 1)
 			})
 		}
+	})
+	b.Run("Run", func(b *testing.B) {
+		// The handler model: Run with 8 concurrent handlers, each row acked as
+		// its handler returns. Rows are produced before the timer.
+		c, _, _ := setupClaimAck(b, target.Target, 1)
+		cons := consumer[benchEvent](b, c, "bench", "bench-run", &sqlstreams.ConsumerOptions{Concurrency: 8, BatchSize: benchBatch, PollInterval: 5 * time.Millisecond})
+		var handled atomic.Int64
+		all := make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		b.ResetTimer()
+		done := make(chan error, 1)
+		go func() {
+			done <- cons.Run(ctx, func(ctx context.Context, d sqlstreams.Delivery[benchEvent]) error {
+				if handled.Add(1) == int64(b.N) {
+					close(all)
+				}
+				return nil
+			})
+		}()
+		<-all
+		b.StopTimer()
+		cancel()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		reportRate(b, 1)
 	})
 	b.Run("EndToEndLatency", func(b *testing.B) {
 		c := benchClient(b, target.Target, target.NewNamespace(b))
@@ -250,4 +260,26 @@ func reportRate(b *testing.B, perOp int) {
 	if s := b.Elapsed().Seconds(); s > 0 {
 		b.ReportMetric(float64(b.N*perOp)/s, "msgs/s")
 	}
+}
+
+// setupClaimAck creates a stream of b.N rows over partitions on a new
+// namespace.
+func setupClaimAck(b *testing.B, target Target, partitions int) (*sqlstreams.Client, sqlstreams.StreamInfo, string) {
+	ns := target.NewNamespace(b)
+	c := benchClient(b, target, ns)
+	info, err := c.Stream[benchEvent]("bench").Create(context.Background(), &sqlstreams.StreamOptions{Partitions: partitions})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := producer[benchEvent](b, c, "bench")
+	for start := 0; start < b.N; start += 1000 {
+		msgs := make([]sqlstreams.Message[benchEvent], min(1000, b.N-start))
+		for j := range msgs {
+			msgs[j] = sqlstreams.NewMessage(newBenchEvent(start+j), sqlstreams.Key(fmt.Sprintf("k%d", start+j)))
+		}
+		if _, err := p.ProduceBatch(context.Background(), msgs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return c, info, ns
 }

@@ -13,13 +13,14 @@ import (
 func init() { register("C15_CloseStopsConsumers", testCloseStopsConsumers) }
 
 // C15 (closed client): Close stops running consumers before it closes the
-// driver. It waits for a running handler, records that handler's outcome,
+// driver. (BatchSize 1: Run holds only the running delivery, so nothing is
+// queued for Close to release.) It waits for a running handler, records that handler's outcome,
 // claims nothing more, and Run returns ErrClosed before Close returns.
 func testCloseStopsConsumers(t *testing.T, h *harness) {
 	c := h.client(t)
 	p := producer[EventV1](t, c, "c15-close")
 	produceV1(t, p, 3)
-	cons := consumer[EventV1](t, c, "c15-close", "g", fastRetry(sqlstreams.ConsumerOptions{ShutdownTimeout: 30 * time.Second}))
+	cons := consumer[EventV1](t, c, "c15-close", "g", fastRetry(sqlstreams.ConsumerOptions{BatchSize: 1, ShutdownTimeout: 30 * time.Second}))
 
 	started, release := make(chan struct{}), make(chan struct{})
 	var handled atomic.Int32

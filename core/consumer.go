@@ -55,8 +55,11 @@ type ConsumerOptions struct {
 	MaxAttempts int
 	// Concurrency is how many handlers Run executes at once; default 1.
 	Concurrency int
-	// BatchSize caps how many rows Run claims in one round trip; default
-	// Concurrency (at least 16 would help throughput only with more workers).
+	// BatchSize is how many deliveries Run holds at once, running and queued
+	// for a free handler (at least Concurrency); default 2×Concurrency. Run
+	// claims again when half of them are done, so a larger value means fewer,
+	// larger claims; queued deliveries stay leased to this consumer (their
+	// leases are extended), so a very large value starves other members.
 	BatchSize int
 	// LeaseDuration is how long a claimed delivery stays with this consumer
 	// before another may take it; default 30s. Run extends leases of running
@@ -132,7 +135,7 @@ func (o ConsumerOptions) withDefaults(group string) (ConsumerOptions, error) {
 		o.Concurrency = 1
 	}
 	if o.BatchSize == 0 {
-		o.BatchSize = o.Concurrency
+		o.BatchSize = 2 * o.Concurrency
 	}
 	if o.LeaseDuration == 0 {
 		o.LeaseDuration = defaultLeaseDuration

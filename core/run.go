@@ -37,10 +37,20 @@ func (c *Consumer[T]) Run(ctx context.Context, handle Handler[T]) error {
 		return err
 	}
 	defer c.client.runs.Done()
-	r := &runner[T]{c: c, handle: handle, slots: make(chan struct{}, c.opts.Concurrency), inflight: map[*lease]struct{}{}}
+	r := &runner[T]{c: c, handle: handle, limit: max(c.opts.BatchSize, c.opts.Concurrency),
+		running: make(chan struct{}, c.opts.Concurrency), stopping: make(chan struct{}), freed: make(chan struct{}, 1),
+		held: map[*lease]struct{}{}}
+	r.queue = make(chan Delivery[T], r.limit)
 	r.handlerCtx, r.cancelHandlers = context.WithCancel(context.WithoutCancel(ctx))
 	defer r.cancelHandlers()
 	r.settleBase = context.WithoutCancel(ctx)
+	r.acks, r.acksDone = make(chan *lease, 2*r.limit), make(chan struct{})
+	go r.complete()
+	if !c.opts.Ordered {
+		for range c.opts.Concurrency {
+			r.workers.Go(r.work)
+		}
+	}
 
 	w := c.client.subscribe(c.stream.ID)
 	defer c.client.unsubscribe(c.stream.ID, w)
@@ -56,6 +66,8 @@ func (c *Consumer[T]) Run(ctx context.Context, handle Handler[T]) error {
 	background.Go(func() { r.heartbeat(bgCtx) })
 
 	err := r.claimLoop(ctx, w)
+	close(r.stopping) // queued deliveries are released, not started
+	close(r.queue)    // the claim loop was its only sender
 
 	// Let running handlers finish, then cut them off.
 	done := make(chan struct{})
@@ -68,22 +80,32 @@ func (c *Consumer[T]) Run(ctx context.Context, handle Handler[T]) error {
 		r.cancelHandlers()
 		<-done
 	}
+	close(r.acks) // no worker is left to send one
+	<-r.acksDone
 	stopBackground()
 	background.Wait()
 	return err
 }
 
 type runner[T Versioned] struct {
-	c              *Consumer[T]
-	handle         Handler[T]
-	slots          chan struct{}
-	workers        sync.WaitGroup
+	c      *Consumer[T]
+	handle Handler[T]
+	// limit caps the deliveries held at once: claimed, queued or running.
+	limit    int
+	queue    chan Delivery[T] // claimed deliveries in claim order, for the workers
+	running  chan struct{}    // a slot per running handler of an ordered group
+	stopping chan struct{}    // closed when Run stops claiming
+	freed    chan struct{}    // poked when a held delivery is done
+	workers  sync.WaitGroup
+	acks     chan *lease // resolved deliveries waiting for the completer
+	acksDone chan struct{}
+
 	handlerCtx     context.Context
 	cancelHandlers context.CancelFunc
 	settleBase     context.Context
 
-	mu       sync.Mutex
-	inflight map[*lease]struct{}
+	mu   sync.Mutex
+	held map[*lease]struct{} // the heartbeat extends all of them
 }
 
 func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
@@ -101,28 +123,29 @@ func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 		return nil
 	}
 	for {
-		// Wait for at least one free slot, then take as many as are free.
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-c.client.closed:
 			return fmt.Errorf("sqlstreams: group %q: %w", c.name, ErrClosed)
-		case r.slots <- struct{}{}:
+		default:
 		}
-		n := 1
-		for n < c.opts.BatchSize && n < cap(r.slots) {
+		// Claim in batches: while work is outstanding, wait until half the
+		// budget is free instead of claiming a row each time one finishes.
+		r.mu.Lock()
+		held := len(r.held)
+		r.mu.Unlock()
+		if free := r.limit - held; free == 0 || (held > 0 && free < (r.limit+1)/2) {
 			select {
-			case r.slots <- struct{}{}:
-				n++
-				continue
-			default:
+			case <-ctx.Done():
+				return nil
+			case <-c.client.closed:
+				return fmt.Errorf("sqlstreams: group %q: %w", c.name, ErrClosed)
+			case <-r.freed:
 			}
-			break
+			continue
 		}
-		ds, err := c.Claim(ctx, n)
-		for range n - len(ds) {
-			<-r.slots
-		}
+		ds, err := c.Claim(ctx, r.limit-held)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -142,19 +165,36 @@ func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 			}
 			continue
 		}
+		r.mu.Lock()
+		for _, d := range ds {
+			r.held[d.lease] = struct{}{}
+		}
+		r.mu.Unlock()
 		r.dispatch(ds)
 	}
 }
 
-// dispatch starts handlers: one goroutine per delivery, or one per partition
-// working through its rows in order when the group is ordered.
+// work is one of Concurrency workers: it handles queued deliveries in claim
+// order, and gives them back unstarted once Run is stopping.
+func (r *runner[T]) work() {
+	for d := range r.queue {
+		select {
+		case <-r.stopping:
+			r.releaseAll([]Delivery[T]{d})
+		default:
+			r.process(d)
+		}
+		r.done(d)
+	}
+}
+
+// dispatch hands deliveries to the workers in claim order or, when the group
+// is ordered, to one goroutine per partition working through its rows in
+// order, Concurrency of them running at once.
 func (r *runner[T]) dispatch(ds []Delivery[T]) {
 	if !r.c.opts.Ordered {
 		for _, d := range ds {
-			r.workers.Go(func() {
-				defer func() { <-r.slots }()
-				r.process(d)
-			})
+			r.queue <- d // never blocks: the queue holds limit deliveries
 		}
 		return
 	}
@@ -170,20 +210,51 @@ func (r *runner[T]) dispatch(ds []Delivery[T]) {
 		chunk := chunks[p]
 		r.workers.Go(func() {
 			for i, d := range chunk {
-				if r.handlerCtx.Err() != nil || !r.process(d) {
-					rest := chunk[i+1:]
-					if r.handlerCtx.Err() != nil {
-						rest = chunk[i:]
-					}
-					r.releaseAll(rest)
-					for range len(chunk) - i {
-						<-r.slots
-					}
+				if !r.start() {
+					r.releaseAll(chunk[i:])
+					r.done(chunk[i:]...)
 					return
 				}
-				<-r.slots
+				ok := r.process(d)
+				<-r.running
+				r.done(d)
+				if !ok { // a failing row holds its partition: give the rest back
+					r.releaseAll(chunk[i+1:])
+					r.done(chunk[i+1:]...)
+					return
+				}
 			}
 		})
+	}
+}
+
+// start takes a running slot for an ordered group's next row, unless Run is
+// stopping: then the row is given back unstarted.
+func (r *runner[T]) start() bool {
+	select {
+	case <-r.stopping:
+		return false
+	case r.running <- struct{}{}:
+	}
+	select {
+	case <-r.stopping:
+		<-r.running
+		return false
+	default:
+		return true
+	}
+}
+
+// done forgets held deliveries and wakes the claim loop.
+func (r *runner[T]) done(ds ...Delivery[T]) {
+	r.mu.Lock()
+	for _, d := range ds {
+		delete(r.held, d.lease)
+	}
+	r.mu.Unlock()
+	select {
+	case r.freed <- struct{}{}:
+	default:
 	}
 }
 
@@ -206,13 +277,7 @@ func (r *runner[T]) releaseAll(ds []Delivery[T]) {
 // delivery was resolved.
 func (r *runner[T]) process(d Delivery[T]) bool {
 	c := r.c
-	r.mu.Lock()
-	r.inflight[d.lease] = struct{}{}
-	r.mu.Unlock()
 	err := r.call(d)
-	r.mu.Lock()
-	delete(r.inflight, d.lease)
-	r.mu.Unlock()
 
 	if d.lease.settled.Load() {
 		return err == nil
@@ -221,8 +286,11 @@ func (r *runner[T]) process(d Delivery[T]) bool {
 	defer cancel()
 	var settleErr error
 	switch {
+	case err == nil && !c.opts.Ordered:
+		r.acks <- d.lease
+		return true
 	case err == nil:
-		settleErr = c.ack(ctx, d.lease)
+		settleErr = c.ack(ctx, d.lease) // in order: the next row waits for it
 	case r.handlerCtx.Err() != nil && errors.Is(err, context.Canceled):
 		settleErr = c.release(ctx, []*lease{d.lease})
 	default:
@@ -250,7 +318,37 @@ func (r *runner[T]) call(d Delivery[T]) (err error) {
 	return r.handle(r.handlerCtx, d)
 }
 
-// heartbeat extends the leases of running handlers every third of the lease.
+// complete records acks in batches: whatever resolved while the previous
+// batch was being written goes in the next one, one statement per claim.
+// Under load that turns a transaction per delivery into one per claimed
+// batch; when idle, an ack is written at once.
+func (r *runner[T]) complete() {
+	defer close(r.acksDone)
+	for l := range r.acks {
+		batch := []*lease{l}
+	more:
+		for len(batch) < 1000 {
+			select {
+			case l, ok := <-r.acks:
+				if !ok {
+					break more
+				}
+				batch = append(batch, l)
+			default:
+				break more
+			}
+		}
+		ctx, cancel := context.WithTimeout(r.settleBase, settleTimeout)
+		if err := r.c.ackAll(ctx, batch); err != nil {
+			r.c.client.logger.Warn("sqlstreams: could not record acks; those deliveries will be retried when their leases expire",
+				"stream", r.c.stream.Name, "group", r.c.name, "deliveries", len(batch), "error", err)
+		}
+		cancel()
+	}
+}
+
+// heartbeat extends the leases of held deliveries, queued or running,
+// every third of the lease.
 func (r *runner[T]) heartbeat(ctx context.Context) {
 	every := r.c.opts.LeaseDuration / 3
 	t := time.NewTicker(every)
@@ -262,8 +360,8 @@ func (r *runner[T]) heartbeat(ctx context.Context) {
 		case <-t.C:
 		}
 		r.mu.Lock()
-		ls := make([]*lease, 0, len(r.inflight))
-		for l := range r.inflight {
+		ls := make([]*lease, 0, len(r.held))
+		for l := range r.held {
 			ls = append(ls, l)
 		}
 		r.mu.Unlock()
