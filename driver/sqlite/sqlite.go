@@ -9,6 +9,12 @@
 // reads (health, lookups, dead letters) through a separate pool that WAL
 // mode lets run beside the writer.
 //
+// Several processes may share one file: writes queue on SQLite's file lock
+// for up to BusyTimeout. SQLite grants that lock to whichever waiter polls
+// first, not in arrival order, so a process that writes back to back can keep
+// another waiting for a while; for many busy writer processes, use the
+// PostgreSQL or MySQL driver.
+//
 // Transactions for ProduceTx come from DB(): wrap them with Tx. While such a
 // transaction is open it holds the writer, so other writes of the process
 // wait for it to end; keep it short, and do not produce outside it from the
