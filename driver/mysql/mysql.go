@@ -99,7 +99,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"net"
 	"regexp"
@@ -325,31 +324,21 @@ func (d *Driver) migrate(ctx context.Context) error {
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return err
 	}
-	files, err := fs.Glob(migrations, "migrations/*.sql")
+	ms, err := driver.ReadMigrations(migrations, "migrations")
 	if err != nil {
 		return err
 	}
-	slices.Sort(files)
-	for _, f := range files {
-		name := strings.TrimPrefix(f, "migrations/")
-		v, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
-		if err != nil {
-			return fmt.Errorf("migration %s has no version prefix", name)
-		}
-		if applied[v] {
+	for _, m := range ms {
+		if applied[m.Version] {
 			continue
 		}
-		body, err := migrations.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		for _, stmt := range splitStatements(string(body)) {
+		for _, stmt := range splitStatements(m.SQL) {
 			if _, err := conn.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("migration %s: %w", name, err)
+				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
 		}
-		if _, err := conn.ExecContext(ctx, `INSERT IGNORE INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, v, ts(time.Now())); err != nil {
-			return fmt.Errorf("migration %s: %w", name, err)
+		if _, err := conn.ExecContext(ctx, `INSERT IGNORE INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, m.Version, ts(time.Now())); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 	}
 	return nil

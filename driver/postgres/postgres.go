@@ -82,11 +82,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -235,11 +233,10 @@ func (d *Driver) Migrate(ctx context.Context) error {
 	if err := d.check(); err != nil {
 		return err
 	}
-	files, err := fs.Glob(migrations, "migrations/*.sql")
+	ms, err := driver.ReadMigrations(migrations, "migrations")
 	if err != nil {
-		return err
+		return fmt.Errorf("postgres: %w", err)
 	}
-	slices.Sort(files)
 	var schema, database string
 	err = d.inTx(ctx, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT current_database(), COALESCE(current_schema(), '')`).Scan(&database, &schema); err != nil {
@@ -254,27 +251,18 @@ func (d *Driver) Migrate(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS sqlstreams_migration (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`); err != nil {
 			return err
 		}
-		for _, f := range files {
-			name := strings.TrimPrefix(f, "migrations/")
-			version, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
-			if err != nil {
-				return fmt.Errorf("migration %s has no version prefix", name)
-			}
+		for _, m := range ms {
 			var applied bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sqlstreams_migration WHERE version = $1::integer)`, version).Scan(&applied); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sqlstreams_migration WHERE version = $1::integer)`, m.Version).Scan(&applied); err != nil {
 				return err
 			}
 			if applied {
 				continue
 			}
-			body, err := migrations.ReadFile(f)
-			if err != nil {
-				return err
+			if _, err := tx.Conn().PgConn().Exec(ctx, m.SQL).ReadAll(); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
-			if _, err := tx.Conn().PgConn().Exec(ctx, string(body)).ReadAll(); err != nil {
-				return fmt.Errorf("migration %s: %w", name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO sqlstreams_migration (version, applied_at) VALUES ($1::integer, $2::timestamptz)`, version, ts(time.Now())); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO sqlstreams_migration (version, applied_at) VALUES ($1::integer, $2::timestamptz)`, m.Version, ts(time.Now())); err != nil {
 				return err
 			}
 		}

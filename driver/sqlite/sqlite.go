@@ -27,7 +27,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"slices"
 	"strconv"
@@ -141,37 +140,27 @@ func (d *Driver) Migrate(ctx context.Context) error {
 	if _, err := d.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS sqlstreams_migration (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("sqlite %s: %w", d.path, err)
 	}
-	files, err := fs.Glob(migrations, "migrations/*.sql")
+	ms, err := driver.ReadMigrations(migrations, "migrations")
 	if err != nil {
-		return err
+		return fmt.Errorf("sqlite: %w", err)
 	}
-	slices.Sort(files)
-	for _, f := range files {
-		name := strings.TrimPrefix(f, "migrations/")
-		version, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
-		if err != nil {
-			return fmt.Errorf("sqlite: migration %s has no version prefix", name)
-		}
-		body, err := migrations.ReadFile(f)
-		if err != nil {
-			return err
-		}
+	for _, m := range ms {
 		err = d.inTx(ctx, nil, func(tx *sql.Tx) error {
 			var applied int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlstreams_migration WHERE version = ?`, version).Scan(&applied); err != nil {
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlstreams_migration WHERE version = ?`, m.Version).Scan(&applied); err != nil {
 				return err
 			}
 			if applied > 0 {
 				return nil
 			}
-			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, version, micros(time.Now()))
+			_, err := tx.ExecContext(ctx, `INSERT INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, m.Version, micros(time.Now()))
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("sqlite %s: migration %s: %w", d.path, name, err)
+			return fmt.Errorf("sqlite %s: migration %s: %w", d.path, m.Name, err)
 		}
 	}
 	return nil
