@@ -67,3 +67,36 @@ func testCloseStopsConsumers(t *testing.T, h *harness) {
 		t.Errorf("after Close: %d unresolved, %d unread; want the running handler's ack recorded (0) and 2 unread", g.Unresolved, g.Unread)
 	}
 }
+
+func init() { register("C15_ListStreams", testListStreams) }
+
+// C15 (admin): Client.Streams lists the streams by name, with renames and
+// without destroyed streams.
+func testListStreams(t *testing.T, h *harness) {
+	c := h.client(t)
+	for _, name := range []string{"b.stream", "a.stream", "c.stream"} {
+		if _, err := c.Stream[EventV1](name).Create(ctx(t), &sqlstreams.StreamOptions{Partitions: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Stream[EventV1]("c.stream").Rename(ctx(t), "0.renamed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stream[EventV1]("b.stream").Destroy(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Streams(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range got {
+		names = append(names, s.Name)
+		if s.Partitions != 2 {
+			t.Errorf("stream %s lists %d partitions, want 2", s.Name, s.Partitions)
+		}
+	}
+	if want := []string{"0.renamed", "a.stream"}; len(names) != 2 || names[0] != want[0] || names[1] != want[1] {
+		t.Errorf("Streams lists %v, want %v", names, want)
+	}
+}

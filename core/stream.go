@@ -60,6 +60,22 @@ func infoFrom(c driver.StreamConfig) StreamInfo {
 		Retention: Retention(c.Retention), CreatedAt: c.CreatedAt}
 }
 
+// Streams lists every stream of the database, ordered by name.
+func (c *Client) Streams(ctx context.Context) ([]StreamInfo, error) {
+	if err := c.checkOpen(); err != nil {
+		return nil, err
+	}
+	cfgs, err := c.drv.ListStreams(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstreams: list streams: %w", err)
+	}
+	out := make([]StreamInfo, len(cfgs))
+	for i, cfg := range cfgs {
+		out[i] = infoFrom(cfg)
+	}
+	return out, nil
+}
+
 // MaxPartitions bounds StreamOptions.Partitions.
 const MaxPartitions = 1024
 
