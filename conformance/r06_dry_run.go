@@ -132,6 +132,19 @@ func testDryRun(t *testing.T, h *harness) {
 			t.Errorf("CheckSchema of RawPayload: err %v, want ErrInvalidOption", err)
 		}
 	})
+	t.Run("MissingStreamUnderReadOnly", func(t *testing.T) {
+		// A registry-wide READONLY refuses to create a stream through a
+		// registration, so the dry run on a missing stream refuses too.
+		c := h.client(t)
+		setMode(t, c, sqlstreams.RegistryWide, sqlstreams.ModeReadOnly)
+		if err := c.Stream[Order3]("r6-missing-ro").CheckSchema(ctx(t)); !errors.Is(err, sqlstreams.ErrReadOnly) {
+			t.Errorf("CheckSchema on a missing stream under registry-wide READONLY: err %v, want ErrReadOnly", err)
+		}
+		if _, err := c.Stream[Order3]("r6-missing-ro").Producer().Register(ctx(t), nil); !errors.Is(err, sqlstreams.ErrReadOnly) {
+			t.Errorf("Register on a missing stream under registry-wide READONLY: err %v, want ErrReadOnly", err)
+		}
+		setMode(t, c, sqlstreams.RegistryWide, sqlstreams.ModeReadWrite)
+	})
 	t.Run("Malformed", func(t *testing.T) {
 		const stream = "r6-malformed"
 		producer[Order3](t, c, stream)

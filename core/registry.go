@@ -543,7 +543,16 @@ func (r *Registry) dryRun(ctx context.Context, stream string, reg registration) 
 	}
 	cfg, err := r.client.Stream[RawPayload](stream).lookup(ctx, false)
 	if errors.Is(err, ErrStreamNotFound) {
-		return nil // a new stream accepts any first schema
+		// A new stream accepts any first schema, unless the registry is
+		// read-only, where registering would refuse to create it.
+		global, err := store.RegistrySettings(ctx, 0)
+		if err != nil {
+			return err
+		}
+		if mode, scope := effectiveMode(driver.RegistrySettings{}, global); mode == ModeReadOnly {
+			return readOnlyError(stream, scope, fmt.Sprintf("record a first schema for %s on a new stream", reg.typ))
+		}
+		return nil
 	}
 	if err != nil {
 		return err
