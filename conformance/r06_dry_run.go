@@ -83,6 +83,20 @@ func testDryRun(t *testing.T, h *harness) {
 		sameRefusal(t, stream, c.Stream[Order3NoSKU](stream).CheckSchema, docOf[Order3NoSKU](t),
 			func() error { return regProducer[Order3NoSKU](t, c, stream) })
 	})
+	t.Run("BothRoles", func(t *testing.T) {
+		// A type that neither the registered reader can read nor can itself
+		// read the rows in the log: the dry run lists both sides at once.
+		const stream = "r6-roles"
+		p := producer[Order3](t, c, stream)
+		if _, err := p.Produce(ctx(t), Order3{ID: "o", Total: 5}); err != nil {
+			t.Fatal(err)
+		}
+		consumer[Order3](t, c, stream, "needs-total", nil)
+		incompatible(t, "dry run of Order3Broken", c.Stream[Order3Broken](stream).CheckSchema(ctx(t)), schema.Backward, 3,
+			wantProblem{"revision 1", schema.RequiredAttributeAdded, "#/required/email"},
+			wantProblem{"the reader of group needs-total (revision 1)", schema.TypeChanged, "#/properties/total/type"},
+			wantProblem{"writer revision 1 still in the log", schema.TypeChanged, "#/properties/total/type"})
+	})
 	t.Run("GateAndPairs", func(t *testing.T) {
 		// Breaks the latest revision and a registered reader: every problem
 		// of both checks is listed, in the same order either way.

@@ -332,6 +332,7 @@ type registration struct {
 	version int
 	schema  *schema.Schema
 	group   string // set for a consumer: it registers as a reader
+	dryRun  bool   // check as a writer and as a reader, record nothing
 }
 
 // record records the registration's schema, checking the level and the
@@ -416,11 +417,18 @@ func (r *Registry) precheck(ctx context.Context, store driver.Registry, reg regi
 			return err
 		}
 	}
-	pairs, err := pairProblems(ctx, store, reg, existing)
-	if err != nil {
-		return err
+	// A producer meets the registered readers, a consumer the writers still
+	// in the log; a dry run checks the type in both roles.
+	for _, asReader := range []bool{false, true} {
+		if asReader == (reg.group != "") || reg.dryRun {
+			pairs, err := pairProblems(ctx, store, reg, existing, asReader)
+			if err != nil {
+				return err
+			}
+			problems = append(problems, pairs...)
+		}
 	}
-	return incompatible(reg, level, append(problems, pairs...))
+	return incompatible(reg, level, problems)
 }
 
 func incompatible(reg registration, level schema.Level, problems []SchemaProblem) error {
@@ -451,7 +459,7 @@ func gateProblems(reg registration, level schema.Level, existing []driver.Schema
 // pairProblems checks the pairs that exist (R5): a reader against the
 // writer revisions still in the log at its version, a writer against the
 // registered readers at its version.
-func pairProblems(ctx context.Context, store driver.Registry, reg registration, revs []driver.SchemaRevision) ([]SchemaProblem, error) {
+func pairProblems(ctx context.Context, store driver.Registry, reg registration, revs []driver.SchemaRevision, asReader bool) ([]SchemaProblem, error) {
 	byRevision := map[int]driver.SchemaRevision{}
 	for _, rv := range revs {
 		byRevision[rv.Revision] = rv
@@ -474,7 +482,7 @@ func pairProblems(ctx context.Context, store driver.Registry, reg registration, 
 		}
 		return nil
 	}
-	if reg.group != "" {
+	if asReader {
 		live, err := store.LiveRevisions(ctx, reg.stream.ID, reg.version)
 		if err != nil {
 			return nil, err
@@ -557,12 +565,7 @@ func (r *Registry) dryRun(ctx context.Context, stream string, reg registration) 
 	if err != nil {
 		return err
 	}
-	reg.stream = cfg
-	// As a writer (against the readers), then as a reader (against the log).
-	if err := r.precheck(ctx, store, reg); err != nil {
-		return err
-	}
-	reg.group = "(dry run)"
+	reg.stream, reg.dryRun = cfg, true
 	return r.precheck(ctx, store, reg)
 }
 
