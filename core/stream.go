@@ -195,6 +195,28 @@ func (s *Stream[T]) Rename(ctx context.Context, newName string) error {
 	return nil
 }
 
+// DeleteGroup removes a consumer group with its cursors, its unresolved and
+// dead deliveries and its registered reader schemas: the last step of
+// retiring a version, once Health shows the group has nothing left (and its
+// consumers are stopped). The name is then free for a new group, at any
+// version. It fails with ErrGroupNotFound when there is no such group.
+func (s *Stream[T]) DeleteGroup(ctx context.Context, group string) error {
+	if err := validateName("group", group); err != nil {
+		return err
+	}
+	cfg, err := s.lookup(ctx, false)
+	if err != nil {
+		return err
+	}
+	if err := s.client.drv.DeleteGroup(ctx, cfg.ID, group); err != nil {
+		if errors.Is(err, ErrGroupNotFound) {
+			return fmt.Errorf("sqlstreams: stream %q has no group %q: %w", s.name, group, err)
+		}
+		return fmt.Errorf("sqlstreams: delete group %q of %q: %w", group, s.name, err)
+	}
+	return nil
+}
+
 // Destroy removes the stream with its log, groups, cursors, exceptions and
 // compaction heads. It cannot be undone.
 func (s *Stream[T]) Destroy(ctx context.Context) error {

@@ -76,6 +76,10 @@ type Driver interface {
 	RegisterGroup(ctx context.Context, cfg GroupConfig) (GroupConfig, error)
 	// ListGroups returns the stream's groups ordered by name.
 	ListGroups(ctx context.Context, streamID int64) ([]GroupConfig, error)
+	// DeleteGroup removes a group with its cursors, exceptions (dead ones
+	// included) and registered reader schemas, or fails with
+	// ErrGroupNotFound.
+	DeleteGroup(ctx context.Context, streamID int64, group string) error
 
 	// Claim is the main claim: it leases up to Limit rows after a partition's
 	// cursor that are at one of the requested versions, match the request's

@@ -350,3 +350,22 @@ func nonNil[T any](s []T) []T {
 	}
 	return s
 }
+
+// DeleteGroup implements driver.Driver.
+func (d *Driver) DeleteGroup(ctx context.Context, streamID int64, group string) error {
+	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM consumer_group WHERE stream_id = ? AND name = ?`, streamID, group)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return driver.ErrGroupNotFound
+		}
+		for _, table := range []string{"group_cursor", "delivery_exception", "schema_reader"} {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ? AND group_name = ?`, streamID, group); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -241,3 +241,22 @@ func (d *Driver) ListGroups(ctx context.Context, streamID int64) ([]driver.Group
 	})
 	return out, err
 }
+
+// DeleteGroup implements driver.Driver.
+func (d *Driver) DeleteGroup(ctx context.Context, streamID int64, group string) error {
+	return d.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM consumer_group WHERE stream_id = $1::bigint AND name = $2::text`, streamID, group)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return driver.ErrGroupNotFound
+		}
+		for _, table := range []string{"group_cursor", "delivery_exception", "schema_reader"} {
+			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE stream_id = $1::bigint AND group_name = $2::text`, streamID, group); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
