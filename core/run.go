@@ -350,7 +350,7 @@ func (r *runner[T]) complete() {
 // heartbeat extends the leases of held deliveries, queued or running,
 // every third of the lease.
 func (r *runner[T]) heartbeat(ctx context.Context) {
-	every := r.c.opts.LeaseDuration / 3
+	every := max(r.c.opts.LeaseDuration/3, time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
