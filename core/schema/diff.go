@@ -2,8 +2,10 @@ package schema
 
 import (
 	"fmt"
+	"maps"
 	"math/big"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -792,14 +794,7 @@ func (d *differ) properties(out *[]Difference, o, n node, path string) {
 	goAware := d.policy == GoAware
 	reported := map[string]bool{}
 
-	names := map[string]bool{}
-	for k := range op {
-		names[k] = true
-	}
-	for k := range np {
-		names[k] = true
-	}
-	for _, name := range sortedKeys(toAny(names)) {
+	for _, name := range unionKeys(op, np) {
 		p := path + "/properties/" + escapePointer(name)
 		ov, inOld := op[name]
 		nv, inNew := np[name]
@@ -864,7 +859,7 @@ func (d *differ) properties(out *[]Difference, o, n node, path string) {
 		}
 	}
 
-	for _, name := range sortedKeys(toAny(nreq)) {
+	for _, name := range slices.Sorted(maps.Keys(nreq)) {
 		if oreq[name] || reported[name] {
 			continue
 		}
@@ -880,7 +875,7 @@ func (d *differ) properties(out *[]Difference, o, n node, path string) {
 			d.add(out, RequiredAttributeAdded, p, false, "property %q is now required without a default; old data may lack it", name)
 		}
 	}
-	for _, name := range sortedKeys(toAny(oreq)) {
+	for _, name := range slices.Sorted(maps.Keys(oreq)) {
 		if !nreq[name] {
 			d.add(out, RequiredAttributeRemoved, path+"/required/"+escapePointer(name), true, "property %q is no longer required", name)
 		}
@@ -896,14 +891,7 @@ func (d *differ) properties(out *[]Difference, o, n node, path string) {
 
 	opp, _ := om["patternProperties"].(map[string]any)
 	npp, _ := nm["patternProperties"].(map[string]any)
-	pats := map[string]bool{}
-	for k := range opp {
-		pats[k] = true
-	}
-	for k := range npp {
-		pats[k] = true
-	}
-	for _, pat := range sortedKeys(toAny(pats)) {
+	for _, pat := range unionKeys(opp, npp) {
 		p := path + "/patternProperties/" + escapePointer(pat)
 		ov, inOld := opp[pat]
 		nv, inNew := npp[pat]
@@ -944,12 +932,17 @@ func nilIfAbsent(v any, ok bool) any {
 	return v
 }
 
-func toAny(set map[string]bool) map[string]any {
-	m := make(map[string]any, len(set))
-	for k := range set {
-		m[k] = true
+// unionKeys returns the keys present in a or b, sorted, so that a diff
+// walks both sides' members in one deterministic order.
+func unionKeys[A, B any](a map[string]A, b map[string]B) []string {
+	set := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		set[k] = true
 	}
-	return m
+	for k := range b {
+		set[k] = true
+	}
+	return slices.Sorted(maps.Keys(set))
 }
 
 type opennessKinds struct {
@@ -1029,14 +1022,7 @@ func (d *differ) dependencies(out *[]Difference, o, n node, path string) {
 	}
 	ol, os := split(o)
 	nl, ns := split(n)
-	names := map[string]bool{}
-	for k := range ol {
-		names[k] = true
-	}
-	for k := range nl {
-		names[k] = true
-	}
-	for _, name := range sortedKeys(toAny(names)) {
+	for _, name := range unionKeys(ol, nl) {
 		p := path + "/dependentRequired/" + escapePointer(name)
 		a, aok := ol[name]
 		b, bok := nl[name]
@@ -1058,14 +1044,7 @@ func (d *differ) dependencies(out *[]Difference, o, n node, path string) {
 			}
 		}
 	}
-	names = map[string]bool{}
-	for k := range os {
-		names[k] = true
-	}
-	for k := range ns {
-		names[k] = true
-	}
-	for _, name := range sortedKeys(toAny(names)) {
+	for _, name := range unionKeys(os, ns) {
 		p := path + "/dependentSchemas/" + escapePointer(name)
 		a, aok := os[name]
 		b, bok := ns[name]
