@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/schema"
@@ -64,18 +63,19 @@ func (e *decodeError) Unwrap() error { return e.err }
 // with the sqlstreams tag (`sqlstreams:"default=<JSON>"`), so that a member
 // an older writer did not send reads as its declared default rather than the
 // zero value: the registry accepts such additions because of that default.
+// A type the reflector refuses has no defaults to fill; Register reports it.
 func decoderFor[T any]() func([]byte) (T, error) {
-	defaults := fieldDefaults(reflect.TypeFor[T]())
+	defaults, _ := schema.Defaults(reflect.TypeFor[T]())
 	return func(payload []byte) (T, error) {
 		var v T
 		if len(defaults) > 0 {
 			root := reflect.ValueOf(&v).Elem()
 			for _, d := range defaults {
-				f, err := root.FieldByIndexErr(d.index)
+				f, err := root.FieldByIndexErr(d.Index)
 				if err != nil {
 					continue // behind a nil embedded pointer
 				}
-				_ = json.Unmarshal(d.value, f.Addr().Interface())
+				_ = json.Unmarshal(d.JSON, f.Addr().Interface())
 			}
 		}
 		if err := json.Unmarshal(payload, &v); err != nil {
@@ -83,40 +83,6 @@ func decoderFor[T any]() func([]byte) (T, error) {
 		}
 		return v, nil
 	}
-}
-
-type fieldDefault struct {
-	index []int
-	value []byte
-}
-
-// fieldDefaults lists the tagged defaults of a struct type and of the
-// structs it holds by value.
-func fieldDefaults(t reflect.Type) []fieldDefault {
-	var out []fieldDefault
-	var walk func(t reflect.Type, prefix []int, seen []reflect.Type)
-	walk = func(t reflect.Type, prefix []int, seen []reflect.Type) {
-		if t.Kind() != reflect.Struct || slices.Contains(seen, t) {
-			return
-		}
-		seen = append(seen, t)
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() && !f.Anonymous {
-				continue
-			}
-			index := append(slices.Clone(prefix), i)
-			if tag, ok := f.Tag.Lookup(schema.TagName); ok {
-				if at := strings.Index(tag, "default="); at >= 0 {
-					out = append(out, fieldDefault{index: index, value: []byte(tag[at+len("default="):])})
-					continue
-				}
-			}
-			walk(f.Type, index, seen)
-		}
-	}
-	walk(t, nil, nil)
-	return out
 }
 
 // decoder builds a consumer's decode function: T's own version decodes
