@@ -50,27 +50,38 @@ func runChild(raw json.RawMessage, role childRole, target Target) int {
 		fmt.Fprintln(os.Stderr, "bad child spec:", err)
 		return 2
 	}
+	return RunChild(target, spec.Namespace, spec.Out, func(ctx context.Context, c *sqlstreams.Client, rec *proctest.Recorder) error {
+		return role(ctx, c, spec, rec)
+	})
+}
+
+// RunChild is the body of a child process of a multi-process test: it opens
+// a client on target's namespace (no background maintenance, warnings to
+// stderr, where the parent looks for them), opens the record file out, and
+// runs role until it returns or SIGTERM ends its context. It returns the
+// process's exit code: 0, 1 when role failed, 2 when setting up failed.
+func RunChild(target Target, namespace, out string, role func(context.Context, *sqlstreams.Client, *proctest.Recorder) error) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	drv, err := target.Open(spec.Namespace)
+	drv, err := target.Open(namespace)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open driver:", err)
 		return 2
 	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	client, err := sqlstreams.Open(ctx, drv, sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithLogger(logger))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open client:", err)
 		return 2
 	}
 	defer client.Close()
-	rec, err := proctest.OpenRecorder(spec.Out)
+	rec, err := proctest.OpenRecorder(out)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	defer rec.Close()
-	if err := role(ctx, client, spec, rec); err != nil {
+	if err := role(ctx, client, rec); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -11,9 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -102,31 +100,9 @@ func runRole(raw json.RawMessage, role func(context.Context, *sqlstreams.Client,
 		fmt.Fprintln(os.Stderr, "unknown driver", s.Driver)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	drv, err := target.Open(s.Namespace)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	client, err := sqlstreams.Open(ctx, drv, sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithLogger(logger))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	defer client.Close()
-	rec, err := proctest.OpenRecorder(s.Out)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	defer rec.Close()
-	if err := role(ctx, client, s, rec); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
+	return conformance.RunChild(target, s.Namespace, s.Out, func(ctx context.Context, c *sqlstreams.Client, rec *proctest.Recorder) error {
+		return role(ctx, c, s, rec)
+	})
 }
 
 // eachDriver runs a scenario on every driver, in parallel.
