@@ -74,14 +74,14 @@ func testLeases(t *testing.T, h *harness) {
 			if err != nil {
 				t.Fatalf("B claim: %v", err)
 			}
-			for _, d := range ds {
-				if d.ID != da.ID {
-					t.Fatalf("B claimed unexpected row %d", d.ID)
-				}
-				db = d
-				return true
+			if len(ds) == 0 {
+				return false
 			}
-			return false
+			if len(ds) != 1 || ds[0].ID != da.ID {
+				t.Fatalf("B claimed rows %v, want only the expired row %d", idsOf(ds), da.ID)
+			}
+			db = ds[0]
+			return true
 		})
 		if time.Now().Before(da.LeaseExpires()) {
 			t.Errorf("B claimed row %d before A's lease expired at %v", db.ID, da.LeaseExpires())

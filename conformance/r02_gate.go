@@ -42,7 +42,7 @@ func testGate(t *testing.T, h *harness) {
 
 	// int -> object: every problem is listed, from two edits at once.
 	_, err = c.Stream[Order3Broken](stream).Producer().Register(ctx(t), nil)
-	ie = incompatible(t, "producer of Order3Broken", err, schema.Backward, 3,
+	incompatible(t, "producer of Order3Broken", err, schema.Backward, 3,
 		wantProblem{"revision 1", schema.TypeChanged, "#/properties/total/type"},
 		emailProblem)
 	_, err = c.Stream[Order3Amount](stream).Consumer("amount-reader").Register(ctx(t), nil)

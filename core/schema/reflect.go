@@ -406,7 +406,8 @@ func jsonFields(t reflect.Type) ([]field, error) {
 	}
 	var fields []field
 	current, next := []queued{}, []queued{{typ: t}}
-	count, nextCount := map[reflect.Type]int{}, map[reflect.Type]int{t: 1}
+	var count map[reflect.Type]int
+	nextCount := map[reflect.Type]int{t: 1}
 	visited := map[reflect.Type]bool{}
 	for len(next) > 0 {
 		current, next = next, current[:0]

@@ -11,7 +11,6 @@ var (
 	target      = mysqltest.Target()
 	newDatabase = mysqltest.NewDatabase
 	adminDB     = mysqltest.AdminDB
-	adminDSN    = mysqltest.AdminDSN
 )
 
 func TestMain(m *testing.M) { conformance.Main(m, target) }
