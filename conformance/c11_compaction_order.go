@@ -27,7 +27,10 @@ func testCompactionOrder(t *testing.T, h *harness) {
 }
 
 // c11Write is one write of a key: a schema version (1 or 2) and a rank.
-type c11Write struct{ version, rank int }
+type c11Write struct {
+	version int
+	rank    int64
+}
 
 // c11Producers writes EventV1 or EventV2 rows by version.
 type c11Producers struct {

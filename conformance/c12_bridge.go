@@ -40,7 +40,7 @@ func bridgeCopy(t testing.TB, p2 *sqlstreams.Producer[EventV2], d sqlstreams.Del
 // bridgeHead is the expected head of a key after the bridge.
 type bridgeHead struct {
 	id    int64
-	rank  int
+	rank  int64
 	value EventV2
 }
 

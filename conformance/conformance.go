@@ -38,6 +38,13 @@ type Target struct {
 	// BeginTx begins a transaction of the driver's own kind and adapts it
 	// for ProduceTx.
 	BeginTx func(ctx context.Context, drv driver.Driver) (tx driver.Tx, commit, rollback func() error, err error)
+	// OpenWithLockTimeout opens a driver on a namespace whose waits for a
+	// lock another transaction holds (a partition's append lock, SQLite's
+	// write lock) end after d.
+	OpenWithLockTimeout func(namespace string, d time.Duration) (driver.Driver, error)
+	// Unreachable returns a driver whose database cannot be reached (a
+	// closed port, a file in a missing directory).
+	Unreachable func() driver.Driver
 }
 
 // contract is one named conformance test.
@@ -69,6 +76,9 @@ type harness struct {
 	target    Target
 	namespace string
 }
+
+// fresh returns a harness with a namespace of its own, for a subtest.
+func (h *harness) fresh() *harness { return &harness{target: h.target} }
 
 // ns returns the test's namespace, creating it on first use.
 func (h *harness) ns(t testing.TB) string {

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -14,8 +18,10 @@ import (
 // Client is a connection to one database through one driver. It is safe for
 // concurrent use; create one per process and Close it on shutdown.
 type Client struct {
-	drv    driver.Driver
-	logger *slog.Logger
+	drv       driver.Driver
+	logger    *slog.Logger
+	identity  string        // stored with every lease this client takes
+	opTimeout time.Duration // bounds each call Run and maintenance make
 
 	maintainEvery time.Duration
 	stopMaintain  context.CancelFunc
@@ -25,6 +31,7 @@ type Client struct {
 	closed    chan struct{}
 	runMu     sync.Mutex     // orders Run's start against Close
 	runs      sync.WaitGroup // running Consumer.Run calls
+	stuck     []error        // ErrShutdownTimeout of Run calls that left handlers running
 
 	wakeMu sync.Mutex
 	wakers map[int64]map[*waker]struct{}
@@ -37,6 +44,22 @@ type ClientOption func(*Client)
 // slog.Default().
 func WithLogger(l *slog.Logger) ClientOption {
 	return func(c *Client) { c.logger = l }
+}
+
+// WithIdentity names this client in the leases it takes, in Describe and in
+// dead-letter history, like Kafka's client id. The default is
+// "hostname:pid".
+func WithIdentity(id string) ClientOption {
+	return func(c *Client) { c.identity = id }
+}
+
+// WithOperationTimeout bounds every database call Run and background
+// maintenance make (a claim, an ack batch, a lease extension, one
+// maintenance step), and Claim's own, so that a frozen server or a network
+// partition shows in the logs within that time instead of blocking
+// silently. The default is 10s.
+func WithOperationTimeout(d time.Duration) ClientOption {
+	return func(c *Client) { c.opTimeout = d }
 }
 
 // WithMaintenanceInterval sets how often the client enforces retention and
@@ -57,6 +80,8 @@ func Open(ctx context.Context, drv driver.Driver, opts ...ClientOption) (*Client
 		drv:           drv,
 		logger:        slog.Default(),
 		maintainEvery: time.Minute,
+		opTimeout:     defaultOpTimeout,
+		identity:      defaultIdentity(),
 		closed:        make(chan struct{}),
 		wakers:        map[int64]map[*waker]struct{}{},
 	}
@@ -66,12 +91,18 @@ func Open(ctx context.Context, drv driver.Driver, opts ...ClientOption) (*Client
 	if c.maintainEvery < 0 {
 		return nil, fmt.Errorf("%w: maintenance interval %v is negative; use 0 to turn maintenance off", ErrInvalidOption, c.maintainEvery)
 	}
+	if c.opTimeout <= 0 {
+		return nil, fmt.Errorf("%w: operation timeout %v; use a positive duration", ErrInvalidOption, c.opTimeout)
+	}
+	if err := validateIdentity(c.identity); err != nil {
+		return nil, err
+	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
 	if err := drv.Migrate(ctx); err != nil {
 		_ = drv.Close()
-		return nil, fmt.Errorf("sqlstreams: open %s: %w", drv.Name(), err)
+		return nil, fmt.Errorf("sqlstreams: open %s: %w", drv.Name(), classify(err))
 	}
 	if c.maintainEvery > 0 {
 		mctx, cancel := context.WithCancel(context.Background())
@@ -88,9 +119,11 @@ func (c *Client) Driver() driver.Driver { return c.drv }
 // Close stops background work, makes running consumers stop claiming and
 // return ErrClosed, waits for them (each lets its running handlers finish
 // for up to its ShutdownTimeout and records their outcomes), then closes the
-// driver, so that no goroutine of the client outlives Close. Calls after
-// Close fail with ErrClosed. Do not call Close from a handler: it would wait
-// for itself.
+// driver, so that no goroutine of the client outlives Close. A handler that
+// ignores the cancellation that follows ShutdownTimeout is left behind, its
+// lease to expire: Close then returns ErrShutdownTimeout naming it. Calls
+// after Close fail with ErrClosed. Do not call Close from a handler: it
+// would wait for itself.
 func (c *Client) Close() error {
 	err := ErrClosed
 	c.closeOnce.Do(func() {
@@ -102,9 +135,48 @@ func (c *Client) Close() error {
 		}
 		c.background.Wait()
 		c.runs.Wait()
-		err = c.drv.Close()
+		c.runMu.Lock()
+		stuck := c.stuck
+		c.runMu.Unlock()
+		err = errors.Join(append(stuck, c.drv.Close())...)
 	})
 	return err
+}
+
+// leftRunning records a Run that returned with handlers still running.
+func (c *Client) leftRunning(err error) {
+	c.runMu.Lock()
+	c.stuck = append(c.stuck, err)
+	c.runMu.Unlock()
+}
+
+// opContext bounds one database call by the operation timeout.
+func (c *Client) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.opTimeout)
+}
+
+const defaultOpTimeout = 10 * time.Second
+
+// MaxIdentityLength bounds a client identity, in bytes.
+const MaxIdentityLength = 255
+
+func validateIdentity(id string) error {
+	ok := id != "" && len(id) <= MaxIdentityLength && utf8.ValidString(id)
+	for _, r := range id {
+		ok = ok && unicode.IsPrint(r)
+	}
+	if !ok {
+		return fmt.Errorf("%w: identity %q; use 1 to %d bytes of printable UTF-8, such as host:pid", ErrInvalidOption, id, MaxIdentityLength)
+	}
+	return nil
+}
+
+func defaultIdentity() string {
+	host, err := os.Hostname()
+	if err != nil || validateIdentity(host) != nil || len(host) > MaxIdentityLength-12 {
+		host = "unknown-host"
+	}
+	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
 // startRun registers a running consumer, unless the client is closed.
@@ -146,29 +218,29 @@ func (c *Client) Maintain(ctx context.Context) (MaintenanceReport, error) {
 	if err := c.checkOpen(); err != nil {
 		return rep, err
 	}
-	streams, err := c.drv.ListStreams(ctx)
+	streams, err := c.drv.ListStreams(ctx, driver.ListStreamsParams{})
 	if err != nil {
-		return rep, fmt.Errorf("sqlstreams: maintain: %w", err)
+		return rep, fmt.Errorf("sqlstreams: maintain: %w", classify(err))
 	}
 	const batch = 10000
 	var errs []error
 	for _, s := range streams {
 		now := time.Now()
 		if s.Compacted {
-			n, err := c.drv.Compact(ctx, s.ID, batch)
+			n, err := c.drv.Compact(ctx, driver.CompactParams{StreamID: s.ID, Limit: batch})
 			rep.Compacted += n
 			if err != nil && !errors.Is(err, ErrStreamNotFound) {
-				errs = append(errs, fmt.Errorf("compact %q: %w", s.Name, err))
+				errs = append(errs, fmt.Errorf("compact %q: %w", s.Name, classify(err)))
 			}
 		}
 		if s.Retention.MaxAge > 0 || s.Retention.MaxRows > 0 {
-			r, err := c.drv.Retain(ctx, driver.RetainRequest{StreamID: s.ID, Now: now, Limit: batch, Match: matchBindings})
+			r, err := c.drv.Retain(ctx, driver.RetainParams{StreamID: s.ID, Now: now, Limit: batch, Match: matchBindings})
 			rep.Retained += r.Removed
 			for _, n := range r.RemovedUnread {
 				rep.RemovedUnread += n
 			}
 			if err != nil && !errors.Is(err, ErrStreamNotFound) {
-				errs = append(errs, fmt.Errorf("retain %q: %w", s.Name, err))
+				errs = append(errs, fmt.Errorf("retain %q: %w", s.Name, classify(err)))
 			}
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,8 +46,12 @@ const (
 // their defaults; negative values are refused.
 type ConsumerOptions struct {
 	// Bindings select routing keys ('*' one word, '#' zero or more words).
-	// None means every key. They are stored with the group, and a
-	// registration with other bindings replaces them.
+	// They belong to the group, not to a member: every member claims with
+	// the group's stored bindings. A registration that creates the group
+	// stores them (none means every key); one that joins an existing group
+	// adds them to the stored ones (none joins the group as it is), so that
+	// a rolling deploy that widens a group never loses rows to an old member
+	// and an old member restarting never narrows it. Replace narrows.
 	Bindings []string
 	// StartAt applies when the group is created; later registrations keep
 	// the group's cursors.
@@ -76,12 +82,23 @@ type ConsumerOptions struct {
 	Ordered bool
 	// ShutdownTimeout is how long Run lets running handlers finish after its
 	// context ends before it cancels their contexts and releases their
-	// deliveries; default 10s.
+	// deliveries; default 10s. A handler that ignores the cancellation gets
+	// as long again; then Run returns ErrShutdownTimeout naming it, and its
+	// lease is left to expire.
 	ShutdownTimeout time.Duration
 	// Converters let the group also read older versions, converted to its
-	// type (see ConvertFrom). They are stored with the group, and a
-	// registration with other converters replaces them.
+	// type (see ConvertFrom). The versions they convert from belong to the
+	// group like its bindings: a joining registration adds them. A member
+	// without a converter the group has leaves the rows at that version to
+	// members that have it (they become due deliveries, counted as delayed
+	// by Health until one of those claims them); deploy converters to every
+	// member of a group.
 	Converters []Converter
+	// Replace makes this registration's Bindings and Converters the group's
+	// stored configuration instead of adding them to it: use it to narrow a
+	// group. Rows the main claim passes while the group is narrowed are not
+	// read later by the group.
+	Replace bool
 }
 
 const (
@@ -161,19 +178,27 @@ type Consumer[T Versioned] struct {
 
 // group is the type-independent part of a consumer: claims and outcomes.
 type group struct {
-	client   *Client
-	stream   driver.StreamConfig
-	name     string
-	versions []int // nil: every version
-	match    func(string) bool
-	opts     ConsumerOptions
+	client *Client
+	stream driver.StreamConfig
+	name   string
+	member driver.Member
+	// decodes lists the versions this member can decode (its own and its
+	// converters'); nil for every version.
+	decodes []int
+	opts    ConsumerOptions
+
+	mu         sync.Mutex
+	config     driver.GroupConfig // the stored configuration last seen
+	deferredAt time.Time          // when deferred rows were last logged
 }
 
 // Register joins (or creates) the group and returns a consumer. It fails
 // with ErrGroupVersion when the group exists at another schema version. It
 // records T's schema as the group's reader at its version: a schema that
 // breaks the stream's level, or cannot read a writer revision still in the
-// log, fails with ErrIncompatibleSchema and nothing is written.
+// log, fails with ErrIncompatibleSchema and nothing is written. Joining an
+// existing group adds this registration's bindings and converters to the
+// group's (see ConsumerOptions.Bindings); nil options join it as it is.
 func (b *ConsumerBuilder[T]) Register(ctx context.Context, opts *ConsumerOptions) (*Consumer[T], error) {
 	version, raw, err := typeVersion[T]()
 	if err != nil {
@@ -208,8 +233,12 @@ func (b *ConsumerBuilder[T]) Register(ctx context.Context, opts *ConsumerOptions
 		return nil, err
 	}
 	drv := b.stream.client.drv
+	member := driver.Member{SchemaVersion: version, AllVersions: raw}
+	if raw {
+		member.SchemaVersion = 0
+	}
 	mismatch := func(got driver.GroupConfig) error {
-		if got.AllVersions == raw && (raw || got.SchemaVersion == version) {
+		if member.Matches(got) {
 			return nil
 		}
 		return fmt.Errorf("sqlstreams: group %q on stream %q reads %s, but %T is %s: %w; "+
@@ -218,9 +247,9 @@ func (b *ConsumerBuilder[T]) Register(ctx context.Context, opts *ConsumerOptions
 			suggestGroup(b.group, raw, version))
 	}
 	// Refuse a version mismatch before the registry records anything.
-	groups, err := drv.ListGroups(ctx, cfg.ID)
+	groups, err := drv.ListGroups(ctx, driver.ListGroupsParams{StreamID: cfg.ID})
 	if err != nil {
-		return refuse(fmt.Errorf("sqlstreams: register group %q on %q: %w", b.group, cfg.Name, err))
+		return refuse(fmt.Errorf("sqlstreams: register group %q on %q: %w", b.group, cfg.Name, classify(err)))
 	}
 	for _, g := range groups {
 		if g.Name == b.group {
@@ -235,21 +264,75 @@ func (b *ConsumerBuilder[T]) Register(ctx context.Context, opts *ConsumerOptions
 			return refuse(err)
 		}
 	}
-	want := driver.GroupConfig{StreamID: cfg.ID, Name: b.group, SchemaVersion: version, AllVersions: raw, ConvertsFrom: convertsFrom,
-		Bindings: o.Bindings, Start: driver.StartPosition(o.StartAt), CreatedAt: time.Now().UTC()}
-	got, err := drv.RegisterGroup(ctx, want)
+	want := driver.GroupConfig{StreamID: cfg.ID, Name: b.group, SchemaVersion: member.SchemaVersion, AllVersions: raw, ConvertsFrom: convertsFrom,
+		Bindings: slices.Clone(o.Bindings), Start: driver.StartPosition(o.StartAt), CreatedAt: time.Now().UTC()}
+	got, err := drv.RegisterGroup(ctx, driver.RegisterGroupParams{Group: want, Update: func(stored driver.GroupConfig) (driver.GroupConfig, error) {
+		if err := mismatch(stored); err != nil {
+			return stored, err
+		}
+		out := stored
+		if o.Replace {
+			out.Bindings, out.ConvertsFrom = want.Bindings, want.ConvertsFrom
+		} else {
+			out.Bindings, out.ConvertsFrom = unionBindings(stored.Bindings, want.Bindings), unionVersions(stored.ConvertsFrom, want.ConvertsFrom)
+		}
+		return out, nil
+	}})
 	if err != nil {
-		return refuse(fmt.Errorf("sqlstreams: register group %q on %q: %w", b.group, cfg.Name, err))
+		if errors.Is(err, ErrGroupVersion) {
+			return nil, err
+		}
+		return refuse(fmt.Errorf("sqlstreams: register group %q on %q: %w", b.group, cfg.Name, classify(err)))
 	}
 	if err := mismatch(got); err != nil {
 		return nil, err
 	}
-	c := &Consumer[T]{group: group{client: b.stream.client, stream: cfg, name: b.group, match: matcher(o.Bindings), opts: o},
+	if len(o.Bindings) > 0 && !slices.Equal(got.Bindings, o.Bindings) {
+		b.stream.client.logger.Info("sqlstreams: the group's bindings differ from this registration's; members claim with the group's",
+			"stream", cfg.Name, "group", b.group, "registered", o.Bindings, "group_bindings", bindingWords(got.Bindings))
+	}
+	c := &Consumer[T]{group: group{client: b.stream.client, stream: cfg, name: b.group, member: member, opts: o, config: got},
 		decode: decoder[T](raw, converters)}
 	if !raw {
-		c.versions = append([]int{version}, convertsFrom...)
+		c.decodes = append([]int{version}, convertsFrom...)
 	}
 	return c, nil
+}
+
+// unionBindings adds extra to stored; no bindings means every key, so a
+// union with none is none.
+func unionBindings(stored, extra []string) []string {
+	if len(stored) == 0 || len(extra) == 0 {
+		if len(stored) == 0 {
+			return nil
+		}
+		return stored
+	}
+	out := slices.Clone(stored)
+	for _, b := range extra {
+		if !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func unionVersions(stored, extra []int) []int {
+	out := slices.Clone(stored)
+	for _, v := range extra {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func bindingWords(b []string) any {
+	if len(b) == 0 {
+		return "every key"
+	}
+	return b
 }
 
 func versionWords(all bool, v int) string {
@@ -279,7 +362,7 @@ type Delivery[T Versioned] struct {
 	RoutingKey     string
 	Partition      int
 	SchemaVersion  int
-	CompactionRank int
+	CompactionRank int64
 	// Attempt counts deliveries of this row to the group, starting at 1.
 	Attempt    int
 	Headers    map[string]string
@@ -295,25 +378,38 @@ type lease struct {
 	token   string
 	attempt int
 	until   atomic.Int64 // unix nanos
-	settled atomic.Bool
+	state   atomic.Int32 // leaseOpen, ...
 }
+
+// The states of a lease in this process.
+const (
+	leaseOpen     int32 = iota // held, no outcome recorded
+	leaseSettling              // an outcome is being recorded
+	leaseSettled               // an outcome was recorded (or the delivery released)
+	leaseLost                  // the database says another member holds it, or its row is gone
+)
+
+func (l *lease) ref() driver.Lease { return driver.Lease{ID: l.id, Token: l.token} }
+
+// expired reports whether the lease has run out by this process's clock.
+func (l *lease) expired(now time.Time) bool { return now.UnixNano() >= l.until.Load() }
 
 // LeaseExpires returns when another consumer may take the delivery.
 func (d Delivery[T]) LeaseExpires() time.Time { return time.Unix(0, d.lease.until.Load()) }
 
 // Ack resolves the delivery; it will not be delivered to the group again.
-func (d Delivery[T]) Ack(ctx context.Context) error { return d.lease.group.ack(ctx, d.lease) }
+func (d Delivery[T]) Ack(ctx context.Context) error { return d.lease.group.ack(ctx, []*lease{d.lease}) }
 
 // Retry schedules another attempt after delay, recording cause; after
 // MaxAttempts the delivery goes dead instead.
 func (d Delivery[T]) Retry(ctx context.Context, delay time.Duration, cause error) error {
-	return d.lease.group.fail(ctx, d.lease, RetryAfter(delay, cause))
+	return d.lease.group.fail(ctx, []*lease{d.lease}, []error{RetryAfter(delay, cause)})
 }
 
 // Dead buries the delivery with cause; it is kept for inspection and is not
 // claimed again unless replayed.
 func (d Delivery[T]) Dead(ctx context.Context, cause error) error {
-	return d.lease.group.fail(ctx, d.lease, Dead(cause))
+	return d.lease.group.fail(ctx, []*lease{d.lease}, []error{Dead(cause)})
 }
 
 // Extend keeps the lease for another d from now.
@@ -324,22 +420,53 @@ func (d Delivery[T]) Extend(ctx context.Context, by time.Duration) error {
 	return d.lease.group.extend(ctx, []*lease{d.lease}, by)
 }
 
-// Ack resolves several deliveries in as few round trips as possible.
+// Ack resolves several deliveries in as few round trips as possible. Each is
+// settled on its own: a delivery whose lease was lost, or that was already
+// settled, is named in the returned *SettleError and the others are resolved.
 func (c *Consumer[T]) Ack(ctx context.Context, ds ...Delivery[T]) error {
 	ls := make([]*lease, len(ds))
 	for i, d := range ds {
 		ls[i] = d.lease
 	}
-	return c.ackAll(ctx, ls)
+	return c.ack(ctx, ls)
 }
 
 // Claim leases up to n deliveries: due retries and expired leases first,
 // then new rows. A row whose payload does not decode as T goes dead at once
-// and is not returned. It does not wait for rows to arrive.
+// and is not returned. It does not wait for rows to arrive. A Claim that
+// returns an error has leased nothing: when ctx ends while the database is
+// claiming, what it leased is given back without using an attempt.
 func (c *Consumer[T]) Claim(ctx context.Context, n int) ([]Delivery[T], error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("%w: Claim(%d); ask for at least one delivery", ErrInvalidOption, n)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The claim runs to completion, bounded, whatever ctx does meanwhile, so
+	// that its outcome is known; then ctx decides whether to keep it.
+	cctx, cancel := c.client.opContext(context.WithoutCancel(ctx))
+	defer cancel()
+	out, err := c.claim(cctx, n)
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		ls := make([]*lease, len(out))
+		for i, d := range out {
+			ls[i] = d.lease
+		}
+		if rerr := c.release(cctx, ls); rerr != nil {
+			c.client.logger.Warn("sqlstreams: could not give back a claim whose context ended; its leases will expire", "stream", c.stream.Name, "group", c.name, "error", rerr)
+		}
+		return nil, ctx.Err()
+	}
+	return out, nil
+}
+
+// claim leases and decodes up to n deliveries with ctx, which bounds the
+// work.
+func (c *Consumer[T]) claim(ctx context.Context, n int) ([]Delivery[T], error) {
 	out := make([]Delivery[T], 0, n)
 	// A row that does not decode goes dead and leaves its place free: claim
 	// again for it, so that rows behind it are not held back and an empty
@@ -352,21 +479,25 @@ func (c *Consumer[T]) Claim(ctx context.Context, n int) ([]Delivery[T], error) {
 			}
 			return nil, err
 		}
-		dropped := 0
+		dropped, failed := 0, false
 		for _, r := range rows {
 			l := &lease{group: &c.group, id: r.ID, token: token, attempt: r.Attempt}
 			l.until.Store(r.LeaseUntil.UnixNano())
 			v, err := c.decode(ctx, r.Row)
 			if err != nil {
 				// An undecodable payload goes dead; a converter's error is a
-				// delivery error, retried with backoff.
+				// delivery error, retried with backoff. Either way the rows
+				// that decoded are still handed out.
 				cause, outcome, what := err, err, "converter failed; will retry"
 				if de := (*decodeError)(nil); errors.As(err, &de) {
 					cause = fmt.Errorf("schema version %d: %w", r.SchemaVersion, err)
 					outcome, what = Dead(cause), "payload does not decode; dead-lettered"
 				}
-				if ferr := c.fail(ctx, l, outcome); ferr != nil {
-					return out, ferr
+				if ferr := c.fail(ctx, []*lease{l}, []error{outcome}); ferr != nil {
+					c.client.logger.Warn("sqlstreams: could not record the failure of an undecodable delivery; it comes back when its lease expires",
+						"stream", c.stream.Name, "group", c.name, "id", r.ID, "error", ferr)
+					failed = true
+					continue
 				}
 				c.client.logger.Warn("sqlstreams: "+what, "stream", c.stream.Name, "group", c.name, "id", r.ID, "error", cause)
 				dropped++
@@ -376,7 +507,7 @@ func (c *Consumer[T]) Claim(ctx context.Context, n int) ([]Delivery[T], error) {
 				SchemaVersion: r.SchemaVersion, CompactionRank: r.CompactionRank, Attempt: r.Attempt, Headers: r.Headers,
 				ProducedAt: r.ProducedAt, lease: l})
 		}
-		if dropped == 0 {
+		if dropped == 0 || failed {
 			break
 		}
 	}
@@ -388,124 +519,217 @@ func (g *group) claimRows(ctx context.Context, n int) ([]driver.Delivery, string
 		return nil, "", err
 	}
 	now := time.Now().UTC()
-	req := driver.ClaimRequest{Stream: g.stream, Group: g.name, Versions: g.versions, Match: g.match, Limit: n,
-		Ordered: g.opts.Ordered, Token: newToken(), Now: now, LeaseUntil: now.Add(g.opts.LeaseDuration),
+	p := driver.ClaimParams{Stream: g.stream, Group: g.name, Member: g.member, Decodes: g.decodes, Match: matcher, Limit: n,
+		Ordered: g.opts.Ordered, Token: newToken(), Holder: g.client.identity, Now: now, LeaseUntil: now.Add(g.opts.LeaseDuration),
 		MaxAttempts: g.opts.MaxAttempts, LastError: "lease expired on the last attempt; the consumer probably crashed or stalled while handling it"}
-	rows, err := g.client.drv.ClaimExceptions(ctx, req)
+	res, err := g.client.drv.Claim(ctx, p)
 	if err != nil {
-		return nil, "", g.wrap("claim", err)
-	}
-	if len(rows) < n {
-		req.Limit = n - len(rows)
-		more, err := g.client.drv.Claim(ctx, req)
-		if err != nil && len(rows) == 0 {
-			return nil, "", g.wrap("claim", err)
+		// A claim that failed has leased nothing, unless its outcome is
+		// unknown: then give back whatever it may have leased.
+		if errors.Is(err, ErrOutcomeUnknown) || (!driver.Classified(err) && ctx.Err() != nil) {
+			rctx, cancel := g.client.opContext(context.WithoutCancel(ctx))
+			if _, rerr := g.client.drv.Release(rctx, driver.ReleaseParams{StreamID: g.stream.ID, Group: g.name, ClaimToken: p.Token, Now: time.Now().UTC()}); rerr != nil {
+				g.client.logger.Warn("sqlstreams: could not give back a claim whose outcome is unknown; its leases will expire",
+					"stream", g.stream.Name, "group", g.name, "error", rerr)
+			}
+			cancel()
 		}
-		rows = append(rows, more...)
+		if errors.Is(err, context.DeadlineExceeded) && !driver.Classified(err) {
+			// Claims always run under the operation timeout, never under a
+			// caller's deadline: the database did not answer in time.
+			err = &driver.Error{Kind: ErrUnavailable, Err: err, Advice: fmt.Sprintf("the database did not answer within the operation timeout (%v); "+
+				"check that it is up and reachable, or raise WithOperationTimeout", g.client.opTimeout)}
+		}
+		return nil, "", g.wrap("claim", classify(err))
 	}
-	return rows, req.Token, nil
+	g.observe(res)
+	return res.Deliveries, p.Token, nil
+}
+
+// observe logs what a claim says about the group that this member did not
+// register with: a configuration another registration changed, or rows left
+// for members with converters this one lacks.
+func (g *group) observe(res driver.ClaimResult) {
+	g.mu.Lock()
+	changed := !slices.Equal(res.Group.Bindings, g.config.Bindings) || !slices.Equal(res.Group.ConvertsFrom, g.config.ConvertsFrom)
+	if changed {
+		g.config = res.Group
+	}
+	logDeferred := res.Deferred > 0 && time.Since(g.deferredAt) > time.Minute
+	if logDeferred {
+		g.deferredAt = time.Now()
+	}
+	g.mu.Unlock()
+	if changed {
+		g.client.logger.Info("sqlstreams: the group's configuration changed; claiming with it", "stream", g.stream.Name, "group", g.name,
+			"bindings", bindingWords(res.Group.Bindings), "converts_from", res.Group.ConvertsFrom)
+	}
+	if logDeferred {
+		g.client.logger.Warn("sqlstreams: the group reads versions this member cannot decode; their rows are left for members that can",
+			"stream", g.stream.Name, "group", g.name, "deferred", res.Deferred, "group_versions", res.Group.Versions(), "member_decodes", g.decodes,
+			"advice", "deploy the same converters to every member of the group")
+	}
 }
 
 func (g *group) wrap(op string, err error) error {
 	return fmt.Errorf("sqlstreams: %s for group %q on %q: %w", op, g.name, g.stream.Name, err)
 }
 
-func (g *group) ack(ctx context.Context, l *lease) error {
-	return g.ackAll(ctx, []*lease{l})
-}
-
-func (g *group) ackAll(ctx context.Context, ls []*lease) error {
-	byToken := map[string][]*lease{}
+// take marks leases as being settled. It returns the leases it took and
+// the ids it did not: already settled (or being settled) and already lost.
+func take(ls []*lease) (taken []*lease, already, lost []int64) {
 	for _, l := range ls {
-		if l.settled.Swap(true) {
-			return fmt.Errorf("sqlstreams: delivery %d: %w", l.id, ErrAlreadySettled)
-		}
-		byToken[l.token] = append(byToken[l.token], l)
-	}
-	var errs []error
-	for token, group := range byToken {
-		ids := make([]int64, len(group))
-		for i, l := range group {
-			ids[i] = l.id
-		}
-		if err := g.client.drv.Ack(ctx, driver.LeaseRef{StreamID: g.stream.ID, Group: g.name, Token: token, IDs: ids}); err != nil {
-			for _, l := range group {
-				l.settled.Store(false)
-			}
-			errs = append(errs, g.wrap("ack", err))
+		switch {
+		case l.state.CompareAndSwap(leaseOpen, leaseSettling):
+			taken = append(taken, l)
+		case l.state.Load() == leaseLost:
+			lost = append(lost, l.id)
+		default:
+			already = append(already, l.id)
 		}
 	}
-	return errors.Join(errs...)
+	return taken, already, lost
 }
 
-// fail records a handler error: dead for Dead(err) or after MaxAttempts,
-// otherwise delayed by RetryAfter's delay or the backoff.
-func (g *group) fail(ctx context.Context, l *lease, cause error) error {
-	if l.settled.Swap(true) {
-		return fmt.Errorf("sqlstreams: delivery %d: %w", l.id, ErrAlreadySettled)
+// settled records the driver's answer for leases taken by take: lost ones
+// are lost, the others settled.
+func settled(taken []*lease, res driver.SettleResult) []int64 {
+	lost := map[int64]bool{}
+	for _, id := range res.Lost {
+		lost[id] = true
+	}
+	for _, l := range taken {
+		if lost[l.id] {
+			l.state.Store(leaseLost)
+		} else {
+			l.state.Store(leaseSettled)
+		}
+	}
+	return res.Lost
+}
+
+// reopen gives leases back to the open state after a settle that failed as
+// a whole: nothing is known to have changed.
+func reopen(taken []*lease) {
+	for _, l := range taken {
+		l.state.Store(leaseOpen)
+	}
+}
+
+func refs(ls []*lease) []driver.Lease {
+	out := make([]driver.Lease, len(ls))
+	for i, l := range ls {
+		out[i] = l.ref()
+	}
+	return out
+}
+
+func (g *group) ack(ctx context.Context, ls []*lease) error {
+	taken, already, lost := take(ls)
+	if len(taken) > 0 {
+		res, err := g.client.drv.Ack(ctx, driver.AckParams{StreamID: g.stream.ID, Group: g.name, Leases: refs(taken), Now: time.Now().UTC()})
+		if err != nil {
+			reopen(taken)
+			return g.wrap("ack", classify(err))
+		}
+		lost = append(lost, settled(taken, res)...)
+	}
+	return settleErr("ack", g, lost, already)
+}
+
+// fail records handler errors, causes[i] for ls[i]: dead for Dead(err) or
+// after MaxAttempts, otherwise delayed by RetryAfter's delay or the backoff.
+func (g *group) fail(ctx context.Context, ls []*lease, causes []error) error {
+	taken, already, lost := take(ls)
+	if len(taken) == 0 {
+		return settleErr("retry", g, lost, already)
+	}
+	cause := map[*lease]error{}
+	for i, l := range ls {
+		cause[l] = causes[i]
 	}
 	now := time.Now().UTC()
-	f := driver.Failure{Now: now, Error: errorText(cause)}
-	var dead *deadError
-	var retry *retryError
-	switch {
-	case errors.As(cause, &dead):
-		f.Dead = true
-	case l.attempt >= g.opts.MaxAttempts:
-		f.Dead = true
-		f.Error = fmt.Sprintf("gave up after %d attempts: %s", l.attempt, f.Error)
-	case errors.As(cause, &retry):
-		f.Due = now.Add(retry.delay)
-	default:
-		f.Due = now.Add(g.opts.Backoff(l.attempt))
+	op := "retry"
+	fs := make([]driver.Failure, len(taken))
+	for i, l := range taken {
+		err := cause[l]
+		f := driver.Failure{Lease: l.ref(), Error: errorText(err)}
+		var dead *deadError
+		var retry *retryError
+		switch {
+		case errors.As(err, &dead):
+			f.Dead, op = true, "dead"
+		case l.attempt >= g.opts.MaxAttempts:
+			f.Dead = true
+			f.Error = fmt.Sprintf("gave up after %d attempts: %s", l.attempt, f.Error)
+		case errors.As(err, &retry):
+			f.Due = now.Add(retry.delay)
+		default:
+			f.Due = now.Add(g.opts.Backoff(l.attempt))
+		}
+		fs[i] = f
 	}
-	err := g.client.drv.Fail(ctx, driver.LeaseRef{StreamID: g.stream.ID, Group: g.name, Token: l.token, IDs: []int64{l.id}}, f)
+	res, err := g.client.drv.Fail(ctx, driver.FailParams{StreamID: g.stream.ID, Group: g.name, Failures: fs, Now: now})
 	if err != nil {
-		l.settled.Store(false)
-		return g.wrap("record failure", err)
+		reopen(taken)
+		return g.wrap("record failure", classify(err))
 	}
-	return nil
+	lost = append(lost, settled(taken, res)...)
+	return settleErr(op, g, lost, already)
 }
 
+// release gives deliveries back unstarted, without using an attempt.
+// Deliveries already settled are left out silently: there is nothing to
+// give back.
 func (g *group) release(ctx context.Context, ls []*lease) error {
-	byToken := map[string][]int64{}
-	for _, l := range ls {
-		if !l.settled.Swap(true) {
-			byToken[l.token] = append(byToken[l.token], l.id)
+	taken, _, lost := take(ls)
+	if len(taken) > 0 {
+		res, err := g.client.drv.Release(ctx, driver.ReleaseParams{StreamID: g.stream.ID, Group: g.name, Leases: refs(taken), Now: time.Now().UTC()})
+		if err != nil {
+			reopen(taken)
+			return g.wrap("release", classify(err))
 		}
+		lost = append(lost, settled(taken, res)...)
 	}
-	var errs []error
-	for token, ids := range byToken {
-		if err := g.client.drv.Release(ctx, driver.LeaseRef{StreamID: g.stream.ID, Group: g.name, Token: token, IDs: ids}); err != nil {
-			errs = append(errs, g.wrap("release", err))
-		}
-	}
-	return errors.Join(errs...)
+	return settleErr("release", g, lost, nil)
 }
 
+// extend moves the leases of open deliveries to now+by. Each is extended on
+// its own; lost ones are marked lost and named in the error.
 func (g *group) extend(ctx context.Context, ls []*lease, by time.Duration) error {
-	until := time.Now().UTC().Add(by)
-	byToken := map[string][]*lease{}
+	var open []*lease
+	var lost, already []int64
 	for _, l := range ls {
-		if !l.settled.Load() {
-			byToken[l.token] = append(byToken[l.token], l)
+		switch l.state.Load() {
+		case leaseOpen, leaseSettling:
+			open = append(open, l)
+		case leaseLost:
+			lost = append(lost, l.id)
+		default:
+			already = append(already, l.id)
 		}
 	}
-	var errs []error
-	for token, group := range byToken {
-		ids := make([]int64, len(group))
-		for i, l := range group {
-			ids[i] = l.id
+	if len(open) > 0 {
+		now := time.Now().UTC()
+		until := now.Add(by)
+		res, err := g.client.drv.Extend(ctx, driver.ExtendParams{StreamID: g.stream.ID, Group: g.name, Leases: refs(open), Until: until, Now: now})
+		if err != nil {
+			return g.wrap("extend lease", classify(err))
 		}
-		if err := g.client.drv.Extend(ctx, driver.LeaseRef{StreamID: g.stream.ID, Group: g.name, Token: token, IDs: ids}, until); err != nil {
-			errs = append(errs, g.wrap("extend lease", err))
-			continue
+		gone := map[int64]bool{}
+		for _, id := range res.Lost {
+			gone[id] = true
 		}
-		for _, l := range group {
-			l.until.Store(until.UnixNano())
+		for _, l := range open {
+			if !gone[l.id] {
+				l.until.Store(until.UnixNano())
+			} else if l.state.CompareAndSwap(leaseOpen, leaseLost) {
+				lost = append(lost, l.id)
+			}
+			// A lease being settled meanwhile reports its own outcome.
 		}
 	}
-	return errors.Join(errs...)
+	return settleErr("extend", g, lost, already)
 }
 
 func errorText(err error) string {
@@ -585,9 +809,9 @@ func (c *Consumer[T]) DeadLetters(ctx context.Context, afterID int64, limit int)
 	if limit <= 0 {
 		return nil, fmt.Errorf("%w: DeadLetters limit %d; use a positive count", ErrInvalidOption, limit)
 	}
-	dls, err := c.client.drv.ListDead(ctx, c.stream.ID, c.name, afterID, limit)
+	dls, err := c.client.drv.ListDead(ctx, driver.ListDeadParams{StreamID: c.stream.ID, Group: c.name, AfterID: afterID, Limit: limit})
 	if err != nil {
-		return nil, c.wrap("list dead letters", err)
+		return nil, c.wrap("list dead letters", classify(err))
 	}
 	out := make([]DeadLetter, len(dls))
 	for i, d := range dls {
@@ -614,9 +838,9 @@ func (c *Consumer[T]) replay(ctx context.Context, ids []int64) (int64, error) {
 	if err := c.client.checkOpen(); err != nil {
 		return 0, err
 	}
-	n, err := c.client.drv.Replay(ctx, c.stream.ID, c.name, ids, time.Now().UTC())
+	n, err := c.client.drv.Replay(ctx, driver.ReplayParams{StreamID: c.stream.ID, Group: c.name, IDs: ids, Now: time.Now().UTC()})
 	if err != nil {
-		return n, c.wrap("replay", err)
+		return n, c.wrap("replay", classify(err))
 	}
 	c.client.wake(c.stream.ID)
 	return n, nil
@@ -637,9 +861,9 @@ func (c *Consumer[T]) discard(ctx context.Context, ids []int64) (int64, error) {
 	if err := c.client.checkOpen(); err != nil {
 		return 0, err
 	}
-	n, err := c.client.drv.Discard(ctx, c.stream.ID, c.name, ids)
+	n, err := c.client.drv.Discard(ctx, driver.DiscardParams{StreamID: c.stream.ID, Group: c.name, IDs: ids})
 	if err != nil {
-		return n, c.wrap("discard", err)
+		return n, c.wrap("discard", classify(err))
 	}
 	return n, nil
 }

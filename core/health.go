@@ -17,7 +17,8 @@ import (
 type Health struct {
 	Stream    string
 	Compacted bool
-	// HighWater is the greatest id assigned in the stream.
+	// HighWater is the greatest id ever assigned in the stream. It never
+	// goes down: compaction and retention remove rows, not the mark.
 	HighWater int64
 	// Versions lists every version present in the log or read by a group,
 	// in ascending order.
@@ -70,9 +71,9 @@ func (s *Stream[T]) Health(ctx context.Context) (Health, error) {
 		return Health{}, err
 	}
 	now := time.Now().UTC()
-	st, err := s.client.drv.Health(ctx, cfg.ID, now)
+	st, err := s.client.drv.Health(ctx, driver.HealthParams{StreamID: cfg.ID, Now: now})
 	if err != nil {
-		return Health{}, fmt.Errorf("sqlstreams: health of %q: %w", s.name, err)
+		return Health{}, fmt.Errorf("sqlstreams: health of %q: %w", s.name, classify(err))
 	}
 	return buildHealth(cfg, st, now), nil
 }

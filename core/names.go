@@ -68,5 +68,8 @@ func validateKey(key string) error {
 	if !utf8.ValidString(key) {
 		return fmt.Errorf("%w: key %q is not valid UTF-8", ErrInvalidMessage, key)
 	}
+	if strings.IndexByte(key, 0) >= 0 {
+		return fmt.Errorf("%w: key %q contains a NUL byte, which not every database stores; remove it", ErrInvalidMessage, key)
+	}
 	return nil
 }

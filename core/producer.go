@@ -74,7 +74,7 @@ type messageMeta struct {
 	key     string
 	hasKey  bool
 	routing string
-	rank    int
+	rank    int64
 	headers map[string]string
 }
 
@@ -92,8 +92,10 @@ func RoutingKey(rk string) ProduceOption {
 // CompactionRank orders writes of one key at one schema version on a
 // compacted stream; the head is the greatest (version, rank, id). A bridge
 // that copies old-version heads forward uses rank -1, so its copy beats the
-// old head yet loses to any live rank-0 write of the new version.
-func CompactionRank(rank int) ProduceOption {
+// old head yet loses to any live rank-0 write of the new version. Every
+// int64 is a rank (an event time in unix milliseconds is a common one), on
+// every driver.
+func CompactionRank(rank int64) ProduceOption {
 	return func(m *messageMeta) { m.rank = rank }
 }
 
@@ -140,6 +142,16 @@ func (p *Producer[T]) ProduceBatch(ctx context.Context, msgs ...Message[T]) ([]i
 // the driver (for example sqlite.Tx(tx)). Consumers see it only after the
 // caller commits, and never if it rolls back: the outbox pattern without an
 // outbox table.
+//
+// The price of ids in commit order (C5) is a lock: from this call until the
+// caller commits or rolls back, the transaction holds the append lock of the
+// message's partition (on SQLite, the database's single writer), and every
+// other producer of that partition waits for it. So produce late in the
+// transaction and commit soon after. Waiting for a lock another transaction
+// holds is bounded (each driver documents its default and how to set it) and
+// fails with ErrConflict; two caller transactions that each hold a partition
+// the other needs end with one of them failing with ErrConflict. After
+// ErrConflict the caller's transaction must be rolled back; retry it whole.
 func (p *Producer[T]) ProduceTx(ctx context.Context, tx driver.Tx, msg T, opts ...ProduceOption) (int64, error) {
 	if tx == nil {
 		return 0, fmt.Errorf("%w: nil transaction; use Produce to write in a transaction of its own", ErrInvalidOption)
@@ -167,9 +179,9 @@ func (p *Producer[T]) append(ctx context.Context, tx driver.Tx, msgs []Message[T
 		}
 		rows[i] = row
 	}
-	ids, err := p.client.drv.Append(ctx, tx, p.stream, rows)
+	ids, err := p.client.drv.Append(ctx, driver.AppendParams{Stream: p.stream, Tx: tx, Rows: rows})
 	if err != nil {
-		return nil, fmt.Errorf("sqlstreams: produce to %q: %w", p.stream.Name, err)
+		return nil, fmt.Errorf("sqlstreams: produce to %q: %w", p.stream.Name, classify(err))
 	}
 	if tx == nil {
 		p.client.wake(p.stream.ID)
@@ -188,6 +200,9 @@ func (p *Producer[T]) row(m Message[T], now time.Time) (driver.AppendRow, error)
 	if err := validateRoutingKey(meta.routing); err != nil {
 		return driver.AppendRow{}, err
 	}
+	if err := validateHeaders(meta.headers); err != nil {
+		return driver.AppendRow{}, err
+	}
 	if p.stream.Compacted && !meta.hasKey {
 		return driver.AppendRow{}, fmt.Errorf("%w: stream is compacted, so every message needs a key; pass sqlstreams.Key(...)", ErrInvalidMessage)
 	}
@@ -195,8 +210,12 @@ func (p *Producer[T]) row(m Message[T], now time.Time) (driver.AppendRow, error)
 	var payload []byte
 	if p.raw {
 		raw := any(m.Value).(RawPayload)
-		if raw.Version < 1 {
-			return driver.AppendRow{}, fmt.Errorf("%w: RawPayload.Version is %d; set the schema version the data was written at (1 or more)", ErrInvalidMessage, raw.Version)
+		if raw.Version < 1 || raw.Version > MaxSchemaVersion {
+			return driver.AppendRow{}, fmt.Errorf("%w: RawPayload.Version is %d; set the schema version the data was written at (1 to %d)",
+				ErrInvalidMessage, raw.Version, MaxSchemaVersion)
+		}
+		if err := validatePayload("RawPayload.Data", raw.Data); err != nil {
+			return driver.AppendRow{}, err
 		}
 		if !json.Valid(raw.Data) {
 			return driver.AppendRow{}, fmt.Errorf("%w: RawPayload.Data is not valid JSON", ErrInvalidMessage)
@@ -206,6 +225,9 @@ func (p *Producer[T]) row(m Message[T], now time.Time) (driver.AppendRow, error)
 		var err error
 		if payload, err = json.Marshal(m.Value); err != nil {
 			return driver.AppendRow{}, fmt.Errorf("%w: encode %T: %v", ErrInvalidMessage, m.Value, err)
+		}
+		if err := validatePayload(fmt.Sprintf("the encoded %T", m.Value), payload); err != nil {
+			return driver.AppendRow{}, err
 		}
 	}
 	return driver.AppendRow{

@@ -129,11 +129,11 @@ func (r *Registry) settings(ctx context.Context, stream string) (streamSet, glob
 	if err != nil {
 		return streamSet, global, err
 	}
-	if global, err = store.RegistrySettings(ctx, 0); err != nil {
+	if global, err = store.RegistrySettings(ctx, driver.RegistrySettingsParams{}); err != nil {
 		return streamSet, global, fmt.Errorf("sqlstreams: registry settings: %w", err)
 	}
 	if id != 0 {
-		if streamSet, err = store.RegistrySettings(ctx, id); err != nil {
+		if streamSet, err = store.RegistrySettings(ctx, driver.RegistrySettingsParams{StreamID: id}); err != nil {
 			return streamSet, global, fmt.Errorf("sqlstreams: registry settings of %q: %w", stream, err)
 		}
 	}
@@ -201,11 +201,11 @@ func (r *Registry) update(ctx context.Context, stream string, modeChange bool, c
 	}
 	var global driver.RegistrySettings
 	if id != 0 {
-		if global, err = store.RegistrySettings(ctx, 0); err != nil {
+		if global, err = store.RegistrySettings(ctx, driver.RegistrySettingsParams{}); err != nil {
 			return err
 		}
 	}
-	return store.UpdateRegistrySettings(ctx, id, func(s *driver.RegistrySettings) error {
+	return store.UpdateRegistrySettings(ctx, driver.UpdateRegistrySettingsParams{StreamID: id, Update: func(s *driver.RegistrySettings) error {
 		if !modeChange {
 			streamSet := *s
 			if id == 0 {
@@ -217,7 +217,7 @@ func (r *Registry) update(ctx context.Context, stream string, modeChange bool, c
 		}
 		change(s)
 		return nil
-	})
+	}})
 }
 
 func readOnlyError(stream, scope, what string) error {
@@ -248,7 +248,7 @@ func (r *Registry) Revisions(ctx context.Context, stream string, version int) ([
 	if err != nil {
 		return nil, err
 	}
-	revs, err := store.SchemaRevisions(ctx, id, version)
+	revs, err := store.SchemaRevisions(ctx, driver.SchemaRevisionsParams{StreamID: id, Version: version})
 	if err != nil {
 		return nil, fmt.Errorf("sqlstreams: revisions of %q: %w", stream, err)
 	}
@@ -281,7 +281,7 @@ func (r *Registry) Readers(ctx context.Context, stream string) ([]Reader, error)
 	if err != nil {
 		return nil, err
 	}
-	rs, err := store.Readers(ctx, id)
+	rs, err := store.Readers(ctx, driver.ReadersParams{StreamID: id})
 	if err != nil {
 		return nil, fmt.Errorf("sqlstreams: readers of %q: %w", stream, err)
 	}
@@ -345,9 +345,9 @@ func (r *Registry) record(ctx context.Context, reg registration) (int, error) {
 	if err := r.precheck(ctx, store, reg); err != nil {
 		return 0, err
 	}
-	rev, _, err := store.RecordSchema(ctx, driver.SchemaRevision{StreamID: reg.stream.ID, Version: reg.version,
+	rev, _, err := store.RecordSchema(ctx, driver.RecordSchemaParams{Revision: driver.SchemaRevision{StreamID: reg.stream.ID, Version: reg.version,
 		Fingerprint: reg.schema.Fingerprint(), Schema: reg.schema.Canonical(), CreatedAt: time.Now().UTC()},
-		func(existing []driver.SchemaRevision, streamSet, global driver.RegistrySettings) error {
+		Decide: func(existing []driver.SchemaRevision, streamSet, global driver.RegistrySettings) error {
 			// Checked again inside the driver's transaction, against what a
 			// concurrent registration may have recorded since the precheck.
 			mode, scope := effectiveMode(streamSet, global)
@@ -363,7 +363,7 @@ func (r *Registry) record(ctx context.Context, reg registration) (int, error) {
 				return err
 			}
 			return incompatible(reg, level, problems)
-		})
+		}})
 	if err != nil {
 		if errors.Is(err, ErrIncompatibleSchema) || errors.Is(err, ErrReadOnly) {
 			return 0, err
@@ -371,8 +371,8 @@ func (r *Registry) record(ctx context.Context, reg registration) (int, error) {
 		return 0, fmt.Errorf("sqlstreams: record schema of %s on %q: %w", reg.typ, reg.stream.Name, err)
 	}
 	if reg.group != "" {
-		if err := store.RecordReader(ctx, driver.Reader{StreamID: reg.stream.ID, Group: reg.group, Version: reg.version,
-			Revision: rev.Revision, RegisteredAt: time.Now().UTC()}); err != nil {
+		if err := store.RecordReader(ctx, driver.RecordReaderParams{Reader: driver.Reader{StreamID: reg.stream.ID, Group: reg.group,
+			Version: reg.version, Revision: rev.Revision, RegisteredAt: time.Now().UTC()}}); err != nil {
 			return 0, fmt.Errorf("sqlstreams: record reader %q on %q: %w", reg.group, reg.stream.Name, err)
 		}
 	}
@@ -383,11 +383,11 @@ func (r *Registry) record(ctx context.Context, reg registration) (int, error) {
 // level against the revisions at its version, then the deployed pairs. It
 // writes nothing; Check (the dry run) is exactly this.
 func (r *Registry) precheck(ctx context.Context, store driver.Registry, reg registration) error {
-	streamSet, err := store.RegistrySettings(ctx, reg.stream.ID)
+	streamSet, err := store.RegistrySettings(ctx, driver.RegistrySettingsParams{StreamID: reg.stream.ID})
 	if err != nil {
 		return err
 	}
-	global, err := store.RegistrySettings(ctx, 0)
+	global, err := store.RegistrySettings(ctx, driver.RegistrySettingsParams{})
 	if err != nil {
 		return err
 	}
@@ -396,7 +396,7 @@ func (r *Registry) precheck(ctx context.Context, store driver.Registry, reg regi
 	if mode == ModeImport {
 		return nil
 	}
-	existing, err := store.SchemaRevisions(ctx, reg.stream.ID, reg.version)
+	existing, err := store.SchemaRevisions(ctx, driver.SchemaRevisionsParams{StreamID: reg.stream.ID, Version: reg.version})
 	if err != nil {
 		return err
 	}
@@ -483,7 +483,7 @@ func pairProblems(ctx context.Context, store driver.Registry, reg registration, 
 		return nil
 	}
 	if asReader {
-		live, err := store.LiveRevisions(ctx, reg.stream.ID, reg.version)
+		live, err := store.LiveRevisions(ctx, driver.LiveRevisionsParams{StreamID: reg.stream.ID, Version: reg.version})
 		if err != nil {
 			return nil, err
 		}
@@ -496,7 +496,7 @@ func pairProblems(ctx context.Context, store driver.Registry, reg registration, 
 		}
 		return out, nil
 	}
-	readers, err := store.Readers(ctx, reg.stream.ID)
+	readers, err := store.Readers(ctx, driver.ReadersParams{StreamID: reg.stream.ID})
 	if err != nil {
 		return nil, err
 	}
@@ -553,7 +553,7 @@ func (r *Registry) dryRun(ctx context.Context, stream string, reg registration) 
 	if errors.Is(err, ErrStreamNotFound) {
 		// A new stream accepts any first schema, unless the registry is
 		// read-only, where registering would refuse to create it.
-		global, err := store.RegistrySettings(ctx, 0)
+		global, err := store.RegistrySettings(ctx, driver.RegistrySettingsParams{})
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,16 +20,21 @@ import (
 // value ignored.
 type Handler[T Versioned] func(ctx context.Context, d Delivery[T]) error
 
-// settleTimeout bounds how long recording an outcome may take after Run's
-// context has ended.
-const settleTimeout = 10 * time.Second
+// maxClaimBackoff caps how long Run waits between claims while the database
+// keeps failing them.
+const maxClaimBackoff = 30 * time.Second
 
 // Run claims and handles deliveries until ctx ends or the client closes. On
-// stop it claims nothing more, releases claimed deliveries it has not
-// started, and lets running handlers finish for ShutdownTimeout before it
-// cancels their contexts and releases what they still hold. It returns nil
-// after a stop through ctx, ErrClosed when the client closed. Database errors
-// while claiming are logged and retried: Run keeps going through outages.
+// stop it claims nothing more, gives back claimed deliveries it has not
+// started (without using an attempt), and lets running handlers finish for
+// ShutdownTimeout before it cancels their contexts and releases what they
+// still hold. It returns nil after a stop through ctx, ErrClosed when the
+// client closed, ErrGroupNotFound or ErrGroupVersion when the group was
+// deleted or re-created at another version (it moves no cursor then), and
+// ErrShutdownTimeout when handlers ignored their cancellation. Database
+// errors while claiming are logged, with backoff, and retried: Run keeps
+// going through outages. Every database call it makes is bounded by the
+// client's operation timeout (WithOperationTimeout).
 func (c *Consumer[T]) Run(ctx context.Context, handle Handler[T]) error {
 	if handle == nil {
 		return fmt.Errorf("%w: Run needs a handler; got nil", ErrInvalidOption)
@@ -39,12 +45,12 @@ func (c *Consumer[T]) Run(ctx context.Context, handle Handler[T]) error {
 	defer c.client.runs.Done()
 	r := &runner[T]{c: c, handle: handle, limit: max(c.opts.BatchSize, c.opts.Concurrency),
 		running: make(chan struct{}, c.opts.Concurrency), stopping: make(chan struct{}), freed: make(chan struct{}, 1),
-		held: map[*lease]struct{}{}}
+		held: map[*lease]struct{}{}, active: map[int64]struct{}{}, ackWake: make(chan struct{}, 1), ackStop: make(chan struct{}),
+		acksDone: make(chan struct{})}
 	r.queue = make(chan Delivery[T], r.limit)
 	r.handlerCtx, r.cancelHandlers = context.WithCancel(context.WithoutCancel(ctx))
 	defer r.cancelHandlers()
 	r.settleBase = context.WithoutCancel(ctx)
-	r.acks, r.acksDone = make(chan *lease, 2*r.limit), make(chan struct{})
 	go r.complete()
 	if !c.opts.Ordered {
 		for range c.opts.Concurrency {
@@ -58,7 +64,7 @@ func (c *Consumer[T]) Run(ctx context.Context, handle Handler[T]) error {
 	var background sync.WaitGroup
 	if n, ok := c.client.drv.(driver.Notifier); ok {
 		background.Go(func() {
-			if err := n.Subscribe(bgCtx, c.stream.ID, w.poke); err != nil && bgCtx.Err() == nil {
+			if err := n.Subscribe(bgCtx, driver.SubscribeParams{StreamID: c.stream.ID, Wake: w.poke}); err != nil && bgCtx.Err() == nil {
 				c.client.logger.Warn("sqlstreams: wake-up subscription ended; polling only", "stream", c.stream.Name, "error", err)
 			}
 		})
@@ -66,57 +72,80 @@ func (c *Consumer[T]) Run(ctx context.Context, handle Handler[T]) error {
 	background.Go(func() { r.heartbeat(bgCtx) })
 
 	err := r.claimLoop(ctx, w)
-	close(r.stopping) // queued deliveries are released, not started
+	close(r.stopping) // queued deliveries are given back, not started
 	close(r.queue)    // the claim loop was its only sender
 
-	// Let running handlers finish, then cut them off.
+	// Let running handlers finish, then cut them off; a handler that ignores
+	// the cancellation too is left behind.
 	done := make(chan struct{})
 	go func() { r.workers.Wait(); close(done) }()
+	var stuck error
 	select {
 	case <-done:
 	case <-time.After(c.opts.ShutdownTimeout):
 		c.client.logger.Warn("sqlstreams: handlers still running after ShutdownTimeout; cancelling them",
-			"stream", c.stream.Name, "group", c.name)
+			"stream", c.stream.Name, "group", c.name, "deliveries", r.activeIDs())
 		r.cancelHandlers()
-		<-done
+		select {
+		case <-done:
+		case <-time.After(c.opts.ShutdownTimeout):
+			stuck = fmt.Errorf("sqlstreams: group %q on %q: %w: handlers of deliveries %s ignored their cancellation and are still running; "+
+				"their leases will expire and the deliveries come back (make handlers return when their context ends)",
+				c.name, c.stream.Name, ErrShutdownTimeout, idList(r.activeIDs()))
+			c.client.logger.Error(stuck.Error())
+		}
 	}
-	close(r.acks) // no worker is left to send one
+	close(r.ackStop) // the completer writes what is queued, then stops
 	<-r.acksDone
 	stopBackground()
 	background.Wait()
+	if stuck != nil {
+		c.client.leftRunning(stuck)
+		return errors.Join(err, stuck)
+	}
 	return err
 }
 
 type runner[T Versioned] struct {
 	c      *Consumer[T]
 	handle Handler[T]
-	// limit caps the deliveries held at once: claimed, queued or running.
+	// limit caps the deliveries held at once: claimed, queued, running or
+	// waiting for their ack to be written.
 	limit    int
 	queue    chan Delivery[T] // claimed deliveries in claim order, for the workers
 	running  chan struct{}    // a slot per running handler of an ordered group
 	stopping chan struct{}    // closed when Run stops claiming
 	freed    chan struct{}    // poked when a held delivery is done
 	workers  sync.WaitGroup
-	acks     chan *lease // resolved deliveries waiting for the completer
-	acksDone chan struct{}
 
 	handlerCtx     context.Context
 	cancelHandlers context.CancelFunc
 	settleBase     context.Context
 
-	mu   sync.Mutex
-	held map[*lease]struct{} // the heartbeat extends all of them
+	mu     sync.Mutex
+	held   map[*lease]struct{} // the heartbeat extends all of them
+	active map[int64]struct{}  // deliveries whose handler is running
+
+	// Resolved deliveries waiting for the completer, which writes them in
+	// batches.
+	ackMu     sync.Mutex
+	acks      []*lease
+	acksShut  bool
+	ackWake   chan struct{}
+	ackStop   chan struct{}
+	acksDone  chan struct{}
+	claimFail int // consecutive failed claims, for backoff
 }
 
 func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 	c := r.c
-	idle := func() error {
-		t := time.NewTimer(c.opts.PollInterval)
+	wait := func(d time.Duration) error {
+		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
 		case <-c.client.closed:
-			return ErrClosed
+			return fmt.Errorf("sqlstreams: group %q: %w", c.name, ErrClosed)
 		case <-w.ch:
 		case <-t.C:
 		}
@@ -145,22 +174,36 @@ func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 			}
 			continue
 		}
-		ds, err := c.Claim(ctx, r.limit-held)
+		// The claim runs to completion whatever ctx does, so that what it
+		// leased is known and can be given back.
+		cctx, cancel := c.client.opContext(context.WithoutCancel(ctx))
+		ds, err := c.claim(cctx, r.limit-held)
+		cancel()
 		if err != nil {
-			if ctx.Err() != nil {
+			switch {
+			case errors.Is(err, ErrClosed):
+				return err
+			case errors.Is(err, ErrGroupNotFound), errors.Is(err, ErrGroupVersion):
+				c.client.logger.Error("sqlstreams: the group was deleted or re-created; this member stops", "stream", c.stream.Name, "group", c.name, "error", err)
+				return err
+			case ctx.Err() != nil:
 				return nil
 			}
-			if errors.Is(err, ErrClosed) {
-				return err
-			}
-			c.client.logger.Warn("sqlstreams: claim failed; retrying", "stream", c.stream.Name, "group", c.name, "error", err)
-			if err := idle(); err != nil {
+			r.claimFail++
+			backoff := min(c.opts.PollInterval<<min(r.claimFail, 16), maxClaimBackoff)
+			c.client.logger.Warn("sqlstreams: claim failed; retrying", "stream", c.stream.Name, "group", c.name,
+				"failures", r.claimFail, "retry_in", backoff, "error", err)
+			if err := wait(backoff); err != nil {
 				return err
 			}
 			continue
 		}
+		if r.claimFail > 0 {
+			c.client.logger.Info("sqlstreams: claiming again", "stream", c.stream.Name, "group", c.name, "after_failures", r.claimFail)
+			r.claimFail = 0
+		}
 		if len(ds) == 0 {
-			if err := idle(); err != nil {
+			if err := wait(c.opts.PollInterval); err != nil {
 				return err
 			}
 			continue
@@ -181,11 +224,31 @@ func (r *runner[T]) work() {
 		select {
 		case <-r.stopping:
 			r.releaseAll([]Delivery[T]{d})
+			r.done(d.lease)
 		default:
-			r.process(d)
+			if r.startable(d) {
+				r.process(d)
+			}
 		}
-		r.done(d)
 	}
+}
+
+// startable checks a queued delivery before its handler starts: one whose
+// lease was lost or ran out while it waited (the database was unreachable
+// for the heartbeat) is not started, since another member may hold it; a
+// lapsed one is given back, which keeps its attempt when nobody took it.
+func (r *runner[T]) startable(d Delivery[T]) bool {
+	switch {
+	case d.lease.state.Load() == leaseLost:
+	case d.lease.expired(time.Now()):
+		r.c.client.logger.Warn("sqlstreams: a queued delivery's lease ran out before a handler was free; giving it back",
+			"stream", r.c.stream.Name, "group", r.c.name, "id", d.ID)
+		r.releaseAll([]Delivery[T]{d})
+	default:
+		return true
+	}
+	r.done(d.lease)
+	return false
 }
 
 // dispatch hands deliveries to the workers in claim order or, when the group
@@ -206,21 +269,29 @@ func (r *runner[T]) dispatch(ds []Delivery[T]) {
 		}
 		chunks[d.Partition] = append(chunks[d.Partition], d)
 	}
+	giveBack := func(rest []Delivery[T]) {
+		r.releaseAll(rest)
+		for _, d := range rest {
+			r.done(d.lease)
+		}
+	}
 	for _, p := range order {
 		chunk := chunks[p]
 		r.workers.Go(func() {
 			for i, d := range chunk {
 				if !r.start() {
-					r.releaseAll(chunk[i:])
-					r.done(chunk[i:]...)
+					giveBack(chunk[i:])
+					return
+				}
+				if !r.startable(d) {
+					<-r.running
+					giveBack(chunk[i+1:]) // the partition's order would break
 					return
 				}
 				ok := r.process(d)
 				<-r.running
-				r.done(d)
 				if !ok { // a failing row holds its partition: give the rest back
-					r.releaseAll(chunk[i+1:])
-					r.done(chunk[i+1:]...)
+					giveBack(chunk[i+1:])
 					return
 				}
 			}
@@ -246,16 +317,27 @@ func (r *runner[T]) start() bool {
 }
 
 // done forgets held deliveries and wakes the claim loop.
-func (r *runner[T]) done(ds ...Delivery[T]) {
+func (r *runner[T]) done(ls ...*lease) {
 	r.mu.Lock()
-	for _, d := range ds {
-		delete(r.held, d.lease)
+	for _, l := range ls {
+		delete(r.held, l)
 	}
 	r.mu.Unlock()
 	select {
 	case r.freed <- struct{}{}:
 	default:
 	}
+}
+
+func (r *runner[T]) activeIDs() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]int64, 0, len(r.active))
+	for id := range r.active {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 func (r *runner[T]) releaseAll(ds []Delivery[T]) {
@@ -266,47 +348,83 @@ func (r *runner[T]) releaseAll(ds []Delivery[T]) {
 	for i, d := range ds {
 		ls[i] = d.lease
 	}
-	ctx, cancel := context.WithTimeout(r.settleBase, settleTimeout)
+	ctx, cancel := r.c.client.opContext(r.settleBase)
 	defer cancel()
-	if err := r.c.release(ctx, ls); err != nil {
+	if err := r.c.release(ctx, ls); err != nil && !errors.Is(err, ErrLeaseLost) {
 		r.c.client.logger.Warn("sqlstreams: release failed; the leases will expire instead", "group", r.c.name, "error", err)
 	}
 }
 
 // process runs the handler and records its outcome; it reports whether the
-// delivery was resolved.
+// delivery was resolved. The delivery is done (no longer held) once its
+// outcome is recorded, or handed to the completer.
 func (r *runner[T]) process(d Delivery[T]) bool {
 	c := r.c
+	r.mu.Lock()
+	r.active[d.ID] = struct{}{}
+	r.mu.Unlock()
 	err := r.call(d)
+	r.mu.Lock()
+	delete(r.active, d.ID)
+	r.mu.Unlock()
 
-	if d.lease.settled.Load() {
+	if d.lease.state.Load() != leaseOpen {
+		r.done(d.lease)
 		return err == nil
 	}
-	ctx, cancel := context.WithTimeout(r.settleBase, settleTimeout)
+	if err == nil && !c.opts.Ordered && r.enqueueAck(d.lease) {
+		return true // the completer marks it done once written
+	}
+	defer r.done(d.lease)
+	ctx, cancel := c.client.opContext(r.settleBase)
 	defer cancel()
 	var settleErr error
 	switch {
-	case err == nil && !c.opts.Ordered:
-		r.acks <- d.lease
-		return true
 	case err == nil:
-		settleErr = c.ack(ctx, d.lease) // in order: the next row waits for it
+		settleErr = r.retryTransient(func() error { return c.ack(ctx, []*lease{d.lease}) }) // in order: the next row waits for it
 	case r.handlerCtx.Err() != nil && errors.Is(err, context.Canceled):
 		settleErr = c.release(ctx, []*lease{d.lease})
 	default:
-		settleErr = c.fail(ctx, d.lease, err)
+		settleErr = r.retryTransient(func() error { return c.fail(ctx, []*lease{d.lease}, []error{err}) })
 		c.client.logger.Debug("sqlstreams: handler failed", "stream", c.stream.Name, "group", c.name, "id", d.ID, "attempt", d.Attempt, "error", err)
 	}
 	if settleErr != nil {
-		level := "error"
+		reason := "error"
 		if errors.Is(settleErr, ErrLeaseLost) {
-			level = "lease lost"
+			reason = "lease lost"
 		}
 		c.client.logger.Warn("sqlstreams: could not record outcome; the delivery will be retried when its lease expires",
-			"stream", c.stream.Name, "group", c.name, "id", d.ID, "reason", level, "error", settleErr)
+			"stream", c.stream.Name, "group", c.name, "id", d.ID, "reason", reason, "error", settleErr)
 		return false
 	}
 	return err == nil
+}
+
+// retryTransient runs settle again after errors that say the database was
+// briefly unreachable or busy, a few times within the operation timeout's
+// context, before the caller lets the lease lapse.
+func (r *runner[T]) retryTransient(settle func() error) error {
+	backoff := 50 * time.Millisecond
+	unknown := false
+	for attempt := 1; ; attempt++ {
+		err := settle()
+		if unknown && errors.Is(err, ErrLeaseLost) {
+			// An earlier attempt whose outcome was unknown most likely
+			// recorded it: the lease is gone because it was settled.
+			return nil
+		}
+		if err == nil || attempt == 4 || !transient(err) {
+			return err
+		}
+		unknown = unknown || errors.Is(err, ErrOutcomeUnknown)
+		time.Sleep(backoff)
+		backoff *= 2
+	}
+}
+
+// transient reports errors after which the same settle may succeed.
+func transient(err error) bool {
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrConflict) || errors.Is(err, ErrOutcomeUnknown)
 }
 
 func (r *runner[T]) call(d Delivery[T]) (err error) {
@@ -318,40 +436,100 @@ func (r *runner[T]) call(d Delivery[T]) (err error) {
 	return r.handle(r.handlerCtx, d)
 }
 
+// enqueueAck hands a resolved delivery to the completer; it reports false
+// once the completer has stopped (Run returned with this handler left
+// behind), and the caller records the ack itself.
+func (r *runner[T]) enqueueAck(l *lease) bool {
+	r.ackMu.Lock()
+	defer r.ackMu.Unlock()
+	if r.acksShut {
+		return false
+	}
+	r.acks = append(r.acks, l)
+	select {
+	case r.ackWake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
 // complete records acks in batches: whatever resolved while the previous
-// batch was being written goes in the next one, one statement per claim.
-// Under load that turns a transaction per delivery into one per claimed
-// batch; when idle, an ack is written at once.
+// batch was being written goes in the next one. Under load that turns a
+// transaction per delivery into one per claimed batch; when idle, an ack is
+// written at once. A batch that fails on a transient error is written again
+// while its leases last, so that a brief outage does not make successful
+// deliveries run again.
 func (r *runner[T]) complete() {
 	defer close(r.acksDone)
-	for l := range r.acks {
-		batch := []*lease{l}
-	more:
-		for len(batch) < 1000 {
-			select {
-			case l, ok := <-r.acks:
-				if !ok {
-					break more
-				}
-				batch = append(batch, l)
-			default:
-				break more
-			}
+	for {
+		stop := false
+		select {
+		case <-r.ackWake:
+		case <-r.ackStop:
+			stop = true
 		}
-		ctx, cancel := context.WithTimeout(r.settleBase, settleTimeout)
-		if err := r.c.ackAll(ctx, batch); err != nil {
-			r.c.client.logger.Warn("sqlstreams: could not record acks; those deliveries will be retried when their leases expire",
-				"stream", r.c.stream.Name, "group", r.c.name, "deliveries", len(batch), "error", err)
+		r.ackMu.Lock()
+		batch := r.acks
+		r.acks = nil
+		if stop {
+			r.acksShut = true
 		}
-		cancel()
+		r.ackMu.Unlock()
+		for len(batch) > 0 {
+			n := min(len(batch), 1000)
+			r.writeAcks(batch[:n])
+			batch = batch[n:]
+		}
+		if stop {
+			return
+		}
 	}
 }
 
-// heartbeat extends the leases of held deliveries, queued or running,
-// every third of the lease.
+func (r *runner[T]) writeAcks(batch []*lease) {
+	defer r.done(batch...)
+	deadline := time.Unix(0, slices.MinFunc(batch, func(a, b *lease) int { return int(a.until.Load() - b.until.Load()) }).until.Load())
+	backoff := 50 * time.Millisecond
+	unknown := false // an earlier attempt's outcome was unknown
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := r.c.client.opContext(r.settleBase)
+		err := r.c.ack(ctx, batch)
+		cancel()
+		var se *SettleError
+		switch {
+		case err == nil:
+			return
+		case errors.As(err, &se) && unknown:
+			r.c.client.logger.Debug("sqlstreams: acks not found after an attempt whose outcome was unknown; it most likely recorded them",
+				"stream", r.c.stream.Name, "group", r.c.name, "ids", se.Lost)
+			return
+		case errors.As(err, &se):
+			r.c.client.logger.Warn("sqlstreams: some acks were not recorded: their leases were lost, and they may run again",
+				"stream", r.c.stream.Name, "group", r.c.name, "lost", se.Lost)
+			return
+		case transient(err) && time.Now().Add(backoff).Before(deadline):
+			unknown = unknown || errors.Is(err, ErrOutcomeUnknown)
+			r.c.client.logger.Warn("sqlstreams: writing acks failed; retrying", "stream", r.c.stream.Name, "group", r.c.name,
+				"deliveries", len(batch), "attempt", attempt, "error", err)
+			time.Sleep(backoff)
+			backoff = min(2*backoff, 2*time.Second)
+		default:
+			r.c.client.logger.Warn("sqlstreams: could not record acks; those deliveries will be retried when their leases expire",
+				"stream", r.c.stream.Name, "group", r.c.name, "deliveries", len(batch), "error", err)
+			return
+		}
+	}
+}
+
+// heartbeat extends the leases of held deliveries, queued, running or
+// waiting for their ack, every third of the lease. Each lease is extended on
+// its own: one that was lost (compacted away, or taken over) neither fails
+// the others nor is extended again. A failed extension is retried soon, while
+// the leases last.
 func (r *runner[T]) heartbeat(ctx context.Context) {
 	every := max(r.c.opts.LeaseDuration/3, time.Millisecond)
-	t := time.NewTicker(every)
+	wait := every
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
 		select {
@@ -362,16 +540,30 @@ func (r *runner[T]) heartbeat(ctx context.Context) {
 		r.mu.Lock()
 		ls := make([]*lease, 0, len(r.held))
 		for l := range r.held {
-			ls = append(ls, l)
+			if s := l.state.Load(); s == leaseOpen || s == leaseSettling {
+				ls = append(ls, l)
+			}
 		}
 		r.mu.Unlock()
-		if len(ls) == 0 {
-			continue
+		wait = every
+		if len(ls) > 0 {
+			ectx, cancel := r.c.client.opContext(ctx)
+			err := r.c.extend(ectx, ls, r.c.opts.LeaseDuration)
+			cancel()
+			var se *SettleError
+			switch {
+			case err == nil || ctx.Err() != nil:
+			case errors.As(err, &se):
+				if len(se.Lost) > 0 {
+					r.c.client.logger.Warn("sqlstreams: leases lost; another member may now hold those deliveries",
+						"stream", r.c.stream.Name, "group", r.c.name, "lost", se.Lost)
+				}
+			default:
+				wait = max(every/4, time.Millisecond)
+				r.c.client.logger.Warn("sqlstreams: extending leases failed; retrying", "stream", r.c.stream.Name, "group", r.c.name,
+					"retry_in", wait, "error", err)
+			}
 		}
-		ectx, cancel := context.WithTimeout(ctx, every)
-		if err := r.c.extend(ectx, ls, r.c.opts.LeaseDuration); err != nil && ctx.Err() == nil {
-			r.c.client.logger.Warn("sqlstreams: extending leases failed", "stream", r.c.stream.Name, "group", r.c.name, "error", err)
-		}
-		cancel()
+		t.Reset(wait)
 	}
 }

@@ -60,25 +60,59 @@ var (
 	ErrStreamNotFound = driver.ErrStreamNotFound
 	// ErrStreamExists: the name is taken by another stream.
 	ErrStreamExists = driver.ErrStreamExists
-	// ErrGroupNotFound: no consumer group has the name on the stream.
+	// ErrGroupNotFound: no consumer group has the name on the stream (it may
+	// have been deleted while members ran).
 	ErrGroupNotFound = driver.ErrGroupNotFound
+	// ErrGroupVersion: the group is bound to another schema version.
+	ErrGroupVersion = driver.ErrGroupVersion
 	// ErrLeaseLost: the delivery's lease expired and may now be held by
-	// another consumer; the outcome was not recorded.
+	// another consumer, or its row is gone; the outcome was not recorded.
 	ErrLeaseLost = driver.ErrLeaseLost
 	// ErrClosed: the client was closed.
 	ErrClosed = driver.ErrClosed
 	// ErrForeignTx: a transaction from another driver was passed to ProduceTx.
 	ErrForeignTx = driver.ErrForeignTx
+	// ErrUnavailable: the database could not be reached or did not answer in
+	// time; nothing was written.
+	ErrUnavailable = driver.ErrUnavailable
+	// ErrConflict: a lock was not granted in time or the database chose the
+	// transaction as a deadlock victim; nothing was written (a caller's
+	// transaction must roll back).
+	ErrConflict = driver.ErrConflict
+	// ErrOutcomeUnknown: the connection failed or the context ended while the
+	// database was committing; the write may or may not have been applied.
+	ErrOutcomeUnknown = driver.ErrOutcomeUnknown
+	// ErrDatabase: the database refused a statement for another reason.
+	ErrDatabase = driver.ErrDatabase
 	// ErrInvalidName: a stream, group, routing key or binding is malformed.
 	ErrInvalidName = errors.New("invalid name")
 	// ErrInvalidOption: an option is out of range.
 	ErrInvalidOption = errors.New("invalid option")
-	// ErrInvalidMessage: a message cannot be produced as given.
+	// ErrInvalidMessage: a message cannot be produced as given; nothing was
+	// written.
 	ErrInvalidMessage = errors.New("invalid message")
-	// ErrGroupVersion: the group is bound to another schema version.
-	ErrGroupVersion = errors.New("consumer group is bound to another schema version")
 	// ErrAlreadySettled: the delivery's outcome was already recorded.
 	ErrAlreadySettled = errors.New("delivery already settled")
+	// ErrShutdownTimeout: handlers ignored cancellation after
+	// ShutdownTimeout; their leases are left to expire.
+	ErrShutdownTimeout = errors.New("handlers still running after the shutdown timeout")
+)
+
+// Bounds on what a message may carry. They are the same on every driver:
+// a message outside them is refused with ErrInvalidMessage before anything
+// is written.
+const (
+	// MaxSchemaVersion is the greatest SchemaVersion (versions start at 1).
+	MaxSchemaVersion = driver.MaxSchemaVersion
+	// MaxPayloadBytes bounds an encoded payload. With its headers a row then
+	// fits one statement on every engine (MariaDB's default max_allowed_packet
+	// is 16 MiB, and string escaping may double a payload's size).
+	MaxPayloadBytes = 4 << 20
+	// MaxHeaderBytes bounds the names and values of a message's headers
+	// together.
+	MaxHeaderBytes = 64 << 10
+	// MaxJSONDepth bounds how deeply a payload's arrays and objects nest.
+	MaxJSONDepth = 1000
 )
 
 // typeVersion returns T's schema version, or all=true for RawPayload.
@@ -93,8 +127,8 @@ func typeVersion[T Versioned]() (version int, all bool, err error) {
 		}
 	}()
 	version = zero.SchemaVersion()
-	if version < 1 {
-		return 0, false, fmt.Errorf("%w: %T.SchemaVersion returns %d; versions start at 1", ErrInvalidMessage, zero, version)
+	if version < 1 || version > MaxSchemaVersion {
+		return 0, false, fmt.Errorf("%w: %T.SchemaVersion returns %d; use a version from 1 to %d", ErrInvalidMessage, zero, version, MaxSchemaVersion)
 	}
 	return version, false, nil
 }

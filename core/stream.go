@@ -65,9 +65,9 @@ func (c *Client) Streams(ctx context.Context) ([]StreamInfo, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	cfgs, err := c.drv.ListStreams(ctx)
+	cfgs, err := c.drv.ListStreams(ctx, driver.ListStreamsParams{})
 	if err != nil {
-		return nil, fmt.Errorf("sqlstreams: list streams: %w", err)
+		return nil, fmt.Errorf("sqlstreams: list streams: %w", classify(err))
 	}
 	out := make([]StreamInfo, len(cfgs))
 	for i, cfg := range cfgs {
@@ -110,12 +110,12 @@ func (s *Stream[T]) create(ctx context.Context, opts *StreamOptions) (driver.Str
 	case opts.Retention.MaxRows < 0:
 		return cfg, fmt.Errorf("%w: stream %q: Retention.MaxRows is negative; use 0 for no row limit", ErrInvalidOption, s.name)
 	}
-	created, err := s.client.drv.CreateStream(ctx, cfg)
+	created, err := s.client.drv.CreateStream(ctx, driver.CreateStreamParams{Config: cfg})
 	if err != nil {
 		if errors.Is(err, ErrStreamExists) {
 			return created, fmt.Errorf("sqlstreams: stream %q: %w; use Get to read its options, or pick another name", s.name, err)
 		}
-		return created, fmt.Errorf("sqlstreams: create stream %q: %w", s.name, err)
+		return created, fmt.Errorf("sqlstreams: create stream %q: %w", s.name, classify(err))
 	}
 	return created, nil
 }
@@ -139,7 +139,7 @@ func (s *Stream[T]) ensure(ctx context.Context) (driver.StreamConfig, bool, erro
 // a refused call leaves nothing behind.
 func (s *Stream[T]) undoCreate(ctx context.Context, cfg driver.StreamConfig, created bool) {
 	if created {
-		if err := s.client.drv.DestroyStream(context.WithoutCancel(ctx), cfg.ID); err != nil {
+		if err := s.client.drv.DestroyStream(context.WithoutCancel(ctx), driver.DestroyStreamParams{StreamID: cfg.ID}); err != nil {
 			s.client.logger.Warn("sqlstreams: could not remove the stream a refused registration created", "stream", cfg.Name, "error", err)
 		}
 	}
@@ -153,18 +153,18 @@ func (s *Stream[T]) lookup(ctx context.Context, create bool) (driver.StreamConfi
 	if err := validateName("stream", s.name); err != nil {
 		return driver.StreamConfig{}, err
 	}
-	cfg, err := s.client.drv.LookupStream(ctx, s.name)
+	cfg, err := s.client.drv.LookupStream(ctx, driver.LookupStreamParams{Name: s.name})
 	if errors.Is(err, ErrStreamNotFound) && create {
 		cfg, err = s.create(ctx, nil)
 		if errors.Is(err, ErrStreamExists) { // another process won the race
-			cfg, err = s.client.drv.LookupStream(ctx, s.name)
+			cfg, err = s.client.drv.LookupStream(ctx, driver.LookupStreamParams{Name: s.name})
 		}
 	}
 	if err != nil {
 		if errors.Is(err, ErrStreamNotFound) {
 			return cfg, fmt.Errorf("sqlstreams: stream %q: %w; create it first or check the name", s.name, err)
 		}
-		return cfg, fmt.Errorf("sqlstreams: stream %q: %w", s.name, err)
+		return cfg, fmt.Errorf("sqlstreams: stream %q: %w", s.name, classify(err))
 	}
 	return cfg, nil
 }
@@ -186,11 +186,11 @@ func (s *Stream[T]) Rename(ctx context.Context, newName string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.client.drv.RenameStream(ctx, cfg.ID, newName); err != nil {
+	if err := s.client.drv.RenameStream(ctx, driver.RenameStreamParams{StreamID: cfg.ID, NewName: newName}); err != nil {
 		if errors.Is(err, ErrStreamExists) {
 			return fmt.Errorf("sqlstreams: rename stream %q to %q: %w; pick a free name", s.name, newName, err)
 		}
-		return fmt.Errorf("sqlstreams: rename stream %q: %w", s.name, err)
+		return fmt.Errorf("sqlstreams: rename stream %q: %w", s.name, classify(err))
 	}
 	return nil
 }
@@ -208,11 +208,11 @@ func (s *Stream[T]) DeleteGroup(ctx context.Context, group string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.client.drv.DeleteGroup(ctx, cfg.ID, group); err != nil {
+	if err := s.client.drv.DeleteGroup(ctx, driver.DeleteGroupParams{StreamID: cfg.ID, Group: group}); err != nil {
 		if errors.Is(err, ErrGroupNotFound) {
 			return fmt.Errorf("sqlstreams: stream %q has no group %q: %w", s.name, group, err)
 		}
-		return fmt.Errorf("sqlstreams: delete group %q of %q: %w", group, s.name, err)
+		return fmt.Errorf("sqlstreams: delete group %q of %q: %w", group, s.name, classify(err))
 	}
 	return nil
 }
@@ -224,8 +224,8 @@ func (s *Stream[T]) Destroy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.client.drv.DestroyStream(ctx, cfg.ID); err != nil {
-		return fmt.Errorf("sqlstreams: destroy stream %q: %w", s.name, err)
+	if err := s.client.drv.DestroyStream(ctx, driver.DestroyStreamParams{StreamID: cfg.ID}); err != nil {
+		return fmt.Errorf("sqlstreams: destroy stream %q: %w", s.name, classify(err))
 	}
 	return nil
 }

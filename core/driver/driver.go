@@ -9,7 +9,11 @@
 // The contracts every driver must honour are numbered in DESIGN.md (C1...)
 // and proven by the conformance module, which each driver runs from its own
 // tests. Drivers report failures with the sentinel errors of this package
-// (wrapped freely); package sqlstreams re-exports them for users.
+// (wrapped freely, see Error); package sqlstreams re-exports them for users.
+//
+// Every method takes a params struct, so that a field added to the contract
+// later does not break drivers written against an earlier one: a new field's
+// zero value always means what the contract meant before it existed.
 //
 // Times are passed in by the caller (Now fields) instead of being read from
 // the database clock, so that every engine agrees on what "due" means and
@@ -18,18 +22,9 @@ package driver
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"slices"
 	"time"
-)
-
-// Sentinel errors shared by all drivers. Package sqlstreams re-exports them.
-var (
-	ErrStreamNotFound = errors.New("stream not found")
-	ErrStreamExists   = errors.New("stream already exists")
-	ErrGroupNotFound  = errors.New("consumer group not found")
-	ErrLeaseLost      = errors.New("lease lost")
-	ErrClosed         = errors.New("client is closed")
-	ErrForeignTx      = errors.New("transaction belongs to another driver")
 )
 
 // Driver is a storage engine. Implementations must be safe for concurrent use
@@ -48,82 +43,98 @@ type Driver interface {
 
 	// CreateStream creates a stream and its log. It fails with ErrStreamExists
 	// when the name is taken, and writes nothing in that case.
-	CreateStream(ctx context.Context, cfg StreamConfig) (StreamConfig, error)
+	CreateStream(ctx context.Context, p CreateStreamParams) (StreamConfig, error)
 	// LookupStream finds a stream by name, or fails with ErrStreamNotFound.
-	LookupStream(ctx context.Context, name string) (StreamConfig, error)
+	LookupStream(ctx context.Context, p LookupStreamParams) (StreamConfig, error)
 	// ListStreams returns every stream ordered by name.
-	ListStreams(ctx context.Context) ([]StreamConfig, error)
+	ListStreams(ctx context.Context, p ListStreamsParams) ([]StreamConfig, error)
 	// RenameStream changes only the name; the id, rows, groups and cursors stay.
-	// It fails with ErrStreamExists when newName is taken.
-	RenameStream(ctx context.Context, streamID int64, newName string) error
+	// It fails with ErrStreamExists when the new name is taken.
+	RenameStream(ctx context.Context, p RenameStreamParams) error
 	// DestroyStream removes the log, groups, cursors, exceptions and heads.
-	DestroyStream(ctx context.Context, streamID int64) error
+	DestroyStream(ctx context.Context, p DestroyStreamParams) error
 
-	// Append writes rows to a stream in one transaction, or inside tx when tx
-	// is not nil (then the rows become visible when the caller commits). It
+	// Append writes rows to a stream in one transaction, or inside p.Tx when
+	// it is not nil (then the rows become visible when the caller commits). It
 	// returns the new ids in input order. Ids are the order in which rows
 	// become visible to cursors (C5): a cursor that has passed id n will never
 	// later find a committed row with an id below n in the same partition.
 	// On a compacted stream it also moves each key's head when the new row
-	// wins by (schema_version, compaction_rank, id) (C11).
-	Append(ctx context.Context, tx Tx, stream StreamConfig, rows []AppendRow) ([]int64, error)
+	// wins by (schema_version, compaction_rank, id) (C11). A failure whose
+	// outcome the driver cannot know (the connection dropped during COMMIT, the
+	// context ended while the statement was in flight) wraps ErrOutcomeUnknown;
+	// a wait for a partition lock is bounded and fails with ErrConflict.
+	Append(ctx context.Context, p AppendParams) ([]int64, error)
 
-	// RegisterGroup creates the group with one cursor per partition, or
-	// returns the stored group when it exists. When the stored group has the
-	// same SchemaVersion and AllVersions, its Bindings and ConvertsFrom are
-	// replaced by cfg's; otherwise it is returned unchanged and the caller
-	// refuses the registration.
-	RegisterGroup(ctx context.Context, cfg GroupConfig) (GroupConfig, error)
+	// RegisterGroup creates the group with one cursor per partition, or, when
+	// it exists, locks its row, passes the stored configuration to p.Update
+	// and stores what Update returns (bindings and converter versions only).
+	// An error from Update aborts without writing and is returned. A change
+	// to the stored configuration waits for claims in flight (it locks every
+	// cursor of the group), so that no claim that started before the change
+	// commits after it with the old configuration (C19).
+	RegisterGroup(ctx context.Context, p RegisterGroupParams) (GroupConfig, error)
 	// ListGroups returns the stream's groups ordered by name.
-	ListGroups(ctx context.Context, streamID int64) ([]GroupConfig, error)
+	ListGroups(ctx context.Context, p ListGroupsParams) ([]GroupConfig, error)
 	// DeleteGroup removes a group with its cursors, exceptions (dead ones
 	// included) and registered reader schemas, or fails with
 	// ErrGroupNotFound.
-	DeleteGroup(ctx context.Context, streamID int64, group string) error
+	DeleteGroup(ctx context.Context, p DeleteGroupParams) error
 
-	// Claim is the main claim: it leases up to Limit rows after a partition's
-	// cursor that are at one of the requested versions, match the request's
-	// routing filter and, on compacted streams, are heads. It moves the cursor
-	// past every row it inspected, claimable or not, and records a lease for
-	// each claimed row with Attempt 1. Rows are returned in id order per
-	// partition.
-	Claim(ctx context.Context, req ClaimRequest) ([]Delivery, error)
-	// ClaimExceptions leases deliveries that are due again: expired leases and
-	// delayed retries whose due time has passed, at the requested versions,
-	// incrementing Attempt. Exceptions whose row is no longer a head on a
-	// compacted stream, or no longer exists, are resolved instead of returned.
-	ClaimExceptions(ctx context.Context, req ClaimRequest) ([]Delivery, error)
+	// Claim leases up to p.Limit deliveries of a group: first due exceptions
+	// (expired leases and delayed retries, with Attempt incremented), then rows
+	// after the partition cursors (Attempt 1), moving each cursor past every
+	// row it inspected. It filters with the group's stored configuration as of
+	// the claim (C19), read after the first cursor lock is taken: the stored
+	// version (and converter versions) and the stored bindings through
+	// p.Match. It fails with ErrGroupNotFound when the group is gone and with
+	// ErrGroupVersion when it is now bound to another version than p.Member,
+	// and moves no cursor then. Rows the group reads at a version the member
+	// cannot decode (not in p.Decodes) are not leased to it: they become
+	// exceptions due at once with their attempt unchanged, for a member that
+	// can (ClaimResult.Deferred counts them). On a compacted stream only heads
+	// are claimable; exceptions whose row is no longer a head, or is gone, are
+	// resolved instead of returned. Rows are returned in id order per
+	// partition. A claim that returns an error has leased nothing, unless the
+	// error wraps ErrOutcomeUnknown: then release p.Token.
+	Claim(ctx context.Context, p ClaimParams) (ClaimResult, error)
 
-	// Ack resolves leased deliveries. Every id must still be leased with
-	// ref.Token; otherwise nothing changes and the error wraps ErrLeaseLost.
-	Ack(ctx context.Context, ref LeaseRef) error
-	// Fail records a failed attempt: the delivery becomes delayed until Due,
-	// or dead when Dead is set. It requires the lease like Ack.
-	Fail(ctx context.Context, ref LeaseRef, f Failure) error
+	// Ack resolves leased deliveries. Each one is settled on its own: a
+	// delivery that is no longer leased with its token is left as it is and
+	// listed in SettleResult.Lost, and never changes another's outcome (C20).
+	Ack(ctx context.Context, p AckParams) (SettleResult, error)
+	// Fail records failed attempts: each delivery becomes delayed until its
+	// Due, or dead when Dead is set. Like Ack, per delivery.
+	Fail(ctx context.Context, p FailParams) (SettleResult, error)
 	// Release gives leased deliveries back without counting the attempt: they
-	// are due now with the attempt they had before the claim.
-	Release(ctx context.Context, ref LeaseRef) error
-	// Extend moves the lease expiry of held deliveries to until.
-	Extend(ctx context.Context, ref LeaseRef, until time.Time) error
+	// are due now with the attempt they had before the claim. Like Ack, per
+	// delivery. With ClaimToken set it releases every delivery leased with
+	// that token instead (a claim whose outcome is unknown), reporting none
+	// as lost.
+	Release(ctx context.Context, p ReleaseParams) (SettleResult, error)
+	// Extend moves the lease expiry of held deliveries to p.Until. Like Ack,
+	// per delivery: one lost lease never keeps the others from being extended.
+	Extend(ctx context.Context, p ExtendParams) (SettleResult, error)
 
-	// ListDead returns dead deliveries of a group with ids above afterID,
+	// ListDead returns dead deliveries of a group with ids above p.AfterID,
 	// ordered by id.
-	ListDead(ctx context.Context, streamID int64, group string, afterID int64, limit int) ([]DeadLetter, error)
-	// Replay makes dead deliveries due at now with attempts reset. Nil ids
+	ListDead(ctx context.Context, p ListDeadParams) ([]DeadLetter, error)
+	// Replay makes dead deliveries due at p.Now with attempts reset. Nil IDs
 	// replays every dead delivery of the group. It returns how many changed.
-	Replay(ctx context.Context, streamID int64, group string, ids []int64, now time.Time) (int64, error)
-	// Discard resolves dead deliveries without processing them. Nil ids
+	Replay(ctx context.Context, p ReplayParams) (int64, error)
+	// Discard resolves dead deliveries without processing them. Nil IDs
 	// discards every dead delivery of the group.
-	Discard(ctx context.Context, streamID int64, group string, ids []int64) (int64, error)
+	Discard(ctx context.Context, p DiscardParams) (int64, error)
 
 	// Health gathers the raw figures behind the health read (C13).
-	Health(ctx context.Context, streamID int64, now time.Time) (HealthStats, error)
+	Health(ctx context.Context, p HealthParams) (HealthStats, error)
 	// Compact removes rows of a compacted stream that are no longer heads,
-	// with their exceptions. It never removes a head (C11).
-	Compact(ctx context.Context, streamID int64, limit int) (int64, error)
+	// with their exceptions. It never removes a head (C11), and it keeps the
+	// partition's high-water mark where it was.
+	Compact(ctx context.Context, p CompactParams) (int64, error)
 	// Retain applies the stream's retention limits (C14), removing at most
-	// req.Limit rows.
-	Retain(ctx context.Context, req RetainRequest) (RetainResult, error)
+	// p.Limit rows, and keeps the partitions' high-water marks where they were.
+	Retain(ctx context.Context, p RetainParams) (RetainResult, error)
 }
 
 // Capabilities describes optional features of an engine.
@@ -142,7 +153,13 @@ type Capabilities struct {
 type Notifier interface {
 	// Subscribe calls wake (without blocking) whenever rows may have been
 	// appended to the stream, until ctx ends.
-	Subscribe(ctx context.Context, streamID int64, wake func()) error
+	Subscribe(ctx context.Context, p SubscribeParams) error
+}
+
+// SubscribeParams names the stream whose appends wake the subscriber.
+type SubscribeParams struct {
+	StreamID int64
+	Wake     func()
 }
 
 // Tx is a transaction owned by the caller, adapted by the driver that created
@@ -173,9 +190,47 @@ type StreamConfig struct {
 	CreatedAt  time.Time
 }
 
+// CreateStreamParams is the stream to create; ID is assigned by the driver.
+type CreateStreamParams struct {
+	Config StreamConfig
+}
+
+// LookupStreamParams names the stream to find.
+type LookupStreamParams struct {
+	Name string
+}
+
+// ListStreamsParams is empty; it exists so that filters can be added.
+type ListStreamsParams struct{}
+
+// RenameStreamParams renames a stream.
+type RenameStreamParams struct {
+	StreamID int64
+	NewName  string
+}
+
+// DestroyStreamParams names the stream to destroy.
+type DestroyStreamParams struct {
+	StreamID int64
+}
+
+// MaxSchemaVersion is the greatest schema version every driver stores (a
+// 32-bit column); package sqlstreams refuses greater ones with
+// ErrInvalidMessage before they reach a driver.
+const MaxSchemaVersion = 1<<31 - 1
+
+// AppendParams asks for rows to be written to a stream.
+type AppendParams struct {
+	Stream StreamConfig
+	// Tx is the caller's transaction, or nil for one of the driver's own.
+	Tx   Tx
+	Rows []AppendRow
+}
+
 // AppendRow is one message to write.
 type AppendRow struct {
-	Partition     int
+	Partition int
+	// SchemaVersion is between 1 and MaxSchemaVersion.
 	SchemaVersion int
 	// SchemaRevision is the registry revision of the writer's schema at
 	// SchemaVersion, or 0 when unknown (RawPayload). Drivers store it so the
@@ -184,10 +239,11 @@ type AppendRow struct {
 	Key            string
 	HasKey         bool
 	RoutingKey     string
-	CompactionRank int
-	Payload        []byte // JSON
-	Headers        map[string]string
-	ProducedAt     time.Time
+	CompactionRank int64
+	// Payload is valid UTF-8 JSON, stored and returned byte for byte.
+	Payload    []byte
+	Headers    map[string]string
+	ProducedAt time.Time
 }
 
 // StartPosition says where a new group's cursors begin.
@@ -211,37 +267,96 @@ type GroupConfig struct {
 	// ConvertsFrom lists older versions the group also reads through
 	// converters (R7); health counts their rows under the group.
 	ConvertsFrom []int
-	Bindings     []string
-	Start        StartPosition
-	CreatedAt    time.Time
+	// Bindings select routing keys; none means every key.
+	Bindings  []string
+	Start     StartPosition
+	CreatedAt time.Time
 }
 
-// ClaimRequest asks for deliveries of one group.
-type ClaimRequest struct {
+// Versions returns the versions the group reads, or nil for every version.
+func (g GroupConfig) Versions() []int {
+	if g.AllVersions {
+		return nil
+	}
+	return append([]int{g.SchemaVersion}, g.ConvertsFrom...)
+}
+
+// Member is what a consumer registered as: the group's version it expects.
+type Member struct {
+	SchemaVersion int
+	AllVersions   bool
+}
+
+// Matches reports whether the stored group is still bound to what the
+// member registered with.
+func (m Member) Matches(g GroupConfig) bool {
+	return g.AllVersions == m.AllVersions && (m.AllVersions || g.SchemaVersion == m.SchemaVersion)
+}
+
+// RegisterGroupParams creates a group or updates an existing one.
+type RegisterGroupParams struct {
+	// Group is the configuration of a group that does not exist yet.
+	Group GroupConfig
+	// Update computes the stored configuration of an existing group from the
+	// stored one; only Bindings and ConvertsFrom are taken from its result.
+	// Nil keeps the stored configuration.
+	Update func(stored GroupConfig) (GroupConfig, error)
+}
+
+// ListGroupsParams names the stream whose groups to list.
+type ListGroupsParams struct {
+	StreamID int64
+}
+
+// DeleteGroupParams names the group to delete.
+type DeleteGroupParams struct {
+	StreamID int64
+	Group    string
+}
+
+// ClaimParams asks for deliveries of one group.
+type ClaimParams struct {
 	Stream StreamConfig
 	Group  string
-	// Versions lists the schema versions the group reads; nil means all.
-	Versions []int
-	// Match reports whether a routing key matches the group's bindings; nil
-	// matches every key. It is evaluated by the driver in Go so that binding
-	// semantics are identical on every engine.
-	Match func(routingKey string) bool
+	// Member is what the claiming consumer registered as; the claim fails with
+	// ErrGroupVersion when the stored group no longer matches it.
+	Member Member
+	// Decodes lists the versions the member can decode; nil means every
+	// version. Rows the group reads at other versions are deferred to a
+	// member that can decode them.
+	Decodes []int
+	// Match builds the routing filter from the group's stored bindings; it is
+	// evaluated by the driver in Go so that binding semantics are identical on
+	// every engine. Nil matches every key.
+	Match func(bindings []string) func(routingKey string) bool
 	Limit int
 	// Ordered makes a partition with a pending (leased or delayed) exception
 	// unavailable to the main claim, and hands out only the lowest pending
 	// exception of a partition, so a partition is processed one row at a time
 	// in id order (C10).
 	Ordered bool
-	// Token identifies this claim's lease; Ack, Fail, Release and Extend must
-	// present it.
-	Token      string
+	// Token identifies this claim's leases; settling a delivery must present
+	// it.
+	Token string
+	// Holder names the client taking the leases, for operators.
+	Holder     string
 	Now        time.Time
 	LeaseUntil time.Time
-	// MaxAttempts makes ClaimExceptions bury, instead of hand out, a delivery
-	// whose expired lease already used the last attempt. Zero means no limit.
+	// MaxAttempts makes the claim bury, instead of hand out, a delivery whose
+	// expired lease already used the last attempt. Zero means no limit.
 	MaxAttempts int
 	// LastError is recorded on deliveries buried by MaxAttempts.
 	LastError string
+}
+
+// ClaimResult is what a claim leased, and the configuration it used.
+type ClaimResult struct {
+	Deliveries []Delivery
+	// Group is the stored group configuration the claim filtered with.
+	Group GroupConfig
+	// Deferred counts rows left as due exceptions for members that can decode
+	// their version.
+	Deferred int
 }
 
 // Row is a stored message.
@@ -252,7 +367,7 @@ type Row struct {
 	Key            string
 	HasKey         bool
 	RoutingKey     string
-	CompactionRank int
+	CompactionRank int64
 	Payload        []byte
 	Headers        map[string]string
 	ProducedAt     time.Time
@@ -265,21 +380,88 @@ type Delivery struct {
 	LeaseUntil time.Time
 }
 
-// LeaseRef names leased deliveries of a group.
-type LeaseRef struct {
-	StreamID int64
-	Group    string
-	Token    string
-	IDs      []int64
+// Lease names one leased delivery: its row id and the token of the claim
+// that leased it.
+type Lease struct {
+	ID    int64
+	Token string
 }
 
-// Failure is the outcome of a failed attempt.
+// AckParams names leased deliveries to resolve.
+type AckParams struct {
+	StreamID int64
+	Group    string
+	Leases   []Lease
+	Now      time.Time
+}
+
+// Failure is the outcome of one failed attempt.
 type Failure struct {
+	Lease Lease
 	Error string
 	// Dead buries the delivery; otherwise it is retried at Due.
 	Dead bool
 	Due  time.Time
-	Now  time.Time
+}
+
+// FailParams records failed attempts.
+type FailParams struct {
+	StreamID int64
+	Group    string
+	Failures []Failure
+	Now      time.Time
+}
+
+// ReleaseParams names leased deliveries to give back unstarted.
+type ReleaseParams struct {
+	StreamID int64
+	Group    string
+	Leases   []Lease
+	// ClaimToken, when set, releases every delivery leased with it (Leases
+	// is then ignored).
+	ClaimToken string
+	Now        time.Time
+}
+
+// ExtendParams moves leases' expiry.
+type ExtendParams struct {
+	StreamID int64
+	Group    string
+	Leases   []Lease
+	Until    time.Time
+	Now      time.Time
+}
+
+// SettleResult reports deliveries a settle could not apply to.
+type SettleResult struct {
+	// Lost lists the ids that were not leased with their token: nothing
+	// changed for them.
+	Lost []int64
+}
+
+// ListDeadParams pages through a group's dead deliveries.
+type ListDeadParams struct {
+	StreamID int64
+	Group    string
+	AfterID  int64
+	Limit    int
+}
+
+// ReplayParams names dead deliveries to make due again.
+type ReplayParams struct {
+	StreamID int64
+	Group    string
+	// IDs to replay; nil replays every dead delivery of the group.
+	IDs []int64
+	Now time.Time
+}
+
+// DiscardParams names dead deliveries to resolve unprocessed.
+type DiscardParams struct {
+	StreamID int64
+	Group    string
+	// IDs to discard; nil discards every dead delivery of the group.
+	IDs []int64
 }
 
 // DeadLetter is a delivery that will not be claimed again until replayed.
@@ -300,11 +482,18 @@ const (
 	StateDead    ExceptionState = "dead"
 )
 
+// HealthParams names the stream to read.
+type HealthParams struct {
+	StreamID int64
+	Now      time.Time
+}
+
 // HealthStats are the raw figures for a stream's health read. Package
 // sqlstreams applies bindings and writes the verdicts.
 type HealthStats struct {
 	// HighWater is the greatest id ever assigned in the stream, per partition
-	// (index = partition); 0 for an empty partition.
+	// (index = partition); 0 for a partition that never had a row. It never
+	// goes down: compaction and retention keep it.
 	HighWater []int64
 	// Versions lists each schema version present in the log.
 	Versions []VersionStats
@@ -351,8 +540,14 @@ type GroupStats struct {
 	RemovedUnread int64
 }
 
-// RetainRequest asks a driver to apply a stream's retention limits.
-type RetainRequest struct {
+// CompactParams asks for superseded rows of a compacted stream to go.
+type CompactParams struct {
+	StreamID int64
+	Limit    int
+}
+
+// RetainParams asks a driver to apply a stream's retention limits.
+type RetainParams struct {
 	StreamID int64
 	Now      time.Time
 	Limit    int
@@ -405,3 +600,69 @@ func CountRemovedUnread(groups []GroupStats, rows []RetainCandidate, held map[st
 	}
 	return out
 }
+
+// Lost returns the ids of leases that are not in settled, in lease order:
+// drivers that learn which rows a statement changed report the rest with it.
+func Lost(leases []Lease, settled map[int64]bool) []int64 {
+	var lost []int64
+	for _, l := range leases {
+		if !settled[l.ID] {
+			lost = append(lost, l.ID)
+		}
+	}
+	return lost
+}
+
+// ClaimPlan is what a claim filters with, taken from the group's stored
+// configuration and the claiming member (C19).
+type ClaimPlan struct {
+	Group GroupConfig
+	// Versions the group reads (nil: every version) and, of those, the ones
+	// the member decodes (nil: every version). A row at a version in
+	// Versions but not in Decodable is deferred, not leased.
+	Versions, Decodable []int
+	// Match reports whether the group's bindings select a routing key; nil
+	// selects every key.
+	Match func(routingKey string) bool
+}
+
+// PlanClaim checks the stored group g against the member of p and returns
+// what the claim filters with. Drivers call it with the group row they read
+// inside the claim's transaction. It fails with ErrGroupVersion when the
+// group is now bound to another version than the member registered with.
+func PlanClaim(g GroupConfig, p ClaimParams) (ClaimPlan, error) {
+	if !p.Member.Matches(g) {
+		bound := "every version"
+		if !g.AllVersions {
+			bound = fmt.Sprintf("schema version %d", g.SchemaVersion)
+		}
+		return ClaimPlan{}, fmt.Errorf("group %q is now bound to %s, not to the version this member registered with: %w",
+			g.Name, bound, ErrGroupVersion)
+	}
+	plan := ClaimPlan{Group: g, Versions: g.Versions()}
+	switch {
+	case plan.Versions == nil:
+		plan.Decodable = p.Decodes
+	case p.Decodes == nil:
+		plan.Decodable = plan.Versions
+	default:
+		plan.Decodable = []int{}
+		for _, v := range plan.Versions {
+			if slices.Contains(p.Decodes, v) {
+				plan.Decodable = append(plan.Decodable, v)
+			}
+		}
+	}
+	if p.Match != nil {
+		plan.Match = p.Match(g.Bindings)
+	}
+	return plan, nil
+}
+
+// Decodes reports whether the member can decode a row at version.
+func (p ClaimPlan) Decodes(version int) bool {
+	return p.Decodable == nil || slices.Contains(p.Decodable, version)
+}
+
+// Matches reports whether the group's bindings select routingKey.
+func (p ClaimPlan) Matches(routingKey string) bool { return p.Match == nil || p.Match(routingKey) }

@@ -1,7 +1,9 @@
 package driver_test
 
 import (
+	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,6 +52,45 @@ func TestCountRemovedUnread(t *testing.T) {
 			}
 			if !maps.Equal(got, want) {
 				t.Errorf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestPlanClaim(t *testing.T) {
+	t.Parallel()
+	g := driver.GroupConfig{Name: "g", SchemaVersion: 2, ConvertsFrom: []int{1}, Bindings: []string{"eu.#"}}
+	euOnly := func(b []string) func(string) bool {
+		return func(k string) bool { return len(b) == 0 || strings.HasPrefix(k, "eu.") }
+	}
+	for _, tc := range []struct {
+		name      string
+		group     driver.GroupConfig
+		p         driver.ClaimParams
+		versions  []int
+		decodable []int
+		err       error
+	}{
+		{"member with the converter", g, driver.ClaimParams{Member: driver.Member{SchemaVersion: 2}, Decodes: []int{2, 1}}, []int{2, 1}, []int{2, 1}, nil},
+		{"member without it defers v1", g, driver.ClaimParams{Member: driver.Member{SchemaVersion: 2}, Decodes: []int{2}}, []int{2, 1}, []int{2}, nil},
+		{"group re-created at another version", g, driver.ClaimParams{Member: driver.Member{SchemaVersion: 1}, Decodes: []int{1}}, nil, nil, driver.ErrGroupVersion},
+		{"raw member of a typed group", g, driver.ClaimParams{Member: driver.Member{AllVersions: true}}, nil, nil, driver.ErrGroupVersion},
+		{"raw group", driver.GroupConfig{AllVersions: true}, driver.ClaimParams{Member: driver.Member{AllVersions: true}}, nil, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.p.Match = euOnly
+			plan, err := driver.PlanClaim(tc.group, tc.p)
+			if !errors.Is(err, tc.err) || (tc.err == nil && err != nil) {
+				t.Fatalf("err %v, want %v", err, tc.err)
+			}
+			if err != nil {
+				return
+			}
+			if !slices.Equal(plan.Versions, tc.versions) || !slices.Equal(plan.Decodable, tc.decodable) {
+				t.Errorf("versions %v decodable %v, want %v and %v", plan.Versions, plan.Decodable, tc.versions, tc.decodable)
+			}
+			if !plan.Matches("eu.web") || (len(tc.group.Bindings) > 0 && plan.Matches("us.web")) {
+				t.Errorf("the plan does not filter with the stored bindings %v", tc.group.Bindings)
 			}
 		})
 	}

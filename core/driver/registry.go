@@ -11,31 +11,70 @@ import (
 // check and the write it allows one atomic step.
 type Registry interface {
 	// RegistrySettings returns the level and mode set for one stream
-	// (streamID > 0) or registry-wide (streamID 0). Empty strings mean unset.
-	RegistrySettings(ctx context.Context, streamID int64) (RegistrySettings, error)
-	// UpdateRegistrySettings reads the settings of a scope, lets update
+	// (StreamID > 0) or registry-wide (StreamID 0). Empty strings mean unset.
+	RegistrySettings(ctx context.Context, p RegistrySettingsParams) (RegistrySettings, error)
+	// UpdateRegistrySettings reads the settings of a scope, lets p.Update
 	// change them and stores the result, in one transaction. Empty strings
-	// unset a value. An error from update aborts without writing.
-	UpdateRegistrySettings(ctx context.Context, streamID int64, update func(*RegistrySettings) error) error
+	// unset a value. An error from Update aborts without writing.
+	UpdateRegistrySettings(ctx context.Context, p UpdateRegistrySettingsParams) error
 	// RecordSchema records a schema revision for (stream, version). When a
 	// revision with the same fingerprint exists it is returned with
-	// created=false and nothing is written. Otherwise decide runs inside the
+	// created=false and nothing is written. Otherwise p.Decide runs inside the
 	// driver's transaction with the existing revisions of the version (oldest
 	// first) and the stream's and registry-wide settings; when it returns nil
 	// the next revision number is written, else nothing is written and its
 	// error is returned. Concurrent calls for one stream are serialized.
-	RecordSchema(ctx context.Context, rev SchemaRevision, decide func(existing []SchemaRevision, stream, global RegistrySettings) error) (recorded SchemaRevision, created bool, err error)
-	// SchemaRevisions lists a stream's revisions at version, or at every
-	// version when version is 0, ordered by version then revision.
-	SchemaRevisions(ctx context.Context, streamID int64, version int) ([]SchemaRevision, error)
+	RecordSchema(ctx context.Context, p RecordSchemaParams) (recorded SchemaRevision, created bool, err error)
+	// SchemaRevisions lists a stream's revisions at p.Version, or at every
+	// version when it is 0, ordered by version then revision.
+	SchemaRevisions(ctx context.Context, p SchemaRevisionsParams) ([]SchemaRevision, error)
 	// RecordReader stores which revision a group reads at a version,
 	// replacing the group's previous reader at that version.
-	RecordReader(ctx context.Context, r Reader) error
+	RecordReader(ctx context.Context, p RecordReaderParams) error
 	// Readers lists a stream's registered readers ordered by group.
-	Readers(ctx context.Context, streamID int64) ([]Reader, error)
+	Readers(ctx context.Context, p ReadersParams) ([]Reader, error)
 	// LiveRevisions lists the distinct writer revisions of rows still in the
-	// stream's log at version (0 stands for rows written without one).
-	LiveRevisions(ctx context.Context, streamID int64, version int) ([]int, error)
+	// stream's log at p.Version (0 stands for rows written without one).
+	LiveRevisions(ctx context.Context, p LiveRevisionsParams) ([]int, error)
+}
+
+// RegistrySettingsParams names a scope: a stream, or 0 for registry-wide.
+type RegistrySettingsParams struct {
+	StreamID int64
+}
+
+// UpdateRegistrySettingsParams changes a scope's settings.
+type UpdateRegistrySettingsParams struct {
+	StreamID int64
+	Update   func(*RegistrySettings) error
+}
+
+// RecordSchemaParams records a revision, if Decide allows it.
+type RecordSchemaParams struct {
+	Revision SchemaRevision
+	Decide   func(existing []SchemaRevision, stream, global RegistrySettings) error
+}
+
+// SchemaRevisionsParams names a stream and a version (0 for every version).
+type SchemaRevisionsParams struct {
+	StreamID int64
+	Version  int
+}
+
+// RecordReaderParams is the reader to store.
+type RecordReaderParams struct {
+	Reader Reader
+}
+
+// ReadersParams names the stream whose readers to list.
+type ReadersParams struct {
+	StreamID int64
+}
+
+// LiveRevisionsParams names a stream and a version.
+type LiveRevisionsParams struct {
+	StreamID int64
+	Version  int
 }
 
 // RegistrySettings are a scope's compatibility level and mode, by name

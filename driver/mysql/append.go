@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -22,7 +24,8 @@ const (
 
 // Append implements driver.Driver. See the package documentation for how
 // it keeps ids in commit order per partition (C5).
-func (d *Driver) Append(ctx context.Context, tx driver.Tx, stream driver.StreamConfig, rows []driver.AppendRow) ([]int64, error) {
+func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, error) {
+	stream, rows := p.Stream, p.Rows
 	if len(rows) == 0 {
 		return []int64{}, d.check()
 	}
@@ -30,13 +33,13 @@ func (d *Driver) Append(ctx context.Context, tx driver.Tx, stream driver.StreamC
 	partSet := map[int]bool{}
 	for i, r := range rows {
 		if r.Partition < 0 || r.Partition >= stream.Partitions {
-			return nil, fmt.Errorf("append to stream %d: partition %d out of range 0..%d", stream.ID, r.Partition, stream.Partitions-1)
+			return nil, &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("append to stream %d: partition %d out of range 0..%d", stream.ID, r.Partition, stream.Partitions-1)}
 		}
 		partSet[r.Partition] = true
 		if len(r.Headers) > 0 {
 			h, err := json.Marshal(r.Headers)
 			if err != nil {
-				return nil, err
+				return nil, &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("append to stream %d: headers: %w", stream.ID, err)}
 			}
 			headers[i] = string(h)
 		}
@@ -46,24 +49,17 @@ func (d *Driver) Append(ctx context.Context, tx driver.Tx, stream driver.StreamC
 		parts = append(parts, p)
 	}
 	slices.Sort(parts)
-	partArgs := make([]any, len(parts))
-	for i, p := range parts {
-		partArgs[i] = p
-	}
+	partArgs := intsToArgs(parts)
 	table := logTable(stream.ID)
 	ids := make([]int64, 0, len(rows))
 
-	fn := func(t *sql.Tx) error {
+	fn := func(t querier) error {
 		ids = ids[:0]
 		// Lock the partitions in ascending order and hold them to commit:
 		// this is what keeps ids in commit order per partition (C5).
-		var locked int
-		if err := eachRow(ctx, t, "SELECT `partition` FROM stream_partition WHERE stream_id = ? AND `partition` IN ("+placeholders(len(parts))+
-			") ORDER BY `partition` FOR UPDATE", append([]any{stream.ID}, partArgs...), func(*sql.Rows) error {
-			locked++
-			return nil
-		}); err != nil {
-			return fmt.Errorf("append to stream %d: lock partitions: %w", stream.ID, err)
+		locked, err := d.lockPartitions(ctx, t, stream.ID, parts, false, p.Tx != nil)
+		if err != nil {
+			return err
 		}
 		if locked != len(parts) {
 			return fmt.Errorf("append to stream %d: %w", stream.ID, driver.ErrStreamNotFound)
@@ -117,18 +113,80 @@ func (d *Driver) Append(ctx context.Context, tx driver.Tx, stream driver.StreamC
 		}
 		return moveHeads(ctx, t, stream.ID, rows, ids)
 	}
-	err := d.withLog(ctx, stream.ID, func() error { return d.inTx(ctx, tx, fn) })
+	err := d.withLog(ctx, stream.ID, func() error { return d.inTx(ctx, p.Tx, fn) })
 	if err != nil {
 		return nil, err
 	}
 	return ids, nil
 }
 
+// waitClause bounds a locking read's wait: FOR UPDATE WAIT n on MariaDB,
+// in whole seconds; MySQL 8 has no such clause and waits the session's
+// innodb_lock_wait_timeout.
+func (d *Driver) waitClause() string {
+	if !d.mariadb.Load() {
+		return ""
+	}
+	secs := int64((d.lockTimeout + time.Second - 1) / time.Second)
+	return " WAIT " + strconv.FormatInt(max(secs, 1), 10)
+}
+
+// lockPartitions locks the append lock rows of a stream's partitions (all
+// when parts is nil) in ascending order, exclusively or shared, and reports
+// how many it locked. A wait that times out fails with ErrConflict naming
+// the partitions, and is not run again: another transaction holds the lock,
+// and will for a while.
+func (d *Driver) lockPartitions(ctx context.Context, q querier, streamID int64, parts []int, share, callerTx bool) (int, error) {
+	query := "SELECT `partition` FROM stream_partition WHERE stream_id = ?"
+	args := []any{streamID}
+	if parts != nil {
+		query += " AND `partition` IN (" + placeholders(len(parts)) + ")"
+		args = append(args, intsToArgs(parts)...)
+	}
+	query += " ORDER BY `partition`"
+	if share {
+		query += " LOCK IN SHARE MODE" + d.waitClause()
+	} else {
+		query += " FOR UPDATE" + d.waitClause()
+	}
+	locked := 0
+	err := eachRow(ctx, q, query, args, func(*sql.Rows) error {
+		locked++
+		return nil
+	})
+	if n := mysqlErrno(err); n == errLockWaitTimeout || n == errLockNowait {
+		which := "the partitions"
+		switch {
+		case len(parts) == 1:
+			which = "partition " + strconv.Itoa(parts[0])
+		case len(parts) > 1:
+			which = "one of partitions " + joinInts(parts)
+		}
+		advice := "another transaction holds the append lock of " + which + " of this stream, probably an open ProduceTx; commit it promptly"
+		if callerTx {
+			advice += ", and roll this transaction back before trying again"
+		}
+		return 0, finalError{&driver.Error{Kind: driver.ErrConflict, Advice: advice, Err: driver.Redact(fmt.Errorf("stream %d: lock partitions: %w", streamID, err), d.secrets...)}}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stream %d: lock partitions: %w", streamID, err)
+	}
+	return locked, nil
+}
+
+func joinInts(vs []int) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ", ")
+}
+
 // readBackIDs appends the ids of the n rows just inserted from first on.
 // The caller holds every partition it wrote, so any row of those partitions
 // with an id of first or more is its own, and one INSERT assigns increasing
 // ids in VALUES order.
-func readBackIDs(ctx context.Context, t *sql.Tx, table string, partArgs []any, first int64, n int, ids *[]int64) error {
+func readBackIDs(ctx context.Context, t querier, table string, partArgs []any, first int64, n int, ids *[]int64) error {
 	got := 0
 	err := eachRow(ctx, t, "SELECT id FROM "+table+" WHERE `partition` IN ("+placeholders(len(partArgs))+") AND id >= ? ORDER BY id LIMIT ?",
 		append(append(append([]any{}, partArgs...), first), n), func(r *sql.Rows) error {
@@ -146,7 +204,7 @@ func readBackIDs(ctx context.Context, t *sql.Tx, table string, partArgs []any, f
 
 type head struct {
 	version int
-	rank    int
+	rank    int64
 	id      int64
 }
 
@@ -158,7 +216,7 @@ func (h head) compare(o head) int {
 // (schema_version, compaction_rank, id) (C11). A key always maps to one
 // partition and the caller holds that partition, so no other appender moves
 // the same key meanwhile; the existing heads are still read FOR UPDATE.
-func moveHeads(ctx context.Context, t *sql.Tx, streamID int64, rows []driver.AppendRow, ids []int64) error {
+func moveHeads(ctx context.Context, t querier, streamID int64, rows []driver.AppendRow, ids []int64) error {
 	win := map[string]head{}
 	for i, r := range rows {
 		h := head{version: r.SchemaVersion, rank: r.CompactionRank, id: ids[i]}

@@ -68,12 +68,13 @@ func (r *raw) ReadRows(ctx context.Context, streamID, afterID int64, limit int) 
 	n, last := 0, afterID
 	for rows.Next() {
 		var (
-			id              int64
-			part, ver, rank int
-			key, headers    sql.NullString
-			rk              string
-			payload         []byte
-			produced        sql.NullTime
+			id           int64
+			part, ver    int
+			rank         int64
+			key, headers sql.NullString
+			rk           string
+			payload      []byte
+			produced     sql.NullTime
 		)
 		if err := rows.Scan(&id, &part, &ver, &key, &rk, &rank, &payload, &headers, &produced); err != nil {
 			return n, last, err

@@ -25,8 +25,8 @@ const (
 	maxScan   = 20000
 )
 
-// versionFilter returns an SQL predicate on column col for the request's
-// versions ("1" when every version is read) and its arguments.
+// versionFilter returns an SQL predicate on column col for versions ("1"
+// when every version is read) and its arguments.
 func versionFilter(col string, versions []int) (string, []any) {
 	if versions == nil {
 		return "1", nil
@@ -34,11 +34,7 @@ func versionFilter(col string, versions []int) (string, []any) {
 	if len(versions) == 0 {
 		return "0", nil
 	}
-	args := make([]any, len(versions))
-	for i, v := range versions {
-		args[i] = v
-	}
-	return col + " IN (" + placeholders(len(versions)) + ")", args
+	return col + " IN (" + placeholders(len(versions)) + ")", intsToArgs(versions)
 }
 
 // headExpr is 1 when row m is claimable: on a compacted stream, only a head.
@@ -49,92 +45,240 @@ func headExpr(stream driver.StreamConfig) string {
 	return `EXISTS (SELECT 1 FROM compaction_head h WHERE h.stream_id = ` + strconv.FormatInt(stream.ID, 10) + ` AND h.msg_key = m.msg_key AND h.head_id = m.id)`
 }
 
-// Claim implements driver.Driver. It visits the partitions from a random
-// one, locking each partition's cursor row FOR UPDATE SKIP LOCKED: a
-// partition another consumer of the group is claiming from is passed over,
-// never waited for.
-func (d *Driver) Claim(ctx context.Context, req driver.ClaimRequest) ([]driver.Delivery, error) {
-	if req.Limit <= 0 {
-		return nil, d.check()
+// Claim implements driver.Driver. One query without a transaction reads the
+// group and finds out whether anything is due or new, which is all most
+// polls need. The claim transaction then locks a cursor row (FOR UPDATE
+// SKIP LOCKED) before it reads the group's configuration again, leases due
+// exceptions, and claims new rows from the partitions whose cursor rows it
+// can lock, passing over those other claimers hold.
+func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimResult, error) {
+	if err := d.check(); err != nil {
+		return driver.ClaimResult{}, err
 	}
-	var out []driver.Delivery
-	err := d.withLog(ctx, req.Stream.ID, func() error {
-		return d.inTx(ctx, nil, func(tx *sql.Tx) error {
-			out = out[:0]
-			n := max(req.Stream.Partitions, 1)
-			first := rand.IntN(n)
-			found := false
-			for i := range n {
-				if len(out) >= req.Limit {
-					break
-				}
-				p := (first + i) % n
-				got, ok, err := claimPartition(ctx, tx, req, p, req.Limit-len(out))
-				if err != nil {
-					return err
-				}
-				found = found || ok
-				out = append(out, got...)
-			}
-			if found {
-				return nil
-			}
-			// Every cursor row was locked by other claimers, or there is none.
-			var cursors int
-			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM group_cursor WHERE stream_id = ? AND group_name = ?`,
-				req.Stream.ID, req.Group).Scan(&cursors); err != nil {
-				return err
-			}
-			if cursors == 0 {
-				return fmt.Errorf("group %q: %w", req.Group, driver.ErrGroupNotFound)
-			}
-			return nil
+	var pr probe
+	err := d.withLog(ctx, p.Stream.ID, func() error {
+		var err error
+		pr, err = d.probe(ctx, p)
+		return err
+	})
+	if err != nil {
+		return driver.ClaimResult{}, d.wrap(ctx, err, opRead)
+	}
+	res := driver.ClaimResult{Group: pr.group}
+	if p.Limit <= 0 || (!pr.due && len(pr.fresh) == 0) {
+		return res, nil
+	}
+	err = d.withLog(ctx, p.Stream.ID, func() error {
+		return d.ownTx(ctx, false, func(tx querier) error {
+			res = driver.ClaimResult{Group: pr.group}
+			return d.claim(ctx, tx, p, pr, &res)
 		})
 	})
-	return out, err
+	if err != nil {
+		return driver.ClaimResult{}, err
+	}
+	return res, nil
 }
 
-// claimPartition claims up to limit rows of partition p. found is false
-// when the partition's cursor row is missing or locked by another claimer.
-func claimPartition(ctx context.Context, tx *sql.Tx, req driver.ClaimRequest, p, limit int) (taken []driver.Delivery, found bool, err error) {
-	var cursor int64
-	err = tx.QueryRowContext(ctx, "SELECT position FROM group_cursor WHERE stream_id = ? AND group_name = ? AND `partition` = ? FOR UPDATE SKIP LOCKED",
-		req.Stream.ID, req.Group, p).Scan(&cursor)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, false, nil
-	}
+// pastCursor is true when the partition of cursor c has rows past it. The
+// newest id is read with ORDER BY id DESC LIMIT 1, one index dive: MariaDB
+// reads EXISTS (... m.id > c.position) and MAX(id) of a correlated
+// partition by scanning the partition's index from its first entry.
+func pastCursor(streamID int64) string {
+	return "c.position < (SELECT m.id FROM " + logTable(streamID) + " m WHERE m.`partition` = c.`partition` ORDER BY m.id DESC LIMIT 1)"
+}
+
+// newestIDs is a query of each partition of a stream (partition, newest id
+// or NULL, high_water), one index dive per partition, for the partitions
+// named by the placeholders in cond ("" for all).
+func newestIDs(streamID int64, cond string) string {
+	return "SELECT p.`partition`, (SELECT m.id FROM " + logTable(streamID) + " m WHERE m.`partition` = p.`partition` ORDER BY m.id DESC LIMIT 1), p.high_water" +
+		" FROM stream_partition p WHERE p.stream_id = ?" + cond + " ORDER BY p.`partition`"
+}
+
+// probe is what a claim finds out before its transaction.
+type probe struct {
+	group driver.GroupConfig
+	due   bool
+	// fresh lists the partitions with rows past the group's cursor.
+	fresh []int
+}
+
+// probe reads, in one round trip and without locks, the group, whether
+// exceptions at versions the member decodes are due, and which partitions
+// have rows past their cursor (one result row per such partition).
+func (d *Driver) probe(ctx context.Context, p driver.ClaimParams) (probe, error) {
+	var pr probe
+	df, dargs := versionFilter("e.schema_version", p.Decodes)
+	args := append([]any{ts(p.Now)}, dargs...)
+	args = append(args, p.Stream.ID, p.Group)
+	found := false
+	err := eachRow(ctx, d.db, `SELECT g.`+strings.ReplaceAll(groupColumns, ", ", ", g.")+`,
+		EXISTS (SELECT 1 FROM delivery_exception e FORCE INDEX (delivery_exception_due) WHERE e.stream_id = g.stream_id AND e.group_name = g.name
+			AND e.state IN ('leased', 'delayed') AND e.due_at <= ? AND `+df+`), c.`+"`partition`"+`
+		FROM consumer_group g LEFT JOIN group_cursor c ON c.stream_id = g.stream_id AND c.group_name = g.name AND `+pastCursor(p.Stream.ID)+`
+		WHERE g.stream_id = ? AND g.name = ? ORDER BY c.`+"`partition`", args, func(r *sql.Rows) error {
+		var part sql.NullInt64
+		g, _, err := scanGroup(r, &pr.due, &part)
+		pr.group, found = g, true
+		if part.Valid {
+			pr.fresh = append(pr.fresh, int(part.Int64))
+		}
+		return err
+	})
 	if err != nil {
-		return nil, false, err
+		return pr, err
 	}
-	if req.Ordered {
+	if !found {
+		return pr, fmt.Errorf("group %q: %w", p.Group, driver.ErrGroupNotFound)
+	}
+	if _, err := driver.PlanClaim(pr.group, p); err != nil {
+		return pr, err
+	}
+	return pr, nil
+}
+
+// claim runs in the claim transaction.
+func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, res *driver.ClaimResult) error {
+	// Only the cursors of partitions with new rows are worth locking; visit
+	// them from a random one, so that claimers spread over partitions.
+	cands := slices.Clone(pr.fresh)
+	if len(cands) > 1 {
+		k := rand.IntN(len(cands))
+		cands = append(cands[k:], cands[:k]...)
+	}
+	// The first cursor lock. While this transaction holds a cursor of the
+	// group, a change to the group's configuration waits for it
+	// (RegisterGroup locks every cursor before it writes), so the
+	// configuration read after the lock is the one this claim commits under
+	// (C19).
+	positions := map[int]int64{}
+	skipped := map[int]bool{}
+	fenced := false
+	for _, part := range cands {
+		pos, ok, err := lockCursor(ctx, tx, p, part)
+		if err != nil {
+			return err
+		}
+		if ok {
+			positions[part], fenced = pos, true
+			break
+		}
+		skipped[part] = true
+	}
+	var groupLock string
+	if !fenced {
+		// No partition with new rows is free: any cursor serves as the fence.
+		var part int
+		var pos int64
+		err := tx.QueryRowContext(ctx, "SELECT `partition`, position FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY `partition` LIMIT 1 FOR UPDATE SKIP LOCKED",
+			p.Stream.ID, p.Group).Scan(&part, &pos)
+		switch {
+		case err == nil:
+			positions[part], fenced = pos, true
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		case !pr.due:
+			// Every cursor is locked by other claimers, and nothing is due.
+			return nil
+		default:
+			// Every cursor is locked by other claimers, but exceptions are
+			// due: a shared lock on the group row is the fence instead
+			// (RegisterGroup locks that row FOR UPDATE first).
+			groupLock = " LOCK IN SHARE MODE" + d.waitClause()
+		}
+	}
+	g, err := loadGroup(ctx, tx, p.Stream.ID, p.Group, groupLock)
+	if err != nil {
+		return err
+	}
+	plan, err := driver.PlanClaim(g, p)
+	if err != nil {
+		return err
+	}
+	res.Group = g
+	if pr.due {
+		got, err := claimExceptions(ctx, tx, p, plan)
+		if err != nil {
+			return err
+		}
+		res.Deliveries = append(res.Deliveries, got...)
+	}
+	for _, part := range cands {
+		if len(res.Deliveries) >= p.Limit || groupLock != "" {
+			break
+		}
+		pos, ok := positions[part]
+		if !ok {
+			if skipped[part] {
+				continue
+			}
+			var err error
+			if pos, ok, err = lockCursor(ctx, tx, p, part); err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+		}
+		got, deferred, err := claimPartition(ctx, tx, p, plan, part, pos, p.Limit-len(res.Deliveries))
+		if err != nil {
+			return err
+		}
+		res.Deliveries = append(res.Deliveries, got...)
+		res.Deferred += deferred
+	}
+	return nil
+}
+
+// lockCursor locks a partition's cursor row of the group unless another
+// claimer holds it, and returns its position.
+func lockCursor(ctx context.Context, tx querier, p driver.ClaimParams, part int) (int64, bool, error) {
+	var pos int64
+	err := tx.QueryRowContext(ctx, "SELECT position FROM group_cursor WHERE stream_id = ? AND group_name = ? AND `partition` = ? FOR UPDATE SKIP LOCKED",
+		p.Stream.ID, p.Group, part).Scan(&pos)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return pos, err == nil, err
+}
+
+// claimPartition claims up to limit rows of a partition whose cursor this
+// transaction holds at cursor. Rows the group reads that the member cannot
+// decode become due exceptions for members that can; they are counted in
+// deferred.
+func claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, part int, cursor int64, limit int) (taken []driver.Delivery, deferred int, err error) {
+	if p.Ordered {
 		// A pending (leased or delayed) exception holds the partition. New
 		// exceptions of a partition are only made under its cursor lock,
 		// which this transaction holds.
 		var pending int
 		err := tx.QueryRowContext(ctx, "SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `partition` = ? AND state IN ('leased', 'delayed') LIMIT 1",
-			req.Stream.ID, req.Group, p).Scan(&pending)
+			p.Stream.ID, p.Group, part).Scan(&pending)
 		if err == nil {
-			return nil, true, nil
+			return nil, 0, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
-			return nil, true, err
+			return nil, 0, err
 		}
 	}
-	vf, vargs := versionFilter("m.schema_version", req.Versions)
+	vf, vargs := versionFilter("m.schema_version", plan.Versions)
 	// Payloads are read only for rows at the group's versions: other rows
 	// are passed over without their payload leaving the database. The read
 	// is a consistent read of committed rows; appends commit a partition's
 	// ids in increasing order, so it sees a gap-free prefix (C5).
 	query := "SELECT m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, " +
-		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(req.Stream) +
-		" FROM " + logTable(req.Stream.ID) + " m WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?"
+		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(p.Stream) +
+		" FROM " + logTable(p.Stream.ID) + " m WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?"
+	var later []driver.Row
 	start, scanned := cursor, 0
 	window := min(max(limit, minWindow), maxWindow)
+scan:
 	for len(taken) < limit && scanned < maxScan {
-		args := append(append(append(make([]any, 0, 2*len(vargs)+3), vargs...), vargs...), p, cursor, window)
+		args := append(append(append(make([]any, 0, 2*len(vargs)+3), vargs...), vargs...), part, cursor, window)
 		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
-			return nil, true, err
+			return nil, 0, err
 		}
 		n := 0
 		for rows.Next() {
@@ -142,19 +286,31 @@ func claimPartition(ctx context.Context, tx *sql.Tx, req driver.ClaimRequest, p,
 			r, err := scanRow(rows, &versionOK, &head)
 			if err != nil {
 				rows.Close()
-				return nil, true, err
+				return nil, 0, err
 			}
 			n++
 			cursor = r.ID
-			if versionOK && head && (req.Match == nil || req.Match(r.RoutingKey)) {
-				taken = append(taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: req.LeaseUntil})
-				if len(taken) == limit {
-					break
+			if !versionOK || !head || !plan.Matches(r.RoutingKey) {
+				continue
+			}
+			if !plan.Decodes(r.SchemaVersion) {
+				// The group reads this version, this member cannot decode it:
+				// leave it due for a member that can. An ordered group stops
+				// here, so that the partition's order holds.
+				later = append(later, r)
+				if p.Ordered {
+					rows.Close()
+					break scan
 				}
+				continue
+			}
+			taken = append(taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: p.LeaseUntil})
+			if len(taken) == limit {
+				break
 			}
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return nil, true, err
+			return nil, 0, err
 		}
 		scanned += n
 		if n < window && len(taken) < limit {
@@ -163,73 +319,68 @@ func claimPartition(ctx context.Context, tx *sql.Tx, req driver.ClaimRequest, p,
 		window = min(2*window, maxWindow)
 	}
 	if cursor == start {
-		return nil, true, nil
+		return nil, 0, nil
 	}
 	if _, err := tx.ExecContext(ctx, "UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND `partition` = ?",
-		cursor, req.Stream.ID, req.Group, p); err != nil {
-		return nil, true, err
+		cursor, p.Stream.ID, p.Group, part); err != nil {
+		return nil, 0, err
 	}
-	if len(taken) == 0 {
-		return nil, true, nil
+	type exception struct {
+		row     driver.Row
+		state   string
+		attempt int
+		due     string
+		token   any
 	}
-	var sb strings.Builder
-	sb.WriteString("INSERT INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, lease_token, updated_at) VALUES ")
-	args := make([]any, 0, len(taken)*8)
-	until, now := ts(req.LeaseUntil), ts(req.Now)
-	for i, t := range taken {
-		if i > 0 {
-			sb.WriteString(", ")
+	ex := make([]exception, 0, len(taken)+len(later))
+	until, now := ts(p.LeaseUntil), ts(p.Now)
+	for _, t := range taken {
+		ex = append(ex, exception{t.Row, "leased", 1, until, p.Token})
+	}
+	for _, r := range later {
+		ex = append(ex, exception{r, "delayed", 0, now, nil})
+	}
+	const chunk = 500
+	for s := 0; s < len(ex); s += chunk {
+		part := ex[s:min(s+chunk, len(ex))]
+		var sb strings.Builder
+		sb.WriteString("INSERT INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, lease_token, holder, updated_at) VALUES ")
+		args := make([]any, 0, len(part)*11)
+		for i, e := range part {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, p.Stream.ID, p.Group, e.row.ID, e.row.Partition, e.row.SchemaVersion, e.state, e.attempt, e.due, e.token, p.Holder, now)
 		}
-		sb.WriteString("(?, ?, ?, ?, ?, 'leased', 1, ?, ?, ?)")
-		args = append(args, req.Stream.ID, req.Group, t.ID, t.Partition, t.SchemaVersion, until, req.Token, now)
+		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+			return nil, 0, err
+		}
 	}
-	if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
-		return nil, true, err
-	}
-	return taken, true, nil
+	return taken, len(later), nil
 }
 
-// ClaimExceptions implements driver.Driver. Due exception rows are locked
-// FOR UPDATE SKIP LOCKED, so concurrent claimers take different ones.
-func (d *Driver) ClaimExceptions(ctx context.Context, req driver.ClaimRequest) ([]driver.Delivery, error) {
-	if err := d.check(); err != nil || req.Limit <= 0 {
-		return nil, err
-	}
-	// Most claims find nothing due: find that out without a transaction.
-	vf, vargs := versionFilter("schema_version", req.Versions)
-	var due int
-	err := d.db.QueryRowContext(ctx, `SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ?
-		AND state IN ('leased', 'delayed') AND due_at <= ? AND `+vf+` LIMIT 1`,
-		append([]any{req.Stream.ID, req.Group, ts(req.Now)}, vargs...)...).Scan(&due)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
+// claimExceptions leases due exceptions at the versions the member decodes,
+// in id order. Due exception rows are locked FOR UPDATE SKIP LOCKED, so
+// concurrent claimers take different ones.
+func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
 	var out []driver.Delivery
-	err = d.withLog(ctx, req.Stream.ID, func() error {
-		return d.inTx(ctx, nil, func(tx *sql.Tx) error {
-			out = out[:0]
-			// Candidates that are resolved (superseded or removed rows) or
-			// buried (out of attempts) do not count toward the limit: look
-			// again until the limit is met or no candidate is left, so that
-			// an empty claim means nothing is due.
-			for len(out) < req.Limit {
-				got, dropped, err := claimExceptionBatch(ctx, tx, req, req.Limit-len(out))
-				if err != nil {
-					return err
-				}
-				out = append(out, got...)
-				if dropped == 0 {
-					break
-				}
-			}
-			return nil
-		})
-	})
+	// Candidates that are resolved (superseded or removed rows) or buried
+	// (out of attempts) do not count toward the limit: look again until the
+	// limit is met or no candidate is left, so that an empty claim means
+	// nothing is due.
+	for len(out) < p.Limit {
+		got, dropped, err := claimExceptionBatch(ctx, tx, p, plan, p.Limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+		if dropped == 0 {
+			break
+		}
+	}
 	slices.SortFunc(out, func(a, b driver.Delivery) int { return cmp.Compare(a.ID, b.ID) })
-	return out, err
+	return out, nil
 }
 
 type candidate struct {
@@ -241,9 +392,9 @@ type candidate struct {
 
 // lockDue locks up to limit due exceptions with SKIP LOCKED. For an ordered
 // group only the lowest pending exception of each partition qualifies.
-func lockDue(ctx context.Context, tx *sql.Tx, req driver.ClaimRequest, limit int) ([]candidate, error) {
-	vf, vargs := versionFilter("schema_version", req.Versions)
-	now := ts(req.Now)
+func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) ([]candidate, error) {
+	vf, vargs := versionFilter("schema_version", plan.Decodable)
+	now := ts(p.Now)
 	var cands []candidate
 	scan := func(r *sql.Rows) error {
 		var c candidate
@@ -251,7 +402,7 @@ func lockDue(ctx context.Context, tx *sql.Tx, req driver.ClaimRequest, limit int
 		cands = append(cands, c)
 		return err
 	}
-	if !req.Ordered {
+	if !p.Ordered {
 		// One state at a time, in due order along the index, so that the
 		// scan stops at the limit and locks no more rows than it returns.
 		for _, state := range []string{"leased", "delayed"} {
@@ -260,13 +411,13 @@ func lockDue(ctx context.Context, tx *sql.Tx, req driver.ClaimRequest, limit int
 			}
 			if err := eachRow(ctx, tx, "SELECT msg_id, `partition`, state, attempt FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND state = ? AND due_at <= ? AND "+vf+
 				" ORDER BY due_at LIMIT ? FOR UPDATE SKIP LOCKED",
-				append(append([]any{req.Stream.ID, req.Group, state, now}, vargs...), limit-len(cands)), scan); err != nil {
+				append(append([]any{p.Stream.ID, p.Group, state, now}, vargs...), limit-len(cands)), scan); err != nil {
 				return nil, err
 			}
 		}
 		return cands, nil
 	}
-	lowest, err := lowestPending(ctx, tx, req, nil)
+	lowest, err := lowestPending(ctx, tx, p, nil)
 	if err != nil || len(lowest) == 0 {
 		return nil, err
 	}
@@ -277,7 +428,7 @@ func lockDue(ctx context.Context, tx *sql.Tx, req driver.ClaimRequest, limit int
 	slices.Sort(ids)
 	if err := eachRow(ctx, tx, "SELECT msg_id, `partition`, state, attempt FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id IN ("+placeholders(len(ids))+
 		") AND state IN ('leased', 'delayed') AND due_at <= ? AND "+vf+" ORDER BY msg_id LIMIT ? FOR UPDATE SKIP LOCKED",
-		append(append(append([]any{req.Stream.ID, req.Group}, int64sToArgs(ids)...), now), append(vargs, limit)...), scan); err != nil {
+		append(append(append([]any{p.Stream.ID, p.Group}, int64sToArgs(ids)...), now), append(vargs, limit)...), scan); err != nil {
 		return nil, err
 	}
 	if len(cands) == 0 {
@@ -288,7 +439,7 @@ func lockDue(ctx context.Context, tx *sql.Tx, req driver.ClaimRequest, limit int
 	for _, c := range cands {
 		parts = append(parts, c.partition)
 	}
-	lowest, err = lowestPending(ctx, tx, req, parts)
+	lowest, err = lowestPending(ctx, tx, p, parts)
 	if err != nil {
 		return nil, err
 	}
@@ -297,21 +448,19 @@ func lockDue(ctx context.Context, tx *sql.Tx, req driver.ClaimRequest, limit int
 
 // lowestPending returns the lowest pending (leased or delayed) exception of
 // each partition of the group, at any version, or of the given partitions.
-func lowestPending(ctx context.Context, tx *sql.Tx, req driver.ClaimRequest, parts []int) (map[int]int64, error) {
+func lowestPending(ctx context.Context, tx querier, p driver.ClaimParams, parts []int) (map[int]int64, error) {
 	q := "SELECT `partition`, MIN(msg_id) FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND state IN ('leased', 'delayed')"
-	args := []any{req.Stream.ID, req.Group}
+	args := []any{p.Stream.ID, p.Group}
 	if parts != nil {
 		q += " AND `partition` IN (" + placeholders(len(parts)) + ")"
-		for _, p := range parts {
-			args = append(args, p)
-		}
+		args = append(args, intsToArgs(parts)...)
 	}
 	out := map[int]int64{}
 	err := eachRow(ctx, tx, q+" GROUP BY `partition`", args, func(r *sql.Rows) error {
-		var p int
+		var part int
 		var id int64
-		err := r.Scan(&p, &id)
-		out[p] = id
+		err := r.Scan(&part, &id)
+		out[part] = id
 		return err
 	})
 	return out, err
@@ -320,8 +469,8 @@ func lowestPending(ctx context.Context, tx *sql.Tx, req driver.ClaimRequest, par
 // claimExceptionBatch examines up to limit due exceptions: it leases those
 // still claimable and resolves or buries the others, which it counts as
 // dropped.
-func claimExceptionBatch(ctx context.Context, tx *sql.Tx, req driver.ClaimRequest, limit int) (out []driver.Delivery, dropped int, err error) {
-	cands, err := lockDue(ctx, tx, req, limit)
+func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
+	cands, err := lockDue(ctx, tx, p, plan, limit)
 	if err != nil || len(cands) == 0 {
 		return nil, 0, err
 	}
@@ -333,7 +482,7 @@ func claimExceptionBatch(ctx context.Context, tx *sql.Tx, req driver.ClaimReques
 	// FOR UPDATE OF, and log rows must not be locked.
 	found := map[int64]driver.Row{}
 	heads := map[int64]bool{}
-	if err := eachRow(ctx, tx, `SELECT `+rowColumns+`, `+headExpr(req.Stream)+` FROM `+logTable(req.Stream.ID)+` m WHERE m.id IN (`+placeholders(len(ids))+`)`,
+	if err := eachRow(ctx, tx, `SELECT `+rowColumns+`, `+headExpr(p.Stream)+` FROM `+logTable(p.Stream.ID)+` m WHERE m.id IN (`+placeholders(len(ids))+`)`,
 		int64sToArgs(ids), func(r *sql.Rows) error {
 			var head bool
 			row, err := scanRow(r, &head)
@@ -350,112 +499,265 @@ func claimExceptionBatch(ctx context.Context, tx *sql.Tx, req driver.ClaimReques
 		case !exists || !heads[c.msgID]:
 			// The row was removed or superseded: nothing is left to deliver.
 			resolve = append(resolve, c.msgID)
-		case c.state == string(driver.StateLeased) && req.MaxAttempts > 0 && c.attempt >= req.MaxAttempts:
+		case c.state == string(driver.StateLeased) && p.MaxAttempts > 0 && c.attempt >= p.MaxAttempts:
 			bury = append(bury, c.msgID)
 		default:
 			lease = append(lease, c.msgID)
-			out = append(out, driver.Delivery{Row: row, Attempt: c.attempt + 1, LeaseUntil: req.LeaseUntil})
+			out = append(out, driver.Delivery{Row: row, Attempt: c.attempt + 1, LeaseUntil: p.LeaseUntil})
 		}
 	}
 	where := ` WHERE stream_id = ? AND group_name = ? AND msg_id IN (`
 	if len(resolve) > 0 {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_exception`+where+placeholders(len(resolve))+`)`,
-			append([]any{req.Stream.ID, req.Group}, int64sToArgs(resolve)...)...); err != nil {
+			append([]any{p.Stream.ID, p.Group}, int64sToArgs(resolve)...)...); err != nil {
 			return nil, 0, err
 		}
 	}
-	now := ts(req.Now)
+	now := ts(p.Now)
 	if len(bury) > 0 {
 		if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
 			first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?`+where+placeholders(len(bury))+`)`,
-			append([]any{req.LastError, now, now, req.Stream.ID, req.Group}, int64sToArgs(bury)...)...); err != nil {
+			append([]any{p.LastError, now, now, p.Stream.ID, p.Group}, int64sToArgs(bury)...)...); err != nil {
 			return nil, 0, err
 		}
 	}
 	if len(lease) > 0 {
 		if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?,
-			updated_at = ?`+where+placeholders(len(lease))+`)`,
-			append([]any{ts(req.LeaseUntil), req.Token, now, req.Stream.ID, req.Group}, int64sToArgs(lease)...)...); err != nil {
+			holder = ?, updated_at = ?`+where+placeholders(len(lease))+`)`,
+			append([]any{ts(p.LeaseUntil), p.Token, p.Holder, now, p.Stream.ID, p.Group}, int64sToArgs(lease)...)...); err != nil {
 			return nil, 0, err
 		}
 	}
 	return out, len(resolve) + len(bury), nil
 }
 
-// leased runs an update or delete over leased deliveries named by ref and
-// fails with ErrLeaseLost, changing nothing, unless every one matched. One
-// delivery needs no transaction: a single statement is all or nothing.
-func (d *Driver) leased(ctx context.Context, ref driver.LeaseRef, stmt string, args ...any) error {
-	ids := dedupe(ref.IDs)
-	if len(ids) == 0 {
-		return d.check()
-	}
-	all := append(append(args, ref.StreamID, ref.Group, ref.Token), int64sToArgs(ids)...)
-	query := stmt + ` WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND state = 'leased' AND msg_id IN (` + placeholders(len(ids)) + `)`
-	lost := func(n int64) error {
-		return fmt.Errorf("%d of %d deliveries are no longer leased to this consumer (group %q): %w", int64(len(ids))-n, len(ids), ref.Group, driver.ErrLeaseLost)
-	}
-	if len(ids) == 1 {
-		res, err := d.exec(ctx, query, all...)
-		if err != nil {
-			return err
+// settleChunk is how many deliveries one settle statement names.
+const settleChunk = 500
+
+// leasedPairs is the predicate naming deliveries still leased with their
+// token, and its arguments. The msg_id list lets the engine find the rows by
+// primary key; the pairs check each one's token.
+func leasedPairs(leases []driver.Lease) (string, []any) {
+	var sb strings.Builder
+	args := make([]any, 0, 3*len(leases))
+	sb.WriteString("state = 'leased' AND msg_id IN (")
+	for i, l := range leases {
+		if i > 0 {
+			sb.WriteString(", ")
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return lost(n)
+		sb.WriteString("?")
+		args = append(args, l.ID)
+	}
+	sb.WriteString(") AND (msg_id, lease_token) IN (")
+	for i, l := range leases {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("(?, ?)")
+		args = append(args, l.ID, l.Token)
+	}
+	sb.WriteString(")")
+	return sb.String(), args
+}
+
+// returning reports DELETE ... RETURNING (MariaDB 10.5+).
+func (d *Driver) returning() bool { return d.mariadb.Load() && !d.forceNoReturning }
+
+// settleOne settles a single delivery with one statement, whose matched-row
+// count (clientFoundRows) says exactly whether it changed.
+func (d *Driver) settleOne(ctx context.Context, streamID int64, group string, l driver.Lease, stmt string, args ...any) (driver.SettleResult, error) {
+	res, err := d.exec(ctx, stmt+` WHERE stream_id = ? AND group_name = ? AND msg_id = ? AND lease_token = ? AND state = 'leased'`,
+		append(slices.Clone(args), streamID, group, l.ID, l.Token)...)
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return driver.SettleResult{}, d.wrap(ctx, err, opRead)
+	}
+	if n != 1 {
+		return driver.SettleResult{Lost: []int64{l.ID}}, nil
+	}
+	return driver.SettleResult{}, nil
+}
+
+// settleLocked settles leases in one transaction that first locks those
+// still leased with their token, then has apply change exactly those.
+func (d *Driver) settleLocked(ctx context.Context, streamID int64, group string, leases []driver.Lease,
+	apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
+	changed := map[int64]bool{}
+	err := d.inTx(ctx, nil, func(tx querier) error {
+		clear(changed)
+		for s := 0; s < len(leases); s += settleChunk {
+			part := leases[s:min(s+settleChunk, len(leases))]
+			pred, pargs := leasedPairs(part)
+			var ids []int64
+			if err := eachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `+pred+` FOR UPDATE`,
+				append([]any{streamID, group}, pargs...), func(r *sql.Rows) error {
+					var id int64
+					err := r.Scan(&id)
+					ids = append(ids, id)
+					return err
+				}); err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				continue
+			}
+			if err := apply(tx, ids); err != nil {
+				return err
+			}
+			for _, id := range ids {
+				changed[id] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
+}
+
+// byIDs is the WHERE clause naming exception rows by id, and its arguments.
+func byIDs(streamID int64, group string, ids []int64) (string, []any) {
+	return ` WHERE stream_id = ? AND group_name = ? AND msg_id IN (` + placeholders(len(ids)) + `)`,
+		append([]any{streamID, group}, int64sToArgs(ids)...)
+}
+
+// settleAll changes leases with stmt, a statement setting columns (with
+// args) to which the WHERE clause is appended: one statement for one lease,
+// else the transaction of settleLocked.
+func (d *Driver) settleAll(ctx context.Context, streamID int64, group string, leases []driver.Lease, stmt string, args ...any) (driver.SettleResult, error) {
+	switch len(leases) {
+	case 0:
+		return driver.SettleResult{}, d.check()
+	case 1:
+		return d.settleOne(ctx, streamID, group, leases[0], stmt, args...)
+	}
+	return d.settleLocked(ctx, streamID, group, leases, func(tx querier, ids []int64) error {
+		where, wargs := byIDs(streamID, group, ids)
+		_, err := tx.ExecContext(ctx, stmt+where, append(slices.Clone(args), wargs...)...)
+		return err
+	})
+}
+
+// Ack implements driver.Driver. On MariaDB several deliveries are one
+// DELETE ... RETURNING per chunk, which names the rows it deleted.
+func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
+	const stmt = `DELETE FROM delivery_exception`
+	if len(p.Leases) < 2 || !d.returning() {
+		return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, stmt)
+	}
+	changed := map[int64]bool{}
+	run := func(q querier) error {
+		clear(changed)
+		for s := 0; s < len(p.Leases); s += settleChunk {
+			pred, pargs := leasedPairs(p.Leases[s:min(s+settleChunk, len(p.Leases))])
+			if err := eachRow(ctx, q, stmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`,
+				append([]any{p.StreamID, p.Group}, pargs...), func(r *sql.Rows) error {
+					var id int64
+					err := r.Scan(&id)
+					changed[id] = true
+					return err
+				}); err != nil {
+				return err
+			}
 		}
 		return nil
 	}
-	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, query, all...)
-		if err != nil {
-			return err
+	var err error
+	if len(p.Leases) <= settleChunk {
+		// One statement: exact and atomic on its own.
+		err = d.autocommit(ctx, run)
+	} else {
+		// Several: one transaction, so that a failure changes none.
+		err = d.inTx(ctx, nil, run)
+	}
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	return driver.SettleResult{Lost: driver.Lost(p.Leases, changed)}, nil
+}
+
+// Fail implements driver.Driver. Failures with the same state, due time and
+// error are one statement; all run in one transaction.
+func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleResult, error) {
+	const set = `UPDATE delivery_exception SET state = ?, due_at = ?, lease_token = NULL, last_error = ?,
+		first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?`
+	now := ts(p.Now)
+	outcome := func(f driver.Failure) (string, string) {
+		if f.Dead {
+			return string(driver.StateDead), now
 		}
-		if n, _ := res.RowsAffected(); n != int64(len(ids)) {
-			return lost(n)
+		return string(driver.StateDelayed), ts(f.Due)
+	}
+	leases := make([]driver.Lease, len(p.Failures))
+	byID := make(map[int64]driver.Failure, len(p.Failures))
+	for i, f := range p.Failures {
+		leases[i] = f.Lease
+		byID[f.Lease.ID] = f
+	}
+	switch len(p.Failures) {
+	case 0:
+		return driver.SettleResult{}, d.check()
+	case 1:
+		state, due := outcome(p.Failures[0])
+		return d.settleOne(ctx, p.StreamID, p.Group, leases[0], set, state, due, p.Failures[0].Error, now, now)
+	}
+	return d.settleLocked(ctx, p.StreamID, p.Group, leases, func(tx querier, ids []int64) error {
+		type values struct{ state, due, error string }
+		var order []values
+		groups := map[values][]int64{}
+		for _, id := range ids {
+			f := byID[id]
+			state, due := outcome(f)
+			v := values{state, due, f.Error}
+			if groups[v] == nil {
+				order = append(order, v)
+			}
+			groups[v] = append(groups[v], id)
+		}
+		for _, v := range order {
+			where, wargs := byIDs(p.StreamID, p.Group, groups[v])
+			if _, err := tx.ExecContext(ctx, set+where, append([]any{v.state, v.due, v.error, now, now}, wargs...)...); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
 }
 
-// Ack implements driver.Driver.
-func (d *Driver) Ack(ctx context.Context, ref driver.LeaseRef) error {
-	return d.leased(ctx, ref, `DELETE FROM delivery_exception`)
-}
-
-// Fail implements driver.Driver.
-func (d *Driver) Fail(ctx context.Context, ref driver.LeaseRef, f driver.Failure) error {
-	state, due := driver.StateDelayed, f.Due
-	if f.Dead {
-		state, due = driver.StateDead, f.Now
-	}
-	now := ts(f.Now)
-	return d.leased(ctx, ref, `UPDATE delivery_exception SET state = ?, due_at = ?, lease_token = NULL, last_error = ?,
-		first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?`, string(state), ts(due), f.Error, now, now)
-}
+const releaseSet = `UPDATE delivery_exception SET state = 'delayed', due_at = ?, attempt = attempt - 1, lease_token = NULL, updated_at = ?`
 
 // Release implements driver.Driver.
-func (d *Driver) Release(ctx context.Context, ref driver.LeaseRef) error {
-	now := ts(time.Now())
-	return d.leased(ctx, ref, `UPDATE delivery_exception SET state = 'delayed', due_at = ?, attempt = attempt - 1, lease_token = NULL, updated_at = ?`, now, now)
+func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.SettleResult, error) {
+	now := ts(p.Now)
+	if p.ClaimToken != "" {
+		_, err := d.exec(ctx, releaseSet+` WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND state = 'leased'`,
+			now, now, p.StreamID, p.Group, p.ClaimToken)
+		return driver.SettleResult{}, err
+	}
+	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, releaseSet, now, now)
 }
 
 // Extend implements driver.Driver.
-func (d *Driver) Extend(ctx context.Context, ref driver.LeaseRef, until time.Time) error {
-	return d.leased(ctx, ref, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, ts(until), ts(time.Now()))
+func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
+	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, ts(p.Until), ts(p.Now))
 }
 
 // ListDead implements driver.Driver.
-func (d *Driver) ListDead(ctx context.Context, streamID int64, group string, afterID int64, limit int) ([]driver.DeadLetter, error) {
+func (d *Driver) ListDead(ctx context.Context, p driver.ListDeadParams) ([]driver.DeadLetter, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
 	var out []driver.DeadLetter
-	err := d.withLog(ctx, streamID, func() error {
+	err := d.withLog(ctx, p.StreamID, func() error {
 		out = out[:0]
 		return eachRow(ctx, d.db, `SELECT `+rowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at
-			FROM delivery_exception e JOIN `+logTable(streamID)+` m ON m.id = e.msg_id
+			FROM delivery_exception e JOIN `+logTable(p.StreamID)+` m ON m.id = e.msg_id
 			WHERE e.stream_id = ? AND e.group_name = ? AND e.state = 'dead' AND e.msg_id > ? ORDER BY e.msg_id LIMIT ?`,
-			[]any{streamID, group, afterID, limit}, func(r *sql.Rows) error {
+			[]any{p.StreamID, p.Group, p.AfterID, p.Limit}, func(r *sql.Rows) error {
 				var dl driver.DeadLetter
 				var first, died time.Time
 				var err error
@@ -467,17 +769,17 @@ func (d *Driver) ListDead(ctx context.Context, streamID int64, group string, aft
 				return nil
 			})
 	})
-	return out, err
+	return out, d.wrap(ctx, err, opRead)
 }
 
 // Replay implements driver.Driver.
-func (d *Driver) Replay(ctx context.Context, streamID int64, group string, ids []int64, now time.Time) (int64, error) {
-	return d.onDead(ctx, streamID, group, ids, `UPDATE delivery_exception SET state = 'delayed', attempt = 0, due_at = ?, updated_at = ?`, ts(now), ts(now))
+func (d *Driver) Replay(ctx context.Context, p driver.ReplayParams) (int64, error) {
+	return d.onDead(ctx, p.StreamID, p.Group, p.IDs, `UPDATE delivery_exception SET state = 'delayed', attempt = 0, due_at = ?, updated_at = ?`, ts(p.Now), ts(p.Now))
 }
 
 // Discard implements driver.Driver.
-func (d *Driver) Discard(ctx context.Context, streamID int64, group string, ids []int64) (int64, error) {
-	return d.onDead(ctx, streamID, group, ids, `DELETE FROM delivery_exception`)
+func (d *Driver) Discard(ctx context.Context, p driver.DiscardParams) (int64, error) {
+	return d.onDead(ctx, p.StreamID, p.Group, p.IDs, `DELETE FROM delivery_exception`)
 }
 
 // onDead runs one statement over dead deliveries; a single statement is
@@ -497,5 +799,6 @@ func (d *Driver) onDead(ctx context.Context, streamID int64, group string, ids [
 	if err != nil {
 		return 0, err
 	}
-	return res.RowsAffected()
+	n, err := res.RowsAffected()
+	return n, d.wrap(ctx, err, opRead)
 }

@@ -1,6 +1,9 @@
 package mysql
 
-import "io/fs"
+import (
+	"context"
+	"io/fs"
+)
 
 // Hooks for the tests of package mysql_test.
 
@@ -19,3 +22,14 @@ func MigrationCount() int {
 	files, _ := fs.Glob(migrations, "migrations/*.sql")
 	return len(files)
 }
+
+// ForceNoReturning makes Ack settle several deliveries as on MySQL 8, in a
+// transaction that locks them first, instead of DELETE ... RETURNING.
+func ForceNoReturning(d *Driver) { d.forceNoReturning = true }
+
+// MigrateTo applies the migrations up to version last only, as an older
+// release of the driver did.
+func MigrateTo(ctx context.Context, d *Driver, last int) error { return d.migrateTo(ctx, last) }
+
+// IsMariaDB reports what Migrate found.
+func IsMariaDB(d *Driver) bool { return d.mariadb.Load() }

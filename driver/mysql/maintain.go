@@ -6,15 +6,22 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"time"
+	"strings"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-func loadGroups(ctx context.Context, q querier, stream driver.StreamConfig, lock bool) ([]driver.GroupStats, error) {
+// loadGroups reads a stream's groups with their cursors; lock locks the
+// group rows and then the cursors FOR UPDATE, in the order RegisterGroup
+// takes them.
+func (d *Driver) loadGroups(ctx context.Context, q querier, stream driver.StreamConfig, lock bool) ([]driver.GroupStats, error) {
 	var groups []driver.GroupStats
 	index := map[string]int{}
-	if err := eachRow(ctx, q, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? ORDER BY name`, []any{stream.ID}, func(r *sql.Rows) error {
+	query := `SELECT ` + groupColumns + ` FROM consumer_group WHERE stream_id = ? ORDER BY name`
+	if lock {
+		query += ` FOR UPDATE` + d.waitClause()
+	}
+	if err := eachRow(ctx, q, query, []any{stream.ID}, func(r *sql.Rows) error {
 		g, removed, err := scanGroup(r)
 		if err != nil {
 			return err
@@ -25,9 +32,9 @@ func loadGroups(ctx context.Context, q querier, stream driver.StreamConfig, lock
 	}); err != nil {
 		return nil, err
 	}
-	query := "SELECT group_name, `partition`, position FROM group_cursor WHERE stream_id = ? ORDER BY group_name, `partition`"
+	query = "SELECT group_name, `partition`, position FROM group_cursor WHERE stream_id = ? ORDER BY group_name, `partition`"
 	if lock {
-		query += " FOR UPDATE"
+		query += " FOR UPDATE" + d.waitClause()
 	}
 	err := eachRow(ctx, q, query, []any{stream.ID}, func(r *sql.Rows) error {
 		var name string
@@ -44,45 +51,36 @@ func loadGroups(ctx context.Context, q querier, stream driver.StreamConfig, lock
 	return groups, err
 }
 
-// readTx runs fn in a read-only REPEATABLE READ transaction, so that every
-// query sees one snapshot.
-func (d *Driver) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	if err := d.check(); err != nil {
-		return err
-	}
-	t, err := d.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer t.Rollback()
-	return fn(t)
-}
-
 // Health implements driver.Driver. It reads one snapshot.
-func (d *Driver) Health(ctx context.Context, streamID int64, _ time.Time) (driver.HealthStats, error) {
+func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.HealthStats, error) {
 	var st driver.HealthStats
-	err := d.withLog(ctx, streamID, func() error {
-		st = driver.HealthStats{}
-		return d.readTx(ctx, func(tx *sql.Tx) error { return health(ctx, tx, streamID, &st) })
+	err := d.withLog(ctx, p.StreamID, func() error {
+		return d.ownTx(ctx, true, func(tx querier) error {
+			st = driver.HealthStats{}
+			return d.health(ctx, tx, p.StreamID, &st)
+		})
 	})
 	return st, err
 }
 
-func health(ctx context.Context, tx *sql.Tx, streamID int64, st *driver.HealthStats) error {
+func (d *Driver) health(ctx context.Context, tx querier, streamID int64, st *driver.HealthStats) error {
 	stream, err := lookupStreamByID(ctx, tx, streamID)
 	if err != nil {
 		return err
 	}
 	table := logTable(streamID)
+	// The greatest id of each partition: the newest row's, or the mark
+	// compaction and retention left when they removed it.
 	st.HighWater = make([]int64, stream.Partitions)
-	if err := eachRow(ctx, tx, "SELECT `partition`, MAX(id) FROM "+table+" GROUP BY `partition`", nil, func(r *sql.Rows) error {
+	if err := eachRow(ctx, tx, newestIDs(streamID, ""), []any{streamID}, func(r *sql.Rows) error {
 		var p int
+		var newest sql.NullInt64
 		var hw int64
-		if err := r.Scan(&p, &hw); err != nil {
+		if err := r.Scan(&p, &newest, &hw); err != nil {
 			return err
 		}
 		if p >= 0 && p < len(st.HighWater) {
-			st.HighWater[p] = hw
+			st.HighWater[p] = max(newest.Int64, hw)
 		}
 		return nil
 	}); err != nil {
@@ -118,7 +116,7 @@ func health(ctx context.Context, tx *sql.Tx, streamID int64, st *driver.HealthSt
 	}
 	slices.SortFunc(st.Versions, func(a, b driver.VersionStats) int { return a.Version - b.Version })
 
-	if st.Groups, err = loadGroups(ctx, tx, stream, false); err != nil {
+	if st.Groups, err = d.loadGroups(ctx, tx, stream, false); err != nil {
 		return err
 	}
 	for _, g := range st.Groups {
@@ -145,7 +143,7 @@ func health(ctx context.Context, tx *sql.Tx, streamID int64, st *driver.HealthSt
 
 // lockStream locks a stream's config row, so that maintenance of one stream
 // runs in one process at a time (appends do not touch this row).
-func lockStream(ctx context.Context, tx *sql.Tx, streamID int64) (driver.StreamConfig, error) {
+func lockStream(ctx context.Context, tx querier, streamID int64) (driver.StreamConfig, error) {
 	c, err := scanStream(tx.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE id = ? FOR UPDATE`, streamID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, driver.ErrStreamNotFound
@@ -154,42 +152,103 @@ func lockStream(ctx context.Context, tx *sql.Tx, streamID int64) (driver.StreamC
 }
 
 // Compact implements driver.Driver.
-func (d *Driver) Compact(ctx context.Context, streamID int64, limit int) (int64, error) {
+func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, error) {
 	var removed int64
-	err := d.withLog(ctx, streamID, func() error {
-		return d.inTx(ctx, nil, func(tx *sql.Tx) error {
+	err := d.withLog(ctx, p.StreamID, func() error {
+		return d.inTx(ctx, nil, func(tx querier) error {
 			removed = 0
-			stream, err := lockStream(ctx, tx, streamID)
+			stream, err := lockStream(ctx, tx, p.StreamID)
 			if err != nil || !stream.Compacted {
 				return err
 			}
-			var ids []int64
-			if err := eachRow(ctx, tx, `SELECT m.id FROM `+logTable(streamID)+` m WHERE NOT `+headExpr(stream)+` ORDER BY m.id LIMIT ?`,
-				[]any{limit}, func(r *sql.Rows) error {
-					var id int64
-					err := r.Scan(&id)
-					ids = append(ids, id)
+			var victims []driver.RetainCandidate
+			if err := eachRow(ctx, tx, "SELECT m.id, m.`partition` FROM "+logTable(p.StreamID)+" m WHERE NOT "+headExpr(stream)+" ORDER BY m.id LIMIT ?",
+				[]any{p.Limit}, func(r *sql.Rows) error {
+					var v driver.RetainCandidate
+					err := r.Scan(&v.ID, &v.Partition)
+					victims = append(victims, v)
 					return err
 				}); err != nil {
 				return err
 			}
-			removed = int64(len(ids))
-			return deleteRows(ctx, tx, streamID, ids)
+			removed = int64(len(victims))
+			return d.deleteRows(ctx, tx, stream, victims, false)
 		})
 	})
 	return removed, err
 }
 
-// deleteRows removes log rows with their exceptions and any head pointing at them.
-func deleteRows(ctx context.Context, tx *sql.Tx, streamID int64, ids []int64) error {
+// deleteRows removes log rows with their exceptions and any head pointing at
+// them. First it keeps the high-water mark: a partition whose newest row
+// goes has its stream_partition.high_water raised to that row's id. Only
+// such partitions are locked for it (the append lock row, waiting for an
+// append in flight); a partition keeping a newer row needs no mark, since
+// Health reads its newest id from the log, and Compact and Retain of one
+// stream never run at once (both lock the stream's config row first).
+// locked says the caller already holds every partition of the stream.
+func (d *Driver) deleteRows(ctx context.Context, tx querier, stream driver.StreamConfig, victims []driver.RetainCandidate, locked bool) error {
+	if len(victims) == 0 {
+		return nil
+	}
+	table := logTable(stream.ID)
+	gone := map[int]int64{}
+	for _, v := range victims {
+		gone[v.Partition] = max(gone[v.Partition], v.ID)
+	}
+	parts := make([]int, 0, len(gone))
+	for p := range gone {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	newest := map[int]int64{}
+	if err := eachRow(ctx, tx, newestIDs(stream.ID, " AND p.`partition` IN ("+placeholders(len(parts))+")"),
+		append([]any{stream.ID}, intsToArgs(parts)...), func(r *sql.Rows) error {
+			var p int
+			var id sql.NullInt64
+			var hw int64
+			err := r.Scan(&p, &id, &hw)
+			newest[p] = id.Int64
+			return err
+		}); err != nil {
+		return err
+	}
+	var mark []int
+	for _, p := range parts {
+		if gone[p] >= newest[p] {
+			mark = append(mark, p)
+		}
+	}
+	if len(mark) > 0 {
+		if !locked {
+			if _, err := d.lockPartitions(ctx, tx, stream.ID, mark, false, false); err != nil {
+				return err
+			}
+		}
+		var sb strings.Builder
+		args := make([]any, 0, 3*len(mark)+1)
+		sb.WriteString("UPDATE stream_partition SET high_water = GREATEST(high_water, CASE `partition`")
+		for _, p := range mark {
+			sb.WriteString(" WHEN ? THEN ?")
+			args = append(args, p, gone[p])
+		}
+		sb.WriteString(" ELSE 0 END) WHERE stream_id = ? AND `partition` IN (" + placeholders(len(mark)) + ")")
+		args = append(append(args, stream.ID), intsToArgs(mark)...)
+		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+			return err
+		}
+	}
+	ids := make([]int64, len(victims))
+	for i, v := range victims {
+		ids[i] = v.ID
+	}
 	const chunk = 500
 	for start := 0; start < len(ids); start += chunk {
 		part := int64sToArgs(ids[start:min(start+chunk, len(ids))])
 		in := ` IN (` + placeholders(len(part)) + `)`
-		if _, err := tx.ExecContext(ctx, `DELETE FROM `+logTable(streamID)+` WHERE id`+in, part...); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE id`+in, part...); err != nil {
 			return err
 		}
-		args := append([]any{streamID}, part...)
+		args := append([]any{stream.ID}, part...)
 		if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_exception WHERE stream_id = ? AND msg_id`+in, args...); err != nil {
 			return err
 		}
@@ -204,18 +263,18 @@ func deleteRows(ctx context.Context, tx *sql.Tx, streamID int64, ids []int64) er
 // group's cursor in its partition has passed it and no group holds an
 // exception for it; hard limits remove it regardless and count, per group,
 // the rows removed before the group resolved them.
-func (d *Driver) Retain(ctx context.Context, req driver.RetainRequest) (driver.RetainResult, error) {
+func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.RetainResult, error) {
 	var res driver.RetainResult
 	err := d.withLog(ctx, req.StreamID, func() error {
-		return d.inTx(ctx, nil, func(tx *sql.Tx) error {
+		return d.inTx(ctx, nil, func(tx querier) error {
 			res = driver.RetainResult{RemovedUnread: map[string]int64{}}
-			return retain(ctx, tx, req, &res)
+			return d.retain(ctx, tx, req, &res)
 		})
 	})
 	return res, err
 }
 
-func retain(ctx context.Context, tx *sql.Tx, req driver.RetainRequest, res *driver.RetainResult) error {
+func (d *Driver) retain(ctx context.Context, tx querier, req driver.RetainParams, res *driver.RetainResult) error {
 	stream, err := lockStream(ctx, tx, req.StreamID)
 	if err != nil {
 		return err
@@ -270,20 +329,17 @@ func retain(ctx context.Context, tx *sql.Tx, req driver.RetainRequest, res *driv
 	if len(victims) == 0 {
 		return nil
 	}
-	ids := make([]int64, len(victims))
-	for i, v := range victims {
-		ids[i] = v.ID
-	}
 	if r.Hard {
-		// Lock the cursors so that the count of unread rows is exact; claims
-		// take cursors with SKIP LOCKED and pass these over meanwhile.
-		groups, err := loadGroups(ctx, tx, stream, true)
+		// Lock the groups and their cursors so that the count of unread rows
+		// is exact; claims take cursors with SKIP LOCKED and pass these over
+		// meanwhile.
+		groups, err := d.loadGroups(ctx, tx, stream, true)
 		if err != nil {
 			return err
 		}
 		held := map[string]map[int64]bool{}
 		if err := eachRow(ctx, tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = ? AND msg_id BETWEEN ? AND ?`,
-			[]any{stream.ID, ids[0], ids[len(ids)-1]}, func(rs *sql.Rows) error {
+			[]any{stream.ID, victims[0].ID, victims[len(victims)-1].ID}, func(rs *sql.Rows) error {
 				var g string
 				var id int64
 				if err := rs.Scan(&g, &id); err != nil {
@@ -312,11 +368,10 @@ func retain(ctx context.Context, tx *sql.Tx, req driver.RetainRequest, res *driv
 	if stream.Compacted {
 		// Removing a head races with appends moving it: take the partitions
 		// first, in the order appends take them, so the two cannot deadlock.
-		if err := eachRow(ctx, tx, "SELECT `partition` FROM stream_partition WHERE stream_id = ? ORDER BY `partition` FOR UPDATE",
-			[]any{stream.ID}, func(*sql.Rows) error { return nil }); err != nil {
+		if _, err := d.lockPartitions(ctx, tx, stream.ID, nil, false, false); err != nil {
 			return err
 		}
 	}
-	res.Removed = int64(len(ids))
-	return deleteRows(ctx, tx, stream.ID, ids)
+	res.Removed = int64(len(victims))
+	return d.deleteRows(ctx, tx, stream, victims, stream.Compacted)
 }

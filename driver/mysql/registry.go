@@ -9,8 +9,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-var _ driver.Registry = (*Driver)(nil)
-
 func readSettings(ctx context.Context, q querier, streamID int64, lock bool) (driver.RegistrySettings, error) {
 	var s driver.RegistrySettings
 	query := `SELECT level, mode FROM registry_setting WHERE stream_id = ?`
@@ -34,28 +32,30 @@ func (d *Driver) ensureScope(ctx context.Context, streamID int64) error {
 }
 
 // RegistrySettings implements driver.Registry.
-func (d *Driver) RegistrySettings(ctx context.Context, streamID int64) (driver.RegistrySettings, error) {
+func (d *Driver) RegistrySettings(ctx context.Context, p driver.RegistrySettingsParams) (driver.RegistrySettings, error) {
 	if err := d.check(); err != nil {
 		return driver.RegistrySettings{}, err
 	}
-	return readSettings(ctx, d.db, streamID, false)
+	s, err := readSettings(ctx, d.db, p.StreamID, false)
+	return s, d.wrap(ctx, err, opRead)
 }
 
 // UpdateRegistrySettings implements driver.Registry.
-func (d *Driver) UpdateRegistrySettings(ctx context.Context, streamID int64, update func(*driver.RegistrySettings) error) error {
+func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegistrySettingsParams) error {
+	streamID, update := p.StreamID, p.Update
 	if err := d.check(); err != nil {
 		return err
 	}
 	if err := d.ensureScope(ctx, streamID); err != nil {
 		return err
 	}
-	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
+	return d.inTx(ctx, nil, func(tx querier) error {
 		s, err := readSettings(ctx, tx, streamID, true)
 		if err != nil {
 			return err
 		}
 		if err := update(&s); err != nil {
-			return err
+			return callerError{err}
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE registry_setting SET level = ?, mode = ? WHERE stream_id = ?`, s.Level, s.Mode, streamID)
 		return err
@@ -75,7 +75,8 @@ func scanRevision(r scanner) (driver.SchemaRevision, error) {
 
 // RecordSchema implements driver.Registry. Registrations of one stream are
 // serialized by locking the stream's settings row.
-func (d *Driver) RecordSchema(ctx context.Context, rev driver.SchemaRevision, decide func([]driver.SchemaRevision, driver.RegistrySettings, driver.RegistrySettings) error) (driver.SchemaRevision, bool, error) {
+func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) (driver.SchemaRevision, bool, error) {
+	rev, decide := p.Revision, p.Decide
 	if err := d.check(); err != nil {
 		return rev, false, err
 	}
@@ -84,7 +85,7 @@ func (d *Driver) RecordSchema(ctx context.Context, rev driver.SchemaRevision, de
 	}
 	var out driver.SchemaRevision
 	var created bool
-	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
+	err := d.inTx(ctx, nil, func(tx querier) error {
 		created = false
 		streamSet, err := readSettings(ctx, tx, rev.StreamID, true)
 		if err != nil {
@@ -110,7 +111,7 @@ func (d *Driver) RecordSchema(ctx context.Context, rev driver.SchemaRevision, de
 			return err
 		}
 		if err := decide(existing, streamSet, global); err != nil {
-			return err
+			return callerError{err}
 		}
 		out = rev
 		out.Revision = 1
@@ -129,7 +130,8 @@ func (d *Driver) RecordSchema(ctx context.Context, rev driver.SchemaRevision, de
 }
 
 // SchemaRevisions implements driver.Registry.
-func (d *Driver) SchemaRevisions(ctx context.Context, streamID int64, version int) ([]driver.SchemaRevision, error) {
+func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
+	streamID, version := p.StreamID, p.Version
 	if err := d.check(); err != nil {
 		return nil, err
 	}
@@ -140,11 +142,12 @@ func (d *Driver) SchemaRevisions(ctx context.Context, streamID int64, version in
 		out = append(out, rev)
 		return err
 	})
-	return out, err
+	return out, d.wrap(ctx, err, opRead)
 }
 
 // RecordReader implements driver.Registry.
-func (d *Driver) RecordReader(ctx context.Context, r driver.Reader) error {
+func (d *Driver) RecordReader(ctx context.Context, p driver.RecordReaderParams) error {
+	r := p.Reader
 	// VALUES() is the spelling both engines accept in ON DUPLICATE KEY UPDATE.
 	_, err := d.exec(ctx, `INSERT INTO schema_reader (stream_id, group_name, version, revision, registered_at) VALUES (?, ?, ?, ?, ?)
 		ON DUPLICATE KEY UPDATE revision = VALUES(revision), registered_at = VALUES(registered_at)`,
@@ -153,7 +156,8 @@ func (d *Driver) RecordReader(ctx context.Context, r driver.Reader) error {
 }
 
 // Readers implements driver.Registry.
-func (d *Driver) Readers(ctx context.Context, streamID int64) ([]driver.Reader, error) {
+func (d *Driver) Readers(ctx context.Context, p driver.ReadersParams) ([]driver.Reader, error) {
+	streamID := p.StreamID
 	if err := d.check(); err != nil {
 		return nil, err
 	}
@@ -167,12 +171,13 @@ func (d *Driver) Readers(ctx context.Context, streamID int64) ([]driver.Reader, 
 		out = append(out, r)
 		return err
 	})
-	return out, err
+	return out, d.wrap(ctx, err, opRead)
 }
 
 // LiveRevisions implements driver.Registry. The log's (schema_version,
 // schema_revision) index makes this a short index scan.
-func (d *Driver) LiveRevisions(ctx context.Context, streamID int64, version int) ([]int, error) {
+func (d *Driver) LiveRevisions(ctx context.Context, p driver.LiveRevisionsParams) ([]int, error) {
+	streamID, version := p.StreamID, p.Version
 	if err := d.check(); err != nil {
 		return nil, err
 	}
@@ -187,5 +192,5 @@ func (d *Driver) LiveRevisions(ctx context.Context, streamID int64, version int)
 				return err
 			})
 	})
-	return out, err
+	return out, d.wrap(ctx, err, opRead)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,7 +37,7 @@ func logDDL(table string) string {
 		msg_key         VARBINARY(255) NULL,
 		routing_key     VARCHAR(255)   NOT NULL,
 		compaction_rank BIGINT         NOT NULL,
-		payload         LONGTEXT       NOT NULL CHECK (JSON_VALID(payload)),
+		payload         LONGTEXT       NOT NULL,
 		headers         LONGTEXT       NULL CHECK (headers IS NULL OR JSON_VALID(headers)),
 		produced_at     DATETIME(6)    NOT NULL,
 		PRIMARY KEY (id),
@@ -77,9 +78,10 @@ func (d *Driver) withLog(ctx context.Context, streamID int64, op func() error) e
 }
 
 // CreateStream implements driver.Driver.
-func (d *Driver) CreateStream(ctx context.Context, cfg driver.StreamConfig) (driver.StreamConfig, error) {
+func (d *Driver) CreateStream(ctx context.Context, p driver.CreateStreamParams) (driver.StreamConfig, error) {
+	cfg := p.Config
 	cfg.CreatedAt = cfg.CreatedAt.UTC().Truncate(time.Microsecond)
-	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
+	err := d.inTx(ctx, nil, func(tx querier) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO stream_config (name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, cfg.Name, cfg.Partitions, cfg.Compacted, cfg.Retention.MaxAge.Microseconds(),
 			cfg.Retention.MaxRows, cfg.Retention.Hard, ts(cfg.CreatedAt))
@@ -117,22 +119,22 @@ func (d *Driver) CreateStream(ctx context.Context, cfg driver.StreamConfig) (dri
 	if err := d.createLog(ctx, cfg.ID); err != nil {
 		// Leave nothing half-made when possible; a config row left behind
 		// gets its table on first use (healLog).
-		_ = d.DestroyStream(context.WithoutCancel(ctx), cfg.ID)
-		return cfg, fmt.Errorf("create log table for stream %d: %w", cfg.ID, err)
+		_ = d.DestroyStream(context.WithoutCancel(ctx), driver.DestroyStreamParams{StreamID: cfg.ID})
+		return cfg, d.wrap(ctx, fmt.Errorf("create log table for stream %d: %w", cfg.ID, err), opRead)
 	}
 	return cfg, nil
 }
 
 // LookupStream implements driver.Driver.
-func (d *Driver) LookupStream(ctx context.Context, name string) (driver.StreamConfig, error) {
+func (d *Driver) LookupStream(ctx context.Context, p driver.LookupStreamParams) (driver.StreamConfig, error) {
 	if err := d.check(); err != nil {
 		return driver.StreamConfig{}, err
 	}
-	c, err := scanStream(d.db.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE name = ?`, name))
+	c, err := scanStream(d.db.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE name = ?`, p.Name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, driver.ErrStreamNotFound
 	}
-	return c, err
+	return c, d.wrap(ctx, err, opRead)
 }
 
 func lookupStreamByID(ctx context.Context, q querier, id int64) (driver.StreamConfig, error) {
@@ -143,14 +145,8 @@ func lookupStreamByID(ctx context.Context, q querier, id int64) (driver.StreamCo
 	return c, err
 }
 
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
 // ListStreams implements driver.Driver.
-func (d *Driver) ListStreams(ctx context.Context) ([]driver.StreamConfig, error) {
+func (d *Driver) ListStreams(ctx context.Context, _ driver.ListStreamsParams) ([]driver.StreamConfig, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
@@ -160,12 +156,12 @@ func (d *Driver) ListStreams(ctx context.Context) ([]driver.StreamConfig, error)
 		out = append(out, c)
 		return err
 	})
-	return out, err
+	return out, d.wrap(ctx, err, opRead)
 }
 
 // RenameStream implements driver.Driver.
-func (d *Driver) RenameStream(ctx context.Context, streamID int64, newName string) error {
-	res, err := d.exec(ctx, `UPDATE stream_config SET name = ? WHERE id = ?`, newName, streamID)
+func (d *Driver) RenameStream(ctx context.Context, p driver.RenameStreamParams) error {
+	res, err := d.exec(ctx, `UPDATE stream_config SET name = ? WHERE id = ?`, p.NewName, p.StreamID)
 	if isUnique(err) {
 		return driver.ErrStreamExists
 	}
@@ -179,15 +175,15 @@ func (d *Driver) RenameStream(ctx context.Context, streamID int64, newName strin
 }
 
 // DestroyStream implements driver.Driver. The config, partitions, groups,
-// cursors, exceptions and heads go in one transaction (deleting the
-// partition rows waits for appends in flight, and later appends find no
-// stream); the log table is dropped after it, because DROP TABLE commits on
-// its own.
-func (d *Driver) DestroyStream(ctx context.Context, streamID int64) error {
-	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM stream_partition WHERE stream_id = ?`, streamID); err != nil {
-			return err
-		}
+// cursors, exceptions and heads go in one transaction; the log table is
+// dropped after it, because DROP TABLE commits on its own. Deleting the
+// config row first takes the locks in the order maintenance takes them
+// (config, then partitions); deleting the partition rows waits for appends
+// in flight (bounded like an append's wait), and later appends find no
+// stream.
+func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams) error {
+	streamID := p.StreamID
+	err := d.inTx(ctx, nil, func(tx querier) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM stream_config WHERE id = ?`, streamID)
 		if err != nil {
 			return err
@@ -195,7 +191,10 @@ func (d *Driver) DestroyStream(ctx context.Context, streamID int64) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return driver.ErrStreamNotFound
 		}
-		for _, table := range []string{"consumer_group", "group_cursor", "delivery_exception", "compaction_head",
+		if _, err := d.lockPartitions(ctx, tx, streamID, nil, false, false); err != nil {
+			return err
+		}
+		for _, table := range []string{"stream_partition", "consumer_group", "group_cursor", "delivery_exception", "compaction_head",
 			"schema_revision", "schema_reader", "registry_setting"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ?`, streamID); err != nil {
 				return err
@@ -207,17 +206,18 @@ func (d *Driver) DestroyStream(ctx context.Context, streamID int64) error {
 		return err
 	}
 	_, err = d.db.ExecContext(ctx, `DROP TABLE IF EXISTS `+logTable(streamID))
-	return err
+	return d.wrap(ctx, err, opWrite)
 }
 
 const groupColumns = `stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at, removed_unread`
 
-func scanGroup(r scanner) (driver.GroupConfig, int64, error) {
+// scanGroup reads groupColumns, plus extra destinations after them.
+func scanGroup(r scanner, extra ...any) (driver.GroupConfig, int64, error) {
 	var g driver.GroupConfig
 	var bindings, convertsFrom string
 	var created time.Time
 	var removed int64
-	err := r.Scan(&g.StreamID, &g.Name, &g.SchemaVersion, &g.AllVersions, &bindings, &convertsFrom, &g.Start, &created, &removed)
+	err := r.Scan(append([]any{&g.StreamID, &g.Name, &g.SchemaVersion, &g.AllVersions, &bindings, &convertsFrom, &g.Start, &created, &removed}, extra...)...)
 	if err != nil {
 		return g, 0, err
 	}
@@ -228,60 +228,97 @@ func scanGroup(r scanner) (driver.GroupConfig, int64, error) {
 	if err := json.Unmarshal([]byte(convertsFrom), &g.ConvertsFrom); err != nil {
 		return g, 0, fmt.Errorf("group %q: stored converter versions: %w", g.Name, err)
 	}
+	g.Bindings, g.ConvertsFrom = nilIfEmpty(g.Bindings), nilIfEmpty(g.ConvertsFrom)
 	return g, removed, nil
 }
 
-// RegisterGroup implements driver.Driver.
-func (d *Driver) RegisterGroup(ctx context.Context, cfg driver.GroupConfig) (driver.GroupConfig, error) {
-	bindings, err := json.Marshal(nonNil(cfg.Bindings))
-	if err != nil {
-		return cfg, err
+// loadGroup reads a group's stored configuration with the locking clause
+// lock ("" for a plain read, which at READ COMMITTED sees the latest
+// commit), or fails with ErrGroupNotFound.
+func loadGroup(ctx context.Context, q querier, streamID int64, name, lock string) (driver.GroupConfig, error) {
+	g, _, err := scanGroup(q.QueryRowContext(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? AND name = ?`+lock, streamID, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return g, fmt.Errorf("group %q: %w", name, driver.ErrGroupNotFound)
 	}
-	convertsFrom, err := json.Marshal(nonNil(cfg.ConvertsFrom))
+	return g, err
+}
+
+func encodeGroupLists(g driver.GroupConfig) (bindings, convertsFrom string, err error) {
+	b, err := json.Marshal(nonNil(g.Bindings))
 	if err != nil {
-		return cfg, err
+		return "", "", err
 	}
+	c, err := json.Marshal(nonNil(g.ConvertsFrom))
+	return string(b), string(c), err
+}
+
+// RegisterGroup implements driver.Driver. An existing group's row is locked
+// FOR UPDATE while p.Update decides; a change then locks every cursor of the
+// group (waiting for claims in flight, which hold cursor locks) before it is
+// written, so that claims after it read the new configuration (C19).
+func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams) (driver.GroupConfig, error) {
+	cfg := p.Group
 	cfg.CreatedAt = cfg.CreatedAt.UTC().Truncate(time.Microsecond)
 	var out driver.GroupConfig
-	register := func(tx *sql.Tx) error {
+	register := func(tx querier) error {
 		stream, err := lookupStreamByID(ctx, tx, cfg.StreamID)
 		if err != nil {
 			return err
 		}
-		existing, _, err := scanGroup(tx.QueryRowContext(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? AND name = ? FOR UPDATE`, cfg.StreamID, cfg.Name))
+		existing, err := loadGroup(ctx, tx, cfg.StreamID, cfg.Name, " FOR UPDATE"+d.waitClause())
 		if err == nil {
 			out = existing
-			if existing.SchemaVersion != cfg.SchemaVersion || existing.AllVersions != cfg.AllVersions {
-				return nil // the caller refuses the registration; change nothing
+			if p.Update == nil {
+				return nil
 			}
-			out.Bindings, out.ConvertsFrom = cfg.Bindings, cfg.ConvertsFrom
+			next, err := p.Update(existing)
+			if err != nil {
+				return callerError{err}
+			}
+			bindings, convertsFrom := nilIfEmpty(slices.Clone(next.Bindings)), nilIfEmpty(slices.Clone(next.ConvertsFrom))
+			if slices.Equal(bindings, existing.Bindings) && slices.Equal(convertsFrom, existing.ConvertsFrom) {
+				return nil
+			}
+			if err := eachRow(ctx, tx, "SELECT `partition` FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY `partition` FOR UPDATE"+d.waitClause(),
+				[]any{cfg.StreamID, cfg.Name}, func(*sql.Rows) error { return nil }); err != nil {
+				return err
+			}
+			out.Bindings, out.ConvertsFrom = bindings, convertsFrom
+			b, c, err := encodeGroupLists(out)
+			if err != nil {
+				return err
+			}
 			_, err = tx.ExecContext(ctx, `UPDATE consumer_group SET bindings = ?, converts_from = ? WHERE stream_id = ? AND name = ?`,
-				string(bindings), string(convertsFrom), cfg.StreamID, cfg.Name)
+				b, c, cfg.StreamID, cfg.Name)
 			return err
 		}
-		if !errors.Is(err, sql.ErrNoRows) {
+		if !errors.Is(err, driver.ErrGroupNotFound) {
+			return err
+		}
+		bindings, convertsFrom, err := encodeGroupLists(cfg)
+		if err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO consumer_group (stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, cfg.StreamID, cfg.Name, cfg.SchemaVersion, cfg.AllVersions, string(bindings), string(convertsFrom), int(cfg.Start), ts(cfg.CreatedAt)); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, cfg.StreamID, cfg.Name, cfg.SchemaVersion, cfg.AllVersions, bindings, convertsFrom, int(cfg.Start), ts(cfg.CreatedAt)); err != nil {
 			return err
 		}
 		start := make([]int64, stream.Partitions)
 		if cfg.Start == driver.StartLatest {
 			// Wait for appends in flight (they hold their partitions), so
 			// that "the last row present" is exact per partition.
-			if err := eachRow(ctx, tx, "SELECT `partition` FROM stream_partition WHERE stream_id = ? ORDER BY `partition` LOCK IN SHARE MODE",
-				[]any{cfg.StreamID}, func(*sql.Rows) error { return nil }); err != nil {
+			if _, err := d.lockPartitions(ctx, tx, cfg.StreamID, nil, true, false); err != nil {
 				return err
 			}
-			if err := eachRow(ctx, tx, "SELECT `partition`, MAX(id) FROM "+logTable(cfg.StreamID)+" GROUP BY `partition`", nil, func(r *sql.Rows) error {
+			if err := eachRow(ctx, tx, newestIDs(cfg.StreamID, ""), []any{cfg.StreamID}, func(r *sql.Rows) error {
 				var p int
-				var id int64
-				if err := r.Scan(&p, &id); err != nil {
+				var id sql.NullInt64
+				var hw int64
+				if err := r.Scan(&p, &id, &hw); err != nil {
 					return err
 				}
 				if p >= 0 && p < len(start) {
-					start[p] = id
+					start[p] = id.Int64
 				}
 				return nil
 			}); err != nil {
@@ -302,10 +339,11 @@ func (d *Driver) RegisterGroup(ctx context.Context, cfg driver.GroupConfig) (dri
 			return err
 		}
 		out = cfg
+		out.Bindings, out.ConvertsFrom = nilIfEmpty(slices.Clone(cfg.Bindings)), nilIfEmpty(slices.Clone(cfg.ConvertsFrom))
 		return nil
 	}
 	for attempt := 0; ; attempt++ {
-		err = d.withLog(ctx, cfg.StreamID, func() error { return d.inTx(ctx, nil, register) })
+		err := d.withLog(ctx, cfg.StreamID, func() error { return d.inTx(ctx, nil, register) })
 		// Two processes registering the group at once: the loser finds the
 		// winner's row on the next attempt.
 		if isUnique(err) && attempt < 3 {
@@ -316,17 +354,17 @@ func (d *Driver) RegisterGroup(ctx context.Context, cfg driver.GroupConfig) (dri
 }
 
 // ListGroups implements driver.Driver.
-func (d *Driver) ListGroups(ctx context.Context, streamID int64) ([]driver.GroupConfig, error) {
+func (d *Driver) ListGroups(ctx context.Context, p driver.ListGroupsParams) ([]driver.GroupConfig, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
 	var out []driver.GroupConfig
-	err := eachRow(ctx, d.db, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? ORDER BY name`, []any{streamID}, func(r *sql.Rows) error {
+	err := eachRow(ctx, d.db, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? ORDER BY name`, []any{p.StreamID}, func(r *sql.Rows) error {
 		g, _, err := scanGroup(r)
 		out = append(out, g)
 		return err
 	})
-	return out, err
+	return out, d.wrap(ctx, err, opRead)
 }
 
 func eachRow(ctx context.Context, q querier, query string, args []any, fn func(*sql.Rows) error) error {
@@ -340,7 +378,7 @@ func eachRow(ctx context.Context, q querier, query string, args []any, fn func(*
 			return err
 		}
 	}
-	return rows.Err()
+	return errors.Join(rows.Err(), rows.Close())
 }
 
 // nonNil makes a nil slice encode as [] rather than null.
@@ -351,9 +389,18 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
+// nilIfEmpty reads an empty stored list as none.
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
 // DeleteGroup implements driver.Driver.
-func (d *Driver) DeleteGroup(ctx context.Context, streamID int64, group string) error {
-	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
+func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) error {
+	streamID, group := p.StreamID, p.Group
+	return d.inTx(ctx, nil, func(tx querier) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM consumer_group WHERE stream_id = ? AND name = ?`, streamID, group)
 		if err != nil {
 			return err

@@ -10,71 +10,112 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// Append implements driver.Driver. Without tx, the partition locks, the
-// insert, the head moves and the notification go to the server as one
-// pipelined batch that runs as one implicit transaction: one round trip.
-func (d *Driver) Append(ctx context.Context, tx driver.Tx, stream driver.StreamConfig, rows []driver.AppendRow) ([]int64, error) {
+// Append implements driver.Driver. Without a caller's transaction, the
+// partition locks, the insert, the head moves and the notification go to the
+// server as one pipelined batch that runs as one implicit transaction: one
+// round trip.
+func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	if len(rows) == 0 {
+	if len(p.Rows) == 0 {
 		return nil, nil
 	}
-	// A caller's transaction always carries its NOTIFY, delivered when it
-	// commits; the driver's own appends are debounced per stream.
-	notify := tx != nil || d.notifyNow(stream.ID)
-	batch, err := d.appendBatch(stream, rows, notify)
-	if err != nil {
-		return nil, err
-	}
+	stream, tx := p.Stream, p.Tx
+	var caller pgx.Tx
 	if tx != nil {
 		a, ok := tx.(txAdapter)
 		if !ok {
 			return nil, fmt.Errorf("postgres: %w: got a %s transaction; wrap a pgx.Tx with postgres.Tx", driver.ErrForeignTx, tx.DriverName())
 		}
-		ids, err := runAppend(ctx, a.tx, batch, len(rows))
+		caller = a.tx
+	}
+	// A caller's transaction always carries its NOTIFY, delivered when it
+	// commits; the driver's own appends are debounced per stream.
+	notify := tx != nil || d.notifyNow(stream.ID)
+	batch, locks, err := d.appendBatch(stream, p.Rows, notify)
+	if err != nil {
+		return nil, err
+	}
+	if caller != nil {
+		ids, err := runAppend(ctx, caller, batch, locks, len(p.Rows), false)
 		if err != nil {
-			return nil, fmt.Errorf("append to stream %d: %w", stream.ID, err)
+			return nil, d.appendError(ctx, stream, err, locks, true)
 		}
 		return ids, nil
 	}
 	var ids []int64
-	err = d.retry(ctx, func() error {
+	err = d.write(ctx, func(c *pgxpool.Conn) error {
 		var err error
-		ids, err = runAppend(ctx, d.pool, batch, len(rows))
+		ids, err = runAppend(ctx, c, batch, locks, len(p.Rows), true)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("append to stream %d: %w", stream.ID, err)
+		return nil, d.appendError(ctx, stream, err, locks, false)
 	}
 	return ids, nil
+}
+
+// appendError classifies a failed append, naming the partitions of a lock
+// it could not get.
+func (d *Driver) appendError(ctx context.Context, stream driver.StreamConfig, err error, locks []int32, callerTx bool) error {
+	if callerTx {
+		err = d.wrap(ctx, err, stageWrite)
+	}
+	var de *driver.Error
+	if errors.As(err, &de) && de.Kind == driver.ErrConflict && de.Advice == "" {
+		de.Advice = conflictAdvice(err, locks, callerTx)
+	}
+	return fmt.Errorf("append to stream %d: %w", stream.ID, err)
 }
 
 type batchSender interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// runAppend sends the batch built by appendBatch and returns the ids.
-func runAppend(ctx context.Context, s batchSender, batch *pgx.Batch, n int) ([]int64, error) {
+// runAppend sends the batch built by appendBatch and returns the ids. own
+// says the batch runs as an implicit transaction of its own, which commits as
+// the batch ends.
+func runAppend(ctx context.Context, s batchSender, batch *pgx.Batch, locks []int32, n int, own bool) ([]int64, error) {
 	br := s.SendBatch(ctx, batch)
-	if _, err := br.Exec(); err != nil { // partition locks
-		br.Close()
+	fail := func(err error) ([]int64, error) {
+		_ = br.Close()
 		return nil, err
 	}
-	rs, err := br.Query()
+	if _, err := br.Exec(); err != nil { // lock_timeout
+		return fail(err)
+	}
+	rs, err := br.Query() // partition locks
 	if err != nil {
-		br.Close()
-		return nil, err
+		return fail(err)
+	}
+	locked, err := pgx.CollectRows(rs, pgx.RowTo[int32])
+	if err != nil {
+		return fail(err)
+	}
+	if len(locked) != len(locks) {
+		// The insert is guarded by the same count and wrote nothing.
+		return fail(fmt.Errorf("stream_partition holds %d of the %d partitions written to: %w", len(locked), len(locks), driver.ErrStreamNotFound))
+	}
+	if _, err := br.Exec(); err != nil { // lock_timeout restored
+		return fail(err)
+	}
+	rs, err = br.Query()
+	if err != nil {
+		return fail(err)
 	}
 	ids, err := pgx.CollectRows(rs, pgx.RowTo[int64])
 	if err != nil {
-		br.Close()
-		return nil, err
+		return fail(err)
 	}
 	if err := br.Close(); err != nil {
+		if own {
+			return nil, &staged{err: err, stage: stageCommit}
+		}
 		return nil, err
 	}
 	if len(ids) != n {
@@ -83,23 +124,55 @@ func runAppend(ctx context.Context, s batchSender, batch *pgx.Batch, n int) ([]i
 	return ids, nil
 }
 
+// lockTimeoutValue is the lock_timeout setting for a partition lock, "" for
+// none.
+func (d *Driver) lockTimeoutValue() string {
+	if d.lockTimeout <= 0 {
+		return ""
+	}
+	return strconv.FormatInt(max(d.lockTimeout.Milliseconds(), 1), 10) + "ms"
+}
+
+// queuePartitionLocks queues the partition lock statement of an append, or
+// of compaction and retention, between two statements that bound its wait:
+// the first saves the transaction's lock_timeout and sets the driver's, the
+// second restores the saved one, so a caller's transaction keeps its own
+// setting (set_config(..., true) lasts until the transaction ends, also in
+// the implicit transaction of a batch). Each statement returns one result.
+func (d *Driver) queuePartitionLocks(b *pgx.Batch, streamID int64, parts []int32) {
+	lt := d.lockTimeoutValue()
+	if lt == "" {
+		b.Queue(`SELECT 1`)
+	} else {
+		b.Queue(`SELECT set_config('sqlstreams.saved_lock_timeout', current_setting('lock_timeout'), true), set_config('lock_timeout', $1::text, true)`, lt)
+	}
+	b.Queue(`SELECT partition FROM stream_partition WHERE stream_id = $1::bigint AND partition = ANY($2::integer[])
+		ORDER BY partition FOR NO KEY UPDATE`, streamID, parts)
+	if lt == "" {
+		b.Queue(`SELECT 1`)
+	} else {
+		b.Queue(`SELECT set_config('lock_timeout', current_setting('sqlstreams.saved_lock_timeout'), true)`)
+	}
+}
+
 // appendBatch builds the statements of an append: lock the partitions in
-// partition order, insert the rows (ids are taken in input order, so the
-// sorted ids map to the rows in order), move compaction heads, notify.
-func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow, notify bool) (*pgx.Batch, error) {
+// partition order (bounded), insert the rows (ids are taken in input order,
+// so the sorted ids map to the rows in order), move compaction heads,
+// notify. It returns the partitions it locks.
+func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow, notify bool) (*pgx.Batch, []int32, error) {
 	n := len(rows)
 	partitions := make([]int32, n)
 	versions := make([]int32, n)
 	revisions := make([]int32, n)
 	keys := make([]*string, n)
 	routing := make([]string, n)
-	ranks := make([]int32, n)
-	payloads := make([]string, n)
+	ranks := make([]int64, n)
+	payloads := make([][]byte, n)
 	headers := make([]string, n)
 	produced := make([]time.Time, n)
 	for i, r := range rows {
 		if r.Partition < 0 || r.Partition >= stream.Partitions {
-			return nil, fmt.Errorf("append to stream %d: partition %d out of range 0..%d", stream.ID, r.Partition, stream.Partitions-1)
+			return nil, nil, &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("append to stream %d: partition %d out of range 0..%d", stream.ID, r.Partition, stream.Partitions-1)}
 		}
 		partitions[i] = int32(r.Partition)
 		versions[i] = int32(r.SchemaVersion)
@@ -108,12 +181,15 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 			keys[i] = &rows[i].Key
 		}
 		routing[i] = r.RoutingKey
-		ranks[i] = int32(r.CompactionRank)
-		payloads[i] = string(r.Payload)
+		ranks[i] = r.CompactionRank
+		payloads[i] = r.Payload
+		if payloads[i] == nil {
+			payloads[i] = []byte{}
+		}
 		if len(r.Headers) > 0 {
 			h, err := json.Marshal(r.Headers)
 			if err != nil {
-				return nil, err
+				return nil, nil, &driver.Error{Kind: driver.ErrDatabase, Err: err}
 			}
 			headers[i] = string(h)
 		}
@@ -125,20 +201,22 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 
 	table := logTable(stream.ID)
 	b := &pgx.Batch{}
-	b.Queue(`SELECT partition FROM stream_partition WHERE stream_id = $1::bigint AND partition = ANY($2::integer[])
-		ORDER BY partition FOR NO KEY UPDATE`, stream.ID, locks)
+	d.queuePartitionLocks(b, stream.ID, locks)
+	// The guard writes nothing when the stream's partitions are gone (the
+	// stream was destroyed): the lock statement then found fewer rows.
 	insert := `INSERT INTO ` + table + ` (partition, schema_version, schema_revision, msg_key, routing_key, compaction_rank, payload, headers, produced_at)
 		SELECT u.p, u.v, u.sr, u.k, u.rk, u.r, u.pl, NULLIF(u.h, '')::jsonb, u.at
-		FROM unnest($1::integer[], $2::integer[], $3::integer[], $4::text[], $5::text[], $6::integer[], $7::jsonb[], $8::text[], $9::timestamptz[])
+		FROM unnest($1::integer[], $2::integer[], $3::integer[], $4::text[], $5::text[], $6::bigint[], $7::bytea[], $8::text[], $9::timestamptz[])
 			WITH ORDINALITY AS u(p, v, sr, k, rk, r, pl, h, at, ord)
+		WHERE (SELECT count(*) FROM stream_partition sp WHERE sp.stream_id = $10::bigint AND sp.partition = ANY($11::integer[])) = $12::bigint
 		ORDER BY u.ord`
-	args := []any{partitions, versions, revisions, keys, routing, ranks, payloads, headers, produced}
+	args := []any{partitions, versions, revisions, keys, routing, ranks, payloads, headers, produced, stream.ID, locks, int64(len(locks))}
 	if !stream.Compacted {
 		b.Queue(insert+` RETURNING id`, args...)
 	} else {
 		for _, k := range keys {
 			if k == nil {
-				return nil, errors.New("a compacted stream needs a key on every row")
+				return nil, nil, &driver.Error{Kind: driver.ErrDatabase, Err: errors.New("a compacted stream needs a key on every row")}
 			}
 		}
 		// The best row of each key in the batch replaces the head when it
@@ -158,7 +236,7 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 	if ch := d.channel(stream.ID); ch != "" && notify {
 		b.Queue(`SELECT pg_notify($1::text, '')`, ch)
 	}
-	return b, nil
+	return b, locks, nil
 }
 
 const rowColumns = `m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, m.payload, m.headers, m.produced_at`
@@ -166,14 +244,14 @@ const rowColumns = `m.id, m.partition, m.schema_version, m.msg_key, m.routing_ke
 // scanRow reads rowColumns (payload possibly NULL), plus extra destinations.
 func scanRow(r pgx.Row, extra ...any) (driver.Row, error) {
 	var row driver.Row
-	var part, version, rank int32
+	var part, version int32
 	var key *string
 	var headers []byte
-	dest := append([]any{&row.ID, &part, &version, &key, &row.RoutingKey, &rank, &row.Payload, &headers, &row.ProducedAt}, extra...)
+	dest := append([]any{&row.ID, &part, &version, &key, &row.RoutingKey, &row.CompactionRank, &row.Payload, &headers, &row.ProducedAt}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return row, err
 	}
-	row.Partition, row.SchemaVersion, row.CompactionRank = int(part), int(version), int(rank)
+	row.Partition, row.SchemaVersion = int(part), int(version)
 	if key != nil {
 		row.Key, row.HasKey = *key, true
 	}

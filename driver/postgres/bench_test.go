@@ -47,7 +47,7 @@ func (r *raw) InsertRows(ctx context.Context, rows []driver.AppendRow) error {
 	if !r.ready {
 		if _, err := r.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS raw_baseline (
 			id bigserial PRIMARY KEY, partition integer NOT NULL, schema_version integer NOT NULL,
-			msg_key text, routing_key text NOT NULL, compaction_rank integer NOT NULL, payload jsonb NOT NULL,
+			msg_key text, routing_key text NOT NULL, compaction_rank bigint NOT NULL, payload bytea NOT NULL,
 			headers jsonb, produced_at timestamptz NOT NULL);
 			CREATE INDEX IF NOT EXISTS raw_baseline_partition ON raw_baseline (partition, id)`); err != nil {
 			return err
@@ -62,9 +62,9 @@ func (r *raw) InsertRows(ctx context.Context, rows []driver.AppendRow) error {
 			sb.WriteString(", ")
 		}
 		n := i * 8
-		fmt.Fprintf(&sb, "($%d::integer, $%d::integer, $%d::text, $%d::text, $%d::integer, $%d::jsonb, $%d::jsonb, $%d::timestamptz)",
+		fmt.Fprintf(&sb, "($%d::integer, $%d::integer, $%d::text, $%d::text, $%d::bigint, $%d::bytea, $%d::jsonb, $%d::timestamptz)",
 			n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
-		args = append(args, int32(row.Partition), int32(row.SchemaVersion), row.Key, row.RoutingKey, int32(row.CompactionRank), string(row.Payload), nil, row.ProducedAt)
+		args = append(args, int32(row.Partition), int32(row.SchemaVersion), row.Key, row.RoutingKey, row.CompactionRank, row.Payload, nil, row.ProducedAt)
 	}
 	_, err := r.pool.Exec(ctx, sb.String(), args...)
 	return err
@@ -82,7 +82,8 @@ func (r *raw) ReadRows(ctx context.Context, streamID, afterID int64, limit int) 
 	for rows.Next() {
 		var (
 			id               int64
-			part, ver, rank  int32
+			part, ver        int32
+			rank             int64
 			key              *string
 			rk               string
 			payload, headers []byte
@@ -111,13 +112,13 @@ func BenchmarkC5Mechanism(b *testing.B) {
 	if _, err := pool.Exec(context.Background(), `
 		CREATE TABLE part (stream_id bigint, partition integer, PRIMARY KEY (stream_id, partition));
 		INSERT INTO part VALUES (1, 0);
-		CREATE TABLE log_lock (id bigserial PRIMARY KEY, partition integer NOT NULL, payload jsonb NOT NULL, produced_at timestamptz NOT NULL);
+		CREATE TABLE log_lock (id bigserial PRIMARY KEY, partition integer NOT NULL, payload bytea NOT NULL, produced_at timestamptz NOT NULL);
 		CREATE INDEX ON log_lock (partition, id);
-		CREATE TABLE log_xid (id bigserial PRIMARY KEY, xid xid8 NOT NULL DEFAULT pg_current_xact_id(), partition integer NOT NULL, payload jsonb NOT NULL, produced_at timestamptz NOT NULL);
+		CREATE TABLE log_xid (id bigserial PRIMARY KEY, xid xid8 NOT NULL DEFAULT pg_current_xact_id(), partition integer NOT NULL, payload bytea NOT NULL, produced_at timestamptz NOT NULL);
 		CREATE INDEX ON log_xid (partition, id);`); err != nil {
 		b.Fatal(err)
 	}
-	payload := `{"order_id":"order-00000001","customer":"cust-00001","cents":7,"currency":"EUR","items":[1,2,3]}`
+	payload := []byte(`{"order_id":"order-00000001","customer":"cust-00001","cents":7,"currency":"EUR","items":[1,2,3]}`)
 	for _, mode := range []string{"row-lock", "xid-fence"} {
 		b.Run(mode, func(b *testing.B) {
 			b.SetParallelism(4) // 8 producers on 2 cores
@@ -126,9 +127,9 @@ func BenchmarkC5Mechanism(b *testing.B) {
 					batch := &pgx.Batch{}
 					if mode == "row-lock" {
 						batch.Queue(`SELECT partition FROM part WHERE stream_id = 1 AND partition = 0 FOR NO KEY UPDATE`)
-						batch.Queue(`INSERT INTO log_lock (partition, payload, produced_at) VALUES (0, $1::jsonb, $2::timestamptz)`, payload, time.Now())
+						batch.Queue(`INSERT INTO log_lock (partition, payload, produced_at) VALUES (0, $1::bytea, $2::timestamptz)`, payload, time.Now())
 					} else {
-						batch.Queue(`INSERT INTO log_xid (partition, payload, produced_at) VALUES (0, $1::jsonb, $2::timestamptz)`, payload, time.Now())
+						batch.Queue(`INSERT INTO log_xid (partition, payload, produced_at) VALUES (0, $1::bytea, $2::timestamptz)`, payload, time.Now())
 					}
 					if err := pool.SendBatch(context.Background(), batch).Close(); err != nil {
 						b.Error(err)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -592,3 +593,375 @@ func TestNotifyWakesOtherClients(t *testing.T) {
 }
 
 var _ driver.Notifier = (*postgres.Driver)(nil)
+
+// An append's wait for a partition lock that an open ProduceTx holds ends
+// after WithLockTimeout in ErrConflict naming the partition, also inside a
+// caller's transaction; the bound applies to the lock statement only, so a
+// caller's transaction keeps its own lock_timeout.
+func TestLockTimeout(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []struct {
+		name string
+		opts []postgres.Option
+	}{{"default", nil}, {"simple-protocol", []postgres.Option{postgres.WithSimpleProtocol()}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			ns := newSchema(t, nil)
+			c := open(t, ns, append(mode.opts, postgres.WithLockTimeout(300*time.Millisecond))...)
+			pool := c.Driver().(*postgres.Driver).Pool()
+			p, err := c.Stream[event]("locks").Producer().Register(tctx(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			holder, err := pool.Begin(tctx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.ProduceTx(tctx(t), postgres.Tx(holder), event{N: 1}); err != nil {
+				t.Fatal(err)
+			}
+			for _, inTx := range []bool{false, true} {
+				start := time.Now()
+				if inTx {
+					tx, berr := pool.Begin(tctx(t))
+					if berr != nil {
+						t.Fatal(berr)
+					}
+					_, err = p.ProduceTx(tctx(t), postgres.Tx(tx), event{N: 2})
+					_ = tx.Rollback(tctx(t))
+				} else {
+					_, err = p.Produce(tctx(t), event{N: 2})
+				}
+				waited := time.Since(start)
+				t.Log(err)
+				if !errors.Is(err, sqlstreams.ErrConflict) || !strings.Contains(err.Error(), "partition 0") || !strings.Contains(err.Error(), "ProduceTx") {
+					t.Errorf("produce (in a transaction: %v) while another transaction holds the partition: %v; want ErrConflict naming partition 0 and ProduceTx", inTx, err)
+				}
+				if waited > 5*time.Second {
+					t.Errorf("the produce waited %v with a lock timeout of 300ms", waited)
+				}
+			}
+			if err := holder.Rollback(tctx(t)); err != nil {
+				t.Fatal(err)
+			}
+			// The caller's own lock_timeout, local or from the session, is
+			// what it was after a ProduceTx.
+			for _, local := range []string{"", "7s"} {
+				tx, err := pool.Begin(tctx(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var before, after string
+				if local != "" {
+					if _, err := tx.Exec(tctx(t), `SET LOCAL lock_timeout = '`+local+`'`); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := tx.QueryRow(tctx(t), `SELECT current_setting('lock_timeout')`).Scan(&before); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := p.ProduceTx(tctx(t), postgres.Tx(tx), event{N: 3}); err != nil {
+					t.Fatal(err)
+				}
+				if err := tx.QueryRow(tctx(t), `SELECT current_setting('lock_timeout')`).Scan(&after); err != nil {
+					t.Fatal(err)
+				}
+				if err := tx.Commit(tctx(t)); err != nil {
+					t.Fatal(err)
+				}
+				if before != after {
+					t.Errorf("lock_timeout was %q before ProduceTx and %q after it", before, after)
+				}
+			}
+		})
+	}
+}
+
+// An append to a destroyed stream, or to one whose partition rows are gone,
+// fails with ErrStreamNotFound and writes nothing.
+func TestAppendToMissingPartitions(t *testing.T) {
+	t.Parallel()
+	ns := newSchema(t, nil)
+	c := open(t, ns)
+	pool := c.Driver().(*postgres.Driver).Pool()
+	p, err := c.Stream[event]("gone").Producer().Register(tctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.Stream[event]("gone").Get(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(tctx(t), `DELETE FROM stream_partition WHERE stream_id = $1`, cfg.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, inTx := range []bool{false, true} {
+		if inTx {
+			tx, berr := pool.Begin(tctx(t))
+			if berr != nil {
+				t.Fatal(berr)
+			}
+			_, err := p.ProduceTx(tctx(t), postgres.Tx(tx), event{N: 1})
+			if !errors.Is(err, sqlstreams.ErrStreamNotFound) {
+				t.Errorf("ProduceTx without partition rows: %v; want ErrStreamNotFound", err)
+			}
+			// Even a caller that commits after the error writes nothing.
+			_ = tx.Commit(tctx(t))
+		} else if _, err := p.Produce(tctx(t), event{N: 1}); !errors.Is(err, sqlstreams.ErrStreamNotFound) {
+			t.Errorf("Produce without partition rows: %v; want ErrStreamNotFound", err)
+		}
+	}
+	var n int
+	if err := pool.QueryRow(tctx(t), `SELECT count(*) FROM message_log_`+fmt.Sprint(cfg.ID)).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the log holds %d rows (%v); want none", n, err)
+	}
+	if err := c.Stream[event]("gone").Destroy(tctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Produce(tctx(t), event{N: 2}); !errors.Is(err, sqlstreams.ErrStreamNotFound) {
+		t.Errorf("Produce to a destroyed stream: %v; want ErrStreamNotFound", err)
+	}
+}
+
+// Claims record the claiming client's identity with every lease they take.
+func TestHolder(t *testing.T) {
+	t.Parallel()
+	ns := newSchema(t, nil)
+	c, err := sqlstreams.Open(tctx(t), postgres.Open(ns), sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithIdentity("worker-7:42"),
+		sqlstreams.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	p, err := c.Stream[event]("holder").Producer().Register(tctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := c.Stream[event]("holder").Consumer("g").Register(tctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Produce(tctx(t), event{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := cons.Claim(tctx(t), 10)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("claim: %d deliveries, %v", len(ds), err)
+	}
+	var holder string
+	if err := c.Driver().(*postgres.Driver).Pool().QueryRow(tctx(t), `SELECT holder FROM delivery_exception WHERE msg_id = $1`, ds[0].ID).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	if holder != "worker-7:42" {
+		t.Errorf("holder %q; want the client's identity", holder)
+	}
+}
+
+// Migration 0003 converts the logs of streams created before it: payloads
+// from jsonb to bytea (reading back what jsonb returned), compaction ranks to
+// bigint; and adds the lease holder and the high-water mark.
+func TestMigrationConvertsExistingStreams(t *testing.T) {
+	t.Parallel()
+	ns := newSchema(t, nil)
+	conn, err := pgx.Connect(tctx(t), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	for _, f := range []string{"migrations/0001_init.sql", "migrations/0002_registry.sql"} {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.PgConn().Exec(tctx(t), string(body)).ReadAll(); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	// A compacted stream as CreateStream made it before 0003, with a head.
+	var id int64
+	if err := conn.QueryRow(tctx(t), `INSERT INTO stream_config (name, partitions, compacted, created_at) VALUES ('old', 1, true, now()) RETURNING id`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	log := fmt.Sprintf("message_log_%d", id)
+	if _, err := conn.Exec(tctx(t), `
+		CREATE TABLE sqlstreams_migration (version integer PRIMARY KEY, applied_at timestamptz NOT NULL);
+		INSERT INTO sqlstreams_migration VALUES (1, now()), (2, now());
+		CREATE TABLE `+log+` (id bigserial PRIMARY KEY, partition integer NOT NULL, schema_version integer NOT NULL,
+			schema_revision integer NOT NULL DEFAULT 0, msg_key text, routing_key text NOT NULL, compaction_rank integer NOT NULL,
+			payload jsonb NOT NULL, headers jsonb, produced_at timestamptz NOT NULL);
+		CREATE INDEX `+log+`_partition ON `+log+` (partition, id);
+		INSERT INTO stream_partition VALUES (`+fmt.Sprint(id)+`, 0);
+		INSERT INTO `+log+` (partition, schema_version, msg_key, routing_key, compaction_rank, payload, headers, produced_at)
+			VALUES (0, 1, 'k', '', 5, '{"s":"é",  "n":1}', '{"h":"v"}', now());
+		INSERT INTO compaction_head VALUES (`+fmt.Sprint(id)+`, 'k', 1, 1, 5);`); err != nil {
+		t.Fatal(err)
+	}
+	c := open(t, ns)
+	cons, err := c.Stream[sqlstreams.RawPayload]("old").Consumer("g").Register(tctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := cons.Claim(tctx(t), 10)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("claim after migrating: %d deliveries, %v", len(ds), err)
+	}
+	if d := ds[0]; string(d.Value.Data) != `{"n": 1, "s": "é"}` || d.CompactionRank != 5 || d.Headers["h"] != "v" || d.Key != "k" {
+		t.Errorf("migrated row reads %s at rank %d with headers %v; want jsonb's text at rank 5", d.Value.Data, d.CompactionRank, d.Headers)
+	}
+	// A rank beyond 32 bits wins the head.
+	p, err := c.Stream[sqlstreams.RawPayload]("old").Producer().Register(tctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := p.Produce(tctx(t), sqlstreams.RawPayload{Version: 1, Data: []byte(`{"n":2}`)}, sqlstreams.Key("k"), sqlstreams.CompactionRank(1<<40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.Ack(tctx(t), ds...); err != nil {
+		t.Fatal(err)
+	}
+	if ds, err = cons.Claim(tctx(t), 10); err != nil || len(ds) != 1 || ds[0].ID != next || ds[0].CompactionRank != 1<<40 || string(ds[0].Value.Data) != `{"n":2}` {
+		t.Fatalf("claim of the new head: %+v, %v; want row %d at rank 2^40", ds, err, next)
+	}
+	types := map[string]string{}
+	rows, err := conn.Query(tctx(t), `SELECT table_name || '.' || column_name, data_type FROM information_schema.columns
+		WHERE table_schema = current_schema() AND column_name IN ('payload', 'compaction_rank', 'holder', 'high_water')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var col, typ string
+		if err := rows.Scan(&col, &typ); err != nil {
+			t.Fatal(err)
+		}
+		types[col] = typ
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for col, want := range map[string]string{log + ".payload": "bytea", log + ".compaction_rank": "bigint", "compaction_head.compaction_rank": "bigint",
+		"delivery_exception.holder": "text", "stream_partition.high_water": "bigint"} {
+		if types[col] != want {
+			t.Errorf("%s is %q; want %s", col, types[col], want)
+		}
+	}
+}
+
+// Settling applies to each delivery leased with its own token, whatever
+// order and mix of tokens a call brings, and reports exactly the others as
+// lost; Fail stores each failure's own state, due time and error.
+func TestSettlePerDelivery(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []struct {
+		name string
+		opts []postgres.Option
+	}{{"default", nil}, {"simple-protocol", []postgres.Option{postgres.WithSimpleProtocol()}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			c := open(t, newSchema(t, nil), mode.opts...)
+			drv := c.Driver().(*postgres.Driver)
+			p, err := c.Stream[event]("settle").Producer().Register(tctx(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Stream[event]("settle").Consumer("g").Register(tctx(t), nil); err != nil {
+				t.Fatal(err)
+			}
+			msgs := make([]sqlstreams.Message[event], 12)
+			for i := range msgs {
+				msgs[i] = sqlstreams.NewMessage(event{N: i})
+			}
+			if _, err := p.ProduceBatch(tctx(t), msgs...); err != nil {
+				t.Fatal(err)
+			}
+			info, err := c.Stream[event]("settle").Get(tctx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stream := driver.StreamConfig{ID: info.ID, Name: info.Name, Partitions: info.Partitions}
+			now := time.Now().UTC()
+			claim := func(token string, n int) []driver.Delivery {
+				res, err := drv.Claim(tctx(t), driver.ClaimParams{Stream: stream, Group: "g", Member: driver.Member{SchemaVersion: 1}, Limit: n,
+					Token: token, Holder: "h", Now: now, LeaseUntil: now.Add(time.Minute)})
+				if err != nil || len(res.Deliveries) != n {
+					t.Fatalf("claim: %d deliveries, %v", len(res.Deliveries), err)
+				}
+				return res.Deliveries
+			}
+			a, b := claim("tok-a", 6), claim("tok-b", 6)
+			lease := func(d driver.Delivery, tok string) driver.Lease { return driver.Lease{ID: d.ID, Token: tok} }
+			state := func(id int64) (st string, due time.Time, lastErr string, token *string) {
+				if err := drv.Pool().QueryRow(tctx(t), `SELECT state, due_at, COALESCE(last_error, ''), lease_token FROM delivery_exception WHERE msg_id = $1`, id).
+					Scan(&st, &due, &lastErr, &token); err != nil {
+					return "gone", time.Time{}, "", nil
+				}
+				return st, due.UTC(), lastErr, token
+			}
+
+			// Fail: mixed tokens, unsorted, one with the wrong token.
+			fails := []driver.Failure{
+				{Lease: lease(b[1], "tok-b"), Error: "e1", Due: now.Add(time.Hour)},
+				{Lease: lease(a[0], "tok-a"), Error: "e2", Dead: true},
+				{Lease: lease(a[1], "tok-b"), Error: "lost", Due: now.Add(time.Hour)},
+				{Lease: lease(b[0], "tok-b"), Error: "e1", Due: now.Add(2 * time.Hour)},
+			}
+			res, err := drv.Fail(tctx(t), driver.FailParams{StreamID: stream.ID, Group: "g", Failures: fails, Now: now})
+			if err != nil || !slices.Equal(res.Lost, []int64{a[1].ID}) {
+				t.Fatalf("fail: lost %v, %v; want only %d", res.Lost, err, a[1].ID)
+			}
+			for _, w := range []struct {
+				id    int64
+				state string
+				due   time.Time
+				err   string
+			}{{b[1].ID, "delayed", now.Add(time.Hour), "e1"}, {a[0].ID, "dead", now, "e2"}, {b[0].ID, "delayed", now.Add(2 * time.Hour), "e1"}, {a[1].ID, "leased", now.Add(time.Minute), ""}} {
+				st, due, le, _ := state(w.id)
+				if st != w.state || !due.Equal(w.due.Truncate(time.Microsecond)) || le != w.err {
+					t.Errorf("row %d: %s due %v error %q; want %s due %v error %q", w.id, st, due, le, w.state, w.due, w.err)
+				}
+			}
+
+			// Extend, Release and Ack, each with a lost lease among kept ones.
+			until := now.Add(time.Hour)
+			res, err = drv.Extend(tctx(t), driver.ExtendParams{StreamID: stream.ID, Group: "g", Until: until, Now: now,
+				Leases: []driver.Lease{lease(b[2], "tok-b"), lease(a[2], "tok-a"), lease(a[3], "nope"), lease(b[0], "tok-b")}})
+			if err != nil || !slices.Equal(res.Lost, []int64{a[3].ID, b[0].ID}) {
+				t.Errorf("extend: lost %v, %v; want %d and %d", res.Lost, err, a[3].ID, b[0].ID)
+			}
+			for _, id := range []int64{b[2].ID, a[2].ID} {
+				if st, due, _, tok := state(id); st != "leased" || !due.Equal(until.Truncate(time.Microsecond)) || tok == nil {
+					t.Errorf("row %d after extend: %s due %v token %v", id, st, due, tok)
+				}
+			}
+			res, err = drv.Release(tctx(t), driver.ReleaseParams{StreamID: stream.ID, Group: "g", Now: now,
+				Leases: []driver.Lease{lease(b[3], "tok-b"), lease(a[4], "tok-b")}})
+			if err != nil || !slices.Equal(res.Lost, []int64{a[4].ID}) {
+				t.Errorf("release: lost %v, %v; want %d", res.Lost, err, a[4].ID)
+			}
+			if st, _, _, tok := state(b[3].ID); st != "delayed" || tok != nil {
+				t.Errorf("released row %d: %s token %v", b[3].ID, st, tok)
+			}
+			res, err = drv.Ack(tctx(t), driver.AckParams{StreamID: stream.ID, Group: "g", Now: now,
+				Leases: []driver.Lease{lease(b[5], "tok-b"), lease(a[5], "tok-a"), lease(b[4], "tok-a"), lease(a[4], "tok-a"), lease(b[3], "tok-b")}})
+			if err != nil || !slices.Equal(res.Lost, []int64{b[4].ID, b[3].ID}) {
+				t.Errorf("ack: lost %v, %v; want %d and %d", res.Lost, err, b[4].ID, b[3].ID)
+			}
+			for _, id := range []int64{b[5].ID, a[5].ID, a[4].ID} {
+				if st, _, _, _ := state(id); st != "gone" {
+					t.Errorf("acked row %d is still %s", id, st)
+				}
+			}
+			if st, _, _, _ := state(b[4].ID); st != "leased" {
+				t.Errorf("row %d acked with another claim's token is %s; want it still leased", b[4].ID, st)
+			}
+			// A claim whose outcome is unknown gives back all it leased.
+			res, err = drv.Release(tctx(t), driver.ReleaseParams{StreamID: stream.ID, Group: "g", ClaimToken: "tok-b", Now: now})
+			if err != nil || len(res.Lost) != 0 {
+				t.Errorf("release by claim token: %v, %v", res.Lost, err)
+			}
+			if st, _, _, _ := state(b[4].ID); st != "delayed" {
+				t.Errorf("row %d after releasing its claim: %s", b[4].ID, st)
+			}
+		})
+	}
+}

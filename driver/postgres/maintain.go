@@ -2,9 +2,10 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -42,7 +43,8 @@ func loadGroups(ctx context.Context, tx pgx.Tx, stream driver.StreamConfig) ([]d
 }
 
 // Health implements driver.Driver. It reads one snapshot.
-func (d *Driver) Health(ctx context.Context, streamID int64, _ time.Time) (driver.HealthStats, error) {
+func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.HealthStats, error) {
+	streamID := p.StreamID
 	var st driver.HealthStats
 	err := d.readTx(ctx, func(tx pgx.Tx) error {
 		st = driver.HealthStats{}
@@ -52,16 +54,18 @@ func (d *Driver) Health(ctx context.Context, streamID int64, _ time.Time) (drive
 		}
 		table := logTable(streamID)
 		st.HighWater = make([]int64, stream.Partitions)
-		// One index probe per partition rather than a scan of the log.
-		if err := eachRow(ctx, tx, `SELECT p, (SELECT max(m.id) FROM `+table+` m WHERE m.partition = p) FROM generate_series(0, $1::integer - 1) p`,
-			[]any{int32(stream.Partitions)}, func(r pgx.Rows) error {
-				var p int32
-				var hw *int64
-				if err := r.Scan(&p, &hw); err != nil {
+		// One index probe per partition rather than a scan of the log; the
+		// mark covers newest rows that compaction or retention removed.
+		if err := eachRow(ctx, tx, `SELECT sp.partition, GREATEST(sp.high_water, (SELECT max(m.id) FROM `+table+` m WHERE m.partition = sp.partition))
+			FROM stream_partition sp WHERE sp.stream_id = $1::bigint`,
+			[]any{streamID}, func(r pgx.Rows) error {
+				var part int32
+				var hw int64
+				if err := r.Scan(&part, &hw); err != nil {
 					return err
 				}
-				if hw != nil && int(p) < len(st.HighWater) {
-					st.HighWater[p] = *hw
+				if int(part) < len(st.HighWater) {
+					st.HighWater[part] = hw
 				}
 				return nil
 			}); err != nil {
@@ -143,7 +147,8 @@ func eachRow(ctx context.Context, tx pgx.Tx, query string, args []any, fn func(p
 }
 
 // Compact implements driver.Driver.
-func (d *Driver) Compact(ctx context.Context, streamID int64, limit int) (int64, error) {
+func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, error) {
+	streamID := p.StreamID
 	var removed int64
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		removed = 0
@@ -152,38 +157,80 @@ func (d *Driver) Compact(ctx context.Context, streamID int64, limit int) (int64,
 			return err
 		}
 		var ids []int64
-		if err := eachRow(ctx, tx, `SELECT m.id FROM `+logTable(streamID)+` m WHERE NOT `+headExpr(stream)+` ORDER BY m.id LIMIT $1::integer`,
-			[]any{int32(limit)}, func(r pgx.Rows) error {
+		var parts []int32
+		if err := eachRow(ctx, tx, `SELECT m.id, m.partition FROM `+logTable(streamID)+` m WHERE NOT `+headExpr(stream)+` ORDER BY m.id LIMIT $1::integer`,
+			[]any{int32(p.Limit)}, func(r pgx.Rows) error {
 				var id int64
-				err := r.Scan(&id)
-				ids = append(ids, id)
+				var part int32
+				err := r.Scan(&id, &part)
+				ids, parts = append(ids, id), append(parts, part)
 				return err
 			}); err != nil {
 			return err
 		}
 		removed = int64(len(ids))
-		return deleteRows(ctx, tx, streamID, ids)
+		return d.deleteRows(ctx, tx, streamID, ids, parts)
 	})
-	return removed, err
+	if err != nil {
+		return 0, d.maintenanceError(err)
+	}
+	return removed, nil
 }
 
-// deleteRows removes log rows with their exceptions and any head pointing at them.
-func deleteRows(ctx context.Context, tx pgx.Tx, streamID int64, ids []int64) error {
+// deleteRows removes log rows with their exceptions and any head pointing at
+// them. It first takes the append locks of the partitions it removes rows
+// from (in partition order, as appends do, bounded by the lock timeout) and
+// raises each partition's high-water mark to the greatest id it removes, so
+// that the mark never goes down.
+func (d *Driver) deleteRows(ctx context.Context, tx pgx.Tx, streamID int64, ids []int64, partitions []int32) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	parts := slices.Clone(partitions)
+	slices.Sort(parts)
+	parts = slices.Compact(parts)
 	b := &pgx.Batch{}
+	d.queuePartitionLocks(b, streamID, parts)
+	b.Queue(`UPDATE stream_partition sp SET high_water = GREATEST(sp.high_water, x.hw)
+		FROM (SELECT m.partition, max(m.id) AS hw FROM `+logTable(streamID)+` m WHERE m.id = ANY($2::bigint[]) GROUP BY m.partition) x
+		WHERE sp.stream_id = $1::bigint AND sp.partition = x.partition`, streamID, ids)
 	b.Queue(`DELETE FROM `+logTable(streamID)+` WHERE id = ANY($1::bigint[])`, ids)
 	b.Queue(`DELETE FROM delivery_exception WHERE stream_id = $1::bigint AND msg_id = ANY($2::bigint[])`, streamID, ids)
 	b.Queue(`DELETE FROM compaction_head WHERE stream_id = $1::bigint AND head_id = ANY($2::bigint[])`, streamID, ids)
-	return tx.SendBatch(ctx, b).Close()
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return &maintenanceLock{err: err, parts: parts}
+	}
+	return nil
+}
+
+// maintenanceLock names the partitions whose locks compaction or retention
+// needed when it failed.
+type maintenanceLock struct {
+	err   error
+	parts []int32
+}
+
+func (m *maintenanceLock) Error() string { return m.err.Error() }
+func (m *maintenanceLock) Unwrap() error { return m.err }
+
+// maintenanceError gives a lock conflict of compaction or retention its
+// advice.
+func (d *Driver) maintenanceError(err error) error {
+	var ml *maintenanceLock
+	var de *driver.Error
+	if errors.As(err, &ml) && errors.As(err, &de) && de.Kind == driver.ErrConflict && de.Advice == "" {
+		if de.Advice = conflictAdvice(err, ml.parts, false); de.Advice != "" {
+			de.Advice += "; compaction and retention try again at their next run"
+		}
+	}
+	return err
 }
 
 // Retain implements driver.Driver. Soft limits remove a row only when every
 // group's cursor in its partition has passed it and no group holds an
 // exception for it; hard limits remove it regardless and count, per group,
 // the rows removed before the group resolved them.
-func (d *Driver) Retain(ctx context.Context, req driver.RetainRequest) (driver.RetainResult, error) {
+func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.RetainResult, error) {
 	var res driver.RetainResult
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		res = driver.RetainResult{RemovedUnread: map[string]int64{}}
@@ -230,8 +277,9 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainRequest) (driver.R
 			return nil
 		}
 		ids := make([]int64, len(victims))
+		parts := make([]int32, len(victims))
 		for i, v := range victims {
-			ids[i] = v.ID
+			ids[i], parts[i] = v.ID, int32(v.Partition)
 		}
 		if r.Hard {
 			groups, err := loadGroups(ctx, tx, stream)
@@ -255,19 +303,24 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainRequest) (driver.R
 				return err
 			}
 			res.RemovedUnread = driver.CountRemovedUnread(groups, victims, held, req.Match)
-			for _, g := range groups {
-				n := res.RemovedUnread[g.Name]
-				if n == 0 {
-					continue
-				}
-				if _, err := tx.Exec(ctx, `UPDATE consumer_group SET removed_unread = removed_unread + $1::bigint WHERE stream_id = $2::bigint AND name = $3::text`,
-					n, stream.ID, g.Name); err != nil {
-					return err
-				}
-			}
+		}
+		// The partition locks first, before this transaction locks anything
+		// else (the groups' rows), since it may wait for them.
+		if err := d.deleteRows(ctx, tx, stream.ID, ids, parts); err != nil {
+			return err
 		}
 		res.Removed = int64(len(ids))
-		return deleteRows(ctx, tx, stream.ID, ids)
+		for _, name := range slices.Sorted(maps.Keys(res.RemovedUnread)) { // in one order, as other processes' retention
+			n := res.RemovedUnread[name]
+			if _, err := tx.Exec(ctx, `UPDATE consumer_group SET removed_unread = removed_unread + $1::bigint WHERE stream_id = $2::bigint AND name = $3::text`,
+				n, stream.ID, name); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	return res, err
+	if err != nil {
+		return driver.RetainResult{}, d.maintenanceError(err)
+	}
+	return res, nil
 }

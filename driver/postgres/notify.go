@@ -7,16 +7,18 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
 // Subscribe implements driver.Notifier. Wake-ups are hints: the listener
 // wakes every subscriber after it (re)connects, since notifications sent
 // while it was away are lost, and consumers keep polling regardless.
-func (d *Driver) Subscribe(ctx context.Context, streamID int64, wake func()) error {
+func (d *Driver) Subscribe(ctx context.Context, p driver.SubscribeParams) error {
 	if err := d.check(); err != nil {
 		return err
 	}
-	ch := d.channel(streamID)
+	wake := p.Wake
+	ch := d.channel(p.StreamID)
 	if ch == "" { // WithoutNotify: polling only
 		<-ctx.Done()
 		return nil

@@ -4,9 +4,11 @@
 //	client, err := sqlstreams.Open(ctx, postgres.Open("postgres://app@db/app"))
 //
 // Every table lives in the first schema of the connection's search_path (set
-// it with the URL parameter search_path=...). Payloads and headers are
-// jsonb, times timestamptz in UTC, ids bigint; each stream's rows live in a
-// table message_log_<id>, so a stream name never enters SQL text.
+// it with the URL parameter search_path=...). Payloads are bytea, stored and
+// returned byte for byte (RawPayload bytes round-trip exactly, the JSON
+// escape \u0000 included); headers are jsonb, times timestamptz in UTC, ids
+// and compaction ranks bigint, schema versions integer. Each stream's rows
+// live in a table message_log_<id>, so a stream name never enters SQL text.
 //
 // # Commit order (C5)
 //
@@ -18,7 +20,9 @@
 // Within a partition, ids are therefore taken and committed in the same
 // order, and a cursor (one per partition) never passes a row that becomes
 // visible later. Appends to different partitions or streams run in
-// parallel.
+// parallel. The lock statement checks that it found every partition it
+// writes to; when it did not, the stream was destroyed, nothing is written
+// and the append fails with ErrStreamNotFound.
 //
 // The alternative, storing pg_current_xact_id() in each row and reading
 // only rows of transactions older than pg_snapshot_xmin(pg_current_snapshot()),
@@ -43,17 +47,65 @@
 // partitions locks them in partition order, so appends never deadlock each
 // other.
 //
+// # Lock waits and ProduceTx
+//
 // A transaction used with ProduceTx holds the partition lock from the
 // produce until it commits or rolls back: other producers of that partition
 // wait for it. Keep such transactions short, and produce last in them.
 //
+// Waiting for a partition lock is bounded by WithLockTimeout (10s by
+// default): the append sets lock_timeout for its lock statement only and
+// restores the previous value right after it, in the same pipelined batch,
+// so a caller's transaction keeps its own setting. A wait that runs out fails
+// with ErrConflict naming the partition, and is not retried: inside a
+// caller's transaction, roll the transaction back and retry it whole. A
+// deadlock or serialization failure in a caller's transaction is ErrConflict
+// too; the driver retries those only in transactions of its own. Compaction
+// and retention take the same partition locks, with the same bound, before
+// they remove rows.
+//
 // # Claims
 //
-// The main claim locks one group cursor at a time with FOR UPDATE SKIP
-// LOCKED, so consumers of a group claim different partitions at once and
-// never wait for each other; the exception claim locks exception rows the
-// same way. Claim transactions are short: they never span a handler.
-// Serialization failures and deadlocks are retried inside the driver.
+// One autocommit probe finds out whether anything is due or new and reads
+// the group, so an idle claim costs one round trip. Otherwise the claim runs
+// in one read committed transaction: it locks a group cursor with FOR UPDATE
+// SKIP LOCKED and only then reads the group's stored configuration (C19),
+// leases due exceptions (locked FOR UPDATE SKIP LOCKED, so concurrent
+// claimers take different ones), and then rows past the cursors, one cursor
+// at a time, so consumers of a group claim different partitions at once and
+// never wait for each other. A registration that changes the group's
+// bindings or converters locks every cursor of the group before it commits,
+// so it waits for the claims in flight and every later claim sees the
+// change. Claim transactions are short: they never span a handler.
+//
+// # Settling
+//
+// Ack, Fail, Release and Extend are each one autocommit statement over the
+// (id, token) pairs of the call, passed as arrays (ids sorted, found with a
+// binary search, so the plan is an index range scan whatever the planner
+// knows) and ending in RETURNING msg_id: every delivery still leased with
+// its own token is settled, the others are reported lost, and one lost lease
+// never changes another's outcome (C20). Fail stores each failure's own due
+// time and error.
+//
+// # Errors
+//
+// Every error carries one of the driver package's sentinels. Connection
+// failures (refused, lost, server shutting down, TLS or authentication
+// failures, the context's deadline while connecting) are ErrUnavailable;
+// deadlocks, serialization failures and lock timeouts are ErrConflict; other
+// server errors are ErrDatabase. A failure after a write or its COMMIT may
+// have reached the server (the connection dropped, or the context ended,
+// while it was in flight) is ErrOutcomeUnknown; an error the server sent
+// means the transaction failed, except that the server ending the session
+// while COMMIT was in flight leaves it unknown too. A call whose context
+// ended before it sent anything (while it waited for a connection of the
+// pool) returns the context's error. The driver runs its own statements and
+// transactions again, a bounded number of times, after deadlocks,
+// serialization failures and failures that certainly wrote nothing; never
+// after a lock timeout or an unknown outcome. Passwords from the URL never appear in an error: the
+// driver finds them in the URL or key=value string itself, also in one that
+// does not parse, and scrubs them.
 //
 // # Wake-ups
 //
@@ -90,7 +142,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -98,14 +149,22 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+var (
+	_ driver.Driver   = (*Driver)(nil)
+	_ driver.Registry = (*Driver)(nil)
+	_ driver.Notifier = (*Driver)(nil)
+)
+
 // Driver is the PostgreSQL driver. Create it with Open.
 type Driver struct {
-	cfg    *pgxpool.Config
-	listen *pgx.ConnConfig // the LISTEN connection's config
-	pool   *pgxpool.Pool
-	opened error
-	closed atomic.Bool
-	notify bool
+	cfg         *pgxpool.Config
+	listen      *pgx.ConnConfig // the LISTEN connection's config
+	pool        *pgxpool.Pool
+	opened      error
+	closed      atomic.Bool
+	notify      bool
+	lockTimeout time.Duration
+	secrets     []string // passwords to scrub from error text
 
 	mu           sync.Mutex
 	prefix       string // notification channel prefix, known after Migrate
@@ -117,11 +176,16 @@ type Driver struct {
 type Option func(*options)
 
 type options struct {
-	simple    bool
-	noNotify  bool
-	listenURL string
-	config    []func(*pgxpool.Config)
+	simple      bool
+	noNotify    bool
+	listenURL   string
+	lockTimeout time.Duration
+	config      []func(*pgxpool.Config)
 }
+
+// DefaultLockTimeout bounds an append's wait for its partition lock unless
+// WithLockTimeout says otherwise.
+const DefaultLockTimeout = 10 * time.Second
 
 // WithSimpleProtocol sends every statement with the simple query protocol
 // (pgx.QueryExecModeSimpleProtocol), as PgBouncer in transaction mode needs.
@@ -136,6 +200,13 @@ func WithoutNotify() Option { return func(o *options) { o.noNotify = true } }
 // driver's URL, for example to the server behind a transaction-mode pooler.
 func WithListenURL(url string) Option { return func(o *options) { o.listenURL = url } }
 
+// WithLockTimeout bounds how long an append (or compaction and retention)
+// waits for a partition lock that another transaction holds, such as an open
+// ProduceTx transaction; the wait then fails with ErrConflict. The default is
+// DefaultLockTimeout. Zero or less leaves the wait to the session's own
+// lock_timeout and the call's context.
+func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockTimeout = d } }
+
 // WithPoolConfig lets fn adjust the pool configuration parsed from the URL
 // (pool size, connection hooks, TLS) before the pool is created.
 func WithPoolConfig(fn func(*pgxpool.Config)) Option {
@@ -145,18 +216,23 @@ func WithPoolConfig(fn func(*pgxpool.Config)) Option {
 // Open returns a driver for the database at url, a PostgreSQL URL or
 // key=value connection string as pgx accepts it. It does not connect:
 // connection errors (a wrong host, database or password) surface from
-// sqlstreams.Open with the server's reason.
+// sqlstreams.Open with the server's reason, and without the password.
 func Open(url string, opts ...Option) *Driver {
-	var o options
+	o := options{lockTimeout: DefaultLockTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	d := &Driver{notify: !o.noNotify}
+	d := &Driver{notify: !o.noNotify, lockTimeout: o.lockTimeout}
+	d.secrets = connSecrets(url)
+	if o.listenURL != "" {
+		d.secrets = sortSecrets(append(d.secrets, connSecrets(o.listenURL)...))
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		d.opened = fmt.Errorf("postgres: %w", err)
+		d.opened = d.parseError("", err)
 		return d
 	}
+	d.addSecret(cfg.ConnConfig.Password) // also from PGPASSWORD or a passfile
 	if o.simple {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 	}
@@ -166,15 +242,31 @@ func Open(url string, opts ...Option) *Driver {
 	d.cfg, d.listen = cfg, cfg.ConnConfig
 	if o.listenURL != "" {
 		if d.listen, err = pgx.ParseConfig(o.listenURL); err != nil {
-			d.opened = fmt.Errorf("postgres: listen URL: %w", err)
+			d.opened = d.parseError("listen URL: ", err)
 			return d
 		}
+		d.addSecret(d.listen.Password)
 	}
 	d.pool, err = pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
-		d.opened = fmt.Errorf("postgres: %w", err)
+		d.opened = d.wrap(context.Background(), err, stageRead)
 	}
 	return d
+}
+
+// parseError reports a connection string pgx could not parse. pgx's error
+// keeps the whole string and redacts passwords only on a best-effort basis,
+// so only its scrubbed text is kept.
+func (d *Driver) parseError(what string, err error) error {
+	return &driver.Error{Kind: driver.ErrUnavailable,
+		Advice: "the connection URL cannot be parsed; fix it (see the PostgreSQL connection URL and key=value formats)",
+		Err:    errors.New("postgres: " + what + driver.Scrub(err.Error(), d.secrets...))}
+}
+
+func (d *Driver) addSecret(s string) {
+	if s != "" && !slices.Contains(d.secrets, s) {
+		d.secrets = sortSecrets(append(d.secrets, s))
+	}
 }
 
 // Pool returns the connection pool, on which to begin transactions for
@@ -235,7 +327,7 @@ func (d *Driver) Migrate(ctx context.Context) error {
 	}
 	ms, err := driver.ReadMigrations(migrations, "migrations")
 	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
+		return &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("postgres: %w", err)}
 	}
 	var schema, database string
 	err = d.inTx(ctx, func(tx pgx.Tx) error {
@@ -269,7 +361,7 @@ func (d *Driver) Migrate(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
+		return err
 	}
 	h := fnv.New64a()
 	h.Write([]byte(database + "\x00" + schema))
@@ -305,54 +397,69 @@ func (d *Driver) channel(streamID int64) string {
 	return d.prefix + strconv.FormatInt(streamID, 10)
 }
 
-// maxRetries bounds how often a transaction is retried after a serialization
-// failure, a deadlock or a connection that failed before anything was sent.
+// maxRetries bounds how often the driver runs one of its own transactions
+// again after a serialization failure, a deadlock or a failure that
+// certainly wrote nothing.
 const maxRetries = 20
 
-// retryable reports errors after which running the whole transaction again
-// is safe and likely to succeed.
-func retryable(err error) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch pe.Code {
-		case "40001", "40P01": // serialization_failure, deadlock_detected
-			return true
-		}
-		return false
-	}
-	return pgconn.SafeToRetry(err)
-}
-
-// retry runs fn until it succeeds, fails for good, or ctx ends.
-func (d *Driver) retry(ctx context.Context, fn func() error) error {
+// retry runs fn, one attempt of the driver's own statement or transaction,
+// until it succeeds, fails for good, or ctx ends, and classifies its error.
+// stage says what a failure means when fn does not say it itself (see
+// staged).
+func (d *Driver) retry(ctx context.Context, stage stage, fn func() error) error {
 	if err := d.check(); err != nil {
 		return err
 	}
 	for attempt := 0; ; attempt++ {
 		err := fn()
-		if err == nil || attempt >= maxRetries || !retryable(err) || ctx.Err() != nil {
-			if err != nil && d.closed.Load() {
-				return fmt.Errorf("postgres: %w (%v)", driver.ErrClosed, err)
-			}
-			return err
+		if err == nil {
+			return nil
+		}
+		st := stage
+		if s, ok := err.(*staged); ok {
+			err, st = s.err, s.stage
+		}
+		if attempt >= maxRetries || ctx.Err() != nil || d.closed.Load() || !retryable(err, st) {
+			return d.wrap(ctx, err, st)
 		}
 		backoff := time.Duration(1+rand.IntN(1<<min(attempt, 6))) * time.Millisecond
 		select {
 		case <-ctx.Done():
-			return err
+			return d.wrap(ctx, err, st)
 		case <-time.After(backoff):
 		}
 	}
 }
 
-// inTx runs fn in a new read committed transaction that commits when fn
-// succeeds, retrying the whole transaction after serialization failures and
-// deadlocks.
-func (d *Driver) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return d.retry(ctx, func() error { return pgx.BeginFunc(ctx, d.pool, fn) })
+// write runs fn, an autocommit write (one statement, or a batch that runs
+// as one implicit transaction), on a connection of the pool. A failure to
+// get the connection sent nothing; a failure of fn after it sent its
+// statement leaves the outcome unknown unless the server answered with an
+// error.
+func (d *Driver) write(ctx context.Context, fn func(c *pgxpool.Conn) error) error {
+	return d.retry(ctx, stageWrite, func() error {
+		c, err := d.pool.Acquire(ctx)
+		if err != nil {
+			return &staged{err: err, stage: stageRead}
+		}
+		defer c.Release()
+		return fn(c)
+	})
 }
 
-// claimTx is inTx for the main claim. It turns bitmap scans off for the
+// read runs fn, which only reads, with the pool.
+func (d *Driver) read(ctx context.Context, fn func() error) error {
+	return d.retry(ctx, stageRead, fn)
+}
+
+// inTx runs fn in a new read committed transaction that commits when fn
+// succeeds, retrying the whole transaction after serialization failures,
+// deadlocks and failures that certainly left nothing written.
+func (d *Driver) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return d.retry(ctx, stageTx, func() error { return d.runTx(ctx, pgx.TxOptions{}, fn) })
+}
+
+// claimTx is inTx for the claim. It turns bitmap scans off for the
 // transaction: on a log whose statistics are missing or stale (a new stream,
 // before autovacuum's first analyze) the planner would otherwise read every
 // row past the cursor and sort them instead of walking the (partition, id)
@@ -360,14 +467,37 @@ func (d *Driver) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // round trip.
 func (d *Driver) claimTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	opts := pgx.TxOptions{BeginQuery: "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL enable_bitmapscan = off"}
-	return d.retry(ctx, func() error { return pgx.BeginTxFunc(ctx, d.pool, opts, fn) })
+	return d.retry(ctx, stageTx, func() error { return d.runTx(ctx, opts, fn) })
 }
 
 // readTx runs fn in a read-only repeatable read transaction: one snapshot.
 func (d *Driver) readTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return d.retry(ctx, func() error {
-		return pgx.BeginTxFunc(ctx, d.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+	return d.retry(ctx, stageRead, func() error {
+		return d.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 	})
+}
+
+// runTx is one attempt of a transaction. A failure before COMMIT leaves
+// nothing written (the server rolls back a transaction whose connection
+// drops); a failure of COMMIT itself may leave the outcome unknown.
+func (d *Driver) runTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
+	tx, err := d.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		_ = tx.Rollback(rctx)
+		cancel()
+		return err
+	}
+	if opts.AccessMode == pgx.ReadOnly {
+		return tx.Commit(ctx)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return &staged{err: err, stage: stageCommit}
+	}
+	return nil
 }
 
 // ts is the form in which times are stored: UTC at microsecond precision.
@@ -375,29 +505,28 @@ func ts(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
 func logTable(streamID int64) string { return "message_log_" + strconv.FormatInt(streamID, 10) }
 
-func isUnique(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23505"
-}
-
 func dedupe(ids []int64) []int64 {
 	out := slices.Clone(ids)
 	slices.Sort(out)
 	return slices.Compact(out)
 }
 
-// versionFilter returns an SQL predicate on col for the request's versions
-// ("TRUE" when every version is read) and the argument it needs, if any, as
+// versionFilter returns an SQL predicate on col for versions ("TRUE" when
+// every version is read, nil) and the argument it needs, if any, as
 // parameter $n.
 func versionFilter(col string, versions []int, n int) (string, []any) {
 	if versions == nil {
 		return "TRUE", nil
 	}
-	vs := make([]int32, len(versions))
-	for i, v := range versions {
-		vs[i] = int32(v)
+	return col + " = ANY($" + strconv.Itoa(n) + "::integer[])", []any{int32s(versions)}
+}
+
+func int32s(vs []int) []int32 {
+	out := make([]int32, len(vs))
+	for i, v := range vs {
+		out[i] = int32(v)
 	}
-	return col + " = ANY($" + strconv.Itoa(n) + "::integer[])", []any{vs}
+	return out
 }
 
 // headExpr is true when row m is claimable: on a compacted stream, only a head.

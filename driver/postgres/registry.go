@@ -5,10 +5,9 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
-
-var _ driver.Registry = (*Driver)(nil)
 
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
@@ -24,11 +23,11 @@ func readSettings(ctx context.Context, q querier, streamID int64) (driver.Regist
 }
 
 // RegistrySettings implements driver.Registry.
-func (d *Driver) RegistrySettings(ctx context.Context, streamID int64) (driver.RegistrySettings, error) {
+func (d *Driver) RegistrySettings(ctx context.Context, p driver.RegistrySettingsParams) (driver.RegistrySettings, error) {
 	var s driver.RegistrySettings
-	err := d.retry(ctx, func() error {
+	err := d.read(ctx, func() error {
 		var err error
-		s, err = readSettings(ctx, d.pool, streamID)
+		s, err = readSettings(ctx, d.pool, p.StreamID)
 		return err
 	})
 	return s, err
@@ -36,7 +35,8 @@ func (d *Driver) RegistrySettings(ctx context.Context, streamID int64) (driver.R
 
 // UpdateRegistrySettings implements driver.Registry. The scope's row is
 // created first and locked, so concurrent updates of a scope serialize.
-func (d *Driver) UpdateRegistrySettings(ctx context.Context, streamID int64, update func(*driver.RegistrySettings) error) error {
+func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegistrySettingsParams) error {
+	streamID := p.StreamID
 	return d.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO registry_setting (stream_id) VALUES ($1::bigint) ON CONFLICT (stream_id) DO NOTHING`, streamID); err != nil {
 			return err
@@ -45,8 +45,8 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, streamID int64, upd
 		if err := tx.QueryRow(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = $1::bigint FOR UPDATE`, streamID).Scan(&s.Level, &s.Mode); err != nil {
 			return err
 		}
-		if err := update(&s); err != nil {
-			return err
+		if err := p.Update(&s); err != nil {
+			return callback(err)
 		}
 		_, err := tx.Exec(ctx, `UPDATE registry_setting SET level = $1::text, mode = $2::text WHERE stream_id = $3::bigint`, s.Level, s.Mode, streamID)
 		return err
@@ -68,7 +68,8 @@ func scanRevisions(rows pgx.Rows) ([]driver.SchemaRevision, error) {
 
 // RecordSchema implements driver.Registry. The stream's config row is
 // locked for the transaction, so registrations on one stream serialize.
-func (d *Driver) RecordSchema(ctx context.Context, rev driver.SchemaRevision, decide func([]driver.SchemaRevision, driver.RegistrySettings, driver.RegistrySettings) error) (driver.SchemaRevision, bool, error) {
+func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) (driver.SchemaRevision, bool, error) {
+	rev := p.Revision
 	var out driver.SchemaRevision
 	var created bool
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
@@ -104,8 +105,8 @@ func (d *Driver) RecordSchema(ctx context.Context, rev driver.SchemaRevision, de
 		if err != nil {
 			return err
 		}
-		if err := decide(existing, streamSet, global); err != nil {
-			return err
+		if err := p.Decide(existing, streamSet, global); err != nil {
+			return callback(err)
 		}
 		out = rev
 		out.Revision = 1
@@ -122,11 +123,11 @@ func (d *Driver) RecordSchema(ctx context.Context, rev driver.SchemaRevision, de
 }
 
 // SchemaRevisions implements driver.Registry.
-func (d *Driver) SchemaRevisions(ctx context.Context, streamID int64, version int) ([]driver.SchemaRevision, error) {
+func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
 	var out []driver.SchemaRevision
-	err := d.retry(ctx, func() error {
+	err := d.read(ctx, func() error {
 		rows, err := d.pool.Query(ctx, `SELECT `+revisionColumns+` FROM schema_revision WHERE stream_id = $1::bigint AND ($2::integer = 0 OR version = $2::integer)
-			ORDER BY version, revision`, streamID, int32(version))
+			ORDER BY version, revision`, p.StreamID, int32(p.Version))
 		if err != nil {
 			return err
 		}
@@ -137,9 +138,10 @@ func (d *Driver) SchemaRevisions(ctx context.Context, streamID int64, version in
 }
 
 // RecordReader implements driver.Registry.
-func (d *Driver) RecordReader(ctx context.Context, r driver.Reader) error {
-	return d.retry(ctx, func() error {
-		_, err := d.pool.Exec(ctx, `INSERT INTO schema_reader (stream_id, group_name, version, revision, registered_at)
+func (d *Driver) RecordReader(ctx context.Context, p driver.RecordReaderParams) error {
+	r := p.Reader
+	return d.write(ctx, func(c *pgxpool.Conn) error {
+		_, err := c.Exec(ctx, `INSERT INTO schema_reader (stream_id, group_name, version, revision, registered_at)
 			VALUES ($1::bigint, $2::text, $3::integer, $4::integer, $5::timestamptz)
 			ON CONFLICT (stream_id, group_name, version) DO UPDATE SET revision = excluded.revision, registered_at = excluded.registered_at`,
 			r.StreamID, r.Group, int32(r.Version), int32(r.Revision), ts(r.RegisteredAt))
@@ -148,11 +150,11 @@ func (d *Driver) RecordReader(ctx context.Context, r driver.Reader) error {
 }
 
 // Readers implements driver.Registry.
-func (d *Driver) Readers(ctx context.Context, streamID int64) ([]driver.Reader, error) {
+func (d *Driver) Readers(ctx context.Context, p driver.ReadersParams) ([]driver.Reader, error) {
 	var out []driver.Reader
-	err := d.retry(ctx, func() error {
+	err := d.read(ctx, func() error {
 		rows, err := d.pool.Query(ctx, `SELECT stream_id, group_name, version, revision, registered_at FROM schema_reader
-			WHERE stream_id = $1::bigint ORDER BY group_name, version`, streamID)
+			WHERE stream_id = $1::bigint ORDER BY group_name, version`, p.StreamID)
 		if err != nil {
 			return err
 		}
@@ -169,10 +171,10 @@ func (d *Driver) Readers(ctx context.Context, streamID int64) ([]driver.Reader, 
 }
 
 // LiveRevisions implements driver.Registry.
-func (d *Driver) LiveRevisions(ctx context.Context, streamID int64, version int) ([]int, error) {
+func (d *Driver) LiveRevisions(ctx context.Context, p driver.LiveRevisionsParams) ([]int, error) {
 	var out []int
-	err := d.retry(ctx, func() error {
-		rows, err := d.pool.Query(ctx, `SELECT DISTINCT schema_revision FROM `+logTable(streamID)+` WHERE schema_version = $1::integer ORDER BY 1`, int32(version))
+	err := d.read(ctx, func() error {
+		rows, err := d.pool.Query(ctx, `SELECT DISTINCT schema_revision FROM `+logTable(p.StreamID)+` WHERE schema_version = $1::integer ORDER BY 1`, int32(p.Version))
 		if err != nil {
 			return err
 		}

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
@@ -25,7 +28,8 @@ func scanStream(r pgx.Row) (driver.StreamConfig, error) {
 }
 
 // CreateStream implements driver.Driver.
-func (d *Driver) CreateStream(ctx context.Context, cfg driver.StreamConfig) (driver.StreamConfig, error) {
+func (d *Driver) CreateStream(ctx context.Context, p driver.CreateStreamParams) (driver.StreamConfig, error) {
+	cfg := p.Config
 	cfg.CreatedAt = ts(cfg.CreatedAt)
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `INSERT INTO stream_config (name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at)
@@ -45,8 +49,8 @@ func (d *Driver) CreateStream(ctx context.Context, cfg driver.StreamConfig) (dri
 			schema_revision integer     NOT NULL DEFAULT 0,
 			msg_key         text,
 			routing_key     text        NOT NULL,
-			compaction_rank integer     NOT NULL,
-			payload         jsonb       NOT NULL,
+			compaction_rank bigint      NOT NULL,
+			payload         bytea       NOT NULL,
 			headers         jsonb,
 			produced_at     timestamptz NOT NULL
 		)`); err != nil {
@@ -63,16 +67,16 @@ func (d *Driver) CreateStream(ctx context.Context, cfg driver.StreamConfig) (dri
 }
 
 // LookupStream implements driver.Driver.
-func (d *Driver) LookupStream(ctx context.Context, name string) (driver.StreamConfig, error) {
+func (d *Driver) LookupStream(ctx context.Context, p driver.LookupStreamParams) (driver.StreamConfig, error) {
 	var c driver.StreamConfig
-	err := d.retry(ctx, func() error {
+	err := d.read(ctx, func() error {
 		var err error
-		c, err = scanStream(d.pool.QueryRow(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE name = $1::text`, name))
+		c, err = scanStream(d.pool.QueryRow(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE name = $1::text`, p.Name))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return driver.ErrStreamNotFound
+		}
 		return err
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return c, driver.ErrStreamNotFound
-	}
 	return c, err
 }
 
@@ -85,9 +89,9 @@ func lookupStreamByID(ctx context.Context, tx pgx.Tx, id int64) (driver.StreamCo
 }
 
 // ListStreams implements driver.Driver.
-func (d *Driver) ListStreams(ctx context.Context) ([]driver.StreamConfig, error) {
+func (d *Driver) ListStreams(ctx context.Context, _ driver.ListStreamsParams) ([]driver.StreamConfig, error) {
 	var out []driver.StreamConfig
-	err := d.retry(ctx, func() error {
+	err := d.read(ctx, func() error {
 		rows, err := d.pool.Query(ctx, `SELECT `+streamColumns+` FROM stream_config ORDER BY name`)
 		if err != nil {
 			return err
@@ -99,9 +103,9 @@ func (d *Driver) ListStreams(ctx context.Context) ([]driver.StreamConfig, error)
 }
 
 // RenameStream implements driver.Driver.
-func (d *Driver) RenameStream(ctx context.Context, streamID int64, newName string) error {
-	return d.retry(ctx, func() error {
-		tag, err := d.pool.Exec(ctx, `UPDATE stream_config SET name = $1::text WHERE id = $2::bigint`, newName, streamID)
+func (d *Driver) RenameStream(ctx context.Context, p driver.RenameStreamParams) error {
+	return d.write(ctx, func(c *pgxpool.Conn) error {
+		tag, err := c.Exec(ctx, `UPDATE stream_config SET name = $1::text WHERE id = $2::bigint`, p.NewName, p.StreamID)
 		if isUnique(err) {
 			return driver.ErrStreamExists
 		}
@@ -116,7 +120,8 @@ func (d *Driver) RenameStream(ctx context.Context, streamID int64, newName strin
 }
 
 // DestroyStream implements driver.Driver.
-func (d *Driver) DestroyStream(ctx context.Context, streamID int64) error {
+func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams) error {
+	streamID := p.StreamID
 	return d.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM stream_config WHERE id = $1::bigint`, streamID)
 		if err != nil {
@@ -138,12 +143,22 @@ func (d *Driver) DestroyStream(ctx context.Context, streamID int64) error {
 
 const groupColumns = `stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at, removed_unread`
 
-func scanGroup(r pgx.Row) (driver.GroupConfig, int64, error) {
+// groupColumnsOf is groupColumns qualified by a table alias.
+func groupColumnsOf(alias string) string {
+	cols := strings.Split(groupColumns, ", ")
+	for i, c := range cols {
+		cols[i] = alias + "." + c
+	}
+	return strings.Join(cols, ", ")
+}
+
+// scanGroup reads groupColumns, plus extra destinations.
+func scanGroup(r pgx.Row, extra ...any) (driver.GroupConfig, int64, error) {
 	var g driver.GroupConfig
 	var bindings, convertsFrom []byte
 	var version, start int32
 	var removed int64
-	err := r.Scan(&g.StreamID, &g.Name, &version, &g.AllVersions, &bindings, &convertsFrom, &start, &g.CreatedAt, &removed)
+	err := r.Scan(append([]any{&g.StreamID, &g.Name, &version, &g.AllVersions, &bindings, &convertsFrom, &start, &g.CreatedAt, &removed}, extra...)...)
 	if err != nil {
 		return g, 0, err
 	}
@@ -163,25 +178,44 @@ func scanGroup(r pgx.Row) (driver.GroupConfig, int64, error) {
 	return g, removed, nil
 }
 
-// RegisterGroup implements driver.Driver.
-func (d *Driver) RegisterGroup(ctx context.Context, cfg driver.GroupConfig) (driver.GroupConfig, error) {
-	bindings := []byte("[]")
-	if len(cfg.Bindings) > 0 {
-		var err error
-		if bindings, err = json.Marshal(cfg.Bindings); err != nil {
-			return cfg, err
-		}
+// encodeList stores a list as a JSON array, [] when empty.
+func encodeList[T any](list []T) (string, error) {
+	if len(list) == 0 {
+		return "[]", nil
 	}
-	convertsFrom := []byte("[]")
-	if len(cfg.ConvertsFrom) > 0 {
-		var err error
-		if convertsFrom, err = json.Marshal(cfg.ConvertsFrom); err != nil {
-			return cfg, err
-		}
+	b, err := json.Marshal(list)
+	return string(b), err
+}
+
+// loadGroup reads a group's stored configuration, or fails with
+// ErrGroupNotFound. lock is "" or a locking clause.
+func loadGroup(ctx context.Context, q querier, streamID int64, name, lock string) (driver.GroupConfig, error) {
+	g, _, err := scanGroup(q.QueryRow(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = $1::bigint AND name = $2::text`+lock, streamID, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return g, fmt.Errorf("group %q: %w", name, driver.ErrGroupNotFound)
 	}
+	return g, err
+}
+
+// RegisterGroup implements driver.Driver. An existing group's row is locked
+// while Update runs; a change to it then locks every cursor of the group,
+// waiting for the claims in flight (which hold cursor locks and read the
+// group after taking one), so that no claim commits with the old
+// configuration after the change and every later claim sees it (C19).
+func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams) (driver.GroupConfig, error) {
+	cfg := p.Group
 	cfg.CreatedAt = ts(cfg.CreatedAt)
+	cfg.Bindings, cfg.ConvertsFrom = nilIfEmpty(cfg.Bindings), nilIfEmpty(cfg.ConvertsFrom)
+	bindings, err := encodeList(cfg.Bindings)
+	if err != nil {
+		return driver.GroupConfig{}, &driver.Error{Kind: driver.ErrDatabase, Err: err}
+	}
+	convertsFrom, err := encodeList(cfg.ConvertsFrom)
+	if err != nil {
+		return driver.GroupConfig{}, &driver.Error{Kind: driver.ErrDatabase, Err: err}
+	}
 	var out driver.GroupConfig
-	err := d.inTx(ctx, func(tx pgx.Tx) error {
+	err = d.inTx(ctx, func(tx pgx.Tx) error {
 		stream, err := lookupStreamByID(ctx, tx, cfg.StreamID)
 		if err != nil {
 			return err
@@ -190,23 +224,45 @@ func (d *Driver) RegisterGroup(ctx context.Context, cfg driver.GroupConfig) (dri
 		// waits for the winner and then finds its row.
 		tag, err := tx.Exec(ctx, `INSERT INTO consumer_group (stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at)
 			VALUES ($1::bigint, $2::text, $3::integer, $4::boolean, $5::jsonb, $6::jsonb, $7::integer, $8::timestamptz) ON CONFLICT (stream_id, name) DO NOTHING`,
-			cfg.StreamID, cfg.Name, int32(cfg.SchemaVersion), cfg.AllVersions, string(bindings), string(convertsFrom), int32(cfg.Start), cfg.CreatedAt)
+			cfg.StreamID, cfg.Name, int32(cfg.SchemaVersion), cfg.AllVersions, bindings, convertsFrom, int32(cfg.Start), cfg.CreatedAt)
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			existing, _, err := scanGroup(tx.QueryRow(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = $1::bigint AND name = $2::text FOR UPDATE`, cfg.StreamID, cfg.Name))
+			stored, err := loadGroup(ctx, tx, cfg.StreamID, cfg.Name, ` FOR UPDATE`)
 			if err != nil {
 				return err
 			}
-			out = existing
-			if existing.SchemaVersion != cfg.SchemaVersion || existing.AllVersions != cfg.AllVersions {
-				return nil // the caller refuses the registration; change nothing
+			out = stored
+			if p.Update == nil {
+				return nil
 			}
-			out.Bindings, out.ConvertsFrom = cfg.Bindings, cfg.ConvertsFrom
-			_, err = tx.Exec(ctx, `UPDATE consumer_group SET bindings = $1::jsonb, converts_from = $2::jsonb WHERE stream_id = $3::bigint AND name = $4::text`,
-				string(bindings), string(convertsFrom), cfg.StreamID, cfg.Name)
-			return err
+			// Update gets its own copy of the lists, so that it cannot change
+			// the stored ones it is compared with.
+			copied := stored
+			copied.Bindings, copied.ConvertsFrom = slices.Clone(stored.Bindings), slices.Clone(stored.ConvertsFrom)
+			next, err := p.Update(copied)
+			if err != nil {
+				return callback(err)
+			}
+			out.Bindings, out.ConvertsFrom = nilIfEmpty(next.Bindings), nilIfEmpty(next.ConvertsFrom)
+			if slices.Equal(out.Bindings, stored.Bindings) && slices.Equal(out.ConvertsFrom, stored.ConvertsFrom) {
+				return nil
+			}
+			nb, err := encodeList(out.Bindings)
+			if err != nil {
+				return err
+			}
+			nc, err := encodeList(out.ConvertsFrom)
+			if err != nil {
+				return err
+			}
+			b := &pgx.Batch{}
+			b.Queue(`UPDATE consumer_group SET bindings = $1::jsonb, converts_from = $2::jsonb WHERE stream_id = $3::bigint AND name = $4::text`,
+				nb, nc, cfg.StreamID, cfg.Name)
+			b.Queue(`SELECT partition FROM group_cursor WHERE stream_id = $1::bigint AND group_name = $2::text ORDER BY partition FOR UPDATE`,
+				cfg.StreamID, cfg.Name)
+			return tx.SendBatch(ctx, b).Close()
 		}
 		// A new group starts at the beginning, or after the last committed
 		// row of each partition: an append still in flight in a partition
@@ -225,11 +281,19 @@ func (d *Driver) RegisterGroup(ctx context.Context, cfg driver.GroupConfig) (dri
 	return out, err
 }
 
+// nilIfEmpty reads an empty list as none.
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
 // ListGroups implements driver.Driver.
-func (d *Driver) ListGroups(ctx context.Context, streamID int64) ([]driver.GroupConfig, error) {
+func (d *Driver) ListGroups(ctx context.Context, p driver.ListGroupsParams) ([]driver.GroupConfig, error) {
 	var out []driver.GroupConfig
-	err := d.retry(ctx, func() error {
-		rows, err := d.pool.Query(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = $1::bigint ORDER BY name`, streamID)
+	err := d.read(ctx, func() error {
+		rows, err := d.pool.Query(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = $1::bigint ORDER BY name`, p.StreamID)
 		if err != nil {
 			return err
 		}
@@ -243,7 +307,8 @@ func (d *Driver) ListGroups(ctx context.Context, streamID int64) ([]driver.Group
 }
 
 // DeleteGroup implements driver.Driver.
-func (d *Driver) DeleteGroup(ctx context.Context, streamID int64, group string) error {
+func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) error {
+	streamID, group := p.StreamID, p.Group
 	return d.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM consumer_group WHERE stream_id = $1::bigint AND name = $2::text`, streamID, group)
 		if err != nil {

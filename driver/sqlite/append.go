@@ -12,7 +12,8 @@ import (
 )
 
 // Append implements driver.Driver.
-func (d *Driver) Append(ctx context.Context, tx driver.Tx, stream driver.StreamConfig, rows []driver.AppendRow) ([]int64, error) {
+func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, error) {
+	tx, stream, rows := p.Tx, p.Stream, p.Rows
 	ids := make([]int64, 0, len(rows))
 	table := logTable(stream.ID)
 	err := d.inTx(ctx, tx, func(t *sql.Tx) error {

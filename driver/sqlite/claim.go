@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -22,11 +22,14 @@ const (
 	maxScan    = 20000
 )
 
-// versionFilter returns an SQL predicate on column col for the request's
-// versions ("1" when every version is read) and its arguments.
+// versionFilter returns an SQL predicate on column col for versions ("1"
+// when every version is read) and its arguments.
 func versionFilter(col string, versions []int) (string, []any) {
 	if versions == nil {
 		return "1", nil
+	}
+	if len(versions) == 0 {
+		return "0", nil
 	}
 	args := make([]any, len(versions))
 	for i, v := range versions {
@@ -43,62 +46,108 @@ func headExpr(stream driver.StreamConfig) string {
 	return `EXISTS (SELECT 1 FROM compaction_head h WHERE h.stream_id = ` + strconv.FormatInt(stream.ID, 10) + ` AND h.msg_key = m.msg_key AND h.head_id = m.id)`
 }
 
-// Claim implements driver.Driver.
-func (d *Driver) Claim(ctx context.Context, req driver.ClaimRequest) ([]driver.Delivery, error) {
-	var out []driver.Delivery
-	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
-		out = out[:0]
-		n := req.Stream.Partitions
+// Claim implements driver.Driver. Whether anything is due or new is found
+// out on a reader first, without taking the single write lock that
+// producers and other claims need; the claim itself runs in one immediate
+// transaction, which also makes it atomic with respect to registrations.
+func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimResult, error) {
+	if err := d.check(); err != nil {
+		return driver.ClaimResult{}, err
+	}
+	var res driver.ClaimResult
+	var dueExceptions, newRows bool
+	err := d.readTx(ctx, func(tx *sql.Tx) error {
+		g, err := loadGroup(ctx, tx, p.Stream.ID, p.Group)
+		if err != nil {
+			return err
+		}
+		if _, err := driver.PlanClaim(g, p); err != nil {
+			return err
+		}
+		res.Group = g
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ?
+			AND state <> 'dead' AND due_at <= ?)`, p.Stream.ID, p.Group, micros(p.Now)).Scan(&dueExceptions); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ?
+			AND EXISTS (SELECT 1 FROM `+logTable(p.Stream.ID)+` m WHERE m.partition = c.partition AND m.id > c.position))`,
+			p.Stream.ID, p.Group).Scan(&newRows)
+	})
+	if err != nil || p.Limit <= 0 || (!dueExceptions && !newRows) {
+		return res, err
+	}
+	err = d.inTx(ctx, nil, func(tx *sql.Tx) error {
+		res.Deliveries, res.Deferred = res.Deliveries[:0], 0
+		g, err := loadGroup(ctx, tx, p.Stream.ID, p.Group)
+		if err != nil {
+			return err
+		}
+		plan, err := driver.PlanClaim(g, p)
+		if err != nil {
+			return err
+		}
+		res.Group = g
+		if dueExceptions {
+			if res.Deliveries, err = d.claimExceptions(ctx, tx, p, plan); err != nil {
+				return err
+			}
+		}
+		if !newRows {
+			return nil
+		}
+		n := p.Stream.Partitions
 		first := rand.IntN(n)
 		for i := range n {
-			if len(out) >= req.Limit {
+			if len(res.Deliveries) >= p.Limit {
 				break
 			}
-			p := (first + i) % n
-			got, err := d.claimPartition(ctx, tx, req, p, req.Limit-len(out))
+			got, deferred, err := claimPartition(ctx, tx, p, plan, (first+i)%n, p.Limit-len(res.Deliveries))
 			if err != nil {
 				return err
 			}
-			out = append(out, got...)
+			res.Deliveries = append(res.Deliveries, got...)
+			res.Deferred += deferred
 		}
 		return nil
 	})
-	return out, err
+	return res, err
 }
 
-func (d *Driver) claimPartition(ctx context.Context, tx *sql.Tx, req driver.ClaimRequest, p, limit int) ([]driver.Delivery, error) {
-	if req.Ordered {
+func claimPartition(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, plan driver.ClaimPlan, part, limit int) ([]driver.Delivery, int, error) {
+	if p.Ordered {
 		var pending bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND partition = ? AND state <> 'dead')`,
-			req.Stream.ID, req.Group, p).Scan(&pending); err != nil {
-			return nil, err
+			p.Stream.ID, p.Group, part).Scan(&pending); err != nil {
+			return nil, 0, err
 		}
 		if pending {
-			return nil, nil
+			return nil, 0, nil
 		}
 	}
 	var cursor int64
 	err := tx.QueryRowContext(ctx, `SELECT position FROM group_cursor WHERE stream_id = ? AND group_name = ? AND partition = ?`,
-		req.Stream.ID, req.Group, p).Scan(&cursor)
+		p.Stream.ID, p.Group, part).Scan(&cursor)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("group %q partition %d: %w", req.Group, p, driver.ErrGroupNotFound)
+		return nil, 0, fmt.Errorf("group %q partition %d: %w", p.Group, part, driver.ErrGroupNotFound)
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	vf, vargs := versionFilter("m.schema_version", req.Versions)
+	vf, vargs := versionFilter("m.schema_version", plan.Versions)
 	// Payloads are read only for rows at the group's versions: other rows
 	// are passed over without their payload leaving the database.
 	query := `SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank,
-		CASE WHEN ` + vf + ` THEN m.payload ELSE x'' END, m.headers, m.produced_at, ` + vf + `, ` + headExpr(req.Stream) + `
-		FROM ` + logTable(req.Stream.ID) + ` m WHERE m.partition = ? AND m.id > ? ORDER BY m.id LIMIT ?`
+		CASE WHEN ` + vf + ` THEN m.payload ELSE x'' END, m.headers, m.produced_at, ` + vf + `, ` + headExpr(p.Stream) + `
+		FROM ` + logTable(p.Stream.ID) + ` m WHERE m.partition = ? AND m.id > ? ORDER BY m.id LIMIT ?`
 	var taken []driver.Delivery
+	var deferred []driver.Row
 	start, scanned := cursor, 0
+scan:
 	for len(taken) < limit && scanned < maxScan {
-		args := append(append(append([]any{}, vargs...), vargs...), p, cursor, scanWindow)
+		args := append(append(append([]any{}, vargs...), vargs...), part, cursor, scanWindow)
 		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		n := 0
 		for rows.Next() {
@@ -106,19 +155,31 @@ func (d *Driver) claimPartition(ctx context.Context, tx *sql.Tx, req driver.Clai
 			r, err := scanRow(rows, &versionOK, &head)
 			if err != nil {
 				rows.Close()
-				return nil, err
+				return nil, 0, err
 			}
 			n++
 			cursor = r.ID
-			if versionOK && head && (req.Match == nil || req.Match(r.RoutingKey)) {
-				taken = append(taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: req.LeaseUntil})
-				if len(taken) == limit {
-					break
+			if !versionOK || !head || !plan.Matches(r.RoutingKey) {
+				continue
+			}
+			if !plan.Decodes(r.SchemaVersion) {
+				// The group reads this version, this member cannot decode it:
+				// leave it due for a member that can. An ordered group stops
+				// here, so that the partition's order holds.
+				deferred = append(deferred, r)
+				if p.Ordered {
+					rows.Close()
+					break scan
 				}
+				continue
+			}
+			taken = append(taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: p.LeaseUntil})
+			if len(taken) == limit {
+				break
 			}
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		scanned += n
 		if n < scanWindow && len(taken) < limit {
@@ -126,81 +187,81 @@ func (d *Driver) claimPartition(ctx context.Context, tx *sql.Tx, req driver.Clai
 		}
 	}
 	if cursor == start {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND partition = ?`,
-		cursor, req.Stream.ID, req.Group, p); err != nil {
-		return nil, err
+		cursor, p.Stream.ID, p.Group, part); err != nil {
+		return nil, 0, err
 	}
-	if len(taken) == 0 {
-		return nil, nil
+	type exception struct {
+		row     driver.Row
+		state   string
+		attempt int
+		due     int64
+		token   any
 	}
-	var sb strings.Builder
-	sb.WriteString(`INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, updated_at) VALUES `)
-	args := make([]any, 0, len(taken)*8)
-	for i, t := range taken {
-		if i > 0 {
-			sb.WriteString(", ")
+	var ex []exception
+	for _, t := range taken {
+		ex = append(ex, exception{t.Row, "leased", 1, micros(p.LeaseUntil), p.Token})
+	}
+	for _, r := range deferred {
+		ex = append(ex, exception{r, "delayed", 0, micros(p.Now), nil})
+	}
+	const chunk = 100
+	for s := 0; s < len(ex); s += chunk {
+		part := ex[s:min(s+chunk, len(ex))]
+		var sb strings.Builder
+		sb.WriteString(`INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at) VALUES `)
+		args := make([]any, 0, len(part)*11)
+		for i, e := range part {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, p.Stream.ID, p.Group, e.row.ID, e.row.Partition, e.row.SchemaVersion, e.state, e.attempt, e.due, e.token, p.Holder, micros(p.Now))
 		}
-		sb.WriteString("(?, ?, ?, ?, ?, 'leased', 1, ?, ?, ?)")
-		args = append(args, req.Stream.ID, req.Group, t.ID, t.Partition, t.SchemaVersion, micros(req.LeaseUntil), req.Token, micros(req.Now))
+		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+			return nil, 0, err
+		}
 	}
-	if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
-		return nil, err
-	}
-	return taken, nil
+	return taken, len(deferred), nil
 }
 
-// ClaimExceptions implements driver.Driver.
-func (d *Driver) ClaimExceptions(ctx context.Context, req driver.ClaimRequest) ([]driver.Delivery, error) {
-	if err := d.check(); err != nil || req.Limit <= 0 {
-		return nil, err
-	}
-	// Most claims find nothing due: find that out on a reader, without
-	// taking the single write lock that producers and other claims need.
-	vf, vargs := versionFilter("schema_version", req.Versions)
-	var due bool
-	if err := d.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ?
-		AND state <> 'dead' AND due_at <= ? AND `+vf+`)`, append([]any{req.Stream.ID, req.Group, micros(req.Now)}, vargs...)...).Scan(&due); err != nil || !due {
-		return nil, err
-	}
+// claimExceptions leases due exceptions at the versions the member decodes.
+func (d *Driver) claimExceptions(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
 	var out []driver.Delivery
-	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
-		out = out[:0]
-		// Candidates that are resolved (superseded or removed rows) or buried
-		// (out of attempts) do not count toward the limit: look again until
-		// the limit is met or no candidate is left, so that an empty claim
-		// means nothing is due.
-		for len(out) < req.Limit {
-			got, dropped, err := d.claimExceptionBatch(ctx, tx, req, req.Limit-len(out))
-			if err != nil {
-				return err
-			}
-			out = append(out, got...)
-			if dropped == 0 {
-				break
-			}
+	// Candidates that are resolved (superseded or removed rows) or buried
+	// (out of attempts) do not count toward the limit: look again until the
+	// limit is met or no candidate is left, so that an empty claim means
+	// nothing is due.
+	for len(out) < p.Limit {
+		got, dropped, err := claimExceptionBatch(ctx, tx, p, plan, p.Limit-len(out))
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	return out, err
+		out = append(out, got...)
+		if dropped == 0 {
+			break
+		}
+	}
+	return out, nil
 }
 
 // claimExceptionBatch examines up to limit due exceptions: it leases those
 // still claimable and resolves or buries the others, which it counts as
 // dropped.
-func (d *Driver) claimExceptionBatch(ctx context.Context, tx *sql.Tx, req driver.ClaimRequest, limit int) (out []driver.Delivery, dropped int, err error) {
-	vf, vargs := versionFilter("e.schema_version", req.Versions)
+func claimExceptionBatch(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
+	vf, vargs := versionFilter("e.schema_version", plan.Decodable)
 	ordered := ""
-	if req.Ordered {
+	if p.Ordered {
 		// Only the lowest pending exception of a partition may be handed out.
 		ordered = ` AND NOT EXISTS (SELECT 1 FROM delivery_exception e2 WHERE e2.stream_id = e.stream_id AND e2.group_name = e.group_name
 			AND e2.partition = e.partition AND e2.state <> 'dead' AND e2.msg_id < e.msg_id)`
 	}
-	args := append([]any{req.Stream.ID, req.Group, micros(req.Now)}, vargs...)
+	args := append([]any{p.Stream.ID, p.Group, micros(p.Now)}, vargs...)
 	args = append(args, limit)
-	rows, err := tx.QueryContext(ctx, `SELECT `+rowColumns+`, e.msg_id, e.state, e.attempt, `+headExpr(req.Stream)+`
-		FROM delivery_exception e LEFT JOIN `+logTable(req.Stream.ID)+` m ON m.id = e.msg_id
+	rows, err := tx.QueryContext(ctx, `SELECT `+rowColumns+`, e.msg_id, e.state, e.attempt, `+headExpr(p.Stream)+`
+		FROM delivery_exception e LEFT JOIN `+logTable(p.Stream.ID)+` m ON m.id = e.msg_id
 		WHERE e.stream_id = ? AND e.group_name = ? AND e.state <> 'dead' AND e.due_at <= ? AND `+vf+ordered+`
 		ORDER BY e.msg_id LIMIT ?`, args...)
 	if err != nil {
@@ -244,24 +305,24 @@ func (d *Driver) claimExceptionBatch(ctx context.Context, tx *sql.Tx, req driver
 		case !c.exists || !c.head:
 			// The row was removed or superseded: nothing is left to deliver.
 			if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
-				req.Stream.ID, req.Group, c.msgID); err != nil {
+				p.Stream.ID, p.Group, c.msgID); err != nil {
 				return nil, 0, err
 			}
 			dropped++
-		case c.state == string(driver.StateLeased) && req.MaxAttempts > 0 && c.attempt >= req.MaxAttempts:
+		case c.state == string(driver.StateLeased) && p.MaxAttempts > 0 && c.attempt >= p.MaxAttempts:
 			if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
 				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ? WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
-				req.LastError, micros(req.Now), micros(req.Now), req.Stream.ID, req.Group, c.msgID); err != nil {
+				p.LastError, micros(p.Now), micros(p.Now), p.Stream.ID, p.Group, c.msgID); err != nil {
 				return nil, 0, err
 			}
 			dropped++
 		default:
 			if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?,
-				updated_at = ? WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
-				micros(req.LeaseUntil), req.Token, micros(req.Now), req.Stream.ID, req.Group, c.msgID); err != nil {
+				holder = ?, updated_at = ? WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
+				micros(p.LeaseUntil), p.Token, p.Holder, micros(p.Now), p.Stream.ID, p.Group, c.msgID); err != nil {
 				return nil, 0, err
 			}
-			out = append(out, driver.Delivery{Row: c.row, Attempt: c.attempt + 1, LeaseUntil: req.LeaseUntil})
+			out = append(out, driver.Delivery{Row: c.row, Attempt: c.attempt + 1, LeaseUntil: p.LeaseUntil})
 		}
 	}
 	return out, dropped, nil
@@ -269,7 +330,7 @@ func (d *Driver) claimExceptionBatch(ctx context.Context, tx *sql.Tx, req driver
 
 func rowFromNullable(id, part, version int64, key sql.NullString, rk string, rank int64, payload []byte, headers sql.NullString, produced int64) (driver.Row, error) {
 	r := driver.Row{ID: id, Partition: int(part), SchemaVersion: int(version), Key: key.String, HasKey: key.Valid,
-		RoutingKey: rk, CompactionRank: int(rank), Payload: payload, ProducedAt: fromMicros(produced)}
+		RoutingKey: rk, CompactionRank: rank, Payload: payload, ProducedAt: fromMicros(produced)}
 	if headers.Valid && headers.String != "" {
 		if err := json.Unmarshal([]byte(headers.String), &r.Headers); err != nil {
 			return r, fmt.Errorf("row %d: stored headers: %w", id, err)
@@ -278,60 +339,123 @@ func rowFromNullable(id, part, version int64, key sql.NullString, rk string, ran
 	return r, nil
 }
 
-// leased runs an update or delete over leased deliveries named by ref and
-// fails with ErrLeaseLost, changing nothing, unless every one matched.
-func (d *Driver) leased(ctx context.Context, ref driver.LeaseRef, stmt string, args ...any) error {
-	ids := dedupe(ref.IDs)
-	if len(ids) == 0 {
-		return nil
-	}
-	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
-		all := append(append(args, ref.StreamID, ref.Group, ref.Token), int64sToArgs(ids)...)
-		res, err := tx.ExecContext(ctx, stmt+` WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND state = 'leased' AND msg_id IN (`+placeholders(len(ids))+`)`, all...)
-		if err != nil {
-			return err
+// leasedPairs is the predicate naming leased deliveries by (id, token), and
+// its arguments: a delivery is held only with the token of the claim that
+// leased it.
+func leasedPairs(leases []driver.Lease) (string, []any) {
+	var sb strings.Builder
+	args := make([]any, 0, 2*len(leases))
+	sb.WriteString(`state = 'leased' AND (msg_id, lease_token) IN (VALUES `)
+	for i, l := range leases {
+		if i > 0 {
+			sb.WriteString(", ")
 		}
-		if n, _ := res.RowsAffected(); n != int64(len(ids)) {
-			return fmt.Errorf("%d of %d deliveries are no longer leased to this consumer (group %q): %w", int64(len(ids))-n, len(ids), ref.Group, driver.ErrLeaseLost)
+		sb.WriteString("(?, ?)")
+		args = append(args, l.ID, l.Token)
+	}
+	sb.WriteString(")")
+	return sb.String(), args
+}
+
+// settle runs stmt (an UPDATE or DELETE whose WHERE clause ends where the
+// lease predicate goes, ending in RETURNING msg_id) over the leases, in
+// chunks, in one transaction, and reports the leases it did not change.
+func (d *Driver) settle(ctx context.Context, streamID int64, group string, leases []driver.Lease, stmt string, args ...any) (driver.SettleResult, error) {
+	if len(leases) == 0 {
+		return driver.SettleResult{}, d.check()
+	}
+	changed := map[int64]bool{}
+	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
+		clear(changed)
+		const chunk = 400
+		for s := 0; s < len(leases); s += chunk {
+			pred, pargs := leasedPairs(leases[s:min(s+chunk, len(leases))])
+			all := append(append(slices.Clone(args), streamID, group), pargs...)
+			if err := eachRow(ctx, tx, stmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`, all, func(r *sql.Rows) error {
+				var id int64
+				err := r.Scan(&id)
+				changed[id] = true
+				return err
+			}); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
 }
 
 // Ack implements driver.Driver.
-func (d *Driver) Ack(ctx context.Context, ref driver.LeaseRef) error {
-	return d.leased(ctx, ref, `DELETE FROM delivery_exception`)
+func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
+	return d.settle(ctx, p.StreamID, p.Group, p.Leases, `DELETE FROM delivery_exception`)
 }
 
-// Fail implements driver.Driver.
-func (d *Driver) Fail(ctx context.Context, ref driver.LeaseRef, f driver.Failure) error {
-	state, due := driver.StateDelayed, f.Due
-	if f.Dead {
-		state, due = driver.StateDead, f.Now
+// Fail implements driver.Driver. Each failure carries its own error and due
+// time, so each is one statement; all run in one transaction.
+func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleResult, error) {
+	if len(p.Failures) == 0 {
+		return driver.SettleResult{}, d.check()
 	}
-	return d.leased(ctx, ref, `UPDATE delivery_exception SET state = ?, due_at = ?, lease_token = NULL, last_error = ?,
-		first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?`, string(state), micros(due), f.Error, micros(f.Now), micros(f.Now))
+	changed := map[int64]bool{}
+	leases := make([]driver.Lease, len(p.Failures))
+	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
+		clear(changed)
+		for i, f := range p.Failures {
+			leases[i] = f.Lease
+			state, due := driver.StateDelayed, f.Due
+			if f.Dead {
+				state, due = driver.StateDead, p.Now
+			}
+			res, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = ?, due_at = ?, lease_token = NULL, last_error = ?,
+				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?
+				WHERE stream_id = ? AND group_name = ? AND msg_id = ? AND lease_token = ? AND state = 'leased'`,
+				string(state), micros(due), f.Error, micros(p.Now), micros(p.Now), p.StreamID, p.Group, f.Lease.ID, f.Lease.Token)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				changed[f.Lease.ID] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
 }
+
+const releaseSet = `UPDATE delivery_exception SET state = 'delayed', due_at = ?, attempt = attempt - 1, lease_token = NULL, updated_at = ?`
 
 // Release implements driver.Driver.
-func (d *Driver) Release(ctx context.Context, ref driver.LeaseRef) error {
-	now := micros(time.Now())
-	return d.leased(ctx, ref, `UPDATE delivery_exception SET state = 'delayed', due_at = ?, attempt = attempt - 1, lease_token = NULL, updated_at = ?`, now, now)
+func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.SettleResult, error) {
+	now := micros(p.Now)
+	if p.ClaimToken != "" {
+		return driver.SettleResult{}, d.inTx(ctx, nil, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, releaseSet+` WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND state = 'leased'`,
+				now, now, p.StreamID, p.Group, p.ClaimToken)
+			return err
+		})
+	}
+	return d.settle(ctx, p.StreamID, p.Group, p.Leases, releaseSet, now, now)
 }
 
 // Extend implements driver.Driver.
-func (d *Driver) Extend(ctx context.Context, ref driver.LeaseRef, until time.Time) error {
-	return d.leased(ctx, ref, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, micros(until), micros(time.Now()))
+func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
+	return d.settle(ctx, p.StreamID, p.Group, p.Leases, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, micros(p.Until), micros(p.Now))
 }
 
 // ListDead implements driver.Driver.
-func (d *Driver) ListDead(ctx context.Context, streamID int64, group string, afterID int64, limit int) ([]driver.DeadLetter, error) {
+func (d *Driver) ListDead(ctx context.Context, p driver.ListDeadParams) ([]driver.DeadLetter, error) {
 	var out []driver.DeadLetter
 	err := d.readTx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+rowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at
-			FROM delivery_exception e JOIN `+logTable(streamID)+` m ON m.id = e.msg_id
+			FROM delivery_exception e JOIN `+logTable(p.StreamID)+` m ON m.id = e.msg_id
 			WHERE e.stream_id = ? AND e.group_name = ? AND e.state = 'dead' AND e.msg_id > ? ORDER BY e.msg_id LIMIT ?`,
-			streamID, group, afterID, limit)
+			p.StreamID, p.Group, p.AfterID, p.Limit)
 		if err != nil {
 			return err
 		}
@@ -351,13 +475,13 @@ func (d *Driver) ListDead(ctx context.Context, streamID int64, group string, aft
 }
 
 // Replay implements driver.Driver.
-func (d *Driver) Replay(ctx context.Context, streamID int64, group string, ids []int64, now time.Time) (int64, error) {
-	return d.onDead(ctx, streamID, group, ids, `UPDATE delivery_exception SET state = 'delayed', attempt = 0, due_at = ?, updated_at = ?`, micros(now), micros(now))
+func (d *Driver) Replay(ctx context.Context, p driver.ReplayParams) (int64, error) {
+	return d.onDead(ctx, p.StreamID, p.Group, p.IDs, `UPDATE delivery_exception SET state = 'delayed', attempt = 0, due_at = ?, updated_at = ?`, micros(p.Now), micros(p.Now))
 }
 
 // Discard implements driver.Driver.
-func (d *Driver) Discard(ctx context.Context, streamID int64, group string, ids []int64) (int64, error) {
-	return d.onDead(ctx, streamID, group, ids, `DELETE FROM delivery_exception`)
+func (d *Driver) Discard(ctx context.Context, p driver.DiscardParams) (int64, error) {
+	return d.onDead(ctx, p.StreamID, p.Group, p.IDs, `DELETE FROM delivery_exception`)
 }
 
 func (d *Driver) onDead(ctx context.Context, streamID int64, group string, ids []int64, stmt string, args ...any) (int64, error) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -52,7 +51,8 @@ func loadGroups(ctx context.Context, tx *sql.Tx, stream driver.StreamConfig) ([]
 }
 
 // Health implements driver.Driver. It reads one snapshot.
-func (d *Driver) Health(ctx context.Context, streamID int64, _ time.Time) (driver.HealthStats, error) {
+func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.HealthStats, error) {
+	streamID := p.StreamID
 	var st driver.HealthStats
 	err := d.readTx(ctx, func(tx *sql.Tx) error {
 		stream, err := lookupStreamByID(ctx, tx, streamID)
@@ -60,15 +60,18 @@ func (d *Driver) Health(ctx context.Context, streamID int64, _ time.Time) (drive
 			return err
 		}
 		table := logTable(streamID)
+		// The greatest id of each partition: the newest row's, or the mark
+		// compaction and retention left when they removed it.
 		st.HighWater = make([]int64, stream.Partitions)
-		if err := eachRow(ctx, tx, `SELECT partition, MAX(id) FROM `+table+` GROUP BY partition`, nil, func(r *sql.Rows) error {
-			var p int
+		if err := eachRow(ctx, tx, `SELECT partition, MAX(id) FROM `+table+` GROUP BY partition
+			UNION ALL SELECT partition, high_water FROM partition_mark WHERE stream_id = ?`, []any{streamID}, func(r *sql.Rows) error {
+			var part int
 			var hw int64
-			if err := r.Scan(&p, &hw); err != nil {
+			if err := r.Scan(&part, &hw); err != nil {
 				return err
 			}
-			if p < len(st.HighWater) {
-				st.HighWater[p] = hw
+			if part < len(st.HighWater) {
+				st.HighWater[part] = max(st.HighWater[part], hw)
 			}
 			return nil
 		}); err != nil {
@@ -147,7 +150,8 @@ func eachRow(ctx context.Context, tx *sql.Tx, query string, args []any, fn func(
 }
 
 // Compact implements driver.Driver.
-func (d *Driver) Compact(ctx context.Context, streamID int64, limit int) (int64, error) {
+func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, error) {
+	streamID, limit := p.StreamID, p.Limit
 	var removed int64
 	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		stream, err := lookupStreamByID(ctx, tx, streamID)
@@ -170,8 +174,19 @@ func (d *Driver) Compact(ctx context.Context, streamID int64, limit int) (int64,
 	return removed, err
 }
 
-// deleteRows removes log rows with their exceptions and any head pointing at them.
+// deleteRows removes log rows with their exceptions and any head pointing at
+// them, first raising each partition's mark to the greatest id it removes,
+// so that the high-water mark never goes down.
 func deleteRows(ctx context.Context, tx *sql.Tx, streamID int64, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO partition_mark (stream_id, partition, high_water)
+		SELECT ?, partition, MAX(id) FROM `+logTable(streamID)+` WHERE id BETWEEN ? AND ? GROUP BY partition
+		ON CONFLICT (stream_id, partition) DO UPDATE SET high_water = MAX(high_water, excluded.high_water)`,
+		streamID, slices.Min(ids), slices.Max(ids)); err != nil {
+		return err
+	}
 	const chunk = 500
 	for start := 0; start < len(ids); start += chunk {
 		part := int64sToArgs(ids[start:min(start+chunk, len(ids))])
@@ -194,7 +209,7 @@ func deleteRows(ctx context.Context, tx *sql.Tx, streamID int64, ids []int64) er
 // group's cursor in its partition has passed it and no group holds an
 // exception for it; hard limits remove it regardless and count, per group,
 // the rows removed before the group resolved them.
-func (d *Driver) Retain(ctx context.Context, req driver.RetainRequest) (driver.RetainResult, error) {
+func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.RetainResult, error) {
 	res := driver.RetainResult{RemovedUnread: map[string]int64{}}
 	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		stream, err := lookupStreamByID(ctx, tx, req.StreamID)

@@ -22,7 +22,8 @@ func readSettings(ctx context.Context, q interface {
 }
 
 // RegistrySettings implements driver.Registry.
-func (d *Driver) RegistrySettings(ctx context.Context, streamID int64) (driver.RegistrySettings, error) {
+func (d *Driver) RegistrySettings(ctx context.Context, p driver.RegistrySettingsParams) (driver.RegistrySettings, error) {
+	streamID := p.StreamID
 	if err := d.check(); err != nil {
 		return driver.RegistrySettings{}, err
 	}
@@ -30,7 +31,8 @@ func (d *Driver) RegistrySettings(ctx context.Context, streamID int64) (driver.R
 }
 
 // UpdateRegistrySettings implements driver.Registry.
-func (d *Driver) UpdateRegistrySettings(ctx context.Context, streamID int64, update func(*driver.RegistrySettings) error) error {
+func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegistrySettingsParams) error {
+	streamID, update := p.StreamID, p.Update
 	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		s, err := readSettings(ctx, tx, streamID)
 		if err != nil {
@@ -65,7 +67,8 @@ func scanRevisions(rows *sql.Rows) ([]driver.SchemaRevision, error) {
 
 // RecordSchema implements driver.Registry. SQLite's single writer
 // serializes concurrent registrations.
-func (d *Driver) RecordSchema(ctx context.Context, rev driver.SchemaRevision, decide func([]driver.SchemaRevision, driver.RegistrySettings, driver.RegistrySettings) error) (driver.SchemaRevision, bool, error) {
+func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) (driver.SchemaRevision, bool, error) {
+	rev, decide := p.Revision, p.Decide
 	var out driver.SchemaRevision
 	var created bool
 	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
@@ -109,7 +112,8 @@ func (d *Driver) RecordSchema(ctx context.Context, rev driver.SchemaRevision, de
 }
 
 // SchemaRevisions implements driver.Registry.
-func (d *Driver) SchemaRevisions(ctx context.Context, streamID int64, version int) ([]driver.SchemaRevision, error) {
+func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
+	streamID, version := p.StreamID, p.Version
 	if err := d.check(); err != nil {
 		return nil, err
 	}
@@ -122,7 +126,8 @@ func (d *Driver) SchemaRevisions(ctx context.Context, streamID int64, version in
 }
 
 // RecordReader implements driver.Registry.
-func (d *Driver) RecordReader(ctx context.Context, r driver.Reader) error {
+func (d *Driver) RecordReader(ctx context.Context, p driver.RecordReaderParams) error {
+	r := p.Reader
 	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO schema_reader (stream_id, group_name, version, revision, registered_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (stream_id, group_name, version) DO UPDATE SET revision = excluded.revision, registered_at = excluded.registered_at`,
@@ -132,7 +137,8 @@ func (d *Driver) RecordReader(ctx context.Context, r driver.Reader) error {
 }
 
 // Readers implements driver.Registry.
-func (d *Driver) Readers(ctx context.Context, streamID int64) ([]driver.Reader, error) {
+func (d *Driver) Readers(ctx context.Context, p driver.ReadersParams) ([]driver.Reader, error) {
+	streamID := p.StreamID
 	if err := d.check(); err != nil {
 		return nil, err
 	}
@@ -156,7 +162,8 @@ func (d *Driver) Readers(ctx context.Context, streamID int64) ([]driver.Reader, 
 }
 
 // LiveRevisions implements driver.Registry.
-func (d *Driver) LiveRevisions(ctx context.Context, streamID int64, version int) ([]int, error) {
+func (d *Driver) LiveRevisions(ctx context.Context, p driver.LiveRevisionsParams) ([]int, error) {
+	streamID, version := p.StreamID, p.Version
 	if err := d.check(); err != nil {
 		return nil, err
 	}

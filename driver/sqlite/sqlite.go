@@ -44,28 +44,45 @@ var migrations embed.FS
 
 // Driver is the SQLite driver. Create it with Open.
 type Driver struct {
-	path   string
-	write  *sql.DB // one connection: SQLite has one writer
-	read   *sql.DB // WAL readers
-	closed atomic.Bool
-	opened error
+	path        string
+	busyTimeout time.Duration
+	write       *sql.DB // one connection: SQLite has one writer
+	read        *sql.DB // WAL readers
+	closed      atomic.Bool
+	opened      error
 }
 
-// BusyTimeout is how long a connection waits for another process's write
-// lock before failing with SQLITE_BUSY.
+// BusyTimeout is how long a write waits, by default, for the database's
+// single writer: another process's write lock, or another transaction of
+// this process (an open ProduceTx transaction). Then it fails with
+// ErrConflict.
 const BusyTimeout = 30 * time.Second
+
+// Option configures Open.
+type Option func(*Driver)
+
+// WithBusyTimeout sets how long a write waits for the database's writer
+// before it fails with ErrConflict (default BusyTimeout).
+func WithBusyTimeout(d time.Duration) Option { return func(drv *Driver) { drv.busyTimeout = d } }
 
 // Open returns a driver for the SQLite file at path, created if missing.
 // Connection errors surface from sqlstreams.Open.
-func Open(path string) *Driver {
-	d := &Driver{path: path}
+func Open(path string, opts ...Option) *Driver {
+	d := &Driver{path: path, busyTimeout: BusyTimeout}
+	for _, o := range opts {
+		o(d)
+	}
 	if path == "" {
 		d.opened = errors.New("sqlite: empty path; pass a file name such as \"app.db\"")
 		return d
 	}
+	if d.busyTimeout <= 0 {
+		d.opened = fmt.Errorf("sqlite: busy timeout %v; use a positive duration", d.busyTimeout)
+		return d
+	}
 	memory := path == ":memory:" || strings.Contains(path, "mode=memory")
 	pragmas := url.Values{}
-	for _, p := range []string{"busy_timeout(" + strconv.Itoa(int(BusyTimeout.Milliseconds())) + ")", "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(1)"} {
+	for _, p := range []string{"busy_timeout(" + strconv.Itoa(int(d.busyTimeout.Milliseconds())) + ")", "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(1)"} {
 		pragmas.Add("_pragma", p)
 	}
 	sep := "?"
@@ -128,7 +145,10 @@ func (d *Driver) check() error {
 	if d.closed.Load() {
 		return fmt.Errorf("sqlite %s: %w", d.path, driver.ErrClosed)
 	}
-	return d.opened
+	if d.opened != nil {
+		return &driver.Error{Kind: driver.ErrUnavailable, Err: d.opened, Advice: "the database cannot be opened"}
+	}
+	return nil
 }
 
 // Migrate implements driver.Driver. Each migration runs in its own
@@ -138,7 +158,7 @@ func (d *Driver) Migrate(ctx context.Context) error {
 		return err
 	}
 	if _, err := d.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS sqlstreams_migration (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("sqlite %s: %w", d.path, err)
+		return fmt.Errorf("sqlite %s: %w", d.path, d.wrap(err))
 	}
 	ms, err := driver.ReadMigrations(migrations, "migrations")
 	if err != nil {
@@ -167,7 +187,10 @@ func (d *Driver) Migrate(ctx context.Context) error {
 }
 
 // inTx runs fn in the caller's transaction when tx is not nil, or in a new
-// immediate transaction on the writer that commits when fn succeeds.
+// immediate transaction on the writer that commits when fn succeeds. Waiting
+// for the writer (held by another goroutine's transaction, such as an open
+// ProduceTx) is bounded by BusyTimeout, as waiting for another process's
+// file lock is; both end in ErrConflict.
 func (d *Driver) inTx(ctx context.Context, tx driver.Tx, fn func(*sql.Tx) error) error {
 	if err := d.check(); err != nil {
 		return err
@@ -177,17 +200,38 @@ func (d *Driver) inTx(ctx context.Context, tx driver.Tx, fn func(*sql.Tx) error)
 		if !ok {
 			return fmt.Errorf("sqlite: %w: got a %s transaction; wrap a transaction from this driver's DB() with sqlite.Tx", driver.ErrForeignTx, tx.DriverName())
 		}
-		return fn(a.tx)
+		return d.wrap(fn(a.tx))
 	}
-	t, err := d.write.BeginTx(ctx, nil)
+	wctx, cancel := context.WithTimeout(ctx, d.busyTimeout)
+	conn, err := d.write.Conn(wctx)
+	cancel()
 	if err != nil {
-		return err
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return &driver.Error{Kind: driver.ErrConflict, Err: err, Advice: fmt.Sprintf("the database's single writer was held for %v by another transaction of this process "+
+				"(a ProduceTx transaction not yet committed?); commit such transactions promptly and retry", d.busyTimeout)}
+		}
+		return d.wrap(err)
+	}
+	defer conn.Close()
+	t, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return d.ended(ctx, err)
 	}
 	if err := fn(t); err != nil {
 		_ = t.Rollback()
-		return err
+		return d.ended(ctx, err)
 	}
-	return t.Commit()
+	return d.ended(ctx, t.Commit())
+}
+
+// ended reports a failure after the context ended as the context's error:
+// database/sql rolls the transaction back when its context ends, and a
+// failed COMMIT on SQLite has not been applied, so nothing was written.
+func (d *Driver) ended(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && !driver.Classified(err) {
+		return fmt.Errorf("sqlite: nothing was written, the context ended first: %w", ctx.Err())
+	}
+	return d.wrap(err)
 }
 
 // readTx runs fn in a read transaction, so that it sees one snapshot.
@@ -198,10 +242,33 @@ func (d *Driver) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	db := d.read
 	t, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: db != d.write})
 	if err != nil {
-		return err
+		return d.wrap(err)
 	}
 	defer t.Rollback()
-	return fn(t)
+	return d.wrap(fn(t))
+}
+
+// wrap gives an engine error the sentinel that says what it means. SQLite
+// commits locally: a failed statement or COMMIT has not been applied, so no
+// outcome is ever unknown.
+func (d *Driver) wrap(err error) error {
+	if err == nil || driver.Classified(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if d.closed.Load() {
+		return fmt.Errorf("sqlite %s: %w (%v)", d.path, driver.ErrClosed, err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return &driver.Error{Kind: driver.ErrConflict, Err: err, Advice: fmt.Sprintf("another connection held the database's write lock for more than %v "+
+				"(another process, or an open ProduceTx transaction); keep write transactions short, or use the PostgreSQL or MySQL driver for many writer processes", d.busyTimeout)}
+		case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
+			return &driver.Error{Kind: driver.ErrUnavailable, Err: err, Advice: fmt.Sprintf("the database file %s cannot be opened or read; check the path, its permissions and the disk", d.path)}
+		}
+	}
+	return &driver.Error{Kind: driver.ErrDatabase, Err: err}
 }
 
 func micros(t time.Time) int64 { return t.UnixMicro() }

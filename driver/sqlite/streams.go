@@ -25,7 +25,8 @@ func scanStream(r scanner) (driver.StreamConfig, error) {
 }
 
 // CreateStream implements driver.Driver.
-func (d *Driver) CreateStream(ctx context.Context, cfg driver.StreamConfig) (driver.StreamConfig, error) {
+func (d *Driver) CreateStream(ctx context.Context, p driver.CreateStreamParams) (driver.StreamConfig, error) {
+	cfg := p.Config
 	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO stream_config (name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, cfg.Name, cfg.Partitions, cfg.Compacted, cfg.Retention.MaxAge.Microseconds(),
@@ -60,15 +61,15 @@ func (d *Driver) CreateStream(ctx context.Context, cfg driver.StreamConfig) (dri
 }
 
 // LookupStream implements driver.Driver.
-func (d *Driver) LookupStream(ctx context.Context, name string) (driver.StreamConfig, error) {
+func (d *Driver) LookupStream(ctx context.Context, p driver.LookupStreamParams) (driver.StreamConfig, error) {
 	if err := d.check(); err != nil {
 		return driver.StreamConfig{}, err
 	}
-	c, err := scanStream(d.read.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE name = ?`, name))
+	c, err := scanStream(d.read.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE name = ?`, p.Name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, driver.ErrStreamNotFound
 	}
-	return c, err
+	return c, d.wrap(err)
 }
 
 func lookupStreamByID(ctx context.Context, tx *sql.Tx, id int64) (driver.StreamConfig, error) {
@@ -80,30 +81,22 @@ func lookupStreamByID(ctx context.Context, tx *sql.Tx, id int64) (driver.StreamC
 }
 
 // ListStreams implements driver.Driver.
-func (d *Driver) ListStreams(ctx context.Context) ([]driver.StreamConfig, error) {
-	if err := d.check(); err != nil {
-		return nil, err
-	}
-	rows, err := d.read.QueryContext(ctx, `SELECT `+streamColumns+` FROM stream_config ORDER BY name`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
+func (d *Driver) ListStreams(ctx context.Context, _ driver.ListStreamsParams) ([]driver.StreamConfig, error) {
 	var out []driver.StreamConfig
-	for rows.Next() {
-		c, err := scanStream(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	err := d.readTx(ctx, func(tx *sql.Tx) error {
+		return eachRow(ctx, tx, `SELECT `+streamColumns+` FROM stream_config ORDER BY name`, nil, func(r *sql.Rows) error {
+			c, err := scanStream(r)
+			out = append(out, c)
+			return err
+		})
+	})
+	return out, err
 }
 
 // RenameStream implements driver.Driver.
-func (d *Driver) RenameStream(ctx context.Context, streamID int64, newName string) error {
+func (d *Driver) RenameStream(ctx context.Context, p driver.RenameStreamParams) error {
 	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE stream_config SET name = ? WHERE id = ?`, newName, streamID)
+		res, err := tx.ExecContext(ctx, `UPDATE stream_config SET name = ? WHERE id = ?`, p.NewName, p.StreamID)
 		if isUnique(err) {
 			return driver.ErrStreamExists
 		}
@@ -118,7 +111,8 @@ func (d *Driver) RenameStream(ctx context.Context, streamID int64, newName strin
 }
 
 // DestroyStream implements driver.Driver.
-func (d *Driver) DestroyStream(ctx context.Context, streamID int64) error {
+func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams) error {
+	streamID := p.StreamID
 	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM stream_config WHERE id = ?`, streamID)
 		if err != nil {
@@ -128,7 +122,7 @@ func (d *Driver) DestroyStream(ctx context.Context, streamID int64) error {
 			return driver.ErrStreamNotFound
 		}
 		for _, table := range []string{"consumer_group", "group_cursor", "delivery_exception", "compaction_head",
-			"schema_revision", "schema_reader", "registry_setting"} {
+			"schema_revision", "schema_reader", "registry_setting", "partition_mark"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ?`, streamID); err != nil {
 				return err
 			}
@@ -155,41 +149,69 @@ func scanGroup(r scanner) (driver.GroupConfig, int64, error) {
 	if err := json.Unmarshal([]byte(convertsFrom), &g.ConvertsFrom); err != nil {
 		return g, 0, fmt.Errorf("group %q: stored converter versions: %w", g.Name, err)
 	}
+	g.Bindings, g.ConvertsFrom = nilIfEmpty(g.Bindings), nilIfEmpty(g.ConvertsFrom)
 	return g, removed, nil
 }
 
-// RegisterGroup implements driver.Driver.
-func (d *Driver) RegisterGroup(ctx context.Context, cfg driver.GroupConfig) (driver.GroupConfig, error) {
-	bindings, err := json.Marshal(nonNil(cfg.Bindings))
-	if err != nil {
-		return cfg, err
+// loadGroup reads a group's stored configuration, or fails with
+// ErrGroupNotFound.
+func loadGroup(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, streamID int64, name string) (driver.GroupConfig, error) {
+	g, _, err := scanGroup(q.QueryRowContext(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? AND name = ?`, streamID, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return g, fmt.Errorf("group %q: %w", name, driver.ErrGroupNotFound)
 	}
-	convertsFrom, err := json.Marshal(nonNil(cfg.ConvertsFrom))
+	return g, err
+}
+
+func encodeGroupLists(g driver.GroupConfig) (bindings, convertsFrom string, err error) {
+	b, err := json.Marshal(nonNil(g.Bindings))
 	if err != nil {
-		return cfg, err
+		return "", "", err
 	}
+	c, err := json.Marshal(nonNil(g.ConvertsFrom))
+	return string(b), string(c), err
+}
+
+// RegisterGroup implements driver.Driver. SQLite's single writer orders it
+// against claims.
+func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams) (driver.GroupConfig, error) {
+	cfg := p.Group
 	var out driver.GroupConfig
-	err = d.inTx(ctx, nil, func(tx *sql.Tx) error {
+	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		stream, err := lookupStreamByID(ctx, tx, cfg.StreamID)
 		if err != nil {
 			return err
 		}
-		existing, _, err := scanGroup(tx.QueryRowContext(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? AND name = ?`, cfg.StreamID, cfg.Name))
+		existing, err := loadGroup(ctx, tx, cfg.StreamID, cfg.Name)
 		if err == nil {
 			out = existing
-			if existing.SchemaVersion != cfg.SchemaVersion || existing.AllVersions != cfg.AllVersions {
-				return nil // the caller refuses the registration; change nothing
+			if p.Update == nil {
+				return nil
 			}
-			out.Bindings, out.ConvertsFrom = cfg.Bindings, cfg.ConvertsFrom
+			next, err := p.Update(existing)
+			if err != nil {
+				return err
+			}
+			out.Bindings, out.ConvertsFrom = nilIfEmpty(next.Bindings), nilIfEmpty(next.ConvertsFrom)
+			bindings, convertsFrom, err := encodeGroupLists(out)
+			if err != nil {
+				return err
+			}
 			_, err = tx.ExecContext(ctx, `UPDATE consumer_group SET bindings = ?, converts_from = ? WHERE stream_id = ? AND name = ?`,
-				string(bindings), string(convertsFrom), cfg.StreamID, cfg.Name)
+				bindings, convertsFrom, cfg.StreamID, cfg.Name)
 			return err
 		}
-		if !errors.Is(err, sql.ErrNoRows) {
+		if !errors.Is(err, driver.ErrGroupNotFound) {
+			return err
+		}
+		bindings, convertsFrom, err := encodeGroupLists(cfg)
+		if err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO consumer_group (stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, cfg.StreamID, cfg.Name, cfg.SchemaVersion, cfg.AllVersions, string(bindings), string(convertsFrom), cfg.Start, micros(cfg.CreatedAt)); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, cfg.StreamID, cfg.Name, cfg.SchemaVersion, cfg.AllVersions, bindings, convertsFrom, cfg.Start, micros(cfg.CreatedAt)); err != nil {
 			return err
 		}
 		var start int64
@@ -198,13 +220,14 @@ func (d *Driver) RegisterGroup(ctx context.Context, cfg driver.GroupConfig) (dri
 				return err
 			}
 		}
-		for p := range stream.Partitions {
+		for part := range stream.Partitions {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO group_cursor (stream_id, group_name, partition, position) VALUES (?, ?, ?, ?)`,
-				cfg.StreamID, cfg.Name, p, start); err != nil {
+				cfg.StreamID, cfg.Name, part, start); err != nil {
 				return err
 			}
 		}
 		out = cfg
+		out.Bindings, out.ConvertsFrom = nilIfEmpty(cfg.Bindings), nilIfEmpty(cfg.ConvertsFrom)
 		out.CreatedAt = fromMicros(micros(cfg.CreatedAt))
 		return nil
 	})
@@ -212,24 +235,16 @@ func (d *Driver) RegisterGroup(ctx context.Context, cfg driver.GroupConfig) (dri
 }
 
 // ListGroups implements driver.Driver.
-func (d *Driver) ListGroups(ctx context.Context, streamID int64) ([]driver.GroupConfig, error) {
-	if err := d.check(); err != nil {
-		return nil, err
-	}
-	rows, err := d.read.QueryContext(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? ORDER BY name`, streamID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
+func (d *Driver) ListGroups(ctx context.Context, p driver.ListGroupsParams) ([]driver.GroupConfig, error) {
 	var out []driver.GroupConfig
-	for rows.Next() {
-		g, _, err := scanGroup(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, g)
-	}
-	return out, rows.Err()
+	err := d.readTx(ctx, func(tx *sql.Tx) error {
+		return eachRow(ctx, tx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? ORDER BY name`, []any{p.StreamID}, func(r *sql.Rows) error {
+			g, _, err := scanGroup(r)
+			out = append(out, g)
+			return err
+		})
+	})
+	return out, err
 }
 
 // nonNil makes a nil slice encode as [] rather than null.
@@ -240,8 +255,17 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
+// nilIfEmpty reads an empty stored list as none.
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
 // DeleteGroup implements driver.Driver.
-func (d *Driver) DeleteGroup(ctx context.Context, streamID int64, group string) error {
+func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) error {
+	streamID, group := p.StreamID, p.Group
 	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM consumer_group WHERE stream_id = ? AND name = ?`, streamID, group)
 		if err != nil {

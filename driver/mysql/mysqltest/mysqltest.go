@@ -84,6 +84,13 @@ func Target() conformance.Target {
 		Name:         "mysql",
 		NewNamespace: NewDatabase,
 		Open:         func(ns string) (driver.Driver, error) { return mysql.Open(ns), nil },
+		OpenWithLockTimeout: func(ns string, d time.Duration) (driver.Driver, error) {
+			return mysql.Open(ns, mysql.WithLockTimeout(d)), nil
+		},
+		Unreachable: func() driver.Driver {
+			// Port 1 on the loopback refuses at once.
+			return mysql.Open("root:secret@tcp(127.0.0.1:1)/sqlstreams?timeout=2s")
+		},
 		BeginTx: func(ctx context.Context, d driver.Driver) (driver.Tx, func() error, func() error, error) {
 			tx, err := d.(*mysql.Driver).DB().BeginTx(ctx, nil)
 			if err != nil {

@@ -82,6 +82,9 @@ func beginTx(ctx context.Context, d driver.Driver) (driver.Tx, func() error, fun
 		func() error { return tx.Rollback(context.Background()) }, nil
 }
 
+// UnreachableURL names a server that is not there: a closed port.
+const UnreachableURL = "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=5"
+
 // Target is the conformance target for PostgreSQL with pgx's default exec
 // mode.
 func Target() conformance.Target {
@@ -90,6 +93,10 @@ func Target() conformance.Target {
 		NewNamespace: func(t testing.TB) string { return NewSchema(t, nil) },
 		Open:         func(ns string) (driver.Driver, error) { return postgres.Open(ns), nil },
 		BeginTx:      beginTx,
+		OpenWithLockTimeout: func(ns string, d time.Duration) (driver.Driver, error) {
+			return postgres.Open(ns, postgres.WithLockTimeout(d)), nil
+		},
+		Unreachable: func() driver.Driver { return postgres.Open(UnreachableURL) },
 	}
 }
 
@@ -104,5 +111,9 @@ func SimpleProtocolTarget() conformance.Target {
 		},
 		Open:    func(ns string) (driver.Driver, error) { return postgres.Open(ns, postgres.WithSimpleProtocol()), nil },
 		BeginTx: beginTx,
+		OpenWithLockTimeout: func(ns string, d time.Duration) (driver.Driver, error) {
+			return postgres.Open(ns, postgres.WithSimpleProtocol(), postgres.WithLockTimeout(d)), nil
+		},
+		Unreachable: func() driver.Driver { return postgres.Open(UnreachableURL, postgres.WithSimpleProtocol()) },
 	}
 }

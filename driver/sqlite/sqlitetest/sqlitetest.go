@@ -4,8 +4,10 @@ package sqlitetest
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -20,6 +22,12 @@ func Target() conformance.Target {
 			return filepath.Join(t.TempDir(), "sqlstreams.db")
 		},
 		Open: func(ns string) (driver.Driver, error) { return sqlite.Open(ns), nil },
+		OpenWithLockTimeout: func(ns string, d time.Duration) (driver.Driver, error) {
+			return sqlite.Open(ns, sqlite.WithBusyTimeout(d)), nil
+		},
+		Unreachable: func() driver.Driver {
+			return sqlite.Open(filepath.Join(os.TempDir(), "sqlstreams-missing-dir-0f3c", "nested", "app.db"))
+		},
 		BeginTx: func(ctx context.Context, d driver.Driver) (driver.Tx, func() error, func() error, error) {
 			tx, err := d.(*sqlite.Driver).DB().BeginTx(ctx, nil)
 			if err != nil {

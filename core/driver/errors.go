@@ -1,0 +1,134 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"strings"
+)
+
+// Sentinel errors shared by all drivers. Package sqlstreams re-exports them.
+var (
+	ErrStreamNotFound = errors.New("stream not found")
+	ErrStreamExists   = errors.New("stream already exists")
+	ErrGroupNotFound  = errors.New("consumer group not found")
+	ErrGroupVersion   = errors.New("consumer group is bound to another schema version")
+	ErrLeaseLost      = errors.New("lease lost")
+	ErrClosed         = errors.New("client is closed")
+	ErrForeignTx      = errors.New("transaction belongs to another driver")
+
+	// ErrUnavailable: the database could not be reached or did not answer in
+	// time. Nothing was written.
+	ErrUnavailable = errors.New("database unavailable")
+	// ErrConflict: a lock another transaction holds was not granted in time,
+	// or the engine chose this transaction as a deadlock victim. Nothing was
+	// written by the driver's own transaction; a caller's transaction must
+	// roll back.
+	ErrConflict = errors.New("lock conflict")
+	// ErrOutcomeUnknown: the connection failed or the context ended while the
+	// database was committing, so the change may or may not have been applied.
+	ErrOutcomeUnknown = errors.New("outcome unknown")
+	// ErrDatabase: the database refused a statement for another reason.
+	ErrDatabase = errors.New("database error")
+)
+
+// Error is an engine failure with the sentinel that says what it means
+// (Kind) and advice on what to do. Drivers wrap every engine error in one, so
+// that no raw driver error reaches a user without a sentinel errors.Is can
+// match; errors.As still finds the engine's own error inside.
+type Error struct {
+	Kind   error  // ErrUnavailable, ErrConflict, ErrOutcomeUnknown or ErrDatabase
+	Advice string // what to do, in words; empty for the kind's default advice
+	Err    error  // the engine's error; pass it through Redact when it may hold a password
+}
+
+// Wrap returns err as an *Error of kind, unless err is nil or already
+// carries one of this package's sentinels (then it is returned unchanged).
+// Secrets (passwords) are redacted from err first.
+func Wrap(kind error, err error, advice string, secrets ...string) error {
+	if err == nil || Classified(err) {
+		return err
+	}
+	return &Error{Kind: kind, Advice: advice, Err: Redact(err, secrets...)}
+}
+
+// Redact returns err unchanged when its text holds none of the secrets, and
+// otherwise an error with the secrets scrubbed from its text that unwraps
+// only to the context errors err matched: nothing reachable from it, through
+// errors.Unwrap or errors.As, shows a secret.
+func Redact(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	text := err.Error()
+	scrubbed := Scrub(text, secrets...)
+	if scrubbed == text {
+		return err
+	}
+	r := &redacted{text: scrubbed}
+	for _, c := range []error{context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, c) {
+			r.cause = c
+		}
+	}
+	return r
+}
+
+type redacted struct {
+	text  string
+	cause error
+}
+
+func (r *redacted) Error() string { return r.text }
+func (r *redacted) Unwrap() error { return r.cause }
+
+var sentinels = []error{ErrStreamNotFound, ErrStreamExists, ErrGroupNotFound, ErrGroupVersion, ErrLeaseLost, ErrClosed,
+	ErrForeignTx, ErrUnavailable, ErrConflict, ErrOutcomeUnknown, ErrDatabase}
+
+// Classified reports whether err matches one of this package's sentinels.
+func Classified(err error) bool {
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultAdvice is the advice of each kind when a driver gives none.
+func DefaultAdvice(kind error) string {
+	switch kind {
+	case ErrUnavailable:
+		return "check that the database is running and reachable; nothing was written, so retrying once it is back is safe"
+	case ErrConflict:
+		return "another transaction holds a lock this one needs (a deadlock or a lock wait timeout); roll back and retry, and keep transactions that produce short"
+	case ErrOutcomeUnknown:
+		return "the change may or may not have been applied; check before retrying (for example by key), or make consumers idempotent"
+	default:
+		return "the database refused the statement; see the engine's message"
+	}
+}
+
+func (e *Error) Error() string {
+	advice := e.Advice
+	if advice == "" {
+		advice = DefaultAdvice(e.Kind)
+	}
+	msg := e.Kind.Error() + " (" + advice + ")"
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the kind and the engine's error.
+func (e *Error) Unwrap() []error { return []error{e.Kind, e.Err} }
+
+// Scrub replaces every occurrence of each non-empty secret in s.
+func Scrub(s string, secrets ...string) string {
+	for _, sec := range secrets {
+		if sec != "" {
+			s = strings.ReplaceAll(s, sec, "xxxxx")
+		}
+	}
+	return s
+}

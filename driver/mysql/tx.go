@@ -1,0 +1,435 @@
+package mysql
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"database/sql"
+	sqldriver "database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// querier is what statements run on: a connection of the pool holding one
+// of the driver's transactions, or the caller's *sql.Tx.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// Retry limits for the driver's own transactions and autocommit statements.
+const (
+	deadlockAttempts    = 5 // deadlocks: the engine rolled back one of two transactions
+	lockTimeoutAttempts = 3 // lock wait timeouts are retried at most twice
+	lostConnAttempts    = 3 // connections lost before anything could commit
+)
+
+// rollbackTimeout bounds the ROLLBACK after a failure, which runs even when
+// the caller's context has ended.
+const rollbackTimeout = 5 * time.Second
+
+// op says what a failed call was doing, which decides what its failure
+// means.
+type op int
+
+const (
+	// opRead: nothing the call sent can have committed (a read, a statement
+	// of the driver's own transaction before COMMIT, taking a connection).
+	opRead op = iota
+	// opWrite: a COMMIT, or a statement that commits on its own, had been
+	// sent: without the server's answer its outcome is unknown.
+	opWrite
+	// opCallerTx: a statement in the caller's transaction.
+	opCallerTx
+)
+
+// callerError carries an error from a callback of the caller (an Update or
+// Decide function) through the driver's transaction unchanged.
+type callerError struct{ err error }
+
+func (e callerError) Error() string { return e.err.Error() }
+func (e callerError) Unwrap() error { return e.err }
+
+// finalError is an error the driver's transaction must not be re-run for.
+type finalError struct{ err error }
+
+func (e finalError) Error() string { return e.err.Error() }
+func (e finalError) Unwrap() error { return e.err }
+
+// stage is where a transaction failed.
+type stage int
+
+const (
+	stageBegin stage = iota
+	stageStatement
+	stageCommit
+)
+
+// inTx runs fn in the caller's transaction when tx is not nil, or in a new
+// transaction of the driver's that commits when fn succeeds and is re-run
+// after deadlocks, lock wait timeouts and connections lost before COMMIT; fn
+// must reset anything it accumulates.
+func (d *Driver) inTx(ctx context.Context, tx driver.Tx, fn func(querier) error) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	if tx == nil {
+		return d.ownTx(ctx, false, fn)
+	}
+	a, ok := tx.(txAdapter)
+	if !ok {
+		return fmt.Errorf("mysql: %w: got a %s transaction; wrap a *sql.Tx from this driver's DB() with mysql.Tx", driver.ErrForeignTx, tx.DriverName())
+	}
+	if a.tx == nil {
+		return fmt.Errorf("mysql: %w: mysql.Tx was given a nil *sql.Tx", driver.ErrForeignTx)
+	}
+	err := fn(a.tx)
+	var ce callerError
+	if errors.As(err, &ce) {
+		return ce.err
+	}
+	var fe finalError
+	if errors.As(err, &fe) {
+		err = fe.err
+	}
+	return d.wrap(ctx, err, opCallerTx)
+}
+
+// ownTx runs fn in a transaction of the driver's own, READ COMMITTED, or a
+// read-only REPEATABLE READ snapshot when snapshot is set.
+func (d *Driver) ownTx(ctx context.Context, snapshot bool, fn func(querier) error) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	var deadlocks, timeouts, lost int
+	for {
+		at, err := d.tryTx(ctx, snapshot, fn)
+		if err == nil {
+			return nil
+		}
+		var ce callerError
+		if errors.As(err, &ce) {
+			return ce.err
+		}
+		var fe finalError
+		final := errors.As(err, &fe)
+		if final {
+			err = fe.err
+		}
+		o := opRead
+		if at == stageCommit {
+			o = opWrite
+		}
+		// A COMMIT that failed without the server's answer may have been
+		// applied; one the server refused (Galera's certification failure is
+		// a deadlock at COMMIT) was not, and may run again.
+		if final || ctx.Err() != nil || (at == stageCommit && mysqlErrno(err) == 0) {
+			return d.wrap(ctx, err, o)
+		}
+		retry := false
+		switch n := mysqlErrno(err); {
+		case n == errDeadlock || n == errRecordChanged || n == errTableDefChanged:
+			deadlocks++
+			retry = deadlocks < deadlockAttempts
+		case n == errLockWaitTimeout:
+			timeouts++
+			retry = timeouts < lockTimeoutAttempts
+		case n == 0 && at != stageCommit && !driver.Classified(err) && isConnError(err):
+			// Nothing can have committed; a pooled connection found dead
+			// fails its first statement.
+			lost++
+			retry = lost < lostConnAttempts
+		}
+		if !retry {
+			return d.wrap(ctx, err, o)
+		}
+		if err := sleep(ctx, backoff(deadlocks+timeouts+lost)); err != nil {
+			return d.wrap(ctx, err, opRead)
+		}
+	}
+}
+
+// tryTx runs fn once in a transaction on a connection of its own. COMMIT is
+// a statement of its own rather than Tx.Commit, so that the context bounds
+// it: go-sql-driver's Commit does not watch the context.
+func (d *Driver) tryTx(ctx context.Context, snapshot bool, fn func(querier) error) (stage, error) {
+	conn, err := d.db.Conn(ctx)
+	if err != nil {
+		return stageBegin, err
+	}
+	defer conn.Close()
+	begin := "START TRANSACTION"
+	if snapshot {
+		if _, err := conn.ExecContext(ctx, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
+			discard(conn)
+			return stageBegin, err
+		}
+		begin = "START TRANSACTION READ ONLY"
+	}
+	if _, err := conn.ExecContext(ctx, begin); err != nil {
+		discard(conn)
+		return stageBegin, err
+	}
+	if err := fn(conn); err != nil {
+		rollback(ctx, conn)
+		return stageStatement, err
+	}
+	if snapshot {
+		rollback(ctx, conn)
+		return stageCommit, nil
+	}
+	if err := ctx.Err(); err != nil {
+		// COMMIT was not sent: the transaction rolls back.
+		rollback(ctx, conn)
+		return stageStatement, err
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		discard(conn)
+		return stageCommit, err
+	}
+	return stageCommit, nil
+}
+
+// rollback ends a transaction that will not commit, or drops its connection
+// (and with it the transaction) when that fails.
+func rollback(ctx context.Context, conn *sql.Conn) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	if _, err := conn.ExecContext(rctx, "ROLLBACK"); err != nil {
+		discard(conn)
+	}
+}
+
+// discard makes the pool close conn instead of reusing it, so that no
+// transaction in an unknown state is left open on a pooled connection.
+func discard(conn *sql.Conn) {
+	_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn })
+}
+
+// autocommit runs fn, one statement that commits on its own, on a connection
+// of the pool, and runs it again after errors that say it did not take
+// effect (a deadlock or lock wait timeout rolled the statement back, or the
+// connection was found dead before anything was sent).
+func (d *Driver) autocommit(ctx context.Context, fn func(querier) error) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	var deadlocks, timeouts, lost int
+	for {
+		conn, err := d.db.Conn(ctx)
+		if err != nil {
+			return d.wrap(ctx, err, opRead)
+		}
+		if err := ctx.Err(); err != nil {
+			conn.Close()
+			return d.wrap(ctx, err, opRead)
+		}
+		err = fn(conn)
+		conn.Close()
+		if err == nil {
+			return nil
+		}
+		retry := false
+		switch n := mysqlErrno(err); {
+		case ctx.Err() != nil:
+		case n == errDeadlock || n == errRecordChanged || n == errTableDefChanged:
+			deadlocks++
+			retry = deadlocks < deadlockAttempts
+		case n == errLockWaitTimeout:
+			timeouts++
+			retry = timeouts < lockTimeoutAttempts
+		case n == 0 && errors.Is(err, sqldriver.ErrBadConn):
+			lost++
+			retry = lost < lostConnAttempts
+		}
+		if !retry {
+			return d.wrap(ctx, err, opWrite)
+		}
+		if err := sleep(ctx, backoff(deadlocks+timeouts+lost)); err != nil {
+			return d.wrap(ctx, err, opRead)
+		}
+	}
+}
+
+// exec runs one statement that commits on its own (see autocommit).
+func (d *Driver) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	var res sql.Result
+	err := d.autocommit(ctx, func(q querier) error {
+		var err error
+		res, err = q.ExecContext(ctx, query, args...)
+		return err
+	})
+	return res, err
+}
+
+func backoff(attempt int) time.Duration {
+	base := time.Duration(min(max(attempt, 1), 6)) * 5 * time.Millisecond
+	return base/2 + rand.N(base)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// MySQL and MariaDB error numbers the driver handles.
+const (
+	errDupEntry        = 1062
+	errNoSuchTable     = 1146
+	errLockWaitTimeout = 1205
+	errDeadlock        = 1213
+	errTableDefChanged = 1412
+	errRecordChanged   = 1020 // MariaDB with innodb_snapshot_isolation
+	errLockNowait      = 3572 // MySQL: NOWAIT found the row locked
+)
+
+// Server errors that mean the server cannot serve this client now.
+var unavailableErrnos = map[uint16]string{
+	1040: "the server has too many connections",
+	1044: "the server refused access to the database",
+	1045: "the server refused the login",
+	1049: "the database named in the DSN does not exist",
+	1053: "the server is shutting down",
+	1077: "the server is shutting down",
+	1129: "the server blocked this host after connection errors",
+	1130: "the server does not accept connections from this host",
+	1203: "the user has too many connections",
+	1226: "the user exceeded a resource limit",
+	1251: "the server wants an authentication method the client does not offer",
+	1698: "the server refused the login",
+	1820: "the user's password has expired",
+	1862: "the user's password has expired",
+	1927: "the server killed the connection",
+	3159: "the server requires a secure transport (TLS)",
+	4031: "the server closed the idle connection",
+}
+
+func mysqlErrno(err error) uint16 {
+	var me *gomysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// isConnError reports a connection that failed under a call.
+func isConnError(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, sql.ErrConnDone) || errors.Is(err, gomysql.ErrMalformPkt) ||
+		errors.Is(err, gomysql.ErrPktSync) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+func isUnique(err error) bool { return mysqlErrno(err) == errDupEntry }
+
+// wrap gives an engine error the sentinel that says what it means, with the
+// DSN's password scrubbed from its text. Errors that already carry one pass
+// unchanged, and so does the caller's own cancellation of a call that has
+// not written anything.
+func (d *Driver) wrap(ctx context.Context, err error, o op) error {
+	if err == nil || driver.Classified(err) {
+		return err
+	}
+	if d.closed.Load() && (errors.Is(err, sql.ErrConnDone) || strings.Contains(err.Error(), "sql: database is closed")) {
+		return fmt.Errorf("mysql %s: %w", d.where, driver.ErrClosed)
+	}
+	e := &driver.Error{Kind: driver.ErrDatabase, Err: driver.Redact(err, d.secrets...)}
+	if n := mysqlErrno(err); n != 0 {
+		// The server answered: the statement, or the transaction, failed.
+		switch {
+		case n == errDeadlock:
+			e.Kind = driver.ErrConflict
+			e.Advice = "the database chose this transaction as the victim of a deadlock and rolled it back; retry it, and take locks in one order"
+			if o == opCallerTx {
+				e.Advice = "the database chose this transaction as the victim of a deadlock and rolled it back; run the whole transaction again " +
+					"(produce to several partitions with one ProduceBatch, which locks them in one order)"
+			}
+		case n == errLockWaitTimeout || n == errLockNowait || n == errRecordChanged || n == errTableDefChanged:
+			e.Kind = driver.ErrConflict
+		default:
+			if why, ok := unavailableErrnos[n]; ok {
+				e.Kind, e.Advice = driver.ErrUnavailable, why+"; nothing was written"
+			}
+		}
+		return e
+	}
+	ctxErr := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	switch {
+	case o == opWrite && errors.Is(err, sqldriver.ErrBadConn):
+		// go-sql-driver says ErrBadConn only when nothing was sent.
+		e.Kind, e.Advice = driver.ErrUnavailable, "the connection to the database was lost before the statement was sent; nothing was written"
+	case o == opWrite && (ctxErr || isConnError(err)):
+		e.Kind = driver.ErrOutcomeUnknown
+		if ctxErr {
+			e.Advice = "the context ended while the database was committing; the change may or may not have been applied: check before retrying (for example by key), or make consumers idempotent"
+		} else {
+			e.Advice = "the connection was lost while the database was committing; the change may or may not have been applied: check before retrying (for example by key), or make consumers idempotent"
+		}
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return err // the caller gave up; nothing was written
+	case ctxErr:
+		e.Kind, e.Advice = driver.ErrUnavailable, "the database did not answer before the context's deadline; nothing was written"
+		if o == opCallerTx {
+			e.Advice = "the database did not answer before the context's deadline, and the connection of the caller's transaction was closed, which rolls it back; begin it again"
+		}
+	case isConnError(err):
+		e.Kind, e.Advice = driver.ErrUnavailable, "the connection to the database was lost; nothing was written"
+		if o == opCallerTx {
+			e.Advice = "the connection of the caller's transaction was lost, which rolls it back; begin it again"
+		}
+	}
+	return e
+}
+
+// connectError gives a failure to connect its sentinel: every one means the
+// database cannot be used now, and nothing was written.
+func (d *Driver) connectError(ctx context.Context, err error) error {
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return err
+	}
+	advice := "check that the server at " + d.addr() + " is running and reachable; nothing was written, so retrying once it is back is safe"
+	var me *gomysql.MySQLError
+	var ce *tls.CertificateVerificationError
+	var ue x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var re tls.RecordHeaderError
+	switch {
+	case errors.As(err, &me):
+		if why, ok := unavailableErrnos[me.Number]; ok {
+			advice = why + "; check the user, password and database in the DSN and the user's grants"
+		}
+	case errors.As(err, &ce), errors.As(err, &ue), errors.As(err, &he), errors.As(err, &re), errors.Is(err, gomysql.ErrNoTLS):
+		advice = "the TLS handshake failed; check the tls parameter of the DSN and the server's certificate"
+	case errors.Is(err, context.DeadlineExceeded):
+		advice = "the server at " + d.addr() + " did not answer before the context's deadline; check that it is running and reachable"
+	}
+	return &driver.Error{Kind: driver.ErrUnavailable, Advice: advice, Err: driver.Redact(fmt.Errorf("mysql %s: connect: %w", d.where, err), d.secrets...)}
+}
+
+func (d *Driver) addr() string {
+	if d.where == "" {
+		return "the DSN's address"
+	}
+	return d.where
+}
