@@ -1,0 +1,104 @@
+package conformance
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// faultDriver wraps the driver under test to make chosen calls fail or
+// hang, so that tests can prove what sqlstreams does when the database
+// misbehaves, identically on every driver.
+type faultDriver struct {
+	driver.Driver
+	driver.Registry
+
+	mu sync.Mutex
+	// failAcks, failFails and failExtends make the next n calls of each
+	// fail with ErrUnavailable before they reach the database.
+	failAcks, failFails, failExtends int
+	// hangClaims makes Claim wait until its context ends while set.
+	hangClaims bool
+	claims     int // Claim calls seen
+}
+
+var errInjected = &driver.Error{Kind: driver.ErrUnavailable, Err: errorString("conformance: injected outage")}
+
+func (f *faultDriver) take(n *int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if *n > 0 {
+		*n--
+		return true
+	}
+	return false
+}
+
+func (f *faultDriver) set(fn func(*faultDriver)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+func (f *faultDriver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimResult, error) {
+	f.mu.Lock()
+	f.claims++
+	hang := f.hangClaims
+	f.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return driver.ClaimResult{}, ctx.Err()
+	}
+	return f.Driver.Claim(ctx, p)
+}
+
+func (f *faultDriver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
+	if f.take(&f.failAcks) {
+		return driver.SettleResult{}, errInjected
+	}
+	return f.Driver.Ack(ctx, p)
+}
+
+func (f *faultDriver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleResult, error) {
+	if f.take(&f.failFails) {
+		return driver.SettleResult{}, errInjected
+	}
+	return f.Driver.Fail(ctx, p)
+}
+
+func (f *faultDriver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
+	if f.take(&f.failExtends) {
+		return driver.SettleResult{}, errInjected
+	}
+	return f.Driver.Extend(ctx, p)
+}
+
+// faultyClient opens a client on the test's namespace through a faultDriver.
+func (h *harness) faultyClient(t testing.TB, opts ...sqlstreams.ClientOption) (*sqlstreams.Client, *faultDriver) {
+	t.Helper()
+	drv, err := h.target.Open(h.ns(t))
+	if err != nil {
+		t.Fatalf("open %s driver: %v", h.target.Name, err)
+	}
+	reg, ok := drv.(driver.Registry)
+	if !ok {
+		t.Fatalf("%s driver has no registry", h.target.Name)
+	}
+	f := &faultDriver{Driver: drv, Registry: reg}
+	return h.clientOn(t, f, opts...), f
+}
+
+// clientOn opens a client on drv, closed at cleanup.
+func (h *harness) clientOn(t testing.TB, drv driver.Driver, opts ...sqlstreams.ClientOption) *sqlstreams.Client {
+	t.Helper()
+	opts = append([]sqlstreams.ClientOption{sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithLogger(testLogger(t))}, opts...)
+	c, err := sqlstreams.Open(context.Background(), drv, opts...)
+	if err != nil {
+		t.Fatalf("sqlstreams.Open on %s: %v", h.target.Name, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
