@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/conformance/proctest"
@@ -39,18 +37,18 @@ var childRoles = map[string]childRole{
 func dispatchChildren(target Target) {
 	roles := map[string]proctest.Role{}
 	for name, role := range childRoles {
-		roles[name] = func(raw json.RawMessage) int { return runChild(raw, role, target) }
+		roles[name] = func(ctx context.Context, raw json.RawMessage) int { return runChild(ctx, raw, role, target) }
 	}
 	proctest.Dispatch(roles)
 }
 
-func runChild(raw json.RawMessage, role childRole, target Target) int {
+func runChild(ctx context.Context, raw json.RawMessage, role childRole, target Target) int {
 	var spec childSpec
 	if err := json.Unmarshal(raw, &spec); err != nil {
 		fmt.Fprintln(os.Stderr, "bad child spec:", err)
 		return 2
 	}
-	return RunChild(target, spec.Namespace, spec.Out, func(ctx context.Context, c *sqlstreams.Client, rec *proctest.Recorder) error {
+	return RunChild(ctx, target, spec.Namespace, spec.Out, func(ctx context.Context, c *sqlstreams.Client, rec *proctest.Recorder) error {
 		return role(ctx, c, spec, rec)
 	})
 }
@@ -58,32 +56,35 @@ func runChild(raw json.RawMessage, role childRole, target Target) int {
 // RunChild is the body of a child process of a multi-process test: it opens
 // a client on target's namespace (no background maintenance, warnings to
 // stderr, where the parent looks for them), opens the record file out, and
-// runs role until it returns or SIGTERM ends its context. It returns the
-// process's exit code: 0, 1 when role failed, 2 when setting up failed.
-func RunChild(target Target, namespace, out string, role func(context.Context, *sqlstreams.Client, *proctest.Recorder) error) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
+// runs role until it returns or ctx ends (the parent's SIGTERM). It returns
+// the process's exit code: 0, 1 when role failed, 2 when setting up failed.
+// A stop requested through ctx is a clean stop at any instant, also while
+// the child is still opening its client or registering: exit code 0.
+func RunChild(ctx context.Context, target Target, namespace, out string, role func(context.Context, *sqlstreams.Client, *proctest.Recorder) error) int {
+	fail := func(code int, what string, err error) int {
+		fmt.Fprintln(os.Stderr, what+":", err)
+		if ctx.Err() != nil {
+			return 0 // asked to stop: whatever was under way ended with it
+		}
+		return code
+	}
 	drv, err := target.Open(namespace)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "open driver:", err)
-		return 2
+		return fail(2, "open driver", err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	client, err := sqlstreams.Open(ctx, drv, sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithLogger(logger))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "open client:", err)
-		return 2
+		return fail(2, "open client", err)
 	}
 	defer client.Close()
 	rec, err := proctest.OpenRecorder(out)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+		return fail(2, "open records", err)
 	}
 	defer rec.Close()
 	if err := role(ctx, client, rec); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return fail(1, "role", err)
 	}
 	return 0
 }

@@ -12,10 +12,12 @@ package proctest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,8 +31,14 @@ const (
 )
 
 // Role runs in a child process with the spec the parent passed; its return
-// is the exit code.
-type Role func(spec json.RawMessage) int
+// is the exit code. ctx ends when the parent asks the child to stop
+// (Terminate): a role treats that, at any instant, as a clean stop.
+type Role func(ctx context.Context, spec json.RawMessage) int
+
+// readyLine is what a child prints once SIGTERM ends its context instead of
+// killing it; Terminate waits for it, so that a stop requested while the
+// child is still starting is a clean stop too.
+const readyLine = "proctest: stopping on SIGTERM\n"
 
 // Dispatch runs the role named in the environment and exits, or returns
 // when this process is not a child. Call it first in TestMain.
@@ -39,12 +47,16 @@ func Dispatch(roles map[string]Role) {
 	if name == "" {
 		return
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	os.Stdout.WriteString(readyLine)
 	role, ok := roles[name]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "proctest: unknown role %q\n", name)
 		os.Exit(2)
 	}
-	os.Exit(role(json.RawMessage(os.Getenv(envSpec))))
+	code := role(ctx, json.RawMessage(os.Getenv(envSpec)))
+	stop()
+	os.Exit(code)
 }
 
 // Child is a running child process.
@@ -110,8 +122,21 @@ func (c *Child) Kill() {
 	_ = c.exit()
 }
 
-// Terminate sends SIGTERM, asking the child to stop gracefully.
-func (c *Child) Terminate() { _ = c.cmd.Process.Signal(syscall.SIGTERM) }
+// Terminate asks the child to stop gracefully with SIGTERM. It first waits
+// until the child handles the signal (or has exited), so that the request
+// is never the signal's default action, whatever the child was doing.
+func (c *Child) Terminate() {
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(c.Output(), readyLine) && time.Now().Before(deadline) {
+		select {
+		case err := <-c.done:
+			c.done <- err
+			return // already gone
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+}
 
 type syncBuffer struct {
 	mu sync.Mutex

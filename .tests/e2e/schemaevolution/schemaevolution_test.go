@@ -83,13 +83,13 @@ func TestMain(m *testing.M) {
 		"produce-v1": produceV1, "produce-v2": produceV2, "consume-v1": consumeV1, "consume-v2": consumeV2,
 		"bridge": bridge, "live": live,
 	} {
-		roles[name] = func(raw json.RawMessage) int { return runRole(raw, role) }
+		roles[name] = func(ctx context.Context, raw json.RawMessage) int { return runRole(ctx, raw, role) }
 	}
 	proctest.Dispatch(roles)
 	os.Exit(m.Run())
 }
 
-func runRole(raw json.RawMessage, role func(context.Context, *sqlstreams.Client, spec, *proctest.Recorder) error) int {
+func runRole(ctx context.Context, raw json.RawMessage, role func(context.Context, *sqlstreams.Client, spec, *proctest.Recorder) error) int {
 	var s spec
 	if err := json.Unmarshal(raw, &s); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -100,7 +100,7 @@ func runRole(raw json.RawMessage, role func(context.Context, *sqlstreams.Client,
 		fmt.Fprintln(os.Stderr, "unknown driver", s.Driver)
 		return 2
 	}
-	return conformance.RunChild(target, s.Namespace, s.Out, func(ctx context.Context, c *sqlstreams.Client, rec *proctest.Recorder) error {
+	return conformance.RunChild(ctx, target, s.Namespace, s.Out, func(ctx context.Context, c *sqlstreams.Client, rec *proctest.Recorder) error {
 		return role(ctx, c, s, rec)
 	})
 }
