@@ -293,16 +293,19 @@ func testOutcomeRetryAfter(t *testing.T, c *sqlstreams.Client) {
 	}
 	var again sqlstreams.Delivery[EventV1]
 	eventually(t, 5*time.Second, "the delayed retry", func() bool {
-		started := time.Now()
 		ds, err := g.Claim(ctx(t), 1)
+		// The claim decided at some instant before it returned, and the due
+		// time was set after retried: returning before retried+delay proves
+		// an early claim (times are stored at microsecond precision).
+		returned := time.Now()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(ds) == 0 {
 			return false
 		}
-		if started.Before(retried.Add(delay)) {
-			t.Fatalf("row retried with a %v delay was claimed again after %v", delay, started.Sub(retried))
+		if returned.Before(retried.Add(delay - time.Millisecond)) {
+			t.Fatalf("row retried with a %v delay was claimed again %v after the retry", delay, returned.Sub(retried))
 		}
 		again = ds[0]
 		return true
@@ -334,7 +337,7 @@ func testOutcomeRetryAfter(t *testing.T, c *sqlstreams.Client) {
 	if len(calls) != 2 || calls[1].attempt != 2 {
 		t.Fatalf("calls %+v, want attempts 1 and 2", calls)
 	}
-	if gap := calls[1].at.Sub(calls[0].at); gap < delay {
+	if gap := calls[1].at.Sub(calls[0].at); gap < delay-time.Millisecond {
 		t.Errorf("RetryAfter(%v) came back after %v", delay, gap)
 	}
 }
