@@ -23,6 +23,10 @@ type Client struct {
 	identity  string        // stored with every lease this client takes
 	opTimeout time.Duration // bounds each call Run and maintenance make
 
+	middleware []Middleware // as given to WithMiddleware
+	chain      chain        // the same, sorted
+	produceMW  []ProduceMiddleware
+
 	maintainEvery time.Duration
 	stopMaintain  context.CancelFunc
 	background    sync.WaitGroup
@@ -97,6 +101,11 @@ func Open(ctx context.Context, drv driver.Driver, opts ...ClientOption) (*Client
 	if err := validateIdentity(c.identity); err != nil {
 		return nil, err
 	}
+	var err error
+	if c.chain, err = sortMiddleware("client", c.middleware); err != nil {
+		return nil, err
+	}
+	c.produceMW = c.chain.produce
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
@@ -244,10 +253,14 @@ func (c *Client) Maintain(ctx context.Context) (MaintenanceReport, error) {
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return rep, fmt.Errorf("sqlstreams: maintain: %w", err)
+	err = errors.Join(errs...)
+	if err != nil {
+		err = fmt.Errorf("sqlstreams: maintain: %w", err)
 	}
-	return rep, nil
+	for _, h := range c.chain.maintain {
+		c.observe("maintenance", func() { h.Maintained(ctx, rep, err) })
+	}
+	return rep, err
 }
 
 func (c *Client) maintainLoop(ctx context.Context) {

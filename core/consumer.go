@@ -94,6 +94,12 @@ type ConsumerOptions struct {
 	// by Health until one of those claims them); deploy converters to every
 	// member of a group.
 	Converters []Converter
+	// Middleware wraps this consumer's handler calls in Run and observes its
+	// claims and settles (HandleMiddleware, ClaimHook, SettleHook), inside
+	// the client-wide middleware of WithMiddleware; the first is outermost.
+	// Produce middleware and maintenance hooks belong to the client: install
+	// them with WithMiddleware.
+	Middleware []Middleware
 	// Replace makes this registration's Bindings and Converters the group's
 	// stored configuration instead of adding them to it: use it to narrow a
 	// group. Rows the main claim passes while the group is narrowed are not
@@ -187,6 +193,11 @@ type group struct {
 	decodes []int
 	opts    ConsumerOptions
 
+	// The client's middleware, then the consumer's.
+	handleMW    []HandleMiddleware
+	claimHooks  []ClaimHook
+	settleHooks []SettleHook
+
 	mu         sync.Mutex
 	config     driver.GroupConfig // the stored configuration last seen
 	deferredAt time.Time          // when deferred rows were last logged
@@ -218,6 +229,11 @@ func (b *ConsumerBuilder[T]) Register(ctx context.Context, opts *ConsumerOptions
 	if err != nil {
 		return nil, err
 	}
+	own, err := sortMiddleware(fmt.Sprintf("consumer %q", b.group), o.Middleware)
+	if err != nil {
+		return nil, err
+	}
+	mw := b.stream.client.chain.then(own)
 	var sch *schema.Schema
 	if !raw {
 		if sch, err = schema.For[T](); err != nil {
@@ -291,8 +307,8 @@ func (b *ConsumerBuilder[T]) Register(ctx context.Context, opts *ConsumerOptions
 		b.stream.client.logger.Info("sqlstreams: the group's bindings differ from this registration's; members claim with the group's",
 			"stream", cfg.Name, "group", b.group, "registered", o.Bindings, "group_bindings", bindingWords(got.Bindings))
 	}
-	c := &Consumer[T]{group: group{client: b.stream.client, stream: cfg, name: b.group, member: member, opts: o, config: got},
-		decode: decoder[T](raw, converters)}
+	c := &Consumer[T]{group: group{client: b.stream.client, stream: cfg, name: b.group, member: member, opts: o, config: got,
+		handleMW: mw.handle, claimHooks: mw.claim, settleHooks: mw.settle}, decode: decoder[T](raw, converters)}
 	if !raw {
 		c.decodes = append([]int{version}, convertsFrom...)
 	}
@@ -377,6 +393,7 @@ type lease struct {
 	id      int64
 	token   string
 	attempt int
+	size    int          // payload bytes, for middleware
 	until   atomic.Int64 // unix nanos
 	state   atomic.Int32 // leaseOpen, ...
 }
@@ -447,7 +464,7 @@ func (c *Consumer[T]) Claim(ctx context.Context, n int) ([]Delivery[T], error) {
 	// that its outcome is known; then ctx decides whether to keep it.
 	cctx, cancel := c.client.opContext(context.WithoutCancel(ctx))
 	defer cancel()
-	out, err := c.claim(cctx, n)
+	out, err := c.claim(cctx, n, ClaimSourcePull)
 	if err != nil {
 		return nil, err
 	}
@@ -466,13 +483,13 @@ func (c *Consumer[T]) Claim(ctx context.Context, n int) ([]Delivery[T], error) {
 
 // claim leases and decodes up to n deliveries with ctx, which bounds the
 // work.
-func (c *Consumer[T]) claim(ctx context.Context, n int) ([]Delivery[T], error) {
+func (c *Consumer[T]) claim(ctx context.Context, n int, source string) ([]Delivery[T], error) {
 	out := make([]Delivery[T], 0, n)
 	// A row that does not decode goes dead and leaves its place free: claim
 	// again for it, so that rows behind it are not held back and an empty
 	// result means nothing was claimable (C9).
 	for len(out) < n {
-		rows, token, err := c.claimRows(ctx, n-len(out))
+		rows, token, err := c.claimRows(ctx, n-len(out), source)
 		if err != nil {
 			if len(out) > 0 {
 				return out, nil // the next claim meets the error again
@@ -481,7 +498,7 @@ func (c *Consumer[T]) claim(ctx context.Context, n int) ([]Delivery[T], error) {
 		}
 		dropped, failed := 0, false
 		for _, r := range rows {
-			l := &lease{group: &c.group, id: r.ID, token: token, attempt: r.Attempt}
+			l := &lease{group: &c.group, id: r.ID, token: token, attempt: r.Attempt, size: len(r.Payload)}
 			l.until.Store(r.LeaseUntil.UnixNano())
 			v, err := c.decode(ctx, r.Row)
 			if err != nil {
@@ -514,11 +531,25 @@ func (c *Consumer[T]) claim(ctx context.Context, n int) ([]Delivery[T], error) {
 	return out, nil
 }
 
-func (g *group) claimRows(ctx context.Context, n int) ([]driver.Delivery, string, error) {
+func (g *group) claimRows(ctx context.Context, n int, source string) ([]driver.Delivery, string, error) {
 	if err := g.client.checkOpen(); err != nil {
 		return nil, "", err
 	}
 	now := time.Now().UTC()
+	rows, token, err := g.claimFromDriver(ctx, n, now)
+	if len(g.claimHooks) > 0 {
+		e := ClaimEvent{Stream: g.stream.Name, Group: g.name, Source: source, Requested: n, Duration: time.Since(now), Err: err}
+		for _, r := range rows {
+			e.Deliveries = append(e.Deliveries, infoOf(g.stream.Name, g.name, r.Row, r.Attempt))
+		}
+		for _, h := range g.claimHooks {
+			g.client.observe("claim", func() { h.Claimed(ctx, e) })
+		}
+	}
+	return rows, token, err
+}
+
+func (g *group) claimFromDriver(ctx context.Context, n int, now time.Time) ([]driver.Delivery, string, error) {
 	p := driver.ClaimParams{Stream: g.stream, Group: g.name, Member: g.member, Decodes: g.decodes, Match: matcher, Limit: n,
 		Ordered: g.opts.Ordered, Token: newToken(), Holder: g.client.identity, Now: now, LeaseUntil: now.Add(g.opts.LeaseDuration),
 		MaxAttempts: g.opts.MaxAttempts, LastError: "lease expired on the last attempt; the consumer probably crashed or stalled while handling it"}
@@ -627,7 +658,9 @@ func refs(ls []*lease) []driver.Lease {
 func (g *group) ack(ctx context.Context, ls []*lease) error {
 	taken, already, lost := take(ls)
 	if len(taken) > 0 {
-		res, err := g.client.drv.Ack(ctx, driver.AckParams{StreamID: g.stream.ID, Group: g.name, Leases: refs(taken), Now: time.Now().UTC()})
+		start := time.Now()
+		res, err := g.client.drv.Ack(ctx, driver.AckParams{StreamID: g.stream.ID, Group: g.name, Leases: refs(taken), Now: start.UTC()})
+		g.hookSettle(ctx, OutcomeAck, taken, res, start, err)
 		if err != nil {
 			reopen(taken)
 			return g.wrap("ack", classify(err))
@@ -635,6 +668,20 @@ func (g *group) ack(ctx context.Context, ls []*lease) error {
 		lost = append(lost, settled(taken, res)...)
 	}
 	return settleErr("ack", g, lost, already)
+}
+
+// hookSettle tells the settle hooks what one settle call did.
+func (g *group) hookSettle(ctx context.Context, outcome string, taken []*lease, res driver.SettleResult, start time.Time, err error) {
+	if len(g.settleHooks) == 0 {
+		return
+	}
+	e := SettleEvent{Stream: g.stream.Name, Group: g.name, Outcome: outcome, Lost: res.Lost, Duration: time.Since(start), Err: err}
+	for _, l := range taken {
+		e.IDs = append(e.IDs, l.id)
+	}
+	for _, h := range g.settleHooks {
+		g.client.observe("settle", func() { h.Settled(ctx, e) })
+	}
 }
 
 // fail records handler errors, causes[i] for ls[i]: dead for Dead(err) or
@@ -670,6 +717,24 @@ func (g *group) fail(ctx context.Context, ls []*lease, causes []error) error {
 		fs[i] = f
 	}
 	res, err := g.client.drv.Fail(ctx, driver.FailParams{StreamID: g.stream.ID, Group: g.name, Failures: fs, Now: now})
+	if len(g.settleHooks) > 0 {
+		var dead, retried []*lease
+		for i, l := range taken {
+			if fs[i].Dead {
+				dead = append(dead, l)
+			} else {
+				retried = append(retried, l)
+			}
+		}
+		for _, part := range []struct {
+			outcome string
+			ls      []*lease
+		}{{OutcomeDead, dead}, {OutcomeRetry, retried}} {
+			if len(part.ls) > 0 {
+				g.hookSettle(ctx, part.outcome, part.ls, lostAmong(res, part.ls), now, err)
+			}
+		}
+	}
 	if err != nil {
 		reopen(taken)
 		return g.wrap("record failure", classify(err))
@@ -678,13 +743,30 @@ func (g *group) fail(ctx context.Context, ls []*lease, causes []error) error {
 	return settleErr(op, g, lost, already)
 }
 
+// lostAmong keeps the lost ids of res that belong to ls.
+func lostAmong(res driver.SettleResult, ls []*lease) driver.SettleResult {
+	in := map[int64]bool{}
+	for _, l := range ls {
+		in[l.id] = true
+	}
+	var out driver.SettleResult
+	for _, id := range res.Lost {
+		if in[id] {
+			out.Lost = append(out.Lost, id)
+		}
+	}
+	return out
+}
+
 // release gives deliveries back unstarted, without using an attempt.
 // Deliveries already settled are left out silently: there is nothing to
 // give back.
 func (g *group) release(ctx context.Context, ls []*lease) error {
 	taken, _, lost := take(ls)
 	if len(taken) > 0 {
-		res, err := g.client.drv.Release(ctx, driver.ReleaseParams{StreamID: g.stream.ID, Group: g.name, Leases: refs(taken), Now: time.Now().UTC()})
+		start := time.Now()
+		res, err := g.client.drv.Release(ctx, driver.ReleaseParams{StreamID: g.stream.ID, Group: g.name, Leases: refs(taken), Now: start.UTC()})
+		g.hookSettle(ctx, OutcomeRelease, taken, res, start, err)
 		if err != nil {
 			reopen(taken)
 			return g.wrap("release", classify(err))

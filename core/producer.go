@@ -122,7 +122,7 @@ func NewMessage[T Versioned](v T, opts ...ProduceOption) Message[T] {
 
 // Produce appends one message and returns its id.
 func (p *Producer[T]) Produce(ctx context.Context, msg T, opts ...ProduceOption) (int64, error) {
-	ids, err := p.append(ctx, nil, []Message[T]{{Value: msg, Options: opts}})
+	ids, err := p.append(ctx, nil, []Message[T]{{Value: msg, Options: opts}}, false)
 	if err != nil {
 		return 0, err
 	}
@@ -135,7 +135,7 @@ func (p *Producer[T]) ProduceBatch(ctx context.Context, msgs ...Message[T]) ([]i
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	return p.append(ctx, nil, msgs)
+	return p.append(ctx, nil, msgs, true)
 }
 
 // ProduceTx appends a message inside the caller's transaction, adapted by
@@ -156,14 +156,14 @@ func (p *Producer[T]) ProduceTx(ctx context.Context, tx driver.Tx, msg T, opts .
 	if tx == nil {
 		return 0, fmt.Errorf("%w: nil transaction; use Produce to write in a transaction of its own", ErrInvalidOption)
 	}
-	ids, err := p.append(ctx, tx, []Message[T]{{Value: msg, Options: opts}})
+	ids, err := p.append(ctx, tx, []Message[T]{{Value: msg, Options: opts}}, false)
 	if err != nil {
 		return 0, err
 	}
 	return ids[0], nil
 }
 
-func (p *Producer[T]) append(ctx context.Context, tx driver.Tx, msgs []Message[T]) ([]int64, error) {
+func (p *Producer[T]) append(ctx context.Context, tx driver.Tx, msgs []Message[T], batch bool) ([]int64, error) {
 	if err := p.client.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -172,21 +172,50 @@ func (p *Producer[T]) append(ctx context.Context, tx driver.Tx, msgs []Message[T
 	for i, m := range msgs {
 		row, err := p.row(m, now)
 		if err != nil {
-			if len(msgs) > 1 {
-				err = fmt.Errorf("message %d of the batch: %w", i, err)
-			}
-			return nil, fmt.Errorf("sqlstreams: produce to %q: %w", p.stream.Name, err)
+			return nil, p.refused(i, len(msgs), err)
 		}
 		rows[i] = row
 	}
-	ids, err := p.client.drv.Append(ctx, driver.AppendParams{Stream: p.stream, Tx: tx, Rows: rows})
-	if err != nil {
-		return nil, fmt.Errorf("sqlstreams: produce to %q: %w", p.stream.Name, classify(err))
+	write := func(ctx context.Context) ([]int64, error) {
+		ids, err := p.client.drv.Append(ctx, driver.AppendParams{Stream: p.stream, Tx: tx, Rows: rows})
+		if err != nil {
+			return nil, fmt.Errorf("sqlstreams: produce to %q: %w", p.stream.Name, classify(err))
+		}
+		if tx == nil {
+			p.client.wake(p.stream.ID)
+		}
+		return ids, nil
 	}
-	if tx == nil {
-		p.client.wake(p.stream.ID)
+	if len(p.client.produceMW) == 0 {
+		return write(ctx)
 	}
-	return ids, nil
+	call := &ProduceCall{Stream: infoFrom(p.stream), Tx: tx != nil, Batch: batch, Messages: make([]*OutgoingMessage, len(rows))}
+	for i, r := range rows {
+		headers := r.Headers
+		if headers == nil {
+			headers = map[string]string{}
+		}
+		call.Messages[i] = &OutgoingMessage{Partition: r.Partition, SchemaVersion: r.SchemaVersion, Key: r.Key, HasKey: r.HasKey,
+			RoutingKey: r.RoutingKey, CompactionRank: r.CompactionRank, Headers: headers, PayloadSize: len(r.Payload)}
+	}
+	return p.client.produceThrough(ctx, call, func(ctx context.Context) ([]int64, error) {
+		// What the middleware left in the headers is what is written.
+		for i, m := range call.Messages {
+			if err := validateHeaders(m.Headers); err != nil {
+				return nil, p.refused(i, len(msgs), fmt.Errorf("headers set by middleware: %w", err))
+			}
+			rows[i].Headers = m.Headers
+		}
+		return write(ctx)
+	})
+}
+
+// refused reports message i of n refused before anything was written.
+func (p *Producer[T]) refused(i, n int, err error) error {
+	if n > 1 {
+		err = fmt.Errorf("message %d of the batch: %w", i, err)
+	}
+	return fmt.Errorf("sqlstreams: produce to %q: %w", p.stream.Name, err)
 }
 
 func (p *Producer[T]) row(m Message[T], now time.Time) (driver.AppendRow, error) {

@@ -177,7 +177,7 @@ func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 		// The claim runs to completion whatever ctx does, so that what it
 		// leased is known and can be given back.
 		cctx, cancel := c.client.opContext(context.WithoutCancel(ctx))
-		ds, err := c.claim(cctx, r.limit-held)
+		ds, err := c.claim(cctx, r.limit-held, ClaimSourceRun)
 		cancel()
 		if err != nil {
 			switch {
@@ -428,12 +428,28 @@ func transient(err error) bool {
 }
 
 func (r *runner[T]) call(d Delivery[T]) (err error) {
+	// A panic becomes the handler's error inside the middleware, so that
+	// they see it as the outcome, and outside it, for a middleware's own.
+	handle := func(ctx context.Context) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = &PanicError{Value: p, Stack: string(debug.Stack())}
+			}
+		}()
+		return r.handle(ctx, d)
+	}
+	if len(r.c.handleMW) == 0 {
+		return handle(r.handlerCtx)
+	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("handler panicked: %v\n%s", p, debug.Stack())
+			err = &PanicError{Value: p, Stack: string(debug.Stack())}
 		}
 	}()
-	return r.handle(r.handlerCtx, d)
+	info := infoOf(r.c.stream.Name, r.c.name, driver.Row{ID: d.ID, Partition: d.Partition, SchemaVersion: d.SchemaVersion,
+		CompactionRank: d.CompactionRank, Key: d.Key, RoutingKey: d.RoutingKey, Headers: d.Headers, ProducedAt: d.ProducedAt}, d.Attempt)
+	info.PayloadSize = d.lease.size
+	return handleThrough(r.handlerCtx, r.c.handleMW, &info, handle)
 }
 
 // enqueueAck hands a resolved delivery to the completer; it reports false
