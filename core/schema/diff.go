@@ -98,6 +98,61 @@ func (n node) m() map[string]any {
 	return map[string]any{}
 }
 
+// draft is the JSON Schema draft a document declares with "$schema".
+// Keywords a draft does not define are ignored in documents of that draft,
+// as a validator of that draft would; a document that declares no draft
+// (or one not listed) is read with every keyword.
+type draft int
+
+const (
+	draftAny    draft = iota // no or unknown $schema
+	draftLegacy              // draft-04, draft-06, draft-07
+	draft2019                // 2019-09
+	draft2020                // 2020-12
+)
+
+func draftOf(s *Schema) draft {
+	if s == nil {
+		return draftAny
+	}
+	m, _ := s.root.(map[string]any)
+	uri, _ := m["$schema"].(string)
+	switch {
+	case strings.Contains(uri, "/draft-03/"), strings.Contains(uri, "/draft-04/"),
+		strings.Contains(uri, "/draft-06/"), strings.Contains(uri, "/draft-07/"):
+		return draftLegacy
+	case strings.Contains(uri, "/draft/2019-09/"):
+		return draft2019
+	case strings.Contains(uri, "/draft/2020-12/"):
+		return draft2020
+	}
+	return draftAny
+}
+
+// keywordSince lists the keywords that only some drafts define, with the
+// first draft that does.
+var keywordSince = map[string]draft{
+	"unevaluatedProperties": draft2019,
+	"unevaluatedItems":      draft2019,
+	"dependentRequired":     draft2019,
+	"dependentSchemas":      draft2019,
+	"prefixItems":           draft2020,
+}
+
+// kw returns a keyword's value if the node's draft defines the keyword.
+func (n node) kw(name string) (any, bool) {
+	v, ok := n.m()[name]
+	if !ok {
+		return nil, false
+	}
+	if since, gated := keywordSince[name]; gated {
+		if dr := draftOf(n.doc); dr != draftAny && dr < since {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
 type differ struct {
 	policy Policy
 	active map[string]bool // (old, new) location pairs being compared
@@ -267,17 +322,117 @@ func (d *differ) disjuncts(n node) ([]node, string) {
 	return []node{n}, ""
 }
 
+// combinator is the top-level combination keyword of a schema and how many
+// members it lists: anyOf or oneOf when present (they decide the
+// alternatives; an allOf beside them is merged into each), else allOf,
+// else none.
+type combinator struct {
+	kind  string // "anyOf", "oneOf", "allOf" or ""
+	count int
+}
+
+func combinatorOf(m map[string]any) combinator {
+	for _, kind := range []string{"anyOf", "oneOf", "allOf"} {
+		if list, ok := m[kind].([]any); ok {
+			return combinator{kind, len(list)}
+		}
+	}
+	return combinator{}
+}
+
+// criterionWidens says whether replacing combinator o by n (both present,
+// different) keeps every value acceptable: anything may become anyOf, and
+// a single-member combinator is the same as its member, so it may become
+// oneOf, and allOf may become a single-member one. This is Confluent's
+// rule; any other change (anyOf or oneOf to allOf, anyOf or allOf to a
+// oneOf of several) is COMBINED_TYPE_CHANGED.
+func criterionWidens(o, n combinator) bool {
+	return n.kind == "anyOf" ||
+		(o.count == 1 && n.count == 1) ||
+		(o.count == 1 && n.kind == "oneOf") ||
+		(n.count == 1 && o.kind == "allOf")
+}
+
 // compareCombined compares schemas using allOf/anyOf/oneOf: every
 // alternative of the old schema must be accepted by some alternative of the
 // new one. allOf only narrows, so its members are merged first.
 func (d *differ) compareCombined(out *[]Difference, o, n node, path string) {
-	oAlts, oKind := d.disjuncts(o)
-	nAlts, nKind := d.disjuncts(n)
-	if oKind == "anyOf" && nKind == "oneOf" {
-		d.add(out, CombinedTypeChanged, path+"/oneOf", false,
-			"anyOf became oneOf: a value the old schema accepted through several alternatives is rejected by oneOf")
-		return
+	oc, nc := combinatorOf(o.m()), combinatorOf(n.m())
+	_, oKept := n.m()[oc.kind]
+	_, nHad := o.m()[nc.kind]
+	if oc.kind != "" && nc.kind != "" && oc.kind != nc.kind && !oKept && !nHad {
+		p := path + "/" + nc.kind
+		if !criterionWidens(oc, nc) {
+			d.add(out, CombinedTypeChanged, p, false, "%s became %s%s", oc.kind, nc.kind, combinedChangeReason(oc, nc))
+			return
+		}
+		d.add(out, CombinedTypeExtended, p, true, "%s became %s, which accepts at least the same values", oc.kind, nc.kind)
 	}
+
+	var ds []Difference
+	d.compareAlternatives(&ds, o, n, path)
+	*out = append(*out, ds...)
+
+	// allOf members counted; a schema without allOf is one member.
+	if hasAllOf(o.m()) || hasAllOf(n.m()) {
+		op, np := conjuncts(o.m()), conjuncts(n.m())
+		ok := allCompatible(ds)
+		switch {
+		case np > op:
+			d.add(out, ProductTypeExtended, path+"/allOf", ok, "allOf has more members (%d, was %d)%s", np, op,
+				ifElse(ok, "; together they accept every old value", "; they reject some old values"))
+		case np < op:
+			d.add(out, ProductTypeNarrowed, path+"/allOf", ok, "allOf has fewer members (%d, was %d)%s", np, op,
+				ifElse(ok, "", "; what is left still rejects some old values"))
+		}
+	}
+}
+
+func combinedChangeReason(o, n combinator) string {
+	switch {
+	case n.kind == "oneOf":
+		return ": a value the old schema accepted may match several alternatives, which oneOf rejects"
+	case n.kind == "allOf":
+		return ": a value must now match every member, not just one"
+	}
+	return ""
+}
+
+func hasAllOf(m map[string]any) bool {
+	_, ok := m["allOf"]
+	return ok
+}
+
+// conjuncts counts the distinct allOf members (Confluent collapses
+// duplicates too); a schema without allOf is one member.
+func conjuncts(m map[string]any) int {
+	if list, ok := m["allOf"].([]any); ok {
+		return distinct(list)
+	}
+	return 1
+}
+
+func distinct(list []any) int {
+	seen := map[string]bool{}
+	for _, v := range list {
+		seen[string(marshalCanon(v))] = true
+	}
+	return len(seen)
+}
+
+func distinctNodes(ns []node) int {
+	vs := make([]any, len(ns))
+	for i, x := range ns {
+		vs[i] = x.v
+	}
+	return distinct(vs)
+}
+
+// compareAlternatives splits both schemas into alternatives and matches
+// each old alternative with a new one that accepts it.
+func (d *differ) compareAlternatives(out *[]Difference, o, n node, path string) {
+	oAlts, _ := d.disjuncts(o)
+	nAlts, nKind := d.disjuncts(n)
 	if len(oAlts) == 1 && len(nAlts) == 1 {
 		d.compare(out, oAlts[0], nAlts[0], path)
 		return
@@ -320,14 +475,26 @@ func (d *differ) compareCombined(out *[]Difference, o, n node, path string) {
 		*out = append(*out, best...)
 		if bestBad > 0 {
 			allMatched = false
-			if len(nAlts) > 1 {
+			switch {
+			case len(nAlts) < 2:
+			case d.policy == GoAware:
+				// GoAware's long-standing name for this (the conformance
+				// suite asserts it).
 				d.add(out, SumTypeNarrowed, path, false,
+					"old alternative %d is not accepted by any %s alternative of the new schema", i, nKind)
+			default:
+				d.add(out, CombinedTypeSubschemasChanged, path, false,
 					"old alternative %d is not accepted by any %s alternative of the new schema", i, nKind)
 			}
 		}
 	}
-	if allMatched && len(nAlts) > len(oAlts) {
-		d.add(out, SumTypeExtended, path+"/"+nKind, true, "the new schema accepts more alternatives (%d, was %d)", len(nAlts), len(oAlts))
+	on, nn := distinctNodes(oAlts), distinctNodes(nAlts)
+	switch {
+	case allMatched && nn > on:
+		d.add(out, SumTypeExtended, path+"/"+nKind, true, "the new schema accepts more alternatives (%d, was %d)", nn, on)
+	case nn < on && d.policy != GoAware:
+		d.add(out, SumTypeNarrowed, path+ifElse(nKind == "", "", "/"+nKind), allMatched, "the new schema has fewer alternatives (%d, was %d)%s", nn, on,
+			ifElse(allMatched, ", but each old alternative is accepted by one of them", ""))
 	}
 }
 
@@ -374,7 +541,6 @@ func (d *differ) compareKeywords(out *[]Difference, o, n node, path string) {
 	d.limit(out, om, nm, "maxProperties", path, true, limitKinds{MaxPropertiesAdded, MaxPropertiesRemoved, MaxPropertiesIncreased, MaxPropertiesDecreased})
 	d.limit(out, om, nm, "minProperties", path, false, limitKinds{MinPropertiesAdded, MinPropertiesRemoved, MinPropertiesIncreased, MinPropertiesDecreased})
 	d.subschema(out, o, n, "propertyNames", path, PropertyNamesAdded, PropertyNamesRemoved)
-	d.subschema(out, o, n, "unevaluatedProperties", path, UnevaluatedPropertiesAdded, UnevaluatedPropertiesRemoved)
 	d.dependencies(out, o, n, path)
 
 	// Arrays.
@@ -391,7 +557,6 @@ func (d *differ) compareKeywords(out *[]Difference, o, n node, path string) {
 	d.subschema(out, o, n, "contains", path, ContainsAdded, ContainsRemoved)
 	d.limit(out, om, nm, "maxContains", path, true, limitKinds{MaxContainsAdded, MaxContainsRemoved, MaxContainsIncreased, MaxContainsDecreased})
 	d.limit(out, om, nm, "minContains", path, false, limitKinds{MinContainsAdded, MinContainsRemoved, MinContainsIncreased, MinContainsDecreased})
-	d.subschema(out, o, n, "unevaluatedItems", path, UnevaluatedItemsAdded, UnevaluatedItemsRemoved)
 
 	d.not(out, o, n, path)
 	d.conditional(out, o, n, path)
@@ -748,9 +913,26 @@ func (d *differ) classify(n node) contentModel {
 	return partial
 }
 
+// objectRest is the rule an object applies to properties that neither
+// "properties" nor "patternProperties" name, and the keyword it comes
+// from: additionalProperties when present (it evaluates every such
+// property, so unevaluatedProperties beside it has no effect), else
+// unevaluatedProperties (2019-09 and later; allOf members are merged by
+// then, so their properties count as evaluated), else none (v is nil: the
+// model is open).
+func (d *differ) objectRest(n node) (node, string) {
+	if ap, ok := n.m()["additionalProperties"]; ok {
+		return n.child(ap, "additionalProperties"), "additionalProperties"
+	}
+	if up, ok := n.kw("unevaluatedProperties"); ok {
+		return n.child(up, "unevaluatedProperties"), "unevaluatedProperties"
+	}
+	return node{nil, n.loc + "/additionalProperties", n.doc}, ""
+}
+
 // memberSchema is the schema an object applies to a property it does not
-// declare: the first matching patternProperties entry, else
-// additionalProperties.
+// declare: the first matching patternProperties entry, else the rule of
+// objectRest.
 func (d *differ) memberSchema(n node, name string) node {
 	m := n.m()
 	if pp, ok := m["patternProperties"].(map[string]any); ok {
@@ -760,10 +942,28 @@ func (d *differ) memberSchema(n node, name string) node {
 			}
 		}
 	}
-	if ap, ok := m["additionalProperties"]; ok {
-		return d.deref(n.child(ap, "additionalProperties"))
+	rest, _ := d.objectRest(n)
+	if rest.v == nil {
+		return rest
 	}
-	return node{nil, n.loc + "/additionalProperties", n.doc}
+	return d.deref(rest)
+}
+
+// restKinds picks the names for a change of the rule for undeclared
+// members: the unevaluated* kinds when the new rule comes from
+// unevaluatedProperties/unevaluatedItems (or the new schema has none and
+// the old one's did), else the additional* kinds. kw is the keyword the
+// path names.
+func restKinds(okw, nkw, additionalKw string, additional, unevaluated opennessKinds) (opennessKinds, string) {
+	switch {
+	case strings.HasPrefix(nkw, "unevaluated"):
+		return unevaluated, nkw
+	case nkw == "" && strings.HasPrefix(okw, "unevaluated"):
+		return unevaluated, okw
+	case nkw != "":
+		return additional, nkw
+	}
+	return additional, additionalKw
 }
 
 func hasDefault(n node, d *differ) bool {
@@ -792,7 +992,7 @@ func (d *differ) properties(out *[]Difference, o, n node, path string) {
 	np, _ := nm["properties"].(map[string]any)
 	oreq, nreq := stringSet(om["required"]), stringSet(nm["required"])
 	goAware := d.policy == GoAware
-	reported := map[string]bool{}
+	reported := map[string]bool{} // newly required properties already judged as added
 
 	for _, name := range unionKeys(op, np) {
 		p := path + "/properties/" + escapePointer(name)
@@ -804,58 +1004,9 @@ func (d *differ) properties(out *[]Difference, o, n node, path string) {
 		case inOld && inNew:
 			d.compare(out, on, nn, p)
 		case inNew:
-			eff := d.memberSchema(o, name)
-			switch d.classify(eff) {
-			case closed:
-				if nreq[name] && !hasDefault(nn, d) {
-					reported[name] = true
-					d.add(out, RequiredPropertyAddedToUnopenContentModel, p, false,
-						"required property %q added, but old data never has it (the old schema did not allow it) and it has no default", name)
-				} else {
-					d.add(out, OptionalPropertyAddedToUnopenContentModel, p, true, "property %q added; old data never has it", name)
-				}
-			case open:
-				switch {
-				case goAware:
-					d.add(out, PropertyAddedToOpenContentModel, p, true,
-						"property %q added; Go writers of the old schema do not send it, so readers see it missing", name)
-				case d.accepts(anything, nn):
-					d.add(out, PropertyAddedToOpenContentModel, p, true, "unconstrained property %q added", name)
-				default:
-					d.add(out, PropertyAddedToOpenContentModel, p, false,
-						"property %q added with constraints, but the old schema was open and old data may hold any value under that name", name)
-				}
-			case partial:
-				if d.accepts(eff, nn) {
-					d.add(out, PropertyAddedIsCoveredByPartiallyOpen, p, true,
-						"property %q added; it accepts every value the old schema allowed for undeclared properties", name)
-				} else {
-					d.add(out, PropertyAddedNotCoveredByPartiallyOpen, p, false,
-						"property %q added, but it rejects values the old schema allowed for undeclared properties", name)
-				}
-			}
-		default: // removed
-			eff := d.memberSchema(n, name)
-			switch d.classify(eff) {
-			case closed:
-				if goAware {
-					d.add(out, PropertyRemovedFromClosedContentModel, p, true,
-						"property %q removed; encoding/json ignores members the reader does not declare", name)
-				} else {
-					d.add(out, PropertyRemovedFromClosedContentModel, p, false,
-						"property %q removed, but the new schema rejects undeclared properties and old data may have it", name)
-				}
-			case open:
-				d.add(out, PropertyRemovedFromOpenContentModel, p, true, "property %q removed; the new schema accepts it as an undeclared property", name)
-			case partial:
-				if d.accepts(on, eff) {
-					d.add(out, PropertyRemovedIsCoveredByPartiallyOpen, p, true,
-						"property %q removed; the new schema's rule for undeclared properties accepts its old values", name)
-				} else {
-					d.add(out, PropertyRemovedNotCoveredByPartiallyOpen, p, false,
-						"property %q removed, and the new schema's rule for undeclared properties rejects some of its old values", name)
-				}
-			}
+			d.propertyAdded(out, o, nn, name, p, nreq[name] && !oreq[name], reported)
+		default:
+			d.propertyRemoved(out, n, on, name, p)
 		}
 	}
 
@@ -882,11 +1033,11 @@ func (d *differ) properties(out *[]Difference, o, n node, path string) {
 	}
 
 	// Undeclared members.
-	oa, oaok := om["additionalProperties"]
-	na, naok := nm["additionalProperties"]
-	if oaok || naok {
-		d.openness(out, o.child(nilIfAbsent(oa, oaok), "additionalProperties"), n.child(nilIfAbsent(na, naok), "additionalProperties"),
-			path+"/additionalProperties", opennessKinds{AdditionalPropertiesAdded, AdditionalPropertiesRemoved, AdditionalPropertiesExtended, AdditionalPropertiesNarrowed, "undeclared properties"}, goAware)
+	orest, okw := d.objectRest(o)
+	nrest, nkw := d.objectRest(n)
+	if okw != "" || nkw != "" {
+		kinds, kw := restKinds(okw, nkw, "additionalProperties", additionalPropertiesKinds, unevaluatedPropertiesKinds)
+		d.openness(out, orest, nrest, path+"/"+kw, kinds, goAware)
 	}
 
 	opp, _ := om["patternProperties"].(map[string]any)
@@ -901,19 +1052,126 @@ func (d *differ) properties(out *[]Difference, o, n node, path string) {
 		case inOld && inNew:
 			d.compare(out, on, nn, p)
 		case inNew:
-			prev := o.child(om["additionalProperties"], "additionalProperties")
+			prev := orest
 			if prev.v == nil {
 				prev = anything
 			}
 			ok := d.accepts(prev, nn)
 			d.add(out, PatternPropertyAdded, p, ok, "pattern property %q added%s", pat, ifElse(ok, "", "; it rejects values old data may hold under matching names"))
 		default:
-			next := n.child(nm["additionalProperties"], "additionalProperties")
+			next := nrest
 			if next.v == nil {
 				next = anything
 			}
 			ok := d.accepts(on, next)
-			d.add(out, PatternPropertyRemoved, p, ok, "pattern property %q removed%s", pat, ifElse(ok, "", "; matching names now fall under additionalProperties, which rejects some old values"))
+			d.add(out, PatternPropertyRemoved, p, ok, "pattern property %q removed%s", pat, ifElse(ok, "", "; matching names now fall under the rule for undeclared properties, which rejects some old values"))
+		}
+	}
+}
+
+// propertyAdded judges a property the new schema declares and the old one
+// did not, by the rule the old schema applied to it as an undeclared
+// member. newlyRequired says the new schema requires it and the old one
+// did not; when the verdict here covers that, the name goes into reported.
+func (d *differ) propertyAdded(out *[]Difference, o, nn node, name, p string, newlyRequired bool, reported map[string]bool) {
+	eff := d.memberSchema(o, name)
+	withDefault := newlyRequired && hasDefault(nn, d)
+	switch d.classify(eff) {
+	case open:
+		empty := d.accepts(anything, nn)
+		if d.policy == GoAware {
+			// Go writers of the old schema send exactly their declared
+			// fields, so old data never has this one: only requiring it
+			// without a default matters, and the required check reports
+			// that as REQUIRED_ATTRIBUTE_ADDED.
+			switch {
+			case newlyRequired && !withDefault:
+			case empty:
+				reported[name] = true
+				d.add(out, PropertyWithEmptySchemaAddedToOpenContentModel, p, true, "unconstrained property %q added", name)
+			case withDefault:
+				reported[name] = true
+				d.add(out, RequiredPropertyWithDefaultAddedToOpenContentModel, p, true,
+					"required property %q added with a default; Go writers of the old schema do not send it, so readers see the default", name)
+			default:
+				d.add(out, OptionalPropertyAddedToOpenContentModel, p, true,
+					"property %q added; Go writers of the old schema do not send it, so readers see it missing", name)
+			}
+			return
+		}
+		reported[name] = true
+		switch {
+		case newlyRequired && !withDefault:
+			d.add(out, RequiredPropertyAddedToOpenContentModel, p, false,
+				"required property %q added without a default; old data may lack it, or hold any value under that name (the old schema was open)", name)
+		case empty:
+			d.add(out, PropertyWithEmptySchemaAddedToOpenContentModel, p, true, "unconstrained property %q added", name)
+		case withDefault:
+			d.add(out, RequiredPropertyWithDefaultAddedToOpenContentModel, p, false,
+				"required property %q added with a default and constraints, but the old schema was open and old data may hold any value under that name", name)
+		default:
+			d.add(out, OptionalPropertyAddedToOpenContentModel, p, false,
+				"property %q added with constraints, but the old schema was open and old data may hold any value under that name", name)
+		}
+		return
+	case partial:
+		var ds []Difference
+		d.compare(&ds, eff, nn, p)
+		*out = append(*out, ds...)
+		if allCompatible(ds) {
+			d.add(out, PropertyAddedIsCoveredByPartiallyOpen, p, true,
+				"property %q added; it accepts every value the old schema allowed for undeclared properties", name)
+		} else {
+			d.add(out, PropertyAddedNotCoveredByPartiallyOpen, p, false,
+				"property %q added, but it rejects values the old schema allowed for undeclared properties", name)
+		}
+	}
+	// Closed or partially open: old data never has the property, or has it
+	// only with the values the partial rule allowed.
+	switch {
+	case newlyRequired && !withDefault:
+		reported[name] = true
+		d.add(out, RequiredPropertyAddedToUnopenContentModel, p, false,
+			"required property %q added without a default, but old data may lack it (the old schema did not declare it)", name)
+	case withDefault:
+		reported[name] = true
+		d.add(out, RequiredPropertyWithDefaultAddedToUnopenContentModel, p, true,
+			"required property %q added with a default for old data that lacks it", name)
+	default:
+		d.add(out, OptionalPropertyAddedToUnopenContentModel, p, true, "optional property %q added", name)
+	}
+}
+
+// propertyRemoved judges a property the old schema declared and the new one
+// does not, by the rule the new schema applies to it as an undeclared
+// member.
+func (d *differ) propertyRemoved(out *[]Difference, n, on node, name, p string) {
+	eff := d.memberSchema(n, name)
+	switch d.classify(eff) {
+	case open:
+		d.add(out, PropertyRemovedFromOpenContentModel, p, true, "property %q removed; the new schema accepts it as an undeclared property", name)
+	case partial:
+		var ds []Difference
+		d.compare(&ds, on, eff, p)
+		*out = append(*out, ds...)
+		if allCompatible(ds) {
+			d.add(out, PropertyRemovedIsCoveredByPartiallyOpen, p, true,
+				"property %q removed; the new schema's rule for undeclared properties accepts its old values", name)
+		} else {
+			d.add(out, PropertyRemovedNotCoveredByPartiallyOpen, p, false,
+				"property %q removed, and the new schema's rule for undeclared properties rejects some of its old values", name)
+		}
+	case closed:
+		switch {
+		case d.deref(on).v == false:
+			d.add(out, PropertyWithFalseRemovedFromClosedContentModel, p, true,
+				"property %q removed; its old schema was false, so old data never has it", name)
+		case d.policy == GoAware:
+			d.add(out, PropertyRemovedFromClosedContentModel, p, true,
+				"property %q removed; encoding/json ignores members the reader does not declare", name)
+		default:
+			d.add(out, PropertyRemovedFromClosedContentModel, p, false,
+				"property %q removed, but the new schema rejects undeclared properties and old data may have it", name)
 		}
 	}
 }
@@ -950,10 +1208,21 @@ type opennessKinds struct {
 	noun                               string // "undeclared properties" or "extra items"
 }
 
-// openness compares the rule for undeclared members (additionalProperties,
-// or additionalItems/items after a tuple). readerIgnoresUnknown relaxes
-// closing the model, because encoding/json skips members a struct does not
-// declare.
+var (
+	additionalPropertiesKinds  = opennessKinds{AdditionalPropertiesAdded, AdditionalPropertiesRemoved, AdditionalPropertiesExtended, AdditionalPropertiesNarrowed, "undeclared properties"}
+	unevaluatedPropertiesKinds = opennessKinds{UnevaluatedPropertiesAdded, UnevaluatedPropertiesRemoved, UnevaluatedPropertiesExtended, UnevaluatedPropertiesNarrowed, "unevaluated properties"}
+	additionalItemsKinds       = opennessKinds{AdditionalItemsAdded, AdditionalItemsRemoved, AdditionalItemsExtended, AdditionalItemsNarrowed, "extra items"}
+	unevaluatedItemsKinds      = opennessKinds{UnevaluatedItemsAdded, UnevaluatedItemsRemoved, UnevaluatedItemsExtended, UnevaluatedItemsNarrowed, "unevaluated items"}
+)
+
+// openness compares the rule for undeclared members (additionalProperties
+// or unevaluatedProperties, additionalItems/items after a tuple or
+// unevaluatedItems), with Confluent's names: ADDED when the members
+// become allowed at all (from false), REMOVED when they stop being
+// allowed (to false), EXTENDED when a schema for them is dropped,
+// NARROWED when one is imposed on an open model. readerIgnoresUnknown
+// relaxes closing the model, because encoding/json skips members a struct
+// does not declare.
 func (d *differ) openness(out *[]Difference, o, n node, path string, k opennessKinds, readerIgnoresUnknown bool) {
 	o, n = d.deref(o), d.deref(n)
 	oc, nc := d.classify(o), d.classify(n)
@@ -963,18 +1232,14 @@ func (d *differ) openness(out *[]Difference, o, n node, path string, k opennessK
 	case oc == closed && nc == open:
 		d.add(out, k.added, path, true, "%s are now allowed", k.noun)
 	case oc == closed && nc == partial:
-		d.add(out, k.extended, path, true, "%s are now allowed if they match a schema", k.noun)
+		d.add(out, k.added, path, true, "%s are now allowed if they match a schema", k.noun)
 	case oc == partial && nc == open:
 		d.add(out, k.extended, path, true, "%s are no longer constrained", k.noun)
 	case nc == closed:
-		kind := k.removed
-		if oc == partial {
-			kind = k.narrowed
-		}
 		if readerIgnoresUnknown {
-			d.add(out, kind, path, true, "%s are no longer allowed"+ignored, k.noun)
+			d.add(out, k.removed, path, true, "%s are no longer allowed"+ignored, k.noun)
 		} else {
-			d.add(out, kind, path, false, "%s are no longer allowed; old data may have them", k.noun)
+			d.add(out, k.removed, path, false, "%s are no longer allowed; old data may have them", k.noun)
 		}
 	case oc == open && nc == partial:
 		d.add(out, k.narrowed, path, false, "%s must now match a schema; old data may hold any value", k.noun)
@@ -1007,9 +1272,9 @@ func (d *differ) subschema(out *[]Difference, o, n node, kw, path string, added,
 func (d *differ) dependencies(out *[]Difference, o, n node, path string) {
 	split := func(x node) (lists map[string]map[string]bool, schemas map[string]node) {
 		lists, schemas = map[string]map[string]bool{}, map[string]node{}
-		m := x.m()
 		for _, kw := range []string{"dependencies", "dependentRequired", "dependentSchemas"} {
-			deps, _ := m[kw].(map[string]any)
+			v, _ := x.kw(kw)
+			deps, _ := v.(map[string]any)
 			for name, v := range deps {
 				if list, ok := v.([]any); ok {
 					lists[name] = stringSet(list)
@@ -1059,75 +1324,119 @@ func (d *differ) dependencies(out *[]Difference, o, n node, path string) {
 	}
 }
 
-// tuple reads positional items: prefixItems+items (2020-12) or an items
-// array+additionalItems (draft-07). rest is nil when absent.
-func tuple(x node) (prefix []node, rest node, restKw string, isTuple bool) {
+// arrayShape reads how an array schema constrains its items. prefix holds
+// the positional schemas of a tuple: prefixItems (2020-12) or an items
+// array (draft-07 and 2019-09). rest is the rule for the other items (all
+// of them when there is no tuple): "items" after prefixItems, or
+// additionalItems after an items array, or a plain "items" schema; failing
+// those, unevaluatedItems (2019-09 and later), which then applies to every
+// item nothing else evaluated. restKw is the keyword rest came from, ""
+// when nothing constrains those items (rest.v is nil).
+func (d *differ) arrayShape(x node) (prefix []node, rest node, restKw string, isTuple bool) {
 	m := x.m()
-	if pi, ok := m["prefixItems"].([]any); ok {
+	rest = node{nil, x.loc + "/items", x.doc}
+	if pv, ok := x.kw("prefixItems"); ok {
+		pi, _ := pv.([]any)
 		for i, v := range pi {
 			prefix = append(prefix, x.child(v, "prefixItems/"+strconv.Itoa(i)))
 		}
-		return prefix, x.child(m["items"], "items"), "items", true
-	}
-	if it, ok := m["items"].([]any); ok {
+		isTuple = true
+		if it, ok := m["items"]; ok {
+			rest, restKw = x.child(it, "items"), "items"
+		}
+	} else if it, ok := m["items"].([]any); ok {
 		for i, v := range it {
 			prefix = append(prefix, x.child(v, "items/"+strconv.Itoa(i)))
 		}
-		return prefix, x.child(m["additionalItems"], "additionalItems"), "additionalItems", true
+		isTuple = true
+		if ai, ok := m["additionalItems"]; ok {
+			rest, restKw = x.child(ai, "additionalItems"), "additionalItems"
+		}
+	} else if it, ok := m["items"]; ok {
+		return nil, x.child(it, "items"), "items", false
 	}
-	return nil, x.child(m["items"], "items"), "items", false
+	if restKw == "" {
+		if ui, ok := x.kw("unevaluatedItems"); ok {
+			rest, restKw = x.child(ui, "unevaluatedItems"), "unevaluatedItems"
+		}
+	}
+	return prefix, rest, restKw, isTuple
 }
 
 func (d *differ) items(out *[]Difference, o, n node, path string) {
-	op, orest, _, otup := tuple(o)
-	np, nrest, nkw, ntup := tuple(n)
+	op, orest, okw, otup := d.arrayShape(o)
+	np, nrest, nkw, ntup := d.arrayShape(n)
 	if !otup && !ntup {
+		if okw == "unevaluatedItems" || nkw == "unevaluatedItems" {
+			kinds, kw := restKinds(okw, nkw, "items", unevaluatedItemsKinds, unevaluatedItemsKinds)
+			d.openness(out, orest, nrest, path+"/"+kw, kinds, false)
+			return
+		}
+		p := path + "/items"
+		if d.classify(d.deref(orest)) == closed || d.classify(d.deref(nrest)) == closed {
+			// "items": false allows only the empty array: no items beyond
+			// an empty tuple, which is how Confluent names it.
+			d.openness(out, orest, nrest, p, additionalItemsKinds, false)
+			return
+		}
 		switch {
 		case orest.v == nil && nrest.v == nil:
 		case orest.v == nil:
 			if !d.accepts(anything, nrest) {
-				d.add(out, ItemsAdded, path+"/items", false, "items must now match a schema; old arrays may hold anything")
+				d.add(out, SchemaAdded, p, false, "items must now match a schema; old arrays may hold anything")
 			}
 		case nrest.v == nil:
-			d.add(out, ItemsRemoved, path+"/items", true, "items are no longer constrained")
+			d.add(out, SchemaRemoved, p, true, "items are no longer constrained")
 		default:
-			d.compare(out, orest, nrest, path+"/items")
+			d.compare(out, orest, nrest, p)
 		}
 		return
 	}
 	prefixKw := "items"
-	if _, ok := n.m()["prefixItems"]; ok {
+	if _, ok := n.kw("prefixItems"); ok {
 		prefixKw = "prefixItems"
 	}
+	prev, next := d.deref(orest), d.deref(nrest)
 	for i := 0; i < max(len(op), len(np)); i++ {
 		p := path + "/" + prefixKw + "/" + strconv.Itoa(i)
 		switch {
 		case i < len(op) && i < len(np):
 			d.compare(out, op[i], np[i], p)
 		case i < len(np):
-			prev := d.deref(orest)
 			switch d.classify(prev) {
 			case closed:
 				d.add(out, ItemAddedToClosedContentModel, p, true, "item %d added; old arrays never reach it", i)
 			case open:
-				ok := d.accepts(anything, np[i])
-				d.add(out, ItemAddedToOpenContentModel, p, ok, "item %d added%s", i, ifElse(ok, "", "; old arrays may hold any value at that position"))
+				if d.accepts(anything, np[i]) {
+					d.add(out, ItemWithEmptySchemaAddedToOpenContentModel, p, true, "unconstrained item %d added", i)
+				} else {
+					d.add(out, ItemAddedToOpenContentModel, p, false, "item %d added; old arrays may hold any value at that position", i)
+				}
 			case partial:
-				if d.accepts(prev, np[i]) {
+				var ds []Difference
+				d.compare(&ds, prev, np[i], p)
+				*out = append(*out, ds...)
+				if allCompatible(ds) {
 					d.add(out, ItemAddedIsCoveredByPartiallyOpen, p, true, "item %d added; it accepts what the old schema allowed there", i)
 				} else {
 					d.add(out, ItemAddedNotCoveredByPartiallyOpen, p, false, "item %d added, but it rejects values the old schema allowed there", i)
 				}
 			}
 		default:
-			next := d.deref(nrest)
 			switch d.classify(next) {
 			case closed:
-				d.add(out, ItemRemovedFromClosedContentModel, p, false, "item %d removed, but the new schema rejects extra items and old arrays have it", i)
+				if d.deref(op[i]).v == false {
+					d.add(out, ItemWithFalseRemovedFromClosedContentModel, p, true, "item %d removed; its old schema was false, so old arrays never reach it", i)
+				} else {
+					d.add(out, ItemRemovedFromClosedContentModel, p, false, "item %d removed, but the new schema rejects extra items and old arrays have it", i)
+				}
 			case open:
 				d.add(out, ItemRemovedFromOpenContentModel, p, true, "item %d removed; the new schema accepts anything there", i)
 			case partial:
-				if d.accepts(op[i], next) {
+				var ds []Difference
+				d.compare(&ds, op[i], next, p)
+				*out = append(*out, ds...)
+				if allCompatible(ds) {
 					d.add(out, ItemRemovedIsCoveredByPartiallyOpen, p, true, "item %d removed; the new schema's rule for extra items accepts its old values", i)
 				} else {
 					d.add(out, ItemRemovedNotCoveredByPartiallyOpen, p, false, "item %d removed, and the new schema's rule for extra items rejects some of its old values", i)
@@ -1135,11 +1444,19 @@ func (d *differ) items(out *[]Difference, o, n node, path string) {
 			}
 		}
 	}
-	d.openness(out, orest, nrest, path+"/"+nkw, opennessKinds{AdditionalItemsAdded, AdditionalItemsRemoved, AdditionalItemsExtended, AdditionalItemsNarrowed, "extra items"}, false)
+	defaultKw := "additionalItems"
+	if prefixKw == "prefixItems" {
+		defaultKw = "items"
+	}
+	kinds, kw := restKinds(okw, nkw, defaultKw, additionalItemsKinds, unevaluatedItemsKinds)
+	d.openness(out, orest, nrest, path+"/"+kw, kinds, false)
 }
 
 // not compares negations: "not X" accepts more when X accepts less, so the
-// inner schemas are compared the other way round.
+// inner schemas are compared the other way round. The kinds name what
+// happened to the excluded set: NOT_TYPE_NARROWED (it excludes less, or
+// the "not" was removed) is compatible, NOT_TYPE_EXTENDED (it excludes
+// more, or a "not" was added) is not.
 func (d *differ) not(out *[]Difference, o, n node, path string) {
 	ov, ook := o.m()["not"]
 	nv, nok := n.m()["not"]
@@ -1151,14 +1468,17 @@ func (d *differ) not(out *[]Difference, o, n node, path string) {
 		d.compare(&ds, n.child(nv, "not"), o.child(ov, "not"), p)
 		switch {
 		case !allCompatible(ds):
-			d.add(out, NotTypeNarrowed, p, false, "the excluded schema now excludes values the old one allowed")
+			d.add(out, NotTypeExtended, p, false, "the excluded schema now excludes values the old one allowed")
 		case len(ds) > 0:
-			d.add(out, NotTypeExtended, p, true, "the excluded schema now excludes fewer values")
+			d.add(out, NotTypeNarrowed, p, true, "the excluded schema now excludes fewer values")
 		}
 	case nok:
-		d.add(out, NotTypeNarrowed, p, false, "a \"not\" exclusion was added")
+		if d.accepts(n.child(nv, "not"), node{v: false, loc: "false"}) {
+			return // "not": false excludes nothing
+		}
+		d.add(out, NotTypeExtended, p, false, "a \"not\" exclusion was added; old data may hold values it excludes")
 	default:
-		d.add(out, NotTypeExtended, p, true, "the \"not\" exclusion was removed")
+		d.add(out, NotTypeNarrowed, p, true, "the \"not\" exclusion was removed")
 	}
 }
 
@@ -1280,7 +1600,7 @@ func merge(a, b map[string]any) map[string]any {
 			out[k] = cross
 		case subschemaKeywords[k] && k != "if" && k != "then" && k != "else":
 			out[k] = map[string]any{"allOf": []any{av, bv}}
-		case k == "items":
+		case k == "items" || k == "prefixItems":
 			al, alist := av.([]any)
 			bl, blist := bv.([]any)
 			switch {

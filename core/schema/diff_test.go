@@ -131,7 +131,7 @@ func TestGoAwarePolicy(t *testing.T) {
 		{name: "add required field without default", old: typeOf[orderV1](), new: typeOf[orderAddRequired](), backward: false, forward: true,
 			kinds: []DiffKind{RequiredAttributeAdded}},
 		{name: "add required field with default", old: typeOf[orderV1](), new: typeOf[orderAddRequiredDefault](), backward: true, forward: true,
-			strictDiffers: true, strictBackOK: false}, // Strict: PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL
+			strictDiffers: true, strictBackOK: false}, // Strict: REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL
 		{name: "remove required field", old: typeOf[orderV1](), new: typeOf[orderRemoved](), backward: true, forward: false},
 		{name: "remove optional field", old: typeOf[orderQtyOptional](), new: typeOf[orderRemoved](), backward: true, forward: true},
 		{name: "optional becomes required", old: typeOf[orderQtyOptional](), new: typeOf[orderV1](), backward: false, forward: true,
@@ -196,6 +196,66 @@ func TestGoAwareClosedReader(t *testing.T) {
 	r := Check(Backward, []*Schema{old}, new, Strict)
 	if r.Compatible() || r.Problems[0].Kind != PropertyRemovedFromClosedContentModel {
 		t.Errorf("Strict: want PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL, got %s", r)
+	}
+}
+
+// TestGoAwareKinds pins the kinds GoAware reports for added fields and for
+// hand-written schemas, where they differ from Strict's.
+func TestGoAwareKinds(t *testing.T) {
+	type orderPtrTotal struct {
+		ID    string   `json:"id"`
+		Total *lineV1  `json:"total,omitempty"`
+		Qty   int      `json:"qty"`
+		Tags  []string `json:"tags,omitempty"`
+	}
+	tests := []struct {
+		name       string
+		old, new   *Schema
+		kind       DiffKind
+		compatible bool
+		absent     []DiffKind // kinds that must not be reported
+	}{
+		{name: "optional field added", old: mustReflect(t, typeOf[orderV1]()), new: mustReflect(t, typeOf[orderAddOptional]()),
+			kind: OptionalPropertyAddedToOpenContentModel, compatible: true, absent: []DiffKind{PropertyAddedToOpenContentModel}},
+		{name: "required field with default added", old: mustReflect(t, typeOf[orderV1]()), new: mustReflect(t, typeOf[orderAddRequiredDefault]()),
+			kind: RequiredPropertyWithDefaultAddedToOpenContentModel, compatible: true, absent: []DiffKind{RequiredAttributeWithDefaultAdded, PropertyAddedToOpenContentModel}},
+		{name: "required field without default added", old: mustReflect(t, typeOf[orderV1]()), new: mustReflect(t, typeOf[orderAddRequired]()),
+			kind: RequiredAttributeAdded, compatible: false, absent: []DiffKind{RequiredPropertyAddedToOpenContentModel, PropertyAddedToOpenContentModel}},
+		{name: "integer becomes an optional struct pointer", old: mustReflect(t, typeOf[orderV1]()), new: mustReflect(t, typeOf[orderPtrTotal]()),
+			kind: SumTypeNarrowed, compatible: false, absent: []DiffKind{CombinedTypeSubschemasChanged}},
+		{name: "property removed under unevaluatedProperties false",
+			old:  mustParse(t, `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}},"unevaluatedProperties":false}`),
+			new:  mustParse(t, `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"a":{"type":"string"}},"unevaluatedProperties":false}`),
+			kind: PropertyRemovedFromClosedContentModel, compatible: true},
+		{name: "closed with unevaluatedProperties",
+			old:  mustParse(t, `{"$schema":"https://json-schema.org/draft/2019-09/schema","type":"object","properties":{"a":{"type":"string"}}}`),
+			new:  mustParse(t, `{"$schema":"https://json-schema.org/draft/2019-09/schema","type":"object","properties":{"a":{"type":"string"}},"unevaluatedProperties":false}`),
+			kind: UnevaluatedPropertiesRemoved, compatible: true},
+		{name: "anyOf to a oneOf that only widens",
+			old:  mustParse(t, `{"anyOf":[{"type":"string"}]}`),
+			new:  mustParse(t, `{"oneOf":[{"type":"string"},{"type":"integer"}]}`),
+			kind: CombinedTypeExtended, compatible: true},
+		{name: "not excludes less",
+			old:  mustParse(t, `{"not":{"type":["string","integer"]}}`),
+			new:  mustParse(t, `{"not":{"type":"string"}}`),
+			kind: NotTypeNarrowed, compatible: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ds := Diff(tt.old, tt.new, GoAware)
+			i := slices.IndexFunc(ds, func(d Difference) bool { return d.Kind == tt.kind })
+			if i < 0 {
+				t.Fatalf("no %s among %v", tt.kind, ds)
+			}
+			if ds[i].Compatible != tt.compatible {
+				t.Errorf("%s: compatible = %v, want %v", ds[i], ds[i].Compatible, tt.compatible)
+			}
+			for _, k := range tt.absent {
+				if slices.ContainsFunc(ds, func(d Difference) bool { return d.Kind == k }) {
+					t.Errorf("%s reported: %v", k, ds)
+				}
+			}
+		})
 	}
 }
 

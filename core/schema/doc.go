@@ -85,25 +85,108 @@
 // a candidate and the existing revisions, and lists every problem with the
 // revision and direction it came from.
 //
-// Under Strict the engine agrees with all 145 cases of the Apicurio
-// compatibility corpus in testdata.
+// Under Strict the engine follows the STRICT rules of Confluent's
+// json-schema-provider for drafts 7, 2019-09 and 2020-12, uses every
+// difference name of its current list that a schema can produce (the
+// RESERVED_PROPERTY_* pair checks Confluent's schema metadata, not the
+// schema, and is not produced), and agrees with all 145 cases of the
+// Apicurio compatibility corpus in testdata. Among the names:
+//
+//   - A property added to an open model is REQUIRED_PROPERTY_ADDED_,
+//     REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_ or OPTIONAL_PROPERTY_ADDED_
+//     TO_OPEN_CONTENT_MODEL (all breaks: old data may hold any value under
+//     that name), or PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL
+//     when its schema accepts anything. The single kind
+//     PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL that Confluent deprecated is no
+//     longer reported.
+//   - Removing a property whose schema is false from a closed model is
+//     PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL, compatible
+//     (old data never had it); ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL
+//     likewise for a tuple.
+//   - NOT_TYPE_NARROWED means the "not" excludes less (compatible),
+//     NOT_TYPE_EXTENDED that it excludes more (a break). ADDED/REMOVED of
+//     the rule for undeclared members (ADDITIONAL_*, UNEVALUATED_*) mean
+//     the members became allowed (compatible) or disallowed (a break).
+//   - Changing the combinator is COMBINED_TYPE_EXTENDED when the new one
+//     accepts at least as much (to anyOf; from a single-member one to
+//     oneOf, so anyOf [A] to oneOf [A, B] is fine) and
+//     COMBINED_TYPE_CHANGED otherwise; more or fewer alternatives are
+//     SUM_TYPE_EXTENDED/NARROWED, more or fewer allOf members
+//     PRODUCT_TYPE_EXTENDED/NARROWED, an old alternative that no new one
+//     accepts COMBINED_TYPE_SUBSCHEMAS_CHANGED. An "items" schema added or
+//     removed is SCHEMA_ADDED/SCHEMA_REMOVED.
+//
+// # Drafts
+//
+// The root's "$schema" decides which keywords count, as it does for a
+// validator: unevaluatedProperties, unevaluatedItems, dependentRequired
+// and dependentSchemas from 2019-09 on, prefixItems in 2020-12 (where
+// "items" then rules the items after the tuple; before, an "items" array
+// and additionalItems). Draft-04, -06 and -07 documents ignore the newer
+// keywords; a document without "$schema" is read with all of them.
+// Keywords beside "$ref" apply in every draft, although draft-07
+// validators ignore them.
 //
 // # Open content models
 //
 // An object schema is open (undeclared properties allowed: the default, or
 // additionalProperties true), closed (additionalProperties false) or
-// partially open (additionalProperties is a schema).
+// partially open (additionalProperties is a schema). Where
+// additionalProperties is absent, unevaluatedProperties (2019-09 and
+// later) takes its place, properties declared in merged allOf members
+// counting as evaluated; where both are present, additionalProperties
+// decides. The model is judged per property name: a name that a
+// patternProperties entry matches gets that entry's schema. Tuples work
+// the same way with the rule for the items after them (additionalItems,
+// "items" after prefixItems, else unevaluatedItems).
 //
 // Strict takes openness literally, as Confluent does: old data from an open
 // schema may hold any value under any name, so adding a constrained
-// property to an open schema (PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL) is
-// incompatible, while removing a property from it is compatible. For
-// reflected schemas that makes every added field a break under Strict.
+// property to an open schema (OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL
+// and its REQUIRED_ siblings) is incompatible, while removing a property
+// from it is compatible. For reflected schemas that makes every added
+// field a break under Strict.
 //
 // GoAware reads the "additionalProperties": true of a reflected struct as
 // what it is, a property of the Go reader (it ignores unknown members), not
 // a promise that writers send arbitrary members: Go writers send exactly
 // their declared fields.
+//
+// # Where Strict departs from Confluent
+//
+// Confluent compares the parsed schema's structure; this engine compares
+// what the schemas accept, so the verdict can differ where Confluent's is
+// an artifact of its structure. Each case is deliberate:
+//
+//   - A name newly listed in "required" without a property schema on
+//     either side is REQUIRED_ATTRIBUTE_ADDED (old data may lack it);
+//     Confluent only checks properties both schemas declare.
+//   - A required property without a default added to an open model is a
+//     break even when its schema accepts anything (old data may lack it);
+//     Confluent reports PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL.
+//   - SUM_TYPE_NARROWED is compatible when every old alternative is still
+//     accepted by a remaining one (anyOf [string with maxLength, string]
+//     to anyOf [string]); PRODUCT_TYPE_EXTENDED and PRODUCT_TYPE_NARROWED
+//     carry the verdict of comparing the merged members (an added allOf
+//     member that constrains nothing is fine). Confluent decides these by
+//     the count alone.
+//   - unevaluatedProperties true (or {}) is the same as leaving it out, it
+//     has no effect beside additionalProperties, and moving "false" between
+//     the two keywords is no change; Confluent reports the keyword as
+//     such. additionalItems without an "items" array has no effect, as the
+//     drafts say. An object with patternProperties stays open for names
+//     no pattern matches.
+//   - Where the parsed structures differ but the accepted values compare
+//     directly, the more precise kind is reported at the keyword's path:
+//     TYPE_EXTENDED at #/type for a widened type array (Confluent:
+//     SUM_TYPE_EXTENDED), the changed keyword inside merged allOf members
+//     (Confluent: COMBINED_TYPE_SUBSCHEMAS_CHANGED), a plain schema
+//     compared with each alternative of a new anyOf rather than
+//     TYPE_CHANGED. Paths point into the new schema at the keyword
+//     (#/properties/a/maxLength), not at the schema holding it.
+//   - Keywords Confluent does not compare keep their own kinds: format,
+//     contentEncoding, contentMediaType, contains, propertyNames,
+//     patternProperties, if/then/else and unresolvable references.
 //
 // # The GoAware policy
 //
@@ -114,11 +197,19 @@
 //   - Adding a property is compatible unless the new schema requires it
 //     without a default: old writers do not send it, and encoding/json would
 //     silently leave the zero value, so REQUIRED_ATTRIBUTE_ADDED (also when
-//     an optional property becomes required) is a break; with a default
-//     (REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED) it is fine.
+//     an optional property becomes required) is a break; otherwise the
+//     addition is OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL or
+//     REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL (or
+//     REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED for a property that becomes
+//     required), compatible.
 //   - Removing a property is compatible even from a closed schema, and
-//     closing a schema (additionalProperties becoming false) is compatible:
-//     encoding/json skips members the struct does not declare.
+//     closing a schema (additionalProperties or unevaluatedProperties
+//     becoming false) is compatible: encoding/json skips members the struct
+//     does not declare.
+//   - An old alternative that no alternative of the new schema accepts
+//     (an integer field becoming an optional struct) keeps the name
+//     SUM_TYPE_NARROWED, which GoAware used before Strict adopted
+//     Confluent's COMBINED_TYPE_SUBSCHEMAS_CHANGED.
 //   - Everything else is as under Strict, because the keywords Reflect
 //     emits are exactly the ones encoding/json enforces: a type change it
 //     cannot decode (integer to object, number to integer, nullable to
