@@ -135,6 +135,36 @@ type Driver interface {
 	// Retain applies the stream's retention limits (C14), removing at most
 	// p.Limit rows, and keeps the partitions' high-water marks where they were.
 	Retain(ctx context.Context, p RetainParams) (RetainResult, error)
+
+	// SetCursors moves a group's cursors (an operator's reset). It locks the
+	// cursors first, so it waits for claims in flight, and fails with
+	// ErrGroupNotFound when the group is gone. Deliveries already leased,
+	// delayed or dead are not touched: a cursor moved back makes the main
+	// claim pass over rows the group still has an exception for, and one
+	// moved forward leaves those exceptions to the exception claim.
+	SetCursors(ctx context.Context, p SetCursorsParams) error
+	// ReadRows reads the log without claiming (an operator's browse),
+	// examining at most p.MaxScan rows so that a filter matching little
+	// cannot make one call scan millions.
+	ReadRows(ctx context.Context, p ReadRowsParams) (ReadRowsResult, error)
+
+	// Migrations returns the driver's schema migrations in version order,
+	// with their SQL, for tools that apply them themselves.
+	Migrations() ([]Migration, error)
+	// AppliedMigrations lists the migrations the database has, in version
+	// order; none when the driver's tables do not exist yet.
+	AppliedMigrations(ctx context.Context, p AppliedMigrationsParams) ([]AppliedMigration, error)
+	// ApplyMigration runs one migration up (or down) and records it, in one
+	// transaction where the engine allows; it serializes with other
+	// processes migrating the same database. Migrate is every pending one.
+	// It refuses, with an error wrapping ErrDatabase, an up step already
+	// applied or whose predecessor is not, and a down step that is not
+	// applied, has no Down SQL or has later migrations applied.
+	ApplyMigration(ctx context.Context, p ApplyMigrationParams) error
+	// CheckPrivileges fails with an error wrapping ErrDatabase that names the
+	// missing privilege when the connection's role cannot do what sqlstreams
+	// does at run time (create and drop a stream's table).
+	CheckPrivileges(ctx context.Context, p CheckPrivilegesParams) error
 }
 
 // Capabilities describes optional features of an engine.
@@ -393,6 +423,11 @@ type AckParams struct {
 	Group    string
 	Leases   []Lease
 	Now      time.Time
+	// Tx, when not nil, is the caller's transaction: the outcome is
+	// recorded in it, committed when the caller commits and undone when it
+	// rolls back (C21). Lost leases are reported as usual; the caller's
+	// transaction is not changed for them.
+	Tx Tx
 }
 
 // Failure is the outcome of one failed attempt.
@@ -404,13 +439,20 @@ type Failure struct {
 	Due  time.Time
 }
 
-// FailParams records failed attempts.
+// FailParams records failed attempts. Each failure is also appended to the
+// delivery's failure history (DeadLetter.History), with the lease's holder.
 type FailParams struct {
 	StreamID int64
 	Group    string
 	Failures []Failure
 	Now      time.Time
+	// Tx, when not nil, is the caller's transaction, as for AckParams.
+	Tx Tx
 }
+
+// MaxHistoryError bounds the error text kept per entry of a delivery's
+// failure history (the last error is kept whole, up to core's own bound).
+const MaxHistoryError = 1000
 
 // ReleaseParams names leased deliveries to give back unstarted.
 type ReleaseParams struct {
@@ -445,6 +487,8 @@ type ListDeadParams struct {
 	Group    string
 	AfterID  int64
 	Limit    int
+	// History fills DeadLetter.History.
+	History bool
 }
 
 // ReplayParams names dead deliveries to make due again.
@@ -471,6 +515,20 @@ type DeadLetter struct {
 	Error       string
 	FirstFailed time.Time
 	DiedAt      time.Time
+	// Holder is the client that held the last lease.
+	Holder string
+	// History lists every recorded failure, oldest first (only with
+	// ListDeadParams.History).
+	History []FailureRecord
+}
+
+// FailureRecord is one failed attempt of a delivery.
+type FailureRecord struct {
+	Attempt int
+	// Error is the attempt's error, cut to MaxHistoryError bytes.
+	Error  string
+	At     time.Time
+	Holder string
 }
 
 // ExceptionState is the state of an unresolved delivery.
@@ -497,14 +555,18 @@ type HealthStats struct {
 	HighWater []int64
 	// Versions lists each schema version present in the log.
 	Versions []VersionStats
-	// Unread counts rows past each group's cursors per (group, version,
-	// routing key) that are claimable (heads on compacted streams), at every
-	// version: package sqlstreams keeps those the group reads.
+	// Unread counts rows past each group's cursors per (group, partition,
+	// version, routing key) that are claimable (heads on compacted streams)
+	// and that the group has no exception for (a cursor moved back passes
+	// over those; they count as exceptions), at every version: package
+	// sqlstreams keeps those the group reads.
 	Unread []UnreadCount
 	// Exceptions counts unresolved deliveries per (group, version, state).
 	Exceptions []ExceptionCount
 	// Groups carries each group's cursors and counters.
 	Groups []GroupStats
+	// Holders counts leases per (group, holder).
+	Holders []HolderCount
 }
 
 // VersionStats counts rows and heads at one version.
@@ -514,12 +576,23 @@ type VersionStats struct {
 	Heads   int64
 }
 
-// UnreadCount is a count of unread rows sharing group, version and routing key.
+// UnreadCount is a count of unread rows sharing group, partition, version
+// and routing key.
 type UnreadCount struct {
 	Group      string
+	Partition  int
 	Version    int
 	RoutingKey string
 	Rows       int64
+}
+
+// HolderCount is how many leases of a group one client holds.
+type HolderCount struct {
+	Group  string
+	Holder string
+	Leases int64
+	// Until is when the last of those leases expires.
+	Until time.Time
 }
 
 // ExceptionCount counts a group's unresolved deliveries in one state.
@@ -563,6 +636,76 @@ type RetainResult struct {
 	// resolved (only a hard limit removes those).
 	RemovedUnread map[string]int64
 }
+
+// SetCursorsParams moves cursors of a group: Positions maps a partition to
+// the last id the main claim has passed there.
+type SetCursorsParams struct {
+	StreamID  int64
+	Group     string
+	Positions map[int]int64
+}
+
+// ReadRowsParams selects log rows to read, in id order (descending with
+// Descending).
+type ReadRowsParams struct {
+	StreamID int64
+	// Partition selects one partition; -1 reads all.
+	Partition int
+	// AfterID reads ids above it (ascending) ; BeforeID, when above 0, ids
+	// below it.
+	AfterID, BeforeID int64
+	Descending        bool
+	// Versions keeps rows at these versions; nil keeps all.
+	Versions []int
+	// Key, with HasKey, keeps rows with that key.
+	Key    string
+	HasKey bool
+	Limit  int
+	// MaxScan bounds how many rows the call examines; 0 means Limit.
+	MaxScan int
+}
+
+// ReadRowsResult is what ReadRows found.
+type ReadRowsResult struct {
+	Rows []Row
+	// Last is the last id examined (the place to continue from when a
+	// filter stopped the scan early), 0 when nothing was examined.
+	Last int64
+	// Done reports that no row past Last is left to examine.
+	Done bool
+}
+
+// Migration is one versioned schema change, with its SQL.
+type Migration struct {
+	Version int
+	Name    string
+	// Up and Down are the SQL, as the driver runs it; Down is empty where
+	// going back would lose data.
+	Up, Down string
+	// Record is the SQL that records the migration as applied (creating the
+	// sqlstreams_migration table when missing), for tools that run Up
+	// themselves.
+	Record string
+}
+
+// AppliedMigration is a migration the database has.
+type AppliedMigration struct {
+	Version   int
+	AppliedAt time.Time
+}
+
+// AppliedMigrationsParams is empty; it exists so that fields can be added.
+type AppliedMigrationsParams struct{}
+
+// ApplyMigrationParams names one migration to run.
+type ApplyMigrationParams struct {
+	Version int
+	// Down runs the migration's Down SQL and removes its record.
+	Down bool
+}
+
+// CheckPrivilegesParams is empty; it exists so that fields can be added.
+type CheckPrivilegesParams struct{}
 
 // RetainCandidate is a row that retention is about to remove.
 type RetainCandidate struct {

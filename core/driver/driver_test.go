@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -93,5 +95,21 @@ func TestPlanClaim(t *testing.T) {
 				t.Errorf("the plan does not filter with the stored bindings %v", tc.group.Bindings)
 			}
 		})
+	}
+}
+
+func TestFailureHistory(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", driver.MaxHistoryError) // 2 bytes a rune
+	if cut := driver.CutHistoryError(long); len(cut) > driver.MaxHistoryError || !utf8.ValidString(cut) || len(cut) < driver.MaxHistoryError-1 {
+		t.Errorf("cut to %d bytes (valid UTF-8: %v)", len(cut), utf8.ValidString(cut))
+	}
+	got, err := driver.ParseFailureHistory(`[{"attempt":1,"error":"boom","at":"2026-12-01T10:00:00.123456Z","holder":"h:1"},{"attempt":2,"error":"again","at":"2026-12-01T10:00:01Z","holder":""}]`)
+	if err != nil || len(got) != 2 || got[0].Attempt != 1 || got[0].Error != "boom" || got[0].Holder != "h:1" ||
+		!got[0].At.Equal(time.Date(2026, 12, 1, 10, 0, 0, 123456000, time.UTC)) || got[1].Attempt != 2 {
+		t.Errorf("ParseFailureHistory = %+v, %v", got, err)
+	}
+	if got, err := driver.ParseFailureHistory(""); got != nil || err != nil {
+		t.Errorf("empty history = %v, %v", got, err)
 	}
 }

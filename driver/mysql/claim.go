@@ -197,12 +197,19 @@ func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr
 		return err
 	}
 	res.Group = g
+	// The rows this claim's exception pass leased: the main claim may meet
+	// them again past a cursor that was moved back.
+	var leasedNow map[int64]bool
 	if pr.due {
 		got, err := claimExceptions(ctx, tx, p, plan)
 		if err != nil {
 			return err
 		}
 		res.Deliveries = append(res.Deliveries, got...)
+		leasedNow = make(map[int64]bool, len(got))
+		for _, dl := range got {
+			leasedNow[dl.ID] = true
+		}
 	}
 	for _, part := range cands {
 		if len(res.Deliveries) >= p.Limit || groupLock != "" {
@@ -221,7 +228,7 @@ func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr
 				continue
 			}
 		}
-		got, deferred, err := claimPartition(ctx, tx, p, plan, part, pos, p.Limit-len(res.Deliveries))
+		got, deferred, err := claimPartition(ctx, tx, p, plan, part, pos, p.Limit-len(res.Deliveries), leasedNow)
 		if err != nil {
 			return err
 		}
@@ -246,8 +253,11 @@ func lockCursor(ctx context.Context, tx querier, p driver.ClaimParams, part int)
 // claimPartition claims up to limit rows of a partition whose cursor this
 // transaction holds at cursor. Rows the group reads that the member cannot
 // decode become due exceptions for members that can; they are counted in
-// deferred.
-func claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, part int, cursor int64, limit int) (taken []driver.Delivery, deferred int, err error) {
+// deferred. A row the group already has an exception for (its cursor was
+// moved back over it with SetCursors) keeps that exception as it is: the
+// claim passes over it, and goes on reading to fill the limit.
+func claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, part int, cursor int64, limit int,
+	leasedNow map[int64]bool) (taken []driver.Delivery, deferred int, err error) {
 	if p.Ordered {
 		// A pending (leased or delayed) exception holds the partition. New
 		// exceptions of a partition are only made under its cursor lock,
@@ -270,53 +280,70 @@ func claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan 
 	query := "SELECT m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, " +
 		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(p.Stream) +
 		" FROM " + logTable(p.Stream.ID) + " m WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?"
-	var later []driver.Row
 	start, scanned := cursor, 0
 	window := min(max(limit, minWindow), maxWindow)
-scan:
-	for len(taken) < limit && scanned < maxScan {
-		args := append(append(append(make([]any, 0, 2*len(vargs)+3), vargs...), vargs...), part, cursor, window)
-		rows, err := tx.QueryContext(ctx, query, args...)
+	exhausted := false
+	for len(taken) < limit && scanned < maxScan && !exhausted {
+		var round []driver.Delivery
+		var later []driver.Row
+		stopped := false // an ordered group met a row it defers
+	scan:
+		for len(taken)+len(round) < limit && scanned < maxScan {
+			args := append(append(append(make([]any, 0, 2*len(vargs)+3), vargs...), vargs...), part, cursor, window)
+			rows, err := tx.QueryContext(ctx, query, args...)
+			if err != nil {
+				return nil, 0, err
+			}
+			n := 0
+			for rows.Next() {
+				var versionOK, head bool
+				r, err := scanRow(rows, &versionOK, &head)
+				if err != nil {
+					rows.Close()
+					return nil, 0, err
+				}
+				n++
+				cursor = r.ID
+				if !versionOK || !head || !plan.Matches(r.RoutingKey) {
+					continue
+				}
+				if !plan.Decodes(r.SchemaVersion) {
+					// The group reads this version, this member cannot decode it:
+					// leave it due for a member that can. An ordered group stops
+					// here, so that the partition's order holds.
+					later = append(later, r)
+					if p.Ordered {
+						rows.Close()
+						stopped = true
+						break scan
+					}
+					continue
+				}
+				round = append(round, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: p.LeaseUntil})
+				if len(taken)+len(round) == limit {
+					break
+				}
+			}
+			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+				return nil, 0, err
+			}
+			scanned += n
+			if n < window && len(taken)+len(round) < limit {
+				exhausted = true
+				break
+			}
+			window = min(2*window, maxWindow)
+		}
+		kept, keptLater, err := insertExceptions(ctx, tx, p, round, later, leasedNow)
 		if err != nil {
 			return nil, 0, err
 		}
-		n := 0
-		for rows.Next() {
-			var versionOK, head bool
-			r, err := scanRow(rows, &versionOK, &head)
-			if err != nil {
-				rows.Close()
-				return nil, 0, err
-			}
-			n++
-			cursor = r.ID
-			if !versionOK || !head || !plan.Matches(r.RoutingKey) {
-				continue
-			}
-			if !plan.Decodes(r.SchemaVersion) {
-				// The group reads this version, this member cannot decode it:
-				// leave it due for a member that can. An ordered group stops
-				// here, so that the partition's order holds.
-				later = append(later, r)
-				if p.Ordered {
-					rows.Close()
-					break scan
-				}
-				continue
-			}
-			taken = append(taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: p.LeaseUntil})
-			if len(taken) == limit {
-				break
-			}
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return nil, 0, err
-		}
-		scanned += n
-		if n < window && len(taken) < limit {
+		taken = append(taken, kept...)
+		deferred += keptLater
+		if stopped || (len(kept) == len(round) && keptLater == len(later)) {
+			// Nothing was passed over: the limit is met, or the scan ended.
 			break
 		}
-		window = min(2*window, maxWindow)
 	}
 	if cursor == start {
 		return nil, 0, nil
@@ -325,6 +352,20 @@ scan:
 		cursor, p.Stream.ID, p.Group, part); err != nil {
 		return nil, 0, err
 	}
+	return taken, deferred, nil
+}
+
+// insertExceptions records the rows the main claim leases (taken) and the
+// rows it defers (later), and returns those it recorded. A row the group
+// already has an exception for keeps it: INSERT IGNORE passes over its
+// primary key (the only error IGNORE can meet here: delivery_exception has
+// no other unique key, no foreign key and no CHECK, and every value fits its
+// column). In the normal case every row is inserted, which the statement's
+// row count says at no extra cost; only when it inserted fewer rows than it
+// was given (a cursor moved back over exceptions) does a second read find
+// which ones.
+func insertExceptions(ctx context.Context, tx querier, p driver.ClaimParams, taken []driver.Delivery, later []driver.Row,
+	leasedNow map[int64]bool) ([]driver.Delivery, int, error) {
 	type exception struct {
 		row     driver.Row
 		state   string
@@ -341,10 +382,11 @@ scan:
 		ex = append(ex, exception{r, "delayed", 0, now, nil})
 	}
 	const chunk = 500
+	var inserted int64
 	for s := 0; s < len(ex); s += chunk {
 		part := ex[s:min(s+chunk, len(ex))]
 		var sb strings.Builder
-		sb.WriteString("INSERT INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, lease_token, holder, updated_at) VALUES ")
+		sb.WriteString("INSERT IGNORE INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, lease_token, holder, updated_at) VALUES ")
 		args := make([]any, 0, len(part)*11)
 		for i, e := range part {
 			if i > 0 {
@@ -353,11 +395,62 @@ scan:
 			sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			args = append(args, p.Stream.ID, p.Group, e.row.ID, e.row.Partition, e.row.SchemaVersion, e.state, e.attempt, e.due, e.token, p.Holder, now)
 		}
-		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+		res, err := tx.ExecContext(ctx, sb.String(), args...)
+		if err != nil {
+			return nil, 0, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, 0, err
+		}
+		inserted += n
+	}
+	if inserted == int64(len(ex)) {
+		return taken, len(later), nil
+	}
+	// The rare path. A row this statement inserted carries this claim's
+	// token (unique to it) when leased; a row that was there before carries
+	// it only if this claim's exception pass leased it (leasedNow). A
+	// deferred row this claim inserted has exactly the values below; one that
+	// was there before with all the same values is counted as deferred,
+	// which is what it is.
+	mine := map[int64]bool{}
+	ids := make([]int64, len(ex))
+	deferredRow := make(map[int64]bool, len(later))
+	for i, e := range ex {
+		ids[i] = e.row.ID
+		deferredRow[e.row.ID] = e.state == "delayed"
+	}
+	for s := 0; s < len(ids); s += chunk {
+		part := ids[s:min(s+chunk, len(ids))]
+		if err := eachRow(ctx, tx, `SELECT msg_id, state, lease_token <=> ?, state = 'delayed' AND lease_token IS NULL AND attempt = 0 AND due_at = ? AND updated_at = ?
+			AND holder <=> ? AND last_error IS NULL AND first_failed_at IS NULL AND failures IS NULL
+			FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id IN (`+placeholders(len(part))+`)`,
+			append([]any{p.Token, now, now, p.Holder, p.Stream.ID, p.Group}, int64sToArgs(part)...), func(r *sql.Rows) error {
+				var id int64
+				var state string
+				var tokenOK, deferredOK bool
+				if err := r.Scan(&id, &state, &tokenOK, &deferredOK); err != nil {
+					return err
+				}
+				if deferredRow[id] {
+					mine[id] = deferredOK
+				} else {
+					mine[id] = state == string(driver.StateLeased) && tokenOK && !leasedNow[id]
+				}
+				return nil
+			}); err != nil {
 			return nil, 0, err
 		}
 	}
-	return taken, len(later), nil
+	kept := slices.DeleteFunc(slices.Clone(taken), func(d driver.Delivery) bool { return !mine[d.ID] })
+	keptLater := 0
+	for _, r := range later {
+		if mine[r.ID] {
+			keptLater++
+		}
+	}
+	return kept, keptLater, nil
 }
 
 // claimExceptions leases due exceptions at the versions the member decodes,
@@ -515,9 +608,10 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 	}
 	now := ts(p.Now)
 	if len(bury) > 0 {
+		// The expired lease's own attempt and holder go to the history.
 		if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
-			first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?`+where+placeholders(len(bury))+`)`,
-			append([]any{p.LastError, now, now, p.Stream.ID, p.Group}, int64sToArgs(bury)...)...); err != nil {
+			first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, `+appendFailure+where+placeholders(len(bury))+`)`,
+			append([]any{p.LastError, now, now, driver.CutHistoryError(p.LastError), historyTime(p.Now), p.Stream.ID, p.Group}, int64sToArgs(bury)...)...); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -582,11 +676,13 @@ func (d *Driver) settleOne(ctx context.Context, streamID int64, group string, l 
 }
 
 // settleLocked settles leases in one transaction that first locks those
-// still leased with their token, then has apply change exactly those.
-func (d *Driver) settleLocked(ctx context.Context, streamID int64, group string, leases []driver.Lease,
+// still leased with their token, then has apply change exactly those: a
+// transaction of the driver's own, or the caller's when callerTx is not nil
+// (then neither committed nor rolled back here).
+func (d *Driver) settleLocked(ctx context.Context, callerTx driver.Tx, streamID int64, group string, leases []driver.Lease,
 	apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
 	changed := map[int64]bool{}
-	err := d.inTx(ctx, nil, func(tx querier) error {
+	err := d.inTx(ctx, callerTx, func(tx querier) error {
 		clear(changed)
 		for s := 0; s < len(leases); s += settleChunk {
 			part := leases[s:min(s+settleChunk, len(leases))]
@@ -635,17 +731,35 @@ func (d *Driver) settleAll(ctx context.Context, streamID int64, group string, le
 	case 1:
 		return d.settleOne(ctx, streamID, group, leases[0], stmt, args...)
 	}
-	return d.settleLocked(ctx, streamID, group, leases, func(tx querier, ids []int64) error {
+	return d.settleLocked(ctx, nil, streamID, group, leases, func(tx querier, ids []int64) error {
 		where, wargs := byIDs(streamID, group, ids)
 		_, err := tx.ExecContext(ctx, stmt+where, append(slices.Clone(args), wargs...)...)
 		return err
 	})
 }
 
+// checkTx validates a caller's transaction given with nothing to settle.
+func (d *Driver) checkTx(ctx context.Context, tx driver.Tx) error {
+	return d.inTx(ctx, tx, func(querier) error { return nil })
+}
+
 // Ack implements driver.Driver. On MariaDB several deliveries are one
-// DELETE ... RETURNING per chunk, which names the rows it deleted.
+// DELETE ... RETURNING per chunk, which names the rows it deleted. In the
+// caller's transaction (p.Tx) the deliveries still leased with their token
+// are locked first (SELECT ... FOR UPDATE) and then deleted, whatever the
+// engine and the caller's pool settings.
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
 	const stmt = `DELETE FROM delivery_exception`
+	if p.Tx != nil {
+		if len(p.Leases) == 0 {
+			return driver.SettleResult{}, d.checkTx(ctx, p.Tx)
+		}
+		return d.settleLocked(ctx, p.Tx, p.StreamID, p.Group, p.Leases, func(tx querier, ids []int64) error {
+			where, wargs := byIDs(p.StreamID, p.Group, ids)
+			_, err := tx.ExecContext(ctx, stmt+where, wargs...)
+			return err
+		})
+	}
 	if len(p.Leases) < 2 || !d.returning() {
 		return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, stmt)
 	}
@@ -680,12 +794,28 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 	return driver.SettleResult{Lost: driver.Lost(p.Leases, changed)}, nil
 }
 
+// appendFailure appends one entry to a delivery's failure history, in the
+// statement that records the failure: the attempt and holder of the lease
+// (the row's own columns, which that statement does not change) and two
+// parameters, the error cut to driver.MaxHistoryError bytes and the time
+// (historyTime). The holder is VARBINARY: converted, so that MySQL writes a
+// JSON string rather than base64 (identities are UTF-8).
+const appendFailure = `failures = JSON_ARRAY_APPEND(COALESCE(failures, '[]'), '$',
+	JSON_OBJECT('attempt', attempt, 'error', ?, 'at', ?, 'holder', COALESCE(CONVERT(holder USING utf8mb4), '')))`
+
+// historyTime is how a failure history entry records its time: RFC 3339,
+// UTC, at most microseconds.
+func historyTime(t time.Time) string {
+	return t.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+}
+
 // Fail implements driver.Driver. Failures with the same state, due time and
-// error are one statement; all run in one transaction.
+// error are one statement; all run in one transaction (the caller's, with
+// p.Tx). Each appends to its delivery's failure history.
 func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleResult, error) {
 	const set = `UPDATE delivery_exception SET state = ?, due_at = ?, lease_token = NULL, last_error = ?,
-		first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?`
-	now := ts(p.Now)
+		first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, ` + appendFailure
+	now, at := ts(p.Now), historyTime(p.Now)
 	outcome := func(f driver.Failure) (string, string) {
 		if f.Dead {
 			return string(driver.StateDead), now
@@ -698,14 +828,17 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 		leases[i] = f.Lease
 		byID[f.Lease.ID] = f
 	}
-	switch len(p.Failures) {
-	case 0:
+	switch {
+	case len(p.Failures) == 0 && p.Tx != nil:
+		return driver.SettleResult{}, d.checkTx(ctx, p.Tx)
+	case len(p.Failures) == 0:
 		return driver.SettleResult{}, d.check()
-	case 1:
-		state, due := outcome(p.Failures[0])
-		return d.settleOne(ctx, p.StreamID, p.Group, leases[0], set, state, due, p.Failures[0].Error, now, now)
+	case len(p.Failures) == 1 && p.Tx == nil:
+		f := p.Failures[0]
+		state, due := outcome(f)
+		return d.settleOne(ctx, p.StreamID, p.Group, leases[0], set, state, due, f.Error, now, now, driver.CutHistoryError(f.Error), at)
 	}
-	return d.settleLocked(ctx, p.StreamID, p.Group, leases, func(tx querier, ids []int64) error {
+	return d.settleLocked(ctx, p.Tx, p.StreamID, p.Group, leases, func(tx querier, ids []int64) error {
 		type values struct{ state, due, error string }
 		var order []values
 		groups := map[values][]int64{}
@@ -720,7 +853,7 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 		}
 		for _, v := range order {
 			where, wargs := byIDs(p.StreamID, p.Group, groups[v])
-			if _, err := tx.ExecContext(ctx, set+where, append([]any{v.state, v.due, v.error, now, now}, wargs...)...); err != nil {
+			if _, err := tx.ExecContext(ctx, set+where, append([]any{v.state, v.due, v.error, now, now, driver.CutHistoryError(v.error), at}, wargs...)...); err != nil {
 				return err
 			}
 		}
@@ -751,20 +884,31 @@ func (d *Driver) ListDead(ctx context.Context, p driver.ListDeadParams) ([]drive
 	if err := d.check(); err != nil {
 		return nil, err
 	}
+	// The history is read only when asked for: it may be long.
+	history := "NULL"
+	if p.History {
+		history = "e.failures"
+	}
 	var out []driver.DeadLetter
 	err := d.withLog(ctx, p.StreamID, func() error {
 		out = out[:0]
-		return eachRow(ctx, d.db, `SELECT `+rowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at
+		return eachRow(ctx, d.db, `SELECT `+rowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at,
+			COALESCE(e.holder, ''), `+history+`
 			FROM delivery_exception e JOIN `+logTable(p.StreamID)+` m ON m.id = e.msg_id
 			WHERE e.stream_id = ? AND e.group_name = ? AND e.state = 'dead' AND e.msg_id > ? ORDER BY e.msg_id LIMIT ?`,
 			[]any{p.StreamID, p.Group, p.AfterID, p.Limit}, func(r *sql.Rows) error {
 				var dl driver.DeadLetter
 				var first, died time.Time
+				var holder []byte
+				var failures sql.NullString
 				var err error
-				if dl.Row, err = scanRow(r, &dl.Attempt, &dl.Error, &first, &died); err != nil {
+				if dl.Row, err = scanRow(r, &dl.Attempt, &dl.Error, &first, &died, &holder, &failures); err != nil {
 					return err
 				}
-				dl.FirstFailed, dl.DiedAt = utc(first), utc(died)
+				dl.FirstFailed, dl.DiedAt, dl.Holder = utc(first), utc(died), string(holder)
+				if dl.History, err = parseHistory(failures.String); err != nil {
+					return fmt.Errorf("row %d: stored failure history: %w", dl.ID, err)
+				}
 				out = append(out, dl)
 				return nil
 			})
@@ -801,4 +945,14 @@ func (d *Driver) onDead(ctx context.Context, streamID int64, group string, ids [
 	}
 	n, err := res.RowsAffected()
 	return n, d.wrap(ctx, err, opRead)
+}
+
+// parseHistory reads a stored failure history, with times at microsecond
+// precision in UTC.
+func parseHistory(stored string) ([]driver.FailureRecord, error) {
+	h, err := driver.ParseFailureHistory(stored)
+	for i := range h {
+		h[i].At = h[i].At.UTC().Truncate(time.Microsecond)
+	}
+	return h, err
 }

@@ -2,9 +2,11 @@ package mysql_test
 
 import (
 	"context"
+	"errors"
 	"log"
 
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/mysql"
 )
 
@@ -46,4 +48,56 @@ func Example() {
 	if err := tx.Commit(); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// Handle an order event as an inbox: the handler's own write and the ack
+// commit together, so a crash between them can neither lose the write nor
+// do it twice.
+func Example_ackTx() {
+	ctx := context.Background()
+	drv := mysql.Open("app:secret@tcp(127.0.0.1:3306)/app")
+	client, err := sqlstreams.Open(ctx, drv)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	consumer, err := client.Stream[OrderPlaced]("orders.placed").Consumer("billing").Register(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	deliveries, err := consumer.Claim(ctx, 10)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, d := range deliveries {
+		tx, err := drv.DB().BeginTx(ctx, nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO invoices (order_id, cents) VALUES (?, ?)`, d.Value.OrderID, d.Value.Cents); err != nil {
+			tx.Rollback()
+			log.Fatal(err)
+		}
+		if err := d.AckTx(ctx, mysql.Tx(tx)); err != nil {
+			tx.Rollback() // the lease was lost: another member has it
+			continue
+		}
+		if err := tx.Commit(); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+// Code handed a driver.Tx (a middleware, a helper shared by drivers) gets
+// the *sql.Tx back to write in the same transaction.
+func ExampleUnwrapTx() {
+	record := func(ctx context.Context, tx driver.Tx, note string) error {
+		stx, ok := mysql.UnwrapTx(tx)
+		if !ok {
+			return errors.New("not a mysql transaction")
+		}
+		_, err := stx.ExecContext(ctx, `INSERT INTO audit (note) VALUES (?)`, note)
+		return err
+	}
+	_ = record
 }

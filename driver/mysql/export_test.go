@@ -2,7 +2,6 @@ package mysql
 
 import (
 	"context"
-	"io/fs"
 )
 
 // Hooks for the tests of package mysql_test.
@@ -17,10 +16,11 @@ func LogDDL(table string) string { return logDDL(table) }
 // TimeString formats t as the driver stores it.
 var TimeString = ts
 
-// MigrationCount is the number of embedded migrations.
+// MigrationCount is the number of embedded migrations (down files are part
+// of theirs).
 func MigrationCount() int {
-	files, _ := fs.Glob(migrations, "migrations/*.sql")
-	return len(files)
+	ms, _ := (*Driver)(nil).Migrations()
+	return len(ms)
 }
 
 // ForceNoReturning makes Ack settle several deliveries as on MySQL 8, in a
@@ -33,3 +33,7 @@ func MigrateTo(ctx context.Context, d *Driver, last int) error { return d.migrat
 
 // IsMariaDB reports what Migrate found.
 func IsMariaDB(d *Driver) bool { return d.mariadb.Load() }
+
+// PrivilegeProbes counts the CheckPrivileges calls that had to ask the
+// server with DDL, information_schema not showing the privileges.
+func PrivilegeProbes(d *Driver) int64 { return d.privilegeProbes.Load() }

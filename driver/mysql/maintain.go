@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -120,10 +121,31 @@ func (d *Driver) health(ctx context.Context, tx querier, streamID int64, st *dri
 		return err
 	}
 	for _, g := range st.Groups {
+		// Rows past the cursor that the group has an exception for (a cursor
+		// moved back over them) count as exceptions, not as unread. Only
+		// where the group's newest exception of a partition lies past its
+		// cursor can there be such rows, so only there is each row looked
+		// up; the normal case counts as before.
+		newestException := map[int]int64{}
+		if err := eachRow(ctx, tx, "SELECT `partition`, MAX(msg_id) FROM delivery_exception WHERE stream_id = ? AND group_name = ? GROUP BY `partition`",
+			[]any{streamID, g.Name}, func(r *sql.Rows) error {
+				var p int
+				var id int64
+				err := r.Scan(&p, &id)
+				newestException[p] = id
+				return err
+			}); err != nil {
+			return err
+		}
 		for p, cursor := range g.Cursors {
-			if err := eachRow(ctx, tx, "SELECT m.schema_version, m.routing_key, COUNT(*) FROM "+table+" m WHERE m.`partition` = ? AND m.id > ? AND "+
-				headExpr(stream)+" GROUP BY m.schema_version, m.routing_key", []any{p, cursor}, func(r *sql.Rows) error {
-				u := driver.UnreadCount{Group: g.Name}
+			query := "SELECT m.schema_version, m.routing_key, COUNT(*) FROM " + table + " m WHERE m.`partition` = ? AND m.id > ? AND " + headExpr(stream)
+			args := []any{p, cursor}
+			if newest := newestException[p]; newest > cursor {
+				query += " AND (m.id > ? OR NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ? AND e.msg_id = m.id))"
+				args = append(args, newest, streamID, g.Name)
+			}
+			if err := eachRow(ctx, tx, query+" GROUP BY m.schema_version, m.routing_key", args, func(r *sql.Rows) error {
+				u := driver.UnreadCount{Group: g.Name, Partition: p}
 				err := r.Scan(&u.Version, &u.RoutingKey, &u.Rows)
 				st.Unread = append(st.Unread, u)
 				return err
@@ -132,13 +154,27 @@ func (d *Driver) health(ctx context.Context, tx querier, streamID int64, st *dri
 			}
 		}
 	}
-	return eachRow(ctx, tx, `SELECT group_name, schema_version, state, COUNT(*) FROM delivery_exception WHERE stream_id = ?
+	if err := eachRow(ctx, tx, `SELECT group_name, schema_version, state, COUNT(*) FROM delivery_exception WHERE stream_id = ?
 		GROUP BY group_name, schema_version, state`, []any{streamID}, func(r *sql.Rows) error {
 		var e driver.ExceptionCount
 		err := r.Scan(&e.Group, &e.Version, &e.State, &e.Count)
 		st.Exceptions = append(st.Exceptions, e)
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	// Leases per (group, holder), and when the last of them expires.
+	return eachRow(ctx, tx, `SELECT group_name, COALESCE(holder, ''), COUNT(*), MAX(due_at) FROM delivery_exception
+		WHERE stream_id = ? AND state = 'leased' GROUP BY group_name, COALESCE(holder, '') ORDER BY group_name, COALESCE(holder, '')`,
+		[]any{streamID}, func(r *sql.Rows) error {
+			var h driver.HolderCount
+			var holder []byte
+			var until time.Time
+			err := r.Scan(&h.Group, &holder, &h.Leases, &until)
+			h.Holder, h.Until = string(holder), utc(until)
+			st.Holders = append(st.Holders, h)
+			return err
+		})
 }
 
 // lockStream locks a stream's config row, so that maintenance of one stream

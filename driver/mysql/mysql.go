@@ -59,6 +59,30 @@
 // use; a destroyed stream's rows and config go in one transaction before its
 // table is dropped.
 //
+// Migrations, ApplyMigration and AppliedMigrations serve tools and teams
+// that run migrations themselves. ApplyMigration runs one migration up or
+// down under the lock Migrate holds, and refuses an Up already applied or
+// whose predecessor is not, and a Down not applied, without down SQL, or
+// under later applied migrations (0002, the registry, and 0004, the failure
+// history, can go down; 0001 and 0003 cannot). A migration is not one
+// transaction (DDL commits on its own) but each of its statements is
+// idempotent, so one that died half-way is run again. The SQL Migrations
+// returns is the files' text; the driver's directives in it are comments
+// ("-- @unless-column ..."), so another tool may run the statements as they
+// are on a database that lacks the migration, and then Record, which
+// writes sqlstreams_migration. Without Migrate (sqlstreams.WithoutMigrate)
+// the driver learns what the server is from its first connection.
+//
+// CheckPrivileges finds out whether the user may create and drop tables in
+// the database, without creating anything. information_schema answers when
+// it shows the user's own CREATE and DROP, global or granted on exactly
+// this database. Otherwise (privileges through a role or a pattern, which
+// it does not resolve, or none) the server itself decides: CREATE TABLE p
+// LIKE q and DROP TABLE q for names that do not exist fail on the missing
+// privilege when it is missing (the server checks privileges first) and on
+// the missing table otherwise, which follows the server's own precedence
+// between grants. The error names the GRANT to run.
+//
 // # Commit order (C5)
 //
 // AUTO_INCREMENT values are handed out when a row is inserted, not when its
@@ -127,13 +151,31 @@
 // MariaDB, one DELETE ... RETURNING for Ack; the updates (and Ack on MySQL,
 // which has no RETURNING) run in one transaction that first locks the
 // deliveries still leased with their token (SELECT ... FOR UPDATE) and then
-// changes exactly those.
+// changes exactly those. Ack and Fail given the caller's transaction (C21)
+// take that locking path in it, whatever the engine and the settings of the
+// pool the transaction came from, and neither commit nor roll it back: the
+// locks of the settled deliveries are held until the caller ends it.
+//
+// Every failure, and the claim's burying of a lease that expired on the last
+// attempt, appends {"attempt", "error", "at", "holder"} to the delivery's
+// failure history (a JSON array in LONGTEXT) with JSON_ARRAY_APPEND, in the
+// statement that records it; the error is cut to driver.MaxHistoryError
+// bytes there, and kept whole as the last error.
+//
+// SetCursors locks every cursor of the group as RegisterGroup does, waiting
+// for claims in flight (bounded like an append's wait). A cursor moved back
+// makes the main claim meet rows the group already has an exception for: it
+// records what it claims with INSERT IGNORE, which passes over them, and
+// only when the statement inserted fewer rows than it was given reads which
+// ones, then goes on reading to fill the limit. ReadRows reads the log in
+// bounded windows along the (partition, id) index or the primary key,
+// returning payloads only for the rows its filter keeps.
 //
 // # Differences between MySQL and MariaDB
 //
-// Migrate tells the engines apart by VERSION(). The driver uses SQL both
-// accept, except for FOR UPDATE WAIT n and DELETE ... RETURNING, which it
-// uses on MariaDB only. Elsewhere it avoids what one of them lacks: no
+// The first connection and Migrate tell the engines apart by VERSION(). The
+// driver uses SQL both accept, except for FOR UPDATE WAIT n and DELETE ...
+// RETURNING, which it uses on MariaDB only. Elsewhere it avoids what one of them lacks: no
 // FOR UPDATE OF (MariaDB lacks it; exception rows and log rows are read in
 // separate statements so only the exception rows are locked), no
 // INSERT ... RETURNING (MySQL lacks it), no row alias in ON DUPLICATE KEY
@@ -146,11 +188,9 @@ package mysql
 
 import (
 	"context"
-	"crypto/sha1"
 	"database/sql"
 	sqldriver "database/sql/driver"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -192,9 +232,12 @@ type Driver struct {
 	closed      atomic.Bool
 	opened      error
 
-	// Set by Migrate from the server.
+	// Read from the server by the first connection and by Migrate.
 	autoincStep atomic.Int64 // auto_increment_increment; 0 = read ids back
 	mariadb     atomic.Bool  // FOR UPDATE WAIT n and DELETE ... RETURNING
+	detected    atomic.Bool  // the two above are set
+
+	privilegeProbes atomic.Int64 // CheckPrivileges that asked the server with DDL
 
 	// Test hooks, set before Migrate.
 	forceReadBack    bool // always read new ids back
@@ -357,18 +400,81 @@ func (c *connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 		conn.Close()
 		return nil, c.d.connectError(ctx, err)
 	}
+	if !c.d.detected.Load() {
+		// The first connection learns what the server is, so that a driver
+		// used without Migrate (sqlstreams.WithoutMigrate) knows it too.
+		if err := c.d.detectOn(ctx, conn); err != nil {
+			conn.Close()
+			return nil, c.d.connectError(ctx, err)
+		}
+	}
 	return conn, nil
+}
+
+// detectOn reads the server's kind and auto-increment settings on a new
+// connection.
+func (d *Driver) detectOn(ctx context.Context, conn sqldriver.Conn) error {
+	q, ok := conn.(sqldriver.QueryerContext)
+	if !ok {
+		return errors.New("connection cannot run queries")
+	}
+	rows, err := q.QueryContext(ctx, "SELECT VERSION(), @@innodb_autoinc_lock_mode, @@auto_increment_increment", nil)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	v := make([]sqldriver.Value, 3)
+	if err := rows.Next(v); err != nil {
+		return err
+	}
+	text := func(x sqldriver.Value) string {
+		if b, ok := x.([]byte); ok {
+			return string(b)
+		}
+		return fmt.Sprint(x)
+	}
+	lockMode, err1 := strconv.ParseInt(text(v[1]), 10, 64)
+	incr, err2 := strconv.ParseInt(text(v[2]), 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("read the server's settings: %w", err)
+	}
+	mariadb, _ := supported(text(v[0])) // Migrate refuses unsupported servers
+	d.setServer(mariadb, lockMode, incr)
+	return nil
+}
+
+// setServer records what the server is: MariaDB or MySQL, and whether one
+// INSERT's ids are consecutive (lock mode 0 or 1) and how far apart.
+func (d *Driver) setServer(mariadb bool, lockMode, incr int64) {
+	d.mariadb.Store(mariadb)
+	if lockMode == 2 || incr < 1 || d.forceReadBack {
+		d.autoincStep.Store(0)
+	} else {
+		d.autoincStep.Store(incr)
+	}
+	d.detected.Store(true)
 }
 
 // DB returns the connection pool, on which to begin transactions for
 // ProduceTx. Its connections run at READ COMMITTED with UTC times.
 func (d *Driver) DB() *sql.DB { return d.db }
 
-// Tx adapts a transaction for Producer.ProduceTx. Begin it on DB(), or on
-// another pool connected to the same database; the rows become visible when
-// the caller commits. While it is open the transaction holds the append lock
-// of the partitions it produced to (see the package documentation).
+// Tx adapts a transaction for Producer.ProduceTx and for the transactional
+// settles (Delivery.AckTx, RetryTx, DeadTx). Begin it on DB(), or on another
+// pool connected to the same database; the rows and outcomes become visible
+// when the caller commits. While it is open the transaction holds the append
+// lock of the partitions it produced to, and the locks of the deliveries it
+// settled (see the package documentation).
 func Tx(tx *sql.Tx) driver.Tx { return txAdapter{tx} }
+
+// UnwrapTx returns the *sql.Tx that Tx adapted, so that code handed a
+// driver.Tx (middleware, a handler) can write its own rows in the same
+// transaction. It reports false for a transaction of another driver or a
+// nil one.
+func UnwrapTx(tx driver.Tx) (*sql.Tx, bool) {
+	a, ok := tx.(txAdapter)
+	return a.tx, ok && a.tx != nil
+}
 
 type txAdapter struct{ tx *sql.Tx }
 
@@ -399,306 +505,6 @@ func (d *Driver) check() error {
 	}
 	return d.opened
 }
-
-// Migrate implements driver.Driver. It holds a named lock scoped to the
-// database while it checks and applies migrations, so processes starting at
-// once apply each one exactly once.
-func (d *Driver) Migrate(ctx context.Context) error {
-	return d.migrateTo(ctx, 0)
-}
-
-// migrateTo applies migrations up to version last (0: all of them).
-func (d *Driver) migrateTo(ctx context.Context, last int) error {
-	if err := d.check(); err != nil {
-		return err
-	}
-	if err := d.migrate(ctx, last); err != nil {
-		if driver.Classified(err) {
-			return fmt.Errorf("mysql %s: %w", d.where, err)
-		}
-		return d.wrap(ctx, fmt.Errorf("mysql %s: %w", d.where, err), opRead)
-	}
-	return nil
-}
-
-func (d *Driver) migrate(ctx context.Context, last int) error {
-	conn, err := d.db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	var (
-		dbName                sql.NullString
-		version               string
-		lockMode, incr, offst int64
-	)
-	if err := conn.QueryRowContext(ctx, `SELECT DATABASE(), VERSION(), @@innodb_autoinc_lock_mode, @@auto_increment_increment, @@auto_increment_offset`).
-		Scan(&dbName, &version, &lockMode, &incr, &offst); err != nil {
-		return err
-	}
-	if !dbName.Valid {
-		return errors.New("no database selected; end the DSN with /dbname")
-	}
-	mariadb, err := supported(version)
-	if err != nil {
-		return &driver.Error{Kind: driver.ErrDatabase, Advice: "upgrade the server", Err: err}
-	}
-	d.mariadb.Store(mariadb)
-	if lockMode == 2 || incr < 1 || d.forceReadBack {
-		d.autoincStep.Store(0)
-	} else {
-		d.autoincStep.Store(incr)
-	}
-
-	sum := sha1.Sum([]byte(dbName.String))
-	lock := "sqlstreams.migrate." + hex.EncodeToString(sum[:16])
-	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, `SELECT GET_LOCK(?, 120)`, lock).Scan(&got); err != nil {
-		return err
-	}
-	if !got.Valid || got.Int64 != 1 {
-		return &driver.Error{Kind: driver.ErrConflict, Err: errors.New("another process has been migrating this database for 2 minutes (named lock " + lock + ")"),
-			Advice: "retry when it is done"}
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT RELEASE_LOCK(?)`, lock)
-
-	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS sqlstreams_migration (
-		version    INT         NOT NULL PRIMARY KEY,
-		applied_at DATETIME(6) NOT NULL
-	) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`); err != nil {
-		return err
-	}
-	applied := map[int]bool{}
-	if err := eachRow(ctx, conn, `SELECT version FROM sqlstreams_migration`, nil, func(r *sql.Rows) error {
-		var v int
-		err := r.Scan(&v)
-		applied[v] = true
-		return err
-	}); err != nil {
-		return err
-	}
-	ms, err := driver.ReadMigrations(migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	for _, m := range ms {
-		if applied[m.Version] || (last > 0 && m.Version > last) {
-			continue
-		}
-		steps, err := parseMigration(m.SQL)
-		if err != nil {
-			return fmt.Errorf("migration %s: %w", m.Name, err)
-		}
-		for _, s := range steps {
-			if err := d.runStep(ctx, conn, s); err != nil {
-				return fmt.Errorf("migration %s: %w", m.Name, err)
-			}
-		}
-		if _, err := conn.ExecContext(ctx, `INSERT IGNORE INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, m.Version, ts(time.Now())); err != nil {
-			return fmt.Errorf("migration %s: %w", m.Name, err)
-		}
-	}
-	return nil
-}
-
-var serverVersion = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)`)
-
-// supported reports whether the server is MariaDB, and refuses servers
-// without SKIP LOCKED or enforced CHECK constraints.
-func supported(version string) (mariadb bool, err error) {
-	mariadb = strings.Contains(strings.ToLower(version), "mariadb")
-	m := serverVersion.FindStringSubmatch(version)
-	if m == nil {
-		return mariadb, nil // unknown format: try anyway
-	}
-	major, _ := strconv.Atoi(m[1])
-	minor, _ := strconv.Atoi(m[2])
-	patch, _ := strconv.Atoi(m[3])
-	if mariadb {
-		if major < 10 || major == 10 && minor < 6 {
-			return true, fmt.Errorf("server is MariaDB %s; sqlstreams needs MariaDB 10.6 or later (SKIP LOCKED)", version)
-		}
-		return true, nil
-	}
-	if major < 8 || major == 8 && minor == 0 && patch < 16 {
-		return false, fmt.Errorf("server is MySQL %s; sqlstreams needs MySQL 8.0.16 or later (SKIP LOCKED, CHECK constraints)", version)
-	}
-	return false, nil
-}
-
-// A migration file is a list of statements, each ending with a semicolon at
-// the end of a line; comment lines are dropped. Lines starting with "--@"
-// are directives:
-//
-//	--@ unless-column TABLE COLUMN
-//	    run the next statement only when TABLE has no column COLUMN
-//	--@ drop-checks TABLE COLUMN DEFINITION...
-//	    drop every CHECK constraint of TABLE whose clause names COLUMN; a
-//	    MariaDB column-level one is dropped by redefining the column as
-//	    "COLUMN DEFINITION..."
-//
-// A statement or directive naming the table {log} runs once per existing
-// stream log, with {log} replaced by message_log_<id>.
-type step struct {
-	sql       string
-	guard     []string // unless-column: table, column
-	dropCheck []string // drop-checks: table, column, definition
-}
-
-const logToken = "{log}"
-
-func parseMigration(body string) ([]step, error) {
-	var out []step
-	var guard []string
-	var cur strings.Builder
-	for line := range strings.SplitSeq(body, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if d, ok := strings.CutPrefix(trimmed, "--@"); ok {
-			f := strings.Fields(d)
-			switch {
-			case len(f) == 3 && f[0] == "unless-column":
-				guard = f[1:]
-			case len(f) >= 4 && f[0] == "drop-checks":
-				out = append(out, step{dropCheck: []string{f[1], f[2], strings.Join(f[3:], " ")}})
-			default:
-				return nil, fmt.Errorf("unknown directive %q", trimmed)
-			}
-			continue
-		}
-		if strings.HasPrefix(trimmed, "--") || trimmed == "" {
-			continue
-		}
-		cur.WriteString(line)
-		cur.WriteString("\n")
-		if strings.HasSuffix(trimmed, ";") {
-			out = append(out, step{sql: strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"), guard: guard})
-			guard = nil
-			cur.Reset()
-		}
-	}
-	if s := strings.TrimSpace(cur.String()); s != "" {
-		out = append(out, step{sql: s, guard: guard})
-	}
-	return out, nil
-}
-
-// runStep runs one step of a migration, once per stream log when it names
-// {log}.
-func (d *Driver) runStep(ctx context.Context, conn *sql.Conn, s step) error {
-	names := []string{""}
-	if strings.Contains(s.sql, logToken) || slices.Contains(s.guard, logToken) || slices.Contains(s.dropCheck, logToken) {
-		var err error
-		if names, err = streamLogs(ctx, conn); err != nil {
-			return err
-		}
-	}
-	for _, table := range names {
-		expand := func(v string) string { return strings.ReplaceAll(v, logToken, table) }
-		switch {
-		case s.dropCheck != nil:
-			if err := d.dropChecks(ctx, conn, expand(s.dropCheck[0]), s.dropCheck[1], s.dropCheck[2]); err != nil {
-				return err
-			}
-		default:
-			if s.guard != nil {
-				has, err := hasColumn(ctx, conn, expand(s.guard[0]), s.guard[1])
-				if err != nil || has {
-					return err
-				}
-			}
-			if _, err := conn.ExecContext(ctx, expand(s.sql)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// streamLogs lists the log tables of existing streams.
-func streamLogs(ctx context.Context, conn *sql.Conn) ([]string, error) {
-	tables := map[string]bool{}
-	if err := eachRow(ctx, conn, `SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'message\_log\_%'`, nil,
-		func(r *sql.Rows) error {
-			var name string
-			err := r.Scan(&name)
-			tables[name] = true
-			return err
-		}); err != nil {
-		return nil, err
-	}
-	var out []string
-	err := eachRow(ctx, conn, `SELECT id FROM stream_config ORDER BY id`, nil, func(r *sql.Rows) error {
-		var id int64
-		if err := r.Scan(&id); err != nil {
-			return err
-		}
-		if name := logTable(id); tables[name] {
-			out = append(out, name)
-		}
-		return nil
-	})
-	return out, err
-}
-
-func hasColumn(ctx context.Context, conn *sql.Conn, table, column string) (bool, error) {
-	var n int
-	err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?`,
-		table, column).Scan(&n)
-	return n > 0, err
-}
-
-// dropChecks drops the CHECK constraints of table that name column. MariaDB
-// lists them with the table and a level; a column-level constraint there is
-// part of the column's definition, which MODIFY COLUMN replaces. MySQL names
-// constraints per schema and drops them with DROP CHECK.
-func (d *Driver) dropChecks(ctx context.Context, conn *sql.Conn, table, column, definition string) error {
-	type check struct {
-		name        string
-		columnLevel bool
-	}
-	var checks []check
-	scan := func(r *sql.Rows) error {
-		var c check
-		var clause, level string
-		if err := r.Scan(&c.name, &clause, &level); err != nil {
-			return err
-		}
-		c.columnLevel = strings.EqualFold(level, "Column")
-		if strings.Contains(strings.ToLower(clause), "`"+strings.ToLower(column)+"`") {
-			checks = append(checks, c)
-		}
-		return nil
-	}
-	var err error
-	if d.mariadb.Load() {
-		err = eachRow(ctx, conn, `SELECT CONSTRAINT_NAME, CHECK_CLAUSE, LEVEL FROM information_schema.CHECK_CONSTRAINTS
-			WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = ?`, []any{table}, scan)
-	} else {
-		err = eachRow(ctx, conn, `SELECT tc.CONSTRAINT_NAME, cc.CHECK_CLAUSE, 'Table' FROM information_schema.TABLE_CONSTRAINTS tc
-			JOIN information_schema.CHECK_CONSTRAINTS cc ON cc.CONSTRAINT_SCHEMA = tc.CONSTRAINT_SCHEMA AND cc.CONSTRAINT_NAME = tc.CONSTRAINT_NAME
-			WHERE tc.TABLE_SCHEMA = DATABASE() AND tc.TABLE_NAME = ? AND tc.CONSTRAINT_TYPE = 'CHECK'`, []any{table}, scan)
-	}
-	if err != nil {
-		return err
-	}
-	for _, c := range checks {
-		var stmt string
-		switch {
-		case c.columnLevel:
-			stmt = "ALTER TABLE " + table + " MODIFY COLUMN " + column + " " + definition
-		case d.mariadb.Load():
-			stmt = "ALTER TABLE " + table + " DROP CONSTRAINT " + quoteName(c.name)
-		default:
-			stmt = "ALTER TABLE " + table + " DROP CHECK " + quoteName(c.name)
-		}
-		if _, err := conn.ExecContext(ctx, stmt); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 
 // timeLayout is how times are written: UTC, microseconds. Writing strings
 // rather than time.Time keeps stored times independent of the loc setting of

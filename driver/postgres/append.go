@@ -28,11 +28,10 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 	stream, tx := p.Stream, p.Tx
 	var caller pgx.Tx
 	if tx != nil {
-		a, ok := tx.(txAdapter)
-		if !ok {
-			return nil, fmt.Errorf("postgres: %w: got a %s transaction; wrap a pgx.Tx with postgres.Tx", driver.ErrForeignTx, tx.DriverName())
+		var err error
+		if caller, err = callerTx(tx); err != nil {
+			return nil, err
 		}
-		caller = a.tx
 	}
 	// A caller's transaction always carries its NOTIFY, delivered when it
 	// commits; the driver's own appends are debounced per stream.
@@ -140,14 +139,20 @@ func (d *Driver) lockTimeoutValue() string {
 // setting (set_config(..., true) lasts until the transaction ends, also in
 // the implicit transaction of a batch). Each statement returns one result.
 func (d *Driver) queuePartitionLocks(b *pgx.Batch, streamID int64, parts []int32) {
+	d.queueBounded(b, `SELECT partition FROM stream_partition WHERE stream_id = $1::bigint AND partition = ANY($2::integer[])
+		ORDER BY partition FOR NO KEY UPDATE`, streamID, parts)
+}
+
+// queueBounded queues a locking statement between the two statements that
+// bound its wait with the driver's lock timeout (see queuePartitionLocks).
+func (d *Driver) queueBounded(b *pgx.Batch, query string, args ...any) {
 	lt := d.lockTimeoutValue()
 	if lt == "" {
 		b.Queue(`SELECT 1`)
 	} else {
 		b.Queue(`SELECT set_config('sqlstreams.saved_lock_timeout', current_setting('lock_timeout'), true), set_config('lock_timeout', $1::text, true)`, lt)
 	}
-	b.Queue(`SELECT partition FROM stream_partition WHERE stream_id = $1::bigint AND partition = ANY($2::integer[])
-		ORDER BY partition FOR NO KEY UPDATE`, streamID, parts)
+	b.Queue(query, args...)
 	if lt == "" {
 		b.Queue(`SELECT 1`)
 	} else {
@@ -256,10 +261,16 @@ func scanRow(r pgx.Row, extra ...any) (driver.Row, error) {
 		row.Key, row.HasKey = *key, true
 	}
 	row.ProducedAt = row.ProducedAt.UTC()
-	if len(headers) > 0 {
-		if err := json.Unmarshal(headers, &row.Headers); err != nil {
-			return row, fmt.Errorf("row %d: stored headers: %w", row.ID, err)
-		}
+	return row, decodeHeaders(row.ID, headers, &row.Headers)
+}
+
+// decodeHeaders reads a row's stored headers (jsonb, NULL for none).
+func decodeHeaders(id int64, stored []byte, headers *map[string]string) error {
+	if len(stored) == 0 {
+		return nil
 	}
-	return row, nil
+	if err := json.Unmarshal(stored, headers); err != nil {
+		return fmt.Errorf("row %d: stored headers: %w", id, err)
+	}
+	return nil
 }

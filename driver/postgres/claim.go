@@ -3,7 +3,6 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -200,34 +200,73 @@ func scanLockedCursor(r pgx.Row) (lockedCursor, bool, error) {
 // claimPartition leases up to limit rows past the cursor of a partition
 // whose cursor this transaction holds, leaves rows the member cannot decode
 // as due exceptions, and moves the cursor past every row it inspected.
+//
+// A row the group already has an exception for (its cursor was moved back
+// over it) is passed over as it is: the insert skips it (ON CONFLICT DO
+// NOTHING) and only the rows it returns are leased or deferred. Only then,
+// when the call is still short of limit, does it look further.
 func claimPartition(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit int) ([]driver.Delivery, int, error) {
+	var taken []driver.Delivery
+	deferred, scanned := 0, 0
+	for len(taken) < limit && scanned < maxScan {
+		s, err := scanPartition(ctx, tx, p, plan, part, cursor, limit-len(taken), maxScan-scanned)
+		if err != nil {
+			return nil, 0, err
+		}
+		if s.cursor == cursor {
+			break
+		}
+		got, def, err := recordClaim(ctx, tx, p, part, s)
+		if err != nil {
+			return nil, 0, err
+		}
+		taken, deferred = append(taken, got...), deferred+def
+		cursor, scanned = s.cursor, scanned+s.scanned
+		if len(got)+def == len(s.taken)+len(s.deferred) || !s.more {
+			break
+		}
+	}
+	return taken, deferred, nil
+}
+
+// partitionScan is what scanPartition found.
+type partitionScan struct {
+	taken    []driver.Delivery
+	deferred []driver.Row
+	cursor   int64 // the last row inspected
+	scanned  int
+	// more: the scan stopped at limit or its bound, not at the end of the
+	// partition or at an ordered group's deferred row.
+	more bool
+}
+
+// scanPartition reads up to limit claimable rows past cursor, inspecting at
+// most bound rows.
+func scanPartition(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit, bound int) (partitionScan, error) {
 	vf, vargs := versionFilter("m.schema_version", plan.Versions, 4)
 	// Payloads are read only for rows at the group's versions: other rows
 	// are passed over without their payload leaving the database.
 	query := `SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank,
 		CASE WHEN ` + vf + ` THEN m.payload END, m.headers, m.produced_at, ` + vf + `, ` + headExpr(p.Stream) + `
 		FROM ` + logTable(p.Stream.ID) + ` m WHERE m.partition = $1::integer AND m.id > $2::bigint ORDER BY m.id LIMIT $3::integer`
-	var taken []driver.Delivery
-	var deferred []driver.Row
-	start, scanned := cursor, 0
+	s := partitionScan{cursor: cursor, more: true}
 	window := min(max(limit, 16), maxWindow)
-scan:
-	for len(taken) < limit && scanned < maxScan {
-		args := append([]any{part, cursor, int32(window)}, vargs...)
+	for len(s.taken) < limit && s.scanned < bound {
+		args := append([]any{part, s.cursor, int32(window)}, vargs...)
 		rows, err := tx.Query(ctx, query, args...)
 		if err != nil {
-			return nil, 0, err
+			return s, err
 		}
-		n := 0
+		n, stop, full := 0, false, false
 		for rows.Next() {
 			var versionOK, head bool
 			r, err := scanRow(rows, &versionOK, &head)
 			if err != nil {
 				rows.Close()
-				return nil, 0, err
+				return s, err
 			}
 			n++
-			cursor = r.ID
+			s.cursor = r.ID
 			if !versionOK || !head || !plan.Matches(r.RoutingKey) {
 				continue
 			}
@@ -235,59 +274,98 @@ scan:
 				// The group reads this version, this member cannot decode it:
 				// leave it due for a member that can. An ordered group stops
 				// here, so that the partition's order holds.
-				deferred = append(deferred, r)
+				s.deferred = append(s.deferred, r)
 				if p.Ordered {
-					rows.Close()
-					if err := rows.Err(); err != nil {
-						return nil, 0, err
-					}
-					break scan
+					stop = true
+					break
 				}
 				continue
 			}
-			taken = append(taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: ts(p.LeaseUntil)})
-			if len(taken) == limit {
+			s.taken = append(s.taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: ts(p.LeaseUntil)})
+			if len(s.taken) == limit {
+				full = true
 				break
 			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, 0, err
+			return s, err
 		}
-		scanned += n
-		if n < window {
+		s.scanned += n
+		if full {
+			break
+		}
+		if stop || n < window {
+			s.more = false
 			break
 		}
 		window = min(window*2, maxWindow)
 	}
-	if cursor == start {
-		return nil, 0, nil
-	}
+	return s, nil
+}
+
+// recordClaim moves the cursor past what s inspected and inserts the
+// exceptions of its leased and deferred rows, skipping rows the group
+// already has one for. It returns the deliveries and the count of deferred
+// rows it inserted.
+func recordClaim(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, part int32, s partitionScan) ([]driver.Delivery, int, error) {
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE group_cursor SET position = $1::bigint WHERE stream_id = $2::bigint AND group_name = $3::text AND partition = $4::integer`,
-		cursor, p.Stream.ID, p.Group, part)
-	if len(taken)+len(deferred) > 0 {
-		ids := make([]int64, 0, len(taken)+len(deferred))
-		versions := make([]int32, 0, cap(ids))
-		leased := make([]bool, 0, cap(ids))
-		for _, t := range taken {
-			ids, versions, leased = append(ids, t.ID), append(versions, int32(t.SchemaVersion)), append(leased, true)
-		}
-		for _, r := range deferred {
-			ids, versions, leased = append(ids, r.ID), append(versions, int32(r.SchemaVersion)), append(leased, false)
-		}
-		// Leased rows: attempt 1 until the lease expires. Deferred rows:
-		// due now at attempt 0, with no lease.
-		b.Queue(`INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at)
-			SELECT $1::bigint, $2::text, u.id, $3::integer, u.v, CASE WHEN u.l THEN 'leased' ELSE 'delayed' END, CASE WHEN u.l THEN 1 ELSE 0 END,
-				CASE WHEN u.l THEN $4::timestamptz ELSE $6::timestamptz END, CASE WHEN u.l THEN $5::text END, $7::text, $6::timestamptz
-			FROM unnest($8::bigint[], $9::integer[], $10::boolean[]) AS u(id, v, l)`,
-			p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased)
+		s.cursor, p.Stream.ID, p.Group, part)
+	n := len(s.taken) + len(s.deferred)
+	if n == 0 {
+		return nil, 0, tx.SendBatch(ctx, b).Close()
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	ids := make([]int64, 0, n)
+	versions := make([]int32, 0, n)
+	leased := make([]bool, 0, n)
+	for _, t := range s.taken {
+		ids, versions, leased = append(ids, t.ID), append(versions, int32(t.SchemaVersion)), append(leased, true)
+	}
+	for _, r := range s.deferred {
+		ids, versions, leased = append(ids, r.ID), append(versions, int32(r.SchemaVersion)), append(leased, false)
+	}
+	// Leased rows: attempt 1 until the lease expires. Deferred rows: due
+	// now at attempt 0, with no lease.
+	b.Queue(`INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at)
+		SELECT $1::bigint, $2::text, u.id, $3::integer, u.v, CASE WHEN u.l THEN 'leased' ELSE 'delayed' END, CASE WHEN u.l THEN 1 ELSE 0 END,
+			CASE WHEN u.l THEN $4::timestamptz ELSE $6::timestamptz END, CASE WHEN u.l THEN $5::text END, $7::text, $6::timestamptz
+		FROM unnest($8::bigint[], $9::integer[], $10::boolean[]) AS u(id, v, l)
+		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING RETURNING msg_id`,
+		p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased)
+	br := tx.SendBatch(ctx, b)
+	_, err := br.Exec()
+	var inserted []int64
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			inserted, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		}
+	}
+	if err := errors.Join(err, br.Close()); err != nil {
 		return nil, 0, err
 	}
-	return taken, len(deferred), nil
+	if len(inserted) == n {
+		return s.taken, len(s.deferred), nil
+	}
+	// The rare path: the group had exceptions for some of these rows.
+	kept := make(map[int64]bool, len(inserted))
+	for _, id := range inserted {
+		kept[id] = true
+	}
+	var taken []driver.Delivery
+	for _, t := range s.taken {
+		if kept[t.ID] {
+			taken = append(taken, t)
+		}
+	}
+	deferred := 0
+	for _, r := range s.deferred {
+		if kept[r.ID] {
+			deferred++
+		}
+	}
+	return taken, deferred, nil
 }
 
 // claimExceptions leases due exceptions at the versions the member decodes.
@@ -363,11 +441,9 @@ func claimExceptionsPage(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, v
 			if key != nil {
 				r.Key, r.HasKey = *key, true
 			}
-			if len(headers) > 0 {
-				if err := json.Unmarshal(headers, &r.Headers); err != nil {
-					rows.Close()
-					return nil, false, fmt.Errorf("row %d: stored headers: %w", r.ID, err)
-				}
+			if err := decodeHeaders(r.ID, headers, &r.Headers); err != nil {
+				rows.Close()
+				return nil, false, err
 			}
 			lease = append(lease, msgID)
 			leased = append(leased, driver.Delivery{Row: r, Attempt: int(attempt) + 1, LeaseUntil: ts(p.LeaseUntil)})
@@ -383,9 +459,11 @@ func claimExceptionsPage(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, v
 		b.Queue(`DELETE FROM delivery_exception`+where, p.Stream.ID, p.Group, resolve)
 	}
 	if len(bury) > 0 {
-		b.Queue(`UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = $4::text,
+		// The expired lease's attempt and holder go to the failure history.
+		b.Queue(`UPDATE delivery_exception e SET state = 'dead', lease_token = NULL, last_error = $4::text,
+			failures = `+appendFailure("e", `$6::text`, `$7::text`)+`,
 			first_failed_at = COALESCE(first_failed_at, $5::timestamptz), updated_at = $5::timestamptz`+where,
-			p.Stream.ID, p.Group, bury, p.LastError, ts(p.Now))
+			p.Stream.ID, p.Group, bury, storableText(p.LastError), ts(p.Now), historyError(p.LastError), historyTime(p.Now))
 	}
 	if len(lease) > 0 {
 		b.Queue(`UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = $4::timestamptz, lease_token = $5::text,
@@ -451,22 +529,42 @@ func (s leaseSet) args(streamID int64, group string) []any {
 
 // settle runs stmt (an UPDATE or DELETE of delivery_exception d whose own
 // parameters start at $8) over the deliveries leased with their tokens, in
-// one autocommit statement, and reports the leases it did not change.
-func (d *Driver) settle(ctx context.Context, streamID int64, group string, leases []driver.Lease, stmt string, args ...any) (driver.SettleResult, error) {
+// one autocommit statement or in the caller's transaction tx, and reports
+// the leases it did not change.
+func (d *Driver) settle(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, stmt string, args ...any) (driver.SettleResult, error) {
 	if len(leases) == 0 {
-		return driver.SettleResult{}, d.check()
+		return driver.SettleResult{}, d.settleCheck(tx)
 	}
 	set := newLeaseSet(leases)
-	return d.settleQuery(ctx, leases, stmt+leasedPairs+` RETURNING d.msg_id`, append(set.args(streamID, group), args...))
+	return d.settleQuery(ctx, tx, leases, stmt+leasedPairs+` RETURNING d.msg_id`, append(set.args(streamID, group), args...))
 }
 
-// settleQuery runs an autocommit statement returning the msg_id of each
-// delivery it changed.
-func (d *Driver) settleQuery(ctx context.Context, leases []driver.Lease, query string, args []any) (driver.SettleResult, error) {
+// settleCheck fails when the driver is closed or tx is not nil and not
+// this driver's.
+func (d *Driver) settleCheck(tx driver.Tx) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	if tx != nil {
+		_, err := callerTx(tx)
+		return err
+	}
+	return nil
+}
+
+// settleQuery runs a statement returning the msg_id of each delivery it
+// changed: autocommit (retried while that is safe), or once in the caller's
+// transaction tx, which it never commits or rolls back.
+func (d *Driver) settleQuery(ctx context.Context, tx driver.Tx, leases []driver.Lease, query string, args []any) (driver.SettleResult, error) {
+	if err := d.settleCheck(tx); err != nil {
+		return driver.SettleResult{}, err
+	}
 	changed := map[int64]bool{}
-	err := d.write(ctx, func(c *pgxpool.Conn) error {
+	run := func(q interface {
+		Query(context.Context, string, ...any) (pgx.Rows, error)
+	}) error {
 		clear(changed)
-		rows, err := c.Query(ctx, query, args...)
+		rows, err := q.Query(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -479,24 +577,56 @@ func (d *Driver) settleQuery(ctx context.Context, leases []driver.Lease, query s
 			changed[id] = true
 		}
 		return rows.Err()
-	})
+	}
+	var err error
+	if tx != nil {
+		caller, _ := callerTx(tx)
+		err = d.callerTxError(ctx, run(caller))
+	} else {
+		err = d.write(ctx, func(c *pgxpool.Conn) error { return run(c) })
+	}
 	if err != nil {
 		return driver.SettleResult{}, err
 	}
 	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
 }
 
-// Ack implements driver.Driver.
+// callerTxError classifies the failure of a write in the caller's
+// transaction: the caller must roll it back, and retry it whole after a
+// conflict.
+func (d *Driver) callerTxError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	err = d.wrap(ctx, err, stageWrite)
+	var de *driver.Error
+	var pe *pgconn.PgError
+	if errors.As(err, &de) && de.Kind == driver.ErrConflict && de.Advice == "" && errors.As(err, &pe) {
+		switch pe.Code {
+		case "55P03":
+			de.Advice = "a lock wait of this transaction ran out (its lock_timeout): another transaction holds a delivery it settles; roll it back and retry it whole"
+		default:
+			de.Advice = adviceCallerRetry
+		}
+	}
+	return err
+}
+
+// Ack implements driver.Driver. With p.Tx, the deliveries are resolved in
+// the caller's transaction: they stay leased (to their token) until it
+// commits, and are leased again as before when it rolls back.
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	return d.settle(ctx, p.StreamID, p.Group, p.Leases, `DELETE FROM delivery_exception d`)
+	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, `DELETE FROM delivery_exception d`)
 }
 
 // Fail implements driver.Driver. Each failure carries its own state, due
 // time and error, passed as arrays in the order of the sorted ids, so one
-// statement records them all.
+// statement records them all and appends each to its delivery's failure
+// history (with the attempt and holder of the lease). With p.Tx it runs in
+// the caller's transaction.
 func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleResult, error) {
 	if len(p.Failures) == 0 {
-		return driver.SettleResult{}, d.check()
+		return driver.SettleResult{}, d.settleCheck(p.Tx)
 	}
 	n := len(p.Failures)
 	leases := make([]driver.Lease, n)
@@ -505,7 +635,7 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 	}
 	set := newLeaseSet(leases)
 	dead, dues, errIdx := make([]bool, n), make([]time.Time, n), make([]int32, n)
-	var errs []string
+	var errs, cut []string
 	index := map[string]int32{}
 	for i, j := range set.order {
 		f := p.Failures[j]
@@ -515,25 +645,26 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 		}
 		k, ok := index[f.Error]
 		if !ok {
-			errs = append(errs, f.Error)
+			errs, cut = append(errs, storableText(f.Error)), append(cut, historyError(f.Error))
 			k = int32(len(errs))
 			index[f.Error] = k
 		}
 		errIdx[i] = k
 	}
-	return d.settleQuery(ctx, leases, `UPDATE delivery_exception d SET
+	return d.settleQuery(ctx, p.Tx, leases, `UPDATE delivery_exception d SET
 			state = CASE WHEN ($8::boolean[])[`+leaseIndex+`] THEN 'dead' ELSE 'delayed' END,
 			due_at = ($9::timestamptz[])[`+leaseIndex+`],
 			last_error = ($11::text[])[($10::integer[])[`+leaseIndex+`]],
+			failures = `+appendFailure("d", `($13::text[])[($10::integer[])[`+leaseIndex+`]]`, `$14::text`)+`,
 			lease_token = NULL, first_failed_at = COALESCE(d.first_failed_at, $12::timestamptz), updated_at = $12::timestamptz`+
-		leasedPairs+` RETURNING d.msg_id`, append(set.args(p.StreamID, p.Group), dead, dues, errIdx, errs, ts(p.Now)))
+		leasedPairs+` RETURNING d.msg_id`, append(set.args(p.StreamID, p.Group), dead, dues, errIdx, errs, ts(p.Now), cut, historyTime(p.Now)))
 }
 
 // Release implements driver.Driver.
 func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.SettleResult, error) {
 	const set = `UPDATE delivery_exception d SET state = 'delayed', due_at = $8::timestamptz, attempt = d.attempt - 1, lease_token = NULL, updated_at = $8::timestamptz`
 	if p.ClaimToken == "" {
-		return d.settle(ctx, p.StreamID, p.Group, p.Leases, set, ts(p.Now))
+		return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, set, ts(p.Now))
 	}
 	err := d.write(ctx, func(c *pgxpool.Conn) error {
 		_, err := c.Exec(ctx, `UPDATE delivery_exception SET state = 'delayed', due_at = $4::timestamptz, attempt = attempt - 1, lease_token = NULL, updated_at = $4::timestamptz
@@ -546,19 +677,21 @@ func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.Se
 
 // Extend implements driver.Driver.
 func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
-	return d.settle(ctx, p.StreamID, p.Group, p.Leases, `UPDATE delivery_exception d SET due_at = $8::timestamptz, updated_at = $9::timestamptz`,
+	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, `UPDATE delivery_exception d SET due_at = $8::timestamptz, updated_at = $9::timestamptz`,
 		ts(p.Until), ts(p.Now))
 }
 
-// ListDead implements driver.Driver.
+// ListDead implements driver.Driver. The failure history is read only when
+// p.History asks for it.
 func (d *Driver) ListDead(ctx context.Context, p driver.ListDeadParams) ([]driver.DeadLetter, error) {
 	var out []driver.DeadLetter
 	err := d.read(ctx, func() error {
 		out = out[:0]
-		rows, err := d.pool.Query(ctx, `SELECT `+rowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at
+		rows, err := d.pool.Query(ctx, `SELECT `+rowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at,
+				COALESCE(e.holder, ''), CASE WHEN $5::boolean THEN e.failures END
 			FROM delivery_exception e JOIN `+logTable(p.StreamID)+` m ON m.id = e.msg_id
 			WHERE e.stream_id = $1::bigint AND e.group_name = $2::text AND e.state = 'dead' AND e.msg_id > $3::bigint ORDER BY e.msg_id LIMIT $4::integer`,
-			p.StreamID, p.Group, p.AfterID, int32(p.Limit))
+			p.StreamID, p.Group, p.AfterID, int32(p.Limit), p.History)
 		if err != nil {
 			return err
 		}
@@ -566,11 +699,15 @@ func (d *Driver) ListDead(ctx context.Context, p driver.ListDeadParams) ([]drive
 		for rows.Next() {
 			var dl driver.DeadLetter
 			var attempt int32
-			if dl.Row, err = scanRow(rows, &attempt, &dl.Error, &dl.FirstFailed, &dl.DiedAt); err != nil {
+			var history []byte
+			if dl.Row, err = scanRow(rows, &attempt, &dl.Error, &dl.FirstFailed, &dl.DiedAt, &dl.Holder, &history); err != nil {
 				return err
 			}
 			dl.Attempt = int(attempt)
 			dl.FirstFailed, dl.DiedAt = dl.FirstFailed.UTC(), dl.DiedAt.UTC()
+			if dl.History, err = parseHistory(dl.ID, history); err != nil {
+				return err
+			}
 			out = append(out, dl)
 		}
 		return rows.Err()

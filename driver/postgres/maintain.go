@@ -42,7 +42,8 @@ func loadGroups(ctx context.Context, tx pgx.Tx, stream driver.StreamConfig) ([]d
 	return groups, err
 }
 
-// Health implements driver.Driver. It reads one snapshot.
+// Health implements driver.Driver. It reads one snapshot (a repeatable
+// read transaction).
 func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.HealthStats, error) {
 	streamID := p.StreamID
 	var st driver.HealthStats
@@ -105,15 +106,28 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 		if st.Groups, err = loadGroups(ctx, tx, stream); err != nil {
 			return err
 		}
-		if err := eachRow(ctx, tx, `SELECT c.group_name, m.schema_version, m.routing_key, count(*)
+		if err := eachRow(ctx, tx, `SELECT c.group_name, c.partition, m.schema_version, m.routing_key, count(*)
 			FROM group_cursor c JOIN `+table+` m ON m.partition = c.partition AND m.id > c.position
 			WHERE c.stream_id = $1::bigint AND `+headExpr(stream)+`
-			GROUP BY c.group_name, m.schema_version, m.routing_key ORDER BY 1, 2, 3`, []any{streamID}, func(r pgx.Rows) error {
+				AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = c.stream_id AND e.group_name = c.group_name AND e.msg_id = m.id)
+			GROUP BY c.group_name, c.partition, m.schema_version, m.routing_key ORDER BY 1, 2, 3, 4`, []any{streamID}, func(r pgx.Rows) error {
 			var u driver.UnreadCount
-			var v int32
-			err := r.Scan(&u.Group, &v, &u.RoutingKey, &u.Rows)
-			u.Version = int(v)
+			var part, v int32
+			err := r.Scan(&u.Group, &part, &v, &u.RoutingKey, &u.Rows)
+			u.Partition, u.Version = int(part), int(v)
 			st.Unread = append(st.Unread, u)
+			return err
+		}); err != nil {
+			return err
+		}
+		// Leases per holder, expired ones included until a claim takes them
+		// over; a lease taken before holders were recorded counts under "".
+		if err := eachRow(ctx, tx, `SELECT group_name, COALESCE(holder, ''), count(*), max(due_at) FROM delivery_exception
+			WHERE stream_id = $1::bigint AND state = 'leased' GROUP BY 1, 2 ORDER BY 1, 2`, []any{streamID}, func(r pgx.Rows) error {
+			var h driver.HolderCount
+			err := r.Scan(&h.Group, &h.Holder, &h.Leases, &h.Until)
+			h.Until = h.Until.UTC()
+			st.Holders = append(st.Holders, h)
 			return err
 		}); err != nil {
 			return err

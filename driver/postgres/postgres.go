@@ -86,7 +86,26 @@
 // knows) and ending in RETURNING msg_id: every delivery still leased with
 // its own token is settled, the others are reported lost, and one lost lease
 // never changes another's outcome (C20). Fail stores each failure's own due
-// time and error.
+// time and error, and appends it to the delivery's failure history (a jsonb
+// array, with the lease's attempt and holder) in the same statement. Ack and
+// Fail given a caller's transaction (postgres.Tx) run that statement in it
+// instead (C21): the outcome shows when the caller commits, and the driver
+// never commits, rolls back or retries it.
+//
+// A cursor moved back (SetCursors, under the cursors' locks) makes the main
+// claim meet rows the group still has an exception for: its insert of
+// exceptions ends in ON CONFLICT DO NOTHING RETURNING msg_id, so such rows
+// keep their lease, retry or death and are not delivered again, at no cost
+// when there is none.
+//
+// # Migrations
+//
+// Migrate applies every pending migration in one transaction holding a
+// per-schema advisory lock; ApplyMigration applies one, up or down, under
+// the same lock, also in one transaction (PostgreSQL's DDL is
+// transactional). CheckPrivileges checks USAGE and CREATE on the schema
+// (creating and dropping a stream's table) and the use of the driver's
+// tables, without creating anything.
 //
 // # Errors
 //
@@ -133,7 +152,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -273,11 +291,31 @@ func (d *Driver) addSecret(s string) {
 // ProduceTx. It is nil when the URL could not be parsed.
 func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
 
-// Tx adapts a transaction for Producer.ProduceTx. The transaction must be on
-// the database the driver uses (for example begun on Pool()).
+// Tx adapts a transaction for Producer.ProduceTx, and for settling
+// deliveries inside it (AckParams.Tx, FailParams.Tx). The transaction must be
+// on the database the driver uses (for example begun on Pool()).
 func Tx(tx pgx.Tx) driver.Tx { return txAdapter{tx} }
 
+// UnwrapTx returns the transaction Tx adapted, and false for a transaction
+// another driver adapted (or nil).
+func UnwrapTx(tx driver.Tx) (pgx.Tx, bool) {
+	a, ok := tx.(txAdapter)
+	if !ok {
+		return nil, false
+	}
+	return a.tx, true
+}
+
 type txAdapter struct{ tx pgx.Tx }
+
+// callerTx returns the caller's transaction tx adapted for this driver, or
+// ErrForeignTx.
+func callerTx(tx driver.Tx) (pgx.Tx, error) {
+	if native, ok := UnwrapTx(tx); ok {
+		return native, nil
+	}
+	return nil, fmt.Errorf("postgres: %w: got a %s transaction; wrap a pgx.Tx with postgres.Tx", driver.ErrForeignTx, tx.DriverName())
+}
 
 func (txAdapter) DriverName() string { return "postgres" }
 
@@ -314,65 +352,8 @@ func (d *Driver) check() error {
 	return d.opened
 }
 
-// migrationLock is the advisory lock key space for migrations; the key
-// also depends on the schema, so that schemas migrate independently.
-const migrationLock = "sqlstreams.migrate."
-
-// Migrate implements driver.Driver. All pending migrations run in one
-// transaction that first takes a transaction-level advisory lock, so
-// processes starting at once apply each migration exactly once.
-func (d *Driver) Migrate(ctx context.Context) error {
-	if err := d.check(); err != nil {
-		return err
-	}
-	ms, err := driver.ReadMigrations(migrations, "migrations")
-	if err != nil {
-		return &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("postgres: %w", err)}
-	}
-	var schema, database string
-	err = d.inTx(ctx, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT current_database(), COALESCE(current_schema(), '')`).Scan(&database, &schema); err != nil {
-			return err
-		}
-		if schema == "" {
-			return noSchema(ctx, tx)
-		}
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))`, migrationLock+schema); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS sqlstreams_migration (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`); err != nil {
-			return err
-		}
-		for _, m := range ms {
-			var applied bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sqlstreams_migration WHERE version = $1::integer)`, m.Version).Scan(&applied); err != nil {
-				return err
-			}
-			if applied {
-				continue
-			}
-			if _, err := tx.Conn().PgConn().Exec(ctx, m.SQL).ReadAll(); err != nil {
-				return fmt.Errorf("migration %s: %w", m.Name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO sqlstreams_migration (version, applied_at) VALUES ($1::integer, $2::timestamptz)`, m.Version, ts(time.Now())); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	h := fnv.New64a()
-	h.Write([]byte(database + "\x00" + schema))
-	d.mu.Lock()
-	d.prefix = fmt.Sprintf("sqlstreams_%016x_", h.Sum64())
-	d.mu.Unlock()
-	return nil
-}
-
 // noSchema explains why the search_path yields no schema to create tables in.
-func noSchema(ctx context.Context, tx pgx.Tx) error {
+func noSchema(ctx context.Context, tx querier) error {
 	var path, role string
 	var denied []string
 	if err := tx.QueryRow(ctx, `SELECT current_setting('search_path'), current_user::text,

@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sqlstreams/sqlstreams/core/driver"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/sqlstreams/sqlstreams/core/driver"
+	"time"
 )
 
 // scanWindow is how many rows the main claim reads per query while looking
@@ -207,6 +207,9 @@ scan:
 	for _, r := range deferred {
 		ex = append(ex, exception{r, "delayed", 0, micros(p.Now), nil})
 	}
+	// A row the group already has an exception for (a cursor moved back
+	// over it) keeps that exception: the insert passes over it.
+	inserted := map[int64]bool{}
 	const chunk = 100
 	for s := 0; s < len(ex); s += chunk {
 		part := ex[s:min(s+chunk, len(ex))]
@@ -220,9 +223,19 @@ scan:
 			sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			args = append(args, p.Stream.ID, p.Group, e.row.ID, e.row.Partition, e.row.SchemaVersion, e.state, e.attempt, e.due, e.token, p.Holder, micros(p.Now))
 		}
-		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+		sb.WriteString(` ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING RETURNING msg_id`)
+		if err := eachRow(ctx, tx, sb.String(), args, func(r *sql.Rows) error {
+			var id int64
+			err := r.Scan(&id)
+			inserted[id] = true
+			return err
+		}); err != nil {
 			return nil, 0, err
 		}
+	}
+	if len(inserted) < len(ex) {
+		taken = slices.DeleteFunc(taken, func(d driver.Delivery) bool { return !inserted[d.ID] })
+		deferred = slices.DeleteFunc(deferred, func(r driver.Row) bool { return !inserted[r.ID] })
 	}
 	return taken, len(deferred), nil
 }
@@ -311,8 +324,9 @@ func claimExceptionBatch(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, 
 			dropped++
 		case c.state == string(driver.StateLeased) && p.MaxAttempts > 0 && c.attempt >= p.MaxAttempts:
 			if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
-				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ? WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
-				p.LastError, micros(p.Now), micros(p.Now), p.Stream.ID, p.Group, c.msgID); err != nil {
+				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = `+appendFailure+`
+				WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
+				p.LastError, micros(p.Now), micros(p.Now), historyError(p.LastError), historyTime(p.Now), p.Stream.ID, p.Group, c.msgID); err != nil {
 				return nil, 0, err
 			}
 			dropped++
@@ -360,12 +374,12 @@ func leasedPairs(leases []driver.Lease) (string, []any) {
 // settle runs stmt (an UPDATE or DELETE whose WHERE clause ends where the
 // lease predicate goes, ending in RETURNING msg_id) over the leases, in
 // chunks, in one transaction, and reports the leases it did not change.
-func (d *Driver) settle(ctx context.Context, streamID int64, group string, leases []driver.Lease, stmt string, args ...any) (driver.SettleResult, error) {
+func (d *Driver) settle(ctx context.Context, callerTx driver.Tx, streamID int64, group string, leases []driver.Lease, stmt string, args ...any) (driver.SettleResult, error) {
 	if len(leases) == 0 {
 		return driver.SettleResult{}, d.check()
 	}
 	changed := map[int64]bool{}
-	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
+	err := d.inTx(ctx, callerTx, func(tx *sql.Tx) error {
 		clear(changed)
 		const chunk = 400
 		for s := 0; s < len(leases); s += chunk {
@@ -390,7 +404,7 @@ func (d *Driver) settle(ctx context.Context, streamID int64, group string, lease
 
 // Ack implements driver.Driver.
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	return d.settle(ctx, p.StreamID, p.Group, p.Leases, `DELETE FROM delivery_exception`)
+	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, `DELETE FROM delivery_exception`)
 }
 
 // Fail implements driver.Driver. Each failure carries its own error and due
@@ -401,7 +415,7 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 	}
 	changed := map[int64]bool{}
 	leases := make([]driver.Lease, len(p.Failures))
-	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
+	err := d.inTx(ctx, p.Tx, func(tx *sql.Tx) error {
 		clear(changed)
 		for i, f := range p.Failures {
 			leases[i] = f.Lease
@@ -410,9 +424,10 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 				state, due = driver.StateDead, p.Now
 			}
 			res, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = ?, due_at = ?, lease_token = NULL, last_error = ?,
-				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?
+				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = `+appendFailure+`
 				WHERE stream_id = ? AND group_name = ? AND msg_id = ? AND lease_token = ? AND state = 'leased'`,
-				string(state), micros(due), f.Error, micros(p.Now), micros(p.Now), p.StreamID, p.Group, f.Lease.ID, f.Lease.Token)
+				string(state), micros(due), f.Error, micros(p.Now), micros(p.Now), historyError(f.Error), historyTime(p.Now),
+				p.StreamID, p.Group, f.Lease.ID, f.Lease.Token)
 			if err != nil {
 				return err
 			}
@@ -428,6 +443,16 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
 }
 
+// appendFailure appends one failure to the history, with parameters
+// (error, at) and the lease's holder.
+const appendFailure = `json_insert(COALESCE(failures, '[]'), '$[#]', json_object('attempt', attempt, 'error', ?, 'at', ?, 'holder', COALESCE(holder, '')))`
+
+func historyError(s string) string { return driver.CutHistoryError(s) }
+
+func historyTime(t time.Time) string {
+	return t.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+}
+
 const releaseSet = `UPDATE delivery_exception SET state = 'delayed', due_at = ?, attempt = attempt - 1, lease_token = NULL, updated_at = ?`
 
 // Release implements driver.Driver.
@@ -440,19 +465,24 @@ func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.Se
 			return err
 		})
 	}
-	return d.settle(ctx, p.StreamID, p.Group, p.Leases, releaseSet, now, now)
+	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, releaseSet, now, now)
 }
 
 // Extend implements driver.Driver.
 func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
-	return d.settle(ctx, p.StreamID, p.Group, p.Leases, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, micros(p.Until), micros(p.Now))
+	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, micros(p.Until), micros(p.Now))
 }
 
 // ListDead implements driver.Driver.
 func (d *Driver) ListDead(ctx context.Context, p driver.ListDeadParams) ([]driver.DeadLetter, error) {
 	var out []driver.DeadLetter
 	err := d.readTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+rowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at
+		history := "NULL"
+		if p.History {
+			history = "e.failures"
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+rowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at,
+			COALESCE(e.holder, ''), `+history+`
 			FROM delivery_exception e JOIN `+logTable(p.StreamID)+` m ON m.id = e.msg_id
 			WHERE e.stream_id = ? AND e.group_name = ? AND e.state = 'dead' AND e.msg_id > ? ORDER BY e.msg_id LIMIT ?`,
 			p.StreamID, p.Group, p.AfterID, p.Limit)
@@ -463,10 +493,14 @@ func (d *Driver) ListDead(ctx context.Context, p driver.ListDeadParams) ([]drive
 		for rows.Next() {
 			var dl driver.DeadLetter
 			var first, died int64
-			if dl.Row, err = scanRow(rows, &dl.Attempt, &dl.Error, &first, &died); err != nil {
+			var failures sql.NullString
+			if dl.Row, err = scanRow(rows, &dl.Attempt, &dl.Error, &first, &died, &dl.Holder, &failures); err != nil {
 				return err
 			}
 			dl.FirstFailed, dl.DiedAt = fromMicros(first), fromMicros(died)
+			if dl.History, err = driver.ParseFailureHistory(failures.String); err != nil {
+				return fmt.Errorf("row %d: stored failure history: %w", dl.ID, err)
+			}
 			out = append(out, dl)
 		}
 		return rows.Err()

@@ -113,9 +113,11 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 		for _, g := range st.Groups {
 			for p, cursor := range g.Cursors {
 				if err := eachRow(ctx, tx, `SELECT m.schema_version, m.routing_key, COUNT(*) FROM `+table+` m
-					WHERE m.partition = ? AND m.id > ? AND `+headExpr(stream)+` GROUP BY m.schema_version, m.routing_key`,
-					[]any{p, cursor}, func(r *sql.Rows) error {
-						u := driver.UnreadCount{Group: g.Name}
+					WHERE m.partition = ? AND m.id > ? AND `+headExpr(stream)+`
+						AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ? AND e.msg_id = m.id)
+					GROUP BY m.schema_version, m.routing_key`,
+					[]any{p, cursor, stream.ID, g.Name}, func(r *sql.Rows) error {
+						u := driver.UnreadCount{Group: g.Name, Partition: p}
 						err := r.Scan(&u.Version, &u.RoutingKey, &u.Rows)
 						st.Unread = append(st.Unread, u)
 						return err
@@ -124,11 +126,22 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 				}
 			}
 		}
-		return eachRow(ctx, tx, `SELECT group_name, schema_version, state, COUNT(*) FROM delivery_exception WHERE stream_id = ?
+		if err := eachRow(ctx, tx, `SELECT group_name, schema_version, state, COUNT(*) FROM delivery_exception WHERE stream_id = ?
 			GROUP BY group_name, schema_version, state`, []any{streamID}, func(r *sql.Rows) error {
 			var e driver.ExceptionCount
 			err := r.Scan(&e.Group, &e.Version, &e.State, &e.Count)
 			st.Exceptions = append(st.Exceptions, e)
+			return err
+		}); err != nil {
+			return err
+		}
+		return eachRow(ctx, tx, `SELECT group_name, COALESCE(holder, ''), COUNT(*), MAX(due_at) FROM delivery_exception
+			WHERE stream_id = ? AND state = 'leased' GROUP BY group_name, holder ORDER BY group_name, holder`, []any{streamID}, func(r *sql.Rows) error {
+			var h driver.HolderCount
+			var until int64
+			err := r.Scan(&h.Group, &h.Holder, &h.Leases, &until)
+			h.Until = fromMicros(until)
+			st.Holders = append(st.Holders, h)
 			return err
 		})
 	})

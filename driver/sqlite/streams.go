@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -282,3 +284,79 @@ func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) er
 		return nil
 	})
 }
+
+// SetCursors implements driver.Driver. SQLite's single writer orders it
+// against claims.
+func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) error {
+	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
+		if _, err := loadGroup(ctx, tx, p.StreamID, p.Group); err != nil {
+			return err
+		}
+		for part, pos := range p.Positions {
+			res, err := tx.ExecContext(ctx, `UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND partition = ?`,
+				pos, p.StreamID, p.Group, part)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return fmt.Errorf("group %q has no partition %d: %w", p.Group, part, driver.ErrGroupNotFound)
+			}
+		}
+		return nil
+	})
+}
+
+// ReadRows implements driver.Driver.
+func (d *Driver) ReadRows(ctx context.Context, p driver.ReadRowsParams) (driver.ReadRowsResult, error) {
+	var res driver.ReadRowsResult
+	maxScan := p.MaxScan
+	if maxScan <= 0 {
+		maxScan = p.Limit
+	}
+	err := d.readTx(ctx, func(tx *sql.Tx) error {
+		res = driver.ReadRowsResult{}
+		where, args := []string{"1"}, []any{}
+		if p.Partition >= 0 {
+			where, args = append(where, "m.partition = ?"), append(args, p.Partition)
+		}
+		if p.AfterID > 0 {
+			where, args = append(where, "m.id > ?"), append(args, p.AfterID)
+		}
+		if p.BeforeID > 0 {
+			where, args = append(where, "m.id < ?"), append(args, p.BeforeID)
+		}
+		order := "ASC"
+		if p.Descending {
+			order = "DESC"
+		}
+		// The scan reads maxScan rows at most, then filters by version and
+		// key, so that a filter matching little stays bounded.
+		inner := `SELECT ` + rowColumns + ` FROM ` + logTable(p.StreamID) + ` m WHERE ` + strings.Join(where, " AND ") +
+			` ORDER BY m.id ` + order + ` LIMIT ?`
+		scanned := 0
+		err := eachRow(ctx, tx, inner, append(args, maxScan), func(r *sql.Rows) error {
+			row, err := scanRow(r)
+			if err != nil {
+				return err
+			}
+			scanned++
+			res.Last = row.ID
+			if len(res.Rows) >= p.Limit {
+				return errStopScan
+			}
+			if (p.Versions == nil || slices.Contains(p.Versions, row.SchemaVersion)) && (!p.HasKey || (row.HasKey && row.Key == p.Key)) {
+				res.Rows = append(res.Rows, row)
+			}
+			return nil
+		})
+		if errors.Is(err, errStopScan) {
+			res.Last = res.Rows[len(res.Rows)-1].ID
+			return nil
+		}
+		res.Done = err == nil && scanned < maxScan
+		return err
+	})
+	return res, err
+}
+
+var errStopScan = errors.New("enough rows")

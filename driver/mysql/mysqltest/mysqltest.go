@@ -8,7 +8,12 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"os"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,9 +67,7 @@ func AdminDB(tb testing.TB) (*sql.DB, *gomysql.Config) {
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
 	db, cfg := AdminDB(tb)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "t_" + hex.EncodeToString(b[:])
+	name := "t_" + randomHex(6)
 	if _, err := db.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
 		tb.Fatalf("create database %s: %v", name, err)
 	}
@@ -98,5 +101,263 @@ func Target() conformance.Target {
 			}
 			return mysql.Tx(tx), tx.Commit, tx.Rollback, nil
 		},
+		ExecTx:         ExecTx,
+		QueryInt:       QueryInt,
+		ResetNamespace: ResetNamespace,
 	}
+}
+
+// ddl matches statements after which MySQL commits the open transaction on
+// its own.
+var ddl = regexp.MustCompile(`(?i)^\s*(CREATE|ALTER|DROP|RENAME|TRUNCATE)\b`)
+
+// ExecTx runs query in the transaction tx adapted by mysql.Tx, or on drv's
+// pool when tx is nil. MySQL commits a transaction implicitly before DDL,
+// which would end the caller's transaction behind its back, so DDL inside
+// tx is refused: run it with tx nil.
+func ExecTx(ctx context.Context, drv driver.Driver, tx driver.Tx, query string) error {
+	if tx == nil {
+		_, err := drv.(*mysql.Driver).DB().ExecContext(ctx, query)
+		return err
+	}
+	stx, ok := mysql.UnwrapTx(tx)
+	if !ok {
+		return fmt.Errorf("mysqltest: not a mysql transaction: %T", tx)
+	}
+	if ddl.MatchString(query) {
+		return fmt.Errorf("mysqltest: %q inside a transaction: MySQL would commit the transaction implicitly before it; run DDL with tx nil", query)
+	}
+	_, err := stx.ExecContext(ctx, query)
+	return err
+}
+
+// QueryInt runs a query returning one integer on drv's pool.
+func QueryInt(ctx context.Context, drv driver.Driver, query string) (int64, error) {
+	var n sql.NullInt64
+	if err := drv.(*mysql.Driver).DB().QueryRowContext(ctx, query).Scan(&n); err != nil {
+		return 0, err
+	}
+	return n.Int64, nil
+}
+
+// sqlstreamsTables are the tables of the driver's migrations; ResetNamespace
+// empties them (but the migration records) and drops every other table.
+var sqlstreamsTables = []string{"stream_config", "stream_partition", "consumer_group", "group_cursor", "delivery_exception",
+	"compaction_head", "registry_setting", "schema_revision", "schema_reader"}
+
+// resetLockWait bounds ResetNamespace's waits for locks a client left
+// behind (an open transaction), which then fails it.
+const resetLockWait = 10
+
+// ResetNamespace makes a database a test used look freshly migrated: it
+// drops every table but the driver's own (stream logs, conformance_marker
+// and any other a test made) and every view, deletes every row of the
+// driver's tables but the migration records, runs Migrate (which brings
+// back what a test undid with ApplyMigration Down), and then checks that
+// the tables, columns, indexes and checks are exactly those of a freshly
+// migrated database and that no row is left. Stream ids keep growing. It
+// fails when any of this fails, also when a lock is held past
+// resetLockWait seconds or the migration records name a version this
+// driver does not have.
+func ResetNamespace(ns string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg, err := gomysql.ParseDSN(ns)
+	if err != nil {
+		return err
+	}
+	name := cfg.DBName
+	drv := mysql.Open(ns)
+	defer drv.Close()
+	if err := reset(ctx, drv, name); err != nil {
+		return fmt.Errorf("mysqltest: reset database %s: %w", name, err)
+	}
+	return nil
+}
+
+func reset(ctx context.Context, drv *mysql.Driver, name string) error {
+	conn, err := drv.DB().Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for _, stmt := range []string{
+		fmt.Sprintf("SET SESSION lock_wait_timeout = %d", resetLockWait),
+		fmt.Sprintf("SET SESSION innodb_lock_wait_timeout = %d", resetLockWait),
+	} {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	type table struct{ name, kind string }
+	var tables []table
+	rows, err := conn.QueryContext(ctx, `SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var t table
+		if err := rows.Scan(&t.name, &t.kind); err != nil {
+			rows.Close()
+			return err
+		}
+		tables = append(tables, t)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	for _, t := range tables {
+		var stmt string
+		switch {
+		case t.name == "sqlstreams_migration":
+			continue
+		case t.kind == "VIEW":
+			stmt = "DROP VIEW IF EXISTS " + quote(t.name)
+		case slices.Contains(sqlstreamsTables, t.name):
+			stmt = "DELETE FROM " + quote(t.name)
+		default:
+			stmt = "DROP TABLE IF EXISTS " + quote(t.name)
+		}
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	if err := drv.Migrate(ctx); err != nil {
+		return err
+	}
+	ms, err := drv.Migrations()
+	if err != nil {
+		return err
+	}
+	applied, err := drv.AppliedMigrations(ctx, driver.AppliedMigrationsParams{})
+	if err != nil {
+		return err
+	}
+	if len(applied) != len(ms) {
+		return fmt.Errorf("%d migrations recorded; the driver has %d (a test recorded a version this driver does not know?)", len(applied), len(ms))
+	}
+	for i, m := range ms {
+		if applied[i].Version != m.Version {
+			return fmt.Errorf("migration records %v do not match the driver's migrations", applied)
+		}
+	}
+	for _, t := range sqlstreamsTables {
+		var n int64
+		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quote(t)).Scan(&n); err != nil {
+			return err
+		}
+		if n != 0 {
+			return fmt.Errorf("table %s still has %d rows", t, n)
+		}
+	}
+	got, err := schemaOf(ctx, conn)
+	if err != nil {
+		return err
+	}
+	want, err := freshSchema(ctx)
+	if err != nil {
+		return fmt.Errorf("the schema of a freshly migrated database: %w", err)
+	}
+	if got != want {
+		return fmt.Errorf("the schema differs from a freshly migrated one:\n%s", diffLines(want, got))
+	}
+	return nil
+}
+
+func quote(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
+
+// schemaOf describes the tables, columns, indexes and checks of the
+// connection's database, one line each, in a stable order.
+func schemaOf(ctx context.Context, conn *sql.Conn) (string, error) {
+	var lines []string
+	for _, q := range []string{
+		`SELECT CONCAT_WS('|', 'column', TABLE_NAME, ORDINAL_POSITION, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COALESCE(COLUMN_DEFAULT, 'NULL'),
+			COALESCE(COLLATION_NAME, ''), EXTRA) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()`,
+		`SELECT CONCAT_WS('|', 'index', TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME, NON_UNIQUE) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE()`,
+		`SELECT CONCAT_WS('|', 'check', CONSTRAINT_NAME, CHECK_CLAUSE) FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE()`,
+	} {
+		rows, err := conn.QueryContext(ctx, q)
+		if err != nil {
+			return "", err
+		}
+		for rows.Next() {
+			var l string
+			if err := rows.Scan(&l); err != nil {
+				rows.Close()
+				return "", err
+			}
+			lines = append(lines, l)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return "", err
+		}
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n"), nil
+}
+
+var fresh struct {
+	once   sync.Once
+	schema string
+	err    error
+}
+
+// freshSchema is schemaOf a database migrated from scratch, made once per
+// process in a database of its own that is dropped right after.
+func freshSchema(ctx context.Context) (string, error) {
+	fresh.once.Do(func() {
+		fresh.schema, fresh.err = func() (string, error) {
+			cfg, err := gomysql.ParseDSN(AdminDSN())
+			if err != nil {
+				return "", err
+			}
+			db, err := sql.Open("mysql", AdminDSN())
+			if err != nil {
+				return "", err
+			}
+			defer db.Close()
+			name := "t_" + randomHex(6)
+			if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+				return "", err
+			}
+			defer db.ExecContext(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS "+name)
+			c := cfg.Clone()
+			c.DBName = name
+			drv := mysql.Open(c.FormatDSN())
+			defer drv.Close()
+			if err := drv.Migrate(ctx); err != nil {
+				return "", err
+			}
+			conn, err := drv.DB().Conn(ctx)
+			if err != nil {
+				return "", err
+			}
+			defer conn.Close()
+			return schemaOf(ctx, conn)
+		}()
+	})
+	return fresh.schema, fresh.err
+}
+
+// diffLines lists the lines only one of two descriptions has.
+func diffLines(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var out []string
+	for _, l := range w {
+		if !slices.Contains(g, l) {
+			out = append(out, "- "+l)
+		}
+	}
+	for _, l := range g {
+		if !slices.Contains(w, l) {
+			out = append(out, "+ "+l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -7,8 +7,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +85,128 @@ func beginTx(ctx context.Context, d driver.Driver) (driver.Tx, func() error, fun
 		func() error { return tx.Rollback(context.Background()) }, nil
 }
 
+// ExecTx runs one statement in the adapted transaction tx or, with tx nil,
+// on the driver's pool.
+func ExecTx(ctx context.Context, d driver.Driver, tx driver.Tx, query string) error {
+	if tx != nil {
+		native, ok := postgres.UnwrapTx(tx)
+		if !ok {
+			return fmt.Errorf("postgrestest: a %s transaction, not one postgres.Tx adapted", tx.DriverName())
+		}
+		_, err := native.Exec(ctx, query)
+		return err
+	}
+	pd, ok := d.(*postgres.Driver)
+	if !ok {
+		return fmt.Errorf("postgrestest: a %T, not a *postgres.Driver", d)
+	}
+	_, err := pd.Pool().Exec(ctx, query)
+	return err
+}
+
+// QueryInt runs a query returning one integer on the driver's pool.
+func QueryInt(ctx context.Context, d driver.Driver, query string) (int64, error) {
+	pd, ok := d.(*postgres.Driver)
+	if !ok {
+		return 0, fmt.Errorf("postgrestest: a %T, not a *postgres.Driver", d)
+	}
+	var n int64
+	err := pd.Pool().QueryRow(ctx, query).Scan(&n)
+	return n, err
+}
+
+// driverTables are the tables the driver's migrations create.
+var driverTables = []string{"stream_config", "stream_partition", "consumer_group", "group_cursor", "delivery_exception", "compaction_head",
+	"registry_setting", "schema_revision", "schema_reader", "sqlstreams_migration"}
+
+// ResetNamespace makes a used namespace (a schema NewSchema created) what a
+// freshly migrated one is: in one transaction it drops every other table,
+// view and sequence of the schema (every stream's log, conformance_marker,
+// anything a test created) and empties the driver's tables but the
+// migration records; then it applies any migration a test took back, and
+// checks that every table of the driver is there. Sequences of the driver's
+// tables keep counting (stream ids keep growing). It fails when a lock
+// stays held for 10s, for example by a transaction a test left open.
+func ResetNamespace(ns string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, ns)
+	if err != nil {
+		return fmt.Errorf("reset namespace: %w", err)
+	}
+	defer conn.Close(context.Background())
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
+			return err
+		}
+		var schema *string
+		if err := tx.QueryRow(ctx, `SELECT current_schema()::text`).Scan(&schema); err != nil {
+			return err
+		}
+		if schema == nil || !strings.HasPrefix(*schema, "t_") {
+			return errors.New("the namespace's search_path names no schema NewSchema created")
+		}
+		rows, err := tx.Query(ctx, `SELECT c.relname::text, c.relkind::text FROM pg_class c
+			WHERE c.relnamespace = to_regnamespace(current_schema()) AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+				AND NOT (c.relkind = 'S' AND EXISTS (SELECT 1 FROM pg_depend dp WHERE dp.classid = 'pg_class'::regclass
+					AND dp.objid = c.oid AND dp.deptype IN ('a', 'i')))
+			ORDER BY 1`)
+		if err != nil {
+			return err
+		}
+		type rel struct{ name, kind string }
+		rels, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (rel, error) {
+			var x rel
+			err := r.Scan(&x.name, &x.kind)
+			return x, err
+		})
+		if err != nil {
+			return err
+		}
+		var empty []string
+		for _, r := range rels {
+			id := pgx.Identifier{*schema, r.name}.Sanitize()
+			if slices.Contains(driverTables, r.name) && r.kind == "r" {
+				if r.name != "sqlstreams_migration" {
+					empty = append(empty, id)
+				}
+				continue
+			}
+			if r.kind == "S" && r.name == "stream_config_id_seq" {
+				continue
+			}
+			drop := map[string]string{"r": "TABLE", "p": "TABLE", "v": "VIEW", "m": "MATERIALIZED VIEW", "S": "SEQUENCE", "f": "FOREIGN TABLE"}[r.kind]
+			if _, err := tx.Exec(ctx, `DROP `+drop+` IF EXISTS `+id+` CASCADE`); err != nil {
+				return fmt.Errorf("drop %s: %w", id, err)
+			}
+		}
+		if len(empty) > 0 {
+			if _, err := tx.Exec(ctx, `TRUNCATE `+strings.Join(empty, ", ")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reset namespace: %w", err)
+	}
+	// A test may have taken a migration back: apply what is pending.
+	d := postgres.Open(ns, postgres.WithoutNotify())
+	defer d.Close()
+	if err := d.Migrate(ctx); err != nil {
+		return fmt.Errorf("reset namespace: %w", err)
+	}
+	var missing []string
+	if err := conn.QueryRow(ctx, `SELECT COALESCE(array_agg(t ORDER BY t), '{}') FROM unnest($1::text[]) t
+		WHERE to_regclass(format('%I.%I', current_schema(), t)) IS NULL`, driverTables).Scan(&missing); err != nil {
+		return fmt.Errorf("reset namespace: %w", err)
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("reset namespace: the driver's tables %s are gone", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
 // UnreachableURL names a server that is not there: a closed port.
 const UnreachableURL = "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=5"
 
@@ -96,7 +221,10 @@ func Target() conformance.Target {
 		OpenWithLockTimeout: func(ns string, d time.Duration) (driver.Driver, error) {
 			return postgres.Open(ns, postgres.WithLockTimeout(d)), nil
 		},
-		Unreachable: func() driver.Driver { return postgres.Open(UnreachableURL) },
+		Unreachable:    func() driver.Driver { return postgres.Open(UnreachableURL) },
+		ExecTx:         ExecTx,
+		QueryInt:       QueryInt,
+		ResetNamespace: ResetNamespace,
 	}
 }
 
@@ -114,6 +242,9 @@ func SimpleProtocolTarget() conformance.Target {
 		OpenWithLockTimeout: func(ns string, d time.Duration) (driver.Driver, error) {
 			return postgres.Open(ns, postgres.WithSimpleProtocol(), postgres.WithLockTimeout(d)), nil
 		},
-		Unreachable: func() driver.Driver { return postgres.Open(UnreachableURL, postgres.WithSimpleProtocol()) },
+		Unreachable:    func() driver.Driver { return postgres.Open(UnreachableURL, postgres.WithSimpleProtocol()) },
+		ExecTx:         ExecTx,
+		QueryInt:       QueryInt,
+		ResetNamespace: ResetNamespace,
 	}
 }

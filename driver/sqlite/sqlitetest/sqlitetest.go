@@ -4,6 +4,7 @@ package sqlitetest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,6 +25,23 @@ func Target() conformance.Target {
 		Open: func(ns string) (driver.Driver, error) { return sqlite.Open(ns), nil },
 		OpenWithLockTimeout: func(ns string, d time.Duration) (driver.Driver, error) {
 			return sqlite.Open(ns, sqlite.WithBusyTimeout(d)), nil
+		},
+		ExecTx: func(ctx context.Context, d driver.Driver, tx driver.Tx, query string) error {
+			if tx == nil {
+				_, err := d.(*sqlite.Driver).DB().ExecContext(ctx, query)
+				return err
+			}
+			stx, ok := sqlite.UnwrapTx(tx)
+			if !ok {
+				return fmt.Errorf("not a sqlite transaction: %T", tx)
+			}
+			_, err := stx.ExecContext(ctx, query)
+			return err
+		},
+		QueryInt: func(ctx context.Context, d driver.Driver, query string) (int64, error) {
+			var n int64
+			err := d.(*sqlite.Driver).DB().QueryRowContext(ctx, query).Scan(&n)
+			return n, err
 		},
 		Unreachable: func() driver.Driver {
 			return sqlite.Open(filepath.Join(os.TempDir(), "sqlstreams-missing-dir-0f3c", "nested", "app.db"))

@@ -1,0 +1,292 @@
+package mysql
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// SetCursors implements driver.Driver. In one transaction it locks every
+// cursor row of the group FOR UPDATE, in partition order as RegisterGroup
+// does, waiting for claims in flight (bounded like an append's wait: FOR
+// UPDATE WAIT n on MariaDB, innodb_lock_wait_timeout on MySQL, and not run
+// again when it ends), then sets the positions. Exceptions are not touched.
+func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) error {
+	parts := make([]int, 0, len(p.Positions))
+	for part := range p.Positions {
+		parts = append(parts, part)
+	}
+	slices.Sort(parts)
+	return d.inTx(ctx, nil, func(tx querier) error {
+		have := map[int]bool{}
+		err := eachRow(ctx, tx, "SELECT `partition` FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY `partition` FOR UPDATE"+d.waitClause(),
+			[]any{p.StreamID, p.Group}, func(r *sql.Rows) error {
+				var part int
+				err := r.Scan(&part)
+				have[part] = true
+				return err
+			})
+		if n := mysqlErrno(err); n == errLockWaitTimeout || n == errLockNowait {
+			return finalError{&driver.Error{Kind: driver.ErrConflict, Err: driver.Redact(fmt.Errorf("group %q: lock cursors: %w", p.Group, err), d.secrets...),
+				Advice: "another transaction has held the group's cursors for the whole lock timeout (a claim holds one only briefly); retry"}}
+		}
+		if err != nil {
+			return err
+		}
+		if len(have) == 0 {
+			return fmt.Errorf("group %q: %w", p.Group, driver.ErrGroupNotFound)
+		}
+		for _, part := range parts {
+			if !have[part] {
+				return fmt.Errorf("group %q has no cursor in partition %d: %w", p.Group, part, driver.ErrGroupNotFound)
+			}
+		}
+		if len(parts) == 0 {
+			return nil
+		}
+		var sb strings.Builder
+		args := make([]any, 0, 3*len(parts)+2)
+		sb.WriteString("UPDATE group_cursor SET position = CASE `partition`")
+		for _, part := range parts {
+			sb.WriteString(" WHEN ? THEN ?")
+			args = append(args, part, p.Positions[part])
+		}
+		sb.WriteString(" ELSE position END WHERE stream_id = ? AND group_name = ? AND `partition` IN (" + placeholders(len(parts)) + ")")
+		args = append(append(args, p.StreamID, p.Group), intsToArgs(parts)...)
+		_, err = tx.ExecContext(ctx, sb.String(), args...)
+		return err
+	})
+}
+
+// ReadRows implements driver.Driver. It reads the log in windows along the
+// (partition, id) index for one partition or the primary key for all, from
+// the bound in the reading direction; each window is one query that returns
+// the payload and headers of the rows the filter keeps only (the others
+// come back as ids), so a filter that keeps little costs little but the
+// rows it examines, at most p.MaxScan of them. A window starts at the size
+// asked for and doubles, up to 512 rows. No transaction: rows are read as
+// committed when each window runs.
+func (d *Driver) ReadRows(ctx context.Context, p driver.ReadRowsParams) (driver.ReadRowsResult, error) {
+	if err := d.check(); err != nil {
+		return driver.ReadRowsResult{}, err
+	}
+	var res driver.ReadRowsResult
+	if p.Limit <= 0 {
+		return res, nil
+	}
+	err := d.withLog(ctx, p.StreamID, func() error {
+		res = driver.ReadRowsResult{}
+		return d.readRows(ctx, p, &res)
+	})
+	if mysqlErrno(err) == errNoSuchTable {
+		return driver.ReadRowsResult{}, fmt.Errorf("mysql %s: stream %d: %w", d.where, p.StreamID, driver.ErrStreamNotFound)
+	}
+	if err != nil {
+		return driver.ReadRowsResult{}, d.wrap(ctx, err, opRead)
+	}
+	return res, nil
+}
+
+func (d *Driver) readRows(ctx context.Context, p driver.ReadRowsParams, res *driver.ReadRowsResult) error {
+	budget := p.MaxScan
+	if budget <= 0 {
+		budget = p.Limit
+	}
+	filter, fargs := versionFilter("m.schema_version", p.Versions)
+	if p.HasKey {
+		filter += " AND m.msg_key <=> ?"
+		fargs = append(fargs, []byte(p.Key))
+	}
+	filtered := p.Versions != nil || p.HasKey
+	from := " FROM " + logTable(p.StreamID) + " m FORCE INDEX (PRIMARY) WHERE "
+	var partArgs []any
+	if p.Partition >= 0 {
+		from = " FROM " + logTable(p.StreamID) + " m FORCE INDEX (by_partition) WHERE m.`partition` = ? AND "
+		partArgs = []any{p.Partition}
+	}
+	from += "m.id > ? AND m.id < ?"
+	order := " ORDER BY m.id"
+	if p.Descending {
+		order += " DESC"
+	}
+	query := "SELECT m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, CASE WHEN " + filter +
+		" THEN m.payload ELSE '' END, CASE WHEN " + filter + " THEN m.headers END, m.produced_at, " + filter + from + order + " LIMIT ?"
+	lo, hi := p.AfterID, int64(math.MaxInt64)
+	if p.BeforeID > 0 {
+		hi = p.BeforeID
+	}
+	window := p.Limit
+	if filtered {
+		window = max(window, minWindow)
+	}
+	window = min(window, maxWindow)
+	type read struct {
+		row   driver.Row
+		match bool
+	}
+	for remaining := budget; ; {
+		w := min(window, remaining)
+		args := append(append(append(append(append(make([]any, 0, 3*len(fargs)+4), fargs...), fargs...), fargs...), partArgs...), lo, hi, w)
+		var got []read
+		if err := eachRow(ctx, d.db, query, args, func(r *sql.Rows) error {
+			var rd read
+			var err error
+			rd.row, err = scanRow(r, &rd.match)
+			got = append(got, rd)
+			return err
+		}); err != nil {
+			return err
+		}
+		examined := 0
+		for _, rd := range got {
+			examined++
+			res.Last = rd.row.ID
+			if rd.match {
+				res.Rows = append(res.Rows, rd.row)
+				if len(res.Rows) == p.Limit {
+					break
+				}
+			}
+		}
+		remaining -= examined
+		if p.Descending {
+			hi = res.Last
+		} else {
+			lo = res.Last
+		}
+		switch {
+		case examined < len(got):
+			// Rows past Last came back unexamined.
+			return nil
+		case len(got) < w:
+			res.Done = true
+			return nil
+		case len(res.Rows) == p.Limit || remaining <= 0:
+			var one int
+			err := d.db.QueryRowContext(ctx, "SELECT 1"+from+" LIMIT 1", append(slices.Clone(partArgs), lo, hi)...).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				res.Done = true
+				return nil
+			}
+			return err
+		}
+		window = min(2*window, maxWindow)
+	}
+}
+
+// MySQL and MariaDB errors of the privilege probe.
+const (
+	errDBAccessDenied    = 1044
+	errTableExists       = 1050
+	errBadTable          = 1051
+	errTableAccessDenied = 1142
+)
+
+// CheckPrivileges implements driver.Driver, without creating anything.
+// When information_schema shows the user's own CREATE and DROP privileges,
+// global or on a row naming exactly this database (which takes precedence
+// over any pattern), that is enough. Otherwise (privileges through a role
+// or a pattern such as app\_%, which information_schema does not resolve,
+// or none) the server itself decides: CREATE TABLE p LIKE q and DROP TABLE
+// q, for names p and q that do not exist, fail on the missing privilege
+// when the user lacks it (the server checks privileges first) and otherwise
+// on the missing table. The probe is left for that case because failing
+// DDL is not free everywhere (Galera orders DDL across the cluster, and
+// monitoring counts the errors).
+func (d *Driver) CheckPrivileges(ctx context.Context, _ driver.CheckPrivilegesParams) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	err := d.checkPrivileges(ctx)
+	if err == nil || driver.Classified(err) {
+		return err
+	}
+	return d.wrap(ctx, fmt.Errorf("mysql %s: check privileges: %w", d.where, err), opRead)
+}
+
+func (d *Driver) checkPrivileges(ctx context.Context) error {
+	conn, err := d.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var user, db sql.NullString
+	if err := conn.QueryRowContext(ctx, `SELECT CURRENT_USER(), DATABASE()`).Scan(&user, &db); err != nil {
+		return err
+	}
+	grantee := user.String
+	if i := strings.LastIndex(grantee, "@"); i >= 0 {
+		grantee = "'" + grantee[:i] + "'@'" + grantee[i+1:] + "'"
+	}
+	held := map[string]bool{}
+	if err := eachRow(ctx, conn, `SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = ? AND PRIVILEGE_TYPE IN ('CREATE', 'DROP')
+		UNION SELECT PRIVILEGE_TYPE FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = ? AND CAST(TABLE_SCHEMA AS BINARY) IN (?, ?)
+			AND PRIVILEGE_TYPE IN ('CREATE', 'DROP')`,
+		[]any{grantee, grantee, db.String, likeEscape(db.String)}, func(r *sql.Rows) error {
+			var p string
+			err := r.Scan(&p)
+			held[strings.ToUpper(p)] = true
+			return err
+		}); err != nil {
+		return err
+	}
+	if held["CREATE"] && held["DROP"] {
+		return nil
+	}
+	d.privilegeProbes.Add(1)
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	probe := "sqlstreams_privilege_probe_" + hex.EncodeToString(b[:])
+	var missing []string
+	var refusals []error
+	try := func(stmt, privilege string, fine ...uint16) error {
+		_, err := conn.ExecContext(ctx, stmt)
+		var me *gomysql.MySQLError
+		switch {
+		case err == nil:
+			return nil
+		case !errors.As(err, &me):
+			return err
+		case slices.Contains(fine, me.Number):
+			return nil
+		case me.Number == errTableAccessDenied || me.Number == errDBAccessDenied:
+			if strings.HasPrefix(me.Message, "SELECT") {
+				privilege = "SELECT"
+			}
+			missing = append(missing, privilege)
+			refusals = append(refusals, err)
+			return nil
+		default:
+			return &driver.Error{Kind: driver.ErrDatabase, Err: driver.Redact(fmt.Errorf("mysql %s: check privileges: %s: %w", d.where, stmt, err), d.secrets...),
+				Advice: "streams create and drop a table each at run time, and the server refused to check that this user may (a read-only server?)"}
+		}
+	}
+	if err := try("CREATE TABLE "+probe+" LIKE "+probe+"_missing", "CREATE", errNoSuchTable, errTableExists); err != nil {
+		return err
+	}
+	if err := try("DROP TABLE "+probe+"_missing", "DROP", errBadTable); err != nil {
+		return err
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return &driver.Error{Kind: driver.ErrDatabase,
+		Err: driver.Redact(fmt.Errorf("mysql %s: user %s lacks the %s privilege on database %s, which sqlstreams needs to create and drop a table per stream at run time: %w",
+			d.where, user.String, strings.Join(missing, " and "), db.String, errors.Join(refusals...)), d.secrets...),
+		Advice: fmt.Sprintf("as an administrator, run GRANT %s ON %s.* TO %s", strings.Join(missing, ", "), quoteName(db.String), grantee)}
+}
+
+// likeEscape is a database name as GRANT ... ON `app\_1`.* stores it: the
+// pattern characters escaped, so that the grant names exactly that name.
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `_`, `\_`, `%`, `\%`).Replace(s)
+}

@@ -1,0 +1,219 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// SetCursors implements driver.Driver. One transaction locks every cursor
+// of the group in partition order (FOR UPDATE, waiting for the claims in
+// flight, bounded by the driver's lock timeout), then sets the given
+// positions. Exceptions stay as they are: the main claim passes over rows
+// the group has one for (see claimPartition).
+func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) error {
+	parts := slices.Sorted(maps.Keys(p.Positions))
+	partitions := make([]int32, len(parts))
+	positions := make([]int64, len(parts))
+	for i, part := range parts {
+		if part < 0 || part > math.MaxInt32 {
+			return fmt.Errorf("postgres: group %q has no cursor for partition %d: %w", p.Group, part, driver.ErrGroupNotFound)
+		}
+		partitions[i], positions[i] = int32(part), p.Positions[part]
+	}
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		d.queueBounded(b, `SELECT partition FROM group_cursor WHERE stream_id = $1::bigint AND group_name = $2::text ORDER BY partition FOR UPDATE`,
+			p.StreamID, p.Group)
+		// A statement of its own, so a snapshot taken after the locks.
+		b.Queue(`SELECT EXISTS (SELECT 1 FROM consumer_group WHERE stream_id = $1::bigint AND name = $2::text)`, p.StreamID, p.Group)
+		br := tx.SendBatch(ctx, b)
+		_, err := br.Exec()
+		var locked []int32
+		var exists bool
+		if err == nil {
+			var rows pgx.Rows
+			if rows, err = br.Query(); err == nil {
+				locked, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+			}
+		}
+		if err == nil {
+			_, err = br.Exec()
+		}
+		if err == nil {
+			err = br.QueryRow().Scan(&exists)
+		}
+		if err := errors.Join(err, br.Close()); err != nil {
+			return err
+		}
+		if !exists || len(locked) == 0 {
+			return fmt.Errorf("postgres: group %q: %w", p.Group, driver.ErrGroupNotFound)
+		}
+		for _, part := range partitions {
+			if !slices.Contains(locked, part) {
+				return fmt.Errorf("postgres: group %q has no cursor for partition %d: %w", p.Group, part, driver.ErrGroupNotFound)
+			}
+		}
+		if len(partitions) == 0 {
+			return nil
+		}
+		b = &pgx.Batch{}
+		b.Queue(`UPDATE group_cursor c SET position = u.pos FROM unnest($3::integer[], $4::bigint[]) AS u(p, pos)
+			WHERE c.stream_id = $1::bigint AND c.group_name = $2::text AND c.partition = u.p`, p.StreamID, p.Group, partitions, positions)
+		// Rows behind a cursor moved back are claimable again: wake the
+		// consumers (delivered at commit).
+		if ch := d.channel(p.StreamID); ch != "" {
+			b.Queue(`SELECT pg_notify($1::text, '')`, ch)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	var de *driver.Error
+	if errors.As(err, &de) && de.Kind == driver.ErrConflict && de.Advice == "" {
+		de.Advice = "claims or a registration of the group held its cursors for longer than the lock timeout; nothing was changed, try again"
+	}
+	return err
+}
+
+// ReadRows implements driver.Driver in one statement: it takes up to
+// MaxScan ids in order from the (partition, id) index for one partition or
+// the primary key otherwise, marks those the filters keep, stops at the
+// Limit-th kept row, reads the payloads of the kept rows only, and finds out
+// with one index probe whether any row lies past the last one examined.
+func (d *Driver) ReadRows(ctx context.Context, p driver.ReadRowsParams) (driver.ReadRowsResult, error) {
+	if err := d.check(); err != nil {
+		return driver.ReadRowsResult{}, err
+	}
+	query, args := readRowsQuery(p)
+	var res driver.ReadRowsResult
+	err := d.retry(ctx, stageRead, func() error {
+		return d.runTx(ctx, readRowsTx, func(tx pgx.Tx) error {
+			res = driver.ReadRowsResult{}
+			rows, err := tx.Query(ctx, query, args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var (
+					lastID           *int64
+					more             bool
+					id, rank         *int64
+					part, version    *int32
+					key, rk          *string
+					payload, headers []byte
+					produced         *time.Time
+				)
+				if err := rows.Scan(&lastID, &more, &id, &part, &version, &key, &rk, &rank, &payload, &headers, &produced); err != nil {
+					return err
+				}
+				if lastID != nil {
+					res.Last = *lastID
+				}
+				res.Done = !more
+				if id == nil {
+					continue // nothing kept: the summary alone
+				}
+				r := driver.Row{ID: *id, Partition: int(*part), SchemaVersion: int(*version), RoutingKey: *rk, CompactionRank: *rank,
+					Payload: payload, ProducedAt: produced.UTC()}
+				if r.Payload == nil {
+					r.Payload = []byte{}
+				}
+				if key != nil {
+					r.Key, r.HasKey = *key, true
+				}
+				if err := decodeHeaders(r.ID, headers, &r.Headers); err != nil {
+					return err
+				}
+				res.Rows = append(res.Rows, r)
+			}
+			return rows.Err()
+		})
+	})
+	if err != nil {
+		return driver.ReadRowsResult{}, err
+	}
+	return res, nil
+}
+
+// readRowsTx is ReadRows' transaction. Sequential and bitmap scans are off
+// so that the planner walks an index in order whatever its statistics say
+// (none on a new log; and a probe for the next row past a bound is cheap
+// for a sequential scan only in its estimate).
+var readRowsTx = pgx.TxOptions{AccessMode: pgx.ReadOnly,
+	BeginQuery: "BEGIN READ ONLY; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off"}
+
+// readRowsQuery is ReadRows' statement. It returns one row per row read,
+// each also carrying the last id examined and whether any row lies past it,
+// or one row with only those when it reads none.
+func readRowsQuery(p driver.ReadRowsParams) (string, []any) {
+	limit := max(p.Limit, 0)
+	scan := p.MaxScan
+	if scan <= 0 {
+		scan = limit
+	}
+	scan = min(scan, math.MaxInt32)
+	var args []any
+	arg := func(v any, typ string) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args)) + "::" + typ
+	}
+	var bounds []string
+	if p.Partition >= 0 {
+		// A range rather than "=": the planner drops an equality's column
+		// from the ORDER BY, and could then walk the primary key filtering
+		// on the partition, examining any number of rows of the others.
+		part := arg(int32(min(p.Partition, math.MaxInt32)), "integer")
+		bounds = append(bounds, "m.partition >= "+part+" AND m.partition <= "+part)
+	}
+	after := arg(p.AfterID, "bigint")
+	bounds = append(bounds, "m.id > "+after)
+	before := ""
+	if p.BeforeID > 0 {
+		before = arg(p.BeforeID, "bigint")
+		bounds = append(bounds, "m.id < "+before)
+	}
+	keep := []string{"TRUE"}
+	if p.Versions != nil {
+		keep = append(keep, "m.schema_version = ANY("+arg(int32s(p.Versions), "integer[]")+")")
+	}
+	if p.HasKey {
+		keep = append(keep, "m.msg_key = "+arg(p.Key, "text"))
+	}
+	// With one partition, ordering by (partition, id) makes its index the
+	// only one that yields the order.
+	dir, last, past := "ASC", "max", "m.id > COALESCE(sm.last, "+after+")"
+	if p.Descending {
+		dir, last = "DESC", "min"
+		if before != "" {
+			past = "m.id < COALESCE(sm.last, " + before + ")"
+		} else {
+			past = "m.id <= COALESCE(sm.last - 1, " + strconv.FormatInt(math.MaxInt64, 10) + ")"
+		}
+	}
+	order := "m.id " + dir
+	if p.Partition >= 0 {
+		order = "m.partition " + dir + ", m.id " + dir
+	}
+	scanArg, limitArg := arg(int32(scan), "integer"), arg(int64(limit), "bigint")
+	table := logTable(p.StreamID)
+	where := strings.Join(bounds, " AND ")
+	// e holds the examined rows: those before the Limit-th kept one, and it.
+	query := `WITH s AS (
+			SELECT m.id, ` + strings.Join(keep, " AND ") + ` AS keep FROM ` + table + ` m WHERE ` + where + ` ORDER BY ` + order + ` LIMIT ` + scanArg + `),
+		c AS (SELECT id, keep, count(*) FILTER (WHERE keep) OVER (ORDER BY id ` + dir + ` ROWS UNBOUNDED PRECEDING) AS nth FROM s),
+		e AS MATERIALIZED (SELECT id, keep FROM c WHERE nth < ` + limitArg + ` OR (nth = ` + limitArg + ` AND keep)),
+		sm AS (SELECT ` + last + `(id) AS last FROM e)
+		SELECT sm.last, (SELECT m.id FROM ` + table + ` m WHERE ` + where + ` AND ` + past + ` ORDER BY ` + order + ` LIMIT 1) IS NOT NULL, ` + strings.ReplaceAll(rowColumns, "m.", "r.") + `
+		FROM sm LEFT JOIN LATERAL (SELECT ` + rowColumns + ` FROM e JOIN ` + table + ` m ON m.id = e.id WHERE e.keep) r ON true
+		ORDER BY r.id ` + dir
+	return query, args
+}

@@ -1,0 +1,1 @@
+ALTER TABLE delivery_exception DROP COLUMN failures;
