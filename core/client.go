@@ -23,6 +23,7 @@ type Client struct {
 	identity  string        // stored with every lease this client takes
 	opTimeout time.Duration // bounds each call Run and maintenance make
 
+	noMigrate  bool         // WithoutMigrate: check the schema instead
 	middleware []Middleware // as given to WithMiddleware
 	chain      chain        // the same, sorted
 	produceMW  []ProduceMiddleware
@@ -74,8 +75,10 @@ func WithMaintenanceInterval(d time.Duration) ClientOption {
 	return func(c *Client) { c.maintainEvery = d }
 }
 
-// Open connects through drv, migrates its schema and starts background
-// maintenance. The driver is owned by the client from then on: Close closes it.
+// Open connects through drv, migrates its schema (or, with WithoutMigrate,
+// checks that it is current), checks that the role may create the tables
+// streams need, and starts background maintenance. The driver is owned by
+// the client from then on: Close closes it.
 func Open(ctx context.Context, drv driver.Driver, opts ...ClientOption) (*Client, error) {
 	if drv == nil {
 		return nil, fmt.Errorf("%w: nil driver; pass one such as sqlite.Open(\"app.db\")", ErrInvalidOption)
@@ -109,7 +112,18 @@ func Open(ctx context.Context, drv driver.Driver, opts ...ClientOption) (*Client
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
-	if err := drv.Migrate(ctx); err != nil {
+	if c.noMigrate {
+		if err := NewMigrator(drv).Validate(ctx); err != nil {
+			_ = drv.Close()
+			return nil, err
+		}
+	} else if err := drv.Migrate(ctx); err != nil {
+		_ = drv.Close()
+		return nil, fmt.Errorf("sqlstreams: open %s: %w", drv.Name(), classify(err))
+	}
+	// Streams create and drop tables at run time: a role that cannot is
+	// found out now rather than at the first registration.
+	if err := drv.CheckPrivileges(ctx, driver.CheckPrivilegesParams{}); err != nil {
 		_ = drv.Close()
 		return nil, fmt.Errorf("sqlstreams: open %s: %w", drv.Name(), classify(err))
 	}
@@ -124,6 +138,17 @@ func Open(ctx context.Context, drv driver.Driver, opts ...ClientOption) (*Client
 
 // Driver returns the driver the client was opened with.
 func (c *Client) Driver() driver.Driver { return c.drv }
+
+// DriverAs returns the client's driver as the concrete driver type D, for
+// what only that driver offers, such as the pool on which to begin the
+// transactions ProduceTx and AckTx take:
+//
+//	drv, ok := sqlstreams.DriverAs[*postgres.Driver](client)
+//	tx, err := drv.Pool().Begin(ctx)
+func DriverAs[D driver.Driver](c *Client) (D, bool) {
+	d, ok := c.drv.(D)
+	return d, ok
+}
 
 // Close stops background work, makes running consumers stop claiming and
 // return ErrClosed, waits for them (each lets its running handlers finish

@@ -10,9 +10,11 @@ import (
 	"math"
 	mrand "math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/schema"
@@ -415,18 +417,52 @@ func (l *lease) expired(now time.Time) bool { return now.UnixNano() >= l.until.L
 func (d Delivery[T]) LeaseExpires() time.Time { return time.Unix(0, d.lease.until.Load()) }
 
 // Ack resolves the delivery; it will not be delivered to the group again.
-func (d Delivery[T]) Ack(ctx context.Context) error { return d.lease.group.ack(ctx, []*lease{d.lease}) }
+func (d Delivery[T]) Ack(ctx context.Context) error {
+	return d.lease.group.ack(ctx, nil, []*lease{d.lease})
+}
 
 // Retry schedules another attempt after delay, recording cause; after
 // MaxAttempts the delivery goes dead instead.
 func (d Delivery[T]) Retry(ctx context.Context, delay time.Duration, cause error) error {
-	return d.lease.group.fail(ctx, []*lease{d.lease}, []error{RetryAfter(delay, cause)})
+	return d.lease.group.fail(ctx, nil, []*lease{d.lease}, []error{RetryAfter(delay, cause)})
 }
 
 // Dead buries the delivery with cause; it is kept for inspection and is not
 // claimed again unless replayed.
 func (d Delivery[T]) Dead(ctx context.Context, cause error) error {
-	return d.lease.group.fail(ctx, []*lease{d.lease}, []error{Dead(cause)})
+	return d.lease.group.fail(ctx, nil, []*lease{d.lease}, []error{Dead(cause)})
+}
+
+// AckTx resolves the delivery inside the caller's transaction tx (adapted
+// by the driver, as for ProduceTx: sqlite.Tx, postgres.Tx, mysql.Tx), the
+// inbox to ProduceTx's outbox: the ack commits exactly when tx commits,
+// together with whatever the handler wrote in it, and is undone when tx
+// rolls back (C21). When the lease was lost it fails, inside the
+// transaction, with ErrLeaseLost (a *SettleError): roll tx back, since
+// another member may be doing the same work. Once AckTx returned nil, the
+// delivery counts as settled here: Run records no other outcome for it, and
+// if tx rolls back it comes back when its lease expires.
+func (d Delivery[T]) AckTx(ctx context.Context, tx driver.Tx) error {
+	if tx == nil {
+		return fmt.Errorf("%w: AckTx with a nil transaction; use Ack to record it on its own", ErrInvalidOption)
+	}
+	return d.lease.group.ack(ctx, tx, []*lease{d.lease})
+}
+
+// RetryTx is Retry inside the caller's transaction, as AckTx is Ack.
+func (d Delivery[T]) RetryTx(ctx context.Context, tx driver.Tx, delay time.Duration, cause error) error {
+	if tx == nil {
+		return fmt.Errorf("%w: RetryTx with a nil transaction; use Retry to record it on its own", ErrInvalidOption)
+	}
+	return d.lease.group.fail(ctx, tx, []*lease{d.lease}, []error{RetryAfter(delay, cause)})
+}
+
+// DeadTx is Dead inside the caller's transaction, as AckTx is Ack.
+func (d Delivery[T]) DeadTx(ctx context.Context, tx driver.Tx, cause error) error {
+	if tx == nil {
+		return fmt.Errorf("%w: DeadTx with a nil transaction; use Dead to record it on its own", ErrInvalidOption)
+	}
+	return d.lease.group.fail(ctx, tx, []*lease{d.lease}, []error{Dead(cause)})
 }
 
 // Extend keeps the lease for another d from now.
@@ -445,7 +481,7 @@ func (c *Consumer[T]) Ack(ctx context.Context, ds ...Delivery[T]) error {
 	for i, d := range ds {
 		ls[i] = d.lease
 	}
-	return c.ack(ctx, ls)
+	return c.ack(ctx, nil, ls)
 }
 
 // Claim leases up to n deliveries: due retries and expired leases first,
@@ -510,7 +546,7 @@ func (c *Consumer[T]) claim(ctx context.Context, n int, source string) ([]Delive
 					cause = fmt.Errorf("schema version %d: %w", r.SchemaVersion, err)
 					outcome, what = Dead(cause), "payload does not decode; dead-lettered"
 				}
-				if ferr := c.fail(ctx, []*lease{l}, []error{outcome}); ferr != nil {
+				if ferr := c.fail(ctx, nil, []*lease{l}, []error{outcome}); ferr != nil {
 					c.client.logger.Warn("sqlstreams: could not record the failure of an undecodable delivery; it comes back when its lease expires",
 						"stream", c.stream.Name, "group", c.name, "id", r.ID, "error", ferr)
 					failed = true
@@ -655,11 +691,13 @@ func refs(ls []*lease) []driver.Lease {
 	return out
 }
 
-func (g *group) ack(ctx context.Context, ls []*lease) error {
+// ack resolves leases, inside the caller's transaction tx when it is not
+// nil.
+func (g *group) ack(ctx context.Context, tx driver.Tx, ls []*lease) error {
 	taken, already, lost := take(ls)
 	if len(taken) > 0 {
 		start := time.Now()
-		res, err := g.client.drv.Ack(ctx, driver.AckParams{StreamID: g.stream.ID, Group: g.name, Leases: refs(taken), Now: start.UTC()})
+		res, err := g.client.drv.Ack(ctx, driver.AckParams{StreamID: g.stream.ID, Group: g.name, Leases: refs(taken), Now: start.UTC(), Tx: tx})
 		g.hookSettle(ctx, OutcomeAck, taken, res, start, err)
 		if err != nil {
 			reopen(taken)
@@ -685,8 +723,9 @@ func (g *group) hookSettle(ctx context.Context, outcome string, taken []*lease, 
 }
 
 // fail records handler errors, causes[i] for ls[i]: dead for Dead(err) or
-// after MaxAttempts, otherwise delayed by RetryAfter's delay or the backoff.
-func (g *group) fail(ctx context.Context, ls []*lease, causes []error) error {
+// after MaxAttempts, otherwise delayed by RetryAfter's delay or the backoff;
+// inside the caller's transaction tx when it is not nil.
+func (g *group) fail(ctx context.Context, tx driver.Tx, ls []*lease, causes []error) error {
 	taken, already, lost := take(ls)
 	if len(taken) == 0 {
 		return settleErr("retry", g, lost, already)
@@ -716,7 +755,7 @@ func (g *group) fail(ctx context.Context, ls []*lease, causes []error) error {
 		}
 		fs[i] = f
 	}
-	res, err := g.client.drv.Fail(ctx, driver.FailParams{StreamID: g.stream.ID, Group: g.name, Failures: fs, Now: now})
+	res, err := g.client.drv.Fail(ctx, driver.FailParams{StreamID: g.stream.ID, Group: g.name, Failures: fs, Now: now, Tx: tx})
 	if len(g.settleHooks) > 0 {
 		var dead, retried []*lease
 		for i, l := range taken {
@@ -819,11 +858,15 @@ func errorText(err error) string {
 		return "no error given"
 	}
 	const max = 4000
-	s := err.Error()
+	s := strings.ToValidUTF8(err.Error(), "\uFFFD")
 	if len(s) > max {
-		s = s[:max] + "…"
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
-	return s
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }
 
 func newToken() string {
@@ -877,29 +920,52 @@ type DeadLetter struct {
 	Headers       map[string]string
 	ProducedAt    time.Time
 	Attempt       int
-	Error         string
-	FirstFailed   time.Time
-	DiedAt        time.Time
+	// Error is the last failure's error, whole.
+	Error       string
+	FirstFailed time.Time
+	DiedAt      time.Time
+	// Holder is the client that held the last lease.
+	Holder string
+	// History lists every failed attempt, oldest first (GroupAdmin.DeadLetter
+	// fills it; lists leave it empty).
+	History []FailureRecord
+}
+
+// FailureRecord is one failed attempt of a delivery.
+type FailureRecord struct {
+	Attempt int
+	// Error is the attempt's error, cut to 1000 bytes.
+	Error string
+	At    time.Time
+	// Holder is the client that held the lease of the attempt.
+	Holder string
 }
 
 // DeadLetters lists up to limit dead deliveries of the group with ids above
 // afterID, in id order; pass the last id seen to page.
 func (c *Consumer[T]) DeadLetters(ctx context.Context, afterID int64, limit int) ([]DeadLetter, error) {
-	if err := c.client.checkOpen(); err != nil {
+	return deadLetters(ctx, c.client, c.stream, c.name, afterID, limit, false)
+}
+
+func deadLetters(ctx context.Context, client *Client, stream driver.StreamConfig, group string, afterID int64, limit int, history bool) ([]DeadLetter, error) {
+	if err := client.checkOpen(); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
 		return nil, fmt.Errorf("%w: DeadLetters limit %d; use a positive count", ErrInvalidOption, limit)
 	}
-	dls, err := c.client.drv.ListDead(ctx, driver.ListDeadParams{StreamID: c.stream.ID, Group: c.name, AfterID: afterID, Limit: limit})
+	dls, err := client.drv.ListDead(ctx, driver.ListDeadParams{StreamID: stream.ID, Group: group, AfterID: afterID, Limit: limit, History: history})
 	if err != nil {
-		return nil, c.wrap("list dead letters", classify(err))
+		return nil, fmt.Errorf("sqlstreams: list dead letters of group %q on %q: %w", group, stream.Name, classify(err))
 	}
 	out := make([]DeadLetter, len(dls))
 	for i, d := range dls {
 		out[i] = DeadLetter{ID: d.ID, SchemaVersion: d.SchemaVersion, Key: d.Key, RoutingKey: d.RoutingKey,
 			Partition: d.Partition, Payload: json.RawMessage(d.Payload), Headers: d.Headers, ProducedAt: d.ProducedAt,
-			Attempt: d.Attempt, Error: d.Error, FirstFailed: d.FirstFailed, DiedAt: d.DiedAt}
+			Attempt: d.Attempt, Error: d.Error, FirstFailed: d.FirstFailed, DiedAt: d.DiedAt, Holder: d.Holder}
+		for _, h := range d.History {
+			out[i].History = append(out[i].History, FailureRecord(h))
+		}
 	}
 	return out, nil
 }
@@ -910,21 +976,23 @@ func (c *Consumer[T]) Replay(ctx context.Context, ids ...int64) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	return c.replay(ctx, ids)
+	return replay(ctx, c.client, c.stream, c.name, ids)
 }
 
 // ReplayAll replays every dead delivery of the group.
-func (c *Consumer[T]) ReplayAll(ctx context.Context) (int64, error) { return c.replay(ctx, nil) }
+func (c *Consumer[T]) ReplayAll(ctx context.Context) (int64, error) {
+	return replay(ctx, c.client, c.stream, c.name, nil)
+}
 
-func (c *Consumer[T]) replay(ctx context.Context, ids []int64) (int64, error) {
-	if err := c.client.checkOpen(); err != nil {
+func replay(ctx context.Context, client *Client, stream driver.StreamConfig, group string, ids []int64) (int64, error) {
+	if err := client.checkOpen(); err != nil {
 		return 0, err
 	}
-	n, err := c.client.drv.Replay(ctx, driver.ReplayParams{StreamID: c.stream.ID, Group: c.name, IDs: ids, Now: time.Now().UTC()})
+	n, err := client.drv.Replay(ctx, driver.ReplayParams{StreamID: stream.ID, Group: group, IDs: ids, Now: time.Now().UTC()})
 	if err != nil {
-		return n, c.wrap("replay", classify(err))
+		return n, fmt.Errorf("sqlstreams: replay for group %q on %q: %w", group, stream.Name, classify(err))
 	}
-	c.client.wake(c.stream.ID)
+	client.wake(stream.ID)
 	return n, nil
 }
 
@@ -933,19 +1001,21 @@ func (c *Consumer[T]) Discard(ctx context.Context, ids ...int64) (int64, error) 
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	return c.discard(ctx, ids)
+	return discard(ctx, c.client, c.stream, c.name, ids)
 }
 
 // DiscardAll resolves every dead delivery of the group.
-func (c *Consumer[T]) DiscardAll(ctx context.Context) (int64, error) { return c.discard(ctx, nil) }
+func (c *Consumer[T]) DiscardAll(ctx context.Context) (int64, error) {
+	return discard(ctx, c.client, c.stream, c.name, nil)
+}
 
-func (c *Consumer[T]) discard(ctx context.Context, ids []int64) (int64, error) {
-	if err := c.client.checkOpen(); err != nil {
+func discard(ctx context.Context, client *Client, stream driver.StreamConfig, group string, ids []int64) (int64, error) {
+	if err := client.checkOpen(); err != nil {
 		return 0, err
 	}
-	n, err := c.client.drv.Discard(ctx, driver.DiscardParams{StreamID: c.stream.ID, Group: c.name, IDs: ids})
+	n, err := client.drv.Discard(ctx, driver.DiscardParams{StreamID: stream.ID, Group: group, IDs: ids})
 	if err != nil {
-		return n, c.wrap("discard", classify(err))
+		return n, fmt.Errorf("sqlstreams: discard for group %q on %q: %w", group, stream.Name, classify(err))
 	}
 	return n, nil
 }

@@ -39,8 +39,34 @@ type VersionHealth struct {
 	// exceptions remain at the version. Rows already processed do not block
 	// retirement: retention removes them in its own time.
 	Retirable bool
-	// Reasons says what blocks retirement, one phrase per cause.
+	// Reasons says what blocks retirement, one phrase per cause (the Text of
+	// each of Blockers).
 	Reasons []string
+	// Blockers are the same causes with a stable code for tools.
+	Blockers []Reason
+	// Notes say what is worth knowing but does not block retirement, such
+	// as rows no group reads.
+	Notes []Reason
+}
+
+// Reason codes of VersionHealth.Blockers and Notes. They are stable: tools
+// may match them instead of the words.
+const (
+	ReasonHeadsRemain = "heads_remain" // compaction heads at the version
+	ReasonUnread      = "unread"       // a group has rows past its cursor
+	ReasonLeased      = "leased"       // a group has leased deliveries
+	ReasonDelayed     = "delayed"      // a group has delayed deliveries (retries, or rows left for members with a converter)
+	ReasonDead        = "dead"         // a group has dead deliveries
+	ReasonNoGroup     = "no_group"     // rows at the version that no group reads (a note)
+)
+
+// Reason is one cause of a verdict.
+type Reason struct {
+	Code string
+	// Group is the group concerned, "" for the version as a whole.
+	Group string
+	Count int64
+	Text  string
 }
 
 // GroupHealth is one group's standing at one version.
@@ -61,6 +87,22 @@ type GroupHealth struct {
 	// RemovedUnread counts rows a hard retention limit removed before the
 	// group resolved them (all versions).
 	RemovedUnread int64
+	// Partitions are the per-partition figures behind Unread and
+	// CursorDistance.
+	Partitions []PartitionHealth
+}
+
+// PartitionHealth is a group's standing in one partition, at one version.
+type PartitionHealth struct {
+	Partition int
+	// Cursor is the last id the group's main claim passed; HighWater the
+	// greatest id ever assigned in the partition.
+	Cursor, HighWater int64
+	// Distance is HighWater minus Cursor (all versions, all keys).
+	Distance int64
+	// Unread counts rows at the version past the cursor that the group
+	// reads (bindings, heads).
+	Unread int64
 }
 
 // Health reads the stream's state per version (C13). It takes the name only;
@@ -113,8 +155,17 @@ func buildHealth(cfg driver.StreamConfig, st driver.HealthStats, now time.Time) 
 		}
 		k := gv{group, v}
 		if figures[k] == nil {
-			figures[k] = &GroupHealth{Group: group, AllVersions: g.AllVersions, RemovedUnread: g.RemovedUnread,
+			f := &GroupHealth{Group: group, AllVersions: g.AllVersions, RemovedUnread: g.RemovedUnread,
 				CursorDistance: cursorDistance(g.Cursors, st.HighWater)}
+			for p, c := range g.Cursors {
+				ph := PartitionHealth{Partition: p, Cursor: c}
+				if p < len(st.HighWater) {
+					ph.HighWater = st.HighWater[p]
+					ph.Distance = max(ph.HighWater-c, 0)
+				}
+				f.Partitions = append(f.Partitions, ph)
+			}
+			figures[k] = f
 			get(v)
 		}
 		return figures[k]
@@ -135,6 +186,9 @@ func buildHealth(cfg driver.StreamConfig, st driver.HealthStats, now time.Time) 
 		}
 		if f := at(u.Group, u.Version); f != nil {
 			f.Unread += u.Rows
+			if u.Partition >= 0 && u.Partition < len(f.Partitions) {
+				f.Partitions[u.Partition].Unread += u.Rows
+			}
 		}
 	}
 	for _, e := range st.Exceptions {
@@ -184,21 +238,32 @@ func cursorDistance(cursors, highWater []int64) int64 {
 }
 
 func (vh *VersionHealth) verdict() {
+	block := func(code, group string, n int64, text string) {
+		vh.Blockers = append(vh.Blockers, Reason{Code: code, Group: group, Count: n, Text: text})
+		vh.Reasons = append(vh.Reasons, text)
+	}
 	if vh.Heads > 0 {
-		vh.Reasons = append(vh.Reasons, "compaction heads remain")
+		block(ReasonHeadsRemain, "", vh.Heads, "compaction heads remain")
 	}
 	for _, g := range vh.Groups {
 		if g.Unread > 0 {
-			vh.Reasons = append(vh.Reasons, fmt.Sprintf("group %s has %d unread", g.Group, g.Unread))
+			block(ReasonUnread, g.Group, g.Unread, fmt.Sprintf("group %s has %d unread", g.Group, g.Unread))
 		}
-		if g.Leased+g.Delayed > 0 {
-			vh.Reasons = append(vh.Reasons, fmt.Sprintf("group %s has %d in flight", g.Group, g.Leased+g.Delayed))
+		if g.Leased > 0 {
+			block(ReasonLeased, g.Group, g.Leased, fmt.Sprintf("group %s has %d leased", g.Group, g.Leased))
+		}
+		if g.Delayed > 0 {
+			block(ReasonDelayed, g.Group, g.Delayed, fmt.Sprintf("group %s has %d delayed", g.Group, g.Delayed))
 		}
 		if g.Dead > 0 {
-			vh.Reasons = append(vh.Reasons, fmt.Sprintf("group %s has %d dead (replay or discard them)", g.Group, g.Dead))
+			block(ReasonDead, g.Group, g.Dead, fmt.Sprintf("group %s has %d dead (replay or discard them)", g.Group, g.Dead))
 		}
 	}
-	vh.Retirable = len(vh.Reasons) == 0
+	if vh.Rows > 0 && len(vh.Groups) == 0 {
+		vh.Notes = append(vh.Notes, Reason{Code: ReasonNoGroup, Count: vh.Rows,
+			Text: fmt.Sprintf("no group reads version %d (%d rows)", vh.Version, vh.Rows)})
+	}
+	vh.Retirable = len(vh.Blockers) == 0
 }
 
 // Verdict returns "retirable" or the reasons that block retirement.
@@ -228,6 +293,9 @@ func (h Health) WriteTable(w io.Writer) error {
 	for _, vh := range h.Versions {
 		verdict := vh.Verdict()
 		if len(vh.Groups) == 0 {
+			for _, n := range vh.Notes {
+				verdict += "; " + n.Text
+			}
 			fmt.Fprintf(tw, "v%d\t%d\t%d\t-\t-\t-\t-\t-\t-\t%s\n", vh.Version, vh.Rows, vh.Heads, verdict)
 			continue
 		}

@@ -381,11 +381,11 @@ func (r *runner[T]) process(d Delivery[T]) bool {
 	var settleErr error
 	switch {
 	case err == nil:
-		settleErr = r.retryTransient(func() error { return c.ack(ctx, []*lease{d.lease}) }) // in order: the next row waits for it
+		settleErr = r.retryTransient(func() error { return c.ack(ctx, nil, []*lease{d.lease}) }) // in order: the next row waits for it
 	case r.handlerCtx.Err() != nil && errors.Is(err, context.Canceled):
 		settleErr = c.release(ctx, []*lease{d.lease})
 	default:
-		settleErr = r.retryTransient(func() error { return c.fail(ctx, []*lease{d.lease}, []error{err}) })
+		settleErr = r.retryTransient(func() error { return c.fail(ctx, nil, []*lease{d.lease}, []error{err}) })
 		c.client.logger.Debug("sqlstreams: handler failed", "stream", c.stream.Name, "group", c.name, "id", d.ID, "attempt", d.Attempt, "error", err)
 	}
 	if settleErr != nil {
@@ -509,7 +509,7 @@ func (r *runner[T]) writeAcks(batch []*lease) {
 	unknown := false // an earlier attempt's outcome was unknown
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := r.c.client.opContext(r.settleBase)
-		err := r.c.ack(ctx, batch)
+		err := r.c.ack(ctx, nil, batch)
 		cancel()
 		var se *SettleError
 		switch {
