@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +46,19 @@ type Target struct {
 	// Unreachable returns a driver whose database cannot be reached (a
 	// closed port, a file in a missing directory).
 	Unreachable func() driver.Driver
+	// ExecTx runs one statement inside a transaction BeginTx began (tx) or,
+	// with tx nil, on its own on drv. Tests use it for the application's
+	// own writes next to a transactional settle, with portable SQL (DDL such
+	// as CREATE TABLE IF NOT EXISTS only with tx nil: MySQL would commit the
+	// transaction first).
+	ExecTx func(ctx context.Context, drv driver.Driver, tx driver.Tx, query string) error
+	// QueryInt runs a query returning one integer on drv.
+	QueryInt func(ctx context.Context, drv driver.Driver, query string) (int64, error)
+	// ResetNamespace, when set, empties a namespace a test used (drops every
+	// stream's table, deletes every row, keeps the migrated schema) so that
+	// the suite can hand it to the next test instead of migrating a new one.
+	// It must fail when the namespace cannot be made empty.
+	ResetNamespace func(namespace string) error
 }
 
 // contract is one named conformance test.
@@ -63,10 +77,11 @@ func register(name string, run func(t *testing.T, h *harness)) {
 
 // Run runs every contract test against target.
 func Run(t *testing.T, target Target) {
+	root, pool := t, &nsPool{}
 	for _, c := range contracts {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			c.run(t, &harness{target: target})
+			c.run(t, &harness{target: target, root: root, pool: pool})
 		})
 	}
 }
@@ -75,17 +90,53 @@ func Run(t *testing.T, target Target) {
 type harness struct {
 	target    Target
 	namespace string
+	// root is the test that owns pooled namespaces; pool holds emptied ones.
+	root testing.TB
+	pool *nsPool
+}
+
+// nsPool keeps namespaces that tests used and ResetNamespace emptied, for
+// the next test.
+type nsPool struct {
+	mu   sync.Mutex
+	free []string
 }
 
 // fresh returns a harness with a namespace of its own, for a subtest.
-func (h *harness) fresh() *harness { return &harness{target: h.target} }
+func (h *harness) fresh() *harness { return &harness{target: h.target, root: h.root, pool: h.pool} }
 
-// ns returns the test's namespace, creating it on first use.
+// ns returns the test's namespace, on first use: an emptied one from the
+// pool when the target can reset namespaces, otherwise a new one.
 func (h *harness) ns(t testing.TB) string {
-	if h.namespace == "" {
-		h.namespace = h.target.NewNamespace(t)
+	if h.namespace != "" {
+		return h.namespace
 	}
-	return h.namespace
+	if h.target.ResetNamespace == nil || h.pool == nil {
+		h.namespace = h.target.NewNamespace(t)
+		return h.namespace
+	}
+	h.pool.mu.Lock()
+	if n := len(h.pool.free); n > 0 {
+		h.namespace, h.pool.free = h.pool.free[n-1], h.pool.free[:n-1]
+	}
+	h.pool.mu.Unlock()
+	if h.namespace == "" {
+		// Owned by the root so that it outlives this test; dropped when the
+		// whole suite is done.
+		h.namespace = h.target.NewNamespace(h.root)
+	}
+	ns := h.namespace
+	// Registered before the test's clients, so it runs after they closed.
+	t.Cleanup(func() {
+		if err := h.target.ResetNamespace(ns); err != nil {
+			t.Logf("namespace %s is not reused: %v", ns, err)
+			return
+		}
+		h.pool.mu.Lock()
+		h.pool.free = append(h.pool.free, ns)
+		h.pool.mu.Unlock()
+	})
+	return ns
 }
 
 // client opens a client on the test's namespace, closed at cleanup.

@@ -25,13 +25,14 @@ type childSpec struct {
 	Batch       int
 }
 
-type childRole func(context.Context, *sqlstreams.Client, childSpec, *proctest.Recorder) error
+type childRole func(context.Context, *sqlstreams.Client, childSpec, *proctest.Recorder, Target) error
 
 // childRoles are the parts of multi-process tests that run in children.
 var childRoles = map[string]childRole{
 	"claim-ack": childClaimAck,
 	"produce":   childProduce,
 	"consume":   childConsume,
+	"ack-tx":    childAckTx,
 }
 
 func dispatchChildren(target Target) {
@@ -49,7 +50,7 @@ func runChild(ctx context.Context, raw json.RawMessage, role childRole, target T
 		return 2
 	}
 	return RunChild(ctx, target, spec.Namespace, spec.Out, func(ctx context.Context, c *sqlstreams.Client, rec *proctest.Recorder) error {
-		return role(ctx, c, spec, rec)
+		return role(ctx, c, spec, rec, target)
 	})
 }
 
@@ -91,7 +92,7 @@ func RunChild(ctx context.Context, target Target, namespace, out string, role fu
 
 // childClaimAck claims batches, records each delivery as it handles it,
 // acks the batch and records the ack, until it is killed.
-func childClaimAck(ctx context.Context, c *sqlstreams.Client, spec childSpec, rec *proctest.Recorder) error {
+func childClaimAck(ctx context.Context, c *sqlstreams.Client, spec childSpec, rec *proctest.Recorder, _ Target) error {
 	cons, err := c.Stream[EventV1](spec.Stream).Consumer(spec.Group).Register(ctx, &sqlstreams.ConsumerOptions{LeaseDuration: spec.Lease})
 	if err != nil {
 		return err
@@ -132,7 +133,7 @@ func childClaimAck(ctx context.Context, c *sqlstreams.Client, spec childSpec, re
 
 // childProduce produces Count events, alternating single produces and
 // batches of ten, recording every id.
-func childProduce(ctx context.Context, c *sqlstreams.Client, spec childSpec, rec *proctest.Recorder) error {
+func childProduce(ctx context.Context, c *sqlstreams.Client, spec childSpec, rec *proctest.Recorder, _ Target) error {
 	p, err := c.Stream[EventV1](spec.Stream).Producer().Register(ctx, nil)
 	if err != nil {
 		return err
@@ -165,7 +166,7 @@ func childProduce(ctx context.Context, c *sqlstreams.Client, spec childSpec, rec
 }
 
 // childConsume runs a group member until SIGTERM, recording each handled id.
-func childConsume(ctx context.Context, c *sqlstreams.Client, spec childSpec, rec *proctest.Recorder) error {
+func childConsume(ctx context.Context, c *sqlstreams.Client, spec childSpec, rec *proctest.Recorder, _ Target) error {
 	cons, err := c.Stream[EventV1](spec.Stream).Consumer(spec.Group).Register(ctx, &sqlstreams.ConsumerOptions{
 		LeaseDuration: spec.Lease, Concurrency: spec.Concurrency, BatchSize: spec.Batch, PollInterval: 20 * time.Millisecond})
 	if err != nil {
