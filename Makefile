@@ -1,7 +1,7 @@
 # Every target uses Go 1.27 (generic methods); the go command fetches it once.
 export GOTOOLCHAIN := go1.27.3
 
-PACKAGES := ./core/... ./conformance/... ./driver/sqlite/... ./driver/postgres/... ./driver/mysql/... ./examples/... ./.tests/e2e/...
+PACKAGES := ./core/... ./conformance/... ./driver/sqlite/... ./driver/postgres/... ./driver/mysql/... ./contrib/dsn/... ./contrib/otel/... ./contrib/fx/... ./contrib/cli/... ./examples/... ./.tests/e2e/...
 GOFMT = $(shell go env GOROOT)/bin/gofmt
 
 .PHONY: demo test vet fmt race bench services
@@ -16,11 +16,11 @@ test: vet
 	go test -count=1 -timeout 25m $(PACKAGES)
 
 vet:
-	@out=$$($(GOFMT) -l core conformance driver examples .tests); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$($(GOFMT) -l core conformance driver contrib examples .tests); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet $(PACKAGES)
 
 fmt:
-	$(GOFMT) -w core conformance driver examples .tests
+	$(GOFMT) -w core conformance driver contrib examples .tests
 
 race:
 	go test -count=1 -race -timeout 40m $(PACKAGES)

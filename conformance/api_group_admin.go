@@ -73,7 +73,14 @@ func testGroupAdmin(t *testing.T, h *harness) {
 		return dead != 0
 	})
 
-	// A RawPayload handle reaches the v2 group by name.
+	if gs, err := c.Stream[sqlstreams.RawPayload](stream).Groups(ctx(t)); err != nil || len(gs) != 1 || gs[0].Name != "fraud" ||
+		gs[0].SchemaVersion != 2 || !slices.Equal(gs[0].Bindings, []string{"eu.#"}) {
+		t.Errorf("groups of %q: %+v, %v", stream, gs, err)
+	}
+	if c.Identity() != "pod-a:1" {
+		t.Errorf("identity %q", c.Identity())
+	}
+		// A RawPayload handle reaches the v2 group by name.
 	g := c.Stream[sqlstreams.RawPayload](stream).Group("fraud")
 	d, err := g.Describe(ctx(t))
 	if err != nil {

@@ -139,6 +139,10 @@ func Open(ctx context.Context, drv driver.Driver, opts ...ClientOption) (*Client
 // Driver returns the driver the client was opened with.
 func (c *Client) Driver() driver.Driver { return c.drv }
 
+// Identity returns the name the client records with the leases it takes
+// (WithIdentity).
+func (c *Client) Identity() string { return c.identity }
+
 // DriverAs returns the client's driver as the concrete driver type D, for
 // what only that driver offers, such as the pool on which to begin the
 // transactions ProduceTx and AckTx take:

@@ -33,6 +33,37 @@ func (s *Stream[T]) Group(name string) *GroupAdmin {
 // Name returns the group name.
 func (g *GroupAdmin) Name() string { return g.name }
 
+// GroupInfo is a consumer group's stored configuration.
+type GroupInfo struct {
+	Name          string
+	SchemaVersion int
+	// AllVersions marks a RawPayload group, which reads every version.
+	AllVersions  bool
+	ConvertsFrom []int
+	// Bindings select routing keys; none means every key.
+	Bindings  []string
+	Start     StartPosition
+	CreatedAt time.Time
+}
+
+// Groups lists the stream's consumer groups, ordered by name.
+func (s *Stream[T]) Groups(ctx context.Context) ([]GroupInfo, error) {
+	cfg, err := s.lookup(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	gs, err := s.client.drv.ListGroups(ctx, driver.ListGroupsParams{StreamID: cfg.ID})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstreams: groups of %q: %w", s.name, classify(err))
+	}
+	out := make([]GroupInfo, len(gs))
+	for i, g := range gs {
+		out[i] = GroupInfo{Name: g.Name, SchemaVersion: g.SchemaVersion, AllVersions: g.AllVersions, ConvertsFrom: g.ConvertsFrom,
+			Bindings: g.Bindings, Start: StartPosition(g.Start), CreatedAt: g.CreatedAt}
+	}
+	return out, nil
+}
+
 func (g *GroupAdmin) resolve(ctx context.Context) (driver.StreamConfig, error) {
 	if err := validateName("group", g.name); err != nil {
 		return driver.StreamConfig{}, err

@@ -1,0 +1,2 @@
+// Package sqlstreamscli is the sqlstreams command, embeddable.
+package sqlstreamscli

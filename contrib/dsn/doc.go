@@ -1,0 +1,2 @@
+// Package dsn opens the sqlstreams driver a URL names.
+package dsn

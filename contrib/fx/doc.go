@@ -1,0 +1,2 @@
+// Package sqlstreamsfx wires a sqlstreams client with uber-go/fx.
+package sqlstreamsfx

@@ -1,0 +1,2 @@
+// Package otelsqlstreams traces produce and claim with OpenTelemetry.
+package otelsqlstreams
