@@ -80,7 +80,7 @@ func testGroupAdmin(t *testing.T, h *harness) {
 	if c.Identity() != "pod-a:1" {
 		t.Errorf("identity %q", c.Identity())
 	}
-		// A RawPayload handle reaches the v2 group by name.
+	// A RawPayload handle reaches the v2 group by name.
 	g := c.Stream[sqlstreams.RawPayload](stream).Group("fraud")
 	d, err := g.Describe(ctx(t))
 	if err != nil {
