@@ -153,6 +153,21 @@ func testGroupAdmin(t *testing.T, h *harness) {
 	if _, err := g.Describe(ctx(t)); !errors.Is(err, sqlstreams.ErrGroupNotFound) {
 		t.Errorf("describe after delete: %v; want ErrGroupNotFound", err)
 	}
+	// A group that is not there is an error on every delivery operation,
+	// not an empty answer a tool would print as "nothing dead".
+	missing := c.Stream[sqlstreams.RawPayload](stream).Group("fruad")
+	if _, err := missing.DeadLetters(ctx(t), 0, 10); !errors.Is(err, sqlstreams.ErrGroupNotFound) {
+		t.Errorf("dead letters of a missing group: %v; want ErrGroupNotFound", err)
+	}
+	if _, err := missing.DeadLetter(ctx(t), dead); !errors.Is(err, sqlstreams.ErrGroupNotFound) {
+		t.Errorf("dead letter of a missing group: %v; want ErrGroupNotFound", err)
+	}
+	if _, err := missing.Replay(ctx(t), dead); !errors.Is(err, sqlstreams.ErrGroupNotFound) {
+		t.Errorf("replay on a missing group: %v; want ErrGroupNotFound", err)
+	}
+	if _, err := missing.DiscardAll(ctx(t)); !errors.Is(err, sqlstreams.ErrGroupNotFound) {
+		t.Errorf("discard all on a missing group: %v; want ErrGroupNotFound", err)
+	}
 }
 
 // Cursor resets move a group like kafka-consumer-groups --reset-offsets:

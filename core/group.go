@@ -71,6 +71,24 @@ func (g *GroupAdmin) resolve(ctx context.Context) (driver.StreamConfig, error) {
 	return g.client.Stream[RawPayload](g.stream).lookup(ctx, false)
 }
 
+// resolveGroup is resolve for the operations on a group's deliveries: a
+// misspelt group name fails with ErrGroupNotFound instead of finding nothing
+// to list, replay or discard.
+func (g *GroupAdmin) resolveGroup(ctx context.Context) (driver.StreamConfig, error) {
+	cfg, err := g.resolve(ctx)
+	if err != nil {
+		return cfg, err
+	}
+	gs, err := g.client.drv.ListGroups(ctx, driver.ListGroupsParams{StreamID: cfg.ID})
+	if err != nil {
+		return cfg, g.wrap("look up", err)
+	}
+	if !slices.ContainsFunc(gs, func(x driver.GroupConfig) bool { return x.Name == g.name }) {
+		return cfg, fmt.Errorf("sqlstreams: stream %q has no group %q: %w; list them with Stream.Groups", g.stream, g.name, ErrGroupNotFound)
+	}
+	return cfg, nil
+}
+
 func (g *GroupAdmin) wrap(op string, err error) error {
 	return fmt.Errorf("sqlstreams: %s for group %q on %q: %w", op, g.name, g.stream, classify(err))
 }
@@ -181,7 +199,7 @@ func (g *GroupAdmin) Describe(ctx context.Context) (GroupDescription, error) {
 // DeadLetters lists up to limit dead deliveries of the group with ids above
 // afterID, in id order; pass the last id seen to page.
 func (g *GroupAdmin) DeadLetters(ctx context.Context, afterID int64, limit int) ([]DeadLetter, error) {
-	cfg, err := g.resolve(ctx)
+	cfg, err := g.resolveGroup(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +209,7 @@ func (g *GroupAdmin) DeadLetters(ctx context.Context, afterID int64, limit int) 
 // DeadLetter returns one dead delivery with its payload and its failure
 // history, or ErrDeadLetterNotFound.
 func (g *GroupAdmin) DeadLetter(ctx context.Context, id int64) (DeadLetter, error) {
-	cfg, err := g.resolve(ctx)
+	cfg, err := g.resolveGroup(ctx)
 	if err != nil {
 		return DeadLetter{}, err
 	}
@@ -231,7 +249,7 @@ func (g *GroupAdmin) DiscardAll(ctx context.Context) (int64, error) {
 }
 
 func (g *GroupAdmin) onDead(ctx context.Context, ids []int64, do func(context.Context, *Client, driver.StreamConfig, string, []int64) (int64, error)) (int64, error) {
-	cfg, err := g.resolve(ctx)
+	cfg, err := g.resolveGroup(ctx)
 	if err != nil {
 		return 0, err
 	}
