@@ -404,16 +404,21 @@ func cut(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-func versionString() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == "github.com/sqlstreams/sqlstreams/core" {
-				return d.Version
-			}
-		}
-		if bi.Main.Version != "" {
-			return bi.Main.Version
+// versions reads the command's module version and the core module's from
+// the build information ("(devel)" in a workspace build).
+func versions() (cli, core string) {
+	cli, core = "(devel)", "(devel)"
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return cli, core
+	}
+	if bi.Main.Version != "" {
+		cli = bi.Main.Version
+	}
+	for _, d := range bi.Deps {
+		if d.Path == "github.com/sqlstreams/sqlstreams/core" && d.Version != "" {
+			core = d.Version
 		}
 	}
-	return "(devel)"
+	return cli, core
 }

@@ -277,14 +277,14 @@ func (c *CLI) maintainCmd() *cobra.Command {
 func (c *CLI) versionCmd() *cobra.Command {
 	return &cobra.Command{Use: "version", Short: "Print the sqlstreams and Go versions", Args: cobra.NoArgs,
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			v := c.opts.Version
+			v, core := c.opts.Version, "(devel)"
 			if v == "" {
-				v = versionString()
+				v, core = versions()
 			}
 			if c.JSON() {
-				return c.WriteJSON(map[string]string{"version": v, "go": runtime.Version(), "platform": runtime.GOOS + "/" + runtime.GOARCH})
+				return c.WriteJSON(map[string]string{"version": v, "core_version": core, "go": runtime.Version(), "platform": runtime.GOOS + "/" + runtime.GOARCH})
 			}
-			_, err := fmt.Fprintf(c.opts.Stdout, "sqlstreams %s (%s %s/%s)\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			_, err := fmt.Fprintf(c.opts.Stdout, "sqlstreams %s (core %s, %s %s/%s)\n", v, core, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return err
 		})}
 }

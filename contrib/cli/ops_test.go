@@ -303,6 +303,25 @@ func TestProduce(t *testing.T) {
 		if second.SchemaVersion != 3 || second.Key != nil || !strings.Contains(string(second.Payload), `"b"`) {
 			t.Fatalf("second row: %+v", second)
 		}
+		for _, last := range []struct {
+			args []string
+			ids  []int64
+		}{{[]string{"--last", "1"}, []int64{2}}, {[]string{"--last", "2"}, []int64{1, 2}}, {[]string{"--last", "2", "--limit", "1"}, []int64{1}},
+			{[]string{"--after", "1"}, []int64{2}}, {[]string{"--key", "k1"}, []int64{1}}, {[]string{"--version", "3", "--version", "v2"}, []int64{1, 2}},
+			{[]string{"--version", "1"}, nil}} {
+			page := decode[struct {
+				Records []struct {
+					ID int64 `json:"id"`
+				} `json:"records"`
+			}](t, must(t, url, append([]string{"-o", "json", "tail", "raw"}, last.args...)...))
+			var ids []int64
+			for _, r := range page.Records {
+				ids = append(ids, r.ID)
+			}
+			if !slices.Equal(ids, last.ids) {
+				t.Fatalf("tail raw %v: ids %v, want %v", last.args, ids, last.ids)
+			}
+		}
 		if r := cli(t, url, "produce", "raw", "--version", "1", "--data", "{not json"); r.code != 1 || !strings.Contains(r.stderr, "invalid message") {
 			t.Fatalf("bad JSON: %v", r)
 		}

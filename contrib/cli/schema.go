@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
@@ -52,10 +53,11 @@ func (c *CLI) schemaCmd() *cobra.Command {
 				Fingerprint string       `json:"fingerprint"`
 				CreatedAt   *string      `json:"created_at"`
 				Readers     []readerJSON `json:"readers"`
+				created     time.Time
 			}
 			out := []revJSON{}
 			for _, r := range revs {
-				j := revJSON{Version: r.Version, Revision: r.Revision, Fingerprint: r.Fingerprint, CreatedAt: jsonTime(r.CreatedAt), Readers: []readerJSON{}}
+				j := revJSON{Version: r.Version, Revision: r.Revision, Fingerprint: r.Fingerprint, CreatedAt: jsonTime(r.CreatedAt), Readers: []readerJSON{}, created: r.CreatedAt}
 				for _, rd := range readers {
 					if rd.Version == r.Version && rd.Revision == r.Revision {
 						j.Readers = append(j.Readers, readerJSON{rd.Group, jsonTime(rd.RegisteredAt)})
@@ -76,11 +78,7 @@ func (c *CLI) schemaCmd() *cobra.Command {
 				for _, rd := range r.Readers {
 					names = append(names, rd.Group)
 				}
-				created := "-"
-				if r.CreatedAt != nil {
-					created = (*r.CreatedAt)[:19] + "Z"
-				}
-				fmt.Fprintf(tw, "v%d\t%d\t%s\t%s\t%s\n", r.Version, r.Revision, r.Fingerprint, created, dash(strings.Join(names, ",")))
+				fmt.Fprintf(tw, "v%d\t%d\t%s\t%s\t%s\n", r.Version, r.Revision, r.Fingerprint, tableTime(r.created), dash(strings.Join(names, ",")))
 			}
 			return tw.Flush()
 		})}

@@ -85,6 +85,9 @@ new rows until interrupted (Ctrl-C); then the output is one object per line with
 					return Usagef("--last %d: show 1 to %d rows", o.last, sqlstreams.MaxBrowseLimit)
 				}
 				opts.Last, opts.Limit = true, int(o.last)
+				if !cmd.Flags().Changed("limit") {
+					o.limit = int(o.last)
+				}
 			}
 			lines := c.output == "jsonl" || (c.output == "json" && o.follow)
 			var all []sqlstreams.Record
