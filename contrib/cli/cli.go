@@ -109,6 +109,7 @@ type CLI struct {
 
 	drv    driver.Driver
 	client *sqlstreams.Client
+	log    *slog.Logger
 }
 
 // New builds the command tree.
@@ -283,19 +284,14 @@ func (c *CLI) Client(ctx context.Context) (*sqlstreams.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	level := slog.LevelError
-	if c.verbose {
-		level = slog.LevelDebug
-	}
-	opts := []sqlstreams.ClientOption{
-		sqlstreams.WithLogger(slog.New(slog.NewTextHandler(c.opts.Stderr, &slog.HandlerOptions{Level: level}))),
-		sqlstreams.WithMaintenanceInterval(0),
-	}
+	opts := []sqlstreams.ClientOption{sqlstreams.WithLogger(c.logger()), sqlstreams.WithMaintenanceInterval(0)}
 	if c.noMigrate {
 		opts = append(opts, sqlstreams.WithoutMigrate())
 	}
+	start := time.Now()
 	client, err := sqlstreams.Open(ctx, drv, append(opts, c.opts.ClientOptions...)...)
 	c.drv = nil // Open closes the driver when it fails; the client closes it otherwise
+	c.logger().Debug("sqlstreams: open client", "driver", drv.Name(), "migrate", !c.noMigrate, "took", time.Since(start), "error", err)
 	if err != nil {
 		return nil, err
 	}
@@ -318,8 +314,26 @@ func (c *CLI) run(body func(ctx context.Context, cmd *cobra.Command, args []stri
 			ctx, cancel = context.WithTimeout(ctx, c.timeout)
 			defer cancel()
 		}
-		return body(ctx, cmd, args)
+		start := time.Now()
+		err := body(ctx, cmd, args)
+		c.logger().Debug("sqlstreams: command done", "command", cmd.CommandPath(), "took", time.Since(start), "error", err)
+		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			err = fmt.Errorf("%w (the command ran longer than --timeout %v; raise --timeout)", err, c.timeout)
+		}
+		return err
 	}
+}
+
+// logger logs on stderr: errors only, everything with --verbose.
+func (c *CLI) logger() *slog.Logger {
+	if c.log == nil {
+		level := slog.LevelError
+		if c.verbose {
+			level = slog.LevelDebug
+		}
+		c.log = slog.New(slog.NewTextHandler(c.opts.Stderr, &slog.HandlerOptions{Level: level}))
+	}
+	return c.log
 }
 
 // JSON reports whether the output is json or jsonl.

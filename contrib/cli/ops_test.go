@@ -684,3 +684,147 @@ func TestExitCode(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobalFlags: --verbose logs on stderr (and nothing is logged without
+// it); --timeout bounds a command and says which flag to raise.
+func TestGlobalFlags(t *testing.T) {
+	t.Parallel()
+	url := "sqlite:" + filepath.Join(t.TempDir(), "cli.db")
+	must(t, url, "streams", "create", "orders")
+	r := cli(t, url, "-v", "streams", "list")
+	if r.code != 0 || !strings.Contains(r.stderr, "level=DEBUG") || !strings.Contains(r.stderr, "driver=sqlite") ||
+		!strings.Contains(r.stderr, `command="sqlstreams streams list"`) {
+		t.Fatalf("-v: %v", r)
+	}
+	if r := cli(t, url, "streams", "list"); r.code != 0 || r.stderr != "" {
+		t.Fatalf("without -v: %v", r)
+	}
+	r = cli(t, url, "--timeout", "1ns", "streams", "list")
+	if r.code != 1 || !strings.Contains(r.stderr, "deadline exceeded") || !strings.Contains(r.stderr, "raise --timeout") {
+		t.Fatalf("--timeout 1ns: %v", r)
+	}
+	if r := cli(t, url, "--timeout", "soon", "streams", "list"); r.code != 2 {
+		t.Fatalf("a bad --timeout: %v", r)
+	}
+}
+
+// TestDeadByID: replay and discard named ids; a settled id counts 0 and
+// dead show then says it is not found.
+func TestDeadByID(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, url string) {
+		seed(t, url)
+		if out := must(t, url, "dead", "discard", "orders", "billing", "4", "--yes"); out != "DISCARDED\n1\n" {
+			t.Fatalf("discard 4: %q", out)
+		}
+		if out := must(t, url, "-o", "json", "dead", "discard", "orders", "billing", "4", "--yes"); decode[map[string]any](t, out)["discarded"] != float64(0) {
+			t.Fatalf("discard 4 again: %s", out)
+		}
+		if out := must(t, url, "dead", "replay", "orders", "billing", "4", "5"); out != "REPLAYED\n0\n" {
+			t.Fatalf("replay settled ids: %q", out)
+		}
+		if r := cli(t, url, "dead", "show", "orders", "billing", "4"); r.code != 1 || !strings.Contains(r.stderr, "dead letter not found") {
+			t.Fatalf("show a discarded letter: %v", r)
+		}
+		if r := cli(t, url, "dead", "replay", "orders", "billing", "x"); r.code != 2 {
+			t.Fatalf("a bad id: %v", r)
+		}
+		if r := cli(t, url, "dead", "list", "orders", "nobody"); r.code != 0 || r.stdout != "ID  VERSION  PARTITION  KEY  ROUTING-KEY  ATTEMPTS  FIRST-FAILED  DIED-AT  ERROR\n" {
+			t.Fatalf("dead list of a group without dead letters: %v", r)
+		}
+		// --force deletes a group that still has a leased delivery.
+		if r := cli(t, url, "groups", "delete", "orders", "billing", "--yes"); r.code != 3 || !strings.Contains(r.stderr, "has 1 leased") {
+			t.Fatalf("delete with a lease out: %v", r)
+		}
+		must(t, url, "groups", "delete", "orders", "billing", "--yes", "--force")
+		if r := cli(t, url, "groups", "describe", "orders", "billing"); r.code != 1 || !strings.Contains(r.stderr, "group not found") {
+			t.Fatalf("describe a deleted group: %v", r)
+		}
+	})
+}
+
+// TestDeadListPages: --after and --limit page through the dead letters.
+func TestDeadListPages(t *testing.T) {
+	t.Parallel()
+	url := "sqlite:" + filepath.Join(t.TempDir(), "cli.db")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := goClient(t, url)
+	p, err := client.Stream[OrderV1]("s").Producer().Register(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := p.Produce(ctx, OrderV1{OrderID: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.Stream[OrderV1]("s").Consumer("g").Register(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range claimAll(t, c, 5) {
+		if err := d.Dead(ctx, errors.New(strings.Repeat("very long error ", 20))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type page struct {
+		DeadLetters []struct {
+			ID    int64  `json:"id"`
+			Error string `json:"error"`
+		} `json:"dead_letters"`
+		NextAfter int64 `json:"next_after"`
+	}
+	var ids []int64
+	after := "0"
+	for range 5 {
+		pg := decode[page](t, must(t, url, "-o", "json", "dead", "list", "s", "g", "--limit", "2", "--after", after))
+		for _, d := range pg.DeadLetters {
+			ids = append(ids, d.ID)
+			if len(d.Error) != 320 {
+				t.Fatalf("json cut the error: %q", d.Error)
+			}
+		}
+		if pg.NextAfter == 0 {
+			break
+		}
+		after = fmt.Sprint(pg.NextAfter)
+	}
+	if !slices.Equal(ids, []int64{1, 2, 3, 4, 5}) {
+		t.Fatalf("paged ids %v", ids)
+	}
+	r := cli(t, url, "dead", "list", "s", "g", "--limit", "2")
+	if r.code != 0 || !strings.Contains(r.stderr, "more may follow: add --after 2") {
+		t.Fatalf("table page: %v", r)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n")[1:] {
+		if !strings.HasSuffix(line, "…") || len([]rune(line[strings.Index(line, "very"):])) != 80 {
+			t.Fatalf("the table's error is not cut to 80 runes: %q", line)
+		}
+	}
+	if r := cli(t, url, "dead", "list", "s", "g", "--limit", "0"); r.code != 2 {
+		t.Fatalf("--limit 0: %v", r)
+	}
+}
+
+// TestMaintain: maintain runs compaction once and reports what it removed.
+func TestMaintain(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, url string) {
+		must(t, url, "streams", "create", "accounts", "--compacted")
+		for i := range 3 {
+			must(t, url, "produce", "accounts", "--version", "1", "--key", "acct-1", "--data", fmt.Sprintf(`{"balance":%d}`, i))
+		}
+		got := decode[map[string]int64](t, must(t, url, "-o", "json", "maintain"))
+		if got["compacted"] != 2 || got["retained"] != 0 || got["removed_unread"] != 0 {
+			t.Fatalf("maintain: %v", got)
+		}
+		if out := must(t, url, "maintain"); out != "COMPACTED  RETAINED  REMOVED-UNREAD\n0          0         0\n" {
+			t.Fatalf("maintain again:\n%s", out)
+		}
+		recs := must(t, url, "-o", "jsonl", "tail", "accounts")
+		if strings.Count(recs, "\n") != 1 || !strings.Contains(recs, `"balance":2`) {
+			t.Fatalf("after compaction the log holds:\n%s", recs)
+		}
+	})
+}

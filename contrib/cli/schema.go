@@ -25,6 +25,7 @@ type checkJSON struct {
 	Compatible bool          `json:"compatible"`
 	Level      string        `json:"level"`
 	Problems   []problemJSON `json:"problems"`
+	Note       string        `json:"note,omitempty"`
 }
 
 func (c *CLI) schemaCmd() *cobra.Command {
@@ -164,13 +165,18 @@ Every problem is printed; the exit code is 3 when the schema is incompatible.`,
 			if err != nil {
 				return err
 			}
+			note := ""
 			level, err := client.Registry().Level(ctx, args[0])
-			if err != nil && !errors.Is(err, sqlstreams.ErrStreamNotFound) {
+			if errors.Is(err, sqlstreams.ErrStreamNotFound) {
+				note = fmt.Sprintf("stream %s does not exist yet: registering creates it and accepts any first schema", args[0])
+				level, err = client.Registry().Level(ctx, sqlstreams.RegistryWide)
+			}
+			if err != nil {
 				return err
 			}
 			err = client.Registry().Check(ctx, args[0], v, doc)
 			var inc *sqlstreams.IncompatibleSchemaError
-			out := checkJSON{Compatible: err == nil, Level: level.Value.String(), Problems: []problemJSON{}}
+			out := checkJSON{Compatible: err == nil, Level: level.Value.String(), Problems: []problemJSON{}, Note: note}
 			switch {
 			case errors.As(err, &inc):
 				out.Level = inc.Level.String()
@@ -246,6 +252,9 @@ func (c *CLI) writeCheck(out checkJSON, what string) error {
 		}
 	} else if out.Compatible {
 		fmt.Fprintf(c.opts.Stdout, "compatible at level %s\n", out.Level)
+		if out.Note != "" {
+			fmt.Fprintln(c.opts.Stdout, out.Note)
+		}
 	} else {
 		tw := c.table()
 		fmt.Fprintln(tw, "AGAINST\tDIRECTION\tKIND\tPATH\tMESSAGE")
