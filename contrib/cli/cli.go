@@ -55,13 +55,17 @@ func CheckFailedf(format string, args ...any) error {
 	return &tagged{tag: ErrCheckFailed, msg: fmt.Sprintf(format, args...)}
 }
 
+// tagged is an error with the CLI's message that matches tag (ErrUsage or
+// ErrCheckFailed) and wraps the cause, if any.
 type tagged struct {
 	tag error
 	msg string
+	err error
 }
 
 func (e *tagged) Error() string        { return e.msg }
 func (e *tagged) Is(target error) bool { return target == e.tag }
+func (e *tagged) Unwrap() error        { return e.err }
 
 // ExitCode maps an error to the exit code Execute returns for it.
 func ExitCode(err error) int {
@@ -110,6 +114,8 @@ type CLI struct {
 	drv    driver.Driver
 	client *sqlstreams.Client
 	log    *slog.Logger
+
+	executed bool
 }
 
 // New builds the command tree.
@@ -187,6 +193,11 @@ func (c *CLI) Output() string { return c.output }
 // the exit code. Errors are printed on stderr. The client, when a command
 // opened one, is closed before Execute returns.
 func (c *CLI) Execute(ctx context.Context, args []string) int {
+	if c.executed {
+		fmt.Fprintln(c.opts.Stderr, "sqlstreams: this CLI has run already; make a new one with New for each command line")
+		return ExitError
+	}
+	c.executed = true
 	ran := false
 	wrap(c.root, &ran)
 	c.root.SetArgs(args)
@@ -198,7 +209,7 @@ func (c *CLI) Execute(ctx context.Context, args []string) int {
 		return ExitOK
 	}
 	if !ran && !errors.Is(err, ErrCheckFailed) {
-		err = &tagged{tag: ErrUsage, msg: err.Error()}
+		err = &tagged{tag: ErrUsage, msg: err.Error(), err: err}
 	}
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "sqlstreams") {
@@ -251,7 +262,8 @@ func (c *CLI) databaseURL() (string, error) {
 		u = c.opts.Getenv(EnvURL)
 	}
 	if u == "" {
-		return "", &tagged{tag: ErrUsage, msg: fmt.Sprintf("sqlstreams: %v: pass --url or set %s (postgres://…, mysql://…, sqlite:path.db)", ErrNoURL, EnvURL)}
+		return "", &tagged{tag: ErrUsage, err: ErrNoURL,
+			msg: fmt.Sprintf("sqlstreams: %v: pass --url or set %s (postgres://…, mysql://…, sqlite:path.db)", ErrNoURL, EnvURL)}
 	}
 	return u, nil
 }
@@ -268,7 +280,7 @@ func (c *CLI) Driver() (driver.Driver, error) {
 	}
 	drv, err := dsn.Open(u)
 	if err != nil {
-		return nil, &tagged{tag: ErrUsage, msg: "sqlstreams: --url: " + err.Error()}
+		return nil, &tagged{tag: ErrUsage, msg: "sqlstreams: --url: " + err.Error(), err: err}
 	}
 	c.drv = drv
 	return drv, nil

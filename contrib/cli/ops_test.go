@@ -667,6 +667,25 @@ func TestAddCommand(t *testing.T) {
 	}
 }
 
+// TestErrorsMatch: the CLI's errors keep their causes for errors.Is.
+func TestErrorsMatch(t *testing.T) {
+	t.Parallel()
+	c := sqlstreamscli.New(&sqlstreamscli.Options{Getenv: func(string) string { return "" }})
+	if _, err := c.Driver(); !errors.Is(err, sqlstreamscli.ErrNoURL) || !errors.Is(err, sqlstreamscli.ErrUsage) {
+		t.Fatalf("Driver without a URL: %v", err)
+	}
+	c = sqlstreamscli.New(&sqlstreamscli.Options{Getenv: func(string) string { return "redis://x" }})
+	if _, err := c.Client(context.Background()); !errors.Is(err, dsn.ErrInvalidURL) || !errors.Is(err, sqlstreamscli.ErrUsage) {
+		t.Fatalf("Client on a redis URL: %v", err)
+	}
+	var stderr bytes.Buffer
+	c = sqlstreamscli.New(&sqlstreamscli.Options{Stdout: io.Discard, Stderr: &stderr})
+	if c.Execute(context.Background(), []string{"version"}) != 0 || c.Execute(context.Background(), []string{"version"}) != 1 ||
+		!strings.Contains(stderr.String(), "make a new one with New") {
+		t.Fatalf("a second Execute: %s", stderr.String())
+	}
+}
+
 func TestExitCode(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -729,8 +748,14 @@ func TestDeadByID(t *testing.T) {
 		if r := cli(t, url, "dead", "replay", "orders", "billing", "x"); r.code != 2 {
 			t.Fatalf("a bad id: %v", r)
 		}
-		if r := cli(t, url, "dead", "list", "orders", "nobody"); r.code != 0 || r.stdout != "ID  VERSION  PARTITION  KEY  ROUTING-KEY  ATTEMPTS  FIRST-FAILED  DIED-AT  ERROR\n" {
+		if r := cli(t, url, "dead", "list", "orders", "audit"); r.code != 0 || r.stdout != "ID  VERSION  PARTITION  KEY  ROUTING-KEY  ATTEMPTS  FIRST-FAILED  DIED-AT  ERROR\n" {
 			t.Fatalf("dead list of a group without dead letters: %v", r)
+		}
+		for _, args := range [][]string{{"dead", "list", "orders", "nobody"}, {"dead", "show", "orders", "nobody", "4"},
+			{"dead", "replay", "orders", "nobody", "--all"}, {"dead", "discard", "orders", "nobody", "4", "--yes"}} {
+			if r := cli(t, url, args...); r.code != 1 || !strings.Contains(r.stderr, `stream "orders" has no group "nobody": consumer group not found; it has audit, billing`) {
+				t.Fatalf("%v: %v", args, r)
+			}
 		}
 		// --force deletes a group that still has a leased delivery.
 		if r := cli(t, url, "groups", "delete", "orders", "billing", "--yes"); r.code != 3 || !strings.Contains(r.stderr, "has 1 leased") {
@@ -827,4 +852,54 @@ func TestMaintain(t *testing.T) {
 			t.Fatalf("after compaction the log holds:\n%s", recs)
 		}
 	})
+}
+
+// TestTailFollowTable: in table output, --follow prints the header once,
+// then rows as they arrive, with -o json it writes lines.
+func TestTailFollowTable(t *testing.T) {
+	t.Parallel()
+	for _, output := range []string{"table", "json"} {
+		t.Run(output, func(t *testing.T) {
+			t.Parallel()
+			url := "sqlite:" + filepath.Join(t.TempDir(), "cli.db")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			client := goClient(t, url)
+			producer, err := client.Stream[OrderV1]("events").Producer().Register(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := producer.Produce(ctx, OrderV1{OrderID: "first"}); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr syncBuffer
+			followCtx, stop := context.WithCancel(ctx)
+			code := make(chan int, 1)
+			go func() {
+				c := sqlstreamscli.New(&sqlstreamscli.Options{Stdout: &stdout, Stderr: &stderr, PollInterval: 5 * time.Millisecond,
+					Getenv: func(string) string { return url }})
+				code <- c.Execute(followCtx, []string{"-o", output, "tail", "events", "-f"})
+			}()
+			eventually(t, "the first row is printed", func() bool { return strings.Contains(stdout.String(), `"first"`) })
+			if _, err := producer.Produce(ctx, OrderV1{OrderID: "second"}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the second row is printed", func() bool { return strings.Contains(stdout.String(), `"second"`) })
+			stop()
+			if c := <-code; c != 0 {
+				t.Fatalf("exit %d: %s", c, stderr.String())
+			}
+			lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+			switch output {
+			case "table":
+				if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID  PARTITION") || strings.Count(stdout.String(), "PARTITION") != 1 {
+					t.Fatalf("table follow output:\n%s", stdout.String())
+				}
+			case "json":
+				if len(lines) != 2 || !json.Valid([]byte(lines[0])) || !json.Valid([]byte(lines[1])) {
+					t.Fatalf("json follow output:\n%s", stdout.String())
+				}
+			}
+		})
+	}
 }

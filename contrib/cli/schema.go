@@ -2,6 +2,7 @@ package sqlstreamscli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -123,7 +124,7 @@ func (c *CLI) schemaCmd() *cobra.Command {
 					Fingerprint string  `json:"fingerprint"`
 					CreatedAt   *string `json:"created_at"`
 					Schema      any     `json:"schema"`
-				}{args[0], rev.Version, rev.Revision, rev.Fingerprint, jsonTime(rev.CreatedAt), rawJSON(canonical)})
+				}{args[0], rev.Version, rev.Revision, rev.Fingerprint, jsonTime(rev.CreatedAt), json.RawMessage(canonical)})
 			}
 			_, err = fmt.Fprintln(c.opts.Stdout, strings.TrimRight(prettyJSON(canonical), "\n"))
 			return err
@@ -195,14 +196,6 @@ Every problem is printed; the exit code is 3 when the schema is incompatible.`,
 	return group("schema", "Schema revisions, checks, and compatibility level and mode", list, show, check,
 		c.settingCmd("level", "compatibility level", "BACKWARD"), c.settingCmd("mode", "registry mode", "READWRITE"))
 }
-
-func rawJSON(b []byte) any {
-	return jsonRaw(b)
-}
-
-type jsonRaw []byte
-
-func (j jsonRaw) MarshalJSON() ([]byte, error) { return j, nil }
 
 func (c *CLI) checkOffline(oldPath, newPath, levelName, policyName string) error {
 	level, err := schema.ParseLevel(levelName)

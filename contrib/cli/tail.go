@@ -91,6 +91,7 @@ new rows until interrupted (Ctrl-C); then the output is one object per line with
 			}
 			lines := c.output == "jsonl" || (c.output == "json" && o.follow)
 			var all []sqlstreams.Record
+			header := true
 			emit := func(recs []sqlstreams.Record) error {
 				switch {
 				case lines:
@@ -102,7 +103,9 @@ new rows until interrupted (Ctrl-C); then the output is one object per line with
 				case c.output == "json":
 					all = append(all, recs...)
 				default:
-					return c.writeRecords(recs)
+					err := c.writeRecords(recs, header)
+					header = false
+					return err
 				}
 				return nil
 			}
@@ -194,9 +197,13 @@ func (c *CLI) writeJSONLine(v any) error {
 	return enc.Encode(v)
 }
 
-func (c *CLI) writeRecords(recs []sqlstreams.Record) error {
+// writeRecords prints rows as a table; --follow prints the header with the
+// first rows only.
+func (c *CLI) writeRecords(recs []sqlstreams.Record, header bool) error {
 	tw := c.table()
-	fmt.Fprintln(tw, "ID\tPARTITION\tVERSION\tKEY\tROUTING-KEY\tPRODUCED-AT\tPAYLOAD")
+	if header {
+		fmt.Fprintln(tw, "ID\tPARTITION\tVERSION\tKEY\tROUTING-KEY\tPRODUCED-AT\tPAYLOAD")
+	}
 	for _, r := range recs {
 		key := "-"
 		if r.HasKey {

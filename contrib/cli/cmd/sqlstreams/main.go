@@ -17,7 +17,10 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := sqlstreamscli.New(nil).Execute(ctx, os.Args[1:])
+	cli := sqlstreamscli.New(nil)
+	// Commands built outside this module register here with cli.AddCommand;
+	// their RunE gets the client from cli.Client(cmd.Context()).
+	code := cli.Execute(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)
 }
