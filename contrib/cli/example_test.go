@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	sqlstreamscli "github.com/sqlstreams/sqlstreams/contrib/cli"
+	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
 // The command runs inside any program: give it arguments, get an exit code.
@@ -75,4 +76,60 @@ func ExampleExitCode() {
 	fmt.Println(sqlstreamscli.ExitCode(nil), sqlstreamscli.ExitCode(errors.New("boom")),
 		sqlstreamscli.ExitCode(sqlstreamscli.Usagef("bad flag")), sqlstreamscli.ExitCode(sqlstreamscli.CheckFailedf("not retirable")))
 	// Output: 0 1 2 3
+}
+
+// A command added by a program writes JSON the way the built-in ones do:
+// indented for -o json, one line for -o jsonl, and a table otherwise.
+func ExampleCLI_WriteJSON() {
+	cli := sqlstreamscli.New(&sqlstreamscli.Options{Stdout: os.Stdout, Stderr: os.Stdout})
+	cli.AddCommand(&cobra.Command{Use: "hello", RunE: func(cmd *cobra.Command, args []string) error {
+		if cli.JSON() {
+			return cli.WriteJSON(map[string]string{"greeting": "hello", "format": cli.Output()})
+		}
+		_, err := fmt.Fprintln(cli.Stdout(), "GREETING\nhello")
+		return err
+	}})
+	cli.Execute(context.Background(), []string{"hello", "-o", "jsonl"})
+	// Output: {"format":"jsonl","greeting":"hello"}
+}
+
+// Driver gives a command the database without opening a client, which
+// would migrate it: what the migrate commands use.
+func ExampleCLI_Driver() {
+	dir, _ := os.MkdirTemp("", "cli-example-")
+	defer os.RemoveAll(dir)
+	cli := sqlstreamscli.New(&sqlstreamscli.Options{Stdout: os.Stdout, Stderr: os.Stdout})
+	cli.AddCommand(&cobra.Command{Use: "pending", RunE: func(cmd *cobra.Command, args []string) error {
+		drv, err := cli.Driver()
+		if err != nil {
+			return err
+		}
+		applied, err := drv.AppliedMigrations(cmd.Context(), driver.AppliedMigrationsParams{})
+		fmt.Println(drv.Name(), len(applied), "applied")
+		return err
+	}})
+	cli.Execute(context.Background(), []string{"--url", "sqlite:" + filepath.Join(dir, "new.db"), "pending"})
+	// Output: sqlite 0 applied
+}
+
+// Root is the cobra command, for a program that renames or documents the
+// command it embeds.
+func ExampleCLI_Root() {
+	cli := sqlstreamscli.New(nil)
+	cli.Root().Use = "myapp-streams"
+	fmt.Println(cli.Root().Name())
+	// Output: myapp-streams
+}
+
+// Usagef and CheckFailedf make the errors that exit 2 and 3.
+func ExampleUsagef() {
+	err := sqlstreamscli.Usagef("--since %q: write a duration such as 1h", "yesterday")
+	fmt.Println(errors.Is(err, sqlstreamscli.ErrUsage), sqlstreamscli.ExitCode(err), err)
+	// Output: true 2 --since "yesterday": write a duration such as 1h
+}
+
+func ExampleCheckFailedf() {
+	err := sqlstreamscli.CheckFailedf("sqlstreams: %d consumers still on v1", 2)
+	fmt.Println(errors.Is(err, sqlstreamscli.ErrCheckFailed), sqlstreamscli.ExitCode(err), err)
+	// Output: true 3 sqlstreams: 2 consumers still on v1
 }

@@ -52,3 +52,15 @@ func ExampleNames() {
 	fmt.Println(dsn.Names())
 	// Output: [postgres mysql sqlite]
 }
+
+func ExampleTarget_Open() {
+	t, err := dsn.Parse("sqlite:" + filepath.Join(os.TempDir(), "dsn-example.db"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	drv := t.Open()
+	defer drv.Close()
+	fmt.Println(drv.Name())
+	// Output: sqlite
+}
