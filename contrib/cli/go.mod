@@ -2,7 +2,37 @@ module github.com/sqlstreams/sqlstreams/contrib/cli
 
 go 1.27
 
-require github.com/sqlstreams/sqlstreams/core v0.0.0
+require (
+	github.com/spf13/cobra v1.10.2
+	github.com/sqlstreams/sqlstreams/contrib/dsn v0.0.0
+	github.com/sqlstreams/sqlstreams/core v0.0.0
+)
+
+require (
+	filippo.io/edwards25519 v1.2.0 // indirect
+	github.com/dustin/go-humanize v1.1.0 // indirect
+	github.com/go-sql-driver/mysql v1.10.1 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/mattn/go-isatty v0.0.24 // indirect
+	github.com/ncruces/go-strftime v1.1.0 // indirect
+	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+	github.com/sqlstreams/sqlstreams/driver/mysql v0.0.0 // indirect
+	github.com/sqlstreams/sqlstreams/driver/postgres v0.0.0 // indirect
+	github.com/sqlstreams/sqlstreams/driver/sqlite v0.0.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+	modernc.org/libc v1.80.1 // indirect
+	modernc.org/mathutil v1.7.1 // indirect
+	modernc.org/memory v1.12.1 // indirect
+	modernc.org/sqlite v1.62.0 // indirect
+)
 
 replace (
 	github.com/sqlstreams/sqlstreams/conformance => ../../conformance
@@ -11,3 +41,5 @@ replace (
 	github.com/sqlstreams/sqlstreams/driver/postgres => ../../driver/postgres
 	github.com/sqlstreams/sqlstreams/driver/sqlite => ../../driver/sqlite
 )
+
+replace github.com/sqlstreams/sqlstreams/contrib/dsn => ../dsn

@@ -1,0 +1,339 @@
+package sqlstreamscli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+)
+
+type failureJSON struct {
+	Attempt int     `json:"attempt"`
+	Error   string  `json:"error"`
+	At      *string `json:"at"`
+	Holder  string  `json:"holder"`
+}
+
+type deadJSON struct {
+	ID            int64             `json:"id"`
+	SchemaVersion int               `json:"schema_version"`
+	Partition     int               `json:"partition"`
+	Key           string            `json:"key"`
+	RoutingKey    string            `json:"routing_key"`
+	Attempts      int               `json:"attempts"`
+	FirstFailed   *string           `json:"first_failed"`
+	DiedAt        *string           `json:"died_at"`
+	ProducedAt    *string           `json:"produced_at"`
+	Holder        string            `json:"holder"`
+	Error         string            `json:"error"`
+	Headers       map[string]string `json:"headers"`
+	Payload       json.RawMessage   `json:"payload"`
+	History       []failureJSON     `json:"history,omitempty"`
+}
+
+func deadOut(d sqlstreams.DeadLetter) deadJSON {
+	out := deadJSON{ID: d.ID, SchemaVersion: d.SchemaVersion, Partition: d.Partition, Key: d.Key, RoutingKey: d.RoutingKey,
+		Attempts: d.Attempt, FirstFailed: jsonTime(d.FirstFailed), DiedAt: jsonTime(d.DiedAt), ProducedAt: jsonTime(d.ProducedAt),
+		Holder: d.Holder, Error: d.Error, Headers: d.Headers, Payload: d.Payload}
+	if out.Headers == nil {
+		out.Headers = map[string]string{}
+	}
+	if len(out.Payload) == 0 {
+		out.Payload = json.RawMessage("null")
+	}
+	for _, f := range d.History {
+		out.History = append(out.History, failureJSON{f.Attempt, f.Error, jsonTime(f.At), f.Holder})
+	}
+	return out
+}
+
+// progressMin is the smallest number of rows for which replay and discard
+// draw a progress bar (on a terminal, in table output); batch is how many
+// ids each call settles.
+const (
+	progressMin = 100
+	deadBatch   = 100
+)
+
+func (c *CLI) deadCmd() *cobra.Command {
+	var after int64
+	var limit int
+	list := &cobra.Command{Use: "list STREAM GROUP [--after ID] [--limit N]", Short: "List a group's dead letters, a page at a time", Args: cobra.ExactArgs(2),
+		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			if limit < 1 || limit > 1000 {
+				return Usagef("--limit %d: list 1 to 1000 dead letters a page", limit)
+			}
+			_, s, err := c.raw(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			g, err := existingGroup(ctx, s, args[1])
+			if err != nil {
+				return err
+			}
+			dls, err := g.DeadLetters(ctx, after, limit)
+			if err != nil {
+				return err
+			}
+			var next int64
+			if len(dls) == limit {
+				next = dls[len(dls)-1].ID
+			}
+			switch c.output {
+			case "jsonl":
+				for _, d := range dls {
+					if err := c.WriteJSON(deadOut(d)); err != nil {
+						return err
+					}
+				}
+				return nil
+			case "json":
+				out := struct {
+					Stream      string     `json:"stream"`
+					Group       string     `json:"group"`
+					DeadLetters []deadJSON `json:"dead_letters"`
+					NextAfter   int64      `json:"next_after"`
+				}{args[0], args[1], []deadJSON{}, next}
+				for _, d := range dls {
+					out.DeadLetters = append(out.DeadLetters, deadOut(d))
+				}
+				return c.WriteJSON(out)
+			}
+			tw := c.table()
+			fmt.Fprintln(tw, "ID\tVERSION\tPARTITION\tKEY\tROUTING-KEY\tATTEMPTS\tFIRST-FAILED\tDIED-AT\tERROR")
+			for _, d := range dls {
+				fmt.Fprintf(tw, "%d\tv%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ID, d.SchemaVersion, d.Partition, dash(d.Key), dash(d.RoutingKey),
+					d.Attempt, tableTime(d.FirstFailed), tableTime(d.DiedAt), cut(d.Error, 80))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if next > 0 {
+				c.note("more may follow: add --after %d", next)
+			}
+			return nil
+		})}
+	list.Flags().Int64Var(&after, "after", 0, "list dead letters with ids above this one (the last id of the previous page)")
+	list.Flags().IntVar(&limit, "limit", 50, "dead letters per page (1 to 1000)")
+
+	show := &cobra.Command{Use: "show STREAM GROUP ID", Short: "Show one dead letter: headers, payload, the full error and its history", Args: cobra.ExactArgs(3),
+		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[2])
+			if err != nil {
+				return err
+			}
+			_, s, err := c.raw(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			g, err := existingGroup(ctx, s, args[1])
+			if err != nil {
+				return err
+			}
+			d, err := g.DeadLetter(ctx, id)
+			if err != nil {
+				return err
+			}
+			if c.JSON() {
+				return c.WriteJSON(deadOut(d))
+			}
+			return writeDead(c.opts.Stdout, args[0], args[1], d)
+		})}
+
+	settle := func(verb, past string, one func(*sqlstreams.GroupAdmin, context.Context, ...int64) (int64, error), destructive bool) *cobra.Command {
+		var all, yes bool
+		use := verb + " STREAM GROUP (ID... | --all)"
+		if destructive {
+			use += " --yes"
+		}
+		cmd := &cobra.Command{Use: use, Args: cobra.MinimumNArgs(2),
+			RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+				if all == (len(args) > 2) {
+					return Usagef("dead %s takes dead letter ids or --all, not both and not neither", verb)
+				}
+				if destructive && !yes {
+					return Usagef("dead %s resolves dead letters without processing them; add --yes to confirm", verb)
+				}
+				var ids []int64
+				for _, a := range args[2:] {
+					id, err := parseID(a)
+					if err != nil {
+						return err
+					}
+					ids = append(ids, id)
+				}
+				_, s, err := c.raw(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				g, err := existingGroup(ctx, s, args[1])
+				if err != nil {
+					return err
+				}
+				var n int64
+				if all {
+					n, err = c.settleAll(ctx, g, verb, one)
+				} else {
+					n, err = one(g, ctx, ids...)
+				}
+				if err != nil {
+					return err
+				}
+				if c.JSON() {
+					return c.WriteJSON(map[string]any{"stream": args[0], "group": args[1], past: n})
+				}
+				tw := c.table()
+				fmt.Fprintf(tw, "%s\n%d\n", strings.ToUpper(past), n)
+				return tw.Flush()
+			})}
+		cmd.Flags().BoolVar(&all, "all", false, "every dead letter of the group")
+		if destructive {
+			cmd.Flags().BoolVar(&yes, "yes", false, "confirm")
+		}
+		return cmd
+	}
+	replay := settle("replay", "replayed", (*sqlstreams.GroupAdmin).Replay, false)
+	replay.Short = "Make dead letters due again, attempts reset"
+	discard := settle("discard", "discarded", (*sqlstreams.GroupAdmin).Discard, true)
+	discard.Short = "Resolve dead letters without processing them"
+	return group("dead", "List, show, replay and discard dead letters", list, show, replay, discard)
+}
+
+// settleAll replays or discards every dead letter a page at a time, so that
+// a terminal shows progress on a large backlog, and each call stays bounded.
+// Paging by id means a row that dies again while this runs is not taken
+// twice.
+func (c *CLI) settleAll(ctx context.Context, g *sqlstreams.GroupAdmin, verb string, one func(*sqlstreams.GroupAdmin, context.Context, ...int64) (int64, error)) (int64, error) {
+	d, err := g.Describe(ctx)
+	if err != nil {
+		return 0, err
+	}
+	bar := c.progress(verb, d.Dead)
+	var done, after int64
+	for {
+		dls, err := g.DeadLetters(ctx, after, deadBatch)
+		if err != nil {
+			bar.end()
+			return done, err
+		}
+		if len(dls) == 0 {
+			bar.end()
+			return done, nil
+		}
+		ids := make([]int64, len(dls))
+		for i, dl := range dls {
+			ids[i] = dl.ID
+		}
+		n, err := one(g, ctx, ids...)
+		done += n
+		bar.set(done)
+		if err != nil {
+			bar.end()
+			return done, err
+		}
+		after = ids[len(ids)-1]
+	}
+}
+
+type progressBar struct {
+	w     io.Writer
+	verb  string
+	total int64
+}
+
+// progress returns a bar drawn on stderr when it is a terminal, the output
+// is a table and the work is large enough to wait for; otherwise a bar that
+// draws nothing.
+func (c *CLI) progress(verb string, total int64) *progressBar {
+	if c.JSON() || total < progressMin || !c.opts.Terminal(c.opts.Stderr) {
+		return &progressBar{}
+	}
+	b := &progressBar{w: c.opts.Stderr, verb: verb, total: total}
+	b.set(0)
+	return b
+}
+
+func (b *progressBar) set(n int64) {
+	if b.w == nil {
+		return
+	}
+	const width = 30
+	filled := int(min(n, b.total) * width / b.total)
+	fmt.Fprintf(b.w, "\r%s [%s%s] %d/%d", b.verb, strings.Repeat("=", filled), strings.Repeat(" ", width-filled), n, b.total)
+}
+
+func (b *progressBar) end() {
+	if b.w != nil {
+		fmt.Fprintln(b.w)
+	}
+}
+
+func writeDead(w io.Writer, stream, group string, d sqlstreams.DeadLetter) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "id: %d\nstream: %s\ngroup: %s\nversion: v%d\npartition: %d\nkey: %s\nrouting key: %s\n", d.ID, stream, group,
+		d.SchemaVersion, d.Partition, dash(d.Key), dash(d.RoutingKey))
+	fmt.Fprintf(&b, "produced at: %s\nattempts: %d\nfirst failed: %s\ndied at: %s\nholder: %s\n", tableTime(d.ProducedAt), d.Attempt,
+		tableTime(d.FirstFailed), tableTime(d.DiedAt), dash(d.Holder))
+	b.WriteString("headers:")
+	if len(d.Headers) == 0 {
+		b.WriteString(" -")
+	}
+	b.WriteString("\n")
+	for _, k := range slices.Sorted(maps.Keys(d.Headers)) {
+		fmt.Fprintf(&b, "  %s: %s\n", k, d.Headers[k])
+	}
+	b.WriteString("error:\n")
+	b.WriteString(indent(d.Error))
+	if len(d.History) > 0 {
+		b.WriteString("history:\n")
+		for _, f := range d.History {
+			fmt.Fprintf(&b, "  attempt %d at %s by %s:\n", f.Attempt, tableTime(f.At), dash(f.Holder))
+			b.WriteString(indent(indent(f.Error)))
+		}
+	}
+	b.WriteString("payload:\n")
+	b.WriteString(indent(prettyJSON(d.Payload)))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func indent(s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString("  " + line + "\n")
+	}
+	return b.String()
+}
+
+func prettyJSON(raw []byte) string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// existingGroup returns the group's handle, or ErrGroupNotFound: the
+// dead-letter calls answer "none" for a group that does not exist, and a
+// typo in a group name must not read as an empty dead-letter queue.
+func existingGroup(ctx context.Context, s *sqlstreams.Stream[sqlstreams.RawPayload], name string) (*sqlstreams.GroupAdmin, error) {
+	groups, err := s.Groups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(groups, func(g sqlstreams.GroupInfo) bool { return g.Name == name }) {
+		names := make([]string, len(groups))
+		for i, g := range groups {
+			names[i] = g.Name
+		}
+		return nil, fmt.Errorf("sqlstreams: stream %q has no group %q: %w; it has %s", s.Name(), name, sqlstreams.ErrGroupNotFound, dash(strings.Join(names, ", ")))
+	}
+	return s.Group(name), nil
+}

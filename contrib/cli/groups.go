@@ -1,0 +1,266 @@
+package sqlstreamscli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+)
+
+type groupPartitionJSON struct {
+	Partition int   `json:"partition"`
+	Cursor    int64 `json:"cursor"`
+	HighWater int64 `json:"high_water"`
+	Lag       int64 `json:"lag"`
+	Distance  int64 `json:"distance"`
+}
+
+type holderJSON struct {
+	Holder string  `json:"holder"`
+	Leases int64   `json:"leases"`
+	Until  *string `json:"until"`
+}
+
+type groupVersionJSON struct {
+	Version int `json:"version"`
+	groupHealthJSON
+	Verdict string `json:"verdict"`
+}
+
+type groupDescriptionJSON struct {
+	groupJSON
+	Stream        string               `json:"stream"`
+	Leased        int64                `json:"leased"`
+	Delayed       int64                `json:"delayed"`
+	RemovedUnread int64                `json:"removed_unread"`
+	Partitions    []groupPartitionJSON `json:"partitions"`
+	Holders       []holderJSON         `json:"holders"`
+	Versions      []groupVersionJSON   `json:"versions"`
+}
+
+func (c *CLI) groupsCmd() *cobra.Command {
+	list := &cobra.Command{Use: "list STREAM", Short: "List a stream's consumer groups with their backlog", Args: cobra.ExactArgs(1),
+		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			_, s, err := c.raw(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			groups, err := s.Groups(ctx)
+			if err != nil {
+				return err
+			}
+			h, err := s.Health(ctx)
+			if err != nil {
+				return err
+			}
+			if c.JSON() {
+				return c.WriteJSON(struct {
+					Stream string      `json:"stream"`
+					Groups []groupJSON `json:"groups"`
+				}{args[0], groupsOut(groups, h)})
+			}
+			return c.writeGroups(groups, h)
+		})}
+
+	describe := &cobra.Command{Use: "describe STREAM GROUP", Short: "Show a group's cursors, lag, lease holders and backlog per version", Args: cobra.ExactArgs(2),
+		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			_, s, err := c.raw(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			d, err := s.Group(args[1]).Describe(ctx)
+			if err != nil {
+				return err
+			}
+			h, err := s.Health(ctx)
+			if err != nil {
+				return err
+			}
+			return c.writeDescription(d, h)
+		})}
+
+	var reset struct {
+		earliest, latest bool
+		id, shift        int64
+		at               string
+		partitions       []int
+		execute          bool
+	}
+	resetCmd := &cobra.Command{Use: "reset STREAM GROUP (--to-earliest | --to-latest | --to-id N | --to-time T | --shift-by N) [--execute]",
+		Short: "Move a group's cursors; prints the plan unless --execute",
+		Long: `reset moves a group's cursors, as kafka-consumer-groups --reset-offsets does. Without --execute it
+only prints the plan (a dry run). Leased, delayed and dead deliveries keep their state.`,
+		Args: cobra.ExactArgs(2),
+		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			var to []sqlstreams.ResetTo
+			if reset.earliest {
+				to = append(to, sqlstreams.ResetToEarliest())
+			}
+			if reset.latest {
+				to = append(to, sqlstreams.ResetToLatest())
+			}
+			if cmd.Flags().Changed("to-id") {
+				to = append(to, sqlstreams.ResetToID(reset.id))
+			}
+			if cmd.Flags().Changed("shift-by") {
+				to = append(to, sqlstreams.ResetShift(reset.shift))
+			}
+			if reset.at != "" {
+				t, err := time.Parse(time.RFC3339Nano, reset.at)
+				if err != nil {
+					return Usagef("--to-time %q: write an RFC 3339 time such as 2026-12-01T09:00:00Z", reset.at)
+				}
+				to = append(to, sqlstreams.ResetToTime(t))
+			}
+			if len(to) != 1 {
+				return Usagef("groups reset takes exactly one of --to-earliest, --to-latest, --to-id, --to-time, --shift-by")
+			}
+			_, s, err := c.raw(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			changes, err := s.Group(args[1]).ResetCursors(ctx, sqlstreams.ResetOptions{To: to[0], Partitions: reset.partitions, DryRun: !reset.execute})
+			if err != nil {
+				return err
+			}
+			if c.JSON() {
+				type change struct {
+					Partition int   `json:"partition"`
+					Cursor    int64 `json:"cursor"`
+					NewCursor int64 `json:"new_cursor"`
+				}
+				out := struct {
+					Stream   string   `json:"stream"`
+					Group    string   `json:"group"`
+					Executed bool     `json:"executed"`
+					Changes  []change `json:"changes"`
+				}{args[0], args[1], reset.execute, []change{}}
+				for _, ch := range changes {
+					out.Changes = append(out.Changes, change{ch.Partition, ch.From, ch.To})
+				}
+				return c.WriteJSON(out)
+			}
+			tw := c.table()
+			fmt.Fprintln(tw, "PARTITION\tCURSOR\tNEW-CURSOR")
+			for _, ch := range changes {
+				fmt.Fprintf(tw, "%d\t%d\t%d\n", ch.Partition, ch.From, ch.To)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if !reset.execute {
+				c.note("dry run: nothing changed; add --execute to apply this plan")
+			}
+			return nil
+		})}
+	rf := resetCmd.Flags()
+	rf.BoolVar(&reset.earliest, "to-earliest", false, "read again from the first retained row")
+	rf.BoolVar(&reset.latest, "to-latest", false, "skip everything in the log now")
+	rf.Int64Var(&reset.id, "to-id", 0, "make this row id the next one read")
+	rf.StringVar(&reset.at, "to-time", "", "make the first row produced at or after this RFC 3339 time the next one read")
+	rf.Int64Var(&reset.shift, "shift-by", 0, "move by N rows: forward (skip) for N > 0, back (read again) for N < 0")
+	rf.IntSliceVar(&reset.partitions, "partition", nil, "partition to reset (repeatable; default all)")
+	rf.BoolVar(&reset.execute, "execute", false, "apply the plan (default: dry run)")
+
+	var force, yes bool
+	del := &cobra.Command{Use: "delete STREAM GROUP --yes [--force]", Short: "Delete a group; refused while it has anything left unless --force",
+		Long: `delete removes a group with its cursors, unresolved and dead deliveries and reader schemas. It is
+refused (exit 3) while the group has unread, leased, delayed or dead deliveries at any version it
+reads (health --retirable shows them), unless --force.`,
+		Args: cobra.ExactArgs(2),
+		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			if !yes {
+				return Usagef("groups delete removes group %q of %q with its cursors and dead letters; add --yes to confirm", args[1], args[0])
+			}
+			_, s, err := c.raw(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if !force {
+				if _, err := s.Group(args[1]).Describe(ctx); err != nil {
+					return err
+				}
+				h, err := s.Health(ctx)
+				if err != nil {
+					return err
+				}
+				if left := groupBacklog(h, args[1]); len(left) > 0 {
+					return CheckFailedf("sqlstreams: group %q of %q is not retirable, so it was not deleted: %s; let it finish (health --retirable), or add --force to delete it anyway",
+						args[1], args[0], strings.Join(left, "; "))
+				}
+			}
+			if err := s.Group(args[1]).Delete(ctx); err != nil {
+				return err
+			}
+			return c.done(map[string]any{"stream": args[0], "deleted_group": args[1]}, "deleted group %s of %s", args[1], args[0])
+		})}
+	del.Flags().BoolVar(&yes, "yes", false, "confirm")
+	del.Flags().BoolVar(&force, "force", false, "delete even though the group has deliveries left")
+	return group("groups", "List, describe, reset and delete consumer groups", list, describe, resetCmd, del)
+}
+
+func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Health) error {
+	info := sqlstreams.GroupInfo{Name: d.Group, SchemaVersion: d.SchemaVersion, AllVersions: d.AllVersions, ConvertsFrom: d.ConvertsFrom,
+		Bindings: d.Bindings, Start: d.Start, CreatedAt: d.CreatedAt}
+	out := groupDescriptionJSON{groupJSON: groupsOut([]sqlstreams.GroupInfo{info}, h)[0], Stream: d.Stream, Leased: d.Leased, Delayed: d.Delayed,
+		RemovedUnread: d.RemovedUnread, Partitions: []groupPartitionJSON{}, Holders: []holderJSON{}, Versions: []groupVersionJSON{}}
+	for _, p := range d.Partitions {
+		out.Partitions = append(out.Partitions, groupPartitionJSON{p.Partition, p.Cursor, p.HighWater, p.Lag, p.Distance})
+	}
+	for _, hd := range d.Holders {
+		out.Holders = append(out.Holders, holderJSON{hd.Holder, hd.Leases, jsonTime(hd.Until)})
+	}
+	for _, v := range d.Versions {
+		verdict := "-"
+		if vh, ok := h.Version(v.Version); ok {
+			verdict = vh.Verdict()
+		}
+		out.Versions = append(out.Versions, groupVersionJSON{Version: v.Version, groupHealthJSON: groupHealthOut(v.GroupHealth), Verdict: verdict})
+	}
+	if c.JSON() {
+		return c.WriteJSON(out)
+	}
+	tw := c.table()
+	fmt.Fprintf(tw, "group:\t%s\n", out.Name)
+	fmt.Fprintf(tw, "stream:\t%s\n", out.Stream)
+	fmt.Fprintf(tw, "reads:\t%s\n", out.Reads)
+	fmt.Fprintf(tw, "converts from:\t%s\n", joinInts(out.ConvertsFrom))
+	fmt.Fprintf(tw, "bindings:\t%s\n", dash(strings.Join(out.Bindings, ",")))
+	fmt.Fprintf(tw, "start:\t%s\n", out.Start)
+	fmt.Fprintf(tw, "created:\t%s\n", tableTime(d.CreatedAt))
+	fmt.Fprintf(tw, "unresolved:\t%d leased, %d delayed, %d dead\n", d.Leased, d.Delayed, d.Dead)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.opts.Stdout)
+	tw = c.table()
+	fmt.Fprintln(tw, "PARTITION\tCURSOR\tHIGH-WATER\tLAG\tDISTANCE")
+	for _, p := range out.Partitions {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\n", p.Partition, p.Cursor, p.HighWater, p.Lag, p.Distance)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.opts.Stdout)
+	tw = c.table()
+	fmt.Fprintln(tw, "HOLDER\tLEASES\tUNTIL")
+	for _, hd := range d.Holders {
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", hd.Holder, hd.Leases, tableTime(hd.Until))
+	}
+	if len(d.Holders) == 0 {
+		fmt.Fprintln(tw, "-\t0\t-")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.opts.Stdout)
+	tw = c.table()
+	fmt.Fprintln(tw, "VERSION\tUNREAD\tLEASED\tDELAYED\tDEAD\tVERDICT")
+	for _, v := range out.Versions {
+		fmt.Fprintf(tw, "v%d\t%d\t%d\t%d\t%d\t%s\n", v.Version, v.Unread, v.Leased, v.Delayed, v.Dead, v.Verdict)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,410 @@
+package sqlstreamscli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+)
+
+type streamJSON struct {
+	ID         int64   `json:"id"`
+	Name       string  `json:"name"`
+	Partitions int     `json:"partitions"`
+	Compacted  bool    `json:"compacted"`
+	MaxAge     string  `json:"max_age"`
+	MaxAgeSecs float64 `json:"max_age_seconds"`
+	MaxRows    int64   `json:"max_rows"`
+	Hard       bool    `json:"hard"`
+	CreatedAt  *string `json:"created_at"`
+}
+
+func streamOut(s sqlstreams.StreamInfo) streamJSON {
+	out := streamJSON{ID: s.ID, Name: s.Name, Partitions: s.Partitions, Compacted: s.Compacted, MaxRows: s.Retention.MaxRows,
+		Hard: s.Retention.Hard, CreatedAt: jsonTime(s.CreatedAt), MaxAgeSecs: s.Retention.MaxAge.Seconds()}
+	if s.Retention.MaxAge > 0 {
+		out.MaxAge = s.Retention.MaxAge.String()
+	}
+	return out
+}
+
+// raw returns the name-only handle on a stream.
+func (c *CLI) raw(ctx context.Context, name string) (*sqlstreams.Client, *sqlstreams.Stream[sqlstreams.RawPayload], error) {
+	client, err := c.Client(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, client.Stream[sqlstreams.RawPayload](name), nil
+}
+
+func (c *CLI) writeStreams(streams []sqlstreams.StreamInfo) error {
+	if c.JSON() {
+		out := struct {
+			Streams []streamJSON `json:"streams"`
+		}{Streams: []streamJSON{}}
+		for _, s := range streams {
+			out.Streams = append(out.Streams, streamOut(s))
+		}
+		return c.WriteJSON(out)
+	}
+	tw := c.table()
+	fmt.Fprintln(tw, "NAME\tPARTITIONS\tCOMPACTED\tMAX-AGE\tMAX-ROWS\tHARD\tCREATED")
+	for _, s := range streams {
+		age, rows := "-", "-"
+		if s.Retention.MaxAge > 0 {
+			age = s.Retention.MaxAge.String()
+		}
+		if s.Retention.MaxRows > 0 {
+			rows = fmt.Sprint(s.Retention.MaxRows)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%t\t%s\t%s\t%t\t%s\n", s.Name, s.Partitions, s.Compacted, age, rows, s.Retention.Hard, tableTime(s.CreatedAt))
+	}
+	return tw.Flush()
+}
+
+func group(use, short string, cmds ...*cobra.Command) *cobra.Command {
+	g := &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() }}
+	g.AddCommand(cmds...)
+	return g
+}
+
+func (c *CLI) streamsCmd() *cobra.Command {
+	list := &cobra.Command{Use: "list", Short: "List the streams", Args: cobra.NoArgs,
+		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			client, err := c.Client(ctx)
+			if err != nil {
+				return err
+			}
+			streams, err := client.Streams(ctx)
+			if err != nil {
+				return err
+			}
+			return c.writeStreams(streams)
+		})}
+
+	var opts sqlstreams.StreamOptions
+	create := &cobra.Command{Use: "create NAME", Short: "Create a stream", Args: cobra.ExactArgs(1),
+		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			_, s, err := c.raw(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			info, err := s.Create(ctx, &opts)
+			if err != nil {
+				return err
+			}
+			return c.writeStreams([]sqlstreams.StreamInfo{info})
+		})}
+	create.Flags().IntVar(&opts.Partitions, "partitions", 0, "number of partitions (default 1; fixed for the stream's life)")
+	create.Flags().BoolVar(&opts.Compacted, "compacted", false, "keep the current value per key")
+	create.Flags().DurationVar(&opts.Retention.MaxAge, "max-age", 0, "retention: remove resolved rows older than this")
+	create.Flags().Int64Var(&opts.Retention.MaxRows, "max-rows", 0, "retention: keep at most this many rows per partition")
+	create.Flags().BoolVar(&opts.Retention.Hard, "hard", false, "retention also removes rows groups have not read")
+
+	describe := &cobra.Command{Use: "describe NAME", Short: "Show a stream's configuration, groups and health", Args: cobra.ExactArgs(1),
+		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			_, s, err := c.raw(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			info, err := s.Get(ctx)
+			if err != nil {
+				return err
+			}
+			groups, err := s.Groups(ctx)
+			if err != nil {
+				return err
+			}
+			h, err := s.Health(ctx)
+			if err != nil {
+				return err
+			}
+			if c.JSON() {
+				return c.WriteJSON(struct {
+					Stream streamJSON  `json:"stream"`
+					Groups []groupJSON `json:"groups"`
+					Health healthJSON  `json:"health"`
+				}{streamOut(info), groupsOut(groups, h), healthOut(h)})
+			}
+			if err := c.writeStreams([]sqlstreams.StreamInfo{info}); err != nil {
+				return err
+			}
+			fmt.Fprintln(c.opts.Stdout)
+			if err := c.writeGroups(groups, h); err != nil {
+				return err
+			}
+			fmt.Fprintln(c.opts.Stdout)
+			return h.WriteTable(c.opts.Stdout)
+		})}
+
+	rename := &cobra.Command{Use: "rename OLD NEW", Short: "Rename a stream (its id, rows and groups stay)", Args: cobra.ExactArgs(2),
+		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			_, s, err := c.raw(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if err := s.Rename(ctx, args[1]); err != nil {
+				return err
+			}
+			return c.done(map[string]any{"renamed": args[0], "to": args[1]}, "renamed stream %s to %s", args[0], args[1])
+		})}
+
+	var yes bool
+	destroy := &cobra.Command{Use: "destroy NAME --yes", Short: "Destroy a stream with its log, groups and dead letters (cannot be undone)", Args: cobra.ExactArgs(1),
+		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			if !yes {
+				return Usagef("streams destroy removes stream %q with its rows, groups and dead letters for good; add --yes to confirm", args[0])
+			}
+			_, s, err := c.raw(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if err := s.Destroy(ctx); err != nil {
+				return err
+			}
+			return c.done(map[string]any{"destroyed": args[0]}, "destroyed stream %s", args[0])
+		})}
+	destroy.Flags().BoolVar(&yes, "yes", false, "confirm")
+	return group("streams", "List, create, describe, rename and destroy streams", list, create, describe, rename, destroy)
+}
+
+// done reports a command that changes something and returns no rows.
+func (c *CLI) done(doc any, format string, args ...any) error {
+	if c.JSON() {
+		return c.WriteJSON(doc)
+	}
+	_, err := fmt.Fprintf(c.opts.Stdout, format+"\n", args...)
+	return err
+}
+
+type reasonJSON struct {
+	Code  string `json:"code"`
+	Group string `json:"group"`
+	Count int64  `json:"count"`
+	Text  string `json:"text"`
+}
+
+type partitionHealthJSON struct {
+	Partition int   `json:"partition"`
+	Cursor    int64 `json:"cursor"`
+	HighWater int64 `json:"high_water"`
+	Distance  int64 `json:"distance"`
+	Unread    int64 `json:"unread"`
+}
+
+type groupHealthJSON struct {
+	Group          string                `json:"group"`
+	AllVersions    bool                  `json:"all_versions"`
+	Unread         int64                 `json:"unread"`
+	Leased         int64                 `json:"leased"`
+	Delayed        int64                 `json:"delayed"`
+	Dead           int64                 `json:"dead"`
+	Unresolved     int64                 `json:"unresolved"`
+	CursorDistance int64                 `json:"cursor_distance"`
+	RemovedUnread  int64                 `json:"removed_unread"`
+	Partitions     []partitionHealthJSON `json:"partitions"`
+}
+
+type versionHealthJSON struct {
+	Version   int               `json:"version"`
+	Rows      int64             `json:"rows"`
+	Heads     int64             `json:"heads"`
+	Retirable bool              `json:"retirable"`
+	Verdict   string            `json:"verdict"`
+	Blockers  []reasonJSON      `json:"blockers"`
+	Notes     []reasonJSON      `json:"notes"`
+	Groups    []groupHealthJSON `json:"groups"`
+}
+
+type healthJSON struct {
+	Stream    string              `json:"stream"`
+	Compacted bool                `json:"compacted"`
+	HighWater int64               `json:"high_water"`
+	ReadAt    *string             `json:"read_at"`
+	Versions  []versionHealthJSON `json:"versions"`
+}
+
+func reasonsOut(rs []sqlstreams.Reason) []reasonJSON {
+	out := []reasonJSON{}
+	for _, r := range rs {
+		out = append(out, reasonJSON{Code: r.Code, Group: r.Group, Count: r.Count, Text: r.Text})
+	}
+	return out
+}
+
+func groupHealthOut(g sqlstreams.GroupHealth) groupHealthJSON {
+	out := groupHealthJSON{Group: g.Group, AllVersions: g.AllVersions, Unread: g.Unread, Leased: g.Leased, Delayed: g.Delayed,
+		Dead: g.Dead, Unresolved: g.Unresolved, CursorDistance: g.CursorDistance, RemovedUnread: g.RemovedUnread,
+		Partitions: []partitionHealthJSON{}}
+	for _, p := range g.Partitions {
+		out.Partitions = append(out.Partitions, partitionHealthJSON{p.Partition, p.Cursor, p.HighWater, p.Distance, p.Unread})
+	}
+	return out
+}
+
+func healthOut(h sqlstreams.Health) healthJSON {
+	out := healthJSON{Stream: h.Stream, Compacted: h.Compacted, HighWater: h.HighWater, ReadAt: jsonTime(h.ReadAt), Versions: []versionHealthJSON{}}
+	for _, vh := range h.Versions {
+		v := versionHealthJSON{Version: vh.Version, Rows: vh.Rows, Heads: vh.Heads, Retirable: vh.Retirable, Verdict: vh.Verdict(),
+			Blockers: reasonsOut(vh.Blockers), Notes: reasonsOut(vh.Notes), Groups: []groupHealthJSON{}}
+		for _, g := range vh.Groups {
+			v.Groups = append(v.Groups, groupHealthOut(g))
+		}
+		out.Versions = append(out.Versions, v)
+	}
+	return out
+}
+
+type retirableJSON struct {
+	Version   int      `json:"version"`
+	Retirable bool     `json:"retirable"`
+	Reasons   []string `json:"reasons"`
+}
+
+func (c *CLI) healthCmd() *cobra.Command {
+	var retirable string
+	cmd := &cobra.Command{Use: "health STREAM [--retirable vN]", Short: "Show a stream's health per version; --retirable gates on one version",
+		Long: `health prints, per schema version, the rows, compaction heads and each group's backlog, with the
+retirement verdict. With --retirable vN it exits 3 unless version N is retirable, printing the
+reasons: the CI/CD gate before stopping a version's consumers.`,
+		Args: cobra.ExactArgs(1),
+		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			version := 0
+			if retirable != "" {
+				v, err := parseVersion(retirable)
+				if err != nil {
+					return err
+				}
+				version = v
+			}
+			_, s, err := c.raw(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			h, err := s.Health(ctx)
+			if err != nil {
+				return err
+			}
+			var gate *retirableJSON
+			if version > 0 {
+				gate = &retirableJSON{Version: version, Retirable: true, Reasons: []string{}}
+				if vh, ok := h.Version(version); ok && !vh.Retirable {
+					gate.Retirable, gate.Reasons = false, vh.Reasons
+				}
+			}
+			if c.JSON() {
+				if err := c.WriteJSON(struct {
+					healthJSON
+					Retirable *retirableJSON `json:"retirable,omitempty"`
+				}{healthOut(h), gate}); err != nil {
+					return err
+				}
+			} else {
+				if err := h.WriteTable(c.opts.Stdout); err != nil {
+					return err
+				}
+				if gate != nil {
+					fmt.Fprintln(c.opts.Stdout)
+					if gate.Retirable {
+						fmt.Fprintf(c.opts.Stdout, "v%d is retirable\n", version)
+					} else {
+						fmt.Fprintf(c.opts.Stdout, "v%d is not retirable:\n", version)
+						for _, r := range gate.Reasons {
+							fmt.Fprintf(c.opts.Stdout, "  - %s\n", r)
+						}
+					}
+				}
+			}
+			if gate != nil && !gate.Retirable {
+				return CheckFailedf("sqlstreams: version %d of stream %q is not retirable: %s", version, h.Stream, strings.Join(gate.Reasons, "; "))
+			}
+			return nil
+		})}
+	cmd.Flags().StringVar(&retirable, "retirable", "", "exit 3 unless this version (2 or v2) is retirable")
+	return cmd
+}
+
+type groupJSON struct {
+	Name          string   `json:"name"`
+	Reads         string   `json:"reads"`
+	SchemaVersion int      `json:"schema_version"`
+	AllVersions   bool     `json:"all_versions"`
+	Bindings      []string `json:"bindings"`
+	ConvertsFrom  []int    `json:"converts_from"`
+	Start         string   `json:"start"`
+	CreatedAt     *string  `json:"created_at"`
+	Unread        int64    `json:"unread"`
+	Unresolved    int64    `json:"unresolved"`
+	Dead          int64    `json:"dead"`
+}
+
+func reads(all bool, v int) string {
+	if all {
+		return "all (raw)"
+	}
+	return fmt.Sprintf("v%d", v)
+}
+
+func start(p sqlstreams.StartPosition) string {
+	if p == sqlstreams.StartLatest {
+		return "latest"
+	}
+	return "earliest"
+}
+
+func groupsOut(groups []sqlstreams.GroupInfo, h sqlstreams.Health) []groupJSON {
+	out := []groupJSON{}
+	for _, g := range groups {
+		j := groupJSON{Name: g.Name, Reads: reads(g.AllVersions, g.SchemaVersion), SchemaVersion: g.SchemaVersion, AllVersions: g.AllVersions,
+			Bindings: g.Bindings, ConvertsFrom: g.ConvertsFrom, Start: start(g.Start), CreatedAt: jsonTime(g.CreatedAt)}
+		if j.Bindings == nil {
+			j.Bindings = []string{}
+		}
+		if j.ConvertsFrom == nil {
+			j.ConvertsFrom = []int{}
+		}
+		for _, vh := range h.Versions {
+			for _, gh := range vh.Groups {
+				if gh.Group == g.Name {
+					j.Unread, j.Unresolved, j.Dead = j.Unread+gh.Unread, j.Unresolved+gh.Unresolved, j.Dead+gh.Dead
+				}
+			}
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+func joinInts(vs []int) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = fmt.Sprintf("v%d", v)
+	}
+	return dash(strings.Join(s, ","))
+}
+
+func (c *CLI) writeGroups(groups []sqlstreams.GroupInfo, h sqlstreams.Health) error {
+	tw := c.table()
+	fmt.Fprintln(tw, "GROUP\tREADS\tBINDINGS\tCONVERTS-FROM\tUNREAD\tUNRESOLVED\tDEAD")
+	for _, g := range groupsOut(groups, h) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", g.Name, g.Reads, dash(strings.Join(g.Bindings, ",")), joinInts(g.ConvertsFrom), g.Unread, g.Unresolved, g.Dead)
+	}
+	return tw.Flush()
+}
+
+// groupBacklog lists what the group still has to resolve, at every version
+// it reads: what blocks deleting it.
+func groupBacklog(h sqlstreams.Health, name string) []string {
+	var out []string
+	for _, vh := range h.Versions {
+		for _, r := range vh.Blockers {
+			if r.Group == name {
+				out = append(out, fmt.Sprintf("v%d: %s", vh.Version, r.Text))
+			}
+		}
+	}
+	return out
+}

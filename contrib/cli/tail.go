@@ -1,0 +1,286 @@
+package sqlstreamscli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+)
+
+type recordJSON struct {
+	ID             int64             `json:"id"`
+	Partition      int               `json:"partition"`
+	SchemaVersion  int               `json:"schema_version"`
+	Key            *string           `json:"key"`
+	RoutingKey     string            `json:"routing_key"`
+	CompactionRank int64             `json:"compaction_rank"`
+	ProducedAt     *string           `json:"produced_at"`
+	Headers        map[string]string `json:"headers"`
+	Payload        json.RawMessage   `json:"payload"`
+}
+
+func recordOut(r sqlstreams.Record) recordJSON {
+	out := recordJSON{ID: r.ID, Partition: r.Partition, SchemaVersion: r.SchemaVersion, RoutingKey: r.RoutingKey,
+		CompactionRank: r.CompactionRank, ProducedAt: jsonTime(r.ProducedAt), Headers: r.Headers, Payload: r.Payload}
+	if r.HasKey {
+		out.Key = &r.Key
+	}
+	if out.Headers == nil {
+		out.Headers = map[string]string{}
+	}
+	return out
+}
+
+func compactJSON(raw []byte) string {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+func (c *CLI) tailCmd() *cobra.Command {
+	var o struct {
+		after, last int64
+		versions    []string
+		key         string
+		partition   int
+		limit       int
+		follow      bool
+	}
+	cmd := &cobra.Command{Use: "tail STREAM [--after ID | --last N] [--version V]... [--key K] [--partition P] [--follow]",
+		Short: "Read the log without claiming (nothing is leased, no cursor moves)",
+		Long: `tail prints the stream's rows in id order without claiming them. With --follow it keeps reading
+new rows until interrupted (Ctrl-C); then the output is one object per line with -o json or jsonl.`,
+		Args: cobra.ExactArgs(1),
+		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("after") && cmd.Flags().Changed("last") {
+				return Usagef("tail takes --after or --last, not both")
+			}
+			if o.limit < 1 {
+				return Usagef("--limit %d: print at least 1 row", o.limit)
+			}
+			opts := sqlstreams.BrowseOptions{AfterID: o.after, Limit: min(o.limit, sqlstreams.MaxBrowseLimit)}
+			for _, v := range o.versions {
+				n, err := parseVersion(v)
+				if err != nil {
+					return err
+				}
+				opts.Versions = append(opts.Versions, n)
+			}
+			if cmd.Flags().Changed("key") {
+				opts.Key = &o.key
+			}
+			if cmd.Flags().Changed("partition") {
+				opts.Partition = &o.partition
+			}
+			if cmd.Flags().Changed("last") {
+				if o.last < 1 || o.last > sqlstreams.MaxBrowseLimit {
+					return Usagef("--last %d: show 1 to %d rows", o.last, sqlstreams.MaxBrowseLimit)
+				}
+				opts.Last, opts.Limit = true, int(o.last)
+				if !cmd.Flags().Changed("limit") {
+					o.limit = int(o.last)
+				}
+			}
+			lines := c.output == "jsonl" || (c.output == "json" && o.follow)
+			var all []sqlstreams.Record
+			header := true
+			emit := func(recs []sqlstreams.Record) error {
+				switch {
+				case lines:
+					for _, r := range recs {
+						if err := c.writeJSONLine(recordOut(r)); err != nil {
+							return err
+						}
+					}
+				case c.output == "json":
+					all = append(all, recs...)
+				default:
+					err := c.writeRecords(recs, header)
+					header = false
+					return err
+				}
+				return nil
+			}
+			open := func() (*sqlstreams.Stream[sqlstreams.RawPayload], error) {
+				octx, cancel := c.opCtx(ctx)
+				defer cancel()
+				_, s, err := c.raw(octx, args[0])
+				if err != nil {
+					return nil, err
+				}
+				_, err = s.Get(octx)
+				return s, err
+			}
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			printed, next := 0, opts.AfterID
+			for {
+				octx, cancel := c.opCtx(ctx)
+				page, err := s.Browse(octx, opts)
+				cancel()
+				if err != nil {
+					if o.follow && ctx.Err() != nil {
+						return nil // interrupted
+					}
+					return err
+				}
+				recs := page.Records
+				if !o.follow && printed+len(recs) > o.limit {
+					recs = recs[:o.limit-printed]
+				}
+				if len(recs) > 0 {
+					if err := emit(recs); err != nil {
+						return err
+					}
+					printed += len(recs)
+					next = recs[len(recs)-1].ID
+				}
+				if opts.Last {
+					opts.Last, opts.Limit = false, min(o.limit, sqlstreams.MaxBrowseLimit)
+				} else {
+					next = max(next, page.Next)
+				}
+				opts.AfterID = next
+				if !o.follow && (page.Done || printed >= o.limit) {
+					break
+				}
+				if o.follow && page.Done {
+					select {
+					case <-ctx.Done():
+						return nil
+					case <-time.After(c.opts.PollInterval):
+					}
+				}
+			}
+			if c.output == "json" {
+				out := struct {
+					Stream    string       `json:"stream"`
+					Records   []recordJSON `json:"records"`
+					NextAfter int64        `json:"next_after"`
+				}{args[0], []recordJSON{}, next}
+				for _, r := range all {
+					out.Records = append(out.Records, recordOut(r))
+				}
+				return c.WriteJSON(out)
+			}
+			return nil
+		})}
+	f := cmd.Flags()
+	f.Int64Var(&o.after, "after", 0, "rows with ids above this one")
+	f.Int64Var(&o.last, "last", 0, "start with the newest N rows")
+	f.StringSliceVar(&o.versions, "version", nil, "only rows at this schema version (repeatable)")
+	f.StringVar(&o.key, "key", "", "only rows with this key")
+	f.IntVar(&o.partition, "partition", 0, "only rows in this partition")
+	f.IntVar(&o.limit, "limit", 100, "stop after this many rows (without --follow)")
+	f.BoolVarP(&o.follow, "follow", "f", false, "keep printing new rows until interrupted")
+	return cmd
+}
+
+// opCtx bounds one database call by --timeout.
+func (c *CLI) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.timeout)
+}
+
+func (c *CLI) writeJSONLine(v any) error {
+	enc := json.NewEncoder(c.opts.Stdout)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// writeRecords prints rows as a table; --follow prints the header with the
+// first rows only.
+func (c *CLI) writeRecords(recs []sqlstreams.Record, header bool) error {
+	tw := c.table()
+	if header {
+		fmt.Fprintln(tw, "ID\tPARTITION\tVERSION\tKEY\tROUTING-KEY\tPRODUCED-AT\tPAYLOAD")
+	}
+	for _, r := range recs {
+		key := "-"
+		if r.HasKey {
+			key = r.Key
+		}
+		fmt.Fprintf(tw, "%d\t%d\tv%d\t%s\t%s\t%s\t%s\n", r.ID, r.Partition, r.SchemaVersion, key, dash(r.RoutingKey), tableTime(r.ProducedAt), cut(compactJSON(r.Payload), 120))
+	}
+	return tw.Flush()
+}
+
+func (c *CLI) produceCmd() *cobra.Command {
+	var o struct {
+		version, key, routingKey, data string
+		headers                        []string
+	}
+	cmd := &cobra.Command{Use: "produce STREAM --version V [--key K] [--routing-key RK] [--header k=v]... [--data JSON | stdin]",
+		Short: "Append one raw JSON payload at a schema version (records no schema)",
+		Args:  cobra.ExactArgs(1),
+		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			if o.version == "" {
+				return Usagef("produce needs --version: the schema version the payload is written at (2 or v2)")
+			}
+			v, err := parseVersion(o.version)
+			if err != nil {
+				return err
+			}
+			var popts []sqlstreams.ProduceOption
+			if cmd.Flags().Changed("key") {
+				popts = append(popts, sqlstreams.Key(o.key))
+			}
+			if o.routingKey != "" {
+				popts = append(popts, sqlstreams.RoutingKey(o.routingKey))
+			}
+			for _, h := range o.headers {
+				k, val, ok := strings.Cut(h, "=")
+				if !ok || k == "" {
+					return Usagef("--header %q: write name=value", h)
+				}
+				popts = append(popts, sqlstreams.Header(k, val))
+			}
+			data := []byte(o.data)
+			if !cmd.Flags().Changed("data") {
+				if data, err = io.ReadAll(io.LimitReader(c.opts.Stdin, sqlstreams.MaxPayloadBytes+1)); err != nil {
+					return fmt.Errorf("sqlstreams: read the payload from stdin: %w", err)
+				}
+			}
+			data = bytes.TrimSpace(data)
+			if len(data) == 0 {
+				return Usagef("produce needs a payload: --data '{\"...\"}' or JSON on stdin")
+			}
+			_, s, err := c.raw(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if _, err := s.Get(ctx); err != nil {
+				return err // produce never creates a stream: a typo would make a new one
+			}
+			p, err := s.Producer().Register(ctx, nil)
+			if err != nil {
+				return err
+			}
+			id, err := p.Produce(ctx, sqlstreams.RawPayload{Version: v, Data: data}, popts...)
+			if err != nil {
+				return err
+			}
+			if c.JSON() {
+				return c.WriteJSON(map[string]any{"stream": args[0], "id": id})
+			}
+			tw := c.table()
+			fmt.Fprintf(tw, "ID\n%d\n", id)
+			return tw.Flush()
+		})}
+	f := cmd.Flags()
+	f.StringVar(&o.version, "version", "", "schema version of the payload (required)")
+	f.StringVar(&o.key, "key", "", "message key (partition and compaction)")
+	f.StringVar(&o.routingKey, "routing-key", "", "routing key (group bindings)")
+	f.StringArrayVar(&o.headers, "header", nil, "header name=value (repeatable)")
+	f.StringVar(&o.data, "data", "", "the JSON payload (default: read stdin)")
+	return cmd
+}
