@@ -250,39 +250,50 @@ func (h *handler) settings(w http.ResponseWriter, r *http.Request) (*actionResul
 	}
 	reg := h.client.Registry()
 	stream := r.PostForm.Get("stream")
-	n := int64(0)
-	// The mode first: a READONLY registry refuses a level change, so
-	// reopening and changing the level in one form works.
-	if m := r.PostForm.Get("mode"); m != "" {
-		var err error
-		if m == "INHERIT" {
-			err = reg.ClearMode(ctx, stream)
-		} else {
-			var mode sqlstreams.Mode
-			if mode, err = sqlstreams.ParseMode(m); err == nil {
-				err = reg.SetMode(ctx, stream, mode)
+	setMode := func() error {
+		switch m := r.PostForm.Get("mode"); m {
+		case "":
+			return nil
+		case "INHERIT":
+			return reg.ClearMode(ctx, stream)
+		default:
+			mode, err := sqlstreams.ParseMode(m)
+			if err != nil {
+				return err
 			}
+			return reg.SetMode(ctx, stream, mode)
 		}
-		if err != nil {
-			return nil, err
-		}
-		n++
 	}
-	if l := r.PostForm.Get("level"); l != "" {
-		var err error
-		if l == "INHERIT" {
-			err = reg.ClearLevel(ctx, stream)
-		} else {
-			level, perr := schema.ParseLevel(l)
-			if perr != nil {
-				return nil, fmt.Errorf("%w: %v", errBadRequest, perr)
+	setLevel := func() error {
+		switch l := r.PostForm.Get("level"); l {
+		case "":
+			return nil
+		case "INHERIT":
+			return reg.ClearLevel(ctx, stream)
+		default:
+			level, err := schema.ParseLevel(l)
+			if err != nil {
+				return fmt.Errorf("%w: %v", errBadRequest, err)
 			}
-			err = reg.SetLevel(ctx, stream, level)
+			return reg.SetLevel(ctx, stream, level)
 		}
-		if err != nil {
+	}
+	// READONLY refuses level changes: a form that closes the registry sets
+	// the level first, one that reopens it sets the mode first.
+	steps := []func() error{setMode, setLevel}
+	if strings.EqualFold(r.PostForm.Get("mode"), string(sqlstreams.ModeReadOnly)) {
+		steps = []func() error{setLevel, setMode}
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
 			return nil, err
 		}
-		n++
+	}
+	n := int64(0)
+	for _, f := range []string{"mode", "level"} {
+		if r.PostForm.Get(f) != "" {
+			n++
+		}
 	}
 	back := "/registry?done=settings"
 	if stream != "" {

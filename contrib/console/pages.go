@@ -273,7 +273,9 @@ type DeadLetterPage struct {
 	Letter        sqlstreams.DeadLetter
 }
 
-func (p DeadLetterPage) title() string { return fmt.Sprintf("Dead letter %d · %s", p.Letter.ID, p.Group) }
+func (p DeadLetterPage) title() string {
+	return fmt.Sprintf("Dead letter %d · %s", p.Letter.ID, p.Group)
+}
 
 func (h *handler) deadLetterPage(r *http.Request) (any, error) {
 	ctx, cancel := h.ctx(r)
@@ -488,7 +490,9 @@ type SchemaDiffPage struct {
 	Levels     []schema.Level
 }
 
-func (p SchemaDiffPage) title() string { return fmt.Sprintf("Schema diff · %s v%d", p.Stream, p.Version) }
+func (p SchemaDiffPage) title() string {
+	return fmt.Sprintf("Schema diff · %s v%d", p.Stream, p.Version)
+}
 
 func (h *handler) schemaDiffPage(r *http.Request) (any, error) {
 	ctx, cancel := h.ctx(r)

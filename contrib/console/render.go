@@ -45,9 +45,11 @@ func (h *handler) parseTemplates() error {
 		"ints":    joinInts,
 		"pretty":  prettyJSON,
 		"levels":  schema.Levels,
-		"modes":   func() []sqlstreams.Mode { return []sqlstreams.Mode{sqlstreams.ModeReadWrite, sqlstreams.ModeReadOnly, sqlstreams.ModeImport} },
-		"inc":     func(n int) int { return n + 1 },
-		"dec":     func(n int) int { return n - 1 },
+		"modes": func() []sqlstreams.Mode {
+			return []sqlstreams.Mode{sqlstreams.ModeReadWrite, sqlstreams.ModeReadOnly, sqlstreams.ModeImport}
+		},
+		"inc": func(n int) int { return n + 1 },
+		"dec": func(n int) int { return n - 1 },
 		"retention": func(maxAge time.Duration, maxRows int64, hard bool) string {
 			var parts []string
 			if maxAge > 0 {
