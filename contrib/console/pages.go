@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
@@ -47,34 +48,71 @@ func (h *handler) streamsPage(r *http.Request) (any, error) {
 		return nil, err
 	}
 	page := StreamsPage{Streams: make([]StreamRow, len(infos))}
+	// One health read per stream, a few at a time: the page's cost is
+	// these round trips.
+	errs := make([]error, len(infos))
+	sem := make(chan struct{}, overviewConcurrency)
+	var wg sync.WaitGroup
 	for i, info := range infos {
-		s := h.client.Stream[sqlstreams.RawPayload](info.Name)
-		hl, err := s.Health(ctx)
-		if errors.Is(err, sqlstreams.ErrStreamNotFound) {
-			continue // destroyed meanwhile
-		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			page.Streams[i], errs[i] = h.streamRow(ctx, info)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		groups, err := s.Groups(ctx)
-		if err != nil && !errors.Is(err, sqlstreams.ErrStreamNotFound) {
-			return nil, err
-		}
-		row := StreamRow{StreamInfo: info, HighWater: hl.HighWater, Verdict: worstVerdict(hl), Versions: []int{}, Groups: []string{}}
-		for _, g := range groups {
-			row.Groups = append(row.Groups, g.Name)
-		}
-		for _, vh := range hl.Versions {
-			row.Versions = append(row.Versions, vh.Version)
-			for _, g := range vh.Groups {
-				row.Unread += g.Unread
-				row.Dead += g.Dead
-			}
-		}
-		page.Streams[i] = row
 	}
 	page.Streams = slices.DeleteFunc(page.Streams, func(s StreamRow) bool { return s.Name == "" })
 	return page, nil
+}
+
+const overviewConcurrency = 4
+
+// streamRow reads one stream's row of the overview; a stream destroyed
+// meanwhile is a zero row.
+func (h *handler) streamRow(ctx context.Context, info sqlstreams.StreamInfo) (StreamRow, error) {
+	s := h.client.Stream[sqlstreams.RawPayload](info.Name)
+	hl, err := s.Health(ctx)
+	if errors.Is(err, sqlstreams.ErrStreamNotFound) {
+		return StreamRow{}, nil
+	}
+	if err != nil {
+		return StreamRow{}, err
+	}
+	row := StreamRow{StreamInfo: info, HighWater: hl.HighWater, Verdict: worstVerdict(hl), Versions: []int{}, Groups: []string{}}
+	seen := map[string]bool{}
+	for _, vh := range hl.Versions {
+		row.Versions = append(row.Versions, vh.Version)
+		for _, g := range vh.Groups {
+			row.Unread += g.Unread
+			row.Dead += g.Dead
+			if !seen[g.Group] {
+				seen[g.Group] = true
+				row.Groups = append(row.Groups, g.Group)
+			}
+		}
+	}
+	// Health lists every group at some version, except a RawPayload group
+	// of a stream with no version yet: only then list them apart.
+	if len(hl.Versions) == 0 {
+		groups, err := s.Groups(ctx)
+		if errors.Is(err, sqlstreams.ErrStreamNotFound) {
+			return StreamRow{}, nil
+		}
+		if err != nil {
+			return StreamRow{}, err
+		}
+		for _, g := range groups {
+			row.Groups = append(row.Groups, g.Name)
+		}
+	}
+	slices.Sort(row.Groups)
+	return row, nil
 }
 
 func worstVerdict(h sqlstreams.Health) string {
