@@ -269,3 +269,48 @@ func TestActions(t *testing.T) {
 		})
 	}
 }
+
+// TestRetirementFromTheConsole walks v1 of the seeded stream to retirement
+// with the console's own actions, once the application has drained its
+// backlog: discard the dead letter, see the verdict turn, delete the
+// groups that read only v1.
+func TestRetirementFromTheConsole(t *testing.T) {
+	for _, tg := range targets() {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			c := openClient(t, tg)
+			seed(t, c)
+			srv := serve(t, c, true).URL + prefix
+			tok := token(t, srv)
+			// The v1 audit consumers finish their backlog.
+			audit := fatal{t}.on(c.Stream[OrderV1](orders).Consumer("audit").Register(t.Context(), nil))
+			if err := audit.Ack(t.Context(), claimAll(t, t.Context(), audit, 4)...); err != nil {
+				t.Fatal(err)
+			}
+			_, body := get(t, srv, "/streams/"+orders)
+			if txt := text(body); !strings.Contains(txt, "v1 blocked group billing has 1 dead (replay or discard them)") {
+				t.Fatalf("before discarding: %s", txt)
+			}
+			if code, _, body := post(t, srv, "/streams/"+orders+"/groups/billing/dead/discard", url.Values{"csrf": {tok}, "all": {"1"}}); code != http.StatusSeeOther {
+				t.Fatalf("discard: %d %s", code, text(body))
+			}
+			_, body = get(t, srv, "/streams/"+orders)
+			if txt := text(body); !strings.Contains(txt, "v1 retirable retirable") {
+				t.Fatalf("after discarding: %s", txt)
+			}
+			for _, g := range []string{"audit", "billing"} {
+				if code, _, body := post(t, srv, "/streams/"+orders+"/groups/"+g+"/delete", url.Values{"csrf": {tok}}); code != http.StatusSeeOther {
+					t.Fatalf("delete %s: %d %s", g, code, text(body))
+				}
+			}
+			v1, _ := health(t, c, orders).Version(1)
+			if !v1.Retirable || len(v1.Groups) != 0 {
+				t.Fatalf("v1 after the walk: %+v", v1)
+			}
+			_, body = get(t, srv, "/streams/"+orders)
+			if txt := text(body); !strings.Contains(txt, "v1 retirable retirable no group reads version 1 (4 rows)") {
+				t.Fatalf("final stream page: %s", txt)
+			}
+		})
+	}
+}
