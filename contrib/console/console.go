@@ -104,6 +104,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("Referrer-Policy", "same-origin")
+	hd.Set("Cache-Control", "no-store") // pages show live state and payloads; static files override it
 	h.mux.ServeHTTP(w, r)
 }
 

@@ -352,7 +352,9 @@ type MessageFilter struct {
 	Key       string
 	HasKey    bool
 	Partition *int
-	Last      bool
+	// From starts at the first row produced at or after it (RFC 3339).
+	From time.Time
+	Last bool
 }
 
 const messagesPageSize = 50
@@ -388,8 +390,13 @@ func (h *handler) messagesPage(r *http.Request) (any, error) {
 		}
 		f.Partition = &p
 	}
+	if fs := q.Get("from"); fs != "" {
+		if f.From, err = time.Parse(time.RFC3339, fs); err != nil {
+			return nil, fmt.Errorf("%w: from=%q; use RFC 3339, such as 2026-01-02T15:04:05Z", errBadRequest, fs)
+		}
+	}
 	f.Last = q.Get("last") == "1"
-	o := sqlstreams.BrowseOptions{AfterID: f.After, Partition: f.Partition, Last: f.Last, Limit: messagesPageSize}
+	o := sqlstreams.BrowseOptions{AfterID: f.After, Partition: f.Partition, From: f.From, Last: f.Last, Limit: messagesPageSize}
 	if f.ID > 0 {
 		o = sqlstreams.BrowseOptions{AfterID: f.ID - 1, Limit: 1}
 	}

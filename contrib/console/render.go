@@ -42,9 +42,15 @@ func (h *handler) parseTemplates() error {
 		"csrf":    func() string { return h.csrf },
 		"actions": func() bool { return h.opts.AllowActions },
 		"ts":      formatTime,
-		"ints":    joinInts,
-		"pretty":  prettyJSON,
-		"levels":  schema.Levels,
+		"rfc3339": func(t time.Time) string {
+			if t.IsZero() {
+				return ""
+			}
+			return t.UTC().Format(time.RFC3339)
+		},
+		"ints":   joinInts,
+		"pretty": prettyJSON,
+		"levels": schema.Levels,
 		"modes": func() []sqlstreams.Mode {
 			return []sqlstreams.Mode{sqlstreams.ModeReadWrite, sqlstreams.ModeReadOnly, sqlstreams.ModeImport}
 		},

@@ -1,0 +1,135 @@
+package console_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/contrib/console"
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+)
+
+// A delivery claimed and not settled shows its holder on the group page,
+// and blocks the version as leased.
+func TestGroupShowsHolders(t *testing.T) {
+	t.Parallel()
+	c := openClient(t, targets()[0])
+	seed(t, c)
+	srv := serve(t, c, false).URL + prefix
+	audit := fatal{t}.on(c.Stream[OrderV1](orders).Consumer("audit").Register(t.Context(), nil))
+	claimAll(t, t.Context(), audit, 1)
+	d := fatal{t}.on(c.Stream[sqlstreams.RawPayload](orders).Group("audit").Describe(t.Context()))
+	if len(d.Holders) != 1 || d.Leased != 1 {
+		t.Fatalf("describe: %+v", d)
+	}
+	_, body := get(t, srv, "/streams/"+orders+"/groups/audit")
+	txt := text(body)
+	want := fmt.Sprintf("Lease holders Holder Leases Until console-test 1 %s", d.Holders[0].Until.UTC().Format("2006-01-02 15:04:05Z"))
+	for _, w := range []string{want, "Leased 1 · Delayed 0 · Dead 0", "group audit has 1 leased"} {
+		if !strings.Contains(txt, w) {
+			t.Errorf("no %q in %s", w, txt)
+		}
+	}
+}
+
+// Dead letters come 50 a page, with a link to the next.
+func TestDeadLettersPaged(t *testing.T) {
+	t.Parallel()
+	c := openClient(t, targets()[0])
+	srv := serve(t, c, false).URL + prefix
+	ctx := t.Context()
+	p := fatal{t}.on(c.Stream[Payment]("refunds").Producer().Register(ctx, nil))
+	msgs := make([]sqlstreams.Message[Payment], 55)
+	for i := range msgs {
+		msgs[i] = sqlstreams.NewMessage(Payment{ID: fmt.Sprint("r-", i)})
+	}
+	fatal{t}.on(p.ProduceBatch(ctx, msgs...))
+	g := fatal{t}.on(c.Stream[Payment]("refunds").Consumer("refunder").Register(ctx, nil))
+	for _, d := range claimAll(t, ctx, g, 55) {
+		if err := d.Dead(ctx, errors.New("no account")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := getJSON[console.DeadPage](t, srv, "/streams/refunds/groups/refunder/dead")
+	if first.Dead != 55 || len(first.Letters) != 50 || first.Next != first.Letters[49].ID {
+		t.Fatalf("first page: dead %d, %d letters, next %d", first.Dead, len(first.Letters), first.Next)
+	}
+	_, body := get(t, srv, "/streams/refunds/groups/refunder/dead")
+	if !strings.Contains(body, fmt.Sprintf(`href="%s/streams/refunds/groups/refunder/dead?after=%d" id="next"`, prefix, first.Next)) {
+		t.Fatal("no next-page link")
+	}
+	second := getJSON[console.DeadPage](t, srv, fmt.Sprintf("/streams/refunds/groups/refunder/dead?after=%d", first.Next))
+	if len(second.Letters) != 5 || second.Next != 0 || second.Letters[0].ID <= first.Next {
+		t.Fatalf("second page: %d letters, next %d", len(second.Letters), second.Next)
+	}
+}
+
+// The messages page starts at a time with ?from=.
+func TestMessagesFrom(t *testing.T) {
+	t.Parallel()
+	c := openClient(t, targets()[0])
+	seed(t, c)
+	srv := serve(t, c, false).URL + prefix
+	all := fatal{t}.on(c.Stream[sqlstreams.RawPayload](orders).Browse(t.Context(), sqlstreams.BrowseOptions{}))
+	last := all.Records[len(all.Records)-1]
+	page := getJSON[console.MessagesPage](t, srv, "/streams/"+orders+"/messages?from="+last.ProducedAt.UTC().Format(time.RFC3339Nano))
+	if len(page.Records) == 0 || page.Records[len(page.Records)-1].ID != last.ID {
+		t.Fatalf("from the last row's time: %+v", page.Records)
+	}
+	for _, r := range page.Records {
+		if r.ProducedAt.Before(last.ProducedAt) {
+			t.Fatalf("row %d produced %v, before %v", r.ID, r.ProducedAt, last.ProducedAt)
+		}
+	}
+	if code, body := get(t, srv, "/streams/"+orders+"/messages?from=yesterday"); code != 400 || !strings.Contains(body, "use RFC 3339") {
+		t.Fatalf("bad from: %d %s", code, text(body))
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A failing database call shows a generic message on the page and the
+// error itself only in the log.
+func TestFailuresAreLoggedNotShown(t *testing.T) {
+	t.Parallel()
+	c := openClient(t, targets()[0])
+	var logs syncBuffer
+	h, err := console.New(c, console.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, body := get(t, srv.URL, "/")
+	if code != http.StatusInternalServerError || !strings.Contains(body, "the database call failed; see the server log") || strings.Contains(body, "closed") {
+		t.Fatalf("GET / on a closed client: %d %s", code, text(body))
+	}
+	if l := logs.String(); !strings.Contains(l, "request failed") || !strings.Contains(l, "closed") {
+		t.Fatalf("log: %s", l)
+	}
+}
