@@ -10,9 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/chromedp"
 )
 
@@ -122,6 +125,25 @@ func TestScreenshots(t *testing.T) {
 	dead := seed(t, c)
 	srv := serve(t, c, true).URL + prefix
 	ctx := browser(t, 3*time.Minute)
+	// Every error the browser logs (a CSP refusal, a failed asset) fails
+	// the test; only the favicon the host serves, not the console, may 404.
+	var mu sync.Mutex
+	var errs []string
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*cdplog.EventEntryAdded); ok && e.Entry.Level == cdplog.EntryLevelError && !strings.HasSuffix(e.Entry.URL, "/favicon.ico") {
+			mu.Lock()
+			errs = append(errs, fmt.Sprintf("%s: %s (%s)", e.Entry.Source, e.Entry.Text, e.Entry.URL))
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, cdplog.Enable, cdp.Empty{})
+		return err
+	})); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	if *updateScreenshots {
 		dir = filepath.Join("..", "..", "docs", "console")
@@ -161,5 +183,10 @@ func TestScreenshots(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, sh.name+".png"), img, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) > 0 {
+		t.Fatalf("the browser logged errors:\n%s", strings.Join(errs, "\n"))
 	}
 }

@@ -3,14 +3,14 @@ module github.com/sqlstreams/sqlstreams/contrib/console
 go 1.27
 
 require (
-	github.com/chromedp/chromedp v0.23.1
+	github.com/chromedp/cdproto v0.159.0
+	github.com/chromedp/chromedp v0.23.0
 	github.com/sqlstreams/sqlstreams/core v0.0.0
 	github.com/sqlstreams/sqlstreams/driver/postgres v0.0.0
 	github.com/sqlstreams/sqlstreams/driver/sqlite v0.0.0
 )
 
 require (
-	github.com/chromedp/cdproto v0.160.1 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/google/uuid v1.6.0 // indirect
