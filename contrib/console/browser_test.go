@@ -48,7 +48,10 @@ func browser(t *testing.T, timeout time.Duration) context.Context {
 		t.Logf("could not remove %s: %v", dir, err)
 	})
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900), chromedp.UserDataDir(dir))
+		chromedp.WindowSize(1280, 900), chromedp.UserDataDir(dir),
+		// A loaded CI machine can take a while to start Chromium; the
+		// test's own timeout still bounds everything.
+		chromedp.WSURLReadTimeout(timeout/2))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancelAlloc)
 	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -131,5 +132,37 @@ func TestFailuresAreLoggedNotShown(t *testing.T) {
 	}
 	if l := logs.String(); !strings.Contains(l, "request failed") || !strings.Contains(l, "closed") {
 		t.Fatalf("log: %s", l)
+	}
+}
+
+// A big payload is cut in the list and shown whole on its own page.
+func TestMessagesPreview(t *testing.T) {
+	t.Parallel()
+	c := openClient(t, targets()[0])
+	srv := serve(t, c, false).URL + prefix
+	p := fatal{t}.on(c.Stream[Payment]("blobs").Producer().Register(t.Context(), nil))
+	id := fatal{t}.on(p.Produce(t.Context(), Payment{ID: strings.Repeat("é", 3000)}))
+	_, list := get(t, srv, "/streams/blobs/messages")
+	if !strings.Contains(list, "bytes; open the message for all of it)") || strings.Contains(list, strings.Repeat("é", 3000)) {
+		t.Fatal("the list shows the whole payload")
+	}
+	_, one := get(t, srv, fmt.Sprintf("/streams/blobs/messages?id=%d", id))
+	if !strings.Contains(one, strings.Repeat("é", 3000)) {
+		t.Fatal("the message page cuts the payload")
+	}
+}
+
+// A scripted client reads the form token from /api/features and posts
+// with it in a header.
+func TestScriptedPost(t *testing.T) {
+	t.Parallel()
+	c := openClient(t, targets()[0])
+	seed(t, c)
+	srv := serve(t, c, true).URL + prefix
+	feat := getJSON[console.Features](t, srv, "/api/features")
+	code, _, body := post(t, srv, "/streams/"+orders+"/groups/billing/dead/replay", url.Values{"all": {"1"}},
+		"X-CSRF-Token", feat.FormToken, "Accept", "application/json")
+	if code != http.StatusOK || !strings.Contains(body, `"Count": 1`) {
+		t.Fatalf("%d %s", code, body)
 	}
 }

@@ -687,12 +687,15 @@ type Features struct {
 	// Registry: the driver keeps a schema registry.
 	Registry bool
 	Identity string
+	// FormToken is what a scripted client sends as the X-CSRF-Token header
+	// (or the csrf form field) with a POST. Another origin cannot read it.
+	FormToken string
 }
 
 func (h *handler) features(w http.ResponseWriter, r *http.Request) {
 	drv := h.client.Driver()
 	writeJSON(w, http.StatusOK, Features{Driver: drv.Name(), Notify: drv.Capabilities().Notify, ReadOnly: !h.opts.AllowActions,
-		Registry: h.hasRegistry, Identity: h.client.Identity()})
+		Registry: h.hasRegistry, Identity: h.client.Identity(), FormToken: h.csrf})
 }
 
 // healthz answers 200 while the process is up; with ?complete it also

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/schema"
@@ -48,9 +49,10 @@ func (h *handler) parseTemplates() error {
 			}
 			return t.UTC().Format(time.RFC3339)
 		},
-		"ints":   joinInts,
-		"pretty": prettyJSON,
-		"levels": schema.Levels,
+		"ints":    joinInts,
+		"pretty":  prettyJSON,
+		"preview": preview,
+		"levels":  schema.Levels,
 		"modes": func() []sqlstreams.Mode {
 			return []sqlstreams.Mode{sqlstreams.ModeReadWrite, sqlstreams.ModeReadOnly, sqlstreams.ModeImport}
 		},
@@ -148,6 +150,23 @@ func joinInts(ns []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ", ")
+}
+
+// previewBytes bounds a payload shown in a list; the message's own page
+// (?id=) shows it whole.
+const previewBytes = 2000
+
+// preview is prettyJSON cut to previewBytes at a character boundary.
+func preview(raw []byte) string {
+	s := prettyJSON(raw)
+	if len(s) <= previewBytes {
+		return s
+	}
+	cut := previewBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "\n… (" + strconv.Itoa(len(raw)) + " bytes; open the message for all of it)"
 }
 
 // prettyJSON indents a JSON document for display; anything else is shown
