@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -164,5 +165,50 @@ func TestScriptedPost(t *testing.T) {
 		"X-CSRF-Token", feat.FormToken, "Accept", "application/json")
 	if code != http.StatusOK || !strings.Contains(body, `"Count": 1`) {
 		t.Fatalf("%d %s", code, body)
+	}
+}
+
+// A compacted stream, a group with bindings and a converter, and a raw
+// group: the pages show what each reads and the heads checklist item.
+func TestCompactedBindingsConverterRaw(t *testing.T) {
+	t.Parallel()
+	c := openClient(t, targets()[0])
+	srv := serve(t, c, false).URL + prefix
+	ctx := t.Context()
+	const s = "accounts"
+	fatal{t}.on(c.Stream[OrderV1](s).Create(ctx, &sqlstreams.StreamOptions{Compacted: true}))
+	p := fatal{t}.on(c.Stream[OrderV1](s).Producer().Register(ctx, nil))
+	fatal{t}.on(p.Produce(ctx, OrderV1{OrderID: "a"}, sqlstreams.Key("acct-1"), sqlstreams.RoutingKey("eu.web")))
+	conv := sqlstreams.ConvertFrom(func(_ context.Context, o OrderV1) (OrderV2, error) { return OrderV2{OrderID: o.OrderID}, nil })
+	fatal{t}.on(c.Stream[OrderV2](s).Consumer("eu-v2").Register(ctx, &sqlstreams.ConsumerOptions{Bindings: []string{"eu.#"},
+		Converters: []sqlstreams.Converter{conv}}))
+	fatal{t}.on(c.Stream[sqlstreams.RawPayload](s).Consumer("archive").Register(ctx, nil))
+	h := health(t, c, s)
+	v1, _ := h.Version(1)
+	_, body := get(t, srv, "/streams/"+s)
+	txt := text(body)
+	for _, w := range []string{
+		"Compacted yes",
+		"v1 blocked " + v1.Verdict(),
+		"compaction heads remain",
+		"☐ no compaction heads at v1 (1 remain: each key needs a newer version's row)",
+		"archive raw",
+		"archive every version (raw) — every key",
+		"eu-v2 v2 1 eu.#",
+	} {
+		if !strings.Contains(txt, w) {
+			t.Errorf("stream page: no %q in %s", w, txt)
+		}
+	}
+	_, body = get(t, srv, "/streams/"+s+"/groups/eu-v2")
+	txt = text(body)
+	for _, w := range []string{"Version v2 Converts from 1 Bindings eu.#", "group eu-v2 has 1 unread"} {
+		if !strings.Contains(txt, w) {
+			t.Errorf("group page: no %q in %s", w, txt)
+		}
+	}
+	_, body = get(t, srv, "/streams/"+s+"/messages")
+	if txt := text(body); !strings.Contains(txt, "v1 acct-1 eu.web") {
+		t.Errorf("messages: %s", txt)
 	}
 }
