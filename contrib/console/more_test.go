@@ -212,3 +212,26 @@ func TestCompactedBindingsConverterRaw(t *testing.T) {
 		t.Errorf("messages: %s", txt)
 	}
 }
+
+// A handler's panic is stored with its stack; the dead letter page shows
+// the error whole, stack included, and the list shows it too.
+func TestDeadLetterShowsPanicStack(t *testing.T) {
+	t.Parallel()
+	c := openClient(t, targets()[0])
+	srv := serve(t, c, false).URL + prefix
+	ctx := t.Context()
+	p := fatal{t}.on(c.Stream[Payment]("fraud").Producer().Register(ctx, nil))
+	id := fatal{t}.on(p.Produce(ctx, Payment{ID: "p-9"}))
+	g := fatal{t}.on(c.Stream[Payment]("fraud").Consumer("scorer").Register(ctx, nil))
+	d := claimAll(t, ctx, g, 1)[0]
+	stack := "goroutine 7 [running]:\nexample.com/fraud.score(...)\n\t/src/fraud/score.go:42 +0x1d"
+	if err := d.Dead(ctx, &sqlstreams.PanicError{Value: "index out of range", Stack: stack}); err != nil {
+		t.Fatal(err)
+	}
+	_, body := get(t, srv, fmt.Sprintf("/streams/fraud/groups/scorer/dead/%d", id))
+	want := `<pre class="err" id="error-text">handler panicked: index out of range` + "\n" +
+		"goroutine 7 [running]:\nexample.com/fraud.score(...)\n\t/src/fraud/score.go:42 &#43;0x1d</pre>"
+	if !strings.Contains(body, want) {
+		t.Fatalf("no stack in the page:\n%s", body)
+	}
+}

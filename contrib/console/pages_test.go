@@ -295,6 +295,20 @@ func TestLinksStayUnderPrefix(t *testing.T) {
 					t.Errorf("GET %s: %d", p, code)
 					continue
 				}
+				if !strings.HasPrefix(p, prefix+"/static/") {
+					// Every page is also JSON, when asked and under /api.
+					api := prefix + "/api" + strings.TrimPrefix(p, prefix)
+					if strings.TrimSuffix(api, "/") == prefix+"/api" {
+						api = prefix + "/api/streams"
+					}
+					for _, jp := range []string{p, api} {
+						code, jb := get(t, base, jp, "Accept", "application/json")
+						var v map[string]any
+						if err := json.Unmarshal([]byte(jb), &v); code != http.StatusOK || err != nil {
+							t.Errorf("GET %s as JSON: %d %v %.100s", jp, code, err, jb)
+						}
+					}
+				}
 				for _, m := range linkRE.FindAllStringSubmatch(body, -1) {
 					link := html.UnescapeString(m[1])
 					u, err := url.Parse(link)
