@@ -6,13 +6,16 @@ require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/sqlstreams/sqlstreams/core v0.0.0
+	github.com/sqlstreams/sqlstreams/driver/mysql v0.0.0
 	github.com/sqlstreams/sqlstreams/driver/postgres v0.0.0
 	github.com/sqlstreams/sqlstreams/driver/sqlite v0.0.0
 )
 
 require (
+	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/go-sql-driver/mysql v1.10.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect

@@ -15,6 +15,8 @@ import (
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/schema"
+	"github.com/sqlstreams/sqlstreams/driver/mysql"
+	"github.com/sqlstreams/sqlstreams/driver/mysql/mysqltest"
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
 	"github.com/sqlstreams/sqlstreams/driver/postgres/postgrestest"
 	"github.com/sqlstreams/sqlstreams/driver/sqlite"
@@ -66,6 +68,7 @@ func targets() []target {
 	return []target{
 		{"sqlite", func(t testing.TB) driver.Driver { return sqlite.Open(sqlitetest.Target().NewNamespace(t)) }},
 		{"postgres", func(t testing.TB) driver.Driver { return postgres.Open(postgrestest.NewSchema(t, nil)) }},
+		{"mysql", func(t testing.TB) driver.Driver { return mysql.Open(mysqltest.NewDatabase(t)) }},
 	}
 }
 
