@@ -48,8 +48,8 @@ func (h *handler) streamsPage(r *http.Request) (any, error) {
 		return nil, err
 	}
 	page := StreamsPage{Streams: make([]StreamRow, len(infos))}
-	// One health read per stream, a few at a time: the page's cost is
-	// these round trips.
+	// One health read per stream, two at a time: the page's cost is these
+	// round trips.
 	errs := make([]error, len(infos))
 	sem := make(chan struct{}, overviewConcurrency)
 	var wg sync.WaitGroup
