@@ -71,7 +71,12 @@ func (h *handler) streamsPage(r *http.Request) (any, error) {
 	return page, nil
 }
 
-const overviewConcurrency = 4
+// overviewConcurrency is how many health reads the overview runs at once.
+// Two: more wins nothing on SQLite, whose driver keeps two idle read
+// connections (database/sql's default), so a third and fourth reader are
+// opened and closed on every render (measured: ~70 vs ~63 CPU ms for 200
+// streams).
+const overviewConcurrency = 2
 
 // streamRow reads one stream's row of the overview; a stream destroyed
 // meanwhile is a zero row.
