@@ -1,0 +1,195 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/chromedp"
+)
+
+var updateScreenshots = flag.Bool("update-screenshots", false, "write the console's screenshots to docs/console/*.png")
+
+// browser starts headless Chromium for one test, bounded by timeout. A
+// missing chromium fails under CI (.ci/run installs it) and skips elsewhere.
+func browser(t *testing.T, timeout time.Duration) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if inCI() {
+			t.Fatalf("chromium is not installed: %v (.ci/run installs the Debian package)", err)
+		}
+		t.Skip("chromium is not installed; apt-get install chromium, or run .ci/run")
+	}
+	dir, err := os.MkdirTemp("", "console-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Chromium's children may still write for a moment after it stops.
+		var err error
+		for range 50 {
+			if err = os.RemoveAll(dir); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("could not remove %s: %v", dir, err)
+	})
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900), chromedp.UserDataDir(dir),
+		// A loaded CI machine can take a while to start Chromium; the
+		// test's own timeout still bounds everything.
+		chromedp.WSURLReadTimeout(timeout/2))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(cancelBrowser)
+	ctx, cancel := context.WithTimeout(bctx, timeout)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+func textOf(t *testing.T, ctx context.Context, id string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
+	if err != nil {
+		t.Fatalf("text of #%s: %v", id, err)
+	}
+	return strings.TrimSpace(s)
+}
+
+// TestBrowserReplay ticks the dead letter in Chromium, clicks Replay, and
+// sees the dead count drop on the page and in Health.
+func TestBrowserReplay(t *testing.T) {
+	c := openClient(t, targets()[0])
+	dead := seed(t, c)
+	srv := serve(t, c, true).URL + prefix
+	ctx := browser(t, 90*time.Second)
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv+"/streams/"+orders+"/groups/billing/dead")); err != nil {
+		t.Fatal(err)
+	}
+	if got := textOf(t, ctx, "dead-count"); got != "1" {
+		t.Fatalf("dead count on the page before: %q", got)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`input[name="id"][value="%d"]`, dead)))); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.ID("replay-selected")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != 200 {
+		t.Fatalf("after the click: status %d at %s", resp.Status, resp.URL)
+	}
+	if got := textOf(t, ctx, "dead-count"); got != "0" {
+		t.Fatalf("dead count on the page after Replay: %q", got)
+	}
+	if got := textOf(t, ctx, "flash"); !strings.Contains(got, "Replayed 1 dead letter(s)") {
+		t.Fatalf("flash: %q", got)
+	}
+	if n := deadOf(t, c, "billing"); n != 0 {
+		t.Fatalf("Health says %d dead after Replay", n)
+	}
+	// The stream page agrees: v1's verdict lost its dead-letter reason.
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv+"/streams/"+orders)); err != nil {
+		t.Fatal(err)
+	}
+	v1, _ := health(t, c, orders).Version(1)
+	got, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`p.verdict[data-version="1"]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != v1.Verdict() || strings.Contains(got, "dead") {
+		t.Fatalf("v1 verdict on the page %q, Health %q", got, v1.Verdict())
+	}
+}
+
+// TestScreenshots renders every page in Chromium and checks each is a
+// 1280-pixel-wide PNG; with -update-screenshots it writes them to
+// docs/console for reviewers.
+func TestScreenshots(t *testing.T) {
+	c := openClient(t, targets()[0])
+	dead := seed(t, c)
+	srv := serve(t, c, true).URL + prefix
+	ctx := browser(t, 3*time.Minute)
+	// Every error the browser logs (a CSP refusal, a failed asset) fails
+	// the test; only the favicon the host serves, not the console, may 404.
+	var mu sync.Mutex
+	var errs []string
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*cdplog.EventEntryAdded); ok && e.Entry.Level == cdplog.EntryLevelError && !strings.HasSuffix(e.Entry.URL, "/favicon.ico") {
+			mu.Lock()
+			errs = append(errs, fmt.Sprintf("%s: %s (%s)", e.Entry.Source, e.Entry.Text, e.Entry.URL))
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, cdplog.Enable, cdp.Empty{})
+		return err
+	})); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if *updateScreenshots {
+		dir = filepath.Join("..", "..", "docs", "console")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := "/streams/" + orders
+	shots := []struct {
+		name, path string
+		then       []chromedp.Action[chromedp.Void]
+	}{
+		{"streams", "/", nil},
+		{"stream", s, nil},
+		{"group", s + "/groups/billing", nil},
+		{"reset-plan", s + "/groups/audit", []chromedp.Action[chromedp.Void]{chromedp.Click(chromedp.ID("plan-reset")), chromedp.WaitVisible(chromedp.ID("plan"))}},
+		{"dead-letters", s + "/groups/billing/dead", nil},
+		{"dead-letter", fmt.Sprintf("%s/groups/billing/dead/%d", s, dead), nil},
+		{"messages", s + "/messages", nil},
+		{"schemas", s + "/schemas", nil},
+		{"schema-diff", s + "/schemas/2?a=1&b=2", nil},
+		{"registry", "/registry", nil},
+	}
+	for _, sh := range shots {
+		steps := append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv + sh.path)}, sh.then...)
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", sh.name, err)
+		}
+		img, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("%s: screenshot: %v", sh.name, err)
+		}
+		cfg, err := png.DecodeConfig(bytes.NewReader(img))
+		if err != nil || cfg.Width != 1280 || cfg.Height < 300 {
+			t.Fatalf("%s: not a 1280-wide PNG: %+v %v", sh.name, cfg, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, sh.name+".png"), img, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) > 0 {
+		t.Fatalf("the browser logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
