@@ -1,0 +1,9 @@
+package otelsqlstreams
+
+// HealthDone is closed when the backlog reader has stopped (nil when it
+// never started).
+func HealthDone(m *Middleware) <-chan struct{} {
+	m.healthMu.Lock()
+	defer m.healthMu.Unlock()
+	return m.healthDone
+}
