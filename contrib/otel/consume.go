@@ -209,8 +209,8 @@ type deliveryKey struct {
 // outcome.
 type procState struct {
 	span    trace.Span
-	running bool   // the handler has not returned
-	settled string // an outcome recorded while it ran (the handler settled itself)
+	running bool      // the handler has not returned
+	settled string    // an outcome recorded while it ran (the handler settled itself)
 	waiting time.Time // when the handler returned without a final outcome
 }
 
