@@ -144,7 +144,7 @@ func TestApp(t *testing.T) {
 // ValidateApp finds a graph without a driver.
 func TestValidateAppMissingDriver(t *testing.T) {
 	t.Parallel()
-	err := fx.ValidateApp(sqlstreamsfx.Module, sqlstreamsfx.Producer[EvV1]("events", nil), fx.Invoke(func(*sqlstreams.Producer[EvV1]) {}))
+	err := fx.ValidateApp(fx.NopLogger, sqlstreamsfx.Module, sqlstreamsfx.Producer[EvV1]("events", nil), fx.Invoke(func(*sqlstreams.Producer[EvV1]) {}))
 	if err == nil {
 		t.Fatal("ValidateApp accepted a graph without a driver.Driver")
 	}
@@ -227,12 +227,20 @@ func TestNamedProducersAndHandlerError(t *testing.T) {
 		t.Errorf("producers on %q and %q", a, b)
 	}
 
+	// An app that fails to build runs no stop hook (fx's rule), so the
+	// client New opened is closed here; an application exits instead.
 	boom := errors.New("no handler today")
+	var opened *sqlstreams.Client
 	err := fx.New(sqlstreamsfx.Module, fx.Provide(driverOf(t, target, target.NewNamespace(t))), fx.NopLogger,
+		fx.Decorate(func(c *sqlstreams.Client) *sqlstreams.Client { opened = c; return c }),
 		sqlstreamsfx.Consumer[EvV1]("events", "g", fast, func() (sqlstreams.Handler[EvV1], error) { return nil, boom })).Err()
 	if !errors.Is(err, boom) {
 		t.Errorf("app error %v; want the constructor's", err)
 	}
+	if opened == nil {
+		t.Fatal("the client was not built")
+	}
+	opened.Close()
 }
 
 // OTel plugs in with one option and takes the tracer provider from the
