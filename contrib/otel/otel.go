@@ -133,6 +133,7 @@ type Middleware struct {
 	closeOnce          sync.Once
 	closed             bool // under healthMu
 	inflight           inflight
+	producers          sync.Map // stream name → *producerAttrs
 	retryType, deadTyp reflect.Type
 }
 
