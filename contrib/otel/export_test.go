@@ -7,3 +7,6 @@ func HealthDone(m *Middleware) <-chan struct{} {
 	defer m.healthMu.Unlock()
 	return m.healthDone
 }
+
+// ErrorType exposes errorType to the tests.
+var ErrorType = errorType

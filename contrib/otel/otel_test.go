@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -107,6 +108,12 @@ func TestSendAndProcess(t *testing.T) {
 
 		rm := e.collect(t)
 		dest := semconv.MessagingDestinationName("orders.placed")
+		sent, _ := findMetric(rm, "messaging.client.sent.messages")
+		metricdatatest.AssertEqual(t, metricdata.Metrics{
+			Name: "messaging.client.sent.messages", Unit: "{message}", Description: "Number of messages producer attempted to send to the broker.",
+			Data: metricdata.Sum[int64]{Temporality: metricdata.CumulativeTemporality, IsMonotonic: true,
+				DataPoints: []metricdata.DataPoint[int64]{{Attributes: attribute.NewSet(sys, semconv.MessagingOperationName("send"), dest), Value: 1}}},
+		}, sent, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
 		if n := sumOf(t, rm, "messaging.client.sent.messages", sys, semconv.MessagingOperationName("send"), dest); n != 1 {
 			t.Errorf("sent.messages %d, want 1", n)
 		}
@@ -650,4 +657,80 @@ func TestHealthStopsWithClient(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the backlog reader still runs after the client closed")
 	}
+}
+
+func TestErrorType(t *testing.T) {
+	t.Parallel()
+	type custom struct{ error }
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&sqlstreams.PanicError{Value: "x"}, "panic"},
+		{fmt.Errorf("settle: %w", sqlstreams.ErrLeaseLost), "sqlstreams.ErrLeaseLost"},
+		{fmt.Errorf("run: %w", sqlstreams.ErrClosed), "sqlstreams.ErrClosed"},
+		{context.DeadlineExceeded, "context.DeadlineExceeded"},
+		{sqlstreams.Dead(fmt.Errorf("ctx: %w", errBoom)), "*errors.errorString"},
+		{sqlstreams.Dead(custom{}), "otelsqlstreams_test.custom"},
+		{errors.Join(errBoom, sqlstreams.ErrInvalidMessage), "sqlstreams.ErrInvalidMessage"},
+		{errors.Join(custom{}, errBoom), "otelsqlstreams_test.custom"},
+	} {
+		if got := otelsqlstreams.ErrorType(tc.err); got != tc.want {
+			t.Errorf("errorType(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+// A handler that settles its delivery itself: the span's outcome is what
+// it recorded, not its return.
+func TestHandlerSettlesItself(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, target conformance.Target) {
+		e := newEnv(t, target, nil)
+		p := e.producer(t, "s")
+		c := e.consumer(t, "s", "g", nil)
+		if _, err := p.Produce(ctxT(t), OrderV1{ID: "o"}); err != nil {
+			t.Fatal(err)
+		}
+		stop := run(t, c, func(ctx context.Context, d sqlstreams.Delivery[OrderV1]) error {
+			return d.Dead(ctx, errBoom)
+		})
+		procs := e.waitSpans(t, "process s", 1)
+		stop()
+		if got := attrMap(procs[0].Attributes)[otelsqlstreams.OutcomeKey].AsString(); got != "dead" {
+			t.Errorf("outcome %q, want dead", got)
+		}
+	})
+}
+
+// A failed append: the send span has status Error and error.type, and the
+// counters carry error.type.
+func TestFailedSend(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, target conformance.Target) {
+		e := newEnv(t, target, nil)
+		p := e.producer(t, "s")
+		tx, commit, _, err := target.BeginTx(ctxT(t), e.client.Driver())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := commit(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.ProduceTx(ctxT(t), tx, OrderV1{ID: "o"}); err == nil {
+			t.Fatal("ProduceTx in a committed transaction succeeded")
+		}
+		send := e.named("send s")
+		if len(send) != 1 || send[0].Status.Code != codes.Error {
+			t.Fatalf("send spans %v", send)
+		}
+		et, ok := attrMap(send[0].Attributes)[semconv.ErrorTypeKey]
+		if !ok || et.AsString() == "" {
+			t.Fatalf("no error.type on the failed send: %v", send[0].Attributes)
+		}
+		if _, ok := attrMap(send[0].Attributes)[semconv.MessagingMessageIDKey]; ok {
+			t.Errorf("a failed send has a message id")
+		}
+		if n := sumOf(t, e.collect(t), "messaging.client.sent.messages", semconv.ErrorTypeKey.String(et.AsString())); n != 1 {
+			t.Errorf("sent with error.type %d, want 1", n)
+		}
+	})
 }
