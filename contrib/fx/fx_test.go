@@ -1,8 +1,11 @@
 package sqlstreamsfx_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -307,5 +310,47 @@ func TestRunnerWithoutFx(t *testing.T) {
 	}
 	if _, err := sqlstreamsfx.NewRunner(sqlstreamsfx.RunnerParams[EvV1]{Client: c}); !errors.Is(err, sqlstreams.ErrInvalidOption) {
 		t.Errorf("NewRunner without a handler: %v", err)
+	}
+}
+
+// A stop deadline shorter than the consumer's ShutdownTimeout is logged:
+// fx's default StopTimeout would cut running handlers off.
+func TestShortStopTimeoutWarns(t *testing.T) {
+	target := targets()[0]
+	drv, _ := target.Open(target.NewNamespace(t))
+	c, err := sqlstreamsfx.Open(drv, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var logs bytes.Buffer
+	r, err := sqlstreamsfx.NewRunner(sqlstreamsfx.RunnerParams[EvV1]{Client: c, Stream: "events", Group: "g",
+		Options: &sqlstreams.ConsumerOptions{ShutdownTimeout: time.Minute}, Handler: handlerFor("g")(newSeen()),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "shorter than the consumer's ShutdownTimeout") {
+		t.Errorf("no warning logged; logs:\n%s", logs.String())
+	}
+	logs.Reset()
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	long, cancelLong := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancelLong()
+	if err := r.Stop(long); err != nil {
+		t.Fatal(err)
+	}
+	if logs.Len() != 0 {
+		t.Errorf("warned with enough time left: %s", logs.String())
 	}
 }
