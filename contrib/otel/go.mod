@@ -9,6 +9,7 @@ require (
 	github.com/sqlstreams/sqlstreams/driver/postgres v0.0.0-00010101000000-000000000000
 	github.com/sqlstreams/sqlstreams/driver/sqlite v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel v1.47.0
+	go.opentelemetry.io/otel/exporters/stdout/stdouttrace v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0

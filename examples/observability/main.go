@@ -6,7 +6,7 @@
 // one order inside a "checkout" span, handles it, prints the trace
 // (checkout → send orders.placed → process orders.placed) and exits.
 //
-//	go run ./observability            (from the examples directory)
+//	go run ./examples/observability   (from the repository root)
 package main
 
 import (
