@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 )
 
@@ -58,5 +61,37 @@ func TestTracePrinted(t *testing.T) {
 		if attrs[k] != want {
 			t.Errorf("process %s = %v, want %v", k, attrs[k], want)
 		}
+	}
+}
+
+// With OTEL_EXPORTER_OTLP_ENDPOINT set, the spans go to the collector over
+// OTLP/HTTP instead of stdout.
+func TestOTLPEndpoint(t *testing.T) {
+	var mu sync.Mutex
+	var requests []string
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		requests = append(requests, r.Method+" "+r.URL.Path+" "+r.Header.Get("Content-Type"))
+		mu.Unlock()
+		if len(body) == 0 {
+			t.Errorf("empty export request")
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer collector.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	var out bytes.Buffer
+	if err := run(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("spans went to stdout too: %q", out.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(requests) == 0 || requests[0] != "POST /v1/traces application/x-protobuf" {
+		t.Errorf("collector saw %v", requests)
 	}
 }
