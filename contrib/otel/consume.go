@@ -225,7 +225,7 @@ func (f *inflight) begin(k deliveryKey, span trace.Span) *procState {
 	f.mu.Lock()
 	if old, ok := f.m[k]; ok && !old.running {
 		// The same delivery again (its earlier span never heard its settle).
-		old.span.End()
+		old.span.End(trace.WithTimestamp(old.waiting))
 	}
 	f.m[k] = st
 	f.mu.Unlock()
@@ -248,8 +248,10 @@ func (f *inflight) returned(k deliveryKey, st *procState, final bool, outcome st
 	}
 	f.mu.Unlock()
 	if final {
-		st.span.SetAttributes(OutcomeKey.String(outcome))
-		st.span.End()
+		if outcome != "" {
+			st.span.SetAttributes(OutcomeKey.String(outcome))
+		}
+		st.span.End(trace.WithTimestamp(st.waiting))
 	}
 }
 
@@ -272,7 +274,7 @@ func (f *inflight) settled(k deliveryKey, outcome string) {
 	delete(f.m, k)
 	f.mu.Unlock()
 	st.span.SetAttributes(OutcomeKey.String(outcome))
-	st.span.End()
+	st.span.End(trace.WithTimestamp(st.waiting)) // the span covers the handler, not the settle
 }
 
 // settleWait bounds how long a process span waits for its settle: Run
@@ -295,16 +297,27 @@ func (f *inflight) sweep(stream, group string) {
 	}
 	f.mu.Unlock()
 	for _, st := range ended {
-		st.span.End()
+		st.span.End(trace.WithTimestamp(st.waiting))
 	}
 }
 
 func (f *inflight) endAll() {
+	type ending struct {
+		span trace.Span
+		opts []trace.SpanEndOption
+	}
+	var ends []ending
 	f.mu.Lock()
-	all := f.m
+	for _, st := range f.m {
+		e := ending{span: st.span}
+		if !st.running {
+			e.opts = []trace.SpanEndOption{trace.WithTimestamp(st.waiting)}
+		}
+		ends = append(ends, e)
+	}
 	f.m = map[deliveryKey]*procState{}
 	f.mu.Unlock()
-	for _, st := range all {
-		st.span.End()
+	for _, e := range ends {
+		e.span.End(e.opts...)
 	}
 }

@@ -339,10 +339,11 @@ func TestReleasedUnstarted(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, target conformance.Target) {
 		e := newEnv(t, target, &otelsqlstreams.Config{SettleSpans: true})
 		p := e.producer(t, "s")
-		// A short ShutdownTimeout: the first handler waits for its context,
-		// which Run cancels only once it has stopped claiming, so the two
-		// queued deliveries are given back unstarted.
-		c := e.consumer(t, "s", "g", &sqlstreams.ConsumerOptions{Concurrency: 1, BatchSize: 3, ShutdownTimeout: 50 * time.Millisecond})
+		// The first handler waits for its context, which Run cancels only
+		// ShutdownTimeout after it stopped claiming, so the two queued
+		// deliveries are given back unstarted. The timeout also bounds the
+		// handler's return and those releases, so it is not tight.
+		c := e.consumer(t, "s", "g", &sqlstreams.ConsumerOptions{Concurrency: 1, BatchSize: 3, ShutdownTimeout: 2 * time.Second})
 		for i := range 3 {
 			if _, err := p.Produce(ctxT(t), OrderV1{ID: strconv.Itoa(i)}); err != nil {
 				t.Fatal(err)
