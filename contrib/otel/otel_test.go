@@ -735,3 +735,36 @@ func TestFailedSend(t *testing.T) {
 		}
 	})
 }
+
+// A failed pull claim: the receive span has status Error and error.type,
+// and so does the claim's duration.
+func TestFailedClaim(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, target conformance.Target) {
+		e := newEnv(t, target, nil)
+		c := e.consumer(t, "s", "g", nil)
+		if err := e.client.Stream[OrderV1]("s").DeleteGroup(ctxT(t), "g"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Claim(ctxT(t), 1); !errors.Is(err, sqlstreams.ErrGroupNotFound) {
+			t.Fatalf("Claim on a deleted group: %v", err)
+		}
+		recv := e.named("receive s")
+		if len(recv) != 1 || recv[0].Status.Code != codes.Error {
+			t.Fatalf("receive spans %v", recv)
+		}
+		if got := attrMap(recv[0].Attributes)[semconv.ErrorTypeKey].AsString(); got != "sqlstreams.ErrGroupNotFound" {
+			t.Errorf("error.type %q", got)
+		}
+		m, _ := findMetric(e.collect(t), "messaging.client.operation.duration")
+		var n uint64
+		for _, p := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+			if hasAll(p.Attributes, []attribute.KeyValue{semconv.MessagingOperationName("receive"),
+				semconv.ErrorTypeKey.String("sqlstreams.ErrGroupNotFound")}) {
+				n += p.Count
+			}
+		}
+		if n != 1 {
+			t.Errorf("failed claims measured: %d, want 1", n)
+		}
+	})
+}
