@@ -157,9 +157,11 @@ func (m *Middleware) Settled(ctx context.Context, e sqlstreams.SettleEvent) {
 			lost[id] = true
 		}
 		for _, id := range e.IDs {
-			if !lost[id] {
-				m.inflight.settled(deliveryKey{stream: e.Stream, group: e.Group, id: id}, e.Outcome)
+			outcome := e.Outcome
+			if lost[id] {
+				outcome = ""
 			}
+			m.inflight.settled(deliveryKey{stream: e.Stream, group: e.Group, id: id}, outcome)
 		}
 	}
 	if m.cfg.SettleSpans {
@@ -211,13 +213,15 @@ type procState struct {
 	span    trace.Span
 	running bool      // the handler has not returned
 	settled string    // an outcome recorded while it ran (the handler settled itself)
+	lost    bool      // a settle while it ran found the lease lost
 	waiting time.Time // when the handler returned without a final outcome
 }
 
 // inflight tracks process spans whose outcome is not known yet.
 type inflight struct {
-	mu sync.Mutex
-	m  map[deliveryKey]*procState
+	mu   sync.Mutex
+	m    map[deliveryKey]*procState
+	wait time.Duration // settleWait; tests shorten it
 }
 
 func (f *inflight) begin(k deliveryKey, span trace.Span) *procState {
@@ -240,6 +244,8 @@ func (f *inflight) returned(k deliveryKey, st *procState, final bool, outcome st
 	st.waiting = time.Now()
 	if st.settled != "" {
 		outcome, final = st.settled, true
+	} else if st.lost {
+		outcome, final = "", true
 	}
 	if f.m[k] != st {
 		final = true // replaced by a later run of the same delivery: nothing will settle this one
@@ -256,7 +262,9 @@ func (f *inflight) returned(k deliveryKey, st *procState, final bool, outcome st
 }
 
 // settled gives a waiting span its outcome and ends it, or records the
-// outcome of a handler that settled its delivery itself.
+// outcome of a handler that settled its delivery itself. An empty outcome
+// says the settle found the lease lost: nothing this client does will
+// settle the delivery, so the span ends without one.
 func (f *inflight) settled(k deliveryKey, outcome string) {
 	f.mu.Lock()
 	st, ok := f.m[k]
@@ -265,7 +273,9 @@ func (f *inflight) settled(k deliveryKey, outcome string) {
 		return
 	}
 	if st.running {
-		if st.settled == "" {
+		if outcome == "" {
+			st.lost = true
+		} else if st.settled == "" {
 			st.settled = outcome
 		}
 		f.mu.Unlock()
@@ -273,7 +283,9 @@ func (f *inflight) settled(k deliveryKey, outcome string) {
 	}
 	delete(f.m, k)
 	f.mu.Unlock()
-	st.span.SetAttributes(OutcomeKey.String(outcome))
+	if outcome != "" {
+		st.span.SetAttributes(OutcomeKey.String(outcome))
+	}
 	st.span.End(trace.WithTimestamp(st.waiting)) // the span covers the handler, not the settle
 }
 
@@ -290,7 +302,7 @@ func (f *inflight) sweep(stream, group string) {
 	now := time.Now()
 	f.mu.Lock()
 	for k, st := range f.m {
-		if k.stream == stream && k.group == group && !st.running && now.Sub(st.waiting) > settleWait {
+		if k.stream == stream && k.group == group && !st.running && now.Sub(st.waiting) > f.wait {
 			delete(f.m, k)
 			ended = append(ended, st)
 		}

@@ -158,7 +158,7 @@ func NewMiddleware(cfg *Config) *Middleware {
 	m.meter = mp.Meter(ScopeName, metric.WithInstrumentationVersion(moduleVersion()), metric.WithSchemaURL(semconv.SchemaURL))
 	m.retryType = reflect.TypeOf(sqlstreams.RetryAfter(0, nil))
 	m.deadTyp = reflect.TypeOf(sqlstreams.Dead(nil))
-	m.inflight.m = map[deliveryKey]*procState{}
+	m.inflight.m, m.inflight.wait = map[deliveryKey]*procState{}, settleWait
 	m.instruments()
 	return m
 }

@@ -768,3 +768,51 @@ func TestFailedClaim(t *testing.T) {
 		}
 	})
 }
+
+// A delivery whose group is deleted while its handler runs: no settle will
+// ever record its outcome (the lease is gone), and its process span still
+// ends, without an outcome.
+func TestLeaseGoneWhileHandling(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, target conformance.Target) {
+		e := newEnv(t, target, nil)
+		otelsqlstreams.SetSettleWait(e.mw, 0)
+		p := e.producer(t, "s")
+		c := e.consumer(t, "s", "g", nil)
+		if _, err := p.Produce(ctxT(t), OrderV1{ID: "o"}); err != nil {
+			t.Fatal(err)
+		}
+		started, deleted := make(chan struct{}), make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Run(ctx, func(ctx context.Context, d sqlstreams.Delivery[OrderV1]) error {
+				close(started)
+				<-deleted
+				return errBoom
+			})
+		}()
+		<-started
+		if err := e.client.Stream[OrderV1]("s").DeleteGroup(ctxT(t), "g"); err != nil {
+			t.Fatal(err)
+		}
+		close(deleted)
+		procs := e.waitSpans(t, "process s", 1)
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, sqlstreams.ErrGroupNotFound) {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("Run did not return")
+		}
+		a := attrMap(procs[0].Attributes)
+		if o, ok := a[otelsqlstreams.OutcomeKey]; ok {
+			t.Errorf("outcome %q for a delivery nobody settled", o.AsString())
+		}
+		if procs[0].Status.Code != codes.Error {
+			t.Errorf("status %v", procs[0].Status)
+		}
+	})
+}
