@@ -1,2 +1,30 @@
-// Package otelsqlstreams traces produce and claim with OpenTelemetry.
+// Package otelsqlstreams traces produce and claim with OpenTelemetry, and
+// records the messaging metrics of the OpenTelemetry semantic conventions.
+//
+// Install it with one client option:
+//
+//	client, err := sqlstreams.Open(ctx, drv, otelsqlstreams.Option(nil))
+//
+// Spans: "send {stream}" (PRODUCER) for Produce and ProduceTx; for
+// ProduceBatch one "create {stream}" (PRODUCER) per message and a
+// "send {stream}" (CLIENT) that links to them; "receive {stream}" (CLIENT)
+// for a pull Consumer.Claim; "process {stream}" (CONSUMER) around each
+// handler call in Run, linked to the message's creation context. Run's own
+// claims make no span (the conventions forbid receive spans for prefetched
+// messages): they are measured by metrics only. Settle spans ("ack",
+// "retry", "dead", "release") are off by default.
+//
+// The creation context travels in the message headers through the
+// configured propagator (W3C traceparent and tracestate by default, baggage
+// when the propagator includes it). A header the application set itself is
+// never overwritten. Headers are stored with the row, so every attempt, a
+// dead letter and its replay all link to the same creation context, and a
+// handler that produces (a bridge) continues the trace of the process span.
+//
+// The messaging conventions are still at "Development" status. This package
+// pins go.opentelemetry.io/otel/semconv/v1.43.0 and emits that schema URL;
+// names change only with a new major version of this module.
+//
+// Metrics never carry a message key, id or partition: those would make one
+// time series per message.
 package otelsqlstreams

@@ -1,0 +1,217 @@
+package sqlstreamsfx_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/fx"
+
+	sqlstreamsfx "github.com/sqlstreams/sqlstreams/contrib/fx"
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/driver/sqlite"
+)
+
+// OrderPlacedV1 is the message of the examples.
+type OrderPlacedV1 struct {
+	OrderID string `json:"order_id"`
+	Total   int64  `json:"total"`
+}
+
+func (OrderPlacedV1) SchemaVersion() int { return 1 }
+
+// billed receives what the handler billed.
+type billed chan string
+
+// newBilling is a handler constructor: its parameters come from the graph.
+func newBilling(out billed) sqlstreams.Handler[OrderPlacedV1] {
+	return func(ctx context.Context, d sqlstreams.Delivery[OrderPlacedV1]) error {
+		out <- d.Value.OrderID
+		return nil
+	}
+}
+
+func tempDB() (string, func()) {
+	dir, err := os.MkdirTemp("", "sqlstreamsfx-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	return filepath.Join(dir, "app.db"), func() { os.RemoveAll(dir) }
+}
+
+// Module provides the client from the application's driver; Producer and
+// Consumer add a registered producer and a running consumer.
+func ExampleModule() {
+	path, cleanup := tempDB()
+	defer cleanup()
+	out := make(billed, 1)
+	var producer *sqlstreams.Producer[OrderPlacedV1]
+	app := fx.New(
+		fx.NopLogger,
+		fx.StopTimeout(10*time.Second+15*time.Second), // ShutdownTimeout + 15 s
+		sqlstreamsfx.Module,
+		fx.Provide(func() driver.Driver { return sqlite.Open(path) }),
+		fx.Supply(out),
+		sqlstreamsfx.Producer[OrderPlacedV1]("orders.placed", nil),
+		sqlstreamsfx.Consumer[OrderPlacedV1]("orders.placed", "billing", nil, newBilling),
+		fx.Populate(&producer),
+	)
+	ctx := context.Background()
+	if err := app.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := producer.Produce(ctx, OrderPlacedV1{OrderID: "o-1", Total: 1250}); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("billed", <-out)
+	if err := app.Stop(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// billed o-1
+}
+
+// NamedProducer provides two producers of one type, on two streams.
+func ExampleNamedProducer() {
+	path, cleanup := tempDB()
+	defer cleanup()
+	type producers struct {
+		fx.In
+		EU *sqlstreams.Producer[OrderPlacedV1] `name:"eu"`
+		US *sqlstreams.Producer[OrderPlacedV1] `name:"us"`
+	}
+	app := fx.New(fx.NopLogger, sqlstreamsfx.Module,
+		fx.Provide(func() driver.Driver { return sqlite.Open(path) }),
+		sqlstreamsfx.NamedProducer[OrderPlacedV1]("eu", "orders.eu", nil),
+		sqlstreamsfx.NamedProducer[OrderPlacedV1]("us", "orders.us", nil),
+		fx.Invoke(func(p producers) { fmt.Println(p.EU.Stream().Name, p.US.Stream().Name) }))
+	if err := app.Start(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	_ = app.Stop(context.Background())
+	// Output:
+	// orders.eu orders.us
+}
+
+// ClientOption contributes any client option; New applies them all.
+func ExampleClientOption() {
+	path, cleanup := tempDB()
+	defer cleanup()
+	var client *sqlstreams.Client
+	app := fx.New(fx.NopLogger, sqlstreamsfx.Module,
+		fx.Provide(func() driver.Driver { return sqlite.Open(path) }),
+		sqlstreamsfx.ClientOption(sqlstreams.WithIdentity("billing-1")),
+		sqlstreamsfx.ClientOption(sqlstreams.WithMaintenanceInterval(0)),
+		fx.Populate(&client))
+	if err := app.Err(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(client.Identity())
+	_ = app.Start(context.Background())
+	_ = app.Stop(context.Background())
+	// Output:
+	// billing-1
+}
+
+// OTel installs the OpenTelemetry middleware with one option; it takes the
+// tracer provider (and meter provider, propagator) from the graph.
+func ExampleOTel() {
+	path, cleanup := tempDB()
+	defer cleanup()
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	out := make(billed, 1)
+	var producer *sqlstreams.Producer[OrderPlacedV1]
+	app := fx.New(fx.NopLogger, sqlstreamsfx.Module,
+		fx.Provide(func() driver.Driver { return sqlite.Open(path) }),
+		fx.Supply(out, fx.Annotate(tp, fx.As(new(trace.TracerProvider)))),
+		fx.Supply(fx.Annotate(propagation.TraceContext{}, fx.As(new(propagation.TextMapPropagator)))),
+		sqlstreamsfx.OTel(nil),
+		sqlstreamsfx.Producer[OrderPlacedV1]("orders.placed", nil),
+		sqlstreamsfx.Consumer[OrderPlacedV1]("orders.placed", "billing", nil, newBilling),
+		fx.Populate(&producer))
+	ctx := context.Background()
+	if err := app.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := producer.Produce(ctx, OrderPlacedV1{OrderID: "o-1"}); err != nil {
+		log.Fatal(err)
+	}
+	<-out
+	if err := app.Stop(ctx); err != nil { // the process span ends before Run returns
+		log.Fatal(err)
+	}
+	for _, s := range spans.GetSpans() {
+		fmt.Println(s.Name)
+	}
+	// Output:
+	// send orders.placed
+	// process orders.placed
+}
+
+// Without fx: Open, NewProducer and a Runner do what the module does.
+func ExampleNewRunner() {
+	path, cleanup := tempDB()
+	defer cleanup()
+	ctx := context.Background()
+	client, err := sqlstreamsfx.Open(sqlite.Open(path), slog.Default(), &sqlstreamsfx.Config{OpenTimeout: 10 * time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	producer, err := sqlstreamsfx.NewProducer[OrderPlacedV1](client, nil, "orders.placed", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	out := make(billed, 1)
+	r, err := sqlstreamsfx.NewRunner(sqlstreamsfx.RunnerParams[OrderPlacedV1]{Client: client, Stream: "orders.placed", Group: "billing",
+		Handler: newBilling(out), OnFail: func(err error) { log.Print("billing stopped: ", err) }})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := r.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := producer.Produce(ctx, OrderPlacedV1{OrderID: "o-2"}); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("billed", <-out)
+	stopCtx, cancel := context.WithTimeout(ctx, 25*time.Second)
+	defer cancel()
+	if err := r.Stop(stopCtx); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// billed o-2
+}
+
+// New is the module's constructor, for an fx.Provide of your own (for
+// example inside another module).
+func ExampleNew() {
+	path, cleanup := tempDB()
+	defer cleanup()
+	var client *sqlstreams.Client
+	app := fx.New(fx.NopLogger, fx.Provide(sqlstreamsfx.New),
+		fx.Provide(func() driver.Driver { return sqlite.Open(path) }),
+		fx.Supply(&sqlstreamsfx.Config{OpenTimeout: 5 * time.Second}),
+		fx.Populate(&client))
+	if err := app.Err(); err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	_ = app.Start(ctx)
+	_ = app.Stop(ctx)
+	_, err := client.Streams(ctx)
+	fmt.Println("closed on stop:", err != nil)
+	// Output:
+	// closed on stop: true
+}
