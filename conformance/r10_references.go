@@ -39,6 +39,24 @@ type InvoiceM struct {
 
 func (InvoiceM) SchemaVersion() int { return 1 }
 
+// SharedMoneyText is SharedMoney edited in place: the amount became text.
+type SharedMoneyText struct {
+	Amount   string `json:"amount"`
+	Currency string `json:"currency"`
+}
+
+func (SharedMoneyText) SharedSchema() schema.SharedName {
+	return schema.SharedName{Stream: "r10-money", Version: 1}
+}
+
+// OrderMText is OrderM with the edited shared type.
+type OrderMText struct {
+	ID    string          `json:"id"`
+	Price SharedMoneyText `json:"price"`
+}
+
+func (OrderMText) SchemaVersion() int { return 1 }
+
 // R10: a shared Go type (schema.Shared) is recorded once as its own
 // schema and referenced by name; a new revision of it is checked against
 // every schema that references it and their deployed readers; documents
@@ -103,6 +121,24 @@ func testReferences(t *testing.T, h *harness) {
 	rev, err := reg.Register(ctx(t), "r10-money", 1, withNote)
 	if err != nil || rev.Revision != 2 {
 		t.Fatalf("SharedMoney with an optional note: %+v, %v", rev, err)
+	}
+
+	// A Go type whose shared type changed incompatibly: its dry run and its
+	// registration are refused, and the refusal records nothing, neither
+	// the shared type's revision nor the message's.
+	for what, err := range map[string]error{
+		"CheckSchema":       c.Stream[OrderMText]("r10-orders").CheckSchema(ctx(t)),
+		"producer Register": regProducer[OrderMText](t, c, "r10-orders"),
+	} {
+		incompatible(t, what+" of OrderMText", err, schema.Backward, 1,
+			wantProblem{"revision 2", schema.TypeChanged, "#/properties/amount/type"})
+	}
+	if n, m := len(revisions(t, c, "r10-money", 1)), len(revisions(t, c, "r10-orders", 1)); n != 2 || m != 1 {
+		t.Errorf("after the refusals: %d money revisions (want 2), %d order revisions (want 1)", n, m)
+	}
+	// The unchanged type's dry run passes; it binds to the recorded Money.
+	if err := c.Stream[OrderM]("r10-orders").CheckSchema(ctx(t)); err != nil {
+		t.Errorf("CheckSchema of OrderM: %v", err)
 	}
 
 	// A document registered by hand names its reference; the reference

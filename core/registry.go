@@ -346,8 +346,11 @@ type registration struct {
 	group   string // set for a consumer: it registers as a reader
 	dryRun  bool   // check as a writer and as a reader, record nothing
 	refs    []driver.SchemaReference
-	id      int64 // explicit global id (IMPORT)
-	rev     int   // explicit revision (IMPORT)
+	// inline holds shared schemas not recorded yet, by reference name, for
+	// checks before they are (a dry run, or the check before recording).
+	inline map[string]*schema.Schema
+	id     int64 // explicit global id (IMPORT)
+	rev    int   // explicit revision (IMPORT)
 	// against, when set, limits the level check to these revision numbers
 	// (CheckAgainst); a zero-length non-nil slice means every revision.
 	against []int
@@ -380,8 +383,19 @@ func (r *Registry) recordRevision(ctx context.Context, reg registration) (driver
 	if !ok {
 		return driver.SchemaRevision{}, nil
 	}
-	if err := r.recordShared(ctx, &reg); err != nil {
-		return driver.SchemaRevision{}, err
+	if len(reg.schema.Shared()) > 0 && reg.refs == nil {
+		// Check the shared types and the message with them inlined
+		// before recording anything, so that a refusal writes nothing.
+		dry := reg
+		if err := r.checkShared(ctx, &dry); err != nil {
+			return driver.SchemaRevision{}, err
+		}
+		if err := r.precheck(ctx, store, dry); err != nil {
+			return driver.SchemaRevision{}, err
+		}
+		if err := r.recordShared(ctx, &reg); err != nil {
+			return driver.SchemaRevision{}, err
+		}
 	}
 	if err := r.precheck(ctx, store, reg); err != nil {
 		return driver.SchemaRevision{}, err
@@ -674,6 +688,11 @@ func (r *Registry) dryRun(ctx context.Context, stream string, reg registration) 
 		return err
 	}
 	reg.stream, reg.dryRun = cfg, true
+	if len(reg.schema.Shared()) > 0 && reg.refs == nil {
+		if err := r.checkShared(ctx, &reg); err != nil {
+			return err
+		}
+	}
 	return r.precheck(ctx, store, reg)
 }
 

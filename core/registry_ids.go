@@ -385,6 +385,67 @@ func (r *Registry) recordShared(ctx context.Context, reg *registration) error {
 	return nil
 }
 
+// checkShared dry-runs each shared type a reflected schema refers to on
+// its own stream (its level, its readers, the schemas that reference it)
+// and binds the registration to the revisions already recorded with the
+// same text; the others are inlined for the checks that follow.
+func (r *Registry) checkShared(ctx context.Context, reg *registration) error {
+	var walk func(shared []schema.SharedRef, depth int) error
+	walk = func(shared []schema.SharedRef, depth int) error {
+		if depth > 32 {
+			return fmt.Errorf("%w: shared types nest deeper than 32", ErrInvalidMessage)
+		}
+		for _, sh := range shared {
+			name := sh.Name.Ref()
+			if _, done := reg.inline[name]; done || slices.ContainsFunc(reg.refs, func(f driver.SchemaReference) bool { return f.Name == name }) {
+				continue
+			}
+			if err := r.dryRun(ctx, sh.Name.Stream, registration{typ: fmt.Sprintf("shared schema %s of %s", name, reg.typ),
+				version: sh.Name.Version, schema: sh.Schema}); err != nil {
+				return err
+			}
+			if rev, ok, err := r.recordedAs(ctx, sh); err != nil {
+				return err
+			} else if ok && depth == 0 {
+				reg.refs = append(reg.refs, rev)
+				continue
+			}
+			if reg.inline == nil {
+				reg.inline = map[string]*schema.Schema{}
+			}
+			reg.inline[name] = sh.Schema
+			if err := walk(sh.Schema.Shared(), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(reg.schema.Shared(), 0)
+}
+
+// recordedAs finds the revision of a shared type's stream version that
+// holds exactly its schema.
+func (r *Registry) recordedAs(ctx context.Context, sh schema.SharedRef) (driver.SchemaReference, bool, error) {
+	revs, err := r.Revisions(ctx, sh.Name.Stream, sh.Name.Version)
+	if errors.Is(err, ErrStreamNotFound) {
+		return driver.SchemaReference{}, false, nil
+	}
+	if err != nil {
+		return driver.SchemaReference{}, false, err
+	}
+	cfg, err := r.client.Stream[RawPayload](sh.Name.Stream).lookup(ctx, false)
+	if err != nil {
+		return driver.SchemaReference{}, false, err
+	}
+	want := sh.Schema.Canonical()
+	for _, rv := range revs {
+		if len(rv.References) == 0 && string(rv.Schema.Canonical()) == string(want) {
+			return driver.SchemaReference{Name: sh.Name.Ref(), StreamID: cfg.ID, Version: rv.Version, Revision: rv.Revision, Fingerprint: rv.Fingerprint}, true, nil
+		}
+	}
+	return driver.SchemaReference{}, false, nil
+}
+
 // referencerProblems checks a new revision of a shared schema against the
 // schemas that reference its version (the latest revision of each
 // referencing stream version): each one, with the reference replaced by
@@ -525,9 +586,10 @@ func (res *resolver) full(ctx context.Context, rv driver.SchemaRevision) (driver
 		Version: rv.Version, Revision: rv.Revision, Fingerprint: rv.Fingerprint})
 }
 
-// candidate is the registration's schema with its references resolved.
+// candidate is the registration's schema with its references resolved,
+// and its shared schemas not recorded yet inlined.
 func (res *resolver) candidate(ctx context.Context, reg registration) (*schema.Schema, error) {
-	return res.bundle(ctx, reg.schema, reg.refs, nil)
+	return res.bundleWith(ctx, reg.schema, reg.refs, nil, reg.inline)
 }
 
 // bundled is a stored revision with its references resolved; override
@@ -541,10 +603,17 @@ func (res *resolver) bundled(ctx context.Context, rv driver.SchemaRevision, over
 }
 
 func (res *resolver) bundle(ctx context.Context, s *schema.Schema, refs []driver.SchemaReference, override map[refTarget]*schema.Schema) (*schema.Schema, error) {
-	if len(refs) == 0 {
+	return res.bundleWith(ctx, s, refs, override, nil)
+}
+
+func (res *resolver) bundleWith(ctx context.Context, s *schema.Schema, refs []driver.SchemaReference, override map[refTarget]*schema.Schema, inline map[string]*schema.Schema) (*schema.Schema, error) {
+	if len(refs) == 0 && len(inline) == 0 {
 		return s, nil
 	}
 	flat := map[string]*schema.Schema{}
+	for name, sub := range inline {
+		flat[name] = sub
+	}
 	var walk func(refs []driver.SchemaReference, depth int) error
 	walk = func(refs []driver.SchemaReference, depth int) error {
 		if depth > 32 {
