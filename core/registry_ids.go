@@ -22,6 +22,10 @@ var (
 	// ErrReferenceNotFound: a reference names a revision that is not
 	// recorded.
 	ErrReferenceNotFound = errors.New("referenced schema not found")
+	// ErrSchemaIDTaken: an explicit id (IMPORT mode) belongs to another
+	// schema, or the schema already has another id. It comes wrapped with
+	// ErrInvalidOption.
+	ErrSchemaIDTaken = driver.ErrSchemaIDTaken
 	// ErrNoSchemaIDs: the driver keeps no global schema ids.
 	ErrNoSchemaIDs = errors.New("driver keeps no global schema ids")
 )

@@ -200,6 +200,7 @@ const (
 	codeInvalidLevel        = 42203
 	codeInvalidMode         = 42204
 	codeNotPermitted        = 42205
+	codeIDDoesNotMatch      = 42207
 	codeInvalidSubject      = 42208
 	codeStore               = 50001
 )
@@ -248,6 +249,8 @@ func (h *handler) mapError(err error) *apiError {
 		return errorf(http.StatusNotFound, codeVersionNotFound, "Version not found: %v", err)
 	case errors.Is(err, sqlstreams.ErrSchemaNotFound):
 		return errorf(http.StatusNotFound, codeSchemaNotFound, "Schema not found: %v", err)
+	case errors.Is(err, sqlstreams.ErrSchemaIDTaken):
+		return errorf(http.StatusUnprocessableEntity, codeIDDoesNotMatch, "Provided id does not match: %v", err)
 	case errors.Is(err, sqlstreams.ErrReferenceNotFound), errors.Is(err, sqlstreams.ErrInvalidOption):
 		return errorf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: %v", err)
 	case errors.Is(err, sqlstreams.ErrInvalidName):

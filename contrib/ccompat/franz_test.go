@@ -297,6 +297,8 @@ func testFranz(t *testing.T, b backend) {
 	if err != nil || imp.ID != 5000 || imp.Version != 3 {
 		t.Errorf("CreateSchemaWithIDAndVersion in IMPORT: %+v, %v; want id 5000, version 3", imp, err)
 	}
+	_, err = cl.CreateSchemaWithIDAndVersion(ctx(t), "imported-v1", sr.Schema{Schema: `{"type":"string"}`, Type: sr.TypeJSON}, 5000, 4)
+	wantCode(t, "IMPORT of another schema under a taken id", err, 42207, "5000")
 	if m := cl.ResetMode(ctx(t)); m[0].Err != nil || m[0].Mode != sr.ModeImport {
 		t.Errorf("ResetMode(): %+v", m[0])
 	}
