@@ -132,4 +132,28 @@ func testSchemaIDs(t *testing.T, h *harness) {
 	if err != nil || next.ID <= 90000 || next.Revision != 5 {
 		t.Errorf("the next schema after the import: %+v, %v; want an id above 90000 and revision 5", next, err)
 	}
+
+	// Migration 0005 down and up again: revisions recorded before it get
+	// ids in the order they were first recorded, one per fingerprint.
+	drv, err := h.target.Open(h.ns(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv.Close()
+	m := sqlstreams.NewMigrator(drv)
+	if done, err := m.Migrate(ctx(t), sqlstreams.MigrateOptions{Down: true, TargetVersion: 4}); err != nil || len(done) != 1 || done[0].Version != 5 {
+		t.Fatalf("0005 down: %+v, %v", done, err)
+	}
+	if done, err := m.Migrate(ctx(t), sqlstreams.MigrateOptions{}); err != nil || len(done) != 1 || done[0].Version != 5 {
+		t.Fatalf("0005 up again: %+v, %v", done, err)
+	}
+	c3 := h.client(t)
+	a3, b3 := revisions(t, c3, "r9-a", 3), revisions(t, c3, "r9-b", 3)
+	if a3[0].ID <= 0 || a3[0].ID != b3[0].ID || a3[1].ID <= a3[0].ID || b3[1].ID <= a3[1].ID {
+		t.Errorf("ids after the backfill: r9-a %d, %d; r9-b %d, %d; want Order3's shared and ids in the order first recorded",
+			a3[0].ID, a3[1].ID, b3[0].ID, b3[1].ID)
+	}
+	if d, err := c3.Registry().SchemaByID(ctx(t), a3[1].ID); err != nil || d.Fingerprint != a3[1].Fingerprint {
+		t.Errorf("SchemaByID after the backfill: %+v, %v", d, err)
+	}
 }
