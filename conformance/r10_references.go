@@ -136,6 +136,9 @@ func testReferences(t *testing.T, h *harness) {
 	if n, m := len(revisions(t, c, "r10-money", 1)), len(revisions(t, c, "r10-orders", 1)); n != 2 || m != 1 {
 		t.Errorf("after the refusals: %d money revisions (want 2), %d order revisions (want 1)", n, m)
 	}
+	// On a stream that does not exist yet, the shared type is still checked.
+	incompatible(t, "CheckSchema of OrderMText on a new stream", c.Stream[OrderMText]("r10-new").CheckSchema(ctx(t)), schema.Backward, 1,
+		wantProblem{"revision 2", schema.TypeChanged, "#/properties/amount/type"})
 	// The unchanged type's dry run passes; it binds to the recorded Money.
 	if err := c.Stream[OrderM]("r10-orders").CheckSchema(ctx(t)); err != nil {
 		t.Errorf("CheckSchema of OrderM: %v", err)

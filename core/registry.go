@@ -330,6 +330,10 @@ func (e *IncompatibleSchemaError) Error() string {
 	for _, p := range e.Problems {
 		fmt.Fprintf(&b, "\n  - against %s (%s): %s at %s: %s", p.Against, p.Direction, p.Kind, p.Path, p.Message)
 	}
+	if strings.HasPrefix(e.Type, "shared schema ") {
+		fmt.Fprintf(&b, "\nNothing was written. If the change is intended, give the shared type a new SharedSchema() version (%d) and the messages that contain it new SchemaVersion()s; otherwise restore the fields readers depend on.", e.Version+1)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "\nNothing was written. If the change is intended, give the type a new SchemaVersion() (%d) and run a group per version; otherwise restore the fields readers depend on.", e.Version+1)
 	return b.String()
 }
@@ -671,6 +675,13 @@ func (r *Registry) dryRun(ctx context.Context, stream string, reg registration) 
 	if err != nil {
 		return err
 	}
+	// Shared types are checked on their own streams first, whether or not
+	// this stream exists yet.
+	if len(reg.schema.Shared()) > 0 && reg.refs == nil {
+		if err := r.checkShared(ctx, &reg); err != nil {
+			return err
+		}
+	}
 	cfg, err := r.client.Stream[RawPayload](stream).lookup(ctx, false)
 	if errors.Is(err, ErrStreamNotFound) {
 		// A new stream accepts any first schema, unless the registry is
@@ -688,11 +699,6 @@ func (r *Registry) dryRun(ctx context.Context, stream string, reg registration) 
 		return err
 	}
 	reg.stream, reg.dryRun = cfg, true
-	if len(reg.schema.Shared()) > 0 && reg.refs == nil {
-		if err := r.checkShared(ctx, &reg); err != nil {
-			return err
-		}
-	}
 	return r.precheck(ctx, store, reg)
 }
 
