@@ -3,7 +3,9 @@ package conformance
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
@@ -131,6 +133,23 @@ func testSchemaIDs(t *testing.T, h *harness) {
 	next, err := reg.Register(ctx(t), "r9-e", 1, []byte(`{"type":"object","properties":{"n":{"type":"integer"},"m":{"type":"string"}}}`))
 	if err != nil || next.ID <= 90000 || next.Revision != 5 {
 		t.Errorf("the next schema after the import: %+v, %v; want an id above 90000 and revision 5", next, err)
+	}
+
+	// Streams recording one new schema at once meet on its fingerprint: one
+	// id for all, no failure.
+	concurrent := []byte(`{"type":"object","properties":{"concurrent":{"type":"boolean"}}}`)
+	ids := make([]int64, 6)
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Go(func() {
+			rv, err := reg.Register(ctx(t), fmt.Sprintf("r9-race-%d", i), 1, concurrent)
+			ids[i], errs[i] = rv.ID, err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil || slices.Contains(ids, 0) || len(slices.Compact(slices.Clone(ids))) != 1 {
+		t.Errorf("concurrent registrations of one new schema: ids %v, errors %v; want one id", ids, err)
 	}
 
 	// Migration 0005 down and up again: revisions recorded before it get
