@@ -2,9 +2,12 @@ package sqlstreams
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -235,6 +238,12 @@ type Revision struct {
 	Fingerprint string
 	Schema      *schema.Schema
 	CreatedAt   time.Time
+	// ID is the global schema id of the revision's fingerprint: one id per
+	// distinct schema across every stream, stable for the database's life
+	// (0 from a driver without global ids).
+	ID int64
+	// References are the shared schemas the document refers to by name.
+	References []Reference
 }
 
 // Revisions lists a stream's recorded schemas at version, or at every
@@ -258,7 +267,10 @@ func (r *Registry) Revisions(ctx context.Context, stream string, version int) ([
 		if err != nil {
 			return nil, fmt.Errorf("sqlstreams: stored schema %q v%d r%d: %w", stream, rv.Version, rv.Revision, err)
 		}
-		out[i] = Revision{Version: rv.Version, Revision: rv.Revision, Fingerprint: rv.Fingerprint, Schema: s, CreatedAt: rv.CreatedAt}
+		out[i] = Revision{Version: rv.Version, Revision: rv.Revision, Fingerprint: rv.Fingerprint, Schema: s, CreatedAt: rv.CreatedAt, ID: rv.ID}
+		if out[i].References, err = r.publicRefs(ctx, rv.References); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -318,6 +330,10 @@ func (e *IncompatibleSchemaError) Error() string {
 	for _, p := range e.Problems {
 		fmt.Fprintf(&b, "\n  - against %s (%s): %s at %s: %s", p.Against, p.Direction, p.Kind, p.Path, p.Message)
 	}
+	if strings.HasPrefix(e.Type, "shared schema ") {
+		fmt.Fprintf(&b, "\nNothing was written. If the change is intended, give the shared type a new SharedSchema() version (%d) and the messages that contain it new SchemaVersion()s; otherwise restore the fields readers depend on.", e.Version+1)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "\nNothing was written. If the change is intended, give the type a new SchemaVersion() (%d) and run a group per version; otherwise restore the fields readers depend on.", e.Version+1)
 	return b.String()
 }
@@ -333,20 +349,64 @@ type registration struct {
 	schema  *schema.Schema
 	group   string // set for a consumer: it registers as a reader
 	dryRun  bool   // check as a writer and as a reader, record nothing
+	refs    []driver.SchemaReference
+	// inline holds shared schemas not recorded yet, by reference name, for
+	// checks before they are (a dry run, or the check before recording).
+	inline map[string]*schema.Schema
+	id     int64 // explicit global id (IMPORT)
+	rev    int   // explicit revision (IMPORT)
+	// against, when set, limits the level check to these revision numbers
+	// (CheckAgainst); a zero-length non-nil slice means every revision.
+	against []int
+}
+
+// fingerprint is the schema's own, or, with references, one that also
+// covers the names and the content they are bound to.
+func (reg registration) fingerprint() string {
+	fp := reg.schema.Fingerprint()
+	if len(reg.refs) == 0 {
+		return fp
+	}
+	h := sha256.New()
+	h.Write([]byte(fp))
+	for _, ref := range reg.refs {
+		fmt.Fprintf(h, "\n%q=%s", ref.Name, ref.Fingerprint)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // record records the registration's schema, checking the level and the
 // deployed pairs first, and returns its revision (0 without a registry).
 func (r *Registry) record(ctx context.Context, reg registration) (int, error) {
+	rev, err := r.recordRevision(ctx, reg)
+	return rev.Revision, err
+}
+
+func (r *Registry) recordRevision(ctx context.Context, reg registration) (driver.SchemaRevision, error) {
 	store, ok := r.client.drv.(driver.Registry)
 	if !ok {
-		return 0, nil
+		return driver.SchemaRevision{}, nil
+	}
+	if len(reg.schema.Shared()) > 0 && reg.refs == nil {
+		// Check the shared types and the message with them inlined
+		// before recording anything, so that a refusal writes nothing.
+		dry := reg
+		if err := r.checkShared(ctx, &dry); err != nil {
+			return driver.SchemaRevision{}, err
+		}
+		if err := r.precheck(ctx, store, dry); err != nil {
+			return driver.SchemaRevision{}, err
+		}
+		if err := r.recordShared(ctx, &reg); err != nil {
+			return driver.SchemaRevision{}, err
+		}
 	}
 	if err := r.precheck(ctx, store, reg); err != nil {
-		return 0, err
+		return driver.SchemaRevision{}, err
 	}
+	res := newResolver(store)
 	rev, _, err := store.RecordSchema(ctx, driver.RecordSchemaParams{Revision: driver.SchemaRevision{StreamID: reg.stream.ID, Version: reg.version,
-		Fingerprint: reg.schema.Fingerprint(), Schema: reg.schema.Canonical(), CreatedAt: time.Now().UTC()},
+		Fingerprint: reg.fingerprint(), Schema: reg.schema.Canonical(), CreatedAt: time.Now().UTC(), ID: reg.id, Revision: reg.rev, References: reg.refs},
 		Decide: func(existing []driver.SchemaRevision, streamSet, global driver.RegistrySettings) error {
 			// Checked again inside the driver's transaction, against what a
 			// concurrent registration may have recorded since the precheck.
@@ -354,79 +414,113 @@ func (r *Registry) record(ctx context.Context, reg registration) (int, error) {
 			switch {
 			case mode == ModeReadOnly:
 				return readOnlyError(reg.stream.Name, scope, fmt.Sprintf("record a new schema for %s at version %d", reg.typ, reg.version))
+			case mode != ModeImport && (reg.id != 0 || reg.rev != 0):
+				return fmt.Errorf("%w: an explicit schema id or revision needs IMPORT mode (the mode is %s, set %s)", ErrInvalidOption, mode, scope)
 			case mode == ModeImport || len(existing) == 0:
 				return nil
 			}
 			level, _ := effectiveLevel(streamSet, global)
-			problems, err := gateProblems(reg, level, existing)
+			problems, err := gateProblems(ctx, res, reg, level, existing)
 			if err != nil {
 				return err
 			}
 			return incompatible(reg, level, problems)
 		}})
 	if err != nil {
-		if errors.Is(err, ErrIncompatibleSchema) || errors.Is(err, ErrReadOnly) {
-			return 0, err
+		if errors.Is(err, ErrIncompatibleSchema) || errors.Is(err, ErrReadOnly) || errors.Is(err, ErrInvalidOption) {
+			return rev, err
 		}
-		return 0, fmt.Errorf("sqlstreams: record schema of %s on %q: %w", reg.typ, reg.stream.Name, err)
+		if errors.Is(err, driver.ErrSchemaIDTaken) || errors.Is(err, driver.ErrRevisionTaken) {
+			return rev, fmt.Errorf("sqlstreams: record schema of %s on %q: %w: %w", reg.typ, reg.stream.Name, ErrInvalidOption, unwrapDriver(err))
+		}
+		return rev, fmt.Errorf("sqlstreams: record schema of %s on %q: %w", reg.typ, reg.stream.Name, classify(err))
 	}
 	if reg.group != "" {
 		if err := store.RecordReader(ctx, driver.RecordReaderParams{Reader: driver.Reader{StreamID: reg.stream.ID, Group: reg.group,
 			Version: reg.version, Revision: rev.Revision, RegisteredAt: time.Now().UTC()}}); err != nil {
-			return 0, fmt.Errorf("sqlstreams: record reader %q on %q: %w", reg.group, reg.stream.Name, err)
+			return rev, fmt.Errorf("sqlstreams: record reader %q on %q: %w", reg.group, reg.stream.Name, classify(err))
 		}
 	}
-	return rev.Revision, nil
+	return rev, nil
+}
+
+// unwrapDriver drops a driver.Error's kind from a sentinel the driver
+// returned through its transaction, keeping the message.
+func unwrapDriver(err error) error {
+	for _, s := range []error{driver.ErrSchemaIDTaken, driver.ErrRevisionTaken} {
+		if errors.Is(err, s) {
+			var de *driver.Error
+			if errors.As(err, &de) && de.Err != nil {
+				return de.Err
+			}
+		}
+	}
+	return err
 }
 
 // precheck finds every problem a registration would meet, in order: the
-// level against the revisions at its version, then the deployed pairs. It
-// writes nothing; Check (the dry run) is exactly this.
+// level against the revisions at its version, then the deployed pairs,
+// then, for a shared schema, the schemas that reference it. It writes
+// nothing; Check (the dry run) is exactly this.
 func (r *Registry) precheck(ctx context.Context, store driver.Registry, reg registration) error {
 	streamSet, err := store.RegistrySettings(ctx, driver.RegistrySettingsParams{StreamID: reg.stream.ID})
 	if err != nil {
-		return err
+		return classify(err)
 	}
 	global, err := store.RegistrySettings(ctx, driver.RegistrySettingsParams{})
 	if err != nil {
-		return err
+		return classify(err)
 	}
 	level, _ := effectiveLevel(streamSet, global)
 	mode, scope := effectiveMode(streamSet, global)
 	if mode == ModeImport {
 		return nil
 	}
+	if !reg.dryRun && (reg.id != 0 || reg.rev != 0) {
+		return fmt.Errorf("%w: an explicit schema id or revision needs IMPORT mode (the mode is %s, set %s)", ErrInvalidOption, mode, scope)
+	}
 	existing, err := store.SchemaRevisions(ctx, driver.SchemaRevisionsParams{StreamID: reg.stream.ID, Version: reg.version})
 	if err != nil {
-		return err
+		return classify(err)
 	}
 	recorded := false
 	for _, e := range existing {
-		recorded = recorded || e.Fingerprint == reg.schema.Fingerprint()
+		recorded = recorded || e.Fingerprint == reg.fingerprint()
 	}
 	if mode == ModeReadOnly && !recorded {
 		// As RecordSchema's decide would; said here too so the dry run does.
 		return readOnlyError(reg.stream.Name, scope, fmt.Sprintf("record a new schema for %s at version %d", reg.typ, reg.version))
 	}
-	if level == schema.None {
+	if level == schema.None && reg.against == nil {
 		return nil
 	}
+	res := newResolver(store)
 	var problems []SchemaProblem
-	if !recorded {
-		if problems, err = gateProblems(reg, level, existing); err != nil {
+	if !recorded || reg.against != nil {
+		if problems, err = gateProblems(ctx, res, reg, level, existing); err != nil {
 			return err
 		}
+	}
+	if reg.against != nil { // CheckAgainst: the level against those revisions only
+		return incompatible(reg, level, problems)
 	}
 	// A producer meets the registered readers, a consumer the writers still
 	// in the log; a dry run checks the type in both roles.
 	for _, asReader := range []bool{false, true} {
 		if asReader == (reg.group != "") || reg.dryRun {
-			pairs, err := pairProblems(ctx, store, reg, existing, asReader)
+			pairs, err := pairProblems(ctx, store, res, reg, existing, asReader)
 			if err != nil {
 				return err
 			}
 			problems = append(problems, pairs...)
 		}
+	}
+	if !recorded && reg.group == "" {
+		refs, err := r.referencerProblems(ctx, store, res, reg, existing, global)
+		if err != nil {
+			return err
+		}
+		problems = append(problems, refs...)
 	}
 	return incompatible(reg, level, problems)
 }
@@ -439,37 +533,69 @@ func incompatible(reg registration, level schema.Level, problems []SchemaProblem
 }
 
 // gateProblems checks a candidate against the existing revisions at its
-// version under the level (R2).
-func gateProblems(reg registration, level schema.Level, existing []driver.SchemaRevision) ([]SchemaProblem, error) {
-	schemas := make([]*schema.Schema, len(existing))
-	for i, e := range existing {
-		s, err := schema.Parse(e.Schema)
-		if err != nil {
-			return nil, fmt.Errorf("stored schema revision %d: %w", e.Revision, err)
+// version under the level (R2), or, for CheckAgainst, against the chosen
+// revisions in the level's directions.
+func gateProblems(ctx context.Context, res *resolver, reg registration, level schema.Level, existing []driver.SchemaRevision) ([]SchemaProblem, error) {
+	candidate, err := res.candidate(ctx, reg)
+	if err != nil {
+		return nil, err
+	}
+	var compared []driver.SchemaRevision
+	for _, e := range existing {
+		if reg.against == nil || len(reg.against) == 0 || slices.Contains(reg.against, e.Revision) {
+			compared = append(compared, e)
 		}
-		schemas[i] = s
+	}
+	schemas := make([]*schema.Schema, len(compared))
+	for i, e := range compared {
+		if schemas[i], err = res.bundled(ctx, e, nil); err != nil {
+			return nil, err
+		}
+	}
+	if reg.against != nil {
+		level = transitive(level)
 	}
 	var out []SchemaProblem
-	for _, p := range schema.Check(level, schemas, reg.schema, schema.GoAware).Problems {
-		out = append(out, SchemaProblem{Against: fmt.Sprintf("revision %d", existing[p.Against].Revision), Problem: p})
+	for _, p := range schema.Check(level, schemas, candidate, schema.GoAware).Problems {
+		out = append(out, SchemaProblem{Against: fmt.Sprintf("revision %d", compared[p.Against].Revision), Problem: p})
 	}
 	return out, nil
+}
+
+// transitive is the level's transitive form, for comparisons with an
+// explicit set of revisions (every one of them is compared).
+func transitive(l schema.Level) schema.Level {
+	switch l {
+	case schema.Backward:
+		return schema.BackwardTransitive
+	case schema.Forward:
+		return schema.ForwardTransitive
+	case schema.Full:
+		return schema.FullTransitive
+	case 0:
+		return schema.BackwardTransitive
+	}
+	return l
 }
 
 // pairProblems checks the pairs that exist (R5): a reader against the
 // writer revisions still in the log at its version, a writer against the
 // registered readers at its version.
-func pairProblems(ctx context.Context, store driver.Registry, reg registration, revs []driver.SchemaRevision, asReader bool) ([]SchemaProblem, error) {
+func pairProblems(ctx context.Context, store driver.Registry, res *resolver, reg registration, revs []driver.SchemaRevision, asReader bool) ([]SchemaProblem, error) {
 	byRevision := map[int]driver.SchemaRevision{}
 	for _, rv := range revs {
 		byRevision[rv.Revision] = rv
 	}
+	candidate, err := res.candidate(ctx, reg)
+	if err != nil {
+		return nil, err
+	}
 	var out []SchemaProblem
 	compare := func(against string, stored driver.SchemaRevision, candidateReads bool) error {
-		if stored.Fingerprint == reg.schema.Fingerprint() {
+		if stored.Fingerprint == reg.fingerprint() {
 			return nil
 		}
-		other, err := schema.Parse(stored.Schema)
+		other, err := res.bundled(ctx, stored, nil)
 		if err != nil {
 			return err
 		}
@@ -477,7 +603,7 @@ func pairProblems(ctx context.Context, store driver.Registry, reg registration, 
 		if !candidateReads {
 			direction = schema.Forward // the other reads the candidate's data
 		}
-		for _, p := range schema.Check(direction, []*schema.Schema{other}, reg.schema, schema.GoAware).Problems {
+		for _, p := range schema.Check(direction, []*schema.Schema{other}, candidate, schema.GoAware).Problems {
 			out = append(out, SchemaProblem{Against: against, Problem: p})
 		}
 		return nil
@@ -485,7 +611,7 @@ func pairProblems(ctx context.Context, store driver.Registry, reg registration, 
 	if asReader {
 		live, err := store.LiveRevisions(ctx, driver.LiveRevisionsParams{StreamID: reg.stream.ID, Version: reg.version})
 		if err != nil {
-			return nil, err
+			return nil, classify(err)
 		}
 		for _, w := range live {
 			if stored, ok := byRevision[w]; ok {
@@ -498,7 +624,7 @@ func pairProblems(ctx context.Context, store driver.Registry, reg registration, 
 	}
 	readers, err := store.Readers(ctx, driver.ReadersParams{StreamID: reg.stream.ID})
 	if err != nil {
-		return nil, err
+		return nil, classify(err)
 	}
 	for _, rd := range readers {
 		if stored, ok := byRevision[rd.Revision]; ok && rd.Version == reg.version {
@@ -548,6 +674,13 @@ func (r *Registry) dryRun(ctx context.Context, stream string, reg registration) 
 	store, err := r.store()
 	if err != nil {
 		return err
+	}
+	// Shared types are checked on their own streams first, whether or not
+	// this stream exists yet.
+	if len(reg.schema.Shared()) > 0 && reg.refs == nil {
+		if err := r.checkShared(ctx, &reg); err != nil {
+			return err
+		}
 	}
 	cfg, err := r.client.Stream[RawPayload](stream).lookup(ctx, false)
 	if errors.Is(err, ErrStreamNotFound) {

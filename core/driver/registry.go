@@ -92,6 +92,13 @@ type SchemaRevision struct {
 	Fingerprint string
 	Schema      []byte // canonical JSON
 	CreatedAt   time.Time
+	// ID is the global schema id of Fingerprint (see SchemaIDs). On
+	// RecordSchema's input a non-zero ID asks for that id (IMPORT mode) and
+	// a non-zero Revision for that revision number.
+	ID int64
+	// References are the other revisions this one's document refers to by
+	// name, in the order given.
+	References []SchemaReference
 }
 
 // Reader is a group's registered reader schema at a version.

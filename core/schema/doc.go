@@ -42,6 +42,11 @@
 //   - Named struct types become "$defs" entries referenced by
 //     {"$ref": "#/$defs/Name"}; the root struct is inlined and a reference
 //     to it is "#". That is also how recursive types terminate.
+//   - A named struct type that implements Shared is not copied: it is
+//     referenced by name, {"$ref": "money-v1"}, and its own schema comes
+//     with the reflected one (Schema.Shared), for the registry to record
+//     once on the stream it names. Bundle resolves such names for
+//     comparisons. Types that do not implement Shared are unaffected.
 //
 // A field may carry a default with the sqlstreams tag, whose value is JSON
 // and must come last in the tag:

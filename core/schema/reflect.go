@@ -64,7 +64,9 @@ func Reflect(t reflect.Type) (*Schema, error) {
 	if len(r.defs) > 0 {
 		root["$defs"] = r.defs
 	}
-	return newSchema(root), nil
+	s := newSchema(root)
+	s.shared = r.shared
+	return s, nil
 }
 
 type reflector struct {
@@ -74,6 +76,7 @@ type reflector struct {
 	nameOwner map[string]reflect.Type
 	active    map[reflect.Type]bool // named non-struct types being built
 	cyclic    map[reflect.Type]bool // ... that turned out to refer to themselves
+	shared    []SharedRef           // shared types met, referenced by name
 }
 
 func num(i int64) json.Number   { return json.Number(strconv.FormatInt(i, 10)) }
@@ -145,6 +148,9 @@ func (r *reflector) structRef(t reflect.Type, where string, atRoot bool) (any, e
 	}
 	if t.Name() == "" {
 		return r.structSchema(t, where)
+	}
+	if ref, ok, err := r.sharedRef(t, where); ok || err != nil {
+		return ref, err
 	}
 	name, done := r.defName[t]
 	if !done {

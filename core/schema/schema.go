@@ -28,6 +28,7 @@ const Draft = "https://json-schema.org/draft/2020-12/schema"
 type Schema struct {
 	root    any            // bool or map[string]any; never mutated
 	anchors map[string]any // "$anchor" and draft-07 "$id": "#name" targets
+	shared  []SharedRef    // shared types referenced by name (Reflect only)
 }
 
 func newSchema(root any) *Schema {

@@ -798,11 +798,11 @@ func TestMigrationAPI(t *testing.T) {
 	defer drv.Close()
 	ctx := testCtx(t)
 	ms, err := drv.Migrations()
-	if err != nil || len(ms) != 4 {
+	if err != nil || len(ms) != 5 {
 		t.Fatalf("migrations: %d, %v", len(ms), err)
 	}
 	for i, m := range ms {
-		wantDown := m.Version == 2 || m.Version == 4
+		wantDown := m.Version == 2 || m.Version == 4 || m.Version == 5
 		if m.Version != i+1 || m.Up == "" || (m.Down != "") != wantDown || !strings.Contains(m.Record, "sqlstreams_migration") {
 			t.Errorf("migration %d: %s, down %v, record %q", i, m.Name, m.Down != "", m.Record)
 		}
@@ -876,10 +876,27 @@ func TestMigrationAPI(t *testing.T) {
 	if err := drv.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := applied(); !slices.Equal(got, []int{1, 2, 3, 4}) {
+	if got := applied(); !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
 		t.Fatalf("applied after Migrate: %v", got)
 	}
-	refused("down 2 under 3 and 4", apply(2, true), "later migrations applied (versions 3, 4)")
+	refused("down 2 under 3, 4 and 5", apply(2, true), "later migrations applied (versions 3, 4, 5)")
+	refused("down 4 under 5", apply(4, true), "later migrations applied (versions 5)")
+	// 0005 down drops the schema ids and references; up puts them back.
+	if err := apply(5, true); err != nil {
+		t.Fatal(err)
+	}
+	if tableExists(t, dsn, "schema_id") || tableExists(t, dsn, "schema_reference") || !tableExists(t, dsn, "schema_revision") {
+		t.Error("0005 down: schema_id or schema_reference left, or schema_revision dropped")
+	}
+	if err := apply(5, false); err != nil {
+		t.Fatal(err)
+	}
+	if !tableExists(t, dsn, "schema_id") || !tableExists(t, dsn, "schema_reference") {
+		t.Error("0005 up again did not create schema_id and schema_reference")
+	}
+	if err := apply(5, true); err != nil {
+		t.Fatal(err)
+	}
 	if err := apply(4, true); err != nil {
 		t.Fatal(err)
 	}
@@ -1095,8 +1112,10 @@ func TestResetNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := drv.ApplyMigration(ctx, driver.ApplyMigrationParams{Version: 4, Down: true}); err != nil {
-		t.Fatal(err)
+	for _, v := range []int{5, 4} {
+		if err := drv.ApplyMigration(ctx, driver.ApplyMigrationParams{Version: v, Down: true}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c.Close()
 	if err := mysqltest.ResetNamespace(dsn); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -62,19 +63,89 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegi
 	})
 }
 
-const revisionColumns = `stream_id, version, revision, fingerprint, schema_json, created_at`
+// revisionColumns reads a revision with its global id (r: schema_revision,
+// i: schema_id joined on the fingerprint).
+const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.schema_json, r.created_at, COALESCE(i.id, 0)`
+
+const revisionFrom = ` FROM schema_revision r LEFT JOIN schema_id i ON i.fingerprint = r.fingerprint `
 
 func scanRevision(r scanner) (driver.SchemaRevision, error) {
 	var rev driver.SchemaRevision
 	var doc string
 	var created time.Time
-	err := r.Scan(&rev.StreamID, &rev.Version, &rev.Revision, &rev.Fingerprint, &doc, &created)
+	err := r.Scan(&rev.StreamID, &rev.Version, &rev.Revision, &rev.Fingerprint, &doc, &created, &rev.ID)
 	rev.Schema, rev.CreatedAt = []byte(doc), utc(created)
 	return rev, err
 }
 
-// RecordSchema implements driver.Registry. Registrations of one stream are
-// serialized by locking the stream's settings row.
+func revisions(ctx context.Context, q querier, query string, args ...any) ([]driver.SchemaRevision, error) {
+	var out []driver.SchemaRevision
+	err := eachRow(ctx, q, query, args, func(r *sql.Rows) error {
+		rev, err := scanRevision(r)
+		out = append(out, rev)
+		return err
+	})
+	return out, err
+}
+
+// withReferences fills the References of revisions of one stream.
+func withReferences(ctx context.Context, q querier, streamID int64, revs []driver.SchemaRevision) error {
+	if len(revs) == 0 {
+		return nil
+	}
+	at := map[[2]int]int{}
+	for i, r := range revs {
+		at[[2]int{r.Version, r.Revision}] = i
+	}
+	return eachRow(ctx, q, `SELECT version, revision, name, ref_stream_id, ref_version, ref_revision, ref_fingerprint
+		FROM schema_reference WHERE stream_id = ? ORDER BY version, revision, position`, []any{streamID}, func(rows *sql.Rows) error {
+		var version, revision int
+		var ref driver.SchemaReference
+		if err := rows.Scan(&version, &revision, &ref.Name, &ref.StreamID, &ref.Version, &ref.Revision, &ref.Fingerprint); err != nil {
+			return err
+		}
+		if i, ok := at[[2]int{version, revision}]; ok {
+			revs[i].References = append(revs[i].References, ref)
+		}
+		return nil
+	})
+}
+
+// assignID returns the global id of a fingerprint, creating it (with the
+// wanted id when not 0) the first time any stream records it. Two streams
+// recording one new fingerprint at once meet on its unique key; the
+// locking read sees the winner's committed row.
+func assignID(ctx context.Context, tx querier, rev driver.SchemaRevision) (int64, error) {
+	if rev.ID != 0 {
+		var fp string
+		err := tx.QueryRowContext(ctx, `SELECT fingerprint FROM schema_id WHERE id = ? FOR UPDATE`, rev.ID).Scan(&fp)
+		switch {
+		case err == nil && fp != rev.Fingerprint:
+			return 0, callerError{fmt.Errorf("%w: id %d belongs to another schema", driver.ErrSchemaIDTaken, rev.ID)}
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return 0, err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT IGNORE INTO schema_id (id, fingerprint, schema_json, created_at) VALUES (?, ?, ?, ?)`,
+			rev.ID, rev.Fingerprint, string(rev.Schema), ts(rev.CreatedAt)); err != nil {
+			return 0, err
+		}
+	} else if _, err := tx.ExecContext(ctx, `INSERT IGNORE INTO schema_id (fingerprint, schema_json, created_at) VALUES (?, ?, ?)`,
+		rev.Fingerprint, string(rev.Schema), ts(rev.CreatedAt)); err != nil {
+		return 0, err
+	}
+	var id int64
+	if err := tx.QueryRowContext(ctx, `SELECT id FROM schema_id WHERE fingerprint = ? FOR UPDATE`, rev.Fingerprint).Scan(&id); err != nil {
+		return 0, err
+	}
+	if rev.ID != 0 && rev.ID != id {
+		return 0, callerError{fmt.Errorf("%w: the schema already has id %d, not %d", driver.ErrSchemaIDTaken, id, rev.ID)}
+	}
+	return id, nil
+}
+
+// RecordSchema implements driver.Registry and, with the global id and the
+// references, driver.SchemaIDs. Registrations of one stream are serialized
+// by locking the stream's settings row.
 func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) (driver.SchemaRevision, bool, error) {
 	rev, decide := p.Revision, p.Decide
 	if err := d.check(); err != nil {
@@ -91,13 +162,11 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 		if err != nil {
 			return err
 		}
-		var existing []driver.SchemaRevision
-		if err := eachRow(ctx, tx, `SELECT `+revisionColumns+` FROM schema_revision WHERE stream_id = ? AND version = ? ORDER BY revision`,
-			[]any{rev.StreamID, rev.Version}, func(r *sql.Rows) error {
-				e, err := scanRevision(r)
-				existing = append(existing, e)
-				return err
-			}); err != nil {
+		existing, err := revisions(ctx, tx, `SELECT `+revisionColumns+revisionFrom+`WHERE r.stream_id = ? AND r.version = ? ORDER BY r.revision`, rev.StreamID, rev.Version)
+		if err != nil {
+			return err
+		}
+		if err := withReferences(ctx, tx, rev.StreamID, existing); err != nil {
 			return err
 		}
 		for _, e := range existing {
@@ -118,10 +187,29 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 		if len(existing) > 0 {
 			out.Revision = existing[len(existing)-1].Revision + 1
 		}
+		if rev.Revision != 0 {
+			if rev.Revision < out.Revision {
+				return callerError{fmt.Errorf("%w: revision %d; the next revision is %d or later", driver.ErrRevisionTaken, rev.Revision, out.Revision)}
+			}
+			out.Revision = rev.Revision
+		}
 		out.CreatedAt = rev.CreatedAt.UTC().Truncate(time.Microsecond)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_revision (`+revisionColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		if out.ID, err = assignID(ctx, tx, out); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_revision (stream_id, version, revision, fingerprint, schema_json, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			out.StreamID, out.Version, out.Revision, out.Fingerprint, string(out.Schema), ts(out.CreatedAt)); err != nil {
 			return err
+		}
+		// Rows left by a deleted stream whose id was reused go first.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM schema_reference WHERE stream_id = ? AND version = ? AND revision = ?`, out.StreamID, out.Version, out.Revision); err != nil {
+			return err
+		}
+		for i, ref := range out.References {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_reference (stream_id, version, revision, position, name, ref_stream_id, ref_version, ref_revision, ref_fingerprint)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, out.StreamID, out.Version, out.Revision, i, ref.Name, ref.StreamID, ref.Version, ref.Revision, ref.Fingerprint); err != nil {
+				return err
+			}
 		}
 		created = true
 		return nil
@@ -136,12 +224,56 @@ func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsPa
 		return nil, err
 	}
 	var out []driver.SchemaRevision
-	err := eachRow(ctx, d.db, `SELECT `+revisionColumns+` FROM schema_revision WHERE stream_id = ? AND (? = 0 OR version = ?)
-		ORDER BY version, revision`, []any{streamID, version, version}, func(r *sql.Rows) error {
-		rev, err := scanRevision(r)
-		out = append(out, rev)
-		return err
+	err := d.inTx(ctx, nil, func(tx querier) error {
+		var err error
+		out, err = revisions(ctx, tx, `SELECT `+revisionColumns+revisionFrom+`WHERE r.stream_id = ? AND (? = 0 OR r.version = ?)
+			ORDER BY r.version, r.revision`, streamID, version, version)
+		if err != nil {
+			return err
+		}
+		return withReferences(ctx, tx, streamID, out)
 	})
+	return out, d.wrap(ctx, err, opRead)
+}
+
+var _ driver.SchemaIDs = (*Driver)(nil)
+
+// SchemaByID implements driver.SchemaIDs.
+func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (driver.SchemaDocument, error) {
+	if err := d.check(); err != nil {
+		return driver.SchemaDocument{}, err
+	}
+	doc := driver.SchemaDocument{ID: p.ID}
+	var text string
+	var created time.Time
+	err := d.db.QueryRowContext(ctx, `SELECT fingerprint, schema_json, created_at FROM schema_id WHERE id = ?`, p.ID).Scan(&doc.Fingerprint, &text, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return doc, fmt.Errorf("mysql: schema id %d: %w", p.ID, driver.ErrSchemaNotFound)
+	}
+	doc.Schema, doc.CreatedAt = []byte(text), utc(created)
+	return doc, d.wrap(ctx, err, opRead)
+}
+
+// SchemaUsages implements driver.SchemaIDs.
+func (d *Driver) SchemaUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	out, err := revisions(ctx, d.db, `SELECT `+revisionColumns+revisionFrom+`WHERE i.id = ? ORDER BY r.stream_id, r.version, r.revision`, p.ID)
+	return out, d.wrap(ctx, err, opRead)
+}
+
+// ReferencedBy implements driver.SchemaIDs. Only references whose pinned
+// fingerprint is the revision's own count.
+func (d *Driver) ReferencedBy(ctx context.Context, p driver.ReferencedByParams) ([]driver.SchemaRevision, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	out, err := revisions(ctx, d.db, `SELECT DISTINCT `+revisionColumns+revisionFrom+`
+		JOIN schema_reference f ON f.stream_id = r.stream_id AND f.version = r.version AND f.revision = r.revision
+		JOIN schema_revision t ON t.stream_id = f.ref_stream_id AND t.version = f.ref_version AND t.revision = f.ref_revision AND t.fingerprint = f.ref_fingerprint
+		WHERE f.ref_stream_id = ? AND f.ref_version = ? AND f.ref_revision = ?
+		ORDER BY r.stream_id, r.version, r.revision`, p.StreamID, p.Version, p.Revision)
 	return out, d.wrap(ctx, err, opRead)
 }
 

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -53,21 +54,100 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegi
 	})
 }
 
-const revisionColumns = `stream_id, version, revision, fingerprint, schema_json, created_at`
+// revisionColumns reads a revision with its global id (r: schema_revision,
+// i: schema_id joined on the fingerprint).
+const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.schema_json, r.created_at, COALESCE(i.id, 0)`
+
+const revisionFrom = ` FROM schema_revision r LEFT JOIN schema_id i ON i.fingerprint = r.fingerprint `
+
+type rowsQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
 
 func scanRevisions(rows pgx.Rows) ([]driver.SchemaRevision, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.SchemaRevision, error) {
 		var rev driver.SchemaRevision
 		var version, revision int32
 		var doc string
-		err := r.Scan(&rev.StreamID, &version, &revision, &rev.Fingerprint, &doc, &rev.CreatedAt)
+		err := r.Scan(&rev.StreamID, &version, &revision, &rev.Fingerprint, &doc, &rev.CreatedAt, &rev.ID)
 		rev.Version, rev.Revision, rev.Schema, rev.CreatedAt = int(version), int(revision), []byte(doc), rev.CreatedAt.UTC()
 		return rev, err
 	})
 }
 
-// RecordSchema implements driver.Registry. The stream's config row is
-// locked for the transaction, so registrations on one stream serialize.
+// withReferences fills the References of revisions of one stream.
+func withReferences(ctx context.Context, q rowsQuerier, streamID int64, revs []driver.SchemaRevision) error {
+	if len(revs) == 0 {
+		return nil
+	}
+	rows, err := q.Query(ctx, `SELECT version, revision, name, ref_stream_id, ref_version, ref_revision, ref_fingerprint
+		FROM schema_reference WHERE stream_id = $1::bigint ORDER BY version, revision, position`, streamID)
+	if err != nil {
+		return err
+	}
+	at := map[[2]int]int{}
+	for i, r := range revs {
+		at[[2]int{r.Version, r.Revision}] = i
+	}
+	var version, revision, refVersion, refRevision int32
+	var ref driver.SchemaReference
+	_, err = pgx.ForEachRow(rows, []any{&version, &revision, &ref.Name, &ref.StreamID, &refVersion, &refRevision, &ref.Fingerprint}, func() error {
+		ref.Version, ref.Revision = int(refVersion), int(refRevision)
+		if i, ok := at[[2]int{int(version), int(revision)}]; ok {
+			revs[i].References = append(revs[i].References, ref)
+		}
+		return nil
+	})
+	return err
+}
+
+// assignID returns the global id of a fingerprint, creating it (with the
+// wanted id when not 0) the first time any stream records it. Two streams
+// recording one new fingerprint at once meet on its UNIQUE constraint: the
+// second waits for the first and then reads its id.
+func assignID(ctx context.Context, tx pgx.Tx, rev driver.SchemaRevision) (int64, error) {
+	var id int64
+	if rev.ID != 0 {
+		var fp string
+		err := tx.QueryRow(ctx, `SELECT fingerprint FROM schema_id WHERE id = $1::bigint`, rev.ID).Scan(&fp)
+		switch {
+		case err == nil && fp != rev.Fingerprint:
+			return 0, callback(fmt.Errorf("%w: id %d belongs to another schema", driver.ErrSchemaIDTaken, rev.ID))
+		case err != nil && !errors.Is(err, pgx.ErrNoRows):
+			return 0, err
+		}
+	}
+	var err error
+	if rev.ID != 0 {
+		err = tx.QueryRow(ctx, `INSERT INTO schema_id (id, fingerprint, schema_json, created_at) VALUES ($1::bigint, $2::text, $3::text, $4::timestamptz)
+			ON CONFLICT DO NOTHING RETURNING id`, rev.ID, rev.Fingerprint, string(rev.Schema), rev.CreatedAt).Scan(&id)
+		if err == nil {
+			// An identity column does not follow explicit ids by itself.
+			_, err = tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence('schema_id', 'id'), (SELECT MAX(id) FROM schema_id))`)
+			return id, err
+		}
+	} else {
+		err = tx.QueryRow(ctx, `INSERT INTO schema_id (fingerprint, schema_json, created_at) VALUES ($1::text, $2::text, $3::timestamptz)
+			ON CONFLICT (fingerprint) DO NOTHING RETURNING id`, rev.Fingerprint, string(rev.Schema), rev.CreatedAt).Scan(&id)
+		if err == nil {
+			return id, nil
+		}
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return 0, err
+	}
+	if err := tx.QueryRow(ctx, `SELECT id FROM schema_id WHERE fingerprint = $1::text`, rev.Fingerprint).Scan(&id); err != nil {
+		return 0, err
+	}
+	if rev.ID != 0 && rev.ID != id {
+		return 0, callback(fmt.Errorf("%w: the schema already has id %d, not %d", driver.ErrSchemaIDTaken, id, rev.ID))
+	}
+	return id, nil
+}
+
+// RecordSchema implements driver.Registry and, with the global id and the
+// references, driver.SchemaIDs. The stream's config row is locked for the
+// transaction, so registrations on one stream serialize.
 func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) (driver.SchemaRevision, bool, error) {
 	rev := p.Revision
 	var out driver.SchemaRevision
@@ -82,13 +162,16 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT `+revisionColumns+` FROM schema_revision WHERE stream_id = $1::bigint AND version = $2::integer ORDER BY revision`,
+		rows, err := tx.Query(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE r.stream_id = $1::bigint AND r.version = $2::integer ORDER BY r.revision`,
 			rev.StreamID, int32(rev.Version))
 		if err != nil {
 			return err
 		}
 		existing, err := scanRevisions(rows)
 		if err != nil {
+			return err
+		}
+		if err := withReferences(ctx, tx, rev.StreamID, existing); err != nil {
 			return err
 		}
 		for _, e := range existing {
@@ -113,11 +196,30 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 		if len(existing) > 0 {
 			out.Revision = existing[len(existing)-1].Revision + 1
 		}
+		if rev.Revision != 0 {
+			if rev.Revision < out.Revision {
+				return callback(fmt.Errorf("%w: revision %d; the next revision is %d or later", driver.ErrRevisionTaken, rev.Revision, out.Revision))
+			}
+			out.Revision = rev.Revision
+		}
 		out.CreatedAt = ts(rev.CreatedAt)
-		_, err = tx.Exec(ctx, `INSERT INTO schema_revision (`+revisionColumns+`) VALUES ($1::bigint, $2::integer, $3::integer, $4::text, $5::text, $6::timestamptz)`,
-			out.StreamID, int32(out.Version), int32(out.Revision), out.Fingerprint, string(out.Schema), out.CreatedAt)
-		created = err == nil
-		return err
+		if out.ID, err = assignID(ctx, tx, out); err != nil {
+			return err
+		}
+		if _, err = tx.Exec(ctx, `INSERT INTO schema_revision (stream_id, version, revision, fingerprint, schema_json, created_at)
+			VALUES ($1::bigint, $2::integer, $3::integer, $4::text, $5::text, $6::timestamptz)`,
+			out.StreamID, int32(out.Version), int32(out.Revision), out.Fingerprint, string(out.Schema), out.CreatedAt); err != nil {
+			return err
+		}
+		for i, ref := range out.References {
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_reference (stream_id, version, revision, position, name, ref_stream_id, ref_version, ref_revision, ref_fingerprint)
+				VALUES ($1::bigint, $2::integer, $3::integer, $4::integer, $5::text, $6::bigint, $7::integer, $8::integer, $9::text)`,
+				out.StreamID, int32(out.Version), int32(out.Revision), int32(i), ref.Name, ref.StreamID, int32(ref.Version), int32(ref.Revision), ref.Fingerprint); err != nil {
+				return err
+			}
+		}
+		created = true
+		return nil
 	})
 	return out, created, err
 }
@@ -125,9 +227,61 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 // SchemaRevisions implements driver.Registry.
 func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
 	var out []driver.SchemaRevision
+	err := d.readTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE r.stream_id = $1::bigint AND ($2::integer = 0 OR r.version = $2::integer)
+			ORDER BY r.version, r.revision`, p.StreamID, int32(p.Version))
+		if err != nil {
+			return err
+		}
+		if out, err = scanRevisions(rows); err != nil {
+			return err
+		}
+		return withReferences(ctx, tx, p.StreamID, out)
+	})
+	return out, err
+}
+
+var _ driver.SchemaIDs = (*Driver)(nil)
+
+// SchemaByID implements driver.SchemaIDs.
+func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (driver.SchemaDocument, error) {
+	doc := driver.SchemaDocument{ID: p.ID}
 	err := d.read(ctx, func() error {
-		rows, err := d.pool.Query(ctx, `SELECT `+revisionColumns+` FROM schema_revision WHERE stream_id = $1::bigint AND ($2::integer = 0 OR version = $2::integer)
-			ORDER BY version, revision`, p.StreamID, int32(p.Version))
+		var text string
+		err := d.pool.QueryRow(ctx, `SELECT fingerprint, schema_json, created_at FROM schema_id WHERE id = $1::bigint`, p.ID).Scan(&doc.Fingerprint, &text, &doc.CreatedAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return callback(fmt.Errorf("postgres: schema id %d: %w", p.ID, driver.ErrSchemaNotFound))
+		}
+		doc.Schema, doc.CreatedAt = []byte(text), doc.CreatedAt.UTC()
+		return err
+	})
+	return doc, err
+}
+
+// SchemaUsages implements driver.SchemaIDs.
+func (d *Driver) SchemaUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
+	var out []driver.SchemaRevision
+	err := d.read(ctx, func() error {
+		rows, err := d.pool.Query(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE i.id = $1::bigint ORDER BY r.stream_id, r.version, r.revision`, p.ID)
+		if err != nil {
+			return err
+		}
+		out, err = scanRevisions(rows)
+		return err
+	})
+	return out, err
+}
+
+// ReferencedBy implements driver.SchemaIDs. Only references whose pinned
+// fingerprint is the revision's own count.
+func (d *Driver) ReferencedBy(ctx context.Context, p driver.ReferencedByParams) ([]driver.SchemaRevision, error) {
+	var out []driver.SchemaRevision
+	err := d.read(ctx, func() error {
+		rows, err := d.pool.Query(ctx, `SELECT DISTINCT `+revisionColumns+revisionFrom+`
+			JOIN schema_reference f ON f.stream_id = r.stream_id AND f.version = r.version AND f.revision = r.revision
+			JOIN schema_revision t ON t.stream_id = f.ref_stream_id AND t.version = f.ref_version AND t.revision = f.ref_revision AND t.fingerprint = f.ref_fingerprint
+			WHERE f.ref_stream_id = $1::bigint AND f.ref_version = $2::integer AND f.ref_revision = $3::integer
+			ORDER BY r.stream_id, r.version, r.revision`, p.StreamID, int32(p.Version), int32(p.Revision))
 		if err != nil {
 			return err
 		}

@@ -720,11 +720,11 @@ func TestMigrationAPI(t *testing.T) {
 	drv := postgres.Open(ns)
 	t.Cleanup(func() { _ = drv.Close() })
 	ms, err := drv.Migrations()
-	if err != nil || len(ms) != 4 {
+	if err != nil || len(ms) != 5 {
 		t.Fatalf("migrations: %+v, %v", ms, err)
 	}
 	for i, m := range ms {
-		if m.Version != i+1 || m.Up == "" || (m.Down != "") != (m.Version == 2 || m.Version == 4) || !strings.Contains(m.Record, fmt.Sprintf("VALUES (%d, now())", m.Version)) {
+		if m.Version != i+1 || m.Up == "" || (m.Down != "") != (m.Version == 2 || m.Version == 4 || m.Version == 5) || !strings.Contains(m.Record, fmt.Sprintf("VALUES (%d, now())", m.Version)) {
 			t.Errorf("migration %d: %s, up %d bytes, down %q, record %q", m.Version, m.Name, len(m.Up), m.Down, m.Record)
 		}
 	}
@@ -838,10 +838,25 @@ func TestMigrationAPI(t *testing.T) {
 	if err := drv.Migrate(tctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if got := applied(); !slices.Equal(got, []int{1, 2, 3, 4}) {
+	if got := applied(); !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
 		t.Fatalf("applied %v after Migrate", got)
 	}
 	refused(3, true, "no down migration")
+	refused(4, true, "later migrations applied")
+
+	// 0005 down drops the schema ids and references; up puts them back.
+	if err := apply(5, true); err != nil {
+		t.Fatal(err)
+	}
+	if columnExists("schema_id", "fingerprint") || columnExists("schema_reference", "ref_fingerprint") || !columnExists("schema_revision", "fingerprint") {
+		t.Error("0005 down: schema_id or schema_reference left, or schema_revision dropped")
+	}
+	if err := apply(5, false); err != nil || !columnExists("schema_id", "fingerprint") || !columnExists("schema_reference", "ref_fingerprint") {
+		t.Errorf("0005 up again: %v", err)
+	}
+	if err := apply(5, true); err != nil {
+		t.Fatal(err)
+	}
 
 	// 0004 down and up.
 	if err := apply(4, true); err != nil {
@@ -853,6 +868,9 @@ func TestMigrationAPI(t *testing.T) {
 	refused(4, true, "not applied")
 	if err := apply(4, false); err != nil || !columnExists("delivery_exception", "failures") {
 		t.Errorf("0004 up again: %v", err)
+	}
+	if err := apply(5, false); err != nil {
+		t.Fatal(err)
 	}
 	// 0002 cannot go down under later migrations; it went down and up
 	// above, before 0003 was applied.
@@ -1013,8 +1031,10 @@ func TestResetNamespace(t *testing.T) {
 	if n, err := postgrestest.QueryInt(tctx(t), drv, `SELECT count(*) FROM conformance_marker`); err != nil || n != 0 {
 		t.Fatalf("QueryInt: %d, %v", n, err)
 	}
-	if err := drv.ApplyMigration(tctx(t), driver.ApplyMigrationParams{Version: 4, Down: true}); err != nil {
-		t.Fatal(err)
+	for _, v := range []int{5, 4} {
+		if err := drv.ApplyMigration(tctx(t), driver.ApplyMigrationParams{Version: v, Down: true}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	info, err := c.Stream[event]("used").Get(tctx(t))
 	if err != nil {

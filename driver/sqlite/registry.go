@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -47,7 +48,15 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegi
 	})
 }
 
-const revisionColumns = `stream_id, version, revision, fingerprint, schema_json, created_at`
+// revisionColumns reads a revision with its global id (r: schema_revision,
+// i: schema_id joined on the fingerprint).
+const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.schema_json, r.created_at, COALESCE(i.id, 0)`
+
+const revisionFrom = ` FROM schema_revision r LEFT JOIN schema_id i ON i.fingerprint = r.fingerprint `
+
+type queryer interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}
 
 func scanRevisions(rows *sql.Rows) ([]driver.SchemaRevision, error) {
 	defer rows.Close()
@@ -56,7 +65,7 @@ func scanRevisions(rows *sql.Rows) ([]driver.SchemaRevision, error) {
 		var r driver.SchemaRevision
 		var doc string
 		var created int64
-		if err := rows.Scan(&r.StreamID, &r.Version, &r.Revision, &r.Fingerprint, &doc, &created); err != nil {
+		if err := rows.Scan(&r.StreamID, &r.Version, &r.Revision, &r.Fingerprint, &doc, &created, &r.ID); err != nil {
 			return nil, err
 		}
 		r.Schema, r.CreatedAt = []byte(doc), fromMicros(created)
@@ -65,19 +74,86 @@ func scanRevisions(rows *sql.Rows) ([]driver.SchemaRevision, error) {
 	return out, rows.Err()
 }
 
-// RecordSchema implements driver.Registry. SQLite's single writer
-// serializes concurrent registrations.
+// withReferences fills the References of revisions of one stream.
+func withReferences(ctx context.Context, q queryer, streamID int64, revs []driver.SchemaRevision) error {
+	if len(revs) == 0 {
+		return nil
+	}
+	rows, err := q.QueryContext(ctx, `SELECT version, revision, name, ref_stream_id, ref_version, ref_revision, ref_fingerprint
+		FROM schema_reference WHERE stream_id = ? ORDER BY version, revision, position`, streamID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	at := map[[2]int]int{}
+	for i, r := range revs {
+		at[[2]int{r.Version, r.Revision}] = i
+	}
+	for rows.Next() {
+		var version, revision int
+		var ref driver.SchemaReference
+		if err := rows.Scan(&version, &revision, &ref.Name, &ref.StreamID, &ref.Version, &ref.Revision, &ref.Fingerprint); err != nil {
+			return err
+		}
+		if i, ok := at[[2]int{version, revision}]; ok {
+			revs[i].References = append(revs[i].References, ref)
+		}
+	}
+	return rows.Err()
+}
+
+// assignID returns the global id of a fingerprint, creating it (with the
+// wanted id when not 0) the first time any stream records it.
+func assignID(ctx context.Context, tx *sql.Tx, rev driver.SchemaRevision) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, `SELECT id FROM schema_id WHERE fingerprint = ?`, rev.Fingerprint).Scan(&id)
+	switch {
+	case err == nil:
+		if rev.ID != 0 && rev.ID != id {
+			return 0, fmt.Errorf("%w: the schema already has id %d, not %d", driver.ErrSchemaIDTaken, id, rev.ID)
+		}
+		return id, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return 0, err
+	}
+	if rev.ID != 0 {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_id WHERE id = ?`, rev.ID).Scan(&n); err != nil {
+			return 0, err
+		}
+		if n > 0 {
+			return 0, fmt.Errorf("%w: id %d belongs to another schema", driver.ErrSchemaIDTaken, rev.ID)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO schema_id (id, fingerprint, schema_json, created_at) VALUES (?, ?, ?, ?)`,
+			rev.ID, rev.Fingerprint, string(rev.Schema), micros(rev.CreatedAt))
+		return rev.ID, err
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO schema_id (fingerprint, schema_json, created_at) VALUES (?, ?, ?)`,
+		rev.Fingerprint, string(rev.Schema), micros(rev.CreatedAt))
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+// RecordSchema implements driver.Registry and, with the global id and the
+// references, driver.SchemaIDs. SQLite's single writer serializes
+// concurrent registrations.
 func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) (driver.SchemaRevision, bool, error) {
 	rev, decide := p.Revision, p.Decide
 	var out driver.SchemaRevision
 	var created bool
 	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+revisionColumns+` FROM schema_revision WHERE stream_id = ? AND version = ? ORDER BY revision`, rev.StreamID, rev.Version)
+		created = false
+		rows, err := tx.QueryContext(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE r.stream_id = ? AND r.version = ? ORDER BY r.revision`, rev.StreamID, rev.Version)
 		if err != nil {
 			return err
 		}
 		existing, err := scanRevisions(rows)
 		if err != nil {
+			return err
+		}
+		if err := withReferences(ctx, tx, rev.StreamID, existing); err != nil {
 			return err
 		}
 		for _, e := range existing {
@@ -98,15 +174,36 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 			return err
 		}
 		out = rev
-		out.Revision = len(existing) + 1
+		out.Revision = 1
 		if len(existing) > 0 {
 			out.Revision = existing[len(existing)-1].Revision + 1
 		}
+		if rev.Revision != 0 {
+			if rev.Revision < out.Revision {
+				return fmt.Errorf("%w: revision %d; the next revision is %d or later", driver.ErrRevisionTaken, rev.Revision, out.Revision)
+			}
+			out.Revision = rev.Revision
+		}
 		out.CreatedAt = fromMicros(micros(rev.CreatedAt))
-		_, err = tx.ExecContext(ctx, `INSERT INTO schema_revision (`+revisionColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-			out.StreamID, out.Version, out.Revision, out.Fingerprint, string(out.Schema), micros(out.CreatedAt))
-		created = err == nil
-		return err
+		if out.ID, err = assignID(ctx, tx, out); err != nil {
+			return err
+		}
+		if _, err = tx.ExecContext(ctx, `INSERT INTO schema_revision (stream_id, version, revision, fingerprint, schema_json, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			out.StreamID, out.Version, out.Revision, out.Fingerprint, string(out.Schema), micros(out.CreatedAt)); err != nil {
+			return err
+		}
+		// Rows left by a deleted stream whose id was reused go first.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM schema_reference WHERE stream_id = ? AND version = ? AND revision = ?`, out.StreamID, out.Version, out.Revision); err != nil {
+			return err
+		}
+		for i, ref := range out.References {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_reference (stream_id, version, revision, position, name, ref_stream_id, ref_version, ref_revision, ref_fingerprint)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, out.StreamID, out.Version, out.Revision, i, ref.Name, ref.StreamID, ref.Version, ref.Revision, ref.Fingerprint); err != nil {
+				return err
+			}
+		}
+		created = true
+		return nil
 	})
 	return out, created, err
 }
@@ -114,15 +211,68 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 // SchemaRevisions implements driver.Registry.
 func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
 	streamID, version := p.StreamID, p.Version
+	var out []driver.SchemaRevision
+	err := d.readTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE r.stream_id = ? AND (? = 0 OR r.version = ?)
+			ORDER BY r.version, r.revision`, streamID, version, version)
+		if err != nil {
+			return err
+		}
+		if out, err = scanRevisions(rows); err != nil {
+			return err
+		}
+		return withReferences(ctx, tx, streamID, out)
+	})
+	return out, err
+}
+
+var _ driver.SchemaIDs = (*Driver)(nil)
+
+// SchemaByID implements driver.SchemaIDs.
+func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (driver.SchemaDocument, error) {
+	if err := d.check(); err != nil {
+		return driver.SchemaDocument{}, err
+	}
+	doc := driver.SchemaDocument{ID: p.ID}
+	var text string
+	var created int64
+	err := d.read.QueryRowContext(ctx, `SELECT fingerprint, schema_json, created_at FROM schema_id WHERE id = ?`, p.ID).Scan(&doc.Fingerprint, &text, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return doc, fmt.Errorf("sqlite: schema id %d: %w", p.ID, driver.ErrSchemaNotFound)
+	}
+	doc.Schema, doc.CreatedAt = []byte(text), fromMicros(created)
+	return doc, d.wrap(err)
+}
+
+// SchemaUsages implements driver.SchemaIDs.
+func (d *Driver) SchemaUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	rows, err := d.read.QueryContext(ctx, `SELECT `+revisionColumns+` FROM schema_revision WHERE stream_id = ? AND (? = 0 OR version = ?)
-		ORDER BY version, revision`, streamID, version, version)
+	rows, err := d.read.QueryContext(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE i.id = ? ORDER BY r.stream_id, r.version, r.revision`, p.ID)
 	if err != nil {
+		return nil, d.wrap(err)
+	}
+	out, err := scanRevisions(rows)
+	return out, d.wrap(err)
+}
+
+// ReferencedBy implements driver.SchemaIDs. Only references whose pinned
+// fingerprint is the revision's own count.
+func (d *Driver) ReferencedBy(ctx context.Context, p driver.ReferencedByParams) ([]driver.SchemaRevision, error) {
+	if err := d.check(); err != nil {
 		return nil, err
 	}
-	return scanRevisions(rows)
+	rows, err := d.read.QueryContext(ctx, `SELECT DISTINCT `+revisionColumns+revisionFrom+`
+		JOIN schema_reference f ON f.stream_id = r.stream_id AND f.version = r.version AND f.revision = r.revision
+		JOIN schema_revision t ON t.stream_id = f.ref_stream_id AND t.version = f.ref_version AND t.revision = f.ref_revision AND t.fingerprint = f.ref_fingerprint
+		WHERE f.ref_stream_id = ? AND f.ref_version = ? AND f.ref_revision = ?
+		ORDER BY r.stream_id, r.version, r.revision`, p.StreamID, p.Version, p.Revision)
+	if err != nil {
+		return nil, d.wrap(err)
+	}
+	out, err := scanRevisions(rows)
+	return out, d.wrap(err)
 }
 
 // RecordReader implements driver.Registry.

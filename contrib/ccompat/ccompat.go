@@ -1,0 +1,270 @@
+// Package ccompat serves a sqlstreams schema registry over the subset of
+// Confluent Schema Registry's REST API that Kafka tooling speaks: franz-go's
+// sr client, Confluent's Java RestService and the schema-registry maven
+// plugin (register, test-compatibility).
+//
+// The registry is the one in the streams' database, so a schema a Go
+// producer registered is served with its exact canonical text and its
+// global id, and a registration through the API passes the same gate as a
+// producer's (the stream's level, the readers deployed at the version, and
+// the schemas that reference it).
+//
+// # Mapping
+//
+// A subject is "{stream}-v{version}", parsed by splitting at the last
+// "-v<digits>" (stream names cannot contain '/', so the subject fits a URL
+// path segment). A subject version is the sqlstreams revision; a schema id
+// is the global id of the schema's fingerprint, shared by every stream
+// that records the same schema. schemaType is always JSON. A subject's
+// compatibility level is its stream's level, shared by every version of
+// the stream, since the version number is sqlstreams' compatibility
+// boundary. Modes map one to one (READONLY_OVERRIDE has no counterpart).
+// Nothing is ever deleted: revisions describe rows still in the log.
+package ccompat
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+)
+
+// ContentType is the media type of every answer.
+const ContentType = "application/vnd.schemaregistry.v1+json"
+
+// Options configure the handler. The zero value (or nil) serves the
+// default subject mapping without authentication.
+type Options struct {
+	// SubjectName names the subject of a stream version; the default is
+	// "{stream}-v{version}". Set ParseSubject to its inverse.
+	SubjectName func(stream string, version int) string
+	// ParseSubject reads a subject; ok is false for a subject that names no
+	// stream version. The default splits at the last "-v<digits>".
+	ParseSubject func(subject string) (stream string, version int, ok bool)
+	// ValueAlias also serves "{stream}-value" (Confluent's
+	// TopicNameStrategy) as a read-only alias of the stream's highest
+	// version.
+	ValueAlias bool
+	// BasicAuth, when set, requires these credentials on every request
+	// (what sr.BasicAuth sends).
+	BasicAuth *BasicAuth
+	// BearerToken, when set, requires "Authorization: Bearer <token>" (what
+	// sr.BearerToken sends). With both set either one is accepted.
+	BearerToken string
+	// Logger receives server-side failures; the default is slog.Default().
+	Logger *slog.Logger
+}
+
+// BasicAuth is a user and password.
+type BasicAuth struct {
+	User, Password string
+}
+
+// SubjectName is the default subject of a stream version.
+func SubjectName(stream string, version int) string {
+	return stream + "-v" + strconv.Itoa(version)
+}
+
+// ParseSubject is the default inverse of SubjectName: it splits at the
+// last "-v<digits>", so "orders-v2-v1" is stream "orders-v2", version 1.
+func ParseSubject(subject string) (stream string, version int, ok bool) {
+	i := strings.LastIndex(subject, "-v")
+	if i <= 0 {
+		return "", 0, false
+	}
+	digits := subject[i+2:]
+	if digits == "" || digits[0] == '0' || strings.TrimLeft(digits, "0123456789") != "" {
+		return "", 0, false
+	}
+	v, err := strconv.Atoi(digits)
+	if err != nil || v < 1 || v > sqlstreams.MaxSchemaVersion {
+		return "", 0, false
+	}
+	return subject[:i], v, true
+}
+
+// NewHandler serves the client's registry. opts may be nil.
+func NewHandler(client *sqlstreams.Client, opts *Options) http.Handler {
+	h := &handler{client: client, reg: client.Registry()}
+	if opts != nil {
+		h.opts = *opts
+	}
+	if h.opts.SubjectName == nil {
+		h.opts.SubjectName = SubjectName
+	}
+	if h.opts.ParseSubject == nil {
+		h.opts.ParseSubject = ParseSubject
+	}
+	if h.opts.Logger == nil {
+		h.opts.Logger = slog.Default()
+	}
+	mux := http.NewServeMux()
+	for _, r := range h.routes() {
+		mux.HandleFunc(r.pattern, r.fn)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" && r.Method == http.MethodGet {
+			h.write(w, http.StatusOK, struct{}{})
+			return
+		}
+		h.fail(w, r, &apiError{status: http.StatusNotFound, code: 404, msg: fmt.Sprintf("HTTP 404 Not Found: no route %s %s", r.Method, r.URL.Path)})
+	})
+	h.mux = mux
+	return h
+}
+
+type handler struct {
+	client *sqlstreams.Client
+	reg    *sqlstreams.Registry
+	opts   Options
+	mux    *http.ServeMux
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="sqlstreams"`)
+		h.fail(w, r, &apiError{status: http.StatusUnauthorized, code: 401, msg: "unauthorized: send the configured basic credentials or bearer token"})
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if ct := r.Header.Get("Content-Type"); !acceptedBody(ct) {
+			h.fail(w, r, &apiError{status: http.StatusUnsupportedMediaType, code: 415,
+				msg: fmt.Sprintf("HTTP 415 Unsupported Media Type %q; send application/vnd.schemaregistry.v1+json", ct)})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+const maxBody = 8 << 20
+
+// acceptedBody reports whether a request body's Content-Type is one this
+// API reads. Confluent's Java RestService sends a weighted list
+// ("application/vnd.schemaregistry.v1+json, application/vnd.schemaregistry+json;
+// qs=0.9, application/json; qs=0.5") as the Content-Type, so any listed
+// type counts. No Content-Type at all is read as JSON.
+func acceptedBody(v string) bool {
+	if strings.TrimSpace(v) == "" {
+		return true
+	}
+	for _, part := range strings.Split(v, ",") {
+		t, _, _ := strings.Cut(part, ";")
+		switch strings.ToLower(strings.TrimSpace(t)) {
+		case "application/vnd.schemaregistry.v1+json", "application/vnd.schemaregistry+json", "application/json", "application/octet-stream":
+			return true
+		}
+	}
+	return false
+}
+
+func (h *handler) authorized(r *http.Request) bool {
+	if h.opts.BasicAuth == nil && h.opts.BearerToken == "" {
+		return true
+	}
+	if b := h.opts.BasicAuth; b != nil {
+		if u, p, ok := r.BasicAuth(); ok && u == b.User && p == b.Password {
+			return true
+		}
+	}
+	if tok := h.opts.BearerToken; tok != "" && r.Header.Get("Authorization") == "Bearer "+tok {
+		return true
+	}
+	return false
+}
+
+// apiError is an answer in Confluent's error envelope.
+type apiError struct {
+	status int
+	code   int
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+// The error codes, as Confluent's RestException subclasses number them.
+const (
+	codeSubjectNotFound     = 40401
+	codeVersionNotFound     = 40402
+	codeSchemaNotFound      = 40403
+	codeSubjectLevelNoLevel = 40408
+	codeSubjectLevelNoMode  = 40409
+	codeIncompatible        = 409
+	codeInvalidSchema       = 42201
+	codeInvalidVersion      = 42202
+	codeInvalidLevel        = 42203
+	codeInvalidMode         = 42204
+	codeNotPermitted        = 42205
+	codeIDDoesNotMatch      = 42207
+	codeInvalidSubject      = 42208
+	codeStore               = 50001
+)
+
+func errorf(status, code int, format string, args ...any) *apiError {
+	return &apiError{status: status, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func (h *handler) write(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"error_code":50001,"message":"cannot encode the answer"}`)
+	}
+	w.Header().Set("Content-Type", ContentType)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// fail answers err in the envelope; errors that are not an *apiError are
+// mapped from the library's sentinels.
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		ae = h.mapError(err)
+	}
+	if ae.status >= 500 {
+		h.opts.Logger.Error("ccompat: request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	h.write(w, ae.status, struct {
+		Code    int    `json:"error_code"`
+		Message string `json:"message"`
+	}{ae.code, ae.msg})
+}
+
+func (h *handler) mapError(err error) *apiError {
+	var ie *sqlstreams.IncompatibleSchemaError
+	switch {
+	case errors.As(err, &ie):
+		return errorf(http.StatusConflict, codeIncompatible, "Schema being registered is incompatible with an earlier schema for subject %q; details: [%s]",
+			h.opts.SubjectName(ie.Stream, ie.Version), strings.Join(problemMessages(ie), "; "))
+	case errors.Is(err, sqlstreams.ErrReadOnly):
+		return errorf(http.StatusUnprocessableEntity, codeNotPermitted, "%v", err)
+	case errors.Is(err, sqlstreams.ErrStreamNotFound):
+		return errorf(http.StatusNotFound, codeSubjectNotFound, "Subject not found: %v", err)
+	case errors.Is(err, sqlstreams.ErrRevisionNotFound):
+		return errorf(http.StatusNotFound, codeVersionNotFound, "Version not found: %v", err)
+	case errors.Is(err, sqlstreams.ErrSchemaNotFound):
+		return errorf(http.StatusNotFound, codeSchemaNotFound, "Schema not found: %v", err)
+	case errors.Is(err, sqlstreams.ErrSchemaIDTaken):
+		return errorf(http.StatusUnprocessableEntity, codeIDDoesNotMatch, "Provided id does not match: %v", err)
+	case errors.Is(err, sqlstreams.ErrReferenceNotFound), errors.Is(err, sqlstreams.ErrInvalidOption):
+		return errorf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: %v", err)
+	case errors.Is(err, sqlstreams.ErrInvalidName):
+		return errorf(http.StatusUnprocessableEntity, codeInvalidSubject, "Invalid subject: %v", err)
+	}
+	return errorf(http.StatusInternalServerError, codeStore, "Error in the backend data store: %v", err)
+}
+
+// problemMessages are the problems in verbose form, one per problem the
+// library reports: "<KIND> at <json path>: <advice>; against <what>".
+func problemMessages(ie *sqlstreams.IncompatibleSchemaError) []string {
+	out := make([]string, len(ie.Problems))
+	for i, p := range ie.Problems {
+		out[i] = fmt.Sprintf("%s at %s: %s (against %s, %s)", p.Kind, p.Path, p.Message, p.Against, p.Direction)
+	}
+	return out
+}

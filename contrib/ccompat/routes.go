@@ -1,0 +1,796 @@
+package ccompat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/schema"
+)
+
+type route struct {
+	pattern string
+	fn      http.HandlerFunc
+}
+
+// refusedDelete says why nothing is deleted.
+const refusedDelete = "revisions describe rows still in the log; retire with DeleteGroup and retention"
+
+func (h *handler) routes() []route {
+	return []route{
+		{"GET /schemas/types", h.types},
+		{"GET /subjects", h.subjects},
+		{"GET /subjects/{subject}/versions", h.versions},
+		{"GET /subjects/{subject}/versions/{version}", h.version},
+		{"GET /subjects/{subject}/versions/{version}/schema", h.versionSchema},
+		{"GET /subjects/{subject}/versions/{version}/referencedby", h.referencedBy},
+		{"POST /subjects/{subject}/versions", h.register},
+		{"POST /subjects/{subject}", h.lookup},
+		{"DELETE /subjects/{subject}", h.refuseDelete},
+		{"DELETE /subjects/{subject}/versions/{version}", h.refuseDelete},
+		{"GET /schemas", h.allSchemas},
+		{"GET /schemas/ids/{id}", h.schemaByID},
+		{"GET /schemas/ids/{id}/schema", h.schemaTextByID},
+		{"GET /schemas/ids/{id}/versions", h.idVersions},
+		{"GET /schemas/ids/{id}/subjects", h.idSubjects},
+		{"GET /config", h.getConfig},
+		{"PUT /config", h.putConfig},
+		{"DELETE /config", h.deleteConfig},
+		{"GET /config/{subject}", h.getConfig},
+		{"PUT /config/{subject}", h.putConfig},
+		{"DELETE /config/{subject}", h.deleteConfig},
+		{"GET /mode", h.getMode},
+		{"PUT /mode", h.putMode},
+		{"DELETE /mode", h.deleteMode},
+		{"GET /mode/{subject}", h.getMode},
+		{"PUT /mode/{subject}", h.putMode},
+		{"DELETE /mode/{subject}", h.deleteMode},
+		{"POST /compatibility/subjects/{subject}/versions/{version}", h.compatibility},
+		{"POST /compatibility/subjects/{subject}/versions", h.compatibility},
+	}
+}
+
+// subjectRef is a parsed subject.
+type subjectRef struct {
+	name    string
+	stream  string
+	version int
+}
+
+// subject parses the {subject} wildcard. A write to the read-only
+// "-value" alias is refused.
+func (h *handler) subject(r *http.Request, write bool) (subjectRef, error) {
+	name := r.PathValue("subject")
+	if stream, version, ok := h.opts.ParseSubject(name); ok {
+		return subjectRef{name: name, stream: stream, version: version}, nil
+	}
+	if stream, ok := strings.CutSuffix(name, "-value"); ok && h.opts.ValueAlias && stream != "" {
+		if write {
+			return subjectRef{}, errorf(http.StatusUnprocessableEntity, codeNotPermitted,
+				"subject %q is a read-only alias of the highest version of stream %q; write to %q instead", name, stream, h.opts.SubjectName(stream, 1))
+		}
+		subjects, err := h.reg.Subjects(r.Context())
+		if err != nil {
+			return subjectRef{}, err
+		}
+		highest := 0
+		for _, s := range subjects {
+			if s.Stream == stream && s.Version > highest {
+				highest = s.Version
+			}
+		}
+		if highest == 0 {
+			return subjectRef{}, errorf(http.StatusNotFound, codeSubjectNotFound, "Subject %q not found: stream %q has no schemas", name, stream)
+		}
+		return subjectRef{name: name, stream: stream, version: highest}, nil
+	}
+	if write {
+		return subjectRef{}, errorf(http.StatusUnprocessableEntity, codeInvalidSubject,
+			"Invalid subject %q: subjects are {stream}-v{version}, such as %q", name, h.opts.SubjectName("orders.placed", 1))
+	}
+	return subjectRef{}, errorf(http.StatusNotFound, codeSubjectNotFound,
+		"Subject %q not found: subjects are {stream}-v{version}, such as %q", name, h.opts.SubjectName("orders.placed", 1))
+}
+
+// revisions lists a subject's revisions; none is 40401.
+func (h *handler) revisions(ctx context.Context, s subjectRef) ([]sqlstreams.Revision, error) {
+	revs, err := h.reg.Revisions(ctx, s.stream, s.version)
+	if errors.Is(err, sqlstreams.ErrStreamNotFound) || err == nil && len(revs) == 0 {
+		return nil, errorf(http.StatusNotFound, codeSubjectNotFound, "Subject %q not found", s.name)
+	}
+	return revs, err
+}
+
+// pick finds {version}: a number, "latest" or -1.
+func (h *handler) pick(revs []sqlstreams.Revision, s subjectRef, v string) (sqlstreams.Revision, error) {
+	if v == "latest" || v == "-1" {
+		return revs[len(revs)-1], nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return sqlstreams.Revision{}, errorf(http.StatusUnprocessableEntity, codeInvalidVersion,
+			"The specified version '%s' is not a valid version id. Allowed values are between [1, 2^31-1] and the string \"latest\"", v)
+	}
+	for _, rv := range revs {
+		if rv.Revision == n {
+			return rv, nil
+		}
+	}
+	return sqlstreams.Revision{}, errorf(http.StatusNotFound, codeVersionNotFound, "Version %d not found for subject %q", n, s.name)
+}
+
+type reference struct {
+	Name    string `json:"name"`
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+}
+
+type subjectSchema struct {
+	Subject    string      `json:"subject"`
+	Version    int         `json:"version"`
+	ID         int64       `json:"id"`
+	SchemaType string      `json:"schemaType"`
+	References []reference `json:"references,omitempty"`
+	Schema     string      `json:"schema"`
+}
+
+func (h *handler) refs(refs []sqlstreams.Reference) []reference {
+	var out []reference
+	for _, f := range refs {
+		out = append(out, reference{Name: f.Name, Subject: h.opts.SubjectName(f.Stream, f.Version), Version: f.Revision})
+	}
+	return out
+}
+
+func (h *handler) subjectSchema(s subjectRef, rv sqlstreams.Revision) subjectSchema {
+	return subjectSchema{Subject: h.opts.SubjectName(s.stream, s.version), Version: rv.Revision, ID: rv.ID, SchemaType: "JSON",
+		References: h.refs(rv.References), Schema: string(rv.Schema.Canonical())}
+}
+
+func (h *handler) types(w http.ResponseWriter, r *http.Request) {
+	h.write(w, http.StatusOK, []string{"JSON"})
+}
+
+func (h *handler) subjects(w http.ResponseWriter, r *http.Request) {
+	subjects, err := h.reg.Subjects(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	prefix := r.URL.Query().Get("subjectPrefix")
+	out := []string{}
+	for _, s := range subjects {
+		if name := h.opts.SubjectName(s.Stream, s.Version); strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	h.write(w, http.StatusOK, out)
+}
+
+func (h *handler) versions(w http.ResponseWriter, r *http.Request) {
+	s, err := h.subject(r, false)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	revs, err := h.revisions(r.Context(), s)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := make([]int, len(revs))
+	for i, rv := range revs {
+		out[i] = rv.Revision
+	}
+	h.write(w, http.StatusOK, out)
+}
+
+// one resolves {subject} and {version} to a revision.
+func (h *handler) one(r *http.Request) (subjectRef, sqlstreams.Revision, error) {
+	s, err := h.subject(r, false)
+	if err != nil {
+		return s, sqlstreams.Revision{}, err
+	}
+	revs, err := h.revisions(r.Context(), s)
+	if err != nil {
+		return s, sqlstreams.Revision{}, err
+	}
+	rv, err := h.pick(revs, s, r.PathValue("version"))
+	return s, rv, err
+}
+
+func (h *handler) version(w http.ResponseWriter, r *http.Request) {
+	s, rv, err := h.one(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, http.StatusOK, h.subjectSchema(s, rv))
+}
+
+func (h *handler) versionSchema(w http.ResponseWriter, r *http.Request) {
+	_, rv, err := h.one(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.raw(w, rv.Schema)
+}
+
+func (h *handler) raw(w http.ResponseWriter, s *schema.Schema) {
+	w.Header().Set("Content-Type", ContentType)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(s.Canonical())
+}
+
+// referencedBy lists the ids of the schemas that reference the revision.
+func (h *handler) referencedBy(w http.ResponseWriter, r *http.Request) {
+	s, rv, err := h.one(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	users, err := h.reg.ReferencedBy(r.Context(), s.stream, s.version, rv.Revision)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	ids := []int64{}
+	for _, u := range users {
+		revs, err := h.reg.Revisions(r.Context(), u.Stream, u.Version)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		for _, x := range revs {
+			if x.Revision == u.Revision && !slices.Contains(ids, x.ID) {
+				ids = append(ids, x.ID)
+			}
+		}
+	}
+	h.write(w, http.StatusOK, ids)
+}
+
+// request is a registration, lookup or compatibility body.
+type request struct {
+	Schema     string      `json:"schema"`
+	SchemaType string      `json:"schemaType"`
+	References []reference `json:"references"`
+	ID         int64       `json:"id"`
+	Version    int         `json:"version"`
+}
+
+func (h *handler) body(r *http.Request) (request, error) {
+	var req request
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return req, errorf(http.StatusRequestEntityTooLarge, 413, "cannot read the request body (at most %d bytes): %v", maxBody, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&req); err != nil {
+		return req, errorf(http.StatusUnprocessableEntity, 422, "Unrecognized request body: %v; send {\"schemaType\":\"JSON\",\"schema\":\"...\"}", err)
+	}
+	switch strings.ToUpper(req.SchemaType) {
+	case "", "JSON":
+	default:
+		return req, errorf(http.StatusUnprocessableEntity, codeInvalidSchema,
+			"Invalid schema: schemaType %s is not supported; this registry stores JSON Schema only (schemaType JSON)", req.SchemaType)
+	}
+	if strings.TrimSpace(req.Schema) == "" {
+		return req, errorf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: the body has no \"schema\"")
+	}
+	return req, nil
+}
+
+// libRefs turns the body's references (subject + subject version) into
+// the library's (stream, version, revision).
+func (h *handler) libRefs(req request) ([]sqlstreams.Reference, error) {
+	var out []sqlstreams.Reference
+	for _, f := range req.References {
+		stream, version, ok := h.opts.ParseSubject(f.Subject)
+		if !ok {
+			return nil, errorf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: reference %q names subject %q, which is not {stream}-v{version}", f.Name, f.Subject)
+		}
+		rev := f.Version
+		if rev < 0 { // -1: the latest
+			rev = 0
+		}
+		out = append(out, sqlstreams.Reference{Name: f.Name, Stream: stream, Version: version, Revision: rev})
+	}
+	return out, nil
+}
+
+func (h *handler) register(w http.ResponseWriter, r *http.Request) {
+	s, err := h.subject(r, true)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	req, err := h.body(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	refs, err := h.libRefs(req)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if req.ID < 0 || req.Version < 0 {
+		req.ID, req.Version = max(req.ID, 0), max(req.Version, 0)
+	}
+	if req.ID != 0 || req.Version != 0 {
+		mode, err := h.reg.Mode(r.Context(), s.stream)
+		if err != nil && !errors.Is(err, sqlstreams.ErrStreamNotFound) {
+			h.fail(w, r, err)
+			return
+		}
+		if errors.Is(err, sqlstreams.ErrStreamNotFound) {
+			mode, err = h.reg.Mode(r.Context(), sqlstreams.RegistryWide)
+			if err != nil {
+				h.fail(w, r, err)
+				return
+			}
+		}
+		if mode.Value != sqlstreams.ModeImport {
+			h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeNotPermitted,
+				"Operation not permitted: an explicit id or version needs IMPORT mode; subject %q is in %s mode (set %s)", s.name, mode.Value, mode.Scope))
+			return
+		}
+	}
+	rv, err := h.reg.RegisterSchema(r.Context(), sqlstreams.SchemaRegistration{Stream: s.stream, Version: s.version, Schema: []byte(req.Schema),
+		References: refs, ID: req.ID, Revision: req.Version})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, http.StatusOK, struct {
+		ID int64 `json:"id"`
+	}{rv.ID})
+}
+
+// lookup finds the revision of the subject that holds the body's schema.
+func (h *handler) lookup(w http.ResponseWriter, r *http.Request) {
+	s, err := h.subject(r, false)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	req, err := h.body(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	refs, err := h.libRefs(req)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	sch, err := schema.Parse([]byte(req.Schema))
+	if err != nil {
+		h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: %v", err))
+		return
+	}
+	revs, err := h.revisions(r.Context(), s)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	want := sch.Canonical()
+	for _, rv := range revs {
+		if bytes.Equal(rv.Schema.Canonical(), want) && sameRefs(rv.References, refs) {
+			h.write(w, http.StatusOK, h.subjectSchema(s, rv))
+			return
+		}
+	}
+	h.fail(w, r, errorf(http.StatusNotFound, codeSchemaNotFound, "Schema not found: subject %q has no revision with this schema", s.name))
+}
+
+// sameRefs compares stored references with requested ones; a requested
+// revision 0 (latest) matches any.
+func sameRefs(stored, asked []sqlstreams.Reference) bool {
+	if len(stored) != len(asked) {
+		return false
+	}
+	for i := range stored {
+		a, b := stored[i], asked[i]
+		if a.Name != b.Name || a.Stream != b.Stream || a.Version != b.Version || b.Revision != 0 && a.Revision != b.Revision {
+			return false
+		}
+	}
+	return true
+}
+
+func (h *handler) refuseDelete(w http.ResponseWriter, r *http.Request) {
+	h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeNotPermitted,
+		"Operation not permitted: %s cannot be deleted: %s", r.PathValue("subject"), refusedDelete))
+}
+
+func (h *handler) allSchemas(w http.ResponseWriter, r *http.Request) {
+	subjects, err := h.reg.Subjects(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	prefix, latestOnly := q.Get("subjectPrefix"), q.Get("latestOnly") == "true"
+	out := []subjectSchema{}
+	for _, sub := range subjects {
+		s := subjectRef{name: h.opts.SubjectName(sub.Stream, sub.Version), stream: sub.Stream, version: sub.Version}
+		if !strings.HasPrefix(s.name, prefix) {
+			continue
+		}
+		revs, err := h.reg.Revisions(r.Context(), sub.Stream, sub.Version)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		if latestOnly && len(revs) > 0 {
+			revs = revs[len(revs)-1:]
+		}
+		for _, rv := range revs {
+			out = append(out, h.subjectSchema(s, rv))
+		}
+	}
+	h.write(w, http.StatusOK, out)
+}
+
+func (h *handler) id(r *http.Request) (sqlstreams.SchemaDocument, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		return sqlstreams.SchemaDocument{}, errorf(http.StatusNotFound, codeSchemaNotFound, "Schema %s not found: ids are positive integers", r.PathValue("id"))
+	}
+	doc, err := h.reg.SchemaByID(r.Context(), id)
+	if errors.Is(err, sqlstreams.ErrSchemaNotFound) {
+		return doc, errorf(http.StatusNotFound, codeSchemaNotFound, "Schema %d not found", id)
+	}
+	return doc, err
+}
+
+func (h *handler) usages(r *http.Request, id int64) ([]sqlstreams.SchemaUsage, error) {
+	return h.reg.SchemaUsages(r.Context(), id)
+}
+
+func (h *handler) schemaByID(w http.ResponseWriter, r *http.Request) {
+	doc, err := h.id(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := struct {
+		SchemaType string      `json:"schemaType"`
+		References []reference `json:"references,omitempty"`
+		Schema     string      `json:"schema"`
+	}{SchemaType: "JSON", Schema: string(doc.Schema.Canonical())}
+	// The references of an id are those of the revisions that use it.
+	usages, err := h.usages(r, doc.ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if len(usages) > 0 {
+		u := usages[0]
+		revs, err := h.reg.Revisions(r.Context(), u.Stream, u.Version)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		for _, rv := range revs {
+			if rv.Revision == u.Revision {
+				out.References = h.refs(rv.References)
+			}
+		}
+	}
+	h.write(w, http.StatusOK, out)
+}
+
+func (h *handler) schemaTextByID(w http.ResponseWriter, r *http.Request) {
+	doc, err := h.id(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.raw(w, doc.Schema)
+}
+
+func (h *handler) idVersions(w http.ResponseWriter, r *http.Request) {
+	doc, err := h.id(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	usages, err := h.usages(r, doc.ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	type subjectVersion struct {
+		Subject string `json:"subject"`
+		Version int    `json:"version"`
+	}
+	out := []subjectVersion{}
+	for _, u := range usages {
+		out = append(out, subjectVersion{h.opts.SubjectName(u.Stream, u.Version), u.Revision})
+	}
+	h.write(w, http.StatusOK, out)
+}
+
+func (h *handler) idSubjects(w http.ResponseWriter, r *http.Request) {
+	doc, err := h.id(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	usages, err := h.usages(r, doc.ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := []string{}
+	for _, u := range usages {
+		if name := h.opts.SubjectName(u.Stream, u.Version); !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	h.write(w, http.StatusOK, out)
+}
+
+// scope is the stream a /config or /mode request names, or RegistryWide.
+func (h *handler) scope(r *http.Request, write bool) (subjectRef, string, error) {
+	if r.PathValue("subject") == "" {
+		return subjectRef{}, sqlstreams.RegistryWide, nil
+	}
+	s, err := h.subject(r, write)
+	if err != nil {
+		return s, "", err
+	}
+	if _, err := h.client.Stream[sqlstreams.RawPayload](s.stream).Get(r.Context()); err != nil {
+		if errors.Is(err, sqlstreams.ErrStreamNotFound) {
+			return s, "", errorf(http.StatusNotFound, codeSubjectNotFound, "Subject %q not found: stream %q does not exist; register a schema first", s.name, s.stream)
+		}
+		return s, "", err
+	}
+	return s, s.stream, nil
+}
+
+func (h *handler) getConfig(w http.ResponseWriter, r *http.Request) {
+	s, stream, err := h.scope(r, false)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	level, err := h.reg.Level(r.Context(), stream)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if stream != sqlstreams.RegistryWide && level.Scope != "stream" && r.URL.Query().Get("defaultToGlobal") != "true" {
+		h.fail(w, r, errorf(http.StatusNotFound, codeSubjectLevelNoLevel,
+			"Subject %q does not have subject-level compatibility configured (stream %q uses the %s level %s); ask with defaultToGlobal=true for the effective one",
+			s.name, stream, level.Scope, level.Value))
+		return
+	}
+	h.write(w, http.StatusOK, struct {
+		Level string `json:"compatibilityLevel"`
+	}{level.Value.String()})
+}
+
+func (h *handler) putConfig(w http.ResponseWriter, r *http.Request) {
+	_, stream, err := h.scope(r, true)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var req struct {
+		Compatibility      string `json:"compatibility"`
+		CompatibilityLevel string `json:"compatibilityLevel"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeInvalidLevel, "Invalid compatibility level: unreadable body (%v); send {\"compatibility\":\"BACKWARD\"}", err))
+		return
+	}
+	name := cmpOr(req.Compatibility, req.CompatibilityLevel)
+	level, err := schema.ParseLevel(name)
+	if err != nil {
+		h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeInvalidLevel, "Invalid compatibility level %q: %v", name, err))
+		return
+	}
+	if err := h.reg.SetLevel(r.Context(), stream, level); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, http.StatusOK, struct {
+		Level string `json:"compatibility"`
+	}{level.String()})
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// deleteConfig clears the scope's own level and answers the one that was
+// set, under both of Confluent's field names.
+func (h *handler) deleteConfig(w http.ResponseWriter, r *http.Request) {
+	s, stream, err := h.scope(r, true)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	before, err := h.reg.Level(r.Context(), stream)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	want := "stream"
+	if stream == sqlstreams.RegistryWide {
+		want = "registry"
+	}
+	if before.Scope != want {
+		if stream != sqlstreams.RegistryWide {
+			h.fail(w, r, errorf(http.StatusNotFound, codeSubjectLevelNoLevel, "Subject %q does not have subject-level compatibility configured", s.name))
+			return
+		}
+	} else if err := h.reg.ClearLevel(r.Context(), stream); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, http.StatusOK, struct {
+		Level     string `json:"compatibilityLevel"`
+		LevelName string `json:"compatibility"`
+	}{before.Value.String(), before.Value.String()})
+}
+
+func (h *handler) getMode(w http.ResponseWriter, r *http.Request) {
+	s, stream, err := h.scope(r, false)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	mode, err := h.reg.Mode(r.Context(), stream)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if stream != sqlstreams.RegistryWide && mode.Scope != "stream" && r.URL.Query().Get("defaultToGlobal") != "true" {
+		h.fail(w, r, errorf(http.StatusNotFound, codeSubjectLevelNoMode,
+			"Subject %q does not have subject-level mode configured (stream %q uses the %s mode %s); ask with defaultToGlobal=true for the effective one",
+			s.name, stream, mode.Scope, mode.Value))
+		return
+	}
+	h.write(w, http.StatusOK, struct {
+		Mode string `json:"mode"`
+	}{string(mode.Value)})
+}
+
+func (h *handler) putMode(w http.ResponseWriter, r *http.Request) {
+	_, stream, err := h.scope(r, true)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var req struct {
+		Mode string `json:"mode"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeInvalidMode, "Invalid mode: unreadable body (%v); send {\"mode\":\"READWRITE\"}", err))
+		return
+	}
+	if strings.EqualFold(req.Mode, "READONLY_OVERRIDE") {
+		h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeInvalidMode,
+			"Invalid mode READONLY_OVERRIDE: sqlstreams has READWRITE, READONLY and IMPORT; READONLY already refuses every new schema"))
+		return
+	}
+	mode, err := sqlstreams.ParseMode(req.Mode)
+	if err != nil {
+		h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeInvalidMode, "Invalid mode %q: %v", req.Mode, err))
+		return
+	}
+	if err := h.reg.SetMode(r.Context(), stream, mode); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, http.StatusOK, struct {
+		Mode string `json:"mode"`
+	}{string(mode)})
+}
+
+func (h *handler) deleteMode(w http.ResponseWriter, r *http.Request) {
+	s, stream, err := h.scope(r, true)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	before, err := h.reg.Mode(r.Context(), stream)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if stream != sqlstreams.RegistryWide && before.Scope != "stream" {
+		h.fail(w, r, errorf(http.StatusNotFound, codeSubjectLevelNoMode, "Subject %q does not have subject-level mode configured", s.name))
+		return
+	}
+	if err := h.reg.ClearMode(r.Context(), stream); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, http.StatusOK, struct {
+		Mode string `json:"mode"`
+	}{string(before.Value)})
+}
+
+// compatibility checks the body against "latest" (the level and the
+// deployed readers, as a registration would), one revision, or, without
+// {version}, every revision.
+func (h *handler) compatibility(w http.ResponseWriter, r *http.Request) {
+	s, err := h.subject(r, false)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	req, err := h.body(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	refs, err := h.libRefs(req)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	doc := []byte(req.Schema)
+	v := r.PathValue("version")
+	switch {
+	case v == "latest" || v == "-1":
+		err = h.reg.CheckWithReferences(r.Context(), s.stream, s.version, doc, refs)
+	case v == "":
+		if _, err = h.revisions(r.Context(), s); err == nil {
+			err = h.reg.CheckAgainst(r.Context(), s.stream, s.version, 0, doc, refs...)
+		}
+	default:
+		n, perr := strconv.Atoi(v)
+		if perr != nil || n < 1 {
+			h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeInvalidVersion,
+				"The specified version '%s' is not a valid version id. Allowed values are between [1, 2^31-1] and the string \"latest\"", v))
+			return
+		}
+		if _, err = h.revisions(r.Context(), s); err == nil {
+			err = h.reg.CheckAgainst(r.Context(), s.stream, s.version, n, doc, refs...)
+		}
+		if errors.Is(err, sqlstreams.ErrRevisionNotFound) {
+			err = errorf(http.StatusNotFound, codeVersionNotFound, "Version %d not found for subject %q", n, s.name)
+		}
+	}
+	// With verbose the list is always there, empty when compatible, as
+	// Confluent's Java client reads it without a null check.
+	verbose := r.URL.Query().Get("verbose") == "true"
+	out := struct {
+		Is       bool      `json:"is_compatible"`
+		Messages *[]string `json:"messages,omitempty"`
+	}{Is: true}
+	if verbose {
+		out.Messages = &[]string{}
+	}
+	var ie *sqlstreams.IncompatibleSchemaError
+	switch {
+	case errors.As(err, &ie):
+		out.Is = false
+		if verbose {
+			msgs := problemMessages(ie)
+			out.Messages = &msgs
+		}
+	case err != nil:
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, http.StatusOK, out)
+}
