@@ -170,7 +170,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 check failed (CI gates).`,
 	pf.BoolVarP(&c.verbose, "verbose", "v", false, "log the library's debug messages on stderr")
 	c.root = root
 	root.AddCommand(c.streamsCmd(), c.healthCmd(), c.groupsCmd(), c.deadCmd(), c.tailCmd(), c.produceCmd(),
-		c.schemaCmd(), c.migrateCmd(), c.maintainCmd(), c.consoleCmd(), c.versionCmd())
+		c.schemaCmd(), c.migrateCmd(), c.maintainCmd(), c.consoleCmd(), c.registryCmd(), c.versionCmd())
 	return c
 }
 

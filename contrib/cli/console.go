@@ -18,9 +18,9 @@ import (
 // so that it does not show in the process list or the shell history.
 const EnvConsolePassword = "SQLSTREAMS_CONSOLE_PASSWORD"
 
-// consoleShutdown bounds how long the console waits for requests in flight
-// once it is told to stop.
-const consoleShutdown = 10 * time.Second
+// serveShutdown bounds how long a server command waits for requests in
+// flight once it is told to stop.
+const serveShutdown = 10 * time.Second
 
 func (c *CLI) consoleCmd() *cobra.Command {
 	var (
@@ -62,46 +62,11 @@ the job of a proxy in front of it. The address it listens on is printed on stder
 			if user != "" {
 				h = console.BasicAuth(h, user, password)
 			}
-			ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", listen)
-			if err != nil {
-				return fmt.Errorf("console: listen on %s: %w; pick a free address with --listen", listen, err)
-			}
-			if host, _, _ := net.SplitHostPort(listen); user == "" && !isLoopback(host) {
-				c.note("warning: the console listens on %s without --basic-auth; put authentication in front of it", listen)
-			}
 			mode := "read-only"
 			if allowActions {
 				mode = "actions allowed"
 			}
-			c.note("console: http://%s%s/ (%s); interrupt to stop", ln.Addr(), prefix, mode)
-
-			mux := http.NewServeMux()
-			if prefix == "" {
-				mux.Handle("/", h)
-			} else {
-				mux.Handle(prefix+"/", h)
-				mux.Handle(prefix, http.RedirectHandler(prefix+"/", http.StatusFound))
-			}
-			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
-				BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
-			served := make(chan error, 1)
-			go func() { served <- srv.Serve(ln) }()
-			select {
-			case err := <-served:
-				return fmt.Errorf("console: %w", err)
-			case <-ctx.Done():
-			}
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), consoleShutdown)
-			defer cancel()
-			err = srv.Shutdown(sctx)
-			if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
-				err = errors.Join(err, serr)
-			}
-			if err != nil {
-				return fmt.Errorf("console: stop: %w", err)
-			}
-			c.note("console: stopped")
-			return nil
+			return c.serve(ctx, "console", listen, prefix, mode, user != "", h)
 		},
 	}
 	f := cmd.Flags()
@@ -110,6 +75,49 @@ the job of a proxy in front of it. The address it listens on is printed on stder
 	f.BoolVar(&allowActions, "allow-actions", false, "allow replay, discard, cursor resets, group deletion and registry settings")
 	f.StringVar(&user, "basic-auth", "", "ask for this user, with the password in $"+EnvConsolePassword)
 	return cmd
+}
+
+// serve serves h on listen (under prefix) until ctx ends, then shuts down
+// within serveShutdown. It prints the address it listens on, so that
+// --listen 127.0.0.1:0 is usable, and warns when a server without
+// authentication listens beyond loopback.
+func (c *CLI) serve(ctx context.Context, what, listen, prefix, mode string, authenticated bool, h http.Handler) error {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", listen)
+	if err != nil {
+		return fmt.Errorf("%s: listen on %s: %w; pick a free address with --listen", what, listen, err)
+	}
+	if host, _, _ := net.SplitHostPort(listen); !authenticated && !isLoopback(host) {
+		c.note("warning: the %s listens on %s without --basic-auth; put authentication in front of it", what, listen)
+	}
+	c.note("%s: http://%s%s/ (%s); interrupt to stop", what, ln.Addr(), prefix, mode)
+
+	mux := http.NewServeMux()
+	if prefix == "" {
+		mux.Handle("/", h)
+	} else {
+		mux.Handle(prefix+"/", h)
+		mux.Handle(prefix, http.RedirectHandler(prefix+"/", http.StatusFound))
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("%s: %w", what, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serveShutdown)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: stop: %w", what, err)
+	}
+	c.note("%s: stopped", what)
+	return nil
 }
 
 func isLoopback(host string) bool {

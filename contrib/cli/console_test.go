@@ -19,13 +19,20 @@ import (
 // URL it printed, a stop function that interrupts it, and its result.
 func serveConsole(t *testing.T, dbURL string, env map[string]string, args ...string) (base string, stop func() result) {
 	t.Helper()
+	return serveCommand(t, dbURL, env, "console", append([]string{"console", "--listen", "127.0.0.1:0"}, args...)...)
+}
+
+// serveCommand runs a server command (console, registry serve) in process
+// until stop, returning the base URL it printed as "what: http://...".
+func serveCommand(t *testing.T, dbURL string, env map[string]string, what string, args ...string) (base string, stop func() result) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr syncBuffer
 	o := &sqlstreamscli.Options{Stdout: &stdout, Stderr: &stderr, Stdin: strings.NewReader(""),
 		Getenv: func(k string) string { return env[k] }}
 	done := make(chan int, 1)
 	go func() {
-		done <- sqlstreamscli.New(o).Execute(ctx, append([]string{"--url", dbURL, "console", "--listen", "127.0.0.1:0"}, args...))
+		done <- sqlstreamscli.New(o).Execute(ctx, append([]string{"--url", dbURL}, args...))
 	}()
 	stop = func() result {
 		cancel()
@@ -33,11 +40,11 @@ func serveConsole(t *testing.T, dbURL string, env map[string]string, args ...str
 		case code := <-done:
 			return result{stdout.String(), stderr.String(), code}
 		case <-time.After(time.Minute):
-			t.Fatalf("console did not stop within a minute of its interrupt; stderr:\n%s", stderr.String())
+			t.Fatalf("%s did not stop within a minute of its interrupt; stderr:\n%s", what, stderr.String())
 			return result{}
 		}
 	}
-	printed := regexp.MustCompile(`console: (http://\S+)/ `)
+	printed := regexp.MustCompile(regexp.QuoteMeta(what) + `: (http://\S+)/ `)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if m := printed.FindStringSubmatch(stderr.String()); m != nil {
@@ -46,12 +53,12 @@ func serveConsole(t *testing.T, dbURL string, env map[string]string, args ...str
 		select {
 		case code := <-done:
 			cancel()
-			t.Fatalf("console exited with %d before listening:\n%s", code, stderr.String())
+			t.Fatalf("%s exited with %d before listening:\n%s", what, code, stderr.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			r := stop()
-			t.Fatalf("console printed no address within a minute: %v", r)
+			t.Fatalf("%s printed no address within a minute: %v", what, r)
 		}
 	}
 }

@@ -4,6 +4,7 @@ go 1.27
 
 require (
 	github.com/spf13/cobra v1.10.2
+	github.com/sqlstreams/sqlstreams/contrib/ccompat v0.0.0
 	github.com/sqlstreams/sqlstreams/contrib/console v0.0.0
 	github.com/sqlstreams/sqlstreams/contrib/dsn v0.0.0
 	github.com/sqlstreams/sqlstreams/core v0.0.0
@@ -45,6 +46,7 @@ replace (
 )
 
 replace (
+	github.com/sqlstreams/sqlstreams/contrib/ccompat => ../ccompat
 	github.com/sqlstreams/sqlstreams/contrib/console => ../console
 	github.com/sqlstreams/sqlstreams/contrib/dsn => ../dsn
 )

@@ -1,0 +1,56 @@
+package sqlstreamscli
+
+import (
+	"github.com/spf13/cobra"
+	"github.com/sqlstreams/sqlstreams/contrib/ccompat"
+)
+
+// EnvRegistryPassword holds the basic-auth password of `sqlstreams registry
+// serve --basic-auth USER`, read from the environment for the same reason
+// as EnvConsolePassword.
+const EnvRegistryPassword = "SQLSTREAMS_REGISTRY_PASSWORD"
+
+func (c *CLI) registryCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "registry", Short: "Serve the schema registry to Kafka tooling", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() }}
+	var (
+		listen, user string
+		valueAlias   bool
+	)
+	serve := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the Confluent-compatible schema registry API until interrupted",
+		Long: `serve answers the Confluent Schema Registry REST API on --listen (Confluent's default
+port is 8081) until SIGINT or SIGTERM: subject {stream}-v{version}, subject version =
+revision, one global id per schema. Registrations pass the same gate as a Go producer's.
+
+--basic-auth USER asks for a user and the password in $` + EnvRegistryPassword + `
+(what sr.BasicAuth and the Java client's basic.auth.user.info send).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if c.output != "table" {
+				return Usagef("registry serve has no -o %s output", c.output)
+			}
+			password := c.opts.Getenv(EnvRegistryPassword)
+			if user != "" && password == "" {
+				return Usagef("--basic-auth %s needs the password in $%s", user, EnvRegistryPassword)
+			}
+			ctx := cmd.Context()
+			client, err := c.Client(ctx)
+			if err != nil {
+				return err
+			}
+			opts := &ccompat.Options{ValueAlias: valueAlias, Logger: c.logger()}
+			if user != "" {
+				opts.BasicAuth = &ccompat.BasicAuth{User: user, Password: password}
+			}
+			return c.serve(ctx, "registry", listen, "", "Confluent-compatible API", user != "", ccompat.NewHandler(client, opts))
+		},
+	}
+	f := serve.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:8081", "address to serve on (port 0 picks a free one)")
+	f.StringVar(&user, "basic-auth", "", "ask for this user, with the password in $"+EnvRegistryPassword)
+	f.BoolVar(&valueAlias, "value-alias", false, "also serve {stream}-value as a read-only alias of the highest version (TopicNameStrategy)")
+	cmd.AddCommand(serve)
+	return cmd
+}

@@ -1,0 +1,64 @@
+package sqlstreamscli_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sqlstreamscli "github.com/sqlstreams/sqlstreams/contrib/cli"
+)
+
+// `sqlstreams registry serve` answers what a Go producer registered, as the
+// Confluent API does, and asks for credentials when told to.
+func TestRegistryServe(t *testing.T) {
+	t.Parallel()
+	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "registry.db")
+	client := goClient(t, dbURL)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := client.Stream[OrderV1]("orders").Producer().Register(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	revs, err := client.Registry().Revisions(ctx, "orders", 1)
+	if err != nil || len(revs) != 1 || revs[0].ID == 0 {
+		t.Fatalf("revisions: %v, %v", revs, err)
+	}
+
+	base, stop := serveCommand(t, dbURL, map[string]string{sqlstreamscli.EnvRegistryPassword: "pw"}, "registry",
+		"registry", "serve", "--listen", "127.0.0.1:0", "--basic-auth", "ci")
+	req, _ := http.NewRequest(http.MethodGet, base+"/subjects", nil)
+	if code, _ := get(t, req); code != http.StatusUnauthorized {
+		t.Errorf("GET /subjects without credentials: %d; want 401", code)
+	}
+	req, _ = http.NewRequest(http.MethodGet, base+"/subjects", nil)
+	req.SetBasicAuth("ci", "pw")
+	code, body := get(t, req)
+	var subjects []string
+	if err := json.Unmarshal([]byte(body), &subjects); code != http.StatusOK || err != nil || len(subjects) != 1 || subjects[0] != "orders-v1" {
+		t.Errorf("GET /subjects: %d %s (%v); want [\"orders-v1\"]", code, body, err)
+	}
+	req, _ = http.NewRequest(http.MethodGet, base+"/subjects/orders-v1/versions/latest", nil)
+	req.SetBasicAuth("ci", "pw")
+	code, body = get(t, req)
+	var latest struct {
+		Subject string `json:"subject"`
+		Version int    `json:"version"`
+		ID      int64  `json:"id"`
+		Schema  string `json:"schema"`
+	}
+	if err := json.Unmarshal([]byte(body), &latest); code != http.StatusOK || err != nil || latest.Version != 1 || latest.ID != revs[0].ID ||
+		!strings.Contains(latest.Schema, "order_id") {
+		t.Errorf("GET latest: %d %s (%v); want revision 1 with id %d and the producer's schema", code, body, err, revs[0].ID)
+	}
+	if r := stop(); r.code != 0 || !strings.Contains(r.stderr, "registry: stopped") {
+		t.Errorf("interrupted registry: %v; want exit 0 and a stopped note", r)
+	}
+
+	if r := cli(t, dbURL, "registry", "serve", "--basic-auth", "ci"); r.code != 2 || !strings.Contains(r.stderr, sqlstreamscli.EnvRegistryPassword) {
+		t.Errorf("--basic-auth without a password: %v; want exit 2 naming $%s", r, sqlstreamscli.EnvRegistryPassword)
+	}
+}
