@@ -1,7 +1,7 @@
 # Every target uses Go 1.27 (generic methods); the go command fetches it once.
 export GOTOOLCHAIN := go1.27.3
 
-PACKAGES := ./core/... ./conformance/... ./driver/sqlite/... ./driver/postgres/... ./driver/mysql/... ./contrib/dsn/... ./contrib/otel/... ./contrib/fx/... ./contrib/cli/... ./contrib/console/... ./examples/... ./.tests/e2e/...
+PACKAGES := ./core/... ./conformance/... ./driver/sqlite/... ./driver/postgres/... ./driver/mysql/... ./contrib/dsn/... ./contrib/otel/... ./contrib/fx/... ./contrib/cli/... ./contrib/console/... ./examples/... ./.tests/e2e/... ./.tests/scaleout/...
 GOFMT = $(shell go env GOROOT)/bin/gofmt
 
 .PHONY: demo test vet fmt race bench services
