@@ -383,7 +383,9 @@ type logRecord struct {
 	at    time.Time
 }
 
-func (c *logCapture) handler(role string, i int) slog.Handler { return &captureHandler{c: c, role: role, index: i} }
+func (c *logCapture) handler(role string, i int) slog.Handler {
+	return &captureHandler{c: c, role: role, index: i}
+}
 
 // find returns the records of role whose message contains msg.
 func (c *logCapture) find(role, msg string) []logRecord {
