@@ -49,6 +49,12 @@ type loadSpec struct {
 	Concurrency int
 	// Batch makes each producer write batches of this many messages.
 	Batch int
+	// The first TxProducers producers produce with ProduceTx in a
+	// transaction begun with BeginTx that they hold open for TxHold before
+	// committing, so that transactions commit out of order.
+	TxProducers int
+	TxHold      time.Duration
+	BeginTx     func(driver.Driver) (tx driver.Tx, commit, rollback func() error, err error)
 }
 
 // load runs producers and consumers (Run) of one group and records what
@@ -68,6 +74,7 @@ type load struct {
 	deliv    map[int64][]time.Time
 	dupes    []string
 	prodErrs map[string]int // error kind -> count
+	errSeen  map[string]string
 	hung     []string
 
 	inflight sync.Map // producer index -> time.Time its call started
@@ -92,11 +99,14 @@ func startLoad(t testing.TB, spec loadSpec) *load {
 		spec.Concurrency = 4
 	}
 	l := &load{t: t, spec: spec, logs: &logCapture{}, produced: map[int64]bool{}, unknown: map[int64]bool{}, refused: map[int64]bool{},
-		deliv: map[int64][]time.Time{}, prodErrs: map[string]int{}, runErrs: make(chan error, spec.Consumers)}
+		deliv: map[int64][]time.Time{}, prodErrs: map[string]int{}, errSeen: map[string]string{}, runErrs: make(chan error, spec.Consumers)}
 	ctx := context.Background()
+	// Members of each role are spread over Open's indexes from a different
+	// start, so that a producer and a consumer share no index pattern.
+	roleOffset := map[string]int{"setup": 0, "producer": 0, "consumer": 1}
 	open := func(i int, role string) *sqlstreams.Client {
 		logger := slog.New(l.logs.handler(role, i))
-		c, err := sqlstreams.Open(ctx, spec.Open(i), sqlstreams.WithLogger(logger), sqlstreams.WithOperationTimeout(callBound),
+		c, err := sqlstreams.Open(ctx, spec.Open(i+roleOffset[role]), sqlstreams.WithLogger(logger), sqlstreams.WithOperationTimeout(callBound),
 			sqlstreams.WithIdentity(fmt.Sprintf("%s-%d", role, i)))
 		if err != nil {
 			t.Fatalf("open %s %d: %v", role, i, err)
@@ -136,7 +146,11 @@ func startLoad(t testing.TB, spec loadSpec) *load {
 		if err != nil {
 			t.Fatalf("producer %d: %v", i, err)
 		}
-		l.producers.Go(func() { l.produce(pctx, i, p) })
+		var begin func() (driver.Tx, func() error, func() error, error)
+		if i < spec.TxProducers {
+			begin = func() (driver.Tx, func() error, func() error, error) { return spec.BeginTx(c.Driver()) }
+		}
+		l.producers.Go(func() { l.produce(pctx, i, p, begin) })
 	}
 	t.Cleanup(func() { l.stop() })
 	return l
@@ -156,7 +170,7 @@ func (l *load) handle(ctx context.Context, d sqlstreams.Delivery[Msg]) error {
 	return nil
 }
 
-func (l *load) produce(ctx context.Context, i int, p *sqlstreams.Producer[Msg]) {
+func (l *load) produce(ctx context.Context, i int, p *sqlstreams.Producer[Msg], begin func() (driver.Tx, func() error, func() error, error)) {
 	for ctx.Err() == nil {
 		n := max(l.spec.Batch, 1)
 		seqs := make([]int64, n)
@@ -169,7 +183,9 @@ func (l *load) produce(ctx context.Context, i int, p *sqlstreams.Producer[Msg]) 
 		start := time.Now()
 		l.inflight.Store(i, start)
 		var err error
-		if l.spec.Batch > 0 {
+		if begin != nil {
+			err = l.produceTx(callCtx, p, begin, msgs[0])
+		} else if l.spec.Batch > 0 {
 			_, err = p.ProduceBatch(callCtx, msgs...)
 		} else {
 			_, err = p.Produce(callCtx, msgs[0].Value, msgs[0].Options...)
@@ -192,7 +208,11 @@ func (l *load) produce(ctx context.Context, i int, p *sqlstreams.Producer[Msg]) 
 			}
 		}
 		if err != nil {
-			l.prodErrs[errKind(err)]++
+			k := errKind(err)
+			l.prodErrs[k]++
+			if _, ok := l.errSeen[k]; !ok {
+				l.errSeen[k] = err.Error()
+			}
 		}
 		l.mu.Unlock()
 		if err != nil {
@@ -207,6 +227,28 @@ func (l *load) produce(ctx context.Context, i int, p *sqlstreams.Producer[Msg]) 
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
+}
+
+// produceTx produces m in a transaction held open for TxHold. A commit
+// that fails without the server's answer is an unknown outcome; a refused
+// one (a certification conflict) wrote nothing.
+func (l *load) produceTx(ctx context.Context, p *sqlstreams.Producer[Msg], begin func() (driver.Tx, func() error, func() error, error), m sqlstreams.Message[Msg]) error {
+	tx, commit, rollback, err := begin()
+	if err != nil {
+		return fmt.Errorf("%w: begin: %v", sqlstreams.ErrUnavailable, err)
+	}
+	if _, err := p.ProduceTx(ctx, tx, m.Value, m.Options...); err != nil {
+		_ = rollback()
+		return err
+	}
+	time.Sleep(l.spec.TxHold)
+	if err := commit(); err != nil {
+		if driverRefused(err) {
+			return fmt.Errorf("%w: commit refused: %v", sqlstreams.ErrConflict, err)
+		}
+		return fmt.Errorf("%w: commit: %v", sqlstreams.ErrOutcomeUnknown, err)
+	}
+	return nil
 }
 
 func errKind(err error) string {
@@ -328,6 +370,9 @@ func (l *load) stop() loadFigures {
 		}
 	}
 	slices.Sort(f.Phantom)
+	for k, e := range l.errSeen {
+		l.t.Logf("first producer error of kind %s: %s", k, e)
+	}
 	if len(l.hung) > 0 {
 		l.t.Errorf("calls that did not return in bound: %s", strings.Join(l.hung, "; "))
 	}

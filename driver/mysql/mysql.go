@@ -239,6 +239,8 @@ type Driver struct {
 
 	privilegeProbes atomic.Int64 // CheckPrivileges that asked the server with DDL
 
+	gal galeraState // Galera Cluster (galera.go)
+
 	// Test hooks, set before Migrate.
 	forceReadBack    bool // always read new ids back
 	forceNoReturning bool // settle as on MySQL, without RETURNING
@@ -276,6 +278,7 @@ func Open(dsn string, opts ...Option) *Driver {
 		return d
 	}
 	d.secrets = nonEmpty(cfg.Passwd)
+	d.gal.dsnSyncWait = dsnSetsParam(cfg.Params, "wsrep_sync_wait")
 	d.where = cfg.User + "@" + cfg.Addr + "/" + cfg.DBName
 	if cfg.DBName == "" {
 		d.opened = d.unusable(fmt.Errorf("mysql %s: the DSN names no database", d.where), "end the DSN with /dbname, as in user:password@tcp(host:3306)/app")
@@ -408,6 +411,10 @@ func (c *connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 			return nil, c.d.connectError(ctx, err)
 		}
 	}
+	if err := c.d.galeraSession(ctx, ex); err != nil {
+		conn.Close()
+		return nil, c.d.connectError(ctx, err)
+	}
 	return conn, nil
 }
 
@@ -439,6 +446,10 @@ func (d *Driver) detectOn(ctx context.Context, conn sqldriver.Conn) error {
 		return fmt.Errorf("read the server's settings: %w", err)
 	}
 	mariadb, _ := supported(text(v[0])) // Migrate refuses unsupported servers
+	rows.Close()
+	if err := d.detectCluster(ctx, q, text(v[0])); err != nil {
+		return err
+	}
 	d.setServer(mariadb, lockMode, incr)
 	return nil
 }

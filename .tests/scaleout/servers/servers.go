@@ -307,6 +307,7 @@ type MariaDB struct {
 	Dir     string
 	logFile string
 	args    []string
+	galera  bool
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -330,12 +331,30 @@ func NewMariaDB(tb testing.TB, opts MariaDBOptions) *MariaDB {
 	Need(tb, "mariadb-server", mariadbd, "mariadb-install-db")
 	m := &MariaDB{Port: FreePort(tb)}
 	base := tempDir(tb, "scaleout-my-")
+	// As root, mariadbd runs as mysql, as it does when installed: Galera's
+	// rsync state transfer runs its daemon as the server's user, and an
+	// rsync daemon started by root would write as nobody.
+	osUser := "root"
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("mysql")
+		if err != nil {
+			tb.Fatalf("servers: running as root, MariaDB needs the user mysql (made by the mariadb-server package): %v", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(base, uid, gid); err != nil {
+			tb.Fatal(err)
+		}
+		osUser = "mysql"
+	} else if u, err := user.Current(); err == nil {
+		osUser = u.Username
+	}
 	m.Dir, m.logFile = filepath.Join(base, "data"), filepath.Join(base, "error.log")
-	if _, err := run(startTimeout, nil, "mariadb-install-db", "--no-defaults", "--user=root", "--datadir="+m.Dir,
+	if _, err := run(startTimeout, nil, "mariadb-install-db", "--no-defaults", "--user="+osUser, "--datadir="+m.Dir,
 		"--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"); err != nil {
 		tb.Fatalf("servers: mariadb-install-db: %v", err)
 	}
-	m.args = append([]string{"--no-defaults", "--user=root", "--datadir=" + m.Dir,
+	m.args = append([]string{"--no-defaults", "--user=" + osUser, "--datadir=" + m.Dir,
 		"--port=" + strconv.Itoa(m.Port), "--bind-address=127.0.0.1", "--socket=" + filepath.Join(base, "sock"),
 		"--pid-file=" + filepath.Join(base, "pid"), "--log-error=" + m.logFile, "--skip-name-resolve",
 		"--innodb-buffer-pool-size=64M", "--innodb-log-file-size=48M", "--innodb-flush-log-at-trx-commit=2",
@@ -378,7 +397,19 @@ func (m *MariaDB) Start(extra ...string) error {
 			return errors.New("mariadbd exited")
 		default:
 		}
-		return ping("mysql", m.DSN(""))
+		if err := ping("mysql", m.DSN("")); err != nil {
+			return err
+		}
+		if m.galera {
+			ready, err := m.Query("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_READY'")
+			if err != nil {
+				return err
+			}
+			if ready != "ON" {
+				return fmt.Errorf("wsrep_ready is %q", ready)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		m.Kill(syscall.SIGKILL)
