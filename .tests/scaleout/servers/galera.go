@@ -1,8 +1,8 @@
 package servers
 
 import (
-	"os"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -133,4 +133,3 @@ func (g *Galera) DSNs(db string) []string {
 	}
 	return out
 }
-
