@@ -72,6 +72,7 @@ type load struct {
 	unknown  map[int64]bool // ErrOutcomeUnknown: may or may not be written
 	refused  map[int64]bool // any other error: must not be written
 	deliv    map[int64][]time.Time
+	handled  []time.Time // when each delivery started, in order
 	dupes    []string
 	prodErrs map[string]int // error kind -> count
 	errSeen  map[string]string
@@ -167,6 +168,7 @@ func (l *load) handle(ctx context.Context, d sqlstreams.Delivery[Msg]) error {
 		}
 	}
 	l.deliv[d.Value.Seq] = append(l.deliv[d.Value.Seq], d.LeaseExpires())
+	l.handled = append(l.handled, now)
 	return nil
 }
 
@@ -262,6 +264,22 @@ func errKind(err error) string {
 		}
 	}
 	return "other: " + err.Error()
+}
+
+// consumerGap is the longest time after since in which no delivery
+// started, up to the first delivery after it resumed.
+func (l *load) consumerGap(since time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	prev, gap := since, time.Duration(0)
+	for _, at := range l.handled {
+		if at.Before(since) {
+			continue
+		}
+		gap = max(gap, at.Sub(prev))
+		prev = at
+	}
+	return gap
 }
 
 // producedCount is how many produces have succeeded.

@@ -184,6 +184,8 @@ type Driver struct {
 	lockTimeout time.Duration
 	secrets     []string // passwords to scrub from error text
 
+	server serverCheck // the engine was checked (capabilities.go)
+
 	mu           sync.Mutex
 	prefix       string // notification channel prefix, known after Migrate
 	lis          *listener

@@ -492,3 +492,75 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// NewStandby makes a streaming replica of primary with pg_basebackup
+// (replication slot-less, WAL streamed during the copy) and starts it. The
+// primary needs "host replication all 127.0.0.1/32 trust" in pg_hba.conf.
+// conf lines are appended to the standby's postgresql.conf after the
+// primary's.
+func NewStandby(tb testing.TB, primary *Postgres, name string, conf ...string) *Postgres {
+	tb.Helper()
+	p := &Postgres{Port: FreePort(tb), cred: primary.cred, bin: primary.bin}
+	base := tempDir(tb, "scaleout-pg-")
+	p.Dir, p.sock, p.logFile = filepath.Join(base, "data"), filepath.Join(base, "sock"), filepath.Join(base, "log")
+	for _, d := range []string{p.Dir, p.sock} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			tb.Fatal(err)
+		}
+		if err := p.own(d); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(p.logFile, nil, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	if err := p.own(p.logFile); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := run(startTimeout, p.cred, filepath.Join(p.bin, "pg_basebackup"), "-h", "127.0.0.1", "-p", strconv.Itoa(primary.Port),
+		"-U", "postgres", "-D", p.Dir, "-X", "stream", "-R", "--no-sync", "-c", "fast"); err != nil {
+		tb.Fatalf("servers: pg_basebackup: %v", err)
+	}
+	lines := append([]string{
+		fmt.Sprintf("port = %d", p.Port),
+		fmt.Sprintf("unix_socket_directories = '%s'", p.sock),
+		fmt.Sprintf("primary_conninfo = 'host=127.0.0.1 port=%d user=postgres application_name=%s'", primary.Port, name),
+	}, conf...)
+	f, err := os.OpenFile(filepath.Join(p.Dir, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, err = f.WriteString("\n" + strings.Join(lines, "\n") + "\n")
+	f.Close()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// pg_basebackup -R wrote primary_conninfo too, into postgresql.auto.conf,
+	// which wins: drop it there.
+	auto := filepath.Join(p.Dir, "postgresql.auto.conf")
+	if b, err := os.ReadFile(auto); err == nil {
+		var keep []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(l), "primary_conninfo") {
+				keep = append(keep, l)
+			}
+		}
+		if err := os.WriteFile(auto, []byte(strings.Join(keep, "\n")), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	tb.Cleanup(func() { _ = p.Stop("immediate") })
+	if err := p.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// Promote makes a standby the primary (pg_ctl promote) and waits until it
+// accepts writes.
+func (p *Postgres) Promote() error {
+	if _, err := p.pgctl("-w", "-t", strconv.Itoa(int(startTimeout/time.Second)), "promote"); err != nil {
+		return fmt.Errorf("servers: promote postgres on %d: %w\n%s", p.Port, err, p.Log())
+	}
+	return nil
+}
