@@ -12,50 +12,14 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// Galera Cluster (MariaDB with wsrep_on) replicates every transaction to all
-// nodes synchronously and decides at COMMIT, by certification, whether it
-// conflicts with one committed meanwhile on another node: only rows a
-// transaction wrote take part, not the rows it locked. What that changes
-// for the driver, found by .tests/scaleout against a 3-node cluster:
-//
-//   - The append lock (SELECT ... FOR UPDATE on stream_partition) is
-//     node-local. Two nodes appending to one partition do not wait for each
-//     other, and a row whose transaction took a lower id on node 1 could
-//     commit after a row with a higher id from node 2 had been claimed past:
-//     the group would skip it (C5). On Galera every append therefore also
-//     writes the partition's lock row (it raises high_water, the highest id
-//     the partition has had, to its newest id), which puts that row in the
-//     write set: of two concurrent appends to a partition on different nodes
-//     the second to commit fails certification and rolls back whole (error
-//     1213). The driver runs its own transaction again; a transaction passed
-//     to ProduceTx fails at the caller's COMMIT with that error, to be run
-//     again. The id of a row that commits is then always above every id its
-//     partition committed before it, on every node, so a claim reading
-//     "id > cursor" on any node sees a gap-free prefix.
-//   - Claims lock cursor rows FOR UPDATE SKIP LOCKED, also node-local: two
-//     nodes may both lease past one cursor, and both write the cursor row,
-//     so one fails certification at COMMIT (1213) and is run again. Settles
-//     and re-leases of due exceptions write the exception row, and conflict
-//     the same way. A lease is therefore never held twice.
-//   - GET_LOCK works on MariaDB 10.11 Galera but is node-local: Migrate's
-//     lock serializes migrations started on one node only. Run Migrate from
-//     one place at a time (a deploy step), or start nodes' processes one
-//     after another on first install.
-//   - Reads on a node may lag what another node committed. The driver sets
-//     wsrep_sync_wait = 1 on each session unless the DSN sets
-//     wsrep_sync_wait itself, so that a group registered through one node is
-//     found by a claim through another, and a read sees every transaction
-//     committed before it started anywhere in the cluster.
-//   - A node outside the primary component refuses statements with error
-//     1047 (WSREP has not yet prepared node for application use): that is
-//     ErrUnavailable, and Run backs off until the node rejoins or the
-//     client's DSN points elsewhere. A COMMIT that fails with 1180 (the node
-//     lost the cluster during commit) may have been applied by the others:
-//     ErrOutcomeUnknown.
-//
-// Galera needs InnoDB tables with primary keys (every table of the driver
-// has one), binlog_format=ROW and innodb_autoinc_lock_mode=2, where the
-// driver reads the ids of a multi-row INSERT back.
+// galeraState is what the driver knows of a Galera Cluster node (see the
+// package documentation, "Galera Cluster"). The findings behind it, from
+// .tests/scaleout on a 3-node cluster: GET_LOCK works on MariaDB 10.11
+// Galera but only on its node; SELECT ... FOR UPDATE is node-local, so
+// without the lock-row write a ProduceTx on node 1 holding id n commits
+// after node 2's id n+2 was claimed past, and the group never gets it;
+// SKIP LOCKED claims on two nodes both succeed locally and one fails
+// certification at COMMIT.
 type galeraState struct {
 	on          atomic.Bool
 	version     atomic.Value // string

@@ -144,7 +144,18 @@
 // (WithSimpleProtocol, or default_query_exec_mode=simple_protocol in the URL),
 // and either point the listener at the server or a session-mode pool with
 // WithListenURL or turn wake-ups off with WithoutNotify: LISTEN needs a
-// session of its own.
+// session of its own. PgBouncer 1.18 does not pass search_path from the URL
+// to the server connections it shares: set it on the role or database
+// (ALTER DATABASE ... SET search_path).
+//
+// # Failover and other engines
+//
+// A multi-host URL with target_session_attrs=read-write reconnects to
+// whichever host is the primary after a failover; with a synchronous
+// replica every reported commit survives it. Migrate refuses, with
+// ErrUnsupportedServer naming what is missing, CockroachDB and YugabyteDB:
+// their transaction ids are not one commit order, so the snapshot rule of
+// commit order (C5) cannot hold there.
 package postgres
 
 import (

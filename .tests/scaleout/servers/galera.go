@@ -2,7 +2,6 @@ package servers
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,10 +59,11 @@ func NewGalera(tb testing.TB, n int) *Galera {
 			first = nil
 		}
 		if err := m.Start(first...); err != nil {
-			for j, n := range g.Nodes {
-				_ = os.WriteFile(fmt.Sprintf("/tmp/galera-debug-node%d.log", j+1), []byte(n.Log()), 0o644)
+			var logs []string
+			for j, n := range g.Nodes[:i] {
+				logs = append(logs, fmt.Sprintf("node %d's log:\n%s", j+1, tail(n.Log(), 6000)))
 			}
-			tb.Fatalf("galera node %d: %v\nnode 1's log:\n%s", i+1, err, tail(g.Nodes[0].Log(), 6000))
+			tb.Fatalf("galera node %d: %v\n%s", i+1, err, strings.Join(logs, "\n"))
 		}
 	}
 	if err := g.WaitSynced(n); err != nil {
