@@ -403,6 +403,13 @@ func (l *load) stop() loadFigures {
 	if len(f.Phantom) > 0 {
 		l.t.Errorf("rows delivered whose Produce failed with an error other than ErrOutcomeUnknown (or was never made): seqs %v", f.Phantom[:min(len(f.Phantom), 10)])
 	}
+	// Outages and cluster conflicts are ErrUnavailable, ErrOutcomeUnknown or
+	// ErrConflict; anything else would tell the caller the wrong thing.
+	for k := range l.prodErrs {
+		if k != "unavailable" && k != "outcome-unknown" && k != "conflict" {
+			l.t.Errorf("%d produce errors of kind %s: %s", l.prodErrs[k], k, l.errSeen[k])
+		}
+	}
 	if f.Produced == 0 {
 		l.t.Error("nothing was produced")
 	}
@@ -492,6 +499,24 @@ func (h *captureHandler) WithAttrs(as []slog.Attr) slog.Handler {
 }
 
 func (h *captureHandler) WithGroup(string) slog.Handler { return h }
+
+// claimingAgainSince reports whether every consumer that logged a claim
+// failure after since has logged "claiming again" after its last failure.
+func (l *load) claimingAgainSince(since time.Time) bool {
+	last := map[int]time.Time{}
+	for _, r := range l.logs.find("consumer", "claim failed") {
+		if r.at.After(since) && r.at.After(last[r.index]) {
+			last[r.index] = r.at
+		}
+	}
+	again := l.logs.find("consumer", "claiming again")
+	for i, at := range last {
+		if !slices.ContainsFunc(again, func(r logRecord) bool { return r.index == i && !r.at.Before(at) }) {
+			return false
+		}
+	}
+	return true
+}
 
 // checkBackoff asserts that each consumer's consecutive claim failures were
 // logged with growing waits (Run backs off instead of spinning), and that

@@ -134,3 +134,14 @@ func (d *Driver) orderAppendCluster(ctx context.Context, q querier, streamID int
 // errOutOfOrder makes the driver's transaction run again as after a
 // deadlock (see orderAppendCluster).
 var errOutOfOrder = errors.New("an id below the partition's high-water mark")
+
+// galeraIDTaken reports an append whose AUTO_INCREMENT id another node's
+// row took meanwhile (with wsrep_auto_increment_control OFF, every node
+// counts from the same value): the applier inserted that row between this
+// node's reservation of the id and its insert, which then fails on the
+// primary key having written nothing. The driver's transaction runs again
+// with a fresh id.
+func (d *Driver) galeraIDTaken(err error) bool {
+	return d.gal.on.Load() && mysqlErrno(err) == errDupEntry && strings.HasPrefix(err.Error(), "append to stream ") &&
+		strings.Contains(err.Error(), "for key 'PRIMARY'")
+}

@@ -137,7 +137,7 @@ func (d *Driver) ownTx(ctx context.Context, snapshot bool, fn func(querier) erro
 		}
 		retry := false
 		switch n := mysqlErrno(err); {
-		case n == errDeadlock || n == errRecordChanged || n == errTableDefChanged || errors.Is(err, errOutOfOrder):
+		case n == errDeadlock || n == errRecordChanged || n == errTableDefChanged || errors.Is(err, errOutOfOrder) || d.galeraIDTaken(err):
 			deadlocks++
 			retry = deadlocks < deadlockAttempts
 		case n == errLockWaitTimeout:
@@ -355,7 +355,7 @@ func (d *Driver) wrap(ctx context.Context, err error, o op) error {
 		return fmt.Errorf("mysql %s: %w", d.where, driver.ErrClosed)
 	}
 	e := &driver.Error{Kind: driver.ErrDatabase, Err: driver.Redact(err, d.secrets...)}
-	if errors.Is(err, errOutOfOrder) {
+	if errors.Is(err, errOutOfOrder) || d.galeraIDTaken(err) {
 		e.Kind, e.Advice = driver.ErrConflict, "another Galera node appended to the partition meanwhile; run the transaction again"
 		return e
 	}
