@@ -1,7 +1,7 @@
 # Every target uses Go 1.27 (generic methods); the go command fetches it once.
 export GOTOOLCHAIN := go1.27.3
 
-PACKAGES := ./core/... ./conformance/... ./driver/sqlite/... ./driver/postgres/... ./driver/mysql/... ./contrib/dsn/... ./contrib/otel/... ./contrib/fx/... ./contrib/cli/... ./contrib/console/... ./contrib/ccompat/... ./examples/... ./.tests/e2e/...
+PACKAGES := ./core/... ./conformance/... ./driver/sqlite/... ./driver/postgres/... ./driver/mysql/... ./contrib/dsn/... ./contrib/otel/... ./contrib/fx/... ./contrib/cli/... ./contrib/console/... ./contrib/ccompat/... ./examples/... ./.tests/e2e/... ./.tests/scaleout/...
 GOFMT = $(shell go env GOROOT)/bin/gofmt
 
 .PHONY: demo test vet fmt race bench services
@@ -10,9 +10,9 @@ GOFMT = $(shell go env GOROOT)/bin/gofmt
 demo:
 	go run ./examples/quickstart
 
-## test: vet, then every test on every driver (PostgreSQL and MariaDB must be
-## running locally; .ci/run starts them)
-test: vet
+## test: install and start what the tests need where missing (services), vet,
+## then every test on every driver
+test: services vet
 	go test -count=1 -timeout 25m $(PACKAGES)
 
 vet:

@@ -66,6 +66,23 @@ mariadb() {
   command mariadb --protocol=tcp -h 127.0.0.1 -uroot -e "CREATE DATABASE IF NOT EXISTS test"
 }
 
+# programs some tests run themselves, on their own loopback ports: headless
+# Chromium (contrib/console's browser tests and screenshots); galera-4, rsync
+# and pgbouncer (.tests/scaleout: a 3-node Galera cluster, PgBouncer in
+# transaction mode). A missing one fails those tests in CI, so install it.
+tools() {
+  local pkgs=()
+  command -v chromium >/dev/null 2>&1 || pkgs+=(chromium)
+  [ -e /usr/lib/galera/libgalera_smm.so ] || pkgs+=(galera-4)
+  command -v rsync >/dev/null 2>&1 || pkgs+=(rsync)
+  command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || pkgs+=(pgbouncer)
+  if [ "${#pkgs[@]}" -gt 0 ]; then
+    echo "services: installing ${pkgs[*]} for the browser and scale-out tests"
+    apt_install "${pkgs[@]}"
+  fi
+}
+
 postgres
 mariadb
+tools
 echo "services: PostgreSQL and MariaDB are up"

@@ -108,6 +108,9 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 			}
 			start = end
 		}
+		if err := d.orderAppendCluster(ctx, t, stream.ID, rows, ids); err != nil {
+			return err
+		}
 		if !stream.Compacted {
 			return nil
 		}

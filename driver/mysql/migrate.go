@@ -171,7 +171,7 @@ func (d *Driver) withMigrationLock(ctx context.Context, fn func(conn *sql.Conn, 
 	}
 	mariadb, err := supported(version)
 	if err != nil {
-		return &driver.Error{Kind: driver.ErrDatabase, Advice: "upgrade the server", Err: err}
+		return serverError(err)
 	}
 	d.setServer(mariadb, lockMode, incr)
 
@@ -232,9 +232,13 @@ func (d *Driver) runMigration(ctx context.Context, conn *sql.Conn, m driver.Migr
 var serverVersion = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)`)
 
 // supported reports whether the server is MariaDB, and refuses servers
-// without SKIP LOCKED or enforced CHECK constraints.
+// without SKIP LOCKED or enforced CHECK constraints, and engines that lack
+// what the driver needs (capabilities.go).
 func supported(version string) (mariadb bool, err error) {
 	mariadb = strings.Contains(strings.ToLower(version), "mariadb")
+	if err := refuseEngine(version); err != nil {
+		return mariadb, err
+	}
 	m := serverVersion.FindStringSubmatch(version)
 	if m == nil {
 		return mariadb, nil // unknown format: try anyway

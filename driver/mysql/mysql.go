@@ -184,6 +184,50 @@
 // transaction_isolation on MySQL 8 and tx_isolation on MariaDB before 11.1),
 // and LONGTEXT instead of MySQL's JSON type. CHECK constraints are enforced
 // from MySQL 8.0.16 and all MariaDB 10.6.
+//
+// # Galera Cluster
+//
+// On a MariaDB Galera Cluster node (wsrep_on, detected by the first
+// connection; Server reports it) every transaction is certified at COMMIT
+// against those committed meanwhile on other nodes, by the rows it wrote,
+// not the rows it locked. Locks are node-local. The driver therefore:
+//
+//   - orders appends cluster-wide: an append also writes its partitions'
+//     lock rows (stream_partition.high_water, the highest id the partition
+//     has had, raised to the new newest id), so of two appends to one
+//     partition through different nodes the later to commit fails
+//     certification and rolls back whole. The driver runs its own
+//     transaction again; a ProduceTx transaction fails at the caller's
+//     COMMIT with error 1213, to be run again. A committed row's id is thus
+//     above every id its partition committed before it, and a claim on any
+//     node sees a gap-free prefix (C5);
+//   - relies on certification for claims and settles: two nodes leasing
+//     past one cursor, or settling and re-leasing one delivery, write the
+//     same row, and the later fails with 1213 and is run again, so a lease
+//     is never held twice;
+//   - sets wsrep_sync_wait = 1 on each session (unless the DSN sets
+//     wsrep_sync_wait), so a read sees every transaction committed anywhere
+//     before it began: a group registered through one node is found by a
+//     claim through another;
+//   - maps 1047 (a node outside the primary component) to ErrUnavailable,
+//     and 1180 at COMMIT (the node failed while committing; the others may
+//     have applied it) to ErrOutcomeUnknown.
+//
+// Requirements: binlog_format=ROW, InnoDB, innodb_autoinc_lock_mode=2 (the
+// driver then reads new ids back). Health's cursor distances count ids: with
+// wsrep_auto_increment_control ON (the default) ids step by the cluster
+// size and those figures grow alike; set it OFF with
+// auto_increment_increment=1 for dense ids (inserts of one id on two nodes
+// then fail certification and are run again). GET_LOCK, Migrate's lock, is
+// node-local: run Migrate from one process at a time. Appends to one
+// partition through several nodes conflict by design; spread partitions'
+// writers over nodes, or write through one node, to keep retries rare.
+//
+// # Other MySQL-wire engines
+//
+// Migrate refuses, with ErrUnsupportedServer naming what is missing, TiDB
+// (SKIP LOCKED does not skip; AUTO_INCREMENT is not in commit order across
+// TiDB servers) and Vitess's vtgate (ids from sequences across shards).
 package mysql
 
 import (
@@ -239,6 +283,8 @@ type Driver struct {
 
 	privilegeProbes atomic.Int64 // CheckPrivileges that asked the server with DDL
 
+	gal galeraState // Galera Cluster (galera.go)
+
 	// Test hooks, set before Migrate.
 	forceReadBack    bool // always read new ids back
 	forceNoReturning bool // settle as on MySQL, without RETURNING
@@ -276,6 +322,7 @@ func Open(dsn string, opts ...Option) *Driver {
 		return d
 	}
 	d.secrets = nonEmpty(cfg.Passwd)
+	d.gal.dsnSyncWait = dsnSetsParam(cfg.Params, "wsrep_sync_wait")
 	d.where = cfg.User + "@" + cfg.Addr + "/" + cfg.DBName
 	if cfg.DBName == "" {
 		d.opened = d.unusable(fmt.Errorf("mysql %s: the DSN names no database", d.where), "end the DSN with /dbname, as in user:password@tcp(host:3306)/app")
@@ -408,6 +455,10 @@ func (c *connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 			return nil, c.d.connectError(ctx, err)
 		}
 	}
+	if err := c.d.galeraSession(ctx, ex); err != nil {
+		conn.Close()
+		return nil, c.d.connectError(ctx, err)
+	}
 	return conn, nil
 }
 
@@ -439,6 +490,10 @@ func (d *Driver) detectOn(ctx context.Context, conn sqldriver.Conn) error {
 		return fmt.Errorf("read the server's settings: %w", err)
 	}
 	mariadb, _ := supported(text(v[0])) // Migrate refuses unsupported servers
+	rows.Close()
+	if err := d.detectCluster(ctx, q, text(v[0])); err != nil {
+		return err
+	}
 	d.setServer(mariadb, lockMode, incr)
 	return nil
 }

@@ -137,7 +137,7 @@ func (d *Driver) ownTx(ctx context.Context, snapshot bool, fn func(querier) erro
 		}
 		retry := false
 		switch n := mysqlErrno(err); {
-		case n == errDeadlock || n == errRecordChanged || n == errTableDefChanged:
+		case n == errDeadlock || n == errRecordChanged || n == errTableDefChanged || errors.Is(err, errOutOfOrder) || d.galeraIDTaken(err):
 			deadlocks++
 			retry = deadlocks < deadlockAttempts
 		case n == errLockWaitTimeout:
@@ -355,9 +355,16 @@ func (d *Driver) wrap(ctx context.Context, err error, o op) error {
 		return fmt.Errorf("mysql %s: %w", d.where, driver.ErrClosed)
 	}
 	e := &driver.Error{Kind: driver.ErrDatabase, Err: driver.Redact(err, d.secrets...)}
+	if errors.Is(err, errOutOfOrder) || d.galeraIDTaken(err) {
+		e.Kind, e.Advice = driver.ErrConflict, "another Galera node appended to the partition meanwhile; run the transaction again"
+		return e
+	}
 	if n := mysqlErrno(err); n != 0 {
 		// The server answered: the statement, or the transaction, failed.
 		switch {
+		case n == errDuringCommit && o == opWrite && d.gal.on.Load():
+			e.Kind = driver.ErrOutcomeUnknown
+			e.Advice = "the Galera node failed while committing (it may have left the cluster); the other nodes may have applied the change: check before retrying, or make consumers idempotent"
 		case n == errDeadlock:
 			e.Kind = driver.ErrConflict
 			e.Advice = "the database chose this transaction as the victim of a deadlock and rolled it back; retry it, and take locks in one order"

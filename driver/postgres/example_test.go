@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"log"
 
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
@@ -48,4 +49,20 @@ func Example_outbox() {
 	if err := tx.Commit(ctx); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// Connect through a multi-host URL that always reaches the primary, so that
+// a failover to a replica needs no change; CockroachDB and YugabyteDB are
+// refused with ErrUnsupportedServer.
+func Example_failover() {
+	ctx := context.Background()
+	drv := postgres.Open("postgres://app:secret@db1:5432,db2:5432/app?target_session_attrs=read-write&connect_timeout=5")
+	client, err := sqlstreams.Open(ctx, drv)
+	if errors.Is(err, postgres.ErrUnsupportedServer) {
+		log.Fatal(err) // names the missing capability and what to use instead
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
 }

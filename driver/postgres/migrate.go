@@ -49,6 +49,9 @@ func (d *Driver) Migrate(ctx context.Context) error {
 	if err := d.check(); err != nil {
 		return err
 	}
+	if err := d.checkServer(ctx); err != nil {
+		return err
+	}
 	ms, err := d.Migrations()
 	if err != nil {
 		return err

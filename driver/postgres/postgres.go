@@ -144,7 +144,18 @@
 // (WithSimpleProtocol, or default_query_exec_mode=simple_protocol in the URL),
 // and either point the listener at the server or a session-mode pool with
 // WithListenURL or turn wake-ups off with WithoutNotify: LISTEN needs a
-// session of its own.
+// session of its own. PgBouncer 1.18 does not pass search_path from the URL
+// to the server connections it shares: set it on the role or database
+// (ALTER DATABASE ... SET search_path).
+//
+// # Failover and other engines
+//
+// A multi-host URL with target_session_attrs=read-write reconnects to
+// whichever host is the primary after a failover; with a synchronous
+// replica every reported commit survives it. Migrate refuses, with
+// ErrUnsupportedServer naming what is missing, CockroachDB and YugabyteDB:
+// their transaction ids are not one commit order, so the snapshot rule of
+// commit order (C5) cannot hold there.
 package postgres
 
 import (
@@ -183,6 +194,8 @@ type Driver struct {
 	notify      bool
 	lockTimeout time.Duration
 	secrets     []string // passwords to scrub from error text
+
+	server serverCheck // the engine was checked (capabilities.go)
 
 	mu           sync.Mutex
 	prefix       string // notification channel prefix, known after Migrate
