@@ -22,15 +22,12 @@ import (
 var updateScreenshots = flag.Bool("update-screenshots", false, "write the console's screenshots to docs/console/*.png")
 
 // browser starts headless Chromium for one test, bounded by timeout. A
-// missing chromium fails under CI (.ci/run installs it) and skips elsewhere.
+// missing chromium fails the test: make services installs it.
 func browser(t *testing.T, timeout time.Duration) context.Context {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
-		if inCI() {
-			t.Fatalf("chromium is not installed: %v (.ci/run installs the Debian package)", err)
-		}
-		t.Skip("chromium is not installed; apt-get install chromium, or run .ci/run")
+		t.Fatalf("chromium is not installed: %v; make services (or .ci/run) installs the Debian package", err)
 	}
 	dir, err := os.MkdirTemp("", "console-chromium-")
 	if err != nil {

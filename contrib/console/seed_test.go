@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
 
@@ -188,5 +187,3 @@ func health(t testing.TB, c *sqlstreams.Client, stream string) sqlstreams.Health
 	defer cancel()
 	return fatal{t}.on(c.Stream[sqlstreams.RawPayload](stream).Health(ctx))
 }
-
-func inCI() bool { return os.Getenv("CI") == "true" }
