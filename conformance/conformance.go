@@ -140,13 +140,13 @@ func (h *harness) ns(t testing.TB) string {
 }
 
 // client opens a client on the test's namespace, closed at cleanup.
-func (h *harness) client(t testing.TB) *sqlstreams.Client {
+func (h *harness) client(t testing.TB, opts ...sqlstreams.ClientOption) *sqlstreams.Client {
 	t.Helper()
 	drv, err := h.target.Open(h.ns(t))
 	if err != nil {
 		t.Fatalf("open %s driver: %v", h.target.Name, err)
 	}
-	c, err := sqlstreams.Open(context.Background(), drv, sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithLogger(testLogger(t)))
+	c, err := sqlstreams.Open(context.Background(), drv, append([]sqlstreams.ClientOption{sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithLogger(testLogger(t))}, opts...)...)
 	if err != nil {
 		t.Fatalf("sqlstreams.Open on %s: %v", h.target.Name, err)
 	}

@@ -12,7 +12,47 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/schema"
 )
 
-func init() { register("R9_SchemaIDs", testSchemaIDs) }
+func init() {
+	register("R9_SchemaIDs", testSchemaIDs)
+	register("R9_DocumentPolicy", testDocumentPolicy)
+}
+
+// R9, the rules for documents: a document registered or checked by hand is
+// judged GoAware unless the client says WithDocumentPolicy(schema.Strict),
+// which applies Confluent's rules to documents only; schemas reflected from
+// Go types stay GoAware on that client.
+func testDocumentPolicy(t *testing.T, h *harness) {
+	v1 := []byte(`{"type": "object", "properties": {"id": {"type": "string"}}}`)
+	v2 := []byte(`{"type": "object", "properties": {"id": {"type": "string"}, "note": {"type": "string"}}}`)
+
+	goAware := h.client(t).Registry()
+	if _, err := goAware.Register(ctx(t), "r9p-default", 1, v1); err != nil {
+		t.Fatal(err)
+	}
+	if rev, err := goAware.Register(ctx(t), "r9p-default", 1, v2); err != nil || rev.Revision != 2 {
+		t.Errorf("default policy, an optional property added: %+v, %v; want revision 2", rev, err)
+	}
+
+	sc := h.client(t, sqlstreams.WithDocumentPolicy(schema.Strict))
+	strict := sc.Registry()
+	if _, err := strict.Register(ctx(t), "r9p-strict", 1, v1); err != nil {
+		t.Fatal(err)
+	}
+	want := wantProblem{"revision 1", schema.OptionalPropertyAddedToOpenContentModel, "#/properties/note"}
+	incompatible(t, "Strict: Check of an optional property added to an open model", strict.Check(ctx(t), "r9p-strict", 1, v2), schema.Backward, 1, want)
+	incompatible(t, "Strict: CheckAgainst revision 1", strict.CheckAgainst(ctx(t), "r9p-strict", 1, 1, v2), schema.Backward, 1, want)
+	_, err := strict.Register(ctx(t), "r9p-strict", 1, v2)
+	incompatible(t, "Strict: Register of an optional property added to an open model", err, schema.Backward, 1, want)
+	if n := len(revisions(t, sc, "r9p-strict", 1)); n != 1 {
+		t.Errorf("a refused document left %d revisions, want 1", n)
+	}
+	// Go types on the same client keep the Go-aware rules.
+	producer[Order3](t, sc, "r9p-go")
+	producer[Order3Note](t, sc, "r9p-go")
+	if n := len(revisions(t, sc, "r9p-go", 3)); n != 2 {
+		t.Errorf("Go types on a Strict client: %d revisions, want 2 (Go types are judged GoAware)", n)
+	}
+}
 
 // R9: every distinct schema has one global id, assigned in the database
 // the first time any stream records it, shared by every stream that

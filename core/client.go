@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/schema"
 )
 
 // Client is a connection to one database through one driver. It is safe for
@@ -23,9 +24,10 @@ type Client struct {
 	identity  string        // stored with every lease this client takes
 	opTimeout time.Duration // bounds each call Run and maintenance make
 
-	noMigrate  bool         // WithoutMigrate: check the schema instead
-	middleware []Middleware // as given to WithMiddleware
-	chain      chain        // the same, sorted
+	noMigrate  bool          // WithoutMigrate: check the schema instead
+	docPolicy  schema.Policy // WithDocumentPolicy: rules for hand-written schemas
+	middleware []Middleware  // as given to WithMiddleware
+	chain      chain         // the same, sorted
 	produceMW  []ProduceMiddleware
 
 	maintainEvery time.Duration
@@ -56,6 +58,19 @@ func WithLogger(l *slog.Logger) ClientOption {
 // "hostname:pid".
 func WithIdentity(id string) ClientOption {
 	return func(c *Client) { c.identity = id }
+}
+
+// WithDocumentPolicy sets the rules the registry judges schema documents
+// by: those a person wrote and registers or checks by hand (Registry.Register,
+// RegisterSchema, Check, CheckAgainst, CheckWithReferences, and so the
+// Confluent-compatible API). The default, schema.GoAware, judges them as
+// Go types are judged, by what a Go consumer decoding with encoding/json
+// does. schema.Strict applies Confluent's rules instead, for streams whose
+// readers are not Go: adding an optional property to an open content model,
+// for one, is then a break. Schemas reflected from Go types are always
+// judged GoAware.
+func WithDocumentPolicy(p schema.Policy) ClientOption {
+	return func(c *Client) { c.docPolicy = p }
 }
 
 // WithOperationTimeout bounds every database call Run and background

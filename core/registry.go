@@ -358,6 +358,9 @@ type registration struct {
 	// against, when set, limits the level check to these revision numbers
 	// (CheckAgainst); a zero-length non-nil slice means every revision.
 	against []int
+	// policy judges the candidate: GoAware for a schema reflected from a Go
+	// type, the client's WithDocumentPolicy for a document.
+	policy schema.Policy
 }
 
 // fingerprint is the schema's own, or, with references, one that also
@@ -556,7 +559,7 @@ func gateProblems(ctx context.Context, res *resolver, reg registration, level sc
 		level = transitive(level)
 	}
 	var out []SchemaProblem
-	for _, p := range schema.Check(level, schemas, candidate, schema.GoAware).Problems {
+	for _, p := range schema.Check(level, schemas, candidate, reg.policy).Problems {
 		out = append(out, SchemaProblem{Against: fmt.Sprintf("revision %d", compared[p.Against].Revision), Problem: p})
 	}
 	return out, nil
@@ -603,7 +606,7 @@ func pairProblems(ctx context.Context, store driver.Registry, res *resolver, reg
 		if !candidateReads {
 			direction = schema.Forward // the other reads the candidate's data
 		}
-		for _, p := range schema.Check(direction, []*schema.Schema{other}, candidate, schema.GoAware).Problems {
+		for _, p := range schema.Check(direction, []*schema.Schema{other}, candidate, reg.policy).Problems {
 			out = append(out, SchemaProblem{Against: against, Problem: p})
 		}
 		return nil
@@ -667,7 +670,7 @@ func (r *Registry) Check(ctx context.Context, stream string, version int, doc []
 	if err != nil {
 		return fmt.Errorf("%w: schema document: %v", ErrInvalidOption, err)
 	}
-	return r.dryRun(ctx, stream, registration{typ: "schema document", version: version, schema: sch})
+	return r.dryRun(ctx, stream, registration{typ: "schema document", version: version, schema: sch, policy: r.client.docPolicy})
 }
 
 func (r *Registry) dryRun(ctx context.Context, stream string, reg registration) error {

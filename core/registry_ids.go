@@ -89,7 +89,7 @@ func (r *Registry) RegisterSchema(ctx context.Context, p SchemaRegistration) (Re
 	if err != nil {
 		return Revision{}, err
 	}
-	rev, err := r.recordRevision(ctx, registration{stream: cfg, typ: "schema document", version: p.Version, schema: sch, refs: refs, id: p.ID, rev: p.Revision})
+	rev, err := r.recordRevision(ctx, registration{stream: cfg, typ: "schema document", version: p.Version, schema: sch, refs: refs, id: p.ID, rev: p.Revision, policy: r.client.docPolicy})
 	if err != nil {
 		s.undoCreate(ctx, cfg, created)
 		return Revision{}, err
@@ -130,7 +130,7 @@ func (r *Registry) CheckAgainst(ctx context.Context, stream string, version, rev
 		}
 		against = []int{revision}
 	}
-	return r.precheck(ctx, store, registration{stream: cfg, typ: "schema document", version: version, schema: sch, refs: drefs, dryRun: true, against: against})
+	return r.precheck(ctx, store, registration{stream: cfg, typ: "schema document", version: version, schema: sch, refs: drefs, dryRun: true, against: against, policy: r.client.docPolicy})
 }
 
 // CheckWithReferences is Check for a document that refers to shared
@@ -151,7 +151,7 @@ func (r *Registry) CheckWithReferences(ctx context.Context, stream string, versi
 	if err != nil {
 		return err
 	}
-	return r.dryRun(ctx, stream, registration{typ: "schema document", version: version, schema: sch, refs: drefs})
+	return r.dryRun(ctx, stream, registration{typ: "schema document", version: version, schema: sch, refs: drefs, policy: r.client.docPolicy})
 }
 
 // Subject is a (stream, version) pair with at least one recorded revision.
@@ -520,7 +520,7 @@ func (r *Registry) referencerProblems(ctx context.Context, store driver.Registry
 		}
 		level, _ := effectiveLevel(streamSet, global)
 		name := names[user.StreamID]
-		for _, p := range schema.Check(level, []*schema.Schema{before}, after, schema.GoAware).Problems {
+		for _, p := range schema.Check(level, []*schema.Schema{before}, after, reg.policy).Problems {
 			out = append(out, SchemaProblem{Against: fmt.Sprintf("stream %s version %d revision %d, which references it", name, user.Version, user.Revision), Problem: p})
 		}
 		readers, err := store.Readers(ctx, driver.ReadersParams{StreamID: user.StreamID})
@@ -543,7 +543,7 @@ func (r *Registry) referencerProblems(ctx context.Context, store driver.Registry
 			if err != nil {
 				return nil, err
 			}
-			for _, p := range schema.Check(schema.Forward, []*schema.Schema{reader}, after, schema.GoAware).Problems {
+			for _, p := range schema.Check(schema.Forward, []*schema.Schema{reader}, after, reg.policy).Problems {
 				out = append(out, SchemaProblem{Against: fmt.Sprintf("the reader of group %s on stream %s (revision %d), which references it", rd.Group, name, rd.Revision), Problem: p})
 			}
 		}

@@ -3,6 +3,7 @@ package sqlstreamscli
 import (
 	"github.com/spf13/cobra"
 	"github.com/sqlstreams/sqlstreams/contrib/ccompat"
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
 
 // EnvRegistryPassword holds the basic-auth password of `sqlstreams registry
@@ -14,15 +15,17 @@ func (c *CLI) registryCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "registry", Short: "Serve the schema registry to Kafka tooling", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() }}
 	var (
-		listen, user string
-		valueAlias   bool
+		listen, user, policyName string
+		valueAlias               bool
 	)
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the Confluent-compatible schema registry API until interrupted",
 		Long: `serve answers the Confluent Schema Registry REST API on --listen (Confluent's default
 port is 8081) until SIGINT or SIGTERM: subject {stream}-v{version}, subject version =
-revision, one global id per schema. Registrations pass the same gate as a Go producer's.
+revision, one global id per schema. Registrations pass the same gate as a Go producer's,
+judged by --policy: goaware (the default, for streams read by Go consumers) or strict
+(Confluent's rules, for readers in other languages).
 
 --basic-auth USER asks for a user and the password in $` + EnvRegistryPassword + `
 (what sr.BasicAuth and the Java client's basic.auth.user.info send).`,
@@ -35,6 +38,11 @@ revision, one global id per schema. Registrations pass the same gate as a Go pro
 			if user != "" && password == "" {
 				return Usagef("--basic-auth %s needs the password in $%s", user, EnvRegistryPassword)
 			}
+			policy, err := parsePolicy(policyName)
+			if err != nil {
+				return err
+			}
+			c.opts.ClientOptions = append(c.opts.ClientOptions, sqlstreams.WithDocumentPolicy(policy))
 			ctx := cmd.Context()
 			client, err := c.Client(ctx)
 			if err != nil {
@@ -50,6 +58,7 @@ revision, one global id per schema. Registrations pass the same gate as a Go pro
 	f := serve.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:8081", "address to serve on (port 0 picks a free one)")
 	f.StringVar(&user, "basic-auth", "", "ask for this user, with the password in $"+EnvRegistryPassword)
+	f.StringVar(&policyName, "policy", "goaware", "rules for the documents clients register: goaware (as Go consumers decode) or strict (Confluent's)")
 	f.BoolVar(&valueAlias, "value-alias", false, "also serve {stream}-value as a read-only alias of the highest version (TopicNameStrategy)")
 	cmd.AddCommand(serve)
 	return cmd

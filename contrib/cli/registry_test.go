@@ -58,6 +58,33 @@ func TestRegistryServe(t *testing.T) {
 		t.Errorf("interrupted registry: %v; want exit 0 and a stopped note", r)
 	}
 
+	// --policy strict judges the documents clients send by Confluent's
+	// rules: an optional property added to an open model is a break there,
+	// and fine for Go consumers.
+	if _, err := client.Registry().Register(ctx, "docs", 1, []byte(`{"type": "object", "properties": {"id": {"type": "string"}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	check := `{"schemaType": "JSON", "schema": "{\"type\": \"object\", \"properties\": {\"id\": {\"type\": \"string\"}, \"note\": {\"type\": \"string\"}}}"}`
+	for _, tc := range []struct {
+		policy     string
+		compatible bool
+	}{{"goaware", true}, {"strict", false}} {
+		base, stop := serveCommand(t, dbURL, nil, "registry", "registry", "serve", "--listen", "127.0.0.1:0", "--policy", tc.policy)
+		req, _ := http.NewRequest(http.MethodPost, base+"/compatibility/subjects/docs-v1/versions/latest", strings.NewReader(check))
+		req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+		code, body := get(t, req)
+		var answer struct {
+			IsCompatible *bool `json:"is_compatible"`
+		}
+		if err := json.Unmarshal([]byte(body), &answer); code != http.StatusOK || err != nil || answer.IsCompatible == nil || *answer.IsCompatible != tc.compatible {
+			t.Errorf("--policy %s: compatibility %d %s (%v); want is_compatible %v", tc.policy, code, body, err, tc.compatible)
+		}
+		stop()
+	}
+	if r := cli(t, dbURL, "registry", "serve", "--policy", "lenient"); r.code != 2 || !strings.Contains(r.stderr, "goaware or strict") {
+		t.Errorf("--policy lenient: %v; want exit 2", r)
+	}
+
 	if r := cli(t, dbURL, "registry", "serve", "--basic-auth", "ci"); r.code != 2 || !strings.Contains(r.stderr, sqlstreamscli.EnvRegistryPassword) {
 		t.Errorf("--basic-auth without a password: %v; want exit 2 naming $%s", r, sqlstreamscli.EnvRegistryPassword)
 	}

@@ -202,14 +202,9 @@ func (c *CLI) checkOffline(oldPath, newPath, levelName, policyName string) error
 	if err != nil {
 		return Usagef("--level: %v", err)
 	}
-	var policy schema.Policy
-	switch strings.ToLower(policyName) {
-	case "goaware":
-		policy = schema.GoAware
-	case "strict":
-		policy = schema.Strict
-	default:
-		return Usagef("--policy %q: use goaware or strict", policyName)
+	policy, err := parsePolicy(policyName)
+	if err != nil {
+		return err
 	}
 	read := func(path string) (*schema.Schema, error) {
 		data, err := os.ReadFile(path)
@@ -374,4 +369,16 @@ func (c *CLI) settingCmd(what, long, def string) *cobra.Command {
 	g := group(what, "Get, set or clear the "+long+" of a stream or of the registry", get, set, clear)
 	g.PersistentFlags().BoolVar(&global, "global", false, "the registry-wide setting")
 	return g
+}
+
+// parsePolicy reads --policy: goaware (what a Go consumer decoding with
+// encoding/json accepts) or strict (Confluent's rules).
+func parsePolicy(name string) (schema.Policy, error) {
+	switch strings.ToLower(name) {
+	case "goaware":
+		return schema.GoAware, nil
+	case "strict":
+		return schema.Strict, nil
+	}
+	return 0, Usagef("--policy %q: use goaware or strict", name)
 }
