@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"os"
+	"path/filepath"
 
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/schema"
+	"github.com/sqlstreams/sqlstreams/driver/sqlite"
 )
 
 // OrderPlacedV2Edited is OrderPlacedV2 edited in place: Total became a
@@ -114,4 +117,33 @@ func Example_converter() {
 	// Output:
 	// o-1 written at v1: 1999 EUR
 	// o-2 written at v2: 2599 USD
+}
+
+// Judge the schema documents that people register by hand (Register, the
+// Confluent-compatible API) by Confluent's rules, for streams whose readers
+// are not Go: adding an optional property to an open model is then a break.
+func ExampleWithDocumentPolicy() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "sqlstreams-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	client, err := sqlstreams.Open(ctx, sqlite.Open(filepath.Join(dir, "app.db")), sqlstreams.WithDocumentPolicy(schema.Strict))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	v1 := []byte(`{"type": "object", "properties": {"id": {"type": "string"}}}`)
+	v2 := []byte(`{"type": "object", "properties": {"id": {"type": "string"}, "note": {"type": "string"}}}`)
+	if _, err := client.Registry().Register(ctx, "payments", 1, v1); err != nil {
+		log.Fatal(err)
+	}
+	var incompatible *sqlstreams.IncompatibleSchemaError
+	if errors.As(client.Registry().Check(ctx, "payments", 1, v2), &incompatible) {
+		fmt.Println(incompatible.Problems[0].Kind, "at", incompatible.Problems[0].Path)
+	}
+	// Output:
+	// OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL at #/properties/note
 }
