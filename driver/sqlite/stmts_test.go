@@ -1,0 +1,108 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+)
+
+type stmtEvent struct {
+	N int `json:"n"`
+}
+
+func (stmtEvent) SchemaVersion() int { return 1 }
+
+// TestKeptStatements: the hot paths keep their prepared statements (the
+// second produce and claim find them), results stay right through them (ids
+// taken from the last insert id match the rows read back, across a stream
+// destroyed and created again while its statements are kept), and Close
+// closes every kept statement and leaves no goroutine behind.
+func TestKeptStatements(t *testing.T) {
+	before := runtime.NumGoroutine()
+	ctx := context.Background()
+	d := Open(filepath.Join(t.TempDir(), "kept.db"))
+	c, err := sqlstreams.Open(ctx, d, sqlstreams.WithMaintenanceInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		name := "kept"
+		s := c.Stream[stmtEvent](name)
+		if _, err := s.Create(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Producer().Register(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cons, err := s.Consumer("g").Register(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var produced []int64
+		for i := range 3 {
+			msgs := []sqlstreams.Message[stmtEvent]{sqlstreams.NewMessage(stmtEvent{N: 3 * i}), sqlstreams.NewMessage(stmtEvent{N: 3*i + 1}), sqlstreams.NewMessage(stmtEvent{N: 3*i + 2})}
+			ids, err := p.ProduceBatch(ctx, msgs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			produced = append(produced, ids...)
+		}
+		var got []int64
+		for range 3 {
+			ds, err := cons.Claim(ctx, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, dl := range ds {
+				if want := len(got) + j; dl.Value.N != want {
+					t.Fatalf("round %d: delivery %d carries %d, want %d", round, dl.ID, dl.Value.N, want)
+				}
+			}
+			if err := cons.Ack(ctx, ds...); err != nil {
+				t.Fatal(err)
+			}
+			for _, dl := range ds {
+				got = append(got, dl.ID)
+			}
+		}
+		if len(got) != len(produced) {
+			t.Fatalf("round %d: claimed ids %v, produced %v", round, got, produced)
+		}
+		for i := range got {
+			if got[i] != produced[i] {
+				t.Fatalf("round %d: claimed ids %v, produced %v", round, got, produced)
+			}
+		}
+		if n := d.wstmts.size(); n == 0 {
+			t.Fatalf("round %d: no writer statement kept after repeated produce and claim", round)
+		}
+		if n := d.rstmts.size(); n == 0 {
+			t.Fatalf("round %d: no reader statement kept after repeated claims", round)
+		}
+		if err := s.Destroy(ctx); err != nil {
+			t.Fatalf("round %d: destroy with kept statements: %v", round, err)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if w, r := d.wstmts.size(), d.rstmts.size(); w != 0 || r != 0 {
+		t.Fatalf("after Close: %d writer and %d reader statements still kept", w, r)
+	}
+	if d.wstmts.lookup("SELECT 1") != nil {
+		t.Fatal("after Close: a lookup found a statement")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("after Close: %d goroutines, %d before Open:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
