@@ -47,6 +47,9 @@ func (r *raw) Insert(ctx context.Context, rows []driver.AppendRow) error {
 		}
 		r.ready = true
 	}
+	if len(rows) == 0 {
+		return nil
+	}
 	var sb strings.Builder
 	sb.WriteString("INSERT INTO raw_log (`partition`, schema_version, schema_revision, msg_key, routing_key, compaction_rank, payload, headers, produced_at) VALUES ")
 	args := make([]any, 0, len(rows)*9)

@@ -62,7 +62,7 @@ func (r *raw) table(ctx context.Context) error {
 // Insert is one INSERT ... SELECT FROM unnest of one array per column: one
 // statement whose text does not depend on the batch size, one round trip.
 func (r *raw) Insert(ctx context.Context, rows []driver.AppendRow) error {
-	if err := r.table(ctx); err != nil {
+	if err := r.table(ctx); err != nil || len(rows) == 0 {
 		return err
 	}
 	n := len(rows)

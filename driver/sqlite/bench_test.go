@@ -51,6 +51,9 @@ func (r *raw) Insert(ctx context.Context, rows []driver.AppendRow) error {
 		}
 		r.ready = true
 	}
+	if len(rows) == 0 {
+		return nil
+	}
 	stmt := r.inserts[len(rows)]
 	if stmt == nil {
 		q := `INSERT INTO raw_log (partition, schema_version, schema_revision, msg_key, routing_key, compaction_rank, payload, headers, produced_at) VALUES ` +
