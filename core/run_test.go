@@ -31,11 +31,11 @@ func TestRunResize(t *testing.T) {
 		want     int           // limit after resize
 	}
 	for _, tc := range []struct {
-		name    string
-		auto    bool
-		base    int
-		lease   time.Duration
-		steps   []step
+		name  string
+		auto  bool
+		base  int
+		lease time.Duration
+		steps []step
 	}{
 		{name: "fast handlers grow to the cap", auto: true, base: 200, lease: 30 * time.Second,
 			// 10,000/s, smoothed from 0: 5,000/s × 250ms = 1,250, capped at 1,000.
