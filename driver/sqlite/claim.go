@@ -56,7 +56,13 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	}
 	var res driver.ClaimResult
 	var dueExceptions, newRows bool
-	err := d.readTxQ(ctx, func(tx cachedTx) error {
+	// After a claim that filled its limit, more work is likely: the probe
+	// would only cost a read transaction, so the claim goes straight to the
+	// write transaction, which finds out the same itself.
+	busy := claimKey{p.Stream.ID, p.Group}
+	if _, ok := d.fullClaims.Load(busy); ok && p.Limit > 0 {
+		dueExceptions, newRows = true, true
+	} else if err := d.readTxQ(ctx, func(tx cachedTx) error {
 		g, err := loadGroup(ctx, tx, p.Stream.ID, p.Group)
 		if err != nil {
 			return err
@@ -72,11 +78,10 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		return tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ?
 			AND EXISTS (SELECT 1 FROM `+logTable(p.Stream.ID)+` m WHERE m.partition = c.partition AND m.id > c.position))`,
 			p.Stream.ID, p.Group).Scan(&newRows)
-	})
-	if err != nil || p.Limit <= 0 || (!dueExceptions && !newRows) {
+	}); err != nil || p.Limit <= 0 || (!dueExceptions && !newRows) {
 		return res, err
 	}
-	err = d.inTxQ(ctx, nil, func(tx cachedTx) error {
+	err := d.inTxQ(ctx, nil, func(tx cachedTx) error {
 		res.Deliveries, res.Deferred = res.Deliveries[:0], 0
 		g, err := loadGroup(ctx, tx, p.Stream.ID, p.Group)
 		if err != nil {
@@ -110,7 +115,18 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		}
 		return nil
 	})
+	if err == nil && len(res.Deliveries) >= p.Limit {
+		d.fullClaims.Store(busy, struct{}{})
+	} else {
+		d.fullClaims.Delete(busy)
+	}
 	return res, err
+}
+
+// claimKey names a group's claims for Driver.fullClaims.
+type claimKey struct {
+	stream int64
+	group  string
 }
 
 func claimPartition(ctx context.Context, tx queryer, p driver.ClaimParams, plan driver.ClaimPlan, part, limit int) ([]driver.Delivery, int, error) {

@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,7 @@ type Driver struct {
 	read        *sql.DB // WAL readers
 	wstmts      *stmtCache
 	rstmts      *stmtCache // wstmts when read is write
+	fullClaims  sync.Map   // claimKey: the group's last claim here filled its limit
 	closed      atomic.Bool
 	opened      error
 }

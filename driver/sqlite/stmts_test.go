@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -52,11 +53,19 @@ func TestKeptStatements(t *testing.T) {
 			}
 			produced = append(produced, ids...)
 		}
+		// Claims of 4: two full ones (which skip the probe), a short one and
+		// an empty one (which probe on a reader).
 		var got []int64
-		for range 3 {
-			ds, err := cons.Claim(ctx, 3)
+		for claims := 0; ; claims++ {
+			ds, err := cons.Claim(ctx, 4)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if len(ds) == 0 {
+				break
+			}
+			if claims == 3 {
+				t.Fatalf("round %d: a fourth claim of 4 found %d more of 9 rows", round, len(ds))
 			}
 			for j, dl := range ds {
 				if want := len(got) + j; dl.Value.N != want {
@@ -105,4 +114,74 @@ func TestKeptStatements(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestClaimAfterFullClaim: a claim that follows a full one skips the reader
+// probe and must still find what the probe would have: a retry due now, then
+// new rows, then nothing (after which the next claim probes again).
+func TestClaimAfterFullClaim(t *testing.T) {
+	ctx := context.Background()
+	d := Open(filepath.Join(t.TempDir(), "full.db"))
+	c, err := sqlstreams.Open(ctx, d, sqlstreams.WithMaintenanceInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := c.Stream[stmtEvent]("full")
+	p, err := s.Producer().Register(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := s.Consumer("g").Register(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ProduceBatch(ctx, sqlstreams.NewMessage(stmtEvent{N: 0}), sqlstreams.NewMessage(stmtEvent{N: 1}), sqlstreams.NewMessage(stmtEvent{N: 2})); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(n int) []int {
+		t.Helper()
+		ds, err := cons.Claim(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, dl := range ds {
+			got = append(got, dl.Value.N)
+			if dl.Value.N == 0 && dl.Attempt == 1 {
+				if err := dl.Retry(ctx, 0, errors.New("again")); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if err := dl.Ack(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return got
+	}
+	key := claimKey{stream: mustStreamID(t, s), group: "g"}
+	full := func() bool { _, ok := d.fullClaims.Load(key); return ok }
+	if got := claim(2); len(got) != 2 || got[0] != 0 || got[1] != 1 || !full() {
+		t.Fatalf("first claim: %v (full %v), want [0 1] and full", got, full())
+	}
+	// Skips the probe: the retry of row 0 is due now, row 2 is new.
+	if got := claim(2); len(got) != 2 || got[0] != 0 || got[1] != 2 || !full() {
+		t.Fatalf("claim after a full one: %v (full %v), want the retried 0 and the new 2, and full", got, full())
+	}
+	if got := claim(2); len(got) != 0 || full() {
+		t.Fatalf("claim with nothing left: %v (full %v), want none and not full", got, full())
+	}
+	if got := claim(2); len(got) != 0 {
+		t.Fatalf("probing claim with nothing left: %v", got)
+	}
+}
+
+func mustStreamID(t *testing.T, s *sqlstreams.Stream[stmtEvent]) int64 {
+	t.Helper()
+	info, err := s.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.ID
 }
