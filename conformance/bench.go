@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,8 +91,9 @@ func rawRows(start, n int) []driver.AppendRow {
 const benchBatch = 100
 
 // Benchmark runs the standard benchmarks (DESIGN.md §8). Each sqlstreams
-// figure runs interleaved with its raw baselines, op for op (Run: in chunks
-// of 5,000 messages), so that both see the same load on a shared machine;
+// figure runs interleaved with its raw baselines, op for op (Run: between
+// two halves of its baseline), so that both see the same load on a shared
+// machine;
 // each reports msgs/s, the baselines' raw-msgs/s (copy-msgs/s) and x-raw
 // (x-copy), the sqlstreams rate over the baseline's:
 //
@@ -159,7 +159,7 @@ func Benchmark(b *testing.B, target BenchTarget) {
 			raw, rawStream := rawConsumer(b, target)
 			defer raw.Close()
 			cons := consumer[benchEvent](b, c, "bench", "bench-run", &sqlstreams.ConsumerOptions{Concurrency: 100})
-			runInterleaved(b, cons, baseline{"raw", rawConsume(raw, rawStream)})
+			runBracketed(b, cons, baseline{"raw", rawConsume(raw, rawStream)})
 		})
 	})
 	b.Run("ProduceSingle", func(b *testing.B) {
@@ -242,67 +242,51 @@ func report(b *testing.B, perOp int, spent []time.Duration, baselines []baseline
 	}
 }
 
-// runChunk is how many deliveries Run handles between two runs of its
-// baseline.
-const runChunk = 5000
-
-// runInterleaved measures Run over b.N*benchBatch deliveries in chunks of
-// runChunk, running the baseline over as many rows between chunks. Handlers
-// wait at a gate while the baseline runs; before the baseline's timer
-// starts, Run is left a moment to finish the acks and the claim already
-// under way, so that its work does not load the baseline's figure.
-func runInterleaved(b *testing.B, cons *sqlstreams.Consumer[benchEvent], bl baseline) {
+// runBracketed measures Run over b.N*benchBatch deliveries, and its
+// baseline over as many rows, half just before Run and half just after, so
+// that a change of load during the round weighs on both sides alike. (Run
+// cannot be interleaved op for op, and pausing it at a gate lets it claim
+// and ack off the clock.)
+func runBracketed(b *testing.B, cons *sqlstreams.Consumer[benchEvent], bl baseline) {
 	total := int64(b.N * benchBatch)
 	var handled atomic.Int64
-	var gate sync.RWMutex
-	reached := make(chan struct{}, 1)
-	var target atomic.Int64
-	gate.Lock()
+	all := make(chan struct{})
+	spent := make([]time.Duration, 2)
+	rawOps := func(from, to int) {
+		start := time.Now()
+		for op := from; op < to; op++ {
+			if err := bl.op(op); err != nil {
+				b.Fatalf("%s: %v", bl.label, err)
+			}
+		}
+		spent[1] += time.Since(start)
+	}
+	b.ResetTimer()
+	rawOps(0, b.N/2)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
+	start := time.Now()
 	go func() {
 		done <- cons.Run(ctx, func(ctx context.Context, d sqlstreams.Delivery[benchEvent]) error {
-			gate.RLock()
-			n := handled.Add(1)
-			gate.RUnlock()
-			if n == target.Load() {
-				reached <- struct{}{}
+			if handled.Add(1) == total {
+				close(all)
 			}
 			return nil
 		})
 	}()
-	spent := make([]time.Duration, 2)
-	b.ResetTimer()
-	op := 0
-	for target.Load() < total {
-		next := min(target.Load()+runChunk, total)
-		target.Store(next)
-		start := time.Now()
-		gate.Unlock()
-		select {
-		case <-reached:
-		case err := <-done:
-			b.Fatalf("Run returned %v after %d of %d deliveries", err, handled.Load(), total)
-		}
-		gate.Lock()
-		spent[0] += time.Since(start)
-		time.Sleep(20 * time.Millisecond) // untimed: Run's last acks and claim
-		start = time.Now()
-		for op*benchBatch < int(next) {
-			if err := bl.op(op); err != nil {
-				b.Fatalf("%s: %v", bl.label, err)
-			}
-			op++
-		}
-		spent[1] += time.Since(start)
+	select {
+	case <-all:
+	case err := <-done:
+		b.Fatalf("Run returned %v after %d of %d deliveries", err, handled.Load(), total)
 	}
-	b.StopTimer()
-	gate.Unlock()
+	spent[0] = time.Since(start)
 	cancel()
 	if err := <-done; err != nil {
 		b.Fatal(err)
 	}
+	rawOps(b.N/2, b.N)
+	b.StopTimer()
 	report(b, benchBatch, spent, []baseline{bl})
 }
 
