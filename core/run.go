@@ -155,6 +155,11 @@ type runner[T Versioned] struct {
 // also the most one ack statement carries.
 const maxAutoBatch = 1000
 
+// rateWindow is the shortest time over which resize measures the handlers'
+// rate: a burst of a few fast deliveries does not grow the claims, only a
+// rate sustained for this long does.
+const rateWindow = 100 * time.Millisecond
+
 // resize sets limit from the rate at which held deliveries are done, so that
 // a claim carries what the handlers get through in a quarter of the lease
 // (at most 250ms of work): fast handlers get claims and ack batches of
@@ -170,7 +175,7 @@ func (r *runner[T]) resize(now time.Time) {
 		return
 	}
 	dt := now.Sub(r.rateAt)
-	if dt < 20*time.Millisecond {
+	if dt < rateWindow {
 		return
 	}
 	inst := float64(n-r.rateN) / dt.Seconds()

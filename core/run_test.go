@@ -51,8 +51,8 @@ func TestRunResize(t *testing.T) {
 		{name: "shrinks again when handlers slow", auto: true, base: 10, lease: 30 * time.Second,
 			// 5,000/s -> 1,000; then nothing done for 1s: 2,500/s -> 625; then 1,250/s -> 312.
 			steps: []step{{0, 0, 10}, {100 * time.Millisecond, 1000, 1000}, {1100 * time.Millisecond, 1000, 625}, {2100 * time.Millisecond, 1000, 312}}},
-		{name: "windows under 20ms are not measured", auto: true, base: 10, lease: 30 * time.Second,
-			steps: []step{{0, 0, 10}, {10 * time.Millisecond, 1000, 10}}},
+		{name: "windows under 100ms are not measured", auto: true, base: 10, lease: 30 * time.Second,
+			steps: []step{{0, 0, 10}, {50 * time.Millisecond, 1000, 10}, {99 * time.Millisecond, 2000, 10}, {100 * time.Millisecond, 2000, 1000}}},
 		{name: "a BatchSize set by the caller is kept", auto: false, base: 50, lease: 30 * time.Second,
 			steps: []step{{0, 0, 50}, {100 * time.Millisecond, 100000, 50}}},
 	} {
