@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,18 +13,32 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// Raw is a driver's bare baseline: what the database itself does for the
-// same rows without sqlstreams, so that every figure is a ratio measured in
-// the same run on the same database.
+// Raw is a driver's bare baseline: the strongest way its database does the
+// same work without sqlstreams, so that every figure is a ratio to what the
+// database can do, measured in the same run on the same database.
 type Raw interface {
-	// InsertRows writes rows with one bare multi-row INSERT into a table
-	// shaped like a stream log (created on first use).
-	InsertRows(ctx context.Context, rows []driver.AppendRow) error
-	// ReadRows reads up to limit rows of a stream's log with ids above
-	// afterID in id order, decoding every column, and returns how many rows
-	// it read and the last id.
-	ReadRows(ctx context.Context, streamID int64, afterID int64, limit int) (n int, lastID int64, err error)
+	// Insert writes rows in one transaction, the fastest way the database
+	// offers for a batch (PostgreSQL: one unnest INSERT; MariaDB: one
+	// multi-row INSERT; SQLite: a prepared multi-row INSERT in one
+	// transaction), into a table with the columns and indexes of a stream
+	// log (created on first use). Without rows it only creates the table,
+	// so that the benchmarks can do that before their timers start.
+	Insert(ctx context.Context, rows []driver.AppendRow) error
+	// Consume is a bare consumer of the log of stream streamID (one
+	// partition): in one transaction it reads the next up to limit rows after
+	// its cursor (kept in a table of its own, created on first use), decoding
+	// every column and passing each payload to decode, and moves the cursor
+	// past them. It returns how many rows it read. With a limit of 0 it only
+	// creates its table and reads nothing, so that the benchmarks can do that
+	// before their timers start.
+	Consume(ctx context.Context, streamID int64, limit int, decode func(payload []byte) error) (int, error)
 	Close() error
+}
+
+// RawCopier is a Raw that can also bulk-load rows (PostgreSQL COPY), an
+// even stronger insert baseline than Insert.
+type RawCopier interface {
+	Copy(ctx context.Context, rows []driver.AppendRow) error
 }
 
 // BenchTarget is a Target with its raw baseline.
@@ -33,6 +46,9 @@ type BenchTarget struct {
 	Target
 	// NewRaw opens the baseline on a namespace.
 	NewRaw func(tb testing.TB, namespace string) Raw
+	// Copy says the baselines are RawCopiers: Produce100 then also measures
+	// raw-copy.
+	Copy bool
 }
 
 // benchEvent is the benchmarks' message: a few fields of typical size.
@@ -51,6 +67,13 @@ func newBenchEvent(i int) benchEvent {
 		Currency: "EUR", Items: []int64{int64(i), int64(i + 1), int64(i + 2)}}
 }
 
+// decodeBench is what a consumer does with a payload: decode it into the
+// message type.
+func decodeBench(payload []byte) error {
+	var e benchEvent
+	return json.Unmarshal(payload, &e)
+}
+
 // rawRows builds the rows sqlstreams would append for n benchEvents.
 func rawRows(start, n int) []driver.AppendRow {
 	rows := make([]driver.AppendRow, n)
@@ -62,146 +85,92 @@ func rawRows(start, n int) []driver.AppendRow {
 	return rows
 }
 
+// benchBatch is the batch size of every batched benchmark: one op of
+// Produce100 and Consume100 is 100 messages, so -benchtime 200x moves 20,000
+// messages through each.
 const benchBatch = 100
 
-// Benchmark runs the standard benchmarks (DESIGN.md §8): each sqlstreams
-// figure has its raw baseline as a sibling sub-benchmark, and reports
-// msgs/s. Compare like with like: ProduceBatch/sqlstreams against
-// ProduceBatch/raw-insert, ClaimAck/* against ClaimAck/raw-read.
+// Benchmark runs the standard benchmarks (DESIGN.md §8). Each sqlstreams
+// figure runs interleaved with its raw baselines, op for op (Run: between
+// two halves of its baseline), so that both see the same load on a shared
+// machine;
+// each reports msgs/s, the baselines' raw-msgs/s (copy-msgs/s) and x-raw
+// (x-copy), the sqlstreams rate over the baseline's:
+//
+//   - Produce100: ProduceBatch of 100 against Raw.Insert of the same rows
+//     (and, where the baseline has it, RawCopier.Copy).
+//   - Consume100/claim-ack: Claim(100) and Ack of the batch, against
+//     Raw.Consume (read the next 100 after a cursor, decode, move the cursor,
+//     in one transaction).
+//   - Consume100/run-100handlers: Run with 100 handlers, against Raw.Consume.
+//   - ProduceSingle: one message per call, against a one-row Raw.Insert.
+//   - EndToEndLatency: produce one message, wait for a Run handler to see it.
+//
+// One op of the batched benchmarks is 100 messages: -benchtime 200x moves
+// 20,000 messages through each side.
 func Benchmark(b *testing.B, target BenchTarget) {
-	b.Run("ProduceBatch100", func(b *testing.B) {
-		b.Run("raw-insert", func(b *testing.B) {
-			raw := target.NewRaw(b, target.NewNamespace(b))
-			defer raw.Close()
-			batches := precompute(b.N, func(i int) []driver.AppendRow { return rawRows(i*benchBatch, benchBatch) })
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				if err := raw.InsertRows(context.Background(), batches[i%len(batches)]); err != nil {
-					b.Fatal(err)
-				}
+	b.Run("Produce100", func(b *testing.B) {
+		raw := openRaw(b, target, target.NewNamespace(b))
+		defer raw.Close()
+		c := benchClient(b, target.Target, target.NewNamespace(b))
+		p := producer[benchEvent](b, c, "bench")
+		rows := precompute(b.N, func(i int) []driver.AppendRow { return rawRows(i*benchBatch, benchBatch) })
+		msgs := precompute(b.N, func(i int) []sqlstreams.Message[benchEvent] {
+			msgs := make([]sqlstreams.Message[benchEvent], benchBatch)
+			for j := range msgs {
+				msgs[j] = sqlstreams.NewMessage(newBenchEvent(i*benchBatch+j), sqlstreams.Key(fmt.Sprintf("k%d", i*benchBatch+j)), sqlstreams.RoutingKey("eu.web"))
 			}
-			reportRate(b, benchBatch)
+			return msgs
 		})
-		b.Run("sqlstreams", func(b *testing.B) {
-			c := benchClient(b, target.Target, target.NewNamespace(b))
-			p := producer[benchEvent](b, c, "bench")
-			batches := precompute(b.N, func(i int) []sqlstreams.Message[benchEvent] {
-				msgs := make([]sqlstreams.Message[benchEvent], benchBatch)
-				for j := range msgs {
-					msgs[j] = sqlstreams.NewMessage(newBenchEvent(i*benchBatch+j), sqlstreams.Key(fmt.Sprintf("k%d", i*benchBatch+j)), sqlstreams.RoutingKey("eu.web"))
-				}
-				return msgs
-			})
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				if _, err := p.ProduceBatch(context.Background(), batches[i%len(batches)]...); err != nil {
-					b.Fatal(err)
-				}
+		baselines := []baseline{{"raw", func(i int) error { return raw.Insert(context.Background(), rows[i%len(rows)]) }}}
+		if target.Copy {
+			copier, ok := raw.(RawCopier)
+			if !ok {
+				b.Fatalf("BenchTarget.Copy is set but %T has no Copy method", raw)
 			}
-			reportRate(b, benchBatch)
+			baselines = append(baselines, baseline{"copy", func(i int) error { return copier.Copy(context.Background(), rows[i%len(rows)]) }})
+		}
+		interleave(b, benchBatch, func(i int) error {
+			_, err := p.ProduceBatch(context.Background(), msgs[i%len(msgs)]...)
+			return err
+		}, baselines...)
+	})
+	b.Run("Consume100", func(b *testing.B) {
+		b.Run("claim-ack", func(b *testing.B) {
+			c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
+			raw, rawStream := rawConsumer(b, target)
+			defer raw.Close()
+			cons := consumer[benchEvent](b, c, "bench", "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
+			interleave(b, benchBatch, func(int) error {
+				ds, err := cons.Claim(context.Background(), benchBatch)
+				if err != nil {
+					return err
+				}
+				if len(ds) != benchBatch {
+					return fmt.Errorf("claim returned %d deliveries, want %d", len(ds), benchBatch)
+				}
+				return cons.Ack(context.Background(), ds...)
+			}, baseline{"raw", rawConsume(raw, rawStream)})
+		})
+		b.Run("run-100handlers", func(b *testing.B) {
+			// The handler model with its defaults, but for 100 concurrent
+			// handlers: each delivery acked as its handler returns.
+			c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
+			raw, rawStream := rawConsumer(b, target)
+			defer raw.Close()
+			cons := consumer[benchEvent](b, c, "bench", "bench-run", &sqlstreams.ConsumerOptions{Concurrency: 100})
+			runBracketed(b, cons, baseline{"raw", rawConsume(raw, rawStream)})
 		})
 	})
 	b.Run("ProduceSingle", func(b *testing.B) {
-		b.Run("raw-insert", func(b *testing.B) {
-			raw := target.NewRaw(b, target.NewNamespace(b))
-			defer raw.Close()
-			for i := 0; b.Loop(); i++ {
-				if err := raw.InsertRows(context.Background(), rawRows(i, 1)); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportRate(b, 1)
-		})
-		b.Run("sqlstreams", func(b *testing.B) {
-			c := benchClient(b, target.Target, target.NewNamespace(b))
-			p := producer[benchEvent](b, c, "bench")
-			for i := 0; b.Loop(); i++ {
-				if _, err := p.Produce(context.Background(), newBenchEvent(i), sqlstreams.Key(fmt.Sprintf("k%d", i)), sqlstreams.RoutingKey("eu.web")); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportRate(b, 1)
-		})
-	})
-	b.Run("ClaimAck", func(b *testing.B) {
-		// Each iteration handles one message; rows are produced before the timer.
-		setup := func(b *testing.B, partitions int) (*sqlstreams.Client, sqlstreams.StreamInfo, string) {
-			return setupClaimAck(b, target.Target, partitions)
-		}
-		b.Run("raw-read", func(b *testing.B) {
-			_, info, ns := setup(b, 1)
-			raw := target.NewRaw(b, ns)
-			defer raw.Close()
-			b.ResetTimer()
-			var after int64
-			for read := 0; read < b.N; {
-				n, last, err := raw.ReadRows(context.Background(), info.ID, after, benchBatch)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if n == 0 {
-					b.Fatalf("raw read found %d of %d rows", read, b.N)
-				}
-				read, after = read+n, last
-			}
-			reportRate(b, 1)
-		})
-		for _, consumers := range []int{1, 4} {
-			b.Run(fmt.Sprintf("sqlstreams-%dconsumer", consumers), func(b *testing.B) {
-				c, _, _ := setup(b, consumers)
-				var handled atomic.Int64
-				var wg sync.WaitGroup
-				b.ResetTimer()
-				for range consumers {
-					cons := consumer[benchEvent](b, c, "bench", "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
-					wg.Go(func() {
-						for handled.Load() < int64(b.N) {
-							ds, err := cons.Claim(context.Background(), benchBatch)
-							if err != nil {
-								b.Error(err)
-								return
-							}
-							if len(ds) == 0 {
-								continue
-							}
-							if err := cons.Ack(context.Background(), ds...); err != nil {
-								b.Error(err)
-								return
-							}
-							handled.Add(int64(len(ds)))
-						}
-					})
-				}
-				wg.Wait()
-				reportRate(b, 1)
-			})
-		}
-	})
-	b.Run("Run", func(b *testing.B) {
-		// The handler model: Run with 8 concurrent handlers, each row acked as
-		// its handler returns. Rows are produced before the timer.
-		c, _, _ := setupClaimAck(b, target.Target, 1)
-		cons := consumer[benchEvent](b, c, "bench", "bench-run", &sqlstreams.ConsumerOptions{Concurrency: 8, BatchSize: benchBatch, PollInterval: 5 * time.Millisecond})
-		var handled atomic.Int64
-		all := make(chan struct{})
-		ctx, cancel := context.WithCancel(context.Background())
-		b.ResetTimer()
-		done := make(chan error, 1)
-		go func() {
-			done <- cons.Run(ctx, func(ctx context.Context, d sqlstreams.Delivery[benchEvent]) error {
-				if handled.Add(1) == int64(b.N) {
-					close(all)
-				}
-				return nil
-			})
-		}()
-		<-all
-		b.StopTimer()
-		cancel()
-		if err := <-done; err != nil {
-			b.Fatal(err)
-		}
-		reportRate(b, 1)
+		raw := openRaw(b, target, target.NewNamespace(b))
+		defer raw.Close()
+		c := benchClient(b, target.Target, target.NewNamespace(b))
+		p := producer[benchEvent](b, c, "bench")
+		interleave(b, 1, func(i int) error {
+			_, err := p.Produce(context.Background(), newBenchEvent(i), sqlstreams.Key(fmt.Sprintf("k%d", i)), sqlstreams.RoutingKey("eu.web"))
+			return err
+		}, baseline{"raw", func(i int) error { return raw.Insert(context.Background(), rawRows(i, 1)) }})
 	})
 	b.Run("EndToEndLatency", func(b *testing.B) {
 		c := benchClient(b, target.Target, target.NewNamespace(b))
@@ -233,6 +202,124 @@ func Benchmark(b *testing.B, target BenchTarget) {
 	})
 }
 
+// baseline is one raw op, labelled for its metrics.
+type baseline struct {
+	label string
+	op    func(i int) error
+}
+
+// interleave runs b.N ops of op and of each baseline, alternating op by op,
+// timing each side on its own, and reports the rates and ratios.
+func interleave(b *testing.B, perOp int, op func(i int) error, baselines ...baseline) {
+	b.Helper()
+	spent := make([]time.Duration, len(baselines)+1)
+	b.ResetTimer()
+	for i := range b.N {
+		for j, bl := range baselines {
+			start := time.Now()
+			if err := bl.op(i); err != nil {
+				b.Fatalf("%s: %v", bl.label, err)
+			}
+			spent[j+1] += time.Since(start)
+		}
+		start := time.Now()
+		if err := op(i); err != nil {
+			b.Fatal(err)
+		}
+		spent[0] += time.Since(start)
+	}
+	b.StopTimer()
+	report(b, perOp, spent, baselines)
+}
+
+func report(b *testing.B, perOp int, spent []time.Duration, baselines []baseline) {
+	r := float64(b.N*perOp) / spent[0].Seconds()
+	b.ReportMetric(r, "msgs/s")
+	for j, bl := range baselines {
+		rr := float64(b.N*perOp) / spent[j+1].Seconds()
+		b.ReportMetric(rr, bl.label+"-msgs/s")
+		b.ReportMetric(r/rr, "x-"+bl.label)
+	}
+}
+
+// runBracketed measures Run over b.N*benchBatch deliveries, and its
+// baseline over as many rows, half just before Run and half just after, so
+// that a change of load during the round weighs on both sides alike. (Run
+// cannot be interleaved op for op, and pausing it at a gate lets it claim
+// and ack off the clock.)
+func runBracketed(b *testing.B, cons *sqlstreams.Consumer[benchEvent], bl baseline) {
+	total := int64(b.N * benchBatch)
+	var handled atomic.Int64
+	all := make(chan struct{})
+	spent := make([]time.Duration, 2)
+	rawOps := func(from, to int) {
+		start := time.Now()
+		for op := from; op < to; op++ {
+			if err := bl.op(op); err != nil {
+				b.Fatalf("%s: %v", bl.label, err)
+			}
+		}
+		spent[1] += time.Since(start)
+	}
+	b.ResetTimer()
+	rawOps(0, b.N/2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		done <- cons.Run(ctx, func(ctx context.Context, d sqlstreams.Delivery[benchEvent]) error {
+			if handled.Add(1) == total {
+				close(all)
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-all:
+	case err := <-done:
+		b.Fatalf("Run returned %v after %d of %d deliveries", err, handled.Load(), total)
+	}
+	spent[0] = time.Since(start)
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	rawOps(b.N/2, b.N)
+	b.StopTimer()
+	report(b, benchBatch, spent, []baseline{bl})
+}
+
+// rawConsumer opens a baseline on a stream of its own holding b.N batches,
+// for Raw.Consume.
+func rawConsumer(b *testing.B, target BenchTarget) (Raw, int64) {
+	_, info, ns := setupConsume(b, target.Target, b.N*benchBatch)
+	raw := target.NewRaw(b, ns)
+	if _, err := raw.Consume(context.Background(), info.ID, 0, decodeBench); err != nil {
+		b.Fatal(err)
+	}
+	return raw, info.ID
+}
+
+// openRaw opens a baseline for inserts, its table created.
+func openRaw(b *testing.B, target BenchTarget, ns string) Raw {
+	raw := target.NewRaw(b, ns)
+	if err := raw.Insert(context.Background(), nil); err != nil {
+		b.Fatal(err)
+	}
+	return raw
+}
+
+func rawConsume(raw Raw, streamID int64) func(int) error {
+	return func(int) error {
+		n, err := raw.Consume(context.Background(), streamID, benchBatch, decodeBench)
+		if err == nil && n != benchBatch {
+			err = fmt.Errorf("raw consume read %d rows, want %d", n, benchBatch)
+		}
+		return err
+	}
+}
+
 func benchClient(b *testing.B, target Target, ns string) *sqlstreams.Client {
 	drv, err := target.Open(ns)
 	if err != nil {
@@ -256,26 +343,19 @@ func precompute[T any](n int, build func(i int) T) []T {
 	return out
 }
 
-func reportRate(b *testing.B, perOp int) {
-	if s := b.Elapsed().Seconds(); s > 0 {
-		b.ReportMetric(float64(b.N*perOp)/s, "msgs/s")
-	}
-}
-
-// setupClaimAck creates a stream of b.N rows over partitions on a new
-// namespace.
-func setupClaimAck(b *testing.B, target Target, partitions int) (*sqlstreams.Client, sqlstreams.StreamInfo, string) {
+// setupConsume creates a one-partition stream of n rows on a new namespace.
+func setupConsume(b *testing.B, target Target, n int) (*sqlstreams.Client, sqlstreams.StreamInfo, string) {
 	ns := target.NewNamespace(b)
 	c := benchClient(b, target, ns)
-	info, err := c.Stream[benchEvent]("bench").Create(context.Background(), &sqlstreams.StreamOptions{Partitions: partitions})
+	info, err := c.Stream[benchEvent]("bench").Create(context.Background(), &sqlstreams.StreamOptions{Partitions: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	p := producer[benchEvent](b, c, "bench")
-	for start := 0; start < b.N; start += 1000 {
-		msgs := make([]sqlstreams.Message[benchEvent], min(1000, b.N-start))
+	for start := 0; start < n; start += 1000 {
+		msgs := make([]sqlstreams.Message[benchEvent], min(1000, n-start))
 		for j := range msgs {
-			msgs[j] = sqlstreams.NewMessage(newBenchEvent(start+j), sqlstreams.Key(fmt.Sprintf("k%d", start+j)))
+			msgs[j] = sqlstreams.NewMessage(newBenchEvent(start+j), sqlstreams.Key(fmt.Sprintf("k%d", start+j)), sqlstreams.RoutingKey("eu.web"))
 		}
 		if _, err := p.ProduceBatch(context.Background(), msgs...); err != nil {
 			b.Fatal(err)

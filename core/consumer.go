@@ -64,10 +64,13 @@ type ConsumerOptions struct {
 	// Concurrency is how many handlers Run executes at once; default 1.
 	Concurrency int
 	// BatchSize is how many deliveries Run holds at once, running and queued
-	// for a free handler (at least Concurrency); default 2×Concurrency. Run
-	// claims again when half of them are done, so a larger value means fewer,
-	// larger claims; queued deliveries stay leased to this consumer (their
-	// leases are extended), so a very large value starves other members.
+	// for a free handler (at least Concurrency). Run claims again when half of
+	// them are done, so a larger value means fewer, larger claims; queued
+	// deliveries stay leased to this consumer (their leases are extended), so
+	// a very large value starves other members. By default Run sizes it from
+	// the rate its handlers resolve deliveries: at least 2×Concurrency, at
+	// most 1,000, and no more than that rate handles in a quarter of
+	// LeaseDuration (or 250ms, whichever is less).
 	BatchSize int
 	// LeaseDuration is how long a claimed delivery stays with this consumer
 	// before another may take it; default 30s. Run extends leases of running
@@ -194,6 +197,9 @@ type group struct {
 	// converters'); nil for every version.
 	decodes []int
 	opts    ConsumerOptions
+	// autoBatch: BatchSize was left to its default, so Run sizes what it
+	// holds from the handlers' observed rate (see runner.resize).
+	autoBatch bool
 
 	// The client's middleware, then the consumer's.
 	handleMW    []HandleMiddleware
@@ -309,7 +315,7 @@ func (b *ConsumerBuilder[T]) Register(ctx context.Context, opts *ConsumerOptions
 		b.stream.client.logger.Info("sqlstreams: the group's bindings differ from this registration's; members claim with the group's",
 			"stream", cfg.Name, "group", b.group, "registered", o.Bindings, "group_bindings", bindingWords(got.Bindings))
 	}
-	c := &Consumer[T]{group: group{client: b.stream.client, stream: cfg, name: b.group, member: member, opts: o, config: got,
+	c := &Consumer[T]{group: group{client: b.stream.client, stream: cfg, name: b.group, member: member, opts: o, autoBatch: opts.BatchSize == 0, config: got,
 		handleMW: mw.handle, claimHooks: mw.claim, settleHooks: mw.settle}, decode: decoder[T](raw, converters)}
 	if !raw {
 		c.decodes = append([]int{version}, convertsFrom...)

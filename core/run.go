@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -43,11 +44,15 @@ func (c *Consumer[T]) Run(ctx context.Context, handle Handler[T]) error {
 		return err
 	}
 	defer c.client.runs.Done()
-	r := &runner[T]{c: c, handle: handle, limit: max(c.opts.BatchSize, c.opts.Concurrency),
+	base := max(c.opts.BatchSize, c.opts.Concurrency)
+	r := &runner[T]{c: c, handle: handle, base: base, limit: base, maxLimit: base,
 		running: make(chan struct{}, c.opts.Concurrency), stopping: make(chan struct{}), freed: make(chan struct{}, 1),
 		held: map[*lease]struct{}{}, active: map[int64]struct{}{}, ackWake: make(chan struct{}, 1), ackStop: make(chan struct{}),
-		acksDone: make(chan struct{})}
-	r.queue = make(chan Delivery[T], r.limit)
+		acksDone: make(chan struct{}), lastWrite: time.Millisecond}
+	if c.autoBatch {
+		r.maxLimit = max(base, maxAutoBatch)
+	}
+	r.queue = make(chan Delivery[T], r.maxLimit)
 	r.handlerCtx, r.cancelHandlers = context.WithCancel(context.WithoutCancel(ctx))
 	defer r.cancelHandlers()
 	r.settleBase = context.WithoutCancel(ctx)
@@ -110,8 +115,16 @@ type runner[T Versioned] struct {
 	c      *Consumer[T]
 	handle Handler[T]
 	// limit caps the deliveries held at once: claimed, queued, running or
-	// waiting for their ack to be written.
-	limit    int
+	// waiting for their ack to be written. It is base (BatchSize, at least
+	// Concurrency) unless BatchSize was left to its default: then resize
+	// moves it between base and maxLimit with the handlers' rate.
+	limit, base, maxLimit int
+	// The handlers' rate as resize last saw it: deliveries done (resolved
+	// counts them), when it looked, and the smoothed rate per second.
+	resolved atomic.Int64
+	rateAt   time.Time
+	rateN    int64
+	rate     float64
 	queue    chan Delivery[T] // claimed deliveries in claim order, for the workers
 	running  chan struct{}    // a slot per running handler of an ordered group
 	stopping chan struct{}    // closed when Run stops claiming
@@ -134,7 +147,42 @@ type runner[T Versioned] struct {
 	ackWake   chan struct{}
 	ackStop   chan struct{}
 	acksDone  chan struct{}
-	claimFail int // consecutive failed claims, for backoff
+	lastWrite time.Duration // how long the completer's last write took
+	claimFail int           // consecutive failed claims, for backoff
+}
+
+// maxAutoBatch caps what Run holds when it sizes BatchSize itself; it is
+// also the most one ack statement carries.
+const maxAutoBatch = 1000
+
+// rateWindow is the shortest time over which resize measures the handlers'
+// rate: a burst of a few fast deliveries does not grow the claims, only a
+// rate sustained for this long does.
+const rateWindow = 100 * time.Millisecond
+
+// resize sets limit from the rate at which held deliveries are done, so that
+// a claim carries what the handlers get through in a quarter of the lease
+// (at most 250ms of work): fast handlers get claims and ack batches of
+// hundreds of rows, slow ones keep 2×Concurrency, and what is queued is
+// handled well within its lease.
+func (r *runner[T]) resize(now time.Time) {
+	if r.maxLimit == r.base {
+		return
+	}
+	n := r.resolved.Load()
+	if r.rateAt.IsZero() {
+		r.rateAt, r.rateN = now, n
+		return
+	}
+	dt := now.Sub(r.rateAt)
+	if dt < rateWindow {
+		return
+	}
+	inst := float64(n-r.rateN) / dt.Seconds()
+	r.rateAt, r.rateN = now, n
+	r.rate = (r.rate + inst) / 2
+	horizon := min(r.c.opts.LeaseDuration/4, 250*time.Millisecond)
+	r.limit = min(max(int(r.rate*horizon.Seconds()), r.base), r.maxLimit)
 }
 
 func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
@@ -161,10 +209,11 @@ func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 		}
 		// Claim in batches: while work is outstanding, wait until half the
 		// budget is free instead of claiming a row each time one finishes.
+		r.resize(time.Now())
 		r.mu.Lock()
 		held := len(r.held)
 		r.mu.Unlock()
-		if free := r.limit - held; free == 0 || (held > 0 && free < (r.limit+1)/2) {
+		if free := r.limit - held; free <= 0 || (held > 0 && free < (r.limit+1)/2) {
 			select {
 			case <-ctx.Done():
 				return nil
@@ -323,6 +372,7 @@ func (r *runner[T]) done(ls ...*lease) {
 		delete(r.held, l)
 	}
 	r.mu.Unlock()
+	r.resolved.Add(int64(len(ls)))
 	select {
 	case r.freed <- struct{}{}:
 	default:
@@ -481,6 +531,7 @@ func (r *runner[T]) complete() {
 		stop := false
 		select {
 		case <-r.ackWake:
+			stop = r.linger()
 		case <-r.ackStop:
 			stop = true
 		}
@@ -492,12 +543,41 @@ func (r *runner[T]) complete() {
 		}
 		r.ackMu.Unlock()
 		for len(batch) > 0 {
-			n := min(len(batch), 1000)
+			n := min(len(batch), maxAutoBatch)
+			start := time.Now()
 			r.writeAcks(batch[:n])
+			r.lastWrite = time.Since(start)
 			batch = batch[n:]
 		}
 		if stop {
 			return
+		}
+	}
+}
+
+// linger lets acks gather before the completer writes them: while other
+// held deliveries may still resolve, it waits for them as long as the last
+// write took (at most 2ms), so that one statement carries a claimed batch's
+// acks instead of the first few. It reports whether Run is stopping.
+func (r *runner[T]) linger() (stop bool) {
+	t := time.NewTimer(min(r.lastWrite, 2*time.Millisecond))
+	defer t.Stop()
+	for {
+		r.ackMu.Lock()
+		pending := len(r.acks)
+		r.ackMu.Unlock()
+		r.mu.Lock()
+		held := len(r.held) // pending acks are still held
+		r.mu.Unlock()
+		if pending == 0 || pending >= held || pending >= maxAutoBatch {
+			return false
+		}
+		select {
+		case <-r.ackWake:
+		case <-t.C:
+			return false
+		case <-r.ackStop:
+			return true
 		}
 	}
 }

@@ -2,10 +2,8 @@ package postgres_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,17 +16,18 @@ import (
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
 )
 
-// BenchmarkPostgres runs the shared benchmarks with a bare baseline on the
-// same database:
+// BenchmarkPostgres runs the shared benchmarks with the strongest bare
+// baselines PostgreSQL has on the same database (make bench):
 //
-//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench . ./driver/postgres
+//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkPostgres$' -benchtime 200x ./driver/postgres
 func BenchmarkPostgres(b *testing.B) {
-	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw})
+	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, Copy: true})
 }
 
 type raw struct {
-	pool  *pgxpool.Pool
-	ready bool
+	pool        *pgxpool.Pool
+	ready       bool
+	cursorReady bool
 }
 
 func newRaw(tb testing.TB, ns string) conformance.Raw {
@@ -41,44 +40,84 @@ func newRaw(tb testing.TB, ns string) conformance.Raw {
 
 func (r *raw) Close() error { r.pool.Close(); return nil }
 
-// InsertRows is a bare multi-row INSERT into a table shaped like a stream
-// log (same columns, types and indexes).
-func (r *raw) InsertRows(ctx context.Context, rows []driver.AppendRow) error {
-	if !r.ready {
-		if _, err := r.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS raw_baseline (
-			id bigserial PRIMARY KEY, partition integer NOT NULL, schema_version integer NOT NULL,
+// rawColumns are a stream log's columns but the id.
+var rawColumns = []string{"partition", "schema_version", "schema_revision", "msg_key", "routing_key", "compaction_rank", "payload", "headers", "produced_at"}
+
+// table creates raw_log with the columns, types and indexes of a stream log.
+func (r *raw) table(ctx context.Context) error {
+	if r.ready {
+		return nil
+	}
+	if _, err := r.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS raw_log (
+			id bigserial PRIMARY KEY, partition integer NOT NULL, schema_version integer NOT NULL, schema_revision integer NOT NULL DEFAULT 0,
 			msg_key text, routing_key text NOT NULL, compaction_rank bigint NOT NULL, payload bytea NOT NULL,
 			headers jsonb, produced_at timestamptz NOT NULL);
-			CREATE INDEX IF NOT EXISTS raw_baseline_partition ON raw_baseline (partition, id)`); err != nil {
-			return err
-		}
-		r.ready = true
+			CREATE INDEX IF NOT EXISTS raw_log_partition ON raw_log (partition, id)`); err != nil {
+		return err
 	}
-	var sb strings.Builder
-	sb.WriteString(`INSERT INTO raw_baseline (partition, schema_version, msg_key, routing_key, compaction_rank, payload, headers, produced_at) VALUES `)
-	args := make([]any, 0, len(rows)*8)
+	r.ready = true
+	return nil
+}
+
+// Insert is one INSERT ... SELECT FROM unnest of one array per column: one
+// statement whose text does not depend on the batch size, one round trip.
+func (r *raw) Insert(ctx context.Context, rows []driver.AppendRow) error {
+	if err := r.table(ctx); err != nil || len(rows) == 0 {
+		return err
+	}
+	n := len(rows)
+	parts, vers, revs := make([]int32, n), make([]int32, n), make([]int32, n)
+	keys, rks, payloads := make([]*string, n), make([]string, n), make([][]byte, n)
+	ranks, headers, produced := make([]int64, n), make([]*string, n), make([]time.Time, n)
 	for i, row := range rows {
-		if i > 0 {
-			sb.WriteString(", ")
+		parts[i], vers[i], revs[i] = int32(row.Partition), int32(row.SchemaVersion), int32(row.SchemaRevision)
+		if row.HasKey {
+			keys[i] = &row.Key
 		}
-		n := i * 8
-		fmt.Fprintf(&sb, "($%d::integer, $%d::integer, $%d::text, $%d::text, $%d::bigint, $%d::bytea, $%d::jsonb, $%d::timestamptz)",
-			n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
-		args = append(args, int32(row.Partition), int32(row.SchemaVersion), row.Key, row.RoutingKey, row.CompactionRank, row.Payload, nil, row.ProducedAt)
+		rks[i], ranks[i], payloads[i], produced[i] = row.RoutingKey, row.CompactionRank, row.Payload, row.ProducedAt
 	}
-	_, err := r.pool.Exec(ctx, sb.String(), args...)
+	_, err := r.pool.Exec(ctx, `INSERT INTO raw_log (partition, schema_version, schema_revision, msg_key, routing_key, compaction_rank, payload, headers, produced_at)
+		SELECT * FROM unnest($1::integer[], $2::integer[], $3::integer[], $4::text[], $5::text[], $6::bigint[], $7::bytea[], $8::jsonb[], $9::timestamptz[])`,
+		parts, vers, revs, keys, rks, ranks, payloads, headers, produced)
 	return err
 }
 
-// ReadRows is a bare cursor read of a stream's log, decoding every column.
-func (r *raw) ReadRows(ctx context.Context, streamID, afterID int64, limit int) (int, int64, error) {
-	rows, err := r.pool.Query(ctx, `SELECT id, partition, schema_version, msg_key, routing_key, compaction_rank, payload, headers, produced_at
-		FROM message_log_`+strconv.FormatInt(streamID, 10)+` WHERE id > $1::bigint ORDER BY id LIMIT $2::integer`, afterID, int32(limit))
+// Copy bulk-loads the rows with COPY FROM STDIN in binary format.
+func (r *raw) Copy(ctx context.Context, rows []driver.AppendRow) error {
+	if err := r.table(ctx); err != nil {
+		return err
+	}
+	_, err := r.pool.CopyFrom(ctx, pgx.Identifier{"raw_log"}, rawColumns, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+		row := rows[i]
+		var key *string
+		if row.HasKey {
+			key = &row.Key
+		}
+		return []any{int32(row.Partition), int32(row.SchemaVersion), int32(row.SchemaRevision), key, row.RoutingKey, row.CompactionRank, row.Payload, nil, row.ProducedAt}, nil
+	}))
+	return err
+}
+
+// Consume is one statement, so one round trip and one transaction: lock the
+// cursor row, read the next rows after it, move it past them, return them.
+func (r *raw) Consume(ctx context.Context, streamID int64, limit int, decode func([]byte) error) (int, error) {
+	if !r.cursorReady {
+		if _, err := r.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS raw_cursor (id integer PRIMARY KEY, position bigint NOT NULL);
+			INSERT INTO raw_cursor VALUES (1, 0) ON CONFLICT DO NOTHING`); err != nil {
+			return 0, err
+		}
+		r.cursorReady = true
+	}
+	rows, err := r.pool.Query(ctx, `WITH c AS (SELECT position FROM raw_cursor WHERE id = 1 FOR UPDATE),
+		r AS (SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, m.payload, m.headers, m.produced_at
+			FROM message_log_`+strconv.FormatInt(streamID, 10)+` m WHERE m.id > (SELECT position FROM c) ORDER BY m.id LIMIT $1::integer),
+		u AS (UPDATE raw_cursor SET position = (SELECT max(id) FROM r) WHERE id = 1 AND EXISTS (SELECT 1 FROM r))
+		SELECT * FROM r ORDER BY id`, int32(limit))
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	defer rows.Close()
-	n, last := 0, afterID
+	n := 0
 	for rows.Next() {
 		var (
 			id               int64
@@ -90,11 +129,14 @@ func (r *raw) ReadRows(ctx context.Context, streamID, afterID int64, limit int) 
 			produced         time.Time
 		)
 		if err := rows.Scan(&id, &part, &ver, &key, &rk, &rank, &payload, &headers, &produced); err != nil {
-			return n, last, err
+			return n, err
 		}
-		n, last = n+1, id
+		if err := decode(payload); err != nil {
+			return n, err
+		}
+		n++
 	}
-	return n, last, rows.Err()
+	return n, rows.Err()
 }
 
 // BenchmarkC5Mechanism compares the two known cures for commit order (C5)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -16,7 +15,7 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 	tx, stream, rows := p.Tx, p.Stream, p.Rows
 	ids := make([]int64, 0, len(rows))
 	table := logTable(stream.ID)
-	err := d.inTx(ctx, tx, func(t *sql.Tx) error {
+	err := d.inTxQ(ctx, tx, func(t cachedTx) error {
 		ids = ids[:0]
 		// One multi-row INSERT per chunk: SQLite assigns consecutive ids to
 		// the rows of one statement under its single writer.
@@ -44,28 +43,27 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 				}
 				args = append(args, r.Partition, r.SchemaVersion, r.SchemaRevision, key, r.RoutingKey, r.CompactionRank, r.Payload, headers, micros(r.ProducedAt))
 			}
-			sb.WriteString(" RETURNING id")
-			rs, err := t.QueryContext(ctx, sb.String(), args...)
+			// One statement under the single writer takes consecutive ids
+			// (AUTOINCREMENT, no triggers): the last one names them all, and
+			// no rows need to come back.
+			res, err := t.ExecContext(ctx, sb.String(), args...)
 			if err != nil {
 				return fmt.Errorf("append to stream %d: %w", stream.ID, err)
 			}
-			for rs.Next() {
-				var id int64
-				if err := rs.Scan(&id); err != nil {
-					rs.Close()
-					return err
-				}
-				ids = append(ids, id)
-			}
-			if err := rs.Close(); err != nil {
+			last, err := res.LastInsertId()
+			if err != nil {
 				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n != int64(len(part)) {
+				return fmt.Errorf("append to stream %d: inserted %d rows of %d (%v)", stream.ID, n, len(part), err)
+			}
+			for i := range part {
+				ids = append(ids, last-int64(len(part)-1-i))
 			}
 		}
 		if len(ids) != len(rows) {
 			return fmt.Errorf("append to stream %d: %d ids for %d rows", stream.ID, len(ids), len(rows))
 		}
-		// RETURNING order is not promised; ids of one writer are consecutive.
-		slices.Sort(ids)
 		if !stream.Compacted {
 			return nil
 		}

@@ -56,7 +56,13 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	}
 	var res driver.ClaimResult
 	var dueExceptions, newRows bool
-	err := d.readTx(ctx, func(tx *sql.Tx) error {
+	// After a claim that filled its limit, more work is likely: the probe
+	// would only cost a read transaction, so the claim goes straight to the
+	// write transaction, which finds out the same itself.
+	busy := claimKey{p.Stream.ID, p.Group}
+	if _, ok := d.fullClaims.Load(busy); ok && p.Limit > 0 {
+		dueExceptions, newRows = true, true
+	} else if err := d.readTxQ(ctx, func(tx cachedTx) error {
 		g, err := loadGroup(ctx, tx, p.Stream.ID, p.Group)
 		if err != nil {
 			return err
@@ -72,11 +78,10 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		return tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ?
 			AND EXISTS (SELECT 1 FROM `+logTable(p.Stream.ID)+` m WHERE m.partition = c.partition AND m.id > c.position))`,
 			p.Stream.ID, p.Group).Scan(&newRows)
-	})
-	if err != nil || p.Limit <= 0 || (!dueExceptions && !newRows) {
+	}); err != nil || p.Limit <= 0 || (!dueExceptions && !newRows) {
 		return res, err
 	}
-	err = d.inTx(ctx, nil, func(tx *sql.Tx) error {
+	err := d.inTxQ(ctx, nil, func(tx cachedTx) error {
 		res.Deliveries, res.Deferred = res.Deliveries[:0], 0
 		g, err := loadGroup(ctx, tx, p.Stream.ID, p.Group)
 		if err != nil {
@@ -110,10 +115,21 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		}
 		return nil
 	})
+	if err == nil && len(res.Deliveries) >= p.Limit {
+		d.fullClaims.Store(busy, struct{}{})
+	} else {
+		d.fullClaims.Delete(busy)
+	}
 	return res, err
 }
 
-func claimPartition(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, plan driver.ClaimPlan, part, limit int) ([]driver.Delivery, int, error) {
+// claimKey names a group's claims for Driver.fullClaims.
+type claimKey struct {
+	stream int64
+	group  string
+}
+
+func claimPartition(ctx context.Context, tx queryer, p driver.ClaimParams, plan driver.ClaimPlan, part, limit int) ([]driver.Delivery, int, error) {
 	if p.Ordered {
 		var pending bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND partition = ? AND state <> 'dead')`,
@@ -241,7 +257,7 @@ scan:
 }
 
 // claimExceptions leases due exceptions at the versions the member decodes.
-func (d *Driver) claimExceptions(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
+func (d *Driver) claimExceptions(ctx context.Context, tx queryer, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
 	var out []driver.Delivery
 	// Candidates that are resolved (superseded or removed rows) or buried
 	// (out of attempts) do not count toward the limit: look again until the
@@ -263,7 +279,7 @@ func (d *Driver) claimExceptions(ctx context.Context, tx *sql.Tx, p driver.Claim
 // claimExceptionBatch examines up to limit due exceptions: it leases those
 // still claimable and resolves or buries the others, which it counts as
 // dropped.
-func claimExceptionBatch(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
+func claimExceptionBatch(ctx context.Context, tx queryer, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
 	vf, vargs := versionFilter("e.schema_version", plan.Decodable)
 	ordered := ""
 	if p.Ordered {
@@ -379,7 +395,7 @@ func (d *Driver) settle(ctx context.Context, callerTx driver.Tx, streamID int64,
 		return driver.SettleResult{}, d.check()
 	}
 	changed := map[int64]bool{}
-	err := d.inTx(ctx, callerTx, func(tx *sql.Tx) error {
+	err := d.inTxQ(ctx, callerTx, func(tx cachedTx) error {
 		clear(changed)
 		const chunk = 400
 		for s := 0; s < len(leases); s += chunk {
@@ -415,7 +431,7 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 	}
 	changed := map[int64]bool{}
 	leases := make([]driver.Lease, len(p.Failures))
-	err := d.inTx(ctx, p.Tx, func(tx *sql.Tx) error {
+	err := d.inTxQ(ctx, p.Tx, func(tx cachedTx) error {
 		clear(changed)
 		for i, f := range p.Failures {
 			leases[i] = f.Lease

@@ -148,7 +148,7 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 	return st, err
 }
 
-func eachRow(ctx context.Context, tx *sql.Tx, query string, args []any, fn func(*sql.Rows) error) error {
+func eachRow(ctx context.Context, tx queryer, query string, args []any, fn func(*sql.Rows) error) error {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err

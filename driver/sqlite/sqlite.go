@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,9 @@ type Driver struct {
 	busyTimeout time.Duration
 	write       *sql.DB // one connection: SQLite has one writer
 	read        *sql.DB // WAL readers
+	wstmts      *stmtCache
+	rstmts      *stmtCache // wstmts when read is write
+	fullClaims  sync.Map   // claimKey: the group's last claim here filled its limit
 	closed      atomic.Bool
 	opened      error
 }
@@ -96,13 +100,15 @@ func Open(path string, opts ...Option) *Driver {
 	}
 	d.write.SetMaxOpenConns(1)
 	d.write.SetConnMaxIdleTime(0)
+	d.wstmts = newStmtCache(d.write)
 	if memory {
-		d.read = d.write
+		d.read, d.rstmts = d.write, d.wstmts
 		return d
 	}
 	d.read, d.opened = sql.Open("sqlite", path+sep+pragmas.Encode())
 	if d.opened == nil {
 		d.read.SetMaxOpenConns(4)
+		d.rstmts = newStmtCache(d.read)
 	}
 	return d
 }
@@ -140,6 +146,11 @@ func (d *Driver) Close() error {
 		return driver.ErrClosed
 	}
 	var errs []error
+	for _, c := range []*stmtCache{d.wstmts, d.rstmts} {
+		if c != nil {
+			c.close()
+		}
+	}
 	if d.write != nil {
 		errs = append(errs, d.write.Close())
 	}
@@ -304,6 +315,12 @@ func (d *Driver) CheckPrivileges(ctx context.Context, _ driver.CheckPrivilegesPa
 // ProduceTx) is bounded by BusyTimeout, as waiting for another process's
 // file lock is; both end in ErrConflict.
 func (d *Driver) inTx(ctx context.Context, tx driver.Tx, fn func(*sql.Tx) error) error {
+	return d.inTxQ(ctx, tx, func(q cachedTx) error { return fn(q.Tx) })
+}
+
+// inTxQ is inTx for the hot paths: in a transaction of its own, fn's
+// statements run through the writer's kept prepared statements.
+func (d *Driver) inTxQ(ctx context.Context, tx driver.Tx, fn func(cachedTx) error) error {
 	if err := d.check(); err != nil {
 		return err
 	}
@@ -312,9 +329,10 @@ func (d *Driver) inTx(ctx context.Context, tx driver.Tx, fn func(*sql.Tx) error)
 		if !ok {
 			return fmt.Errorf("sqlite: %w: got a %s transaction; wrap a transaction from this driver's DB() with sqlite.Tx", driver.ErrForeignTx, tx.DriverName())
 		}
-		return d.wrap(fn(a.tx))
+		return d.wrap(fn(cachedTx{Tx: a.tx}))
 	}
 	wctx, cancel := context.WithTimeout(ctx, d.busyTimeout)
+	d.wstmts.prepare(wctx) // before taking the writer: preparing needs it free
 	conn, err := d.write.Conn(wctx)
 	cancel()
 	if err != nil {
@@ -329,7 +347,7 @@ func (d *Driver) inTx(ctx context.Context, tx driver.Tx, fn func(*sql.Tx) error)
 	if err != nil {
 		return d.ended(ctx, err)
 	}
-	if err := fn(t); err != nil {
+	if err := fn(cachedTx{Tx: t, c: d.wstmts}); err != nil {
 		_ = t.Rollback()
 		return d.ended(ctx, err)
 	}
@@ -348,16 +366,22 @@ func (d *Driver) ended(ctx context.Context, err error) error {
 
 // readTx runs fn in a read transaction, so that it sees one snapshot.
 func (d *Driver) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return d.readTxQ(ctx, func(q cachedTx) error { return fn(q.Tx) })
+}
+
+// readTxQ is readTx with the readers' kept prepared statements.
+func (d *Driver) readTxQ(ctx context.Context, fn func(cachedTx) error) error {
 	if err := d.check(); err != nil {
 		return err
 	}
 	db := d.read
+	d.rstmts.prepare(ctx)
 	t, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: db != d.write})
 	if err != nil {
 		return d.wrap(err)
 	}
 	defer t.Rollback()
-	return d.wrap(fn(t))
+	return d.wrap(fn(cachedTx{Tx: t, c: d.rstmts}))
 }
 
 // wrap gives an engine error the sentinel that says what it means. SQLite
