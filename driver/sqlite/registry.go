@@ -54,10 +54,6 @@ const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.sc
 
 const revisionFrom = ` FROM schema_revision r LEFT JOIN schema_id i ON i.fingerprint = r.fingerprint `
 
-type queryer interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}
-
 func scanRevisions(rows *sql.Rows) ([]driver.SchemaRevision, error) {
 	defer rows.Close()
 	var out []driver.SchemaRevision
