@@ -51,13 +51,16 @@ func testCloseStopsConsumers(t *testing.T, h *harness) {
 	case <-time.After(time.Minute):
 		t.Fatal("Close did not return after the handler finished")
 	}
+	// Run has finished when Close returns (Close waits for it), but the
+	// goroutine above may not have been scheduled yet to pass its result
+	// on: wait for that, bounded, rather than race it.
 	select {
 	case err := <-runErr:
 		if !errors.Is(err, sqlstreams.ErrClosed) {
 			t.Errorf("Run returned %v, want ErrClosed", err)
 		}
-	default:
-		t.Fatal("Run was still running when Close returned")
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run had not returned 10s after Close returned")
 	}
 	if n := handled.Load(); n != 1 {
 		t.Errorf("%d deliveries were handled; Run must claim nothing once Close begins", n)
