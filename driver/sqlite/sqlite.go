@@ -107,7 +107,12 @@ func Open(path string, opts ...Option) *Driver {
 	}
 	d.read, d.opened = sql.Open("sqlite", path+sep+pragmas.Encode())
 	if d.opened == nil {
+		// Keep every reader idle rather than database/sql's default of two:
+		// reopening a connection re-reads the schema and drops its kept
+		// statements, which concurrent readers (Health of many streams)
+		// would otherwise do on every call.
 		d.read.SetMaxOpenConns(4)
+		d.read.SetMaxIdleConns(4)
 		d.rstmts = newStmtCache(d.read)
 	}
 	return d
