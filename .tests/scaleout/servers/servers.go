@@ -335,6 +335,7 @@ func NewMariaDB(tb testing.TB, opts MariaDBOptions) *MariaDB {
 	// rsync state transfer runs its daemon as the server's user, and an
 	// rsync daemon started by root would write as nobody.
 	osUser := "root"
+	var mysqlUID, mysqlGID int
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("mysql")
 		if err != nil {
@@ -342,6 +343,7 @@ func NewMariaDB(tb testing.TB, opts MariaDBOptions) *MariaDB {
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
+		mysqlUID, mysqlGID = uid, gid
 		if err := os.Chown(base, uid, gid); err != nil {
 			tb.Fatal(err)
 		}
@@ -350,12 +352,24 @@ func NewMariaDB(tb testing.TB, opts MariaDBOptions) *MariaDB {
 		osUser = u.Username
 	}
 	m.Dir, m.logFile = filepath.Join(base, "data"), filepath.Join(base, "error.log")
+	// A temporary directory of its own, for the bootstrap and the server:
+	// in the shared /tmp, a bootstrap failed now and then under load on
+	// its temporary tables' files ("Error on delete of '/tmp/#sql-temptable-…'").
+	tmp := filepath.Join(base, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chown(tmp, mysqlUID, mysqlGID); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	if _, err := run(startTimeout, nil, "mariadb-install-db", "--no-defaults", "--user="+osUser, "--datadir="+m.Dir,
-		"--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"); err != nil {
+		"--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve", "--tmpdir="+tmp); err != nil {
 		tb.Fatalf("servers: mariadb-install-db: %v", err)
 	}
 	m.args = append([]string{"--no-defaults", "--user=" + osUser, "--datadir=" + m.Dir,
-		"--port=" + strconv.Itoa(m.Port), "--bind-address=127.0.0.1", "--socket=" + filepath.Join(base, "sock"),
+		"--port=" + strconv.Itoa(m.Port), "--bind-address=127.0.0.1", "--socket=" + filepath.Join(base, "sock"), "--tmpdir=" + tmp,
 		"--pid-file=" + filepath.Join(base, "pid"), "--log-error=" + m.logFile, "--skip-name-resolve",
 		"--innodb-buffer-pool-size=64M", "--innodb-log-file-size=48M", "--innodb-flush-log-at-trx-commit=2",
 		"--max-connections=300", "--skip-log-bin", "--character-set-server=utf8mb4", "--collation-server=utf8mb4_bin",
