@@ -56,6 +56,9 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 	if err != nil {
 		return nil, d.appendError(ctx, stream, err, locks, false)
 	}
+	if !notify {
+		d.notifyAfterCommit(stream.ID)
+	}
 	return ids, nil
 }
 

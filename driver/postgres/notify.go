@@ -47,10 +47,11 @@ type subscription struct{ wake func() }
 
 // notifyEvery is the producer-side debounce: a process sends at most one
 // NOTIFY per stream in this interval from its own appends. An append inside
-// the interval sends none but makes sure one follows at the interval's end,
-// so a burst's last rows still wake consumers promptly. NOTIFY is worth
-// debouncing: PostgreSQL serializes the commits of all notifying
-// transactions of a cluster on one lock, held through the commit's WAL flush.
+// the interval carries none; once it has committed it makes sure one follows
+// at the interval's end, so a burst's last rows still wake consumers
+// promptly. NOTIFY is worth debouncing: PostgreSQL serializes the commits of
+// all notifying transactions of a cluster on one lock, held through the
+// commit's WAL flush.
 const notifyEvery = 5 * time.Millisecond
 
 type notifyState struct {
@@ -59,37 +60,58 @@ type notifyState struct {
 	pending bool
 }
 
-// notifyNow reports whether an append to the stream should carry a NOTIFY,
-// and otherwise schedules a trailing one.
+func (d *Driver) notifyState(streamID int64) *notifyState {
+	v, _ := d.notifyStates.LoadOrStore(streamID, &notifyState{})
+	return v.(*notifyState)
+}
+
+// notifyNow reports whether an append to the stream should carry a NOTIFY
+// in its own transaction. One that does not must call notifyAfterCommit
+// once it has committed.
 func (d *Driver) notifyNow(streamID int64) bool {
 	if !d.notify {
 		return false
 	}
-	v, _ := d.notifyStates.LoadOrStore(streamID, &notifyState{})
-	s := v.(*notifyState)
+	s := d.notifyState(streamID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	if since := now.Sub(s.last); since >= notifyEvery {
+	if now.Sub(s.last) >= notifyEvery {
 		s.last = now
 		return true
 	}
-	if !s.pending {
-		s.pending = true
-		time.AfterFunc(notifyEvery-now.Sub(s.last), func() {
-			s.mu.Lock()
-			s.pending, s.last = false, time.Now()
-			s.mu.Unlock()
-			ch := d.channel(streamID)
-			if ch == "" || d.check() != nil {
-				return
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_, _ = d.pool.Exec(ctx, `SELECT pg_notify($1::text, '')`, ch) // a hint: polling covers a failure
-		})
-	}
 	return false
+}
+
+// notifyAfterCommit makes sure a NOTIFY follows an append that carried none,
+// at the debounce interval's end. It runs after that append committed, and
+// so does the trailing NOTIFY: either this call schedules it, or a scheduled
+// one has yet to take the lock this call holds, and sends after it. (A
+// trailing NOTIFY scheduled before the commit could arrive first, wake the
+// consumers to find nothing, and leave the rows waiting for a poll.)
+func (d *Driver) notifyAfterCommit(streamID int64) {
+	if !d.notify {
+		return
+	}
+	s := d.notifyState(streamID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending {
+		return
+	}
+	s.pending = true
+	time.AfterFunc(max(notifyEvery-time.Since(s.last), 0), func() {
+		s.mu.Lock()
+		s.pending, s.last = false, time.Now()
+		s.mu.Unlock()
+		ch := d.channel(streamID)
+		if ch == "" || d.check() != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _ = d.pool.Exec(ctx, `SELECT pg_notify($1::text, '')`, ch) // a hint: polling covers a failure
+	})
 }
 
 // listener holds one LISTEN connection for all subscriptions of a driver.
