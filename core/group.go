@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -84,9 +85,23 @@ func (g *GroupAdmin) resolveGroup(ctx context.Context) (driver.StreamConfig, err
 		return cfg, g.wrap("look up", err)
 	}
 	if !slices.ContainsFunc(gs, func(x driver.GroupConfig) bool { return x.Name == g.name }) {
-		return cfg, fmt.Errorf("sqlstreams: stream %q has no group %q: %w; list them with Stream.Groups", g.stream, g.name, ErrGroupNotFound)
+		names := make([]string, len(gs))
+		for i, x := range gs {
+			names[i] = x.Name
+		}
+		return cfg, g.notFound(names)
 	}
 	return cfg, nil
+}
+
+// notFound is ErrGroupNotFound naming the groups the stream has, so that a
+// misspelt name is seen at once.
+func (g *GroupAdmin) notFound(names []string) error {
+	has := "no groups"
+	if len(names) > 0 {
+		has = strings.Join(names, ", ")
+	}
+	return fmt.Errorf("sqlstreams: stream %q has no group %q: %w; it has %s", g.stream, g.name, ErrGroupNotFound, has)
 }
 
 func (g *GroupAdmin) wrap(op string, err error) error {
@@ -162,7 +177,11 @@ func (g *GroupAdmin) Describe(ctx context.Context) (GroupDescription, error) {
 	}
 	i := slices.IndexFunc(st.Groups, func(s driver.GroupStats) bool { return s.Name == g.name })
 	if i < 0 {
-		return GroupDescription{}, fmt.Errorf("sqlstreams: stream %q has no group %q: %w", g.stream, g.name, ErrGroupNotFound)
+		names := make([]string, len(st.Groups))
+		for j, x := range st.Groups {
+			names[j] = x.Name
+		}
+		return GroupDescription{}, g.notFound(names)
 	}
 	gs := st.Groups[i]
 	d := GroupDescription{Stream: cfg.Name, Group: gs.Name, SchemaVersion: gs.SchemaVersion, AllVersions: gs.AllVersions,

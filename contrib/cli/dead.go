@@ -74,10 +74,7 @@ func (c *CLI) deadCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			g, err := existingGroup(ctx, s, args[1])
-			if err != nil {
-				return err
-			}
+			g := s.Group(args[1]) // a missing group fails with ErrGroupNotFound, naming those there are
 			dls, err := g.DeadLetters(ctx, after, limit)
 			if err != nil {
 				return err
@@ -133,10 +130,7 @@ func (c *CLI) deadCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			g, err := existingGroup(ctx, s, args[1])
-			if err != nil {
-				return err
-			}
+			g := s.Group(args[1]) // a missing group fails with ErrGroupNotFound, naming those there are
 			d, err := g.DeadLetter(ctx, id)
 			if err != nil {
 				return err
@@ -173,10 +167,7 @@ func (c *CLI) deadCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				g, err := existingGroup(ctx, s, args[1])
-				if err != nil {
-					return err
-				}
+				g := s.Group(args[1]) // a missing group fails with ErrGroupNotFound, naming those there are
 				var n int64
 				if all {
 					n, err = c.settleAll(ctx, g, verb, one)
@@ -318,22 +309,4 @@ func prettyJSON(raw []byte) string {
 		return string(raw)
 	}
 	return buf.String()
-}
-
-// existingGroup returns the group's handle, or ErrGroupNotFound: the
-// dead-letter calls answer "none" for a group that does not exist, and a
-// typo in a group name must not read as an empty dead-letter queue.
-func existingGroup(ctx context.Context, s *sqlstreams.Stream[sqlstreams.RawPayload], name string) (*sqlstreams.GroupAdmin, error) {
-	groups, err := s.Groups(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if !slices.ContainsFunc(groups, func(g sqlstreams.GroupInfo) bool { return g.Name == name }) {
-		names := make([]string, len(groups))
-		for i, g := range groups {
-			names[i] = g.Name
-		}
-		return nil, fmt.Errorf("sqlstreams: stream %q has no group %q: %w; it has %s", s.Name(), name, sqlstreams.ErrGroupNotFound, dash(strings.Join(names, ", ")))
-	}
-	return s.Group(name), nil
 }
