@@ -2,6 +2,7 @@ package ccompat
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -596,7 +597,7 @@ func (h *handler) putConfig(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeInvalidLevel, "Invalid compatibility level: unreadable body (%v); send {\"compatibility\":\"BACKWARD\"}", err))
 		return
 	}
-	name := cmpOr(req.Compatibility, req.CompatibilityLevel)
+	name := cmp.Or(req.Compatibility, req.CompatibilityLevel)
 	level, err := schema.ParseLevel(name)
 	if err != nil {
 		h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeInvalidLevel, "Invalid compatibility level %q: %v", name, err))
@@ -609,13 +610,6 @@ func (h *handler) putConfig(w http.ResponseWriter, r *http.Request) {
 	h.write(w, http.StatusOK, struct {
 		Level string `json:"compatibility"`
 	}{level.String()})
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // deleteConfig clears the scope's own level and answers the one that was
