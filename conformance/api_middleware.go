@@ -197,8 +197,10 @@ func testMiddleware(t *testing.T, h *harness) {
 	}
 	// Run stops while it holds three deliveries: the running one ends with
 	// its cancelled context after ShutdownTimeout, and all three are
-	// released.
-	hold := consumer[EventV1](t, c, out, "hold", &sqlstreams.ConsumerOptions{Concurrency: 1, BatchSize: 3, ShutdownTimeout: 50 * time.Millisecond})
+	// released. ShutdownTimeout is also the grace a cancelled handler gets
+	// to return; a loaded machine can take longer than a few milliseconds
+	// to run it, so the timeout is not made tiny.
+	hold := consumer[EventV1](t, c, out, "hold", &sqlstreams.ConsumerOptions{Concurrency: 1, BatchSize: 3, ShutdownTimeout: 2 * time.Second})
 	started := make(chan struct{}, 3)
 	rctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan error, 1)
