@@ -4,7 +4,7 @@ export GOTOOLCHAIN := go1.27.3
 PACKAGES := ./core/... ./conformance/... ./driver/sqlite/... ./driver/postgres/... ./driver/mysql/... ./contrib/dsn/... ./contrib/otel/... ./contrib/fx/... ./contrib/cli/... ./contrib/console/... ./contrib/ccompat/... ./examples/... ./.tests/e2e/... ./.tests/scaleout/...
 GOFMT = $(shell go env GOROOT)/bin/gofmt
 
-.PHONY: demo test vet fmt race bench services
+.PHONY: demo test vet fmt race bench bench-scale services
 
 ## demo: run the quickstart on an embedded SQLite file (no set-up needed)
 demo:
@@ -30,6 +30,12 @@ race:
 ## 100 messages, so each moves 20,000 per round; five rounds, about 2 minutes
 bench:
 	go test -p 1 -run '^$$' -bench 'BenchmarkSQLite$$|BenchmarkPostgres$$|BenchmarkMySQL$$' -benchtime 200x -count 5 -timeout 20m ./driver/sqlite ./driver/postgres ./driver/mysql
+
+## bench-scale: what one claim, poll, Health read and maintenance pass cost
+## at two sizes of the work behind them (keys, partitions, retry backlog, log
+## size), on every driver
+bench-scale:
+	go test -p 1 -run '^$$' -bench 'BenchmarkScaleSQLite$$|BenchmarkScalePostgres$$|BenchmarkScaleMySQL$$' -benchtime 20x -timeout 30m ./driver/sqlite ./driver/postgres ./driver/mysql
 
 ## services: install and start PostgreSQL and MariaDB when missing
 services:

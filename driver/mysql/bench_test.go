@@ -21,6 +21,15 @@ func BenchmarkMySQL(b *testing.B) {
 	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw})
 }
 
+// BenchmarkScaleMySQL measures the costs that must stay flat as the log,
+// its keys, partitions and retry backlog grow, each at two sizes (make
+// bench-scale):
+//
+//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkScaleMySQL$' -benchtime 20x ./driver/mysql
+func BenchmarkScaleMySQL(b *testing.B) {
+	conformance.BenchmarkScale(b, conformance.BenchTarget{Target: target, NewRaw: newRaw})
+}
+
 // raw is the baseline: bare statements through the driver's own pool (same
 // connection settings, interpolated parameters), into a table created with
 // the same DDL as a log.

@@ -24,6 +24,15 @@ func BenchmarkPostgres(b *testing.B) {
 	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, Copy: true})
 }
 
+// BenchmarkScalePostgres measures the costs that must stay flat as the log,
+// its keys, partitions and retry backlog grow, each at two sizes (make
+// bench-scale):
+//
+//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkScalePostgres$' -benchtime 20x ./driver/postgres
+func BenchmarkScalePostgres(b *testing.B) {
+	conformance.BenchmarkScale(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, Copy: true})
+}
+
 type raw struct {
 	pool        *pgxpool.Pool
 	ready       bool

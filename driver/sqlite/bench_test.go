@@ -20,6 +20,15 @@ func BenchmarkSQLite(b *testing.B) {
 	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw})
 }
 
+// BenchmarkScaleSQLite measures the costs that must stay flat as the log,
+// its keys, partitions and retry backlog grow, each at two sizes (make
+// bench-scale):
+//
+//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkScaleSQLite$' -benchtime 20x ./driver/sqlite
+func BenchmarkScaleSQLite(b *testing.B) {
+	conformance.BenchmarkScale(b, conformance.BenchTarget{Target: target, NewRaw: newRaw})
+}
+
 // raw is the baseline: bare statements, prepared once and kept, through the
 // driver's own writer connection (same pragmas).
 type raw struct {
