@@ -94,10 +94,17 @@ func (c *Consumer[T]) Run(ctx context.Context, handle Handler[T]) error {
 		select {
 		case <-done:
 		case <-time.After(c.opts.ShutdownTimeout):
-			stuck = fmt.Errorf("sqlstreams: group %q on %q: %w: handlers of deliveries %s ignored their cancellation and are still running; "+
-				"their leases will expire and the deliveries come back (make handlers return when their context ends)",
-				c.name, c.stream.Name, ErrShutdownTimeout, idList(r.activeIDs()))
-			c.client.logger.Error(stuck.Error())
+			// A handler can return between the timer and the listing; only
+			// the ones still running are stuck, and with none left the
+			// workers are only handing over their acks.
+			if ids := r.activeIDs(); len(ids) > 0 {
+				stuck = fmt.Errorf("sqlstreams: group %q on %q: %w: handlers of deliveries %s ignored their cancellation and are still running; "+
+					"their leases will expire and the deliveries come back (make handlers return when their context ends)",
+					c.name, c.stream.Name, ErrShutdownTimeout, idList(ids))
+				c.client.logger.Error(stuck.Error())
+			} else {
+				<-done
+			}
 		}
 	}
 	close(r.ackStop) // the completer writes what is queued, then stops
