@@ -40,6 +40,7 @@ func TestGalera(t *testing.T) {
 	g := servers.NewGalera(t, 3)
 	t.Run("Detection", func(t *testing.T) { testGaleraDetection(t, g) })
 	t.Run("CommitOrderAcrossNodes", func(t *testing.T) { testGaleraCommitOrder(t, g) })
+	t.Run("MigrateAcrossNodes", func(t *testing.T) { testGaleraMigrate(t, g) })
 	t.Run("LoadWithNodeKill", func(t *testing.T) { testGaleraLoad(t, g) })
 	t.Run("Conformance", func(t *testing.T) { testGaleraConformance(t, g) })
 }

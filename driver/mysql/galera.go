@@ -2,13 +2,18 @@ package mysql
 
 import (
 	"context"
+	"crypto/rand"
+	"database/sql"
 	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
@@ -144,4 +149,108 @@ var errOutOfOrder = errors.New("an id below the partition's high-water mark")
 func (d *Driver) galeraIDTaken(err error) bool {
 	return d.gal.on.Load() && mysqlErrno(err) == errDupEntry && strings.HasPrefix(err.Error(), "append to stream ") &&
 		strings.Contains(err.Error(), "for key 'PRIMARY'")
+}
+
+// The migration lock on Galera. GET_LOCK is node-local there, so two
+// members starting at once on different nodes (a rolling deploy) would both
+// apply a migration: each finds a column missing, and the second ALTER
+// fails. The lock is a row instead, a write every node certifies: of two
+// nodes inserting it at once, one commit fails certification (1213) and
+// the other holds the lock. The row lives in the migrated database itself,
+// so its name needs no database in it; an operator sees who migrates with
+// SELECT * FROM sqlstreams_migration_lock. A holder that dies leaves its row
+// behind until expires_at, which the holder pushes forward while it works.
+const (
+	migrationLockTable = "CREATE TABLE IF NOT EXISTS sqlstreams_migration_lock (" +
+		"name VARCHAR(64) NOT NULL PRIMARY KEY, holder VARCHAR(128) NOT NULL, expires_at DATETIME(6) NOT NULL" +
+		") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+	migrationLockName = "migrate"
+	// migrationLockTTL is how long a dead holder keeps others waiting; the
+	// holder refreshes it every migrationLockTTL/4.
+	migrationLockTTL = time.Minute
+	// migrationLockPoll is how often a waiting member looks again.
+	migrationLockPoll = 100 * time.Millisecond
+)
+
+// clusterMigrationLock takes the migration lock row, waiting up to wait
+// (and no longer than ctx) while another member holds it, and returns the
+// function that gives it back. While held, a goroutine of its own keeps the
+// row's expiry ahead; release stops it before returning.
+func (d *Driver) clusterMigrationLock(ctx context.Context, conn *sql.Conn, wait time.Duration) (release func(), err error) {
+	if _, err := conn.ExecContext(ctx, migrationLockTable); err != nil {
+		return nil, err
+	}
+	var token [12]byte
+	_, _ = rand.Read(token[:])
+	host, _ := os.Hostname()
+	holder := fmt.Sprintf("%.80s/%d/%x", host, os.Getpid(), token)
+	// The statements run to their own bounds: ctx only says how long to
+	// wait for another holder, and when it ends the answer is the conflict.
+	stmt := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		now := time.Now()
+		sctx, cancel := stmt()
+		// A holder that died gave its row up when it expired.
+		_, err := conn.ExecContext(sctx, `DELETE FROM sqlstreams_migration_lock WHERE name = ? AND expires_at < ?`, migrationLockName, ts(now))
+		if err == nil || lockContended(err) {
+			_, err = conn.ExecContext(sctx, `INSERT INTO sqlstreams_migration_lock (name, holder, expires_at) VALUES (?, ?, ?)`,
+				migrationLockName, holder, ts(now.Add(migrationLockTTL)))
+		}
+		cancel()
+		if err == nil {
+			break
+		}
+		if !lockContended(err) {
+			return nil, err
+		}
+		if now.After(deadline) || ctx.Err() != nil {
+			var other, until string
+			sctx, cancel := stmt()
+			_ = conn.QueryRowContext(sctx, `SELECT holder, expires_at FROM sqlstreams_migration_lock WHERE name = ?`, migrationLockName).Scan(&other, &until)
+			cancel()
+			return nil, &driver.Error{Kind: driver.ErrConflict,
+				Err:    fmt.Errorf("another member (%s) is migrating this database on the cluster; its lock expires at %s UTC unless it renews it", other, until),
+				Advice: "retry when it is done; if that member is gone, its lock row in sqlstreams_migration_lock expires by itself"}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(migrationLockPoll):
+		}
+	}
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(migrationLockTTL / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				// A failed renewal is tried again at the next tick; the
+				// migration's own statements fail too if the node is gone.
+				rctx, cancel := context.WithTimeout(context.Background(), migrationLockTTL/4)
+				_, _ = d.db.ExecContext(rctx, `UPDATE sqlstreams_migration_lock SET expires_at = ? WHERE name = ? AND holder = ?`,
+					ts(time.Now().Add(migrationLockTTL)), migrationLockName, holder)
+				cancel()
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-stopped
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_, _ = d.db.ExecContext(rctx, `DELETE FROM sqlstreams_migration_lock WHERE name = ? AND holder = ?`, migrationLockName, holder)
+	}, nil
+}
+
+// lockContended reports the errors of a lock row another node holds or is
+// taking: a duplicate key, or a certification failure or deadlock.
+func lockContended(err error) bool {
+	var me *gomysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1062 || me.Number == 1213)
 }

@@ -175,17 +175,26 @@ func (d *Driver) withMigrationLock(ctx context.Context, fn func(conn *sql.Conn, 
 	}
 	d.setServer(mariadb, lockMode, incr)
 
-	sum := sha1.Sum([]byte(dbName.String))
-	lock := "sqlstreams.migrate." + hex.EncodeToString(sum[:16])
-	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, `SELECT GET_LOCK(?, 120)`, lock).Scan(&got); err != nil {
-		return err
+	if d.gal.on.Load() {
+		// GET_LOCK is node-local on Galera: a lock row instead (galera.go).
+		release, err := d.clusterMigrationLock(ctx, conn, 2*time.Minute)
+		if err != nil {
+			return err
+		}
+		defer release()
+	} else {
+		sum := sha1.Sum([]byte(dbName.String))
+		lock := "sqlstreams.migrate." + hex.EncodeToString(sum[:16])
+		var got sql.NullInt64
+		if err := conn.QueryRowContext(ctx, `SELECT GET_LOCK(?, 120)`, lock).Scan(&got); err != nil {
+			return err
+		}
+		if !got.Valid || got.Int64 != 1 {
+			return &driver.Error{Kind: driver.ErrConflict, Err: errors.New("another process has been migrating this database for 2 minutes (named lock " + lock + ")"),
+				Advice: "retry when it is done"}
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT RELEASE_LOCK(?)`, lock)
 	}
-	if !got.Valid || got.Int64 != 1 {
-		return &driver.Error{Kind: driver.ErrConflict, Err: errors.New("another process has been migrating this database for 2 minutes (named lock " + lock + ")"),
-			Advice: "retry when it is done"}
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT RELEASE_LOCK(?)`, lock)
 
 	if _, err := conn.ExecContext(ctx, migrationTable); err != nil {
 		return err

@@ -218,10 +218,12 @@
 // wsrep_auto_increment_control ON (the default) ids step by the cluster
 // size and those figures grow alike; set it OFF with
 // auto_increment_increment=1 for dense ids (inserts of one id on two nodes
-// then fail certification and are run again). GET_LOCK, Migrate's lock, is
-// node-local: run Migrate from one process at a time. Appends to one
-// partition through several nodes conflict by design; spread partitions'
-// writers over nodes, or write through one node, to keep retries rare.
+// then fail certification and are run again). GET_LOCK is node-local, so
+// Migrate's lock is a row instead (sqlstreams_migration_lock, in the
+// migrated database): members starting through several nodes at once
+// migrate once. Appends to one partition through several nodes conflict by
+// design; spread partitions' writers over nodes, or write through one node,
+// to keep retries rare.
 //
 // # Other MySQL-wire engines
 //
