@@ -12,10 +12,8 @@ import (
 
 func init() {
 	register("D5_LeaseModel", testDriverLeaseModel)
+	register("D6_OrderedLeaseModel", testDriverOrderedLeaseModel)
 }
-
-// leaseModelMaxAttempts is the claims' MaxAttempts in the lease model.
-const leaseModelMaxAttempts = 3
 
 // modelState is where the model says one delivery is.
 type modelState int
@@ -48,6 +46,10 @@ type leaseModel struct {
 	ids    []int64
 	rows   map[int64]*modelDelivery
 	issued []driver.Lease // every lease ever handed out, stale ones too
+	// ordered claims as an ordered group does (C10); maxAttempts is the
+	// claims' MaxAttempts.
+	ordered     bool
+	maxAttempts int
 }
 
 // testDriverLeaseModel drives claims, acks, failures, releases, extensions
@@ -61,9 +63,22 @@ type leaseModel struct {
 // These are the rules a change to how leases are stored (batch leases,
 // docs/decisions.md) must keep.
 func testDriverLeaseModel(t *testing.T, h *harness) {
+	runLeaseModel(t, h, false, 3)
+}
+
+// testDriverOrderedLeaseModel is D5 for an ordered group: a claim hands out
+// the lowest unresolved delivery of the partition alone when it is due or
+// expired, and new rows, in id order, only when nothing of the partition is
+// leased or delayed. No MaxAttempts, so that no claim buries.
+func testDriverOrderedLeaseModel(t *testing.T, h *harness) {
+	runLeaseModel(t, h, true, 0)
+}
+
+func runLeaseModel(t *testing.T, h *harness, ordered bool, maxAttempts int) {
 	for _, seed := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			m := newLeaseModel(t, &harness{target: h.target}, seed)
+			m.ordered, m.maxAttempts = ordered, maxAttempts
 			for step := range 120 {
 				m.step(t, step)
 				m.checkHealth(t, step)
@@ -104,15 +119,34 @@ func (m *leaseModel) step(t *testing.T, step int) {
 }
 
 // claimable lists what a claim now may hand out and what it must bury:
-// new rows, due delayed deliveries and expired leases.
+// new rows, due delayed deliveries and expired leases. For an ordered group
+// it is the lowest leased or delayed delivery alone, when that is due or
+// expired, and otherwise the new rows only when there is no such delivery.
 func (m *leaseModel) claimable() (out []int64, bury []int64) {
+	if m.ordered {
+		for _, id := range m.ids {
+			switch d := m.rows[id]; d.state {
+			case modelLeased, modelDelayed:
+				if d.state == modelDelayed && !d.due.After(m.now) || d.state == modelLeased && !d.until.After(m.now) {
+					return []int64{id}, nil
+				}
+				return nil, nil
+			}
+		}
+		for _, id := range m.ids {
+			if m.rows[id].state == modelUnread {
+				out = append(out, id)
+			}
+		}
+		return out, nil
+	}
 	for _, id := range m.ids {
 		d := m.rows[id]
 		switch {
 		case d.state == modelUnread, d.state == modelDelayed && !d.due.After(m.now):
 			out = append(out, id)
 		case d.state == modelLeased && !d.until.After(m.now):
-			if d.attempt >= leaseModelMaxAttempts {
+			if m.maxAttempts > 0 && d.attempt >= m.maxAttempts {
 				bury = append(bury, id)
 			} else {
 				out = append(out, id)
@@ -129,8 +163,8 @@ func (m *leaseModel) claim(t *testing.T, step, limit int) {
 	token := fmt.Sprintf("model-%d", f.n)
 	want, bury := m.claimable()
 	res, err := f.drv.Claim(ctx(t), driver.ClaimParams{Stream: f.stream, Group: "g", Member: driver.Member{SchemaVersion: 1},
-		Decodes: []int{1}, Limit: limit, Token: token, Holder: "model", Now: m.now, LeaseUntil: m.now.Add(m.lease),
-		MaxAttempts: leaseModelMaxAttempts, LastError: "lease expired on the last attempt"})
+		Decodes: []int{1}, Limit: limit, Ordered: m.ordered, Token: token, Holder: "model", Now: m.now, LeaseUntil: m.now.Add(m.lease),
+		MaxAttempts: m.maxAttempts, LastError: "lease expired on the last attempt"})
 	if err != nil {
 		t.Fatalf("step %d: Claim(%d): %v", step, limit, err)
 	}
@@ -153,6 +187,9 @@ func (m *leaseModel) claim(t *testing.T, step, limit int) {
 	}
 	if n := min(limit, len(want)); len(res.Deliveries) != n {
 		t.Fatalf("step %d: Claim(%d) handed out %v; want %d of the claimable %v", step, limit, deliveryIDs(res.Deliveries), n, want)
+	}
+	if got := deliveryIDs(res.Deliveries); m.ordered && !slices.Equal(got, want[:len(got)]) {
+		t.Fatalf("step %d: ordered Claim(%d) handed out %v; want %v, in id order", step, limit, got, want[:len(got)])
 	}
 	for _, dl := range res.Deliveries {
 		d, ok := m.rows[dl.ID]
@@ -224,7 +261,7 @@ func (m *leaseModel) settle(t *testing.T, step int, op string) {
 	case "Fail":
 		failures := make([]driver.Failure, len(leases))
 		for i, l := range leases {
-			dead := m.rng.IntN(5) == 0 || m.rows[l.ID].attempt >= leaseModelMaxAttempts
+			dead := m.rng.IntN(5) == 0 || m.maxAttempts > 0 && m.rows[l.ID].attempt >= m.maxAttempts
 			failures[i] = driver.Failure{Lease: l, Error: fmt.Sprintf("failure %d", step), Dead: dead,
 				Due: m.now.Add(time.Duration(m.rng.IntN(3)) * time.Second)}
 		}
