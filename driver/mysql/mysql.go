@@ -225,11 +225,12 @@
 // cursor distance is, as on every driver, the high-water id minus the
 // cursor (C13): a raw figure, which already spans the ids of a stream's
 // other partitions and on Galera also the ids the step leaves out, so it
-// is about the cluster's size times the rows behind. With the control OFF
+// can reach the cluster's size times the rows behind. With the control OFF
 // and auto_increment_increment=1 every node counts from the same value:
 // inserts through two nodes at once take one id, one fails certification
-// (or on the primary key) and is run again, so concurrent appends conflict
-// cluster-wide, whatever their partitions. GET_LOCK, Migrate's lock, is
+// (or on the primary key) and is run again, or fails with ErrConflict once
+// the driver's retries run out: concurrent appends conflict cluster-wide,
+// whatever their partitions. GET_LOCK, Migrate's lock, is
 // node-local: run Migrate from one process at a time. Appends to one
 // partition through several nodes conflict by design; spread partitions'
 // writers over nodes, or write through one node, to keep retries rare.
