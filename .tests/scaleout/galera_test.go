@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -41,6 +42,7 @@ func TestGalera(t *testing.T) {
 	t.Run("Detection", func(t *testing.T) { testGaleraDetection(t, g) })
 	t.Run("CommitOrderAcrossNodes", func(t *testing.T) { testGaleraCommitOrder(t, g) })
 	t.Run("MigrateAcrossNodes", func(t *testing.T) { testGaleraMigrate(t, g) })
+	t.Run("DisjointPartitionsDoNotConflict", func(t *testing.T) { testGaleraDisjointAppends(t, g) })
 	t.Run("LoadWithNodeKill", func(t *testing.T) { testGaleraLoad(t, g) })
 	t.Run("Conformance", func(t *testing.T) { testGaleraConformance(t, g) })
 }
@@ -64,6 +66,18 @@ func testGaleraDetection(t *testing.T, g *servers.Galera) {
 		}
 		if wait&1 == 0 {
 			t.Errorf("node %d: sessions run with wsrep_sync_wait %d; the driver sets 1 (causal reads)", i+1, wait)
+		}
+		// The cluster runs with Galera's defaults: each node steps ids by
+		// the cluster's size from an offset of its own, so the scenarios
+		// and the conformance suite below run on ids that are not dense.
+		var control, incr, offset int
+		if err := d.DB().QueryRowContext(ctx, "SELECT @@GLOBAL.wsrep_auto_increment_control, @@SESSION.auto_increment_increment, @@SESSION.auto_increment_offset").
+			Scan(&control, &incr, &offset); err != nil {
+			t.Fatal(err)
+		}
+		if control != 1 || incr != len(dsns) || offset < 1 || offset > len(dsns) {
+			t.Errorf("node %d: wsrep_auto_increment_control %d, auto_increment_increment %d, offset %d; want ON, the cluster size %d, an offset up to it",
+				i+1, control, incr, offset, len(dsns))
 		}
 		c.Close()
 	}
@@ -175,6 +189,97 @@ func testGaleraCommitOrder(t *testing.T, g *servers.Galera) {
 			func() bool { return claimAll(heldSeq) })
 	}
 	t.Logf("node 1's held commits refused by certification: %d of %d", commitsRefused, rounds)
+}
+
+// testGaleraDisjointAppends: with wsrep_auto_increment_control ON each
+// node takes ids of its own, so producers on the three nodes, each writing
+// its own partition, never conflict: no transaction fails certification or
+// is aborted by a replicated one. (With the control OFF two nodes take the
+// same next id, and one insert of each such pair fails and runs again.)
+func testGaleraDisjointAppends(t *testing.T, g *servers.Galera) {
+	dsns := galeraDatabase(t, g)
+	ctx := context.Background()
+	const stream, perNode = "disjoint", 150
+	var producers []*sqlstreams.Producer[Msg]
+	var first *sqlstreams.Client
+	for i, dsn := range dsns {
+		c, err := sqlstreams.Open(ctx, mysql.Open(dsn), sqlstreams.WithMaintenanceInterval(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if i == 0 {
+			first = c
+			if _, err := c.Stream[Msg](stream).Create(ctx, &sqlstreams.StreamOptions{Partitions: len(dsns)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, err := c.Stream[Msg](stream).Producer().Register(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		producers = append(producers, p)
+	}
+	keyOf := map[int]string{}
+	for i := 0; len(keyOf) < len(dsns); i++ {
+		k := fmt.Sprint("k", i)
+		if _, ok := keyOf[sqlstreams.PartitionForKey(k, len(dsns))]; !ok {
+			keyOf[sqlstreams.PartitionForKey(k, len(dsns))] = k
+		}
+	}
+	// Certification failures and brute-force aborts, summed over the nodes.
+	conflicts := func() int64 {
+		var sum int64
+		for i, m := range g.Nodes {
+			for _, v := range []string{"WSREP_LOCAL_CERT_FAILURES", "WSREP_LOCAL_BF_ABORTS"} {
+				n, err := m.Query("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = '" + v + "'")
+				if err != nil {
+					t.Fatalf("galera node %d: %v", i+1, err)
+				}
+				x, err := strconv.ParseInt(n, 10, 64)
+				if err != nil {
+					t.Fatalf("galera node %d: %s = %q: %v", i+1, v, n, err)
+				}
+				sum += x
+			}
+		}
+		return sum
+	}
+	before := conflicts()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(producers))
+	for i, p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range perNode {
+				if _, err := p.Produce(ctx, Msg{Seq: int64(i*perNode + n)}, sqlstreams.Key(keyOf[i])); err != nil {
+					errs <- fmt.Errorf("node %d, produce %d: %w", i+1, n, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	got := conflicts() - before
+	if got != 0 {
+		t.Errorf("%d certification failures or aborts while each node appended to its own partition; want none", got)
+	}
+	hl, err := first.Stream[Msg](stream).Health(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vh, ok := hl.Version(1); !ok || vh.Rows != int64(len(producers)*perNode) {
+		t.Errorf("the log holds %+v; want %d rows", hl.Versions, len(producers)*perNode)
+	}
+	t.Logf("%d appends through %d nodes, one partition each, in %s: %d certification failures or aborts",
+		len(producers)*perNode, len(producers), elapsed.Round(time.Millisecond), got)
 }
 
 // testGaleraLoad: producers (one of them holding each transaction open a

@@ -213,17 +213,29 @@
 //     and 1180 at COMMIT (the node failed while committing; the others may
 //     have applied it) to ErrOutcomeUnknown.
 //
-// Requirements: binlog_format=ROW, InnoDB, innodb_autoinc_lock_mode=2 (the
-// driver then reads new ids back). Health's cursor distances count ids: with
-// wsrep_auto_increment_control ON (the default) ids step by the cluster
-// size and those figures grow alike; set it OFF with
-// auto_increment_increment=1 for dense ids (inserts of one id on two nodes
-// then fail certification and are run again). GET_LOCK is node-local, so
-// Migrate's lock is a row instead (sqlstreams_migration_lock, in the
-// migrated database): members starting through several nodes at once
-// migrate once. Appends to one partition through several nodes conflict by
-// design; spread partitions' writers over nodes, or write through one node,
-// to keep retries rare.
+// Requirements: binlog_format=ROW, InnoDB, innodb_autoinc_lock_mode=2
+// (Galera's own). The driver reads new ids back on a Galera node whatever
+// the lock mode. Keep wsrep_auto_increment_control ON, Galera's default:
+// each node then takes ids stepped by the cluster's size from an offset of
+// its own (node 1 takes 1, 4, 7 in a 3-node cluster, until it sees a
+// higher id), so inserts through different nodes never pick one id and
+// only appends to the same partition conflict. Nothing in sqlstreams needs
+// dense ids: ids increase in commit order per partition (C5), cursors are
+// ids, and Health's counts (unread rows, a group's lag) count rows. Its
+// cursor distance is, as on every driver, the high-water id minus the
+// cursor (C13): a raw figure, which already spans the ids of a stream's
+// other partitions and on Galera also the ids the step leaves out, so it
+// can reach the cluster's size times the rows behind. With the control OFF
+// and auto_increment_increment=1 every node counts from the same value:
+// inserts through two nodes at once take one id, one fails certification
+// (or on the primary key) and is run again, or fails with ErrConflict once
+// the driver's retries run out: concurrent appends conflict cluster-wide,
+// whatever their partitions. GET_LOCK is node-local, so Migrate's lock is
+// a row instead (sqlstreams_migration_lock, in the migrated database):
+// members starting through several nodes at once migrate once. Appends to
+// one partition through several nodes conflict by design; spread
+// partitions' writers over nodes, or write through one node, to keep
+// retries rare.
 //
 // # Other MySQL-wire engines
 //
@@ -501,10 +513,13 @@ func (d *Driver) detectOn(ctx context.Context, conn sqldriver.Conn) error {
 }
 
 // setServer records what the server is: MariaDB or MySQL, and whether one
-// INSERT's ids are consecutive (lock mode 0 or 1) and how far apart.
+// INSERT's ids are consecutive (lock mode 0 or 1) and how far apart. A
+// Galera node always reads ids back: with wsrep_auto_increment_control ON
+// the node changes auto_increment_increment whenever the cluster's size
+// changes, so a step read once would go stale.
 func (d *Driver) setServer(mariadb bool, lockMode, incr int64) {
 	d.mariadb.Store(mariadb)
-	if lockMode == 2 || incr < 1 || d.forceReadBack {
+	if lockMode == 2 || incr < 1 || d.forceReadBack || d.gal.on.Load() {
 		d.autoincStep.Store(0)
 	} else {
 		d.autoincStep.Store(incr)

@@ -40,10 +40,10 @@ func NewGalera(tb testing.TB, n int) *Galera {
 				ps[i].gcomm, ps[i].ist),
 			"--wsrep-sst-method=rsync", fmt.Sprintf("--wsrep-sst-receive-address=127.0.0.1:%d", ps[i].sst),
 			"--wsrep-slave-threads=2",
-			// Dense ids, as on one server: health's cursor distances count
-			// ids (see the mysql driver's doc). Concurrent inserts of one id
-			// on two nodes then fail certification and are run again.
-			"--wsrep-auto-increment-control=OFF", "--auto-increment-increment=1", "--auto-increment-offset=1",
+			// wsrep_auto_increment_control stays ON, Galera's default:
+			// each node steps ids by the cluster's size from an offset of
+			// its own, so nodes never pick one id and inserts do not
+			// conflict in certification (see the mysql driver's doc).
 			// Reads wait until the node has applied what the cluster
 			// committed before them (see the mysql driver's doc).
 			"--wsrep-sync-wait=1",
