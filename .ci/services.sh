@@ -79,7 +79,8 @@ tools() {
   command -v rsync >/dev/null 2>&1 || pkgs+=(rsync)
   command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || pkgs+=(pgbouncer)
   command -v patroni >/dev/null 2>&1 || pkgs+=(patroni)
-  python3 -c 'import etcd' >/dev/null 2>&1 || pkgs+=(python3-etcd)
+  # patroni runs on /usr/bin/python3 (not whatever python3 is first on PATH).
+  /usr/bin/python3 -c 'import etcd' >/dev/null 2>&1 || pkgs+=(python3-etcd)
   command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || pkgs+=(etcd-server)
   if [ "${#pkgs[@]}" -gt 0 ]; then
     echo "services: installing ${pkgs[*]} for the browser and scale-out tests"
