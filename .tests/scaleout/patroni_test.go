@@ -213,8 +213,7 @@ func (p *wakeProbe) check(t *testing.T, node *servers.PatroniNode, when string) 
 	}
 	warm, _ := produce()
 	await(warm, outageWait)
-	warmAt := time.Now()
-	waitUntil(t, outageWait, when+": the wake-up probe's claim loop to be idle", func() bool { return p.drv.idleSince(warmAt) })
+	waitUntil(t, outageWait, when+": the wake-up probe's claim loop to be idle", p.drv.idle)
 	seq, producedAt := produce()
 	await(seq, wakeBound)
 	took := time.Since(producedAt)
@@ -237,7 +236,8 @@ type claimWatch struct {
 	mu       sync.Mutex
 	running  int
 	lastEnd  time.Time
-	lastOK   bool // the last claim succeeded and found nothing
+	lastOK   bool      // the last claim succeeded and found nothing
+	foundAt  time.Time // when the last claim that found rows ended
 	failedAt time.Time
 }
 
@@ -250,18 +250,23 @@ func (w *claimWatch) Claim(ctx context.Context, p driver.ClaimParams) (driver.Cl
 	defer w.mu.Unlock()
 	w.running--
 	w.lastEnd, w.lastOK = time.Now(), err == nil && len(r.Deliveries) == 0
-	if err != nil {
+	switch {
+	case err != nil:
 		w.failedAt = w.lastEnd
+	case len(r.Deliveries) > 0:
+		w.foundAt = w.lastEnd
 	}
 	return r, err
 }
 
-// idleSince reports whether a claim that found nothing ended after since
-// and none has started after it.
-func (w *claimWatch) idleSince(since time.Time) bool {
+// idle reports whether the claim loop waits for a wake-up or its poll: no
+// claim runs, and a claim that found nothing has ended after the last one
+// that found rows (Run claims again after each claim that found rows,
+// whether or not their handlers have finished).
+func (w *claimWatch) idle() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.running == 0 && w.lastOK && w.lastEnd.After(since)
+	return w.running == 0 && w.lastOK && !w.foundAt.IsZero() && w.lastEnd.After(w.foundAt)
 }
 
 func (w *claimWatch) failedSince(since time.Time) bool {
