@@ -22,8 +22,9 @@ import (
 
 // Patroni timings. ttl is how long the leader key outlives its last renewal,
 // so it is what a machine loss costs before the replica may take over: 20 s
-// is the smallest value Patroni documents (newer releases raise anything
-// lower to it), and loop_wait 1 s the smallest loop. retry_timeout is how
+// is the smallest value Patroni's documentation allows (3.0.2, Debian 12's
+// package, does not check it; below it the test would prove a set-up nobody
+// may run), and loop_wait 1 s the smallest loop. retry_timeout is how
 // long a DCS or PostgreSQL call may take before Patroni gives up on it and
 // demotes a leader; it plays no part in a machine loss, so it keeps 5 s, not
 // the documented minimum of 3 s, which a loaded CI machine could exceed and
