@@ -69,13 +69,19 @@ mariadb() {
 # programs some tests run themselves, on their own loopback ports: headless
 # Chromium (contrib/console's browser tests and screenshots); galera-4, rsync
 # and pgbouncer (.tests/scaleout: a 3-node Galera cluster, PgBouncer in
-# transaction mode). A missing one fails those tests in CI, so install it.
+# transaction mode); patroni, its etcd client and etcd-server
+# (.tests/scaleout: PostgreSQL failover managed by Patroni). A missing one
+# fails those tests in CI, so install it.
 tools() {
   local pkgs=()
   command -v chromium >/dev/null 2>&1 || pkgs+=(chromium)
   [ -e /usr/lib/galera/libgalera_smm.so ] || pkgs+=(galera-4)
   command -v rsync >/dev/null 2>&1 || pkgs+=(rsync)
   command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || pkgs+=(pgbouncer)
+  command -v patroni >/dev/null 2>&1 || pkgs+=(patroni)
+  # patroni runs on /usr/bin/python3 (not whatever python3 is first on PATH).
+  /usr/bin/python3 -c 'import etcd' >/dev/null 2>&1 || pkgs+=(python3-etcd)
+  command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || pkgs+=(etcd-server)
   if [ "${#pkgs[@]}" -gt 0 ]; then
     echo "services: installing ${pkgs[*]} for the browser and scale-out tests"
     apt_install "${pkgs[@]}"

@@ -15,8 +15,10 @@ import (
 // producers and consumers connect with a multi-host URL naming both and
 // target_session_attrs=read-write. The primary is killed (pg_ctl stop -m
 // immediate, no shutdown checkpoint, as a crash) mid-produce and mid-claim
-// and the script promotes the replica with pg_ctl promote (what Patroni
-// would do; see docs/scaleout.md for why it is scripted). Producers get
+// and the script promotes the replica with pg_ctl promote at once: the
+// quarter-second switch of a planned switchover, shorter than a call's
+// bound, which TestPatroniFailover (a machine loss, waiting out Patroni's
+// TTL) never exercises. Producers get
 // errors during the switch and recover by themselves, consumers resume
 // without a restart, every produce that returned success is delivered
 // (synchronous replication: a reported commit is on the replica), none

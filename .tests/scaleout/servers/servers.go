@@ -1,7 +1,8 @@
 // Package servers starts and stops database server instances of the
 // scale-out tests: PostgreSQL clusters made with initdb and driven with
-// pg_ctl, MariaDB servers and Galera clusters made with mariadb-install-db
-// and run as child processes, all on free loopback ports in temporary
+// pg_ctl, PostgreSQL clusters managed by Patroni with etcd (patroni.go),
+// MariaDB servers and Galera clusters made with mariadb-install-db and run
+// as child processes, all on free loopback ports in temporary
 // directories, never touching the shared servers on 5432 and 3306. Every
 // instance is stopped and its directory removed at the test's cleanup.
 //
