@@ -24,6 +24,12 @@ func validatePayload(what string, data []byte) error {
 	return nil
 }
 
+// payloadValid reports whether validatePayload accepts data, without
+// building an error.
+func payloadValid(data []byte) bool {
+	return len(data) <= MaxPayloadBytes && utf8.Valid(data) && jsonDepth(data) <= MaxJSONDepth
+}
+
 // jsonDepth returns how deeply arrays and objects nest in data, counting
 // brackets outside strings. It does not validate; json.Valid does that.
 func jsonDepth(data []byte) int {
