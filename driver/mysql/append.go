@@ -4,16 +4,13 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	sqldriver "database/sql/driver"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
@@ -119,154 +116,11 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 		}
 		return moveHeads(ctx, t, stream.ID, rows, ids)
 	}
-	if d.canFold(p) {
-		if err := d.check(); err != nil {
-			return nil, err
-		}
-		q, args := foldedAppend(table, stream.ID, parts, rows, headers, d.lockWaitSeconds())
-		err := d.withLog(ctx, stream.ID, func() error {
-			return d.retryTx(ctx, func() (stage, error) {
-				return d.tryFolded(ctx, stream.ID, parts, q, args, len(rows), &ids)
-			})
-		})
-		if err != nil {
-			return nil, err
-		}
-		return ids, nil
-	}
 	err := d.withLog(ctx, stream.ID, func() error { return d.inTx(ctx, p.Tx, fn) })
 	if err != nil {
 		return nil, err
 	}
 	return ids, nil
-}
-
-// canFold reports whether an append can run as one compound statement
-// (appendFolded): the driver's own transaction on MariaDB, parameters
-// interpolated by the client (a compound statement cannot be prepared), a
-// plain stream (no heads to move) outside Galera, one INSERT whose ids are
-// consecutive.
-func (d *Driver) canFold(p driver.AppendParams) bool {
-	if p.Tx != nil || d.noFold || !d.interpolate || !d.mariadb.Load() || d.gal.on.Load() || p.Stream.Compacted || d.autoincStep.Load() <= 0 {
-		return false
-	}
-	if len(p.Rows) > appendChunkRows {
-		return false
-	}
-	size := 0
-	for _, r := range p.Rows {
-		size += len(r.Payload)
-	}
-	return len(p.Rows) == 1 || size <= appendChunkBytes
-}
-
-// foldedSignal is the message of the error the compound append raises when
-// the stream's partitions are gone (the stream was destroyed).
-const foldedSignal = "sqlstreams: partitions of the stream are missing"
-
-// foldedAppend builds the append as one MariaDB compound statement, so that
-// BEGIN, the partition locks, the INSERT and COMMIT cost one round trip
-// instead of four. Commit order (C5) is kept by the same mechanism as the
-// four-statement path: the stream_partition rows of the written partitions
-// are locked FOR UPDATE, in ascending order (the primary key's), before the
-// INSERT takes its ids, and held to COMMIT. The lock wait is bounded by
-// innodb_lock_wait_timeout set for the lock alone (MariaDB refuses FOR UPDATE
-// WAIT in stored programs) and restored after it. A missing partition raises
-// foldedSignal before anything is written. Any error rolls the transaction
-// back and restores the setting in the handler, so the connection is left as
-// it was found; the ids come back only after COMMIT succeeded.
-func foldedAppend(table string, streamID int64, parts []int, rows []driver.AppendRow, headers []any, waitSecs int64) (string, []any) {
-	var sb strings.Builder
-	sb.Grow(1200 + 40*len(rows))
-	sb.WriteString(`BEGIN NOT ATOMIC
-		DECLARE locked INT; DECLARE first_id BIGINT; DECLARE inserted BIGINT;
-		DECLARE saved BIGINT DEFAULT @@session.innodb_lock_wait_timeout;
-		DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; SET SESSION innodb_lock_wait_timeout = saved; RESIGNAL; END;
-		SET SESSION innodb_lock_wait_timeout = `)
-	sb.WriteString(strconv.FormatInt(waitSecs, 10))
-	sb.WriteString(`;
-		START TRANSACTION;
-		SELECT COUNT(*) INTO locked FROM stream_partition WHERE stream_id = ? AND ` + "`partition`" + ` IN (`)
-	sb.WriteString(placeholders(len(parts)))
-	sb.WriteString(`) FOR UPDATE;
-		SET SESSION innodb_lock_wait_timeout = saved;
-		IF locked <> `)
-	sb.WriteString(strconv.Itoa(len(parts)))
-	sb.WriteString(` THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '` + foldedSignal + `'; END IF;
-		INSERT INTO ` + table + " (`partition`, schema_version, schema_revision, msg_key, routing_key, compaction_rank, payload, headers, produced_at) VALUES ")
-	args := make([]any, 0, 1+len(parts)+len(rows)*9)
-	args = append(args, streamID)
-	args = append(args, intsToArgs(parts)...)
-	for i, r := range rows {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		var key any
-		if r.HasKey {
-			key = r.Key
-		}
-		args = append(args, r.Partition, r.SchemaVersion, r.SchemaRevision, key, r.RoutingKey, r.CompactionRank, string(r.Payload), headers[i], ts(r.ProducedAt))
-	}
-	sb.WriteString(`;
-		SELECT LAST_INSERT_ID(), ROW_COUNT() INTO first_id, inserted;
-		COMMIT;
-		SELECT first_id, inserted;
-	END`)
-	return sb.String(), args
-}
-
-// tryFolded runs the compound append once on a connection of its own and
-// sets the ids (see foldedAppend). Its stage is what retryTx needs to know:
-// a server error means the handler rolled everything back (a deadlock may
-// run again); no answer after the statement was sent means COMMIT may have
-// been applied.
-func (d *Driver) tryFolded(ctx context.Context, streamID int64, parts []int, q string, args []any, n int, ids *[]int64) (stage, error) {
-	*ids = (*ids)[:0]
-	conn, err := d.db.Conn(ctx)
-	if err != nil {
-		return stageBegin, err
-	}
-	defer conn.Close()
-	if err := ctx.Err(); err != nil {
-		return stageBegin, err
-	}
-	fail := func(err error) (stage, error) {
-		var me *gomysql.MySQLError
-		switch {
-		case errors.As(err, &me) && me.Number == errSignal && me.Message == foldedSignal:
-			return stageCommit, finalError{fmt.Errorf("append to stream %d: %w", streamID, driver.ErrStreamNotFound)}
-		case mysqlErrno(err) == errLockWaitTimeout:
-			return stageCommit, finalError{d.lockConflict(streamID, parts, false, err)}
-		case mysqlErrno(err) != 0:
-			return stageCommit, fmt.Errorf("append to stream %d: %w", streamID, err)
-		case errors.Is(err, sqldriver.ErrBadConn):
-			return stageStatement, err // nothing was sent
-		}
-		discard(conn)
-		return stageCommit, err
-	}
-	var first, inserted int64
-	rows, err := conn.QueryContext(ctx, q, args...)
-	if err != nil {
-		return fail(err)
-	}
-	got := rows.Next()
-	if got {
-		err = rows.Scan(&first, &inserted)
-	}
-	if err = errors.Join(err, rows.Err(), rows.Close()); err != nil {
-		return fail(err)
-	}
-	if !got || inserted != int64(n) {
-		return stageCommit, finalError{fmt.Errorf("append to stream %d: inserted %d rows of %d", streamID, inserted, n)}
-	}
-	step := d.autoincStep.Load()
-	for i := range n {
-		*ids = append(*ids, first+int64(i)*step)
-	}
-	d.folded.Add(1)
-	return stageCommit, nil
 }
 
 // waitClause bounds a locking read's wait: FOR UPDATE WAIT n on MariaDB,
@@ -276,12 +130,8 @@ func (d *Driver) waitClause() string {
 	if !d.mariadb.Load() {
 		return ""
 	}
-	return " WAIT " + strconv.FormatInt(d.lockWaitSeconds(), 10)
-}
-
-// lockWaitSeconds is the driver's lock timeout in whole seconds, at least 1.
-func (d *Driver) lockWaitSeconds() int64 {
-	return max(int64((d.lockTimeout+time.Second-1)/time.Second), 1)
+	secs := int64((d.lockTimeout + time.Second - 1) / time.Second)
+	return " WAIT " + strconv.FormatInt(max(secs, 1), 10)
 }
 
 // lockPartitions locks the append lock rows of a stream's partitions (all
@@ -308,28 +158,23 @@ func (d *Driver) lockPartitions(ctx context.Context, q querier, streamID int64, 
 		return nil
 	})
 	if n := mysqlErrno(err); n == errLockWaitTimeout || n == errLockNowait {
-		return 0, finalError{d.lockConflict(streamID, parts, callerTx, err)}
+		which := "the partitions"
+		switch {
+		case len(parts) == 1:
+			which = "partition " + strconv.Itoa(parts[0])
+		case len(parts) > 1:
+			which = "one of partitions " + joinInts(parts)
+		}
+		advice := "another transaction holds the append lock of " + which + " of this stream, probably an open ProduceTx; commit it promptly"
+		if callerTx {
+			advice += ", and roll this transaction back before trying again"
+		}
+		return 0, finalError{&driver.Error{Kind: driver.ErrConflict, Advice: advice, Err: driver.Redact(fmt.Errorf("stream %d: lock partitions: %w", streamID, err), d.secrets...)}}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("stream %d: lock partitions: %w", streamID, err)
 	}
 	return locked, nil
-}
-
-// lockConflict is the error of a partition lock wait that timed out.
-func (d *Driver) lockConflict(streamID int64, parts []int, callerTx bool, err error) error {
-	which := "the partitions"
-	switch {
-	case len(parts) == 1:
-		which = "partition " + strconv.Itoa(parts[0])
-	case len(parts) > 1:
-		which = "one of partitions " + joinInts(parts)
-	}
-	advice := "another transaction holds the append lock of " + which + " of this stream, probably an open ProduceTx; commit it promptly"
-	if callerTx {
-		advice += ", and roll this transaction back before trying again"
-	}
-	return &driver.Error{Kind: driver.ErrConflict, Advice: advice, Err: driver.Redact(fmt.Errorf("stream %d: lock partitions: %w", streamID, err), d.secrets...)}
 }
 
 func joinInts(vs []int) string {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -130,44 +129,3 @@ func (r *raw) Consume(ctx context.Context, streamID int64, limit int, decode fun
 }
 
 func (r *raw) Close() error { return r.drv.Close() }
-
-// BenchmarkAppendFold compares the two shapes of the driver's own append on
-// MariaDB, interleaved op for op: one compound statement (one round trip)
-// against BEGIN, the partition lock, the INSERT and COMMIT (four), each a
-// batch of 100 rows on one partition.
-func BenchmarkAppendFold(b *testing.B) {
-	ns := target.NewNamespace(b)
-	folded, fourRT := mysql.Open(ns), mysql.Open(ns)
-	mysql.NoFold(fourRT)
-	for _, d := range []*mysql.Driver{folded, fourRT} {
-		if err := d.Migrate(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		defer d.Close()
-	}
-	cfg, err := folded.CreateStream(context.Background(), driver.CreateStreamParams{Config: driver.StreamConfig{Name: "fold", Partitions: 1, CreatedAt: time.Now()}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	rows := make([]driver.AppendRow, 100)
-	for i := range rows {
-		rows[i] = driver.AppendRow{SchemaVersion: 1, Key: fmt.Sprintf("k%d", i), HasKey: true, RoutingKey: "eu.web",
-			Payload: []byte(`{"order_id":"order-00000001","customer":"cust-00001","cents":7,"currency":"EUR","items":[1,2,3]}`), ProducedAt: time.Now()}
-	}
-	spent := make([]time.Duration, 2)
-	for b.Loop() {
-		for i, d := range []*mysql.Driver{folded, fourRT} {
-			start := time.Now()
-			if _, err := d.Append(context.Background(), driver.AppendParams{Stream: cfg, Rows: rows}); err != nil {
-				b.Fatal(err)
-			}
-			spent[i] += time.Since(start)
-		}
-	}
-	if mysql.IsMariaDB(folded) && mysql.FoldedAppends(folded) == 0 {
-		b.Fatal("no append ran as one compound statement on MariaDB")
-	}
-	b.ReportMetric(float64(b.N*len(rows))/spent[0].Seconds(), "folded-msgs/s")
-	b.ReportMetric(float64(b.N*len(rows))/spent[1].Seconds(), "four-rt-msgs/s")
-	b.ReportMetric(spent[1].Seconds()/spent[0].Seconds(), "x-four-rt")
-}

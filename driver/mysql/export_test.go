@@ -37,11 +37,3 @@ func IsMariaDB(d *Driver) bool { return d.mariadb.Load() }
 // PrivilegeProbes counts the CheckPrivileges calls that had to ask the
 // server with DDL, information_schema not showing the privileges.
 func PrivilegeProbes(d *Driver) int64 { return d.privilegeProbes.Load() }
-
-// NoFold makes the driver's own appends take BEGIN, the partition locks,
-// the INSERT and COMMIT as four statements, as on MySQL 8, instead of one
-// compound statement.
-func NoFold(d *Driver) { d.noFold = true }
-
-// FoldedAppends counts the appends that ran as one compound statement.
-func FoldedAppends(d *Driver) int64 { return d.folded.Load() }

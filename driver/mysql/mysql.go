@@ -101,18 +101,6 @@
 // would serialize every partition of a stream) and works the same on MySQL
 // and MariaDB.
 //
-// On MariaDB the driver's own append (not a ProduceTx) sends the
-// transaction, the partition locks, the INSERT and COMMIT as one compound
-// statement (BEGIN NOT ATOMIC ... END), one round trip instead of four: the
-// same locks, taken in the same order before the INSERT takes its ids and
-// held to COMMIT, so commit order is kept the same way. A handler in the
-// statement rolls back on any error, so the connection goes back to the pool
-// as it came. The four statements remain for MySQL 8 (which has no
-// anonymous compound statements), for compacted streams (whose heads move in
-// the same transaction), on Galera, when parameters are not interpolated
-// (interpolateParams=false: a compound statement cannot be prepared) and
-// for batches larger than one INSERT.
-//
 // The ids of one multi-row INSERT are consecutive when
 // innodb_autoinc_lock_mode is 0 or 1 (MariaDB's default); with 2 (MySQL 8's
 // default) the driver reads its new ids back from the partitions it holds.
@@ -285,7 +273,6 @@ type Driver struct {
 	where       string // user@addr/db, for messages (no password)
 	secrets     []string
 	lockTimeout time.Duration
-	interpolate bool // parameters are interpolated client-side (appendFolded needs it)
 	closed      atomic.Bool
 	opened      error
 
@@ -301,9 +288,6 @@ type Driver struct {
 	// Test hooks, set before Migrate.
 	forceReadBack    bool // always read new ids back
 	forceNoReturning bool // settle as on MySQL, without RETURNING
-	noFold           bool // appends take the four round trips, as on MySQL
-
-	folded atomic.Int64 // appends that ran as one compound statement
 }
 
 // Option configures Open.
@@ -348,7 +332,6 @@ func Open(dsn string, opts ...Option) *Driver {
 		d.opened = d.unusable(fmt.Errorf("mysql %s: %w", d.where, err), "fix the DSN's parameters")
 		return d
 	}
-	d.interpolate = cfg.InterpolateParams
 	conn, err := gomysql.NewConnector(cfg)
 	if err != nil {
 		d.opened = d.unusable(fmt.Errorf("mysql %s: %w", d.where, err), "fix the DSN's parameters")

@@ -110,15 +110,9 @@ func (d *Driver) ownTx(ctx context.Context, snapshot bool, fn func(querier) erro
 	if err := d.check(); err != nil {
 		return err
 	}
-	return d.retryTx(ctx, func() (stage, error) { return d.tryTx(ctx, snapshot, fn) })
-}
-
-// retryTx runs attempt, one try of a transaction of the driver's own, until
-// it succeeds or fails for good (see ownTx).
-func (d *Driver) retryTx(ctx context.Context, attempt func() (stage, error)) error {
 	var deadlocks, timeouts, lost int
 	for {
-		at, err := attempt()
+		at, err := d.tryTx(ctx, snapshot, fn)
 		if err == nil {
 			return nil
 		}
@@ -302,7 +296,6 @@ const (
 	errTableDefChanged = 1412
 	errRecordChanged   = 1020 // MariaDB with innodb_snapshot_isolation
 	errLockNowait      = 3572 // MySQL: NOWAIT found the row locked
-	errSignal          = 1644 // SIGNAL of a user-defined condition
 )
 
 // Server errors that mean the server cannot serve this client now.
