@@ -48,15 +48,24 @@ func validateRoutingKey(key string) error {
 	if len(key) > MaxKeyLength {
 		return fmt.Errorf("%w: routing key is %d bytes; the limit is %d", ErrInvalidName, len(key), MaxKeyLength)
 	}
-	for _, w := range strings.Split(key, ".") {
-		if w == "" {
-			return fmt.Errorf("%w: routing key %q has an empty word; write dot-separated words like \"eu.web\"", ErrInvalidName, key)
-		}
-		for i := 0; i < len(w); i++ {
-			if !isWordByte(w[i]) {
-				return fmt.Errorf("%w: routing key %q has %q; words use letters, digits, '_' and '-'", ErrInvalidName, key, w[i])
+	// One pass without splitting: it runs for every message produced.
+	word := 0 // bytes in the current word
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c == '.' {
+			if word == 0 {
+				break
 			}
+			word = 0
+			continue
 		}
+		if !isWordByte(c) {
+			return fmt.Errorf("%w: routing key %q has %q; words use letters, digits, '_' and '-'", ErrInvalidName, key, c)
+		}
+		word++
+	}
+	if word == 0 {
+		return fmt.Errorf("%w: routing key %q has an empty word; write dot-separated words like \"eu.web\"", ErrInvalidName, key)
 	}
 	return nil
 }

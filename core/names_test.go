@@ -145,3 +145,25 @@ func TestPartitionForKey(t *testing.T) {
 		}
 	}
 }
+
+// validateRoutingKey scans a key once, without splitting it; each kind of
+// bad key keeps its own message.
+func TestRoutingKeyMessages(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		want string // "" for valid, else a piece of the message
+	}{
+		{"", ""}, {"eu", ""}, {"eu.web", ""}, {"a.b-c.d_e.9", ""},
+		{".eu", "empty word"}, {"eu.", "empty word"}, {"eu..web", "empty word"}, {".", "empty word"},
+		{"eu web", "has ' '"}, {"eu.w*b", "has '*'"}, {"eu.#", "has '#'"}, {"é", "has"},
+		{strings.Repeat("a", MaxKeyLength+1), "the limit"},
+	} {
+		err := validateRoutingKey(tc.key)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("routing key %q: %v; want it valid", tc.key, err)
+		case tc.want != "" && (!errors.Is(err, ErrInvalidName) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("routing key %q: %v; want ErrInvalidName saying %q", tc.key, err, tc.want)
+		}
+	}
+}

@@ -167,14 +167,9 @@ func (p *Producer[T]) append(ctx context.Context, tx driver.Tx, msgs []Message[T
 	if err := p.client.checkOpen(); err != nil {
 		return nil, err
 	}
-	now := time.Now().UTC()
-	rows := make([]driver.AppendRow, len(msgs))
-	for i, m := range msgs {
-		row, err := p.row(m, now)
-		if err != nil {
-			return nil, p.refused(i, len(msgs), err)
-		}
-		rows[i] = row
+	rows, err := p.rows(msgs, time.Now().UTC())
+	if err != nil {
+		return nil, err
 	}
 	write := func(ctx context.Context) ([]int64, error) {
 		ids, err := p.client.drv.Append(ctx, driver.AppendParams{Stream: p.stream, Tx: tx, Rows: rows})
@@ -210,6 +205,22 @@ func (p *Producer[T]) append(ctx context.Context, tx driver.Tx, msgs []Message[T
 	})
 }
 
+// rows builds the rows of msgs, or refuses the first that is invalid.
+func (p *Producer[T]) rows(msgs []Message[T], now time.Time) ([]driver.AppendRow, error) {
+	rows := make([]driver.AppendRow, len(msgs))
+	// One allocation for the batch: a message's options are calls through
+	// func values, so the metadata they fill would escape one by one.
+	metas := make([]messageMeta, len(msgs))
+	for i, m := range msgs {
+		row, err := p.row(m, &metas[i], now)
+		if err != nil {
+			return nil, p.refused(i, len(msgs), err)
+		}
+		rows[i] = row
+	}
+	return rows, nil
+}
+
 // refused reports message i of n refused before anything was written.
 func (p *Producer[T]) refused(i, n int, err error) error {
 	if n > 1 {
@@ -218,10 +229,9 @@ func (p *Producer[T]) refused(i, n int, err error) error {
 	return fmt.Errorf("sqlstreams: produce to %q: %w", p.stream.Name, err)
 }
 
-func (p *Producer[T]) row(m Message[T], now time.Time) (driver.AppendRow, error) {
-	var meta messageMeta
+func (p *Producer[T]) row(m Message[T], meta *messageMeta, now time.Time) (driver.AppendRow, error) {
 	for _, o := range m.Options {
-		o(&meta)
+		o(meta)
 	}
 	if err := validateKey(meta.key); err != nil {
 		return driver.AppendRow{}, err
@@ -255,12 +265,14 @@ func (p *Producer[T]) row(m Message[T], now time.Time) (driver.AppendRow, error)
 		if payload, err = json.Marshal(m.Value); err != nil {
 			return driver.AppendRow{}, fmt.Errorf("%w: encode %T: %v", ErrInvalidMessage, m.Value, err)
 		}
-		if err := validatePayload(fmt.Sprintf("the encoded %T", m.Value), payload); err != nil {
-			return driver.AppendRow{}, err
+		// The check runs on every message of a batch; the message naming the
+		// type is built only when it fails.
+		if !payloadValid(payload) {
+			return driver.AppendRow{}, validatePayload(fmt.Sprintf("the encoded %T", m.Value), payload)
 		}
 	}
 	return driver.AppendRow{
-		Partition:      p.partition(meta),
+		Partition:      p.partition(*meta),
 		SchemaVersion:  version,
 		SchemaRevision: p.revision,
 		Key:            meta.key,

@@ -1,6 +1,7 @@
 package sqlstreams
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -22,6 +23,19 @@ func validatePayload(what string, data []byte) error {
 		return fmt.Errorf("%w: %s nests arrays and objects %d deep; the limit is %d (MaxJSONDepth)", ErrInvalidMessage, what, d, MaxJSONDepth)
 	}
 	return nil
+}
+
+// payloadValid reports whether validatePayload accepts data, without
+// building an error.
+func payloadValid(data []byte) bool {
+	return len(data) <= MaxPayloadBytes && utf8.Valid(data) && (shallow(data) || jsonDepth(data) <= MaxJSONDepth)
+}
+
+// shallow reports a document that cannot nest deeper than MaxJSONDepth
+// because it has no more opening brackets than that (counting those in
+// strings too): a vectorised count, where jsonDepth looks at every byte.
+func shallow(data []byte) bool {
+	return len(data) <= MaxJSONDepth || bytes.Count(data, []byte{'['})+bytes.Count(data, []byte{'{'}) <= MaxJSONDepth
 }
 
 // jsonDepth returns how deeply arrays and objects nest in data, counting

@@ -39,10 +39,16 @@ func TestValidatePayload(t *testing.T) {
 		{"past the depth limit", []byte(strings.Repeat("[", MaxJSONDepth+1) + strings.Repeat("]", MaxJSONDepth+1)), false},
 		{"invalid UTF-8", []byte("\"\xc3\x28\""), false},
 		{"too big", make([]byte, MaxPayloadBytes+1), false},
+		{"many brackets in strings", []byte(`{"a":"` + strings.Repeat("[{", MaxJSONDepth) + `"}`), true},
+		{"many brackets, shallow", []byte(strings.Repeat(`[],`, MaxJSONDepth) + `[]`), true},
 	} {
 		err := validatePayload("payload", tc.data)
 		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, ErrInvalidMessage)) {
 			t.Errorf("%s: %v; want ok=%v (or ErrInvalidMessage)", tc.name, err, tc.ok)
+		}
+		// The produce path's check without an error agrees.
+		if got := payloadValid(tc.data); got != tc.ok {
+			t.Errorf("%s: payloadValid = %v; want %v", tc.name, got, tc.ok)
 		}
 	}
 }

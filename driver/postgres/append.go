@@ -33,24 +33,32 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 			return nil, err
 		}
 	}
-	// A caller's transaction always carries its NOTIFY, delivered when it
-	// commits; the driver's own appends are debounced per stream.
-	notify := tx != nil || d.notifyNow(stream.ID)
-	batch, locks, err := d.appendBatch(stream, p.Rows, notify)
+	// The driver's own appends carry a NOTIFY debounced per stream. A
+	// caller's transaction carries none: NOTIFY would put its commit in the
+	// queue of every notifying commit of the database (see notifyEvery).
+	// It reports its transaction id instead, and txWakes notifies once that
+	// transaction has committed, coalesced with the others of the stream.
+	ch := d.channel(stream.ID)
+	wantXid := caller != nil && ch != ""
+	notify := caller == nil && d.notifyNow(stream.ID)
+	batch, locks, err := d.appendBatch(stream, p.Rows, notify, wantXid)
 	if err != nil {
 		return nil, err
 	}
 	if caller != nil {
-		ids, err := runAppend(ctx, caller, batch, locks, len(p.Rows), false)
+		ids, xid, err := runAppend(ctx, caller, batch, locks, len(p.Rows), false, wantXid)
 		if err != nil {
 			return nil, d.appendError(ctx, stream, err, locks, true)
+		}
+		if wantXid {
+			d.wakeAfterCommit(ch, xid)
 		}
 		return ids, nil
 	}
 	var ids []int64
 	err = d.write(ctx, func(c *pgxpool.Conn) error {
 		var err error
-		ids, err = runAppend(ctx, c, batch, locks, len(p.Rows), true)
+		ids, _, err = runAppend(ctx, c, batch, locks, len(p.Rows), true, false)
 		return err
 	})
 	if err != nil {
@@ -79,14 +87,15 @@ type batchSender interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// runAppend sends the batch built by appendBatch and returns the ids. own
-// says the batch runs as an implicit transaction of its own, which commits as
-// the batch ends.
-func runAppend(ctx context.Context, s batchSender, batch *pgx.Batch, locks []int32, n int, own bool) ([]int64, error) {
+// runAppend sends the batch built by appendBatch and returns the ids, and
+// the transaction id when the batch asks for it (xid). own says the batch
+// runs as an implicit transaction of its own, which commits as the batch
+// ends.
+func runAppend(ctx context.Context, s batchSender, batch *pgx.Batch, locks []int32, n int, own, xid bool) ([]int64, string, error) {
 	br := s.SendBatch(ctx, batch)
-	fail := func(err error) ([]int64, error) {
+	fail := func(err error) ([]int64, string, error) {
 		_ = br.Close()
-		return nil, err
+		return nil, "", err
 	}
 	if _, err := br.Exec(); err != nil { // lock_timeout
 		return fail(err)
@@ -114,16 +123,22 @@ func runAppend(ctx context.Context, s batchSender, batch *pgx.Batch, locks []int
 	if err != nil {
 		return fail(err)
 	}
+	var x string
+	if xid {
+		if err := br.QueryRow().Scan(&x); err != nil {
+			return fail(err)
+		}
+	}
 	if err := br.Close(); err != nil {
 		if own {
-			return nil, &staged{err: err, stage: stageCommit}
+			return nil, "", &staged{err: err, stage: stageCommit}
 		}
-		return nil, err
+		return nil, "", err
 	}
 	if len(ids) != n {
-		return nil, fmt.Errorf("%d ids for %d rows", len(ids), n)
+		return nil, "", fmt.Errorf("%d ids for %d rows", len(ids), n)
 	}
-	return ids, nil
+	return ids, x, nil
 }
 
 // lockTimeoutValue is the lock_timeout setting for a partition lock, "" for
@@ -166,8 +181,9 @@ func (d *Driver) queueBounded(b *pgx.Batch, query string, args ...any) {
 // appendBatch builds the statements of an append: lock the partitions in
 // partition order (bounded), insert the rows (ids are taken in input order,
 // so the sorted ids map to the rows in order), move compaction heads,
-// notify. It returns the partitions it locks.
-func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow, notify bool) (*pgx.Batch, []int32, error) {
+// notify, or report the transaction id (xid). It returns the partitions it
+// locks.
+func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow, notify, xid bool) (*pgx.Batch, []int32, error) {
 	n := len(rows)
 	partitions := make([]int32, n)
 	versions := make([]int32, n)
@@ -243,6 +259,9 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 	}
 	if ch := d.channel(stream.ID); ch != "" && notify {
 		b.Queue(`SELECT pg_notify($1::text, '')`, ch)
+	}
+	if xid {
+		b.Queue(`SELECT pg_current_xact_id()::text`)
 	}
 	return b, locks, nil
 }

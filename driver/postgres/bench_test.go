@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -264,4 +265,80 @@ func BenchmarkProduceSingleNotify(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 		})
 	}
+}
+
+// BenchmarkProduceTxConcurrent is 8 committers, each in a loop of its own
+// transactions of one ProduceTx on a partition of its own (8 partitions),
+// with wake-ups on and with WithoutNotify, alternating in rounds of 50
+// commits per committer so that both see the same load. x-no-notify is the
+// committed rate with wake-ups over the rate without: the price of
+// NOTIFY for committers that commit at once.
+func BenchmarkProduceTxConcurrent(b *testing.B) {
+	const committers, round = 8, 50
+	ns := newSchema(b, nil)
+	type side struct {
+		drv *postgres.Driver
+		p   *sqlstreams.Producer[event]
+	}
+	var sides []side
+	for _, opts := range [][]postgres.Option{nil, {postgres.WithoutNotify()}} {
+		drv := postgres.Open(ns, opts...)
+		c, err := sqlstreams.Open(context.Background(), drv, sqlstreams.WithMaintenanceInterval(0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Stream[event]("txs").Create(context.Background(), &sqlstreams.StreamOptions{Partitions: committers}); err != nil && !errors.Is(err, sqlstreams.ErrStreamExists) {
+			b.Fatal(err)
+		}
+		p, err := c.Stream[event]("txs").Producer().Register(context.Background(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sides = append(sides, side{drv, p})
+	}
+	// A key per partition, so that committer i writes partition i only.
+	keys := make([]string, committers)
+	for i, found := 0, 0; found < committers; i++ {
+		k := "k" + strconv.Itoa(i)
+		if part := sqlstreams.PartitionForKey(k, committers); keys[part] == "" {
+			keys[part] = k
+			found++
+		}
+	}
+	spent := make([]time.Duration, len(sides))
+	commits := make([]int, len(sides))
+	for b.Loop() {
+		for s, sd := range sides {
+			start := time.Now()
+			var wg sync.WaitGroup
+			for i := range committers {
+				wg.Go(func() {
+					for n := range round {
+						tx, err := sd.drv.Pool().Begin(context.Background())
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if _, err := sd.p.ProduceTx(context.Background(), postgres.Tx(tx), event{N: n}, sqlstreams.Key(keys[i])); err != nil {
+							_ = tx.Rollback(context.Background())
+							b.Error(err)
+							return
+						}
+						if err := tx.Commit(context.Background()); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			spent[s] += time.Since(start)
+			commits[s] += committers * round
+		}
+	}
+	notify, quiet := float64(commits[0])/spent[0].Seconds(), float64(commits[1])/spent[1].Seconds()
+	b.ReportMetric(notify, "notify-commits/s")
+	b.ReportMetric(quiet, "no-notify-commits/s")
+	b.ReportMetric(notify/quiet, "x-no-notify")
 }

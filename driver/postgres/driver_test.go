@@ -588,6 +588,27 @@ func TestNotifyWakesOtherClients(t *testing.T) {
 					t.Fatalf("message %d not handled within 10s: no wake-up arrived (poll interval is 1h)", i)
 				}
 			}
+			// ProduceTx: the wake-up follows the caller's commit.
+			pool := producerClient.Driver().(*postgres.Driver).Pool()
+			for i := range 3 {
+				start := time.Now()
+				tx, err := pool.Begin(tctx(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := p.ProduceTx(tctx(t), postgres.Tx(tx), event{N: 10 + i}); err != nil {
+					t.Fatal(err)
+				}
+				if err := tx.Commit(tctx(t)); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case at := <-got:
+					t.Logf("ProduceTx: woken after %v", at.Sub(start))
+				case <-time.After(10 * time.Second):
+					t.Fatalf("ProduceTx message %d not handled within 10s: no wake-up arrived (poll interval is 1h)", i)
+				}
+			}
 		})
 	}
 }

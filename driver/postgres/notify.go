@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -112,6 +114,133 @@ func (d *Driver) notifyAfterCommit(streamID int64) {
 		defer cancel()
 		_, _ = d.pool.Exec(ctx, `SELECT pg_notify($1::text, '')`, ch) // a hint: polling covers a failure
 	})
+}
+
+// Wake-ups for rows produced in callers' transactions. Such a transaction
+// carries no NOTIFY: PostgreSQL serializes the commits of all notifying
+// transactions of a database on one lock held through the commit's WAL
+// flush, so 8 committers on 8 partitions lost a quarter of their rate to it.
+// Instead the append reports its transaction id, and one goroutine per
+// driver asks the server which of the reported transactions have ended
+// (pg_xact_status, one statement for all of them) and sends one NOTIFY per
+// stream with committed rows, from a transaction of its own. A consumer is
+// woken only once the rows are visible: pg_xact_status says "committed"
+// only after the transaction has left the running set, so a snapshot taken
+// on the wake-up sees its rows. Rolled-back transactions are dropped
+// without a wake-up. Consumers keep polling, so a check that fails, or a
+// transaction left open past txWakeMaxAge, costs latency only.
+const (
+	// txWakeFirst is the first check after an idle spell: a caller
+	// usually commits right after producing.
+	txWakeFirst = time.Millisecond
+	// txWakeMaxAge bounds how long a transaction is watched.
+	txWakeMaxAge = 10 * time.Minute
+	// txWakeMax bounds how many transactions are watched at once; past it
+	// the oldest are dropped.
+	txWakeMax = 10000
+)
+
+type txWakes struct {
+	mu      sync.Mutex
+	pending []txWake
+	running bool
+	manual  bool // tests run the checks themselves (TxWakePass)
+}
+
+type txWake struct {
+	channel, xid string
+	since        time.Time
+}
+
+// wakeAfterCommit watches the caller's transaction xid that appended to the
+// stream of channel ch, to wake its consumers once it has committed.
+func (d *Driver) wakeAfterCommit(ch, xid string) {
+	w := &d.txWakes
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.pending) >= txWakeMax {
+		w.pending = slices.Delete(w.pending, 0, len(w.pending)-txWakeMax+1)
+	}
+	w.pending = append(w.pending, txWake{channel: ch, xid: xid, since: time.Now()})
+	if !w.running && !w.manual {
+		w.running = true
+		go d.runTxWakes()
+	}
+}
+
+// runTxWakes checks the watched transactions soon after the first arrives,
+// then every notifyEvery while any is left, and ends when none is.
+func (d *Driver) runTxWakes() {
+	delay := txWakeFirst
+	for {
+		time.Sleep(delay)
+		left, err := d.txWakePass()
+		delay = notifyEvery
+		if err != nil {
+			delay = 100 * notifyEvery // the server is away: check less often
+		}
+		w := &d.txWakes
+		w.mu.Lock()
+		if (left == 0 && len(w.pending) == 0) || d.check() != nil {
+			w.pending, w.running = nil, false
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+	}
+}
+
+// txWakePass checks the watched transactions once: it notifies the channel
+// of every stream one of them committed rows to (once per stream), stops
+// watching those that ended or are too old, and reports how many it still
+// watches.
+func (d *Driver) txWakePass() (left int, err error) {
+	w := &d.txWakes
+	w.mu.Lock()
+	batch := slices.Clone(w.pending)
+	w.mu.Unlock()
+	if len(batch) == 0 {
+		return 0, nil
+	}
+	if err := d.check(); err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	xids := make([]string, len(batch))
+	for i, p := range batch {
+		xids[i] = p.xid
+	}
+	rows, err := d.pool.Query(ctx, `SELECT COALESCE(pg_xact_status(x::xid8), 'unknown') FROM unnest($1::text[]) WITH ORDINALITY AS u(x, ord) ORDER BY ord`, xids)
+	var statuses []string
+	if err == nil {
+		statuses, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err == nil && len(statuses) != len(batch) {
+		err = fmt.Errorf("%d statuses for %d transactions", len(statuses), len(batch))
+	}
+	done := map[string]bool{} // xids no longer watched
+	var channels []string
+	if err == nil {
+		for i, st := range statuses {
+			if st == "in progress" {
+				continue
+			}
+			done[batch[i].xid] = true
+			if st == "committed" && !slices.Contains(channels, batch[i].channel) {
+				channels = append(channels, batch[i].channel)
+			}
+		}
+		if len(channels) > 0 {
+			// A hint: a failure here costs the consumers a poll.
+			_, err = d.pool.Exec(ctx, `SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c`, channels)
+		}
+	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pending = slices.DeleteFunc(w.pending, func(p txWake) bool { return done[p.xid] || now.Sub(p.since) > txWakeMaxAge })
+	return len(w.pending), err
 }
 
 // listener holds one LISTEN connection for all subscriptions of a driver.

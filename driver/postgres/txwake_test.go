@@ -1,0 +1,132 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/driver/postgres"
+)
+
+// A ProduceTx transaction carries no NOTIFY of its own (its commit would
+// queue behind every notifying commit of the database); the driver wakes
+// the stream's consumers once the transaction has committed, with one
+// NOTIFY for all the transactions that committed to the stream since its
+// last check, and never for one that rolled back. The checks run by hand
+// here (ManualTxWakes), so that "not yet" is a fact, not a wait.
+func TestProduceTxWakesAfterCommit(t *testing.T) {
+	t.Parallel()
+	ns := newSchema(t, nil)
+	drv := postgres.Open(ns)
+	postgres.ManualTxWakes(drv)
+	c, err := sqlstreams.Open(tctx(t), drv, sqlstreams.WithMaintenanceInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	p, err := c.Stream[event]("txwake").Producer().Register(tctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := postgres.Channel(drv, p.Stream().ID)
+	lis, err := pgx.Connect(tctx(t), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close(context.Background())
+	if _, err := lis.Exec(tctx(t), `LISTEN `+pgx.Identifier{ch}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	// next returns the payload of the next notification, bounded.
+	next := func() string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(tctx(t), 10*time.Second)
+		defer cancel()
+		n, err := lis.WaitForNotification(ctx)
+		if err != nil {
+			t.Fatalf("no notification within 10s: %v", err)
+		}
+		return n.Payload
+	}
+	// marker sends a notification with payload s from a transaction of its
+	// own: notifications arrive in commit order, so whatever arrives before
+	// it was sent before it.
+	marker := func(s string) {
+		t.Helper()
+		if _, err := drv.Pool().Exec(tctx(t), `SELECT pg_notify($1, $2)`, ch, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pass := func(wantLeft int) {
+		t.Helper()
+		left, err := postgres.TxWakePass(drv)
+		if err != nil || left != wantLeft {
+			t.Fatalf("check of the watched transactions: %d left, %v; want %d left", left, err, wantLeft)
+		}
+	}
+
+	// Two transactions produce; while they are open the check sends nothing.
+	var txs []pgx.Tx
+	for i := range 2 {
+		tx, err := drv.Pool().Begin(tctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(context.Background())
+		if _, err := p.ProduceTx(tctx(t), postgres.Tx(tx), event{N: i}); err != nil {
+			t.Fatal(err)
+		}
+		txs = append(txs, tx)
+		if i == 0 {
+			// The second waits for the first's partition lock otherwise.
+			if err := tx.Commit(tctx(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	marker("committed-one")
+	if got := next(); got != "committed-one" {
+		t.Fatalf("first notification %q; want the marker: the committing transaction carried a NOTIFY", got)
+	}
+	pass(1) // the first committed: woken; the second is open: watched
+	if got := next(); got != "" {
+		t.Fatalf("notification %q after the check; want the wake-up (empty payload)", got)
+	}
+	pass(1)
+	marker("still-open")
+	if got := next(); got != "still-open" {
+		t.Fatalf("notification %q while the transaction is open; want none before the marker", got)
+	}
+	if err := txs[1].Rollback(tctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	pass(0) // rolled back: dropped, no wake-up
+	marker("rolled-back")
+	if got := next(); got != "rolled-back" {
+		t.Fatalf("notification %q for a rolled-back transaction; want none before the marker", got)
+	}
+
+	// Three transactions commit before one check: one wake-up.
+	for i := range 3 {
+		tx, err := drv.Pool().Begin(tctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.ProduceTx(tctx(t), postgres.Tx(tx), event{N: 10 + i}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(tctx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pass(0)
+	marker("after-three")
+	if got := next(); got != "" {
+		t.Fatalf("notification %q; want the wake-up for the three commits", got)
+	}
+	if got := next(); got != "after-three" {
+		t.Fatalf("notification %q; want one wake-up for three commits, then the marker", got)
+	}
+}
