@@ -1,5 +1,7 @@
 package postgres
 
+import "context"
+
 // ReadRowsQuery exposes ReadRows' statement and the options of its
 // transaction, for plan tests.
 var (
@@ -17,7 +19,7 @@ func ManualTxWakes(d *Driver) {
 
 // TxWakePass runs one check of the watched transactions of ProduceTx and
 // reports how many are still watched.
-func TxWakePass(d *Driver) (int, error) { return d.txWakePass() }
+func TxWakePass(d *Driver) (int, error) { return d.txWakePass(context.Background()) }
 
 // Channel is the notification channel of a stream.
 func Channel(d *Driver, streamID int64) string { return d.channel(streamID) }

@@ -145,6 +145,25 @@ type txWakes struct {
 	pending []txWake
 	running bool
 	manual  bool // tests run the checks themselves (TxWakePass)
+	// stop ends the checker and its statements: Close calls it, then waits
+	// for the checker (done), so that no goroutine of the driver outlives it.
+	ctx    context.Context
+	stop   context.CancelFunc
+	done   sync.WaitGroup
+	closed bool
+}
+
+// closeTxWakes stops the checker and waits for it; wake-ups still pending
+// are dropped (consumers poll).
+func (d *Driver) closeTxWakes() {
+	w := &d.txWakes
+	w.mu.Lock()
+	w.closed = true
+	if w.stop != nil {
+		w.stop()
+	}
+	w.mu.Unlock()
+	w.done.Wait()
 }
 
 type txWake struct {
@@ -161,24 +180,37 @@ func (d *Driver) wakeAfterCommit(ch, xid string) {
 	if len(w.pending) >= txWakeMax {
 		w.pending = slices.Delete(w.pending, 0, len(w.pending)-txWakeMax+1)
 	}
+	if w.closed {
+		return
+	}
 	w.pending = append(w.pending, txWake{channel: ch, xid: xid, since: time.Now()})
 	if !w.running && !w.manual {
+		if w.stop == nil {
+			w.ctx, w.stop = context.WithCancel(context.Background())
+		}
 		w.running = true
-		go d.runTxWakes()
+		ctx := w.ctx
+		w.done.Go(func() { d.runTxWakes(ctx) })
 	}
 }
 
 // runTxWakes checks the watched transactions soon after the first arrives,
 // then every notifyEvery while any is left, and ends when none is.
-func (d *Driver) runTxWakes() {
-	delay := txWakeFirst
+func (d *Driver) runTxWakes(ctx context.Context) {
+	timer := time.NewTimer(txWakeFirst)
+	defer timer.Stop()
 	for {
-		time.Sleep(delay)
-		left, err := d.txWakePass()
-		delay = notifyEvery
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		left, err := d.txWakePass(ctx)
+		delay := notifyEvery
 		if err != nil {
 			delay = 100 * notifyEvery // the server is away: check less often
 		}
+		timer.Reset(delay)
 		w := &d.txWakes
 		w.mu.Lock()
 		if (left == 0 && len(w.pending) == 0) || d.check() != nil {
@@ -194,7 +226,7 @@ func (d *Driver) runTxWakes() {
 // of every stream one of them committed rows to (once per stream), stops
 // watching those that ended or are too old, and reports how many it still
 // watches.
-func (d *Driver) txWakePass() (left int, err error) {
+func (d *Driver) txWakePass(ctx context.Context) (left int, err error) {
 	w := &d.txWakes
 	w.mu.Lock()
 	batch := slices.Clone(w.pending)
@@ -205,7 +237,7 @@ func (d *Driver) txWakePass() (left int, err error) {
 	if err := d.check(); err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	xids := make([]string, len(batch))
 	for i, p := range batch {

@@ -358,6 +358,7 @@ func (d *Driver) Close() error {
 	if lis != nil {
 		lis.stop()
 	}
+	d.closeTxWakes()
 	if d.pool != nil {
 		d.pool.Close()
 	}

@@ -2,11 +2,16 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
 )
 
@@ -128,5 +133,55 @@ func TestProduceTxWakesAfterCommit(t *testing.T) {
 	}
 	if got := next(); got != "after-three" {
 		t.Fatalf("notification %q; want one wake-up for three commits, then the marker", got)
+	}
+}
+
+// The checker of ProduceTx transactions is the driver's own goroutine:
+// Close stops it and waits for it, even while a transaction it watches is
+// still open.
+func TestCloseStopsTxWakes(t *testing.T) {
+	t.Parallel()
+	ns := newSchema(t, nil)
+	pool, err := pgxpool.New(tctx(t), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	drv := postgres.Open(ns)
+	c, err := sqlstreams.Open(tctx(t), drv, sqlstreams.WithMaintenanceInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Stream[event]("txwake-close").Producer().Register(tctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := p.ProduceTx(tctx(t), postgres.Tx(tx), event{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// The checker's goroutine, started or about to start.
+	checker := func() bool {
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		return strings.Contains(stacks, "postgres.(*Driver).runTxWakes") || strings.Contains(stacks, "postgres.(*Driver).wakeAfterCommit.func")
+	}
+	for deadline := time.Now().Add(10 * time.Second); !checker(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no checker runs for the open ProduceTx transaction")
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := drv.Close(); err != nil && !errors.Is(err, driver.ErrClosed) {
+		t.Fatal(err)
+	}
+	if checker() {
+		t.Fatal("the checker of ProduceTx transactions outlived Close")
 	}
 }
