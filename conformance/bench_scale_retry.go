@@ -46,7 +46,7 @@ func benchRetryBacklogClaim(b *testing.B, target BenchTarget) {
 				b.Fatal(err)
 			}
 			var spent time.Duration
-			for b.Loop() {
+			op := func() {
 				start := time.Now()
 				ds, err := cons.Claim(context.Background(), benchBatch)
 				spent += time.Since(start)
@@ -59,6 +59,11 @@ func benchRetryBacklogClaim(b *testing.B, target BenchTarget) {
 				if err := ds[0].Retry(context.Background(), 0, errAgain); err != nil {
 					b.Fatal(err)
 				}
+			}
+			op() // untimed: the first exception claim warms caches
+			spent = 0
+			for b.Loop() {
+				op()
 			}
 			if b.N > 0 {
 				b.ReportMetric(float64(spent.Microseconds())/1000/float64(b.N), "ms/op")

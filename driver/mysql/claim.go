@@ -38,11 +38,18 @@ func versionFilter(col string, versions []int) (string, []any) {
 }
 
 // headExpr is 1 when row m is claimable: on a compacted stream, only a head.
+//
+// The head is looked up by its id, along compaction_head_id (stream_id,
+// head_id), which also holds the key (InnoDB keeps the primary key in every
+// index): the rows a claim reads are consecutive ids, so their lookups
+// share a few index pages. By key they land on pages all over the primary
+// key, which outgrow the buffer pool as keys grow (a claim of 100 took 2.3x
+// as long at 1M keys as at 100k).
 func headExpr(stream driver.StreamConfig) string {
 	if !stream.Compacted {
 		return "1"
 	}
-	return `EXISTS (SELECT 1 FROM compaction_head h WHERE h.stream_id = ` + strconv.FormatInt(stream.ID, 10) + ` AND h.msg_key = m.msg_key AND h.head_id = m.id)`
+	return `EXISTS (SELECT 1 FROM compaction_head h FORCE INDEX (compaction_head_id) WHERE h.stream_id = ` + strconv.FormatInt(stream.ID, 10) + ` AND h.head_id = m.id AND h.msg_key = m.msg_key)`
 }
 
 // Claim implements driver.Driver. One query without a transaction reads the
