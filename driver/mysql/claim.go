@@ -505,11 +505,15 @@ func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.
 	if !p.Ordered {
 		// One state at a time, in due order along the index, so that the
 		// scan stops at the limit and locks no more rows than it returns.
+		// The index is forced, as in the probe: left to itself MariaDB
+		// made this claim grow with the backlog of retries due later (6
+		// to 78 ms behind 100k against 2 to 4 ms behind 1k, from one run
+		// to the next); forced, it is flat.
 		for _, state := range []string{"leased", "delayed"} {
 			if len(cands) >= limit {
 				break
 			}
-			if err := eachRow(ctx, tx, "SELECT msg_id, `partition`, state, attempt FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND state = ? AND due_at <= ? AND "+vf+
+			if err := eachRow(ctx, tx, "SELECT msg_id, `partition`, state, attempt FROM delivery_exception FORCE INDEX (delivery_exception_due) WHERE stream_id = ? AND group_name = ? AND state = ? AND due_at <= ? AND "+vf+
 				" ORDER BY due_at LIMIT ? FOR UPDATE SKIP LOCKED",
 				append(append([]any{p.Stream.ID, p.Group, state, now}, vargs...), limit-len(cands)), scan); err != nil {
 				return nil, err
