@@ -4,7 +4,7 @@ export GOTOOLCHAIN := go1.27.3
 PACKAGES := ./core/... ./conformance/... ./driver/sqlite/... ./driver/postgres/... ./driver/mysql/... ./contrib/dsn/... ./contrib/otel/... ./contrib/fx/... ./contrib/cli/... ./contrib/console/... ./contrib/ccompat/... ./examples/... ./.tests/e2e/... ./.tests/scaleout/...
 GOFMT = $(shell go env GOROOT)/bin/gofmt
 
-.PHONY: demo test vet fmt race bench bench-scale services
+.PHONY: demo test vet fmt race bench bench-scale scale-chart services
 
 ## demo: run the quickstart on an embedded SQLite file (no set-up needed)
 demo:
@@ -36,6 +36,13 @@ bench:
 ## size), on every driver
 bench-scale:
 	go test -p 1 -run '^$$' -bench 'BenchmarkScaleSQLite$$|BenchmarkScalePostgres$$|BenchmarkScaleMySQL$$' -benchtime 20x -timeout 30m ./driver/sqlite ./driver/postgres ./driver/mysql
+
+## scale-chart: bench-scale, then the scale table (printed) and
+## docs/benchmarks/scale.svg from its output (kept in SCALE_OUT)
+SCALE_OUT ?= /tmp/scale.txt
+scale-chart:
+	bash -o pipefail -c '$(MAKE) --no-print-directory bench-scale | tee $(SCALE_OUT)'
+	go run ./conformance/cmd/scalechart < $(SCALE_OUT)
 
 ## services: install and start PostgreSQL and MariaDB when missing
 services:
