@@ -12,7 +12,11 @@ type scaleBenchmark struct {
 
 // scaleBenchmarks are the costs issue 11 names, each at two sizes. Each
 // lives in a file of its own (bench_scale_*.go).
-var scaleBenchmarks = []scaleBenchmark{}
+var scaleBenchmarks = []scaleBenchmark{
+	{"IdlePoll", benchIdlePoll},
+	{"Health", benchHealth},
+	{"Maintain", benchMaintain},
+}
 
 // BenchmarkScale measures what one operation costs at two sizes of the
 // work behind it: a compacted stream's claim at two key counts, an idle poll
