@@ -20,11 +20,13 @@ import (
 // with the greatest id counted (one range of the (partition, id) index per
 // partition); $1 is the stream id.
 func pastMarks(streamID int64) string {
-	return `SELECT sp.partition, m.schema_version, count(*) AS n, max(m.id) AS newest
+	// The aggregate inside LATERAL keeps the planner from pulling the
+	// subquery up into a join of the whole log.
+	return `SELECT sp.partition, m.schema_version, m.n, m.newest
 		FROM stream_partition sp LEFT JOIN row_count_mark k ON k.stream_id = sp.stream_id AND k.partition = sp.partition
-		CROSS JOIN LATERAL (SELECT m.id, m.schema_version FROM ` + logTable(streamID) + ` m
-			WHERE m.partition = sp.partition AND m.id > COALESCE(k.counted_to, 0)) m
-		WHERE sp.stream_id = $1::bigint GROUP BY sp.partition, m.schema_version`
+		CROSS JOIN LATERAL (SELECT m.schema_version, count(*) AS n, max(m.id) AS newest FROM ` + logTable(streamID) + ` m
+			WHERE m.partition = sp.partition AND m.id > COALESCE(k.counted_to, 0) GROUP BY m.schema_version) m
+		WHERE sp.stream_id = $1::bigint`
 }
 
 // lockCounts is the statement that serializes counting with removing ($1:
