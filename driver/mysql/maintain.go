@@ -176,8 +176,12 @@ func (d *Driver) health(ctx context.Context, tx querier, streamID int64, st *dri
 		return err
 	}
 	// Leases per (group, holder), and when the last of them expires.
-	return eachRow(ctx, tx, `SELECT group_name, COALESCE(holder, ''), COUNT(*), MAX(due_at) FROM delivery_exception
-		WHERE stream_id = ? AND state = 'leased' GROUP BY group_name, COALESCE(holder, '') ORDER BY group_name, COALESCE(holder, '')`,
+	// Through the groups, so that each is a range of the (stream, group,
+	// state) index holding its leases only, not a scan of the stream's dead
+	// letters.
+	return eachRow(ctx, tx, `SELECT e.group_name, COALESCE(e.holder, ''), COUNT(*), MAX(e.due_at) FROM consumer_group g
+		JOIN delivery_exception e ON e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
+		WHERE g.stream_id = ? GROUP BY e.group_name, COALESCE(e.holder, '') ORDER BY e.group_name, COALESCE(e.holder, '')`,
 		[]any{streamID}, func(r *sql.Rows) error {
 			var h driver.HolderCount
 			var holder []byte

@@ -149,8 +149,12 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 		}
 		// Leases per holder, expired ones included until a claim takes them
 		// over; a lease taken before holders were recorded counts under "".
-		if err := eachRow(ctx, tx, `SELECT group_name, COALESCE(holder, ''), count(*), max(due_at) FROM delivery_exception
-			WHERE stream_id = $1::bigint AND state = 'leased' GROUP BY 1, 2 ORDER BY 1, 2`, []any{streamID}, func(r pgx.Rows) error {
+		// Through the groups, so that each is a range of the index of
+		// pending exceptions (delivery_exception_due), not a scan of the
+		// stream's dead letters.
+		if err := eachRow(ctx, tx, `SELECT e.group_name, COALESCE(e.holder, ''), count(*), max(e.due_at) FROM consumer_group g
+			JOIN delivery_exception e ON e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
+			WHERE g.stream_id = $1::bigint GROUP BY 1, 2 ORDER BY 1, 2`, []any{streamID}, func(r pgx.Rows) error {
 			var h driver.HolderCount
 			err := r.Scan(&h.Group, &h.Holder, &h.Leases, &h.Until)
 			h.Until = h.Until.UTC()
