@@ -145,10 +145,11 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 		}
 		// Through the groups, so that each is a range of the (stream, group,
 		// state) index holding its leases only, not a scan of the stream's
-		// dead letters.
+		// dead letters (CROSS JOIN: SQLite keeps the groups as the outer loop).
 		return eachRow(ctx, tx, `SELECT e.group_name, COALESCE(e.holder, ''), COUNT(*), MAX(e.due_at) FROM consumer_group g
-			JOIN delivery_exception e ON e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
-			WHERE g.stream_id = ? GROUP BY e.group_name, e.holder ORDER BY e.group_name, e.holder`, []any{streamID}, func(r *sql.Rows) error {
+			CROSS JOIN delivery_exception e
+			WHERE g.stream_id = ? AND e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
+			GROUP BY e.group_name, e.holder ORDER BY e.group_name, e.holder`, []any{streamID}, func(r *sql.Rows) error {
 			var h driver.HolderCount
 			var until int64
 			err := r.Scan(&h.Group, &h.Holder, &h.Leases, &until)
