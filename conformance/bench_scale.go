@@ -15,6 +15,9 @@ type scaleBenchmark struct {
 var scaleBenchmarks = []scaleBenchmark{
 	{"CompactedClaim", benchCompactedClaim},
 	{"RetryBacklogClaim", benchRetryBacklogClaim},
+	{"IdlePoll", benchIdlePoll},
+	{"Health", benchHealth},
+	{"Maintain", benchMaintain},
 }
 
 // BenchmarkScale measures what one operation costs at two sizes of the

@@ -798,11 +798,11 @@ func TestMigrationAPI(t *testing.T) {
 	defer drv.Close()
 	ctx := testCtx(t)
 	ms, err := drv.Migrations()
-	if err != nil || len(ms) != 5 {
+	if err != nil || len(ms) != 6 {
 		t.Fatalf("migrations: %d, %v", len(ms), err)
 	}
 	for i, m := range ms {
-		wantDown := m.Version == 2 || m.Version == 4 || m.Version == 5
+		wantDown := m.Version == 2 || m.Version >= 4
 		if m.Version != i+1 || m.Up == "" || (m.Down != "") != wantDown || !strings.Contains(m.Record, "sqlstreams_migration") {
 			t.Errorf("migration %d: %s, down %v, record %q", i, m.Name, m.Down != "", m.Record)
 		}
@@ -876,11 +876,28 @@ func TestMigrationAPI(t *testing.T) {
 	if err := drv.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := applied(); !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
+	if got := applied(); !slices.Equal(got, []int{1, 2, 3, 4, 5, 6}) {
 		t.Fatalf("applied after Migrate: %v", got)
 	}
-	refused("down 2 under 3, 4 and 5", apply(2, true), "later migrations applied (versions 3, 4, 5)")
-	refused("down 4 under 5", apply(4, true), "later migrations applied (versions 5)")
+	refused("down 2 under 3, 4, 5 and 6", apply(2, true), "later migrations applied (versions 3, 4, 5, 6)")
+	refused("down 4 under 5 and 6", apply(4, true), "later migrations applied (versions 5, 6)")
+	refused("down 5 under 6", apply(5, true), "later migrations applied (versions 6)")
+	// 0006 down drops the row counts; up puts them back.
+	if err := apply(6, true); err != nil {
+		t.Fatal(err)
+	}
+	if tableExists(t, dsn, "row_count") || tableExists(t, dsn, "row_count_mark") {
+		t.Error("0006 down left row_count or row_count_mark")
+	}
+	if err := apply(6, false); err != nil {
+		t.Fatal(err)
+	}
+	if !tableExists(t, dsn, "row_count") || !tableExists(t, dsn, "row_count_mark") {
+		t.Error("0006 up again did not create row_count and row_count_mark")
+	}
+	if err := apply(6, true); err != nil {
+		t.Fatal(err)
+	}
 	// 0005 down drops the schema ids and references; up puts them back.
 	if err := apply(5, true); err != nil {
 		t.Fatal(err)
@@ -1112,7 +1129,7 @@ func TestResetNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, v := range []int{5, 4} {
+	for _, v := range []int{6, 5, 4} {
 		if err := drv.ApplyMigration(ctx, driver.ApplyMigrationParams{Version: v, Down: true}); err != nil {
 			t.Fatal(err)
 		}

@@ -55,16 +55,25 @@ func (d *Driver) loadGroups(ctx context.Context, q querier, stream driver.Stream
 // Health implements driver.Driver. It reads one snapshot.
 func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.HealthStats, error) {
 	var st driver.HealthStats
+	var uncounted int64
 	err := d.withLog(ctx, p.StreamID, func() error {
 		return d.ownTx(ctx, true, func(tx querier) error {
 			st = driver.HealthStats{}
-			return d.health(ctx, tx, p.StreamID, &st)
+			return d.health(ctx, tx, p.StreamID, &st, &uncounted)
 		})
 	})
+	if err == nil && uncounted > 0 {
+		// Count the new rows once, so that the next read need not. The
+		// counts are a cache: a failure (a read-only user, a lock wait)
+		// costs the next read a longer count, never a wrong one.
+		_ = d.catchUpRowCounts(ctx, p.StreamID)
+	}
 	return st, err
 }
 
-func (d *Driver) health(ctx context.Context, tx querier, streamID int64, st *driver.HealthStats) error {
+// health reads the figures in tx; uncounted is set to the rows it counted
+// past the row count marks (rowcount.go).
+func (d *Driver) health(ctx context.Context, tx querier, streamID int64, st *driver.HealthStats, uncounted *int64) error {
 	stream, err := lookupStreamByID(ctx, tx, streamID)
 	if err != nil {
 		return err
@@ -94,15 +103,18 @@ func (d *Driver) health(ctx context.Context, tx querier, streamID int64, st *dri
 		}
 		return versions[v]
 	}
-	if err := eachRow(ctx, tx, `SELECT schema_version, COUNT(*) FROM `+table+` GROUP BY schema_version`, nil, func(r *sql.Rows) error {
-		var v int
-		var n int64
-		err := r.Scan(&v, &n)
-		at(v).Rows = n
-		return err
-	}); err != nil {
+	// Rows per version: the counts kept up to the marks and the rows past
+	// them (rowcount.go), not a scan of the log.
+	counts, past, err := rowCounts(ctx, tx, stream)
+	if err != nil {
 		return err
 	}
+	for v, n := range counts {
+		if n > 0 {
+			at(v).Rows = n
+		}
+	}
+	*uncounted = past
 	if err := eachRow(ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, []any{streamID}, func(r *sql.Rows) error {
 		var v int
 		var n int64
@@ -164,8 +176,12 @@ func (d *Driver) health(ctx context.Context, tx querier, streamID int64, st *dri
 		return err
 	}
 	// Leases per (group, holder), and when the last of them expires.
-	return eachRow(ctx, tx, `SELECT group_name, COALESCE(holder, ''), COUNT(*), MAX(due_at) FROM delivery_exception
-		WHERE stream_id = ? AND state = 'leased' GROUP BY group_name, COALESCE(holder, '') ORDER BY group_name, COALESCE(holder, '')`,
+	// Through the groups, so that each is a range of the (stream, group,
+	// state) index holding its leases only, not a scan of the stream's dead
+	// letters.
+	return eachRow(ctx, tx, `SELECT e.group_name, COALESCE(e.holder, ''), COUNT(*), MAX(e.due_at) FROM consumer_group g
+		JOIN delivery_exception e ON e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
+		WHERE g.stream_id = ? GROUP BY e.group_name, COALESCE(e.holder, '') ORDER BY e.group_name, COALESCE(e.holder, '')`,
 		[]any{streamID}, func(r *sql.Rows) error {
 			var h driver.HolderCount
 			var holder []byte
@@ -198,10 +214,10 @@ func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, er
 				return err
 			}
 			var victims []driver.RetainCandidate
-			if err := eachRow(ctx, tx, "SELECT m.id, m.`partition` FROM "+logTable(p.StreamID)+" m WHERE NOT "+headExpr(stream)+" ORDER BY m.id LIMIT ?",
+			if err := eachRow(ctx, tx, "SELECT m.id, m.`partition`, m.schema_version FROM "+logTable(p.StreamID)+" m WHERE NOT "+headExpr(stream)+" ORDER BY m.id LIMIT ?",
 				[]any{p.Limit}, func(r *sql.Rows) error {
 					var v driver.RetainCandidate
-					err := r.Scan(&v.ID, &v.Partition)
+					err := r.Scan(&v.ID, &v.Partition, &v.Version)
 					victims = append(victims, v)
 					return err
 				}); err != nil {
@@ -273,6 +289,9 @@ func (d *Driver) deleteRows(ctx context.Context, tx querier, stream driver.Strea
 			return err
 		}
 	}
+	if err := subtractRowCounts(ctx, tx, stream.ID, victims); err != nil {
+		return err
+	}
 	ids := make([]int64, len(victims))
 	for i, v := range victims {
 		ids[i] = v.ID
@@ -319,34 +338,13 @@ func (d *Driver) retain(ctx context.Context, tx querier, req driver.RetainParams
 	if r.MaxAge <= 0 && r.MaxRows <= 0 {
 		return nil
 	}
+	bound, err := retainBound(ctx, tx, stream, req.Now)
+	if err != nil || bound == 0 {
+		return err
+	}
 	table := logTable(stream.ID)
-	var limits []string
-	var args []any
-	if r.MaxAge > 0 {
-		limits = append(limits, `m.produced_at < ?`)
-		args = append(args, ts(req.Now.Add(-r.MaxAge)))
-	}
-	if r.MaxRows > 0 {
-		// The newest MaxRows rows stay: find the id just below them.
-		var edge int64
-		err := tx.QueryRowContext(ctx, `SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1 OFFSET ?`, r.MaxRows).Scan(&edge)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
-			return err
-		default:
-			limits = append(limits, `m.id <= ?`)
-			args = append(args, edge)
-		}
-	}
-	if len(limits) == 0 {
-		return nil
-	}
-	where := `(` + limits[0]
-	for _, l := range limits[1:] {
-		where += ` OR ` + l
-	}
-	where += `)`
+	where := `m.id < ?`
+	args := []any{bound}
 	sid := strconv.FormatInt(stream.ID, 10)
 	if !r.Hard {
 		where += " AND NOT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = " + sid + " AND c.`partition` = m.`partition` AND c.position < m.id)" +
@@ -410,4 +408,47 @@ func (d *Driver) retain(ctx context.Context, tx querier, req driver.RetainParams
 	}
 	res.Removed = int64(len(victims))
 	return d.deleteRows(ctx, tx, stream, victims, stream.Compacted)
+}
+
+// retainBound returns the id below which the stream's retention limits put
+// rows (0: none), from index dives rather than a scan of the log, so that a
+// pass with nothing to remove costs the same on any log. The age limit takes
+// the rows older than MaxAge up to the first, in id order, that is not (as
+// Kafka removes a segment only once its newest record is old): the walk to
+// that row is as long as the old rows still in the log. The row limit takes
+// nothing while the ids of the log span at most MaxRows; past that, the
+// (MaxRows+1)th newest row and those before it, found by walking MaxRows
+// entries of the primary key.
+func retainBound(ctx context.Context, tx querier, stream driver.StreamConfig, now time.Time) (int64, error) {
+	table := logTable(stream.ID)
+	r := stream.Retention
+	var oldest, newest sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT id FROM `+table+` ORDER BY id LIMIT 1), (SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1)`).Scan(&oldest, &newest); err != nil || !newest.Valid {
+		return 0, err
+	}
+	var bound int64
+	if r.MaxAge > 0 {
+		err := tx.QueryRowContext(ctx, `SELECT id FROM `+table+` WHERE produced_at >= ? ORDER BY id LIMIT 1`, ts(now.Add(-r.MaxAge))).Scan(&bound)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			bound = newest.Int64 + 1 // every row is old
+		case err != nil:
+			return 0, err
+		}
+	}
+	if r.MaxRows > 0 && newest.Int64-oldest.Int64+1 > r.MaxRows {
+		var cut int64
+		err := tx.QueryRowContext(ctx, `SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1 OFFSET ?`, r.MaxRows).Scan(&cut)
+		switch {
+		case errors.Is(err, sql.ErrNoRows): // no more than MaxRows rows
+		case err != nil:
+			return 0, err
+		default:
+			bound = max(bound, cut+1)
+		}
+	}
+	if bound <= oldest.Int64 {
+		return 0, nil
+	}
+	return bound, nil
 }

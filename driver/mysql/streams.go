@@ -195,7 +195,7 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 			return err
 		}
 		for _, table := range []string{"stream_partition", "consumer_group", "group_cursor", "delivery_exception", "compaction_head",
-			"schema_revision", "schema_reader", "registry_setting"} {
+			"schema_revision", "schema_reader", "registry_setting", "row_count", "row_count_mark"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ?`, streamID); err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -47,8 +48,15 @@ func loadGroups(ctx context.Context, tx pgx.Tx, stream driver.StreamConfig) ([]d
 func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.HealthStats, error) {
 	streamID := p.StreamID
 	var st driver.HealthStats
+	var uncounted int64
 	err := d.readTx(ctx, func(tx pgx.Tx) error {
 		st = driver.HealthStats{}
+		// The statements are short, but the planner's estimates for a
+		// stream's log it has no statistics of (a new table, not yet
+		// analyzed) pass jit_above_cost, and compiling costs 15 ms a read.
+		if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
+			return err
+		}
 		stream, err := lookupStreamByID(ctx, tx, streamID)
 		if err != nil {
 			return err
@@ -79,15 +87,18 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 			}
 			return versions[int(v)]
 		}
-		if err := eachRow(ctx, tx, `SELECT schema_version, count(*) FROM `+table+` GROUP BY schema_version`, nil, func(r pgx.Rows) error {
-			var v int32
-			var n int64
-			err := r.Scan(&v, &n)
-			at(v).Rows = n
-			return err
-		}); err != nil {
+		// Rows per version: the counts kept up to the marks and the rows past
+		// them (rowcount.go), not a scan of the log.
+		counts, past, err := rowCounts(ctx, tx, streamID)
+		if err != nil {
 			return err
 		}
+		for v, n := range counts {
+			if n > 0 {
+				at(int32(v)).Rows = n
+			}
+		}
+		uncounted = past
 		if err := eachRow(ctx, tx, `SELECT schema_version, count(*) FROM compaction_head WHERE stream_id = $1::bigint GROUP BY schema_version`,
 			[]any{streamID}, func(r pgx.Rows) error {
 				var v int32
@@ -106,11 +117,27 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 		if st.Groups, err = loadGroups(ctx, tx, stream); err != nil {
 			return err
 		}
-		if err := eachRow(ctx, tx, `SELECT c.group_name, c.partition, m.schema_version, m.routing_key, count(*)
-			FROM group_cursor c JOIN `+table+` m ON m.partition = c.partition AND m.id > c.position
-			WHERE c.stream_id = $1::bigint AND `+headExpr(stream)+`
-				AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = c.stream_id AND e.group_name = c.group_name AND e.msg_id = m.id)
-			GROUP BY c.group_name, c.partition, m.schema_version, m.routing_key ORDER BY 1, 2, 3, 4`, []any{streamID}, func(r pgx.Rows) error {
+		// The rows past each cursor are a range of the (partition, id) index
+		// (LATERAL with the aggregate inside, so that the planner cannot pull
+		// the subquery up into a join of the whole log).
+		// Rows past the cursor that the group has an exception for (a cursor
+		// moved back over them) count as exceptions, not as unread; only
+		// below the group's newest exception of the partition past the cursor
+		// (a range of the primary key) can there be such rows, so only there
+		// is each row looked up (an anti-join of the whole backlog with the
+		// exceptions is what a planner without statistics picks, at backlog
+		// times exceptions).
+		if err := eachRow(ctx, tx, `SELECT c.group_name, c.partition, m.schema_version, m.routing_key, m.n
+			FROM group_cursor c
+			CROSS JOIN LATERAL (SELECT max(e.msg_id) AS newest FROM delivery_exception e
+				WHERE e.stream_id = c.stream_id AND e.group_name = c.group_name AND e.msg_id > c.position AND e.partition = c.partition) x
+			CROSS JOIN LATERAL (SELECT m.schema_version, m.routing_key, count(*) AS n FROM `+table+` m
+				WHERE m.partition = c.partition AND m.id > c.position AND `+headExpr(stream)+`
+					AND (m.id > COALESCE(x.newest, 0)
+						OR NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = c.stream_id AND e.group_name = c.group_name AND e.msg_id = m.id))
+				GROUP BY m.schema_version, m.routing_key) m
+			WHERE c.stream_id = $1::bigint
+			ORDER BY 1, 2, 3, 4`, []any{streamID}, func(r pgx.Rows) error {
 			var u driver.UnreadCount
 			var part, v int32
 			err := r.Scan(&u.Group, &part, &v, &u.RoutingKey, &u.Rows)
@@ -122,8 +149,12 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 		}
 		// Leases per holder, expired ones included until a claim takes them
 		// over; a lease taken before holders were recorded counts under "".
-		if err := eachRow(ctx, tx, `SELECT group_name, COALESCE(holder, ''), count(*), max(due_at) FROM delivery_exception
-			WHERE stream_id = $1::bigint AND state = 'leased' GROUP BY 1, 2 ORDER BY 1, 2`, []any{streamID}, func(r pgx.Rows) error {
+		// Through the groups, so that each is a range of the index of
+		// pending exceptions (delivery_exception_due), not a scan of the
+		// stream's dead letters.
+		if err := eachRow(ctx, tx, `SELECT e.group_name, COALESCE(e.holder, ''), count(*), max(e.due_at) FROM consumer_group g
+			JOIN delivery_exception e ON e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
+			WHERE g.stream_id = $1::bigint GROUP BY 1, 2 ORDER BY 1, 2`, []any{streamID}, func(r pgx.Rows) error {
 			var h driver.HolderCount
 			err := r.Scan(&h.Group, &h.Holder, &h.Leases, &h.Until)
 			h.Until = h.Until.UTC()
@@ -143,6 +174,12 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 			return err
 		})
 	})
+	if err == nil && uncounted > 0 {
+		// Count the new rows once, so that the next read need not. The
+		// counts are a cache: a failure (a read-only role, a lock timeout)
+		// costs the next read a longer count, never a wrong one.
+		_ = d.catchUpRowCounts(ctx, streamID)
+	}
 	return st, err
 }
 
@@ -204,11 +241,14 @@ func (d *Driver) deleteRows(ctx context.Context, tx pgx.Tx, streamID int64, ids 
 	slices.Sort(parts)
 	parts = slices.Compact(parts)
 	b := &pgx.Batch{}
+	// The stream's counting lock first (rowcount.go), as DestroyStream
+	// locks the stream before its partitions.
+	d.queueBounded(b, lockCounts, streamID)
 	d.queuePartitionLocks(b, streamID, parts)
 	b.Queue(`UPDATE stream_partition sp SET high_water = GREATEST(sp.high_water, x.hw)
 		FROM (SELECT m.partition, max(m.id) AS hw FROM `+logTable(streamID)+` m WHERE m.id = ANY($2::bigint[]) GROUP BY m.partition) x
 		WHERE sp.stream_id = $1::bigint AND sp.partition = x.partition`, streamID, ids)
-	b.Queue(`DELETE FROM `+logTable(streamID)+` WHERE id = ANY($1::bigint[])`, ids)
+	queueDeleteCounted(b, streamID, ids)
 	b.Queue(`DELETE FROM delivery_exception WHERE stream_id = $1::bigint AND msg_id = ANY($2::bigint[])`, streamID, ids)
 	b.Queue(`DELETE FROM compaction_head WHERE stream_id = $1::bigint AND head_id = ANY($2::bigint[])`, streamID, ids)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -256,23 +296,14 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 		if r.MaxAge <= 0 && r.MaxRows <= 0 {
 			return nil
 		}
+		bound, err := retainBound(ctx, tx, stream, req.Now)
+		if err != nil || bound == 0 {
+			return err
+		}
 		table := logTable(stream.ID)
 		sid := strconv.FormatInt(stream.ID, 10)
-		var limits []string
-		args := []any{int32(req.Limit)}
-		if r.MaxAge > 0 {
-			args = append(args, ts(req.Now.Add(-r.MaxAge)))
-			limits = append(limits, `m.produced_at < $`+strconv.Itoa(len(args))+`::timestamptz`)
-		}
-		if r.MaxRows > 0 {
-			args = append(args, r.MaxRows)
-			limits = append(limits, `m.id <= (SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1 OFFSET $`+strconv.Itoa(len(args))+`::bigint)`)
-		}
-		where := `(` + limits[0]
-		for _, l := range limits[1:] {
-			where += ` OR ` + l
-		}
-		where += `)`
+		args := []any{int32(req.Limit), bound}
+		where := `m.id < $2::bigint`
 		if !r.Hard {
 			where += ` AND NOT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = ` + sid + ` AND c.partition = m.partition AND c.position < m.id)
 				AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ` + sid + ` AND e.msg_id = m.id)`
@@ -337,4 +368,47 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 		return driver.RetainResult{}, d.maintenanceError(err)
 	}
 	return res, nil
+}
+
+// retainBound returns the id below which the stream's retention limits put
+// rows (0: none), from index dives rather than a scan of the log, so that a
+// pass with nothing to remove costs the same on any log. The age limit takes
+// the rows older than MaxAge up to the first, in id order, that is not (as
+// Kafka removes a segment only once its newest record is old): the walk to
+// that row is as long as the old rows still in the log. The row limit takes
+// nothing while the ids of the log span at most MaxRows; past that, the
+// (MaxRows+1)th newest row and those before it, found by walking MaxRows
+// entries of the primary key.
+func retainBound(ctx context.Context, tx pgx.Tx, stream driver.StreamConfig, now time.Time) (int64, error) {
+	table := logTable(stream.ID)
+	r := stream.Retention
+	var oldest, newest *int64
+	if err := tx.QueryRow(ctx, `SELECT (SELECT min(id) FROM `+table+`), (SELECT max(id) FROM `+table+`)`).Scan(&oldest, &newest); err != nil || newest == nil {
+		return 0, err
+	}
+	var bound int64
+	if r.MaxAge > 0 {
+		err := tx.QueryRow(ctx, `SELECT id FROM `+table+` WHERE produced_at >= $1::timestamptz ORDER BY id LIMIT 1`, ts(now.Add(-r.MaxAge))).Scan(&bound)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			bound = *newest + 1 // every row is old
+		case err != nil:
+			return 0, err
+		}
+	}
+	if r.MaxRows > 0 && *newest-*oldest+1 > r.MaxRows {
+		var cut int64
+		err := tx.QueryRow(ctx, `SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1 OFFSET $1::bigint`, r.MaxRows).Scan(&cut)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows): // no more than MaxRows rows
+		case err != nil:
+			return 0, err
+		default:
+			bound = max(bound, cut+1)
+		}
+	}
+	if bound <= *oldest {
+		return 0, nil
+	}
+	return bound, nil
 }

@@ -21,7 +21,7 @@ const migrationLock = "sqlstreams.migrate."
 // tables are the driver's own tables (stream logs aside), which every
 // role using sqlstreams reads and writes.
 var tables = []string{"stream_config", "stream_partition", "consumer_group", "group_cursor", "delivery_exception", "compaction_head",
-	"registry_setting", "schema_revision", "schema_reader", "schema_id", "schema_reference", "sqlstreams_migration"}
+	"registry_setting", "schema_revision", "schema_reader", "schema_id", "schema_reference", "row_count", "row_count_mark", "sqlstreams_migration"}
 
 // migrationTable records applied migrations.
 const migrationTable = `CREATE TABLE IF NOT EXISTS sqlstreams_migration (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`

@@ -131,7 +131,7 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 			return driver.ErrStreamNotFound
 		}
 		for _, table := range []string{"stream_partition", "consumer_group", "group_cursor", "delivery_exception", "compaction_head",
-			"schema_revision", "schema_reader", "registry_setting"} {
+			"schema_revision", "schema_reader", "registry_setting", "row_count", "row_count_mark"} {
 			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE stream_id = $1::bigint`, streamID); err != nil {
 				return err
 			}

@@ -720,11 +720,11 @@ func TestMigrationAPI(t *testing.T) {
 	drv := postgres.Open(ns)
 	t.Cleanup(func() { _ = drv.Close() })
 	ms, err := drv.Migrations()
-	if err != nil || len(ms) != 5 {
+	if err != nil || len(ms) != 6 {
 		t.Fatalf("migrations: %+v, %v", ms, err)
 	}
 	for i, m := range ms {
-		if m.Version != i+1 || m.Up == "" || (m.Down != "") != (m.Version == 2 || m.Version == 4 || m.Version == 5) || !strings.Contains(m.Record, fmt.Sprintf("VALUES (%d, now())", m.Version)) {
+		if m.Version != i+1 || m.Up == "" || (m.Down != "") != (m.Version == 2 || m.Version >= 4) || !strings.Contains(m.Record, fmt.Sprintf("VALUES (%d, now())", m.Version)) {
 			t.Errorf("migration %d: %s, up %d bytes, down %q, record %q", m.Version, m.Name, len(m.Up), m.Down, m.Record)
 		}
 	}
@@ -838,11 +838,26 @@ func TestMigrationAPI(t *testing.T) {
 	if err := drv.Migrate(tctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if got := applied(); !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
+	if got := applied(); !slices.Equal(got, []int{1, 2, 3, 4, 5, 6}) {
 		t.Fatalf("applied %v after Migrate", got)
 	}
 	refused(3, true, "no down migration")
 	refused(4, true, "later migrations applied")
+	refused(5, true, "later migrations applied")
+
+	// 0006 down drops the row counts; up puts them back.
+	if err := apply(6, true); err != nil {
+		t.Fatal(err)
+	}
+	if columnExists("row_count", "row_count") || columnExists("row_count_mark", "counted_to") {
+		t.Error("0006 down left row_count or row_count_mark")
+	}
+	if err := apply(6, false); err != nil || !columnExists("row_count", "row_count") || !columnExists("row_count_mark", "counted_to") {
+		t.Errorf("0006 up again: %v", err)
+	}
+	if err := apply(6, true); err != nil {
+		t.Fatal(err)
+	}
 
 	// 0005 down drops the schema ids and references; up puts them back.
 	if err := apply(5, true); err != nil {
@@ -870,6 +885,9 @@ func TestMigrationAPI(t *testing.T) {
 		t.Errorf("0004 up again: %v", err)
 	}
 	if err := apply(5, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(6, false); err != nil {
 		t.Fatal(err)
 	}
 	// 0002 cannot go down under later migrations; it went down and up
@@ -1031,7 +1049,7 @@ func TestResetNamespace(t *testing.T) {
 	if n, err := postgrestest.QueryInt(tctx(t), drv, `SELECT count(*) FROM conformance_marker`); err != nil || n != 0 {
 		t.Fatalf("QueryInt: %d, %v", n, err)
 	}
-	for _, v := range []int{5, 4} {
+	for _, v := range []int{6, 5, 4} {
 		if err := drv.ApplyMigration(tctx(t), driver.ApplyMigrationParams{Version: v, Down: true}); err != nil {
 			t.Fatal(err)
 		}

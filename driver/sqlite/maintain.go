@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -54,6 +55,8 @@ func loadGroups(ctx context.Context, tx *sql.Tx, stream driver.StreamConfig) ([]
 func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.HealthStats, error) {
 	streamID := p.StreamID
 	var st driver.HealthStats
+	var uncounted int64
+	var streamCfg driver.StreamConfig
 	err := d.readTx(ctx, func(tx *sql.Tx) error {
 		stream, err := lookupStreamByID(ctx, tx, streamID)
 		if err != nil {
@@ -63,15 +66,17 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 		// The greatest id of each partition: the newest row's, or the mark
 		// compaction and retention left when they removed it.
 		st.HighWater = make([]int64, stream.Partitions)
-		if err := eachRow(ctx, tx, `SELECT partition, MAX(id) FROM `+table+` GROUP BY partition
-			UNION ALL SELECT partition, high_water FROM partition_mark WHERE stream_id = ?`, []any{streamID}, func(r *sql.Rows) error {
+		// One index dive per partition: a GROUP BY partition, and even a
+		// correlated MAX(id), would read the whole (partition, id) index.
+		if err := eachRow(ctx, tx, partitionsCTE+`SELECT p.n, (SELECT m.id FROM `+table+` m WHERE m.partition = p.n ORDER BY m.id DESC LIMIT 1) FROM p
+			UNION ALL SELECT partition, high_water FROM partition_mark WHERE stream_id = ?`, []any{stream.Partitions, streamID}, func(r *sql.Rows) error {
 			var part int
-			var hw int64
+			var hw sql.NullInt64 // NULL: a partition without rows
 			if err := r.Scan(&part, &hw); err != nil {
 				return err
 			}
 			if part < len(st.HighWater) {
-				st.HighWater[part] = max(st.HighWater[part], hw)
+				st.HighWater[part] = max(st.HighWater[part], hw.Int64)
 			}
 			return nil
 		}); err != nil {
@@ -84,15 +89,18 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 			}
 			return versions[v]
 		}
-		if err := eachRow(ctx, tx, `SELECT schema_version, COUNT(*) FROM `+table+` GROUP BY schema_version`, nil, func(r *sql.Rows) error {
-			var v int
-			var n int64
-			err := r.Scan(&v, &n)
-			at(v).Rows = n
-			return err
-		}); err != nil {
+		// Rows per version: the counts kept up to the marks and the rows past
+		// them (rowcount.go), not a scan of the log.
+		counts, past, err := rowCounts(ctx, tx, stream)
+		if err != nil {
 			return err
 		}
+		for v, n := range counts {
+			if n > 0 {
+				at(v).Rows = n
+			}
+		}
+		uncounted, streamCfg = past, stream
 		if err := eachRow(ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, []any{streamID}, func(r *sql.Rows) error {
 			var v int
 			var n int64
@@ -135,8 +143,13 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 		}); err != nil {
 			return err
 		}
-		return eachRow(ctx, tx, `SELECT group_name, COALESCE(holder, ''), COUNT(*), MAX(due_at) FROM delivery_exception
-			WHERE stream_id = ? AND state = 'leased' GROUP BY group_name, holder ORDER BY group_name, holder`, []any{streamID}, func(r *sql.Rows) error {
+		// Through the groups, so that each is a range of the (stream, group,
+		// state) index holding its leases only, not a scan of the stream's
+		// dead letters (CROSS JOIN: SQLite keeps the groups as the outer loop).
+		return eachRow(ctx, tx, `SELECT e.group_name, COALESCE(e.holder, ''), COUNT(*), MAX(e.due_at) FROM consumer_group g
+			CROSS JOIN delivery_exception e
+			WHERE g.stream_id = ? AND e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
+			GROUP BY e.group_name, e.holder ORDER BY e.group_name, e.holder`, []any{streamID}, func(r *sql.Rows) error {
 			var h driver.HolderCount
 			var until int64
 			err := r.Scan(&h.Group, &h.Holder, &h.Leases, &until)
@@ -145,6 +158,12 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 			return err
 		})
 	})
+	if err == nil && uncounted > 0 {
+		// Count the new rows once, so that the next read need not. The
+		// counts are a cache: a failure (a read-only file, a busy writer)
+		// costs the next read a longer count, never a wrong one.
+		_ = d.catchUpRowCounts(ctx, streamCfg)
+	}
 	return st, err
 }
 
@@ -204,6 +223,9 @@ func deleteRows(ctx context.Context, tx *sql.Tx, streamID int64, ids []int64) er
 	for start := 0; start < len(ids); start += chunk {
 		part := int64sToArgs(ids[start:min(start+chunk, len(ids))])
 		in := ` IN (` + placeholders(len(part)) + `)`
+		if err := subtractRowCounts(ctx, tx, streamID, in, part); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+logTable(streamID)+` WHERE id`+in, part...); err != nil {
 			return err
 		}
@@ -233,22 +255,13 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 		if r.MaxAge <= 0 && r.MaxRows <= 0 {
 			return nil
 		}
+		bound, err := retainBound(ctx, tx, stream, req.Now)
+		if err != nil || bound == 0 {
+			return err
+		}
 		table := logTable(stream.ID)
-		var limits []string
-		var args []any
-		if r.MaxAge > 0 {
-			limits = append(limits, `m.produced_at < ?`)
-			args = append(args, micros(req.Now.Add(-r.MaxAge)))
-		}
-		if r.MaxRows > 0 {
-			limits = append(limits, `m.id <= (SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1 OFFSET ?)`)
-			args = append(args, r.MaxRows)
-		}
-		where := `(` + limits[0]
-		for _, l := range limits[1:] {
-			where += ` OR ` + l
-		}
-		where += `)`
+		where := `m.id < ?`
+		args := []any{bound}
 		if !r.Hard {
 			where += ` AND NOT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = ` + strconv.FormatInt(stream.ID, 10) + ` AND c.partition = m.partition AND c.position < m.id)
 				AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ` + strconv.FormatInt(stream.ID, 10) + ` AND e.msg_id = m.id)`
@@ -307,4 +320,47 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 		return deleteRows(ctx, tx, stream.ID, ids)
 	})
 	return res, err
+}
+
+// retainBound returns the id below which the stream's retention limits put
+// rows (0: none), from index dives rather than a scan of the log, so that a
+// pass with nothing to remove costs the same on any log. The age limit takes
+// the rows older than MaxAge up to the first, in id order, that is not (as
+// Kafka removes a segment only once its newest record is old): the walk to
+// that row is as long as the old rows still in the log. The row limit takes
+// nothing while the ids of the log span at most MaxRows; past that, the
+// (MaxRows+1)th newest row and those before it, found by walking MaxRows
+// entries of the primary key.
+func retainBound(ctx context.Context, tx queryer, stream driver.StreamConfig, now time.Time) (int64, error) {
+	table := logTable(stream.ID)
+	r := stream.Retention
+	var oldest, newest sql.NullInt64 // apart: SQLite reads MIN and MAX of one SELECT by a scan
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT MIN(id) FROM `+table+`), (SELECT MAX(id) FROM `+table+`)`).Scan(&oldest, &newest); err != nil || !newest.Valid {
+		return 0, err
+	}
+	var bound int64
+	if r.MaxAge > 0 {
+		err := tx.QueryRowContext(ctx, `SELECT id FROM `+table+` WHERE produced_at >= ? ORDER BY id LIMIT 1`, micros(now.Add(-r.MaxAge))).Scan(&bound)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			bound = newest.Int64 + 1 // every row is old
+		case err != nil:
+			return 0, err
+		}
+	}
+	if r.MaxRows > 0 && newest.Int64-oldest.Int64+1 > r.MaxRows {
+		var cut int64
+		err := tx.QueryRowContext(ctx, `SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1 OFFSET ?`, r.MaxRows).Scan(&cut)
+		switch {
+		case errors.Is(err, sql.ErrNoRows): // no more than MaxRows rows
+		case err != nil:
+			return 0, err
+		default:
+			bound = max(bound, cut+1)
+		}
+	}
+	if bound <= oldest.Int64 {
+		return 0, nil
+	}
+	return bound, nil
 }

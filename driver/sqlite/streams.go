@@ -124,7 +124,7 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 			return driver.ErrStreamNotFound
 		}
 		for _, table := range []string{"consumer_group", "group_cursor", "delivery_exception", "compaction_head",
-			"schema_revision", "schema_reader", "registry_setting", "partition_mark"} {
+			"schema_revision", "schema_reader", "registry_setting", "partition_mark", "row_count", "row_count_mark"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ?`, streamID); err != nil {
 				return err
 			}

@@ -117,7 +117,7 @@ func QueryInt(ctx context.Context, d driver.Driver, query string) (int64, error)
 
 // driverTables are the tables the driver's migrations create.
 var driverTables = []string{"stream_config", "stream_partition", "consumer_group", "group_cursor", "delivery_exception", "compaction_head",
-	"registry_setting", "schema_revision", "schema_reader", "schema_id", "schema_reference", "sqlstreams_migration"}
+	"registry_setting", "schema_revision", "schema_reader", "schema_id", "schema_reference", "row_count", "row_count_mark", "sqlstreams_migration"}
 
 // ResetNamespace makes a used namespace (a schema NewSchema created) what a
 // freshly migrated one is: in one transaction it drops every other table,

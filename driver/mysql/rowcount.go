@@ -1,0 +1,166 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// Health's rows per version come from row_count, which holds each
+// partition's rows per version up to the partition's mark in row_count_mark,
+// plus a count of the rows past the marks: the cost of a health read is the
+// rows appended since the previous one, not the size of the log. A
+// partition's ids commit in increasing order (C5), so once a mark has passed
+// an id no row at or below it can still appear. Compaction and retention
+// subtract the rows they remove at or below the marks (deleteRows). Counting
+// and removing both lock the stream's stream_config row first (lockStream),
+// so that no row is counted by one and missed by the other.
+
+type partCount struct {
+	part, version int
+	n, newest     int64
+}
+
+// pastMarks counts the rows past the marks per partition and version, with
+// the greatest id counted: one range of the (partition, id) index per
+// partition, in statements of up to 64 partitions.
+func pastMarks(ctx context.Context, q querier, stream driver.StreamConfig) ([]partCount, error) {
+	marks := make([]int64, stream.Partitions)
+	if err := eachRow(ctx, q, "SELECT `partition`, counted_to FROM row_count_mark WHERE stream_id = ?", []any{stream.ID}, func(r *sql.Rows) error {
+		var p int
+		var to int64
+		err := r.Scan(&p, &to)
+		if p >= 0 && p < len(marks) {
+			marks[p] = to
+		}
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	var out []partCount
+	const chunk = 64
+	for start := 0; start < len(marks); start += chunk {
+		var sb strings.Builder
+		var args []any
+		for p := start; p < min(start+chunk, len(marks)); p++ {
+			if p > start {
+				sb.WriteString(" UNION ALL ")
+			}
+			sb.WriteString("SELECT ?, schema_version, COUNT(*), MAX(id) FROM " + logTable(stream.ID) + " WHERE `partition` = ? AND id > ? GROUP BY schema_version")
+			args = append(args, p, p, marks[p])
+		}
+		if err := eachRow(ctx, q, sb.String(), args, func(r *sql.Rows) error {
+			var c partCount
+			err := r.Scan(&c.part, &c.version, &c.n, &c.newest)
+			out = append(out, c)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// rowCounts returns the rows per version of a stream in q's snapshot, and
+// how many of them lay past the marks (counted from the log).
+func rowCounts(ctx context.Context, q querier, stream driver.StreamConfig) (map[int]int64, int64, error) {
+	rows := map[int]int64{}
+	if err := eachRow(ctx, q, `SELECT schema_version, SUM(row_count) FROM row_count WHERE stream_id = ? GROUP BY schema_version`,
+		[]any{stream.ID}, func(r *sql.Rows) error {
+			var v int
+			var n int64
+			err := r.Scan(&v, &n)
+			rows[v] += n
+			return err
+		}); err != nil {
+		return nil, 0, err
+	}
+	past, err := pastMarks(ctx, q, stream)
+	var n int64
+	for _, c := range past {
+		rows[c.version] += c.n
+		n += c.n
+	}
+	return rows, n, err
+}
+
+// catchUpRowCounts adds the rows past the marks to row_count and moves the
+// marks past them, in a transaction of its own that first locks the stream
+// (its consistent reads then see every removal that committed before).
+func (d *Driver) catchUpRowCounts(ctx context.Context, streamID int64) error {
+	return d.withLog(ctx, streamID, func() error {
+		return d.inTx(ctx, nil, func(tx querier) error {
+			stream, err := lockStream(ctx, tx, streamID)
+			if err != nil {
+				return err
+			}
+			past, err := pastMarks(ctx, tx, stream)
+			if err != nil || len(past) == 0 {
+				return err
+			}
+			newest := map[int]int64{}
+			var sb strings.Builder
+			args := make([]any, 0, 4*len(past))
+			sb.WriteString("INSERT INTO row_count (stream_id, `partition`, schema_version, row_count) VALUES ")
+			for i, c := range past {
+				if i > 0 {
+					sb.WriteString(", ")
+				}
+				sb.WriteString("(?, ?, ?, ?)")
+				args = append(args, streamID, c.part, c.version, c.n)
+				newest[c.part] = max(newest[c.part], c.newest)
+			}
+			sb.WriteString(" ON DUPLICATE KEY UPDATE row_count = row_count + VALUES(row_count)")
+			if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+				return err
+			}
+			sb.Reset()
+			args = args[:0]
+			sb.WriteString("INSERT INTO row_count_mark (stream_id, `partition`, counted_to) VALUES ")
+			i := 0
+			for p, id := range newest {
+				if i > 0 {
+					sb.WriteString(", ")
+				}
+				i++
+				sb.WriteString("(?, ?, ?)")
+				args = append(args, streamID, p, id)
+			}
+			sb.WriteString(" ON DUPLICATE KEY UPDATE counted_to = GREATEST(counted_to, VALUES(counted_to))")
+			_, err = tx.ExecContext(ctx, sb.String(), args...)
+			return err
+		})
+	})
+}
+
+// subtractRowCounts takes the victims at or below their partition's mark out
+// of row_count. The caller holds the stream lock (lockStream) and removes
+// the victims in the same transaction.
+func subtractRowCounts(ctx context.Context, tx querier, streamID int64, victims []driver.RetainCandidate) error {
+	marks := map[int]int64{}
+	if err := eachRow(ctx, tx, "SELECT `partition`, counted_to FROM row_count_mark WHERE stream_id = ?", []any{streamID}, func(r *sql.Rows) error {
+		var p int
+		var to int64
+		err := r.Scan(&p, &to)
+		marks[p] = to
+		return err
+	}); err != nil || len(marks) == 0 {
+		return err
+	}
+	type key struct{ part, version int }
+	gone := map[key]int64{}
+	for _, v := range victims {
+		if v.ID <= marks[v.Partition] {
+			gone[key{v.Partition, v.Version}]++
+		}
+	}
+	for k, n := range gone {
+		if _, err := tx.ExecContext(ctx, "UPDATE row_count SET row_count = row_count - ? WHERE stream_id = ? AND `partition` = ? AND schema_version = ?",
+			n, streamID, k.part, k.version); err != nil {
+			return err
+		}
+	}
+	return nil
+}
