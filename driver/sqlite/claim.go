@@ -133,7 +133,7 @@ type claimKey struct {
 func claimPartition(ctx context.Context, tx queryer, p driver.ClaimParams, plan driver.ClaimPlan, part, limit int) ([]driver.Delivery, int, error) {
 	if p.Ordered {
 		var pending bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND partition = ? AND state <> 'dead')`,
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND partition = ? AND state IN ('leased', 'delayed'))`,
 			p.Stream.ID, p.Group, part).Scan(&pending); err != nil {
 			return nil, 0, err
 		}
@@ -286,7 +286,7 @@ func claimExceptionBatch(ctx context.Context, tx queryer, p driver.ClaimParams, 
 	if p.Ordered {
 		// Only the lowest pending exception of a partition may be handed out.
 		ordered = ` AND NOT EXISTS (SELECT 1 FROM delivery_exception e2 WHERE e2.stream_id = e.stream_id AND e2.group_name = e.group_name
-			AND e2.partition = e.partition AND e2.state <> 'dead' AND e2.msg_id < e.msg_id)`
+			AND e2.partition = e.partition AND e2.state IN ('leased', 'delayed') AND e2.msg_id < e.msg_id)`
 	}
 	type candidate struct {
 		row     driver.Row
