@@ -199,6 +199,9 @@ type Driver struct {
 	notify      bool
 	lockTimeout time.Duration
 	secrets     []string // passwords to scrub from error text
+	// settleMode is how settles run (settleQuery): planned for their own
+	// arguments at each run, never from a cached generic plan.
+	settleMode pgx.QueryExecMode
 
 	server serverCheck // the engine was checked (capabilities.go)
 
@@ -275,6 +278,10 @@ func Open(url string, opts ...Option) *Driver {
 	}
 	for _, fn := range o.config {
 		fn(cfg)
+	}
+	d.settleMode = cfg.ConnConfig.DefaultQueryExecMode
+	if d.settleMode == pgx.QueryExecModeCacheStatement {
+		d.settleMode = pgx.QueryExecModeCacheDescribe
 	}
 	d.cfg, d.listen = cfg, cfg.ConnConfig
 	if o.listenURL != "" {
