@@ -411,44 +411,28 @@ func (d *Driver) retain(ctx context.Context, tx querier, req driver.RetainParams
 }
 
 // retainBound returns the id below which the stream's retention limits put
-// rows (0: none), from index dives rather than a scan of the log, so that a
-// pass with nothing to remove costs the same on any log. The age limit takes
-// the rows older than MaxAge up to the first, in id order, that is not (as
-// Kafka removes a segment only once its newest record is old): the walk to
-// that row is as long as the old rows still in the log. The row limit takes
-// nothing while the ids of the log span at most MaxRows; past that, the
-// (MaxRows+1)th newest row and those before it, found by walking MaxRows
-// entries of the primary key.
+// rows (0: none); driver.RetainBound decides, from these index dives.
 func retainBound(ctx context.Context, tx querier, stream driver.StreamConfig, now time.Time) (int64, error) {
 	table := logTable(stream.ID)
-	r := stream.Retention
-	var oldest, newest sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT (SELECT id FROM `+table+` ORDER BY id LIMIT 1), (SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1)`).Scan(&oldest, &newest); err != nil || !newest.Valid {
-		return 0, err
-	}
-	var bound int64
-	if r.MaxAge > 0 {
-		err := tx.QueryRowContext(ctx, `SELECT id FROM `+table+` WHERE produced_at >= ? ORDER BY id LIMIT 1`, ts(now.Add(-r.MaxAge))).Scan(&bound)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			bound = newest.Int64 + 1 // every row is old
-		case err != nil:
-			return 0, err
+	one := func(query string, args ...any) (int64, bool, error) {
+		var id int64
+		err := tx.QueryRowContext(ctx, query, args...).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, false, nil
 		}
+		return id, err == nil, err
 	}
-	if r.MaxRows > 0 && newest.Int64-oldest.Int64+1 > r.MaxRows {
-		var cut int64
-		err := tx.QueryRowContext(ctx, `SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1 OFFSET ?`, r.MaxRows).Scan(&cut)
-		switch {
-		case errors.Is(err, sql.ErrNoRows): // no more than MaxRows rows
-		case err != nil:
-			return 0, err
-		default:
-			bound = max(bound, cut+1)
-		}
-	}
-	if bound <= oldest.Int64 {
-		return 0, nil
-	}
-	return bound, nil
+	return driver.RetainBound(stream.Retention, now, driver.RetentionProbe{
+		Span: func() (int64, int64, bool, error) {
+			var oldest, newest sql.NullInt64
+			err := tx.QueryRowContext(ctx, `SELECT (SELECT id FROM `+table+` ORDER BY id LIMIT 1), (SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1)`).Scan(&oldest, &newest)
+			return oldest.Int64, newest.Int64, err == nil && newest.Valid, err
+		},
+		FirstYoung: func(t time.Time) (int64, bool, error) {
+			return one(`SELECT id FROM `+table+` WHERE produced_at >= ? ORDER BY id LIMIT 1`, ts(t))
+		},
+		NthNewest: func(n int64) (int64, bool, error) {
+			return one(`SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1 OFFSET ?`, n)
+		},
+	})
 }
