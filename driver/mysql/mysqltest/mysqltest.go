@@ -33,31 +33,40 @@ func AdminDSN() string {
 	return "root@tcp(127.0.0.1:3306)/test"
 }
 
+// admin is the admin connection, kept for the process and opened again
+// when SQLSTREAMS_MYSQL_DSN names another server (the scale-out tests point
+// it at a cluster of their own, a new one on new ports at each -count).
 var admin struct {
-	once sync.Once
-	db   *sql.DB
-	cfg  *gomysql.Config
-	err  error
+	mu  sync.Mutex
+	dsn string
+	db  *sql.DB
+	cfg *gomysql.Config
+	err error
 }
 
 func AdminDB(tb testing.TB) (*sql.DB, *gomysql.Config) {
 	tb.Helper()
-	admin.once.Do(func() {
-		admin.cfg, admin.err = gomysql.ParseDSN(AdminDSN())
-		if admin.err != nil {
-			return
+	dsn := AdminDSN()
+	admin.mu.Lock()
+	defer admin.mu.Unlock()
+	if admin.dsn != dsn || admin.db == nil && admin.err == nil {
+		if admin.db != nil {
+			_ = admin.db.Close()
 		}
-		admin.db, admin.err = sql.Open("mysql", AdminDSN())
-		if admin.err != nil {
-			return
+		admin.dsn, admin.db, admin.err = dsn, nil, nil
+		admin.cfg, admin.err = gomysql.ParseDSN(dsn)
+		if admin.err == nil {
+			admin.db, admin.err = sql.Open("mysql", dsn)
 		}
-		admin.db.SetMaxOpenConns(4)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		admin.err = admin.db.PingContext(ctx)
-	})
+		if admin.err == nil {
+			admin.db.SetMaxOpenConns(4)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			admin.err = admin.db.PingContext(ctx)
+			cancel()
+		}
+	}
 	if admin.err != nil {
-		tb.Fatalf("mysql server at %s is not reachable (set SQLSTREAMS_MYSQL_DSN): %v", AdminDSN(), admin.err)
+		tb.Fatalf("mysql server at %s is not reachable (set SQLSTREAMS_MYSQL_DSN): %v", dsn, admin.err)
 	}
 	return admin.db, admin.cfg
 }
