@@ -49,6 +49,10 @@ type BenchTarget struct {
 	// Copy says the baselines are RawCopiers: Produce100 then also measures
 	// raw-copy.
 	Copy bool
+	// Batch, when set, is the target with batch leases on: Consume100 then
+	// also runs claim-ack-batch and run-100handlers-batch against the same
+	// baseline.
+	Batch *Target
 }
 
 // benchEvent is the benchmarks' message: a few fields of typical size.
@@ -103,6 +107,8 @@ const benchBatch = 100
 //     Raw.Consume (read the next 100 after a cursor, decode, move the cursor,
 //     in one transaction).
 //   - Consume100/run-100handlers: Run with 100 handlers, against Raw.Consume.
+//   - Consume100/claim-ack-batch, run-100handlers-batch: the same with
+//     batch leases on, where the target has them (BenchTarget.Batch).
 //   - ProduceSingle: one message per call, against a one-row Raw.Insert.
 //   - EndToEndLatency: produce one message, wait for a Run handler to see it.
 //
@@ -136,31 +142,43 @@ func Benchmark(b *testing.B, target BenchTarget) {
 		}, baselines...)
 	})
 	b.Run("Consume100", func(b *testing.B) {
-		b.Run("claim-ack", func(b *testing.B) {
-			c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
-			raw, rawStream := rawConsumer(b, target)
-			defer raw.Close()
-			cons := consumer[benchEvent](b, c, "bench", "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
-			interleave(b, benchBatch, func(int) error {
-				ds, err := cons.Claim(context.Background(), benchBatch)
-				if err != nil {
-					return err
-				}
-				if len(ds) != benchBatch {
-					return fmt.Errorf("claim returned %d deliveries, want %d", len(ds), benchBatch)
-				}
-				return cons.Ack(context.Background(), ds...)
-			}, baseline{"raw", rawConsume(raw, rawStream)})
-		})
-		b.Run("run-100handlers", func(b *testing.B) {
-			// The handler model with its defaults, but for 100 concurrent
-			// handlers: each delivery acked as its handler returns.
-			c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
-			raw, rawStream := rawConsumer(b, target)
-			defer raw.Close()
-			cons := consumer[benchEvent](b, c, "bench", "bench-run", &sqlstreams.ConsumerOptions{Concurrency: 100})
-			runBracketed(b, cons, baseline{"raw", rawConsume(raw, rawStream)})
-		})
+		targets := []struct {
+			suffix string
+			target Target
+		}{{"", target.Target}}
+		if target.Batch != nil {
+			targets = append(targets, struct {
+				suffix string
+				target Target
+			}{"-batch", *target.Batch})
+		}
+		for _, tt := range targets {
+			b.Run("claim-ack"+tt.suffix, func(b *testing.B) {
+				c, _, _ := setupConsume(b, tt.target, b.N*benchBatch)
+				raw, rawStream := rawConsumer(b, target)
+				defer raw.Close()
+				cons := consumer[benchEvent](b, c, "bench", "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
+				interleave(b, benchBatch, func(int) error {
+					ds, err := cons.Claim(context.Background(), benchBatch)
+					if err != nil {
+						return err
+					}
+					if len(ds) != benchBatch {
+						return fmt.Errorf("claim returned %d deliveries, want %d", len(ds), benchBatch)
+					}
+					return cons.Ack(context.Background(), ds...)
+				}, baseline{"raw", rawConsume(raw, rawStream)})
+			})
+			b.Run("run-100handlers"+tt.suffix, func(b *testing.B) {
+				// The handler model with its defaults, but for 100 concurrent
+				// handlers: each delivery acked as its handler returns.
+				c, _, _ := setupConsume(b, tt.target, b.N*benchBatch)
+				raw, rawStream := rawConsumer(b, target)
+				defer raw.Close()
+				cons := consumer[benchEvent](b, c, "bench", "bench-run", &sqlstreams.ConsumerOptions{Concurrency: 100})
+				runBracketed(b, cons, baseline{"raw", rawConsume(raw, rawStream)})
+			})
+		}
 	})
 	b.Run("ProduceSingle", func(b *testing.B) {
 		raw := openRaw(b, target, target.NewNamespace(b))

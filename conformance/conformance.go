@@ -59,6 +59,10 @@ type Target struct {
 	// the suite can hand it to the next test instead of migrating a new one.
 	// It must fail when the namespace cannot be made empty.
 	ResetNamespace func(namespace string) error
+	// BatchLeases says that Open returns a driver that leases a main claim
+	// as one batch record per partition (the drivers' WithBatchLeases);
+	// D9_BatchLeaseStorage checks the stored rows accordingly.
+	BatchLeases bool
 }
 
 // contract is one named conformance test.
