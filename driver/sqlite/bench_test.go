@@ -10,6 +10,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/sqlite"
+	"github.com/sqlstreams/sqlstreams/driver/sqlite/sqlitetest"
 )
 
 // BenchmarkSQLite runs the shared benchmarks with the strongest bare
@@ -17,7 +18,8 @@ import (
 //
 //	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkSQLite$' -benchtime 200x ./driver/sqlite
 func BenchmarkSQLite(b *testing.B) {
-	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw})
+	batch := sqlitetest.BatchTarget()
+	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, Batch: &batch})
 }
 
 // BenchmarkScaleSQLite measures the costs that must stay flat as the log,

@@ -72,8 +72,11 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			return err
 		}
 		res.Group = g
+		// Due exceptions, or batches whose lease ended (their members are
+		// due as expired leased rows are).
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ?
-			AND state IN ('leased', 'delayed') AND due_at <= ?)`, p.Stream.ID, p.Group, micros(p.Now)).Scan(&dueExceptions); err != nil {
+			AND state IN ('leased', 'delayed') AND due_at <= ?) OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_until <= ?)`,
+			p.Stream.ID, p.Group, micros(p.Now), p.Stream.ID, p.Group, micros(p.Now)).Scan(&dueExceptions); err != nil {
 			return err
 		}
 		return tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ?
@@ -107,7 +110,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			if len(res.Deliveries) >= p.Limit {
 				break
 			}
-			got, deferred, err := claimPartition(ctx, tx, p, plan, (first+i)%n, p.Limit-len(res.Deliveries))
+			got, deferred, err := claimPartition(ctx, tx, p, plan, (first+i)%n, p.Limit-len(res.Deliveries), d.batchLeases)
 			if err != nil {
 				return err
 			}
@@ -130,11 +133,14 @@ type claimKey struct {
 	group  string
 }
 
-func claimPartition(ctx context.Context, tx queryer, p driver.ClaimParams, plan driver.ClaimPlan, part, limit int) ([]driver.Delivery, int, error) {
+// claimPartition runs the main claim on one partition; with batches, the
+// rows it leases become one batch lease instead of an exception row each.
+func claimPartition(ctx context.Context, tx queryer, p driver.ClaimParams, plan driver.ClaimPlan, part, limit int, batches bool) ([]driver.Delivery, int, error) {
 	if p.Ordered {
 		var pending bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND partition = ? AND state IN ('leased', 'delayed'))`,
-			p.Stream.ID, p.Group, part).Scan(&pending); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND partition = ? AND state IN ('leased', 'delayed'))
+			OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND partition = ?)`,
+			p.Stream.ID, p.Group, part, p.Stream.ID, p.Group, part).Scan(&pending); err != nil {
 			return nil, 0, err
 		}
 		if pending {
@@ -218,8 +224,32 @@ scan:
 		token   any
 	}
 	var ex []exception
-	for _, t := range taken {
-		ex = append(ex, exception{t.Row, "leased", 1, micros(p.LeaseUntil), p.Token})
+	if batches && len(taken) > 0 {
+		// A row the group already has an exception for (a cursor moved back
+		// over it) keeps that exception and is passed over.
+		held := map[int64]bool{}
+		if err := eachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id BETWEEN ? AND ?`,
+			[]any{p.Stream.ID, p.Group, taken[0].ID, taken[len(taken)-1].ID}, func(r *sql.Rows) error {
+				var id int64
+				err := r.Scan(&id)
+				held[id] = true
+				return err
+			}); err != nil {
+			return nil, 0, err
+		}
+		if len(held) > 0 {
+			taken = slices.DeleteFunc(taken, func(d driver.Delivery) bool { return held[d.ID] })
+			deferred = slices.DeleteFunc(deferred, func(r driver.Row) bool { return held[r.ID] })
+		}
+		if len(taken) > 0 {
+			if err := insertBatch(ctx, tx, p, part, taken); err != nil {
+				return nil, 0, err
+			}
+		}
+	} else {
+		for _, t := range taken {
+			ex = append(ex, exception{t.Row, "leased", 1, micros(p.LeaseUntil), p.Token})
+		}
 	}
 	for _, r := range deferred {
 		ex = append(ex, exception{r, "delayed", 0, micros(p.Now), nil})
@@ -251,7 +281,9 @@ scan:
 		}
 	}
 	if len(inserted) < len(ex) {
-		taken = slices.DeleteFunc(taken, func(d driver.Delivery) bool { return !inserted[d.ID] })
+		if !batches {
+			taken = slices.DeleteFunc(taken, func(d driver.Delivery) bool { return !inserted[d.ID] })
+		}
 		deferred = slices.DeleteFunc(deferred, func(r driver.Row) bool { return !inserted[r.ID] })
 	}
 	return taken, len(deferred), nil
@@ -259,6 +291,9 @@ scan:
 
 // claimExceptions leases due exceptions at the versions the member decodes.
 func (d *Driver) claimExceptions(ctx context.Context, tx queryer, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
+	if err := explodeExpired(ctx, tx, p); err != nil {
+		return nil, err
+	}
 	var out []driver.Delivery
 	// Candidates that are resolved (superseded or removed rows) or buried
 	// (out of attempts) do not count toward the limit: look again until the
@@ -286,7 +321,9 @@ func claimExceptionBatch(ctx context.Context, tx queryer, p driver.ClaimParams, 
 	if p.Ordered {
 		// Only the lowest pending exception of a partition may be handed out.
 		ordered = ` AND NOT EXISTS (SELECT 1 FROM delivery_exception e2 WHERE e2.stream_id = e.stream_id AND e2.group_name = e.group_name
-			AND e2.partition = e.partition AND e2.state IN ('leased', 'delayed') AND e2.msg_id < e.msg_id)`
+			AND e2.partition = e.partition AND e2.state IN ('leased', 'delayed') AND e2.msg_id < e.msg_id)
+			AND NOT EXISTS (SELECT 1 FROM delivery_batch b WHERE b.stream_id = e.stream_id AND b.group_name = e.group_name
+			AND b.partition = e.partition AND b.first_id < e.msg_id)`
 	}
 	type candidate struct {
 		row     driver.Row
@@ -402,16 +439,20 @@ func leasedPairs(leases []driver.Lease) (string, []any) {
 // settle runs stmt (an UPDATE or DELETE whose WHERE clause ends where the
 // lease predicate goes, ending in RETURNING msg_id) over the leases, in
 // chunks, in one transaction, and reports the leases it did not change.
-func (d *Driver) settle(ctx context.Context, callerTx driver.Tx, streamID int64, group string, leases []driver.Lease, stmt string, args ...any) (driver.SettleResult, error) {
+func (d *Driver) settle(ctx context.Context, callerTx driver.Tx, streamID int64, group string, leases []driver.Lease, op batchSettle, until int64, stmt string, args ...any) (driver.SettleResult, error) {
 	if len(leases) == 0 {
 		return driver.SettleResult{}, d.check()
 	}
 	changed := map[int64]bool{}
 	err := d.inTxQ(ctx, callerTx, func(tx cachedTx) error {
 		clear(changed)
+		rest, err := settleBatches(ctx, tx, streamID, group, leases, op, until, changed)
+		if err != nil {
+			return err
+		}
 		const chunk = 400
-		for s := 0; s < len(leases); s += chunk {
-			pred, pargs := leasedPairs(leases[s:min(s+chunk, len(leases))])
+		for s := 0; s < len(rest); s += chunk {
+			pred, pargs := leasedPairs(rest[s:min(s+chunk, len(rest))])
 			all := append(append(slices.Clone(args), streamID, group), pargs...)
 			if err := eachRow(ctx, tx, stmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`, all, func(r *sql.Rows) error {
 				var id int64
@@ -432,7 +473,7 @@ func (d *Driver) settle(ctx context.Context, callerTx driver.Tx, streamID int64,
 
 // Ack implements driver.Driver.
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, `DELETE FROM delivery_exception`)
+	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleAck, 0, `DELETE FROM delivery_exception`)
 }
 
 // Fail implements driver.Driver. Each failure carries its own error and due
@@ -443,10 +484,15 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 	}
 	changed := map[int64]bool{}
 	leases := make([]driver.Lease, len(p.Failures))
+	for i, f := range p.Failures {
+		leases[i] = f.Lease
+	}
 	err := d.inTxQ(ctx, p.Tx, func(tx cachedTx) error {
 		clear(changed)
-		for i, f := range p.Failures {
-			leases[i] = f.Lease
+		if _, err := settleBatches(ctx, tx, p.StreamID, p.Group, leases, settleCarve, 0, changed); err != nil {
+			return err
+		}
+		for _, f := range p.Failures {
 			state, due := driver.StateDelayed, f.Due
 			if f.Dead {
 				state, due = driver.StateDead, p.Now
@@ -488,17 +534,21 @@ func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.Se
 	now := micros(p.Now)
 	if p.ClaimToken != "" {
 		return driver.SettleResult{}, d.inTx(ctx, nil, func(tx *sql.Tx) error {
+			if err := materializeAll(ctx, tx, p.StreamID, `SELECT `+batchColumns+` FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ?`,
+				p.StreamID, p.Group, p.ClaimToken); err != nil {
+				return err
+			}
 			_, err := tx.ExecContext(ctx, releaseSet+` WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND state = 'leased'`,
 				now, now, p.StreamID, p.Group, p.ClaimToken)
 			return err
 		})
 	}
-	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, releaseSet, now, now)
+	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleCarve, 0, releaseSet, now, now)
 }
 
 // Extend implements driver.Driver.
 func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
-	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, micros(p.Until), micros(p.Now))
+	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleExtend, micros(p.Until), `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, micros(p.Until), micros(p.Now))
 }
 
 // ListDead implements driver.Driver.

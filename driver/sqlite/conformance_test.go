@@ -12,3 +12,6 @@ var target = sqlitetest.Target()
 func TestMain(m *testing.M) { conformance.Main(m, target) }
 
 func TestConformance(t *testing.T) { conformance.Run(t, target) }
+
+// TestConformanceBatchLeases runs the whole suite with batch leases on.
+func TestConformanceBatchLeases(t *testing.T) { conformance.Run(t, sqlitetest.BatchTarget()) }

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -143,10 +144,42 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 		}); err != nil {
 			return err
 		}
+		// Batch members are leased deliveries at their versions.
+		batches, err := queryBatches(ctx, tx, `SELECT `+batchColumns+` FROM delivery_batch WHERE stream_id = ?`, streamID)
+		if err != nil {
+			return err
+		}
+		leasedAt := map[driver.ExceptionCount]int64{}
+		type holderKey struct{ group, holder string }
+		held := map[holderKey]driver.HolderCount{}
+		for _, b := range batches {
+			for _, v := range b.versions {
+				leasedAt[driver.ExceptionCount{Group: b.group, Version: v, State: driver.StateLeased}]++
+			}
+			k := holderKey{b.group, b.holder.String}
+			h := held[k]
+			h.Group, h.Holder, h.Leases = b.group, b.holder.String, h.Leases+int64(len(b.ids))
+			if until := fromMicros(b.leaseUntil); until.After(h.Until) {
+				h.Until = until
+			}
+			held[k] = h
+		}
+		for i, e := range st.Exceptions {
+			k := e
+			k.Count = 0
+			if n, ok := leasedAt[k]; ok {
+				st.Exceptions[i].Count += n
+				delete(leasedAt, k)
+			}
+		}
+		for k, n := range leasedAt {
+			k.Count = n
+			st.Exceptions = append(st.Exceptions, k)
+		}
 		// Through the groups, so that each is a range of the (stream, group,
 		// state) index holding its leases only, not a scan of the stream's
 		// dead letters (CROSS JOIN: SQLite keeps the groups as the outer loop).
-		return eachRow(ctx, tx, `SELECT e.group_name, COALESCE(e.holder, ''), COUNT(*), MAX(e.due_at) FROM consumer_group g
+		if err := eachRow(ctx, tx, `SELECT e.group_name, COALESCE(e.holder, ''), COUNT(*), MAX(e.due_at) FROM consumer_group g
 			CROSS JOIN delivery_exception e
 			WHERE g.stream_id = ? AND e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
 			GROUP BY e.group_name, e.holder ORDER BY e.group_name, e.holder`, []any{streamID}, func(r *sql.Rows) error {
@@ -156,7 +189,26 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 			h.Until = fromMicros(until)
 			st.Holders = append(st.Holders, h)
 			return err
+		}); err != nil {
+			return err
+		}
+		for i, h := range st.Holders {
+			k := holderKey{h.Group, h.Holder}
+			if b, ok := held[k]; ok {
+				st.Holders[i].Leases += b.Leases
+				if b.Until.After(h.Until) {
+					st.Holders[i].Until = b.Until
+				}
+				delete(held, k)
+			}
+		}
+		for _, h := range held {
+			st.Holders = append(st.Holders, h)
+		}
+		slices.SortFunc(st.Holders, func(a, b driver.HolderCount) int {
+			return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Holder, b.Holder))
 		})
+		return nil
 	})
 	if err == nil && uncounted > 0 {
 		// Count the new rows once, so that the next read need not. The
@@ -213,6 +265,9 @@ func deleteRows(ctx context.Context, tx *sql.Tx, streamID int64, ids []int64) er
 	if len(ids) == 0 {
 		return nil
 	}
+	if err := materializeRange(ctx, tx, streamID, slices.Min(ids), slices.Max(ids)); err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO partition_mark (stream_id, partition, high_water)
 		SELECT ?, partition, MAX(id) FROM `+logTable(streamID)+` WHERE id BETWEEN ? AND ? GROUP BY partition
 		ON CONFLICT (stream_id, partition) DO UPDATE SET high_water = MAX(high_water, excluded.high_water)`,
@@ -264,7 +319,8 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 		args := []any{bound}
 		if !r.Hard {
 			where += ` AND NOT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = ` + strconv.FormatInt(stream.ID, 10) + ` AND c.partition = m.partition AND c.position < m.id)
-				AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ` + strconv.FormatInt(stream.ID, 10) + ` AND e.msg_id = m.id)`
+				AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ` + strconv.FormatInt(stream.ID, 10) + ` AND e.msg_id = m.id)
+				AND m.id < COALESCE((SELECT MIN(b.first_id) FROM delivery_batch b WHERE b.stream_id = ` + strconv.FormatInt(stream.ID, 10) + `), 9223372036854775807)`
 		}
 		var victims []driver.RetainCandidate
 		if err := eachRow(ctx, tx, `SELECT m.id, m.partition, m.schema_version, m.routing_key FROM `+table+` m WHERE `+where+` ORDER BY m.id LIMIT ?`,
@@ -286,6 +342,10 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 		if r.Hard {
 			groups, err := loadGroups(ctx, tx, stream)
 			if err != nil {
+				return err
+			}
+			// Leases in batches count as held, as their exception rows would.
+			if err := materializeRange(ctx, tx, stream.ID, ids[0], ids[len(ids)-1]); err != nil {
 				return err
 			}
 			held := map[string]map[int64]bool{}

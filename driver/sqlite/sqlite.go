@@ -52,6 +52,7 @@ type Driver struct {
 	wstmts      *stmtCache
 	rstmts      *stmtCache // wstmts when read is write
 	fullClaims  sync.Map   // claimKey: the group's last claim here filled its limit
+	batchLeases bool
 	closed      atomic.Bool
 	opened      error
 }
@@ -68,6 +69,14 @@ type Option func(*Driver)
 // WithBusyTimeout sets how long a write waits for the database's writer
 // before it fails with ErrConflict (default BusyTimeout).
 func WithBusyTimeout(d time.Duration) Option { return func(drv *Driver) { drv.busyTimeout = d } }
+
+// WithBatchLeases makes the main claim lease the rows it takes from a
+// partition as one batch record instead of one exception row each, so that
+// a claimed batch acked or extended whole costs one row written and one
+// deleted (docs/decisions.md, "Performance: batch leases"). Every release
+// from migration 0007 on reads batch leases whether or not it writes them:
+// turn this on once every process sharing the database runs such a release.
+func WithBatchLeases() Option { return func(drv *Driver) { drv.batchLeases = true } }
 
 // Open returns a driver for the SQLite file at path, created if missing.
 // Connection errors surface from sqlstreams.Open.

@@ -123,7 +123,7 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 		if n, _ := res.RowsAffected(); n == 0 {
 			return driver.ErrStreamNotFound
 		}
-		for _, table := range []string{"consumer_group", "group_cursor", "delivery_exception", "compaction_head",
+		for _, table := range []string{"consumer_group", "group_cursor", "delivery_exception", "delivery_batch", "compaction_head",
 			"schema_revision", "schema_reader", "registry_setting", "partition_mark", "row_count", "row_count_mark"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ?`, streamID); err != nil {
 				return err
@@ -276,7 +276,7 @@ func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) er
 		if n, _ := res.RowsAffected(); n == 0 {
 			return driver.ErrGroupNotFound
 		}
-		for _, table := range []string{"group_cursor", "delivery_exception", "schema_reader"} {
+		for _, table := range []string{"group_cursor", "delivery_exception", "delivery_batch", "schema_reader"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ? AND group_name = ?`, streamID, group); err != nil {
 				return err
 			}
@@ -293,6 +293,13 @@ func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) erro
 			return err
 		}
 		for part, pos := range p.Positions {
+			// Batch members must stay at or below the cursor: the leases of
+			// a partition whose cursor moves become exception rows, which
+			// the main claim passes over.
+			if err := materializeAll(ctx, tx, p.StreamID, `SELECT `+batchColumns+` FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND partition = ?`,
+				p.StreamID, p.Group, part); err != nil {
+				return err
+			}
 			res, err := tx.ExecContext(ctx, `UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND partition = ?`,
 				pos, p.StreamID, p.Group, part)
 			if err != nil {

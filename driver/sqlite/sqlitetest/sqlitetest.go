@@ -55,3 +55,15 @@ func Target() conformance.Target {
 		},
 	}
 }
+
+// BatchTarget is Target with batch leases on (sqlite.WithBatchLeases).
+func BatchTarget() conformance.Target {
+	t := Target()
+	t.Name = "sqlite-batch-leases"
+	t.BatchLeases = true
+	t.Open = func(ns string) (driver.Driver, error) { return sqlite.Open(ns, sqlite.WithBatchLeases()), nil }
+	t.OpenWithLockTimeout = func(ns string, d time.Duration) (driver.Driver, error) {
+		return sqlite.Open(ns, sqlite.WithBatchLeases(), sqlite.WithBusyTimeout(d)), nil
+	}
+	return t
+}

@@ -1,0 +1,261 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// A batch lease (delivery_batch, migration 0007) is the compressed form of
+// the leased exception rows one main claim would write for one partition:
+// the same token, holder, attempt 1 and expiry for every member. Paths
+// other than a bulk ack or an extension of the whole batch first
+// materialize the members they name, writing exactly those exception rows
+// and taking the ids out of the batch, and then run the per-delivery SQL
+// unchanged. A member has no exception row, and every member is at or below
+// its partition's cursor (SetCursors materializes), so the main claim never
+// meets one (docs/decisions.md, "Performance: batch leases").
+
+// batch is one delivery_batch record.
+type batch struct {
+	group      string
+	token      string
+	partition  int
+	ids        []int64 // the members still held, ascending
+	versions   []int   // each member's schema version
+	holder     sql.NullString
+	leaseUntil int64
+	createdAt  int64
+}
+
+const batchColumns = `group_name, lease_token, partition, ids, versions, holder, lease_until, created_at`
+
+func scanBatch(r scanner) (batch, error) {
+	var b batch
+	var ids, versions string
+	if err := r.Scan(&b.group, &b.token, &b.partition, &ids, &versions, &b.holder, &b.leaseUntil, &b.createdAt); err != nil {
+		return b, err
+	}
+	var err error
+	if b.ids, err = decodeInts[int64](ids); err != nil {
+		return b, fmt.Errorf("batch %s: stored ids: %w", b.token, err)
+	}
+	if b.versions, err = decodeInts[int](versions); err != nil {
+		return b, fmt.Errorf("batch %s: stored versions: %w", b.token, err)
+	}
+	if len(b.ids) != len(b.versions) {
+		return b, fmt.Errorf("batch %s: %d ids but %d versions stored", b.token, len(b.ids), len(b.versions))
+	}
+	return b, nil
+}
+
+// encodeInts writes a JSON array of integers, so that SQL can read it with
+// json_each (the down migration does).
+func encodeInts[T int | int64](vs []T) string {
+	buf := make([]byte, 0, 2+8*len(vs))
+	buf = append(buf, '[')
+	for i, v := range vs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendInt(buf, int64(v), 10)
+	}
+	return string(append(buf, ']'))
+}
+
+var errBadArray = errors.New("not a JSON array of integers")
+
+func decodeInts[T int | int64](s string) ([]T, error) {
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
+		return nil, errBadArray
+	}
+	body := s[1 : len(s)-1]
+	if body == "" {
+		return nil, nil
+	}
+	out := make([]T, 0, len(body)/4)
+	start := 0
+	for i := 0; i <= len(body); i++ {
+		if i < len(body) && body[i] != ',' {
+			continue
+		}
+		v, err := strconv.ParseInt(body[start:i], 10, 64)
+		if err != nil {
+			return nil, errBadArray
+		}
+		out = append(out, T(v))
+		start = i + 1
+	}
+	return out, nil
+}
+
+// insertBatch leases taken (rows of one partition, ascending) as one batch.
+func insertBatch(ctx context.Context, tx queryer, p driver.ClaimParams, part int, taken []driver.Delivery) error {
+	ids := make([]int64, len(taken))
+	versions := make([]int, len(taken))
+	for i, t := range taken {
+		ids[i], versions[i] = t.ID, t.SchemaVersion
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO delivery_batch (stream_id, group_name, lease_token, partition, first_id, last_id, ids, versions, holder, lease_until, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.Stream.ID, p.Group, p.Token, part, ids[0], ids[len(ids)-1], encodeInts(ids), encodeInts(versions),
+		p.Holder, micros(p.LeaseUntil), micros(p.Now))
+	return err
+}
+
+// queryBatches reads the batches query selects (batchColumns first).
+func queryBatches(ctx context.Context, tx queryer, query string, args ...any) ([]batch, error) {
+	var out []batch
+	err := eachRow(ctx, tx, query, args, func(r *sql.Rows) error {
+		b, err := scanBatch(r)
+		out = append(out, b)
+		return err
+	})
+	return out, err
+}
+
+// materialize writes the leased exception rows of b's members in ids (all
+// of them when ids is nil) and takes those ids out of the batch.
+func materialize(ctx context.Context, tx queryer, streamID int64, b batch, ids map[int64]bool) error {
+	var mids, keep []int64
+	var mversions, keepVersions []int
+	for i, id := range b.ids {
+		if ids == nil || ids[id] {
+			mids, mversions = append(mids, id), append(mversions, b.versions[i])
+		} else {
+			keep, keepVersions = append(keep, id), append(keepVersions, b.versions[i])
+		}
+	}
+	if len(mids) == 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at)
+		SELECT ?, ?, i.value, ?, v.value, 'leased', 1, ?, ?, ?, ? FROM json_each(?) i JOIN json_each(?) v ON v.key = i.key WHERE 1
+		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`,
+		streamID, b.group, b.partition, b.leaseUntil, b.token, b.holder, b.createdAt, encodeInts(mids), encodeInts(mversions)); err != nil {
+		return err
+	}
+	b.ids, b.versions = keep, keepVersions
+	return storeBatch(ctx, tx, streamID, b)
+}
+
+// storeBatch writes b's members back, deleting the batch when none is left.
+func storeBatch(ctx context.Context, tx queryer, streamID int64, b batch) error {
+	if len(b.ids) == 0 {
+		_, err := tx.ExecContext(ctx, `DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND partition = ?`,
+			streamID, b.group, b.token, b.partition)
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE delivery_batch SET ids = ?, versions = ?, first_id = ?, last_id = ?
+		WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND partition = ?`,
+		encodeInts(b.ids), encodeInts(b.versions), b.ids[0], b.ids[len(b.ids)-1], streamID, b.group, b.token, b.partition)
+	return err
+}
+
+// materializeAll materializes every member of the batches query selects.
+func materializeAll(ctx context.Context, tx queryer, streamID int64, query string, args ...any) error {
+	bs, err := queryBatches(ctx, tx, query, args...)
+	if err != nil {
+		return err
+	}
+	for _, b := range bs {
+		if err := materialize(ctx, tx, streamID, b, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// materializeRange materializes the stream's batches that may hold an id in
+// [lo, hi], before compaction or a hard retention limit removes those rows:
+// their exception rows then go with the rows, as leased rows always did.
+func materializeRange(ctx context.Context, tx queryer, streamID, lo, hi int64) error {
+	return materializeAll(ctx, tx, streamID, `SELECT `+batchColumns+` FROM delivery_batch WHERE stream_id = ? AND first_id <= ? AND last_id >= ?`,
+		streamID, hi, lo)
+}
+
+// explodeExpired materializes the group's batches whose lease ended, so
+// that the exception claim hands their members out again as it does
+// expired leased rows.
+func explodeExpired(ctx context.Context, tx queryer, p driver.ClaimParams) error {
+	return materializeAll(ctx, tx, p.Stream.ID, `SELECT `+batchColumns+` FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_until <= ?
+		ORDER BY lease_until LIMIT 100`, p.Stream.ID, p.Group, micros(p.Now))
+}
+
+// batchSettle is what a settle does to the members of batches it names.
+type batchSettle int
+
+const (
+	// settleAck resolves the members.
+	settleAck batchSettle = iota
+	// settleExtend moves the lease of a batch all of whose members are named
+	// and materializes the members of other batches.
+	settleExtend
+	// settleCarve materializes the members, for per-delivery SQL to change.
+	settleCarve
+)
+
+// settleBatches applies op to the named leases that are batch members, in
+// tx. It returns the leases it settled itself (changed) and leaves the
+// others, materialized ones included, to the per-delivery statement.
+func settleBatches(ctx context.Context, tx queryer, streamID int64, group string, leases []driver.Lease, op batchSettle, until int64, changed map[int64]bool) ([]driver.Lease, error) {
+	byToken := map[string]map[int64]bool{}
+	for _, l := range leases {
+		if byToken[l.Token] == nil {
+			byToken[l.Token] = map[int64]bool{}
+		}
+		byToken[l.Token][l.ID] = true
+	}
+	for token, named := range byToken {
+		bs, err := queryBatches(ctx, tx, `SELECT `+batchColumns+` FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ?`,
+			streamID, group, token)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range bs {
+			members := map[int64]bool{}
+			for _, id := range b.ids {
+				if named[id] {
+					members[id] = true
+				}
+			}
+			if len(members) == 0 {
+				continue
+			}
+			switch {
+			case op == settleAck:
+				keep := b
+				keep.ids, keep.versions = nil, nil
+				for i, id := range b.ids {
+					if !members[id] {
+						keep.ids, keep.versions = append(keep.ids, id), append(keep.versions, b.versions[i])
+					}
+				}
+				if err := storeBatch(ctx, tx, streamID, keep); err != nil {
+					return nil, err
+				}
+			case op == settleExtend && len(members) == len(b.ids):
+				if _, err := tx.ExecContext(ctx, `UPDATE delivery_batch SET lease_until = ? WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND partition = ?`,
+					until, streamID, group, b.token, b.partition); err != nil {
+					return nil, err
+				}
+			default:
+				if err := materialize(ctx, tx, streamID, b, members); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			for id := range members {
+				changed[id] = true
+			}
+		}
+	}
+	if len(changed) == 0 {
+		return leases, nil
+	}
+	return slices.DeleteFunc(slices.Clone(leases), func(l driver.Lease) bool { return changed[l.ID] }), nil
+}
