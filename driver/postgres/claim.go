@@ -36,7 +36,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		return driver.ClaimResult{}, err
 	}
 	var res driver.ClaimResult
-	var due, fresh bool
+	var due, fresh, expired bool
 	var decodes []int32
 	if p.Decodes != nil {
 		decodes = int32s(p.Decodes)
@@ -48,8 +48,9 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 				AND (g.all_versions OR e.schema_version = g.schema_version OR g.converts_from @> to_jsonb(e.schema_version))
 				AND ($4::integer[] IS NULL OR e.schema_version = ANY($4::integer[]))),
 			EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = g.stream_id AND c.group_name = g.name
-				AND EXISTS (SELECT 1 FROM `+logTable(p.Stream.ID)+` m WHERE m.partition = c.partition AND m.id > c.position))`,
-			[]any{ts(p.Now), decodes}, &due, &fresh)
+				AND EXISTS (SELECT 1 FROM `+logTable(p.Stream.ID)+` m WHERE m.partition = c.partition AND m.id > c.position)),
+			EXISTS (SELECT 1 FROM delivery_batch b WHERE b.stream_id = g.stream_id AND b.group_name = g.name AND b.lease_until <= $3::timestamptz)`,
+			[]any{ts(p.Now), decodes}, &due, &fresh, &expired)
 		if err != nil {
 			return err
 		}
@@ -59,9 +60,12 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		res.Group = g
 		return nil
 	})
-	if err != nil || p.Limit <= 0 || (!due && !fresh) {
+	if err != nil || p.Limit <= 0 || (!due && !fresh && !expired) {
 		return res, err
 	}
+	// Expired batches are materialized (explodeExpired) before the
+	// exception claim, which then takes their members as expired leases.
+	due = due || expired
 	err = d.claimTx(ctx, func(tx pgx.Tx) error {
 		res = driver.ClaimResult{}
 		n := int32(p.Stream.Partitions)
@@ -87,6 +91,9 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			query, args := lockCursor(p, visited, first)
 			b.Queue(query, args...)
 			queueLoadGroup(b, p.Stream.ID, p.Group)
+			if expired {
+				b.Queue(explodeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
+			}
 			br := tx.SendBatch(ctx, b)
 			_, err := br.Exec()
 			var c lockedCursor
@@ -97,6 +104,9 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			if err == nil {
 				g, err = scanLoadedGroup(br.QueryRow(), p.Group)
 			}
+			if err == nil && expired {
+				_, err = br.Exec()
+			}
 			if err := errors.Join(err, br.Close()); err != nil {
 				return err
 			}
@@ -106,8 +116,18 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 				rows = false // every partition with rows is being claimed
 			}
 		} else {
+			b := &pgx.Batch{}
+			queueLoadGroup(b, p.Stream.ID, p.Group)
+			if expired {
+				b.Queue(explodeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
+			}
+			br := tx.SendBatch(ctx, b)
 			var err error
-			if g, err = loadGroup(ctx, tx, p.Stream.ID, p.Group, ""); err != nil {
+			g, err = scanLoadedGroup(br.QueryRow(), p.Group)
+			if err == nil && expired {
+				_, err = br.Exec()
+			}
+			if err := errors.Join(err, br.Close()); err != nil {
 				return err
 			}
 		}
@@ -137,18 +157,22 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			}
 			visited = append(visited, c.partition)
 			if p.Ordered {
-				// Exceptions of a partition are created only under its cursor
-				// lock, which this transaction now holds: this read is current.
+				// Exceptions and batches of a partition are created only under
+				// its cursor lock, which this transaction now holds: this read
+				// is current. (Materializing a batch turns it into exceptions
+				// in one transaction: one of the two is seen.)
 				var pending bool
 				if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = $1::bigint AND group_name = $2::text
-					AND partition = $3::integer AND state <> 'dead')`, p.Stream.ID, p.Group, c.partition).Scan(&pending); err != nil {
+					AND partition = $3::integer AND state <> 'dead')
+					OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = $1::bigint AND group_name = $2::text AND partition = $3::integer)`,
+					p.Stream.ID, p.Group, c.partition).Scan(&pending); err != nil {
 					return err
 				}
 				if pending {
 					continue
 				}
 			}
-			got, deferred, err := claimPartition(ctx, tx, p, plan, c.partition, c.position, p.Limit-len(res.Deliveries))
+			got, deferred, err := claimPartition(ctx, tx, p, plan, c.partition, c.position, p.Limit-len(res.Deliveries), d.batchLeases)
 			if err != nil {
 				return err
 			}
@@ -231,7 +255,7 @@ func scanLockedCursor(r pgx.Row) (lockedCursor, bool, error) {
 // over it) is passed over as it is: the insert skips it (ON CONFLICT DO
 // NOTHING) and only the rows it returns are leased or deferred. Only then,
 // when the call is still short of limit, does it look further.
-func claimPartition(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit int) ([]driver.Delivery, int, error) {
+func claimPartition(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit int, batch bool) ([]driver.Delivery, int, error) {
 	var taken []driver.Delivery
 	deferred, scanned := 0, 0
 	for len(taken) < limit && scanned < maxScan {
@@ -242,7 +266,7 @@ func claimPartition(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, plan d
 		if s.cursor == cursor {
 			break
 		}
-		got, def, err := recordClaim(ctx, tx, p, part, s)
+		got, def, err := recordClaim(ctx, tx, p, part, s, batch)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -333,8 +357,9 @@ func scanPartition(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, plan dr
 // recordClaim moves the cursor past what s inspected and inserts the
 // exceptions of its leased and deferred rows, skipping rows the group
 // already has one for. It returns the deliveries and the count of deferred
-// rows it inserted.
-func recordClaim(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, part int32, s partitionScan) ([]driver.Delivery, int, error) {
+// rows it inserted. With batch, the leased rows become one batch instead
+// (batchClaim).
+func recordClaim(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, part int32, s partitionScan, batch bool) ([]driver.Delivery, int, error) {
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE group_cursor SET position = $1::bigint WHERE stream_id = $2::bigint AND group_name = $3::text AND partition = $4::integer`,
 		s.cursor, p.Stream.ID, p.Group, part)
@@ -353,12 +378,16 @@ func recordClaim(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, part int3
 	}
 	// Leased rows: attempt 1 until the lease expires. Deferred rows: due
 	// now at attempt 0, with no lease.
-	b.Queue(`INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at)
+	if batch {
+		b.Queue(batchClaim, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased, slices.Min(ids), slices.Max(ids))
+	} else {
+		b.Queue(`INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at)
 		SELECT $1::bigint, $2::text, u.id, $3::integer, u.v, CASE WHEN u.l THEN 'leased' ELSE 'delayed' END, CASE WHEN u.l THEN 1 ELSE 0 END,
 			CASE WHEN u.l THEN $4::timestamptz ELSE $6::timestamptz END, CASE WHEN u.l THEN $5::text END, $7::text, $6::timestamptz
 		FROM unnest($8::bigint[], $9::integer[], $10::boolean[]) AS u(id, v, l)
 		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING RETURNING msg_id`,
-		p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased)
+			p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased)
+	}
 	br := tx.SendBatch(ctx, b)
 	_, err := br.Exec()
 	var inserted []int64
@@ -406,7 +435,9 @@ func (d *Driver) claimExceptions(ctx context.Context, tx pgx.Tx, p driver.ClaimP
 	if p.Ordered {
 		// Only the lowest pending exception of a partition may be handed out.
 		ordered = ` AND NOT EXISTS (SELECT 1 FROM delivery_exception e2 WHERE e2.stream_id = e.stream_id AND e2.group_name = e.group_name
-			AND e2.partition = e.partition AND e2.state <> 'dead' AND e2.msg_id < e.msg_id)`
+			AND e2.partition = e.partition AND e2.state <> 'dead' AND e2.msg_id < e.msg_id)
+			AND NOT EXISTS (SELECT 1 FROM delivery_batch b2 WHERE b2.stream_id = e.stream_id AND b2.group_name = e.group_name
+				AND b2.partition = e.partition AND b2.first_id < e.msg_id)`
 	}
 	// Superseded or removed rows are resolved and buried ones leave the due
 	// set as they are found; look past them until Limit deliveries are
@@ -563,13 +594,42 @@ func (s leaseSet) args(streamID int64, group string) []any {
 // settle runs stmt (an UPDATE or DELETE of delivery_exception d whose own
 // parameters start at $8) over the deliveries leased with their tokens, in
 // one autocommit statement or in the caller's transaction tx, and reports
-// the leases it did not change.
-func (d *Driver) settle(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, stmt string, args ...any) (driver.SettleResult, error) {
-	if len(leases) == 0 {
-		return driver.SettleResult{}, d.settleCheck(tx)
+// the leases it did not change. The same statement handles the leases that
+// are members of batches as mode says (batchSettle); members it
+// materialized are then settled by stmt alone, in a second statement
+// (again gives its arguments for those leases).
+func (d *Driver) settle(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, mode settleMode,
+	stmt string, args []any, again func(leases []driver.Lease) []any) (driver.SettleResult, error) {
+	if err := d.settleCheck(tx); err != nil || len(leases) == 0 {
+		return driver.SettleResult{}, err
 	}
 	set := newLeaseSet(leases)
-	return d.settleQuery(ctx, tx, leases, stmt+leasedPairs+` RETURNING d.msg_id`, append(set.args(streamID, group), args...))
+	changed, materialized, err := d.settleQuery(ctx, tx, batchSettle(streamID, mode, stmt+leasedPairs+` RETURNING d.msg_id`),
+		append(set.args(streamID, group), args...))
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	if len(materialized) > 0 {
+		// The members are leased exception rows now, as they would have
+		// been without batches: settle them as such. Between the two
+		// statements they are held with their token as before, so a
+		// failure here leaves them leased, never lost.
+		var rest []driver.Lease
+		for _, l := range leases {
+			if materialized[l.ID] {
+				rest = append(rest, l)
+			}
+		}
+		more := newLeaseSet(rest)
+		done, _, err := d.settleQuery(ctx, tx, stmt+leasedPairs+` RETURNING d.msg_id, false`, append(more.args(streamID, group), again(rest)...))
+		if err != nil {
+			return driver.SettleResult{}, err
+		}
+		for id := range done {
+			changed[id] = true
+		}
+	}
+	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
 }
 
 // settleCheck fails when the driver is closed or tx is not nil and not
@@ -585,18 +645,17 @@ func (d *Driver) settleCheck(tx driver.Tx) error {
 	return nil
 }
 
-// settleQuery runs a statement returning the msg_id of each delivery it
-// changed: autocommit (retried while that is safe), or once in the caller's
-// transaction tx, which it never commits or rolls back.
-func (d *Driver) settleQuery(ctx context.Context, tx driver.Tx, leases []driver.Lease, query string, args []any) (driver.SettleResult, error) {
-	if err := d.settleCheck(tx); err != nil {
-		return driver.SettleResult{}, err
-	}
-	changed := map[int64]bool{}
+// settleQuery runs a statement returning (msg_id, materialized) for each
+// delivery it changed or materialized: autocommit (retried while that is
+// safe), or once in the caller's transaction tx, which it never commits or
+// rolls back.
+func (d *Driver) settleQuery(ctx context.Context, tx driver.Tx, query string, args []any) (changed, materialized map[int64]bool, err error) {
+	changed, materialized = map[int64]bool{}, map[int64]bool{}
 	run := func(q interface {
 		Query(context.Context, string, ...any) (pgx.Rows, error)
 	}) error {
 		clear(changed)
+		clear(materialized)
 		// A settle names its leases by id range. A cached generic plan,
 		// made before the planner knew the table (a new group, a backlog
 		// loaded before autovacuum's analyze), read the group's every
@@ -611,24 +670,25 @@ func (d *Driver) settleQuery(ctx context.Context, tx driver.Tx, leases []driver.
 		defer rows.Close()
 		for rows.Next() {
 			var id int64
-			if err := rows.Scan(&id); err != nil {
+			var m bool
+			if err := rows.Scan(&id, &m); err != nil {
 				return err
 			}
-			changed[id] = true
+			if m {
+				materialized[id] = true
+			} else {
+				changed[id] = true
+			}
 		}
 		return rows.Err()
 	}
-	var err error
 	if tx != nil {
 		caller, _ := callerTx(tx)
 		err = d.callerTxError(ctx, run(caller))
 	} else {
 		err = d.write(ctx, func(c *pgxpool.Conn) error { return run(c) })
 	}
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
+	return changed, materialized, err
 }
 
 // callerTxError classifies the failure of a write in the caller's
@@ -652,11 +712,15 @@ func (d *Driver) callerTxError(ctx context.Context, err error) error {
 	return err
 }
 
+// noArgs is settle's again for statements without parameters of their own.
+func noArgs([]driver.Lease) []any { return nil }
+
 // Ack implements driver.Driver. With p.Tx, the deliveries are resolved in
 // the caller's transaction: they stay leased (to their token) until it
-// commits, and are leased again as before when it rolls back.
+// commits, and are leased again as before when it rolls back. Batch members
+// leave their batches in the same statement.
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, `DELETE FROM delivery_exception d`)
+	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleAck, `DELETE FROM delivery_exception d`, nil, noArgs)
 }
 
 // Fail implements driver.Driver. Each failure carries its own state, due
@@ -665,12 +729,38 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 // history (with the attempt and holder of the lease). With p.Tx it runs in
 // the caller's transaction.
 func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleResult, error) {
-	if len(p.Failures) == 0 {
+	leases := make([]driver.Lease, len(p.Failures))
+	byID := make(map[int64]driver.Failure, len(p.Failures))
+	for i, f := range p.Failures {
+		leases[i] = f.Lease
+		byID[f.Lease.ID] = f
+	}
+	args := func(leases []driver.Lease) []any {
+		failures := make([]driver.Failure, len(leases))
+		for i, l := range leases {
+			failures[i] = byID[l.ID]
+			failures[i].Lease = l
+		}
+		return failArgs(failures, p.Now)
+	}
+	if len(leases) == 0 {
 		return driver.SettleResult{}, d.settleCheck(p.Tx)
 	}
-	n := len(p.Failures)
+	return d.settle(ctx, p.Tx, p.StreamID, p.Group, leases, settleMaterialize, `UPDATE delivery_exception d SET
+			state = CASE WHEN ($8::boolean[])[`+leaseIndex+`] THEN 'dead' ELSE 'delayed' END,
+			due_at = ($9::timestamptz[])[`+leaseIndex+`],
+			last_error = ($11::text[])[($10::integer[])[`+leaseIndex+`]],
+			failures = `+appendFailure("d", `($13::text[])[($10::integer[])[`+leaseIndex+`]]`, `$14::text`)+`,
+			lease_token = NULL, first_failed_at = COALESCE(d.first_failed_at, $12::timestamptz), updated_at = $12::timestamptz`,
+		failArgs(p.Failures, p.Now), args)
+}
+
+// failArgs are Fail's parameters from $8 on, in the order of the sorted ids
+// (newLeaseSet's order).
+func failArgs(failures []driver.Failure, now time.Time) []any {
+	n := len(failures)
 	leases := make([]driver.Lease, n)
-	for i, f := range p.Failures {
+	for i, f := range failures {
 		leases[i] = f.Lease
 	}
 	set := newLeaseSet(leases)
@@ -678,10 +768,10 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 	var errs, cut []string
 	index := map[string]int32{}
 	for i, j := range set.order {
-		f := p.Failures[j]
+		f := failures[j]
 		dead[i], dues[i] = f.Dead, ts(f.Due)
 		if f.Dead {
-			dues[i] = ts(p.Now)
+			dues[i] = ts(now)
 		}
 		k, ok := index[f.Error]
 		if !ok {
@@ -691,34 +781,37 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 		}
 		errIdx[i] = k
 	}
-	return d.settleQuery(ctx, p.Tx, leases, `UPDATE delivery_exception d SET
-			state = CASE WHEN ($8::boolean[])[`+leaseIndex+`] THEN 'dead' ELSE 'delayed' END,
-			due_at = ($9::timestamptz[])[`+leaseIndex+`],
-			last_error = ($11::text[])[($10::integer[])[`+leaseIndex+`]],
-			failures = `+appendFailure("d", `($13::text[])[($10::integer[])[`+leaseIndex+`]]`, `$14::text`)+`,
-			lease_token = NULL, first_failed_at = COALESCE(d.first_failed_at, $12::timestamptz), updated_at = $12::timestamptz`+
-		leasedPairs+` RETURNING d.msg_id`, append(set.args(p.StreamID, p.Group), dead, dues, errIdx, errs, ts(p.Now), cut, historyTime(p.Now)))
+	return []any{dead, dues, errIdx, errs, ts(now), cut, historyTime(now)}
 }
 
-// Release implements driver.Driver.
+// Release implements driver.Driver. With p.ClaimToken, the batches of that
+// token are materialized first, in the same implicit transaction.
 func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.SettleResult, error) {
 	const set = `UPDATE delivery_exception d SET state = 'delayed', due_at = $8::timestamptz, attempt = d.attempt - 1, lease_token = NULL, updated_at = $8::timestamptz`
 	if p.ClaimToken == "" {
-		return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, set, ts(p.Now))
+		args := func([]driver.Lease) []any { return []any{ts(p.Now)} }
+		return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleMaterialize, set, args(nil), args)
 	}
 	err := d.write(ctx, func(c *pgxpool.Conn) error {
-		_, err := c.Exec(ctx, `UPDATE delivery_exception SET state = 'delayed', due_at = $4::timestamptz, attempt = attempt - 1, lease_token = NULL, updated_at = $4::timestamptz
+		b := &pgx.Batch{}
+		b.Queue(explodeBatches(p.StreamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_token = $3::text`, batchOrder, `FOR UPDATE`),
+			p.StreamID, p.Group, p.ClaimToken)
+		b.Queue(`UPDATE delivery_exception SET state = 'delayed', due_at = $4::timestamptz, attempt = attempt - 1, lease_token = NULL, updated_at = $4::timestamptz
 			WHERE stream_id = $1::bigint AND group_name = $2::text AND lease_token = $3::text AND state = 'leased'`,
 			p.StreamID, p.Group, p.ClaimToken, ts(p.Now))
-		return err
+		return c.SendBatch(ctx, b).Close()
 	})
 	return driver.SettleResult{}, err
 }
 
-// Extend implements driver.Driver.
+// Extend implements driver.Driver. A batch all of whose remaining members
+// are named (Run's heartbeat extends all it holds) moves its lease_until; a
+// batch of which only some are named is split, so that those move alone
+// (settleExtend).
 func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
-	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, `UPDATE delivery_exception d SET due_at = $8::timestamptz, updated_at = $9::timestamptz`,
-		ts(p.Until), ts(p.Now))
+	args := func([]driver.Lease) []any { return []any{ts(p.Until), ts(p.Now)} }
+	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleExtend, `UPDATE delivery_exception d SET due_at = $8::timestamptz, updated_at = $9::timestamptz`,
+		args(nil), args)
 }
 
 // ListDead implements driver.Driver. The failure history is read only when

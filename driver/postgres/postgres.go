@@ -199,6 +199,9 @@ type Driver struct {
 	notify      bool
 	lockTimeout time.Duration
 	secrets     []string // passwords to scrub from error text
+	// batchLeases: the main claim leases the rows it takes from a
+	// partition as one delivery_batch record (WithBatchLeases).
+	batchLeases bool
 	// settleMode is how settles run (settleQuery): planned for their own
 	// arguments at each run, never from a cached generic plan.
 	settleMode pgx.QueryExecMode
@@ -220,6 +223,7 @@ type options struct {
 	noNotify    bool
 	listenURL   string
 	lockTimeout time.Duration
+	batchLeases bool
 	config      []func(*pgxpool.Config)
 }
 
@@ -247,6 +251,21 @@ func WithListenURL(url string) Option { return func(o *options) { o.listenURL = 
 // lock_timeout and the call's context.
 func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockTimeout = d } }
 
+// WithBatchLeases makes the main claim lease the rows it takes from a
+// partition as one batch record (delivery_batch, migration 0007) instead of
+// one leased exception row per delivery, and an ack of a batch's deliveries
+// remove them from that record: one write per batch instead of one inserted
+// and one deleted row per delivery. Every settle, expiry, Health, retention,
+// compaction, cursor reset and deletion reads batches whether this option is
+// on or not, so a deployment may mix releases that read them.
+//
+// Turn it on once every member of the deployment (every process using the
+// schema) runs a release that reads batches, this one or later: an older
+// release does not see a batch's deliveries, so it would report their
+// settles lost, never hand them out again when the batch expires, and let
+// retention remove their rows. It will be the default in a later release.
+func WithBatchLeases() Option { return func(o *options) { o.batchLeases = true } }
+
 // WithPoolConfig lets fn adjust the pool configuration parsed from the URL
 // (pool size, connection hooks, TLS) before the pool is created.
 func WithPoolConfig(fn func(*pgxpool.Config)) Option {
@@ -262,7 +281,7 @@ func Open(url string, opts ...Option) *Driver {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	d := &Driver{notify: !o.noNotify, lockTimeout: o.lockTimeout}
+	d := &Driver{notify: !o.noNotify, lockTimeout: o.lockTimeout, batchLeases: o.batchLeases}
 	d.secrets = connSecrets(url)
 	if o.listenURL != "" {
 		d.secrets = sortSecrets(append(d.secrets, connSecrets(o.listenURL)...))
