@@ -30,7 +30,7 @@ const exceptionColumns = `stream_id, group_name, msg_id, partition, schema_versi
 // deletes those batches. The schema version comes from the member's row;
 // a member whose row is gone is resolved with its batch.
 func explodeBatches(streamID int64, where, order, lock string) string {
-	return `WITH b AS (SELECT b.stream_id, b.group_name, b.lease_token, b.partition, b.origin_id FROM delivery_batch b WHERE ` + where + `
+	return `WITH b AS (SELECT b.stream_id, b.group_name, b.lease_token, b.partition FROM delivery_batch b WHERE ` + where + `
 			ORDER BY ` + order + ` ` + lock + `),
 		x AS (DELETE FROM delivery_batch t USING b
 			WHERE ` + strings.ReplaceAll(batchKey, "m.", "b.") + `
@@ -51,11 +51,11 @@ func explodeExpired(streamID int64) string {
 
 // batchColumns are the columns of delivery_batch, in the order inserts list
 // them.
-const batchColumns = `stream_id, group_name, lease_token, partition, origin_id, first_id, last_id, ids, holder, lease_until, created_at`
+const batchColumns = `stream_id, group_name, lease_token, partition, first_id, last_id, ids, holder, lease_until, created_at`
 
 // batchOrder is the order in which statements lock a group's batches, so
 // that settles of the same batches never deadlock each other.
-const batchOrder = `b.group_name, b.lease_token, b.partition, b.origin_id`
+const batchOrder = `b.group_name, b.lease_token, b.partition`
 
 // settleMode says what a settle does with the batch members it names.
 type settleMode int
@@ -63,21 +63,20 @@ type settleMode int
 const (
 	// settleAck resolves them: they leave their batches.
 	settleAck settleMode = iota
-	// settleExtend moves their lease to $8: a batch all of whose remaining
-	// members are named moves its lease_until, and one with others left is
-	// split in two, the named members in one batch and the others in the
-	// other, each with its own lease_until.
+	// settleExtend moves the lease of a batch all of whose remaining
+	// members it names to $8, and materializes the named members of other
+	// batches, for the per-delivery statement to extend.
 	settleExtend
 	// settleMaterialize materializes them, for the per-delivery statement
 	// to change (Fail, Release).
 	settleMaterialize
 )
 
-// batchKey joins batch t to m by its primary key. Its columns never change:
-// a statement's writes to a batch that a concurrent settle changed after
-// the statement's snapshot find the batch by them, and apply to its current
-// version (a read committed recheck).
-const batchKey = `t.stream_id = m.stream_id AND t.group_name = m.group_name AND t.lease_token = m.lease_token AND t.partition = m.partition AND t.origin_id = m.origin_id`
+// batchKey joins batch t to m by its primary key. Its columns never change
+// (first_id does): a statement's write to a batch that a concurrent settle
+// changed after the statement's snapshot finds the batch by them, and
+// applies to its current version (a read committed recheck).
+const batchKey = `t.stream_id = m.stream_id AND t.group_name = m.group_name AND t.lease_token = m.lease_token AND t.partition = m.partition`
 
 // namedMember is true when member u.id of batch b is one of the leases of
 // the settle's leaseSet ($3 to $7): its id is in the sorted list (a binary
@@ -101,54 +100,47 @@ const namedMember = `COALESCE(u.id BETWEEN $3::bigint AND $4::bigint AND ($5::bi
 // one index range and finds nothing, and stmt runs as it always did: no
 // extra round trip.
 func batchSettle(streamID int64, mode settleMode, stmt string) string {
-	s := `WITH b AS (SELECT b.stream_id, b.group_name, b.lease_token, b.partition, b.origin_id, b.ids, b.holder, b.lease_until, b.created_at
+	s := `WITH b AS (SELECT b.stream_id, b.group_name, b.lease_token, b.partition, b.ids, b.holder, b.lease_until, b.created_at
 			FROM delivery_batch b
 			WHERE b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_token = ANY($7::text[]) ORDER BY ` + batchOrder + ` FOR UPDATE),
-		m AS (SELECT b.stream_id, b.group_name, b.lease_token, b.partition, b.origin_id, b.holder, b.lease_until, b.created_at, x.gone, x.kept
+		m AS (SELECT b.stream_id, b.group_name, b.lease_token, b.partition, b.holder, b.lease_until, b.created_at, x.gone, x.kept
 			FROM b CROSS JOIN LATERAL (SELECT array_agg(u.id ORDER BY u.id) FILTER (WHERE u.named) AS gone,
 					array_agg(u.id ORDER BY u.id) FILTER (WHERE NOT u.named) AS kept
 				FROM (SELECT u.id, ` + namedMember + ` AS named FROM unnest(b.ids) AS u(id)) u) x
 			WHERE x.gone IS NOT NULL),`
-	switch mode {
-	case settleExtend:
-		// A split keeps the part holding the batch's origin_id, if either
-		// does, in the batch's row and inserts the other part as a batch
-		// whose origin_id is its lowest member. No other batch has that
-		// origin: a batch's origin is a member of that batch or of none.
-		keep := `m.gone[1] = m.origin_id` // the named part stays
+	if mode == settleExtend {
 		s += `
-		w AS (UPDATE delivery_batch t SET lease_until = $8::timestamptz FROM m WHERE ` + batchKey + ` AND m.kept IS NULL),
-		r AS (UPDATE delivery_batch t SET
-				ids = CASE WHEN ` + keep + ` THEN m.gone ELSE m.kept END,
-				first_id = CASE WHEN ` + keep + ` THEN m.gone[1] ELSE m.kept[1] END,
-				last_id = CASE WHEN ` + keep + ` THEN m.gone[cardinality(m.gone)] ELSE m.kept[cardinality(m.kept)] END,
-				lease_until = CASE WHEN ` + keep + ` THEN $8::timestamptz ELSE t.lease_until END
-			FROM m WHERE ` + batchKey + ` AND m.kept IS NOT NULL),
-		s AS (INSERT INTO delivery_batch (` + batchColumns + `)
-			SELECT m.stream_id, m.group_name, m.lease_token, m.partition, y.ids[1], y.ids[1], y.ids[cardinality(y.ids)], y.ids, m.holder, y.until, m.created_at
-			FROM m CROSS JOIN LATERAL (SELECT CASE WHEN ` + keep + ` THEN m.kept ELSE m.gone END AS ids,
-				CASE WHEN ` + keep + ` THEN m.lease_until ELSE $8::timestamptz END AS until) y
-			WHERE m.kept IS NOT NULL),`
-	default:
+		w AS (UPDATE delivery_batch t SET lease_until = $8::timestamptz FROM m WHERE ` + batchKey + ` AND m.kept IS NULL),`
+	} else {
 		s += `
-		w AS (DELETE FROM delivery_batch t USING m WHERE ` + batchKey + ` AND m.kept IS NULL),
+		w AS (DELETE FROM delivery_batch t USING m WHERE ` + batchKey + ` AND m.kept IS NULL),`
+	}
+	s += `
 		r AS (UPDATE delivery_batch t SET ids = m.kept, first_id = m.kept[1], last_id = m.kept[cardinality(m.kept)] FROM m
 			WHERE ` + batchKey + ` AND m.kept IS NOT NULL),`
+	materialized := "TRUE"
+	if mode == settleExtend {
+		materialized = "m.kept IS NOT NULL"
 	}
-	if mode == settleMaterialize {
+	if mode != settleAck {
 		s += `
 		i AS (INSERT INTO delivery_exception (` + exceptionColumns + `)
 			SELECT m.stream_id, m.group_name, l.id, m.partition, l.schema_version, 'leased', 1, m.lease_until, m.lease_token, m.holder, m.created_at
 			FROM m CROSS JOIN LATERAL unnest(m.gone) AS g(id) JOIN ` + logTable(streamID) + ` l ON l.id = g.id
+			WHERE ` + materialized + `
 			ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING RETURNING msg_id),`
 	}
 	s += `
 		e AS (` + stmt + `)
 		SELECT msg_id, false FROM e`
-	if mode == settleMaterialize {
-		s += ` UNION ALL SELECT msg_id, true FROM i`
-	} else {
+	switch mode {
+	case settleAck:
 		s += ` UNION ALL SELECT g.id, false FROM m CROSS JOIN LATERAL unnest(m.gone) AS g(id)`
+	case settleExtend:
+		s += ` UNION ALL SELECT g.id, false FROM m CROSS JOIN LATERAL unnest(m.gone) AS g(id) WHERE m.kept IS NULL
+			UNION ALL SELECT msg_id, true FROM i`
+	default:
+		s += ` UNION ALL SELECT msg_id, true FROM i`
 	}
 	return s
 }
@@ -163,7 +155,8 @@ func batchSettle(streamID int64, mode settleMode, stmt string) string {
 // member can be among the rows: members are at or below the cursor.
 //
 // A claim that passes over such rows reads on and records more rows of the
-// partition in a second batch (its own origin_id).
+// partition: they join the batch it wrote there (only they are returned:
+// all are above the earlier ones).
 const batchClaim = `WITH u AS (SELECT u.id, u.v, u.l FROM unnest($8::bigint[], $9::integer[], $10::boolean[]) AS u(id, v, l)),
 	k AS (SELECT u.id, u.v, u.l FROM u
 		WHERE NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
@@ -172,7 +165,9 @@ const batchClaim = `WITH u AS (SELECT u.id, u.v, u.l FROM unnest($8::bigint[], $
 	d AS (INSERT INTO delivery_exception (` + exceptionColumns + `)
 		SELECT $1::bigint, $2::text, k.id, $3::integer, k.v, 'delayed', 0, $6::timestamptz, NULL, $7::text, $6::timestamptz FROM k WHERE NOT k.l
 		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING RETURNING msg_id),
-	b AS (INSERT INTO delivery_batch (` + batchColumns + `)
-		SELECT $1::bigint, $2::text, $5::text, $3::integer, min(k.id), min(k.id), max(k.id), array_agg(k.id ORDER BY k.id), $7::text, $4::timestamptz, $6::timestamptz
-		FROM k WHERE k.l HAVING count(*) > 0 RETURNING ids)
-	SELECT msg_id FROM d UNION ALL SELECT unnest(ids) FROM b`
+	b AS (INSERT INTO delivery_batch AS t (` + batchColumns + `)
+		SELECT $1::bigint, $2::text, $5::text, $3::integer, min(k.id), max(k.id), array_agg(k.id ORDER BY k.id), $7::text, $4::timestamptz, $6::timestamptz
+		FROM k WHERE k.l HAVING count(*) > 0
+		ON CONFLICT (stream_id, group_name, lease_token, partition) DO UPDATE SET ids = t.ids || excluded.ids, last_id = excluded.last_id
+		RETURNING t.ids)
+	SELECT msg_id FROM d UNION ALL SELECT x.id FROM b CROSS JOIN LATERAL unnest(b.ids) AS x(id) WHERE x.id BETWEEN $11::bigint AND $12::bigint`

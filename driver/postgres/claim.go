@@ -805,9 +805,8 @@ func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.Se
 }
 
 // Extend implements driver.Driver. A batch all of whose remaining members
-// are named (Run's heartbeat extends all it holds) moves its lease_until; a
-// batch of which only some are named is split, so that those move alone
-// (settleExtend).
+// are named (Run's heartbeat extends all it holds) moves its lease_until;
+// the named members of other batches are materialized and extended as rows.
 func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
 	args := func([]driver.Lease) []any { return []any{ts(p.Until), ts(p.Now)} }
 	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleExtend, `UPDATE delivery_exception d SET due_at = $8::timestamptz, updated_at = $9::timestamptz`,

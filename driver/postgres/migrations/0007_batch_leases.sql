@@ -7,24 +7,19 @@
 -- member has no exception row, and every member is at or below its
 -- partition's cursor. Anything that is not an ack or a whole-batch
 -- extension first turns the members it names into those rows
--- (materializes them). A claim writes one batch per partition; an
--- extension of some of a batch's members splits it, so a (token, partition)
--- may have several, told apart by origin_id: the lowest member when the
--- batch was written, which never changes (the key is what concurrent
--- writers of a batch find it by).
+-- (materializes them). A claim writes one batch per partition.
 CREATE TABLE delivery_batch (
     stream_id   bigint      NOT NULL,
     group_name  text        NOT NULL,
     lease_token text        NOT NULL,
     partition   integer     NOT NULL,
-    origin_id   bigint      NOT NULL,
     first_id    bigint      NOT NULL,
     last_id     bigint      NOT NULL,
     ids         bigint[]    NOT NULL,
     holder      text,
     lease_until timestamptz NOT NULL,
     created_at  timestamptz NOT NULL,
-    PRIMARY KEY (stream_id, group_name, lease_token, partition, origin_id)
+    PRIMARY KEY (stream_id, group_name, lease_token, partition)
 );
 -- Expired batches, for the claim's probe and explosion.
 CREATE INDEX delivery_batch_expiry ON delivery_batch (stream_id, group_name, lease_until);
