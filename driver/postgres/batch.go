@@ -171,3 +171,14 @@ const batchClaim = `WITH u AS (SELECT u.id, u.v, u.l FROM unnest($8::bigint[], $
 		ON CONFLICT (stream_id, group_name, lease_token, partition) DO UPDATE SET ids = t.ids || excluded.ids, last_id = excluded.last_id
 		RETURNING t.ids)
 	SELECT msg_id FROM d UNION ALL SELECT x.id FROM b CROSS JOIN LATERAL unnest(b.ids) AS x(id) WHERE x.id BETWEEN $11::bigint AND $12::bigint`
+
+// batchAck is Ack's batch part on its own (batchSettle's settleAck without
+// the per-delivery statement): it only reads and writes delivery_batch by
+// the primary key's prefix, so a plan made once for every argument is as
+// good as one made for the arguments at hand, and it is prepared once per
+// connection (ackPipelined).
+var batchAck = func() string {
+	s := batchSettle(0, settleAck, "")
+	return strings.TrimSuffix(strings.TrimSpace(s[:strings.Index(s, "\n\t\te AS (")]), ",") + `
+		SELECT g.id FROM m CROSS JOIN LATERAL unnest(m.gone) AS g(id)`
+}()

@@ -31,18 +31,28 @@ const (
 // stored configuration (C19), leases due exceptions, and then rows past the
 // cursors, one unlocked cursor at a time starting at a random partition,
 // until it has Limit deliveries or no unlocked partition has work.
+//
+// A claim right after one of the group that took its Limit (from this
+// driver: a consumer working through a backlog) skips the probe: the
+// transaction's first round trip, which begins it, locks a cursor and reads
+// the group, also materializes expired batches and finds out whether
+// exceptions are due.
 func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimResult, error) {
 	if err := d.check(); err != nil {
 		return driver.ClaimResult{}, err
 	}
 	var res driver.ClaimResult
 	var due, fresh, expired bool
-	var decodes []int32
-	if p.Decodes != nil {
-		decodes = int32s(p.Decodes)
-	}
-	err := d.read(ctx, func() error {
-		g, err := loadGroupAnd(ctx, d.pool, p.Stream.ID, p.Group, `,
+	hot := p.Limit > 0 && d.busy(p.Stream.ID, p.Group)
+	if hot {
+		fresh, expired = true, true
+	} else {
+		var decodes []int32
+		if p.Decodes != nil {
+			decodes = int32s(p.Decodes)
+		}
+		err := d.read(ctx, func() error {
+			g, err := loadGroupAnd(ctx, d.pool, p.Stream.ID, p.Group, `,
 			EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = g.stream_id AND e.group_name = g.name
 				AND e.state <> 'dead' AND e.due_at <= $3::timestamptz
 				AND (g.all_versions OR e.schema_version = g.schema_version OR g.converts_from @> to_jsonb(e.schema_version))
@@ -50,93 +60,95 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = g.stream_id AND c.group_name = g.name
 				AND EXISTS (SELECT 1 FROM `+logTable(p.Stream.ID)+` m WHERE m.partition = c.partition AND m.id > c.position)),
 			EXISTS (SELECT 1 FROM delivery_batch b WHERE b.stream_id = g.stream_id AND b.group_name = g.name AND b.lease_until <= $3::timestamptz)`,
-			[]any{ts(p.Now), decodes}, &due, &fresh, &expired)
-		if err != nil {
-			return err
+				[]any{ts(p.Now), decodes}, &due, &fresh, &expired)
+			if err != nil {
+				return err
+			}
+			if _, err := driver.PlanClaim(g, p); err != nil {
+				return err
+			}
+			res.Group = g
+			return nil
+		})
+		if err != nil || p.Limit <= 0 || (!due && !fresh && !expired) {
+			d.setBusy(p.Stream.ID, p.Group, false)
+			return res, err
 		}
-		if _, err := driver.PlanClaim(g, p); err != nil {
-			return err
-		}
-		res.Group = g
-		return nil
-	})
-	if err != nil || p.Limit <= 0 || (!due && !fresh && !expired) {
-		return res, err
 	}
 	// Expired batches are materialized (explodeExpired) before the
 	// exception claim, which then takes their members as expired leases.
 	due = due || expired
-	err = d.claimTx(ctx, func(tx pgx.Tx) error {
+	n := int32(p.Stream.Partitions)
+	first := int32(rand.IntN(p.Stream.Partitions))
+	var visited []int32
+	var g driver.GroupConfig
+	var locked *lockedCursor
+	var rows, pending bool
+	err := d.claimTx(ctx, func(b *pgx.Batch) {
 		res = driver.ClaimResult{}
-		n := int32(p.Stream.Partitions)
-		first := int32(rand.IntN(p.Stream.Partitions))
-		visited := []int32{}
-		var g driver.GroupConfig
-		var locked *lockedCursor
-		rows := fresh // this attempt's, as the transaction may run again
+		visited = []int32{}
+		locked = nil
+		rows = fresh // this attempt's, as the transaction may run again
+		// The group is read after the first cursor lock is granted, in
+		// a statement of its own (a snapshot taken after the lock): a
+		// registration that changed the group and held this lock has
+		// committed by then (C19). One round trip for both, and for
+		// beginning the transaction.
+		//
+		// Without bitmap scans, the scans of a partition past its
+		// cursor are read along the (partition, id) index and stop at
+		// their limit. A log that autovacuum has not analyzed yet (a new
+		// stream, a bulk load) has default selectivities that make a
+		// bitmap scan of every row past the cursor, then a sort, look
+		// cheaper: 20 ms per claim at 100k rows, growing with the log.
+		b.Queue(`SET LOCAL enable_bitmapscan = off`)
 		if rows {
-			// The group is read after the first cursor lock is granted, in
-			// a statement of its own (a snapshot taken after the lock): a
-			// registration that changed the group and held this lock has
-			// committed by then (C19). One round trip for both.
-			//
-			// Without bitmap scans, the scans of a partition past its
-			// cursor are read along the (partition, id) index and stop at
-			// their limit. A log that autovacuum has not analyzed yet (a new
-			// stream, a bulk load) has default selectivities that make a
-			// bitmap scan of every row past the cursor, then a sort, look
-			// cheaper: 20 ms per claim at 100k rows, growing with the log.
-			b := &pgx.Batch{}
-			b.Queue(`SET LOCAL enable_bitmapscan = off`)
 			query, args := lockCursor(p, visited, first)
 			b.Queue(query, args...)
-			queueLoadGroup(b, p.Stream.ID, p.Group)
-			if expired {
-				b.Queue(explodeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
-			}
-			br := tx.SendBatch(ctx, b)
-			_, err := br.Exec()
-			var c lockedCursor
-			var ok bool
-			if err == nil {
-				c, ok, err = scanLockedCursor(br.QueryRow())
-			}
-			if err == nil {
-				g, err = scanLoadedGroup(br.QueryRow(), p.Group)
-			}
-			if err == nil && expired {
-				_, err = br.Exec()
-			}
-			if err := errors.Join(err, br.Close()); err != nil {
-				return err
-			}
-			if ok {
-				locked = &c
-			} else {
-				rows = false // every partition with rows is being claimed
-			}
-		} else {
-			b := &pgx.Batch{}
-			queueLoadGroup(b, p.Stream.ID, p.Group)
-			if expired {
-				b.Queue(explodeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
-			}
-			br := tx.SendBatch(ctx, b)
-			var err error
-			g, err = scanLoadedGroup(br.QueryRow(), p.Group)
-			if err == nil && expired {
-				_, err = br.Exec()
-			}
-			if err := errors.Join(err, br.Close()); err != nil {
-				return err
-			}
 		}
+		queueLoadGroup(b, p.Stream.ID, p.Group)
+		if expired {
+			b.Queue(explodeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
+		}
+		if hot {
+			// Any exception due (whatever its version: the exception claim
+			// filters), after the explosion.
+			b.Queue(`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
+				AND e.state <> 'dead' AND e.due_at <= $3::timestamptz)`, p.Stream.ID, p.Group, ts(p.Now))
+		}
+	}, func(br pgx.BatchResults) error {
+		_, err := br.Exec()
+		var c lockedCursor
+		var ok bool
+		if err == nil && rows {
+			c, ok, err = scanLockedCursor(br.QueryRow())
+		}
+		if err == nil {
+			g, err = scanLoadedGroup(br.QueryRow(), p.Group)
+		}
+		if err == nil && expired {
+			_, err = br.Exec()
+		}
+		pending = due
+		if err == nil && hot {
+			err = br.QueryRow().Scan(&pending)
+		}
+		if err != nil {
+			return err
+		}
+		if ok {
+			locked = &c
+		} else {
+			rows = false // every partition with rows is being claimed
+		}
+		return nil
+	}, func(tx pgx.Tx) error {
 		plan, err := driver.PlanClaim(g, p)
 		if err != nil {
 			return err
 		}
 		res.Group = g
-		if due {
+		if pending {
 			if res.Deliveries, err = d.claimExceptions(ctx, tx, p, plan); err != nil {
 				return err
 			}
@@ -181,10 +193,33 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		}
 		return nil
 	})
+	d.setBusy(p.Stream.ID, p.Group, err == nil && len(res.Deliveries) >= p.Limit)
 	if err != nil {
 		return driver.ClaimResult{}, err
 	}
 	return res, nil
+}
+
+// busy reports whether this driver's last claim of the group took its
+// Limit, so that the next one probably finds rows too (Claim skips its
+// probe).
+func (d *Driver) busy(streamID int64, group string) bool {
+	_, ok := d.busyGroups.Load(busyKey{streamID, group})
+	return ok
+}
+
+func (d *Driver) setBusy(streamID int64, group string, busy bool) {
+	k := busyKey{streamID, group}
+	if !busy {
+		d.busyGroups.Delete(k)
+	} else if _, ok := d.busyGroups.Load(k); !ok {
+		d.busyGroups.Store(k, struct{}{})
+	}
+}
+
+type busyKey struct {
+	streamID int64
+	group    string
 }
 
 // rowIsHead is headExpr for a claim's select list: whether the row m is its
@@ -720,7 +755,84 @@ func noArgs([]driver.Lease) []any { return nil }
 // commits, and are leased again as before when it rolls back. Batch members
 // leave their batches in the same statement.
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleAck, `DELETE FROM delivery_exception d`, nil, noArgs)
+	if d.settleMode == pgx.QueryExecModeCacheDescribe && len(p.Leases) > 0 {
+		return d.ackPipelined(ctx, p)
+	}
+	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleAck, ackExceptions, nil, noArgs)
+}
+
+// ackExceptions is Ack's per-delivery statement.
+const ackExceptions = `DELETE FROM delivery_exception d`
+
+// ackPipelined is Ack as two statements in one round trip and one implicit
+// transaction (or in the caller's): batchAck, prepared once per connection
+// (a plan for every argument; planning the whole of batchSettle's statement
+// for each ack cost more than running it), then the per-delivery DELETE,
+// planned for its arguments at each run as settleQuery's are. Only where
+// the connection may prepare statements (settleMode is CacheDescribe: pgx's
+// default modes); otherwise Ack runs batchSettle's one statement.
+func (d *Driver) ackPipelined(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
+	if err := d.settleCheck(p.Tx); err != nil {
+		return driver.SettleResult{}, err
+	}
+	set := newLeaseSet(p.Leases)
+	args := set.args(p.StreamID, p.Group)
+	query := ackExceptions + leasedPairs + ` RETURNING d.msg_id`
+	changed := map[int64]bool{}
+	run := func(conn *pgx.Conn) error {
+		clear(changed)
+		sd, err := conn.Prepare(ctx, batchAck, batchAck)
+		if err != nil {
+			return err
+		}
+		var bq, eq pgx.ExtendedQueryBuilder
+		if err := bq.Build(conn.TypeMap(), sd, args); err != nil {
+			return err
+		}
+		if err := eq.Build(conn.TypeMap(), nil, args); err != nil {
+			return err
+		}
+		pl := conn.PgConn().StartPipeline(ctx)
+		pl.SendQueryPrepared(sd.Name, bq.ParamValues, bq.ParamFormats, nil)
+		pl.SendQueryParams(query, eq.ParamValues, nil, eq.ParamFormats, nil)
+		err = pl.Sync()
+		for n := 0; err == nil && n < 2; n++ {
+			var res any
+			if res, err = pl.GetResults(); err != nil {
+				break
+			}
+			rr, ok := res.(*pgconn.ResultReader)
+			if !ok {
+				err = fmt.Errorf("postgres: ack: unexpected pipeline result %T", res)
+				break
+			}
+			for rr.NextRow() {
+				id, perr := strconv.ParseInt(string(rr.Values()[0]), 10, 64)
+				if perr != nil {
+					err = perr
+				}
+				changed[id] = true
+			}
+			if _, cerr := rr.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if cerr := pl.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	var err error
+	if p.Tx != nil {
+		caller, _ := callerTx(p.Tx)
+		err = d.callerTxError(ctx, run(caller.Conn()))
+	} else {
+		err = d.write(ctx, func(c *pgxpool.Conn) error { return run(c.Conn()) })
+	}
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	return driver.SettleResult{Lost: driver.Lost(p.Leases, changed)}, nil
 }
 
 // Fail implements driver.Driver. Each failure carries its own state, due

@@ -212,6 +212,7 @@ type Driver struct {
 	prefix       string // notification channel prefix, known after Migrate
 	lis          *listener
 	notifyStates sync.Map // stream id -> *notifyState
+	busyGroups   sync.Map // busyKey -> struct{}: the last claim took its Limit
 	txWakes      txWakes  // wake-ups for rows of callers' transactions (notify.go)
 }
 
@@ -486,15 +487,39 @@ func (d *Driver) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return d.retry(ctx, stageTx, func() error { return d.runTx(ctx, pgx.TxOptions{}, fn) })
 }
 
-// claimTx is inTx for the claim. It turns bitmap scans off for the
-// transaction: on a log whose statistics are missing or stale (a new stream,
-// before autovacuum's first analyze) the planner would otherwise read every
-// row past the cursor and sort them instead of walking the (partition, id)
-// index for the few rows it needs. The setting travels with BEGIN: no extra
-// round trip.
-func (d *Driver) claimTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	opts := pgx.TxOptions{BeginQuery: "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL enable_bitmapscan = off"}
-	return d.retry(ctx, stageTx, func() error { return d.runTx(ctx, opts, fn) })
+// claimTx is inTx for the claim, with the transaction begun in the batch
+// of statements first queues (one round trip for BEGIN and them; read
+// reads their results). It turns bitmap scans off for the transaction: on
+// a log whose statistics are missing or stale (a new stream, before
+// autovacuum's first analyze) the planner would otherwise read every row
+// past the cursor and sort them instead of walking the (partition, id)
+// index for the few rows it needs. first must queue that setting first.
+func (d *Driver) claimTx(ctx context.Context, first func(*pgx.Batch), read func(pgx.BatchResults) error, fn func(pgx.Tx) error) error {
+	return d.retry(ctx, stageTx, func() error {
+		b := &pgx.Batch{}
+		b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+		first(b)
+		br := d.pool.SendBatch(ctx, b)
+		tx := br.Tx()
+		_, err := br.Exec() // BEGIN
+		if err == nil {
+			err = read(br)
+		}
+		err = errors.Join(err, br.Close())
+		if err == nil {
+			err = fn(tx)
+		}
+		if err != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_ = tx.Rollback(rctx)
+			cancel()
+			return err
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return &staged{err: err, stage: stageCommit}
+		}
+		return nil
+	})
 }
 
 // readTx runs fn in a read-only repeatable read transaction: one snapshot.
