@@ -76,14 +76,31 @@
 // never wait for each other. A registration that changes the group's
 // bindings or converters locks every cursor of the group before it commits,
 // so it waits for the claims in flight and every later claim sees the
-// change. Claim transactions are short: they never span a handler.
+// change. Claim transactions are short: they never span a handler. A claim
+// right after one of the same group that took its limit skips the probe (a
+// consumer working through a backlog): the transaction's first round trip
+// begins it, locks a cursor, reads the group and finds out what is due.
+//
+// # Batch leases
+//
+// With WithBatchLeases, the main claim leases the rows it takes from a
+// partition as one delivery_batch record (token, holder, lease expiry, and
+// the ids still held, as a bigint[]) instead of one leased exception row
+// each. A batch stands for exactly those rows: an ack removes its members
+// from it, and an extension naming every remaining member moves its
+// expiry, each in the settle's one statement; anything else (Fail, Release,
+// an extension of some members, expiry, SetCursors, hard retention,
+// compaction) first turns the members it needs into the leased exception
+// rows they stand for and then works as without batches. Whether the
+// option is on or not, every operation reads batches others wrote.
 //
 // # Settling
 //
-// Ack, Fail, Release and Extend are each one autocommit statement over the
-// (id, token) pairs of the call, passed as arrays (ids sorted, found with a
-// binary search, so the plan is an index range scan whatever the planner
-// knows) and ending in RETURNING msg_id: every delivery still leased with
+// Ack, Fail, Release and Extend are each one autocommit round trip over
+// the (id, token) pairs of the call (two for Fail, Release and a partial
+// Extend of batch members, which are materialized first), passed as arrays
+// (ids sorted, found with a binary search, so the plan is an index range
+// scan whatever the planner knows) and ending in RETURNING msg_id: every delivery still leased with
 // its own token is settled, the others are reported lost, and one lost lease
 // never changes another's outcome (C20). Fail stores each failure's own due
 // time and error, and appends it to the delivery's failure history (a jsonb
