@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -243,4 +244,49 @@ func TestBatchLeasesDown(t *testing.T) {
 	if n := f.count(`SELECT count(*) FROM delivery_exception`); n != 0 {
 		t.Errorf("%d exception rows after the acks", n)
 	}
+}
+
+// A claim right after one that took its Limit skips the probe: it still
+// takes expired leases (and, with batch leases, explodes their batches)
+// and due retries before new rows, and still finds a deleted group gone.
+func TestClaimAfterFullClaim(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts ...postgres.Option) {
+		f := newFixture(t, 1, opts...)
+		f.group("g", driver.GroupConfig{})
+		all := f.appendN(0, 30)
+		first, tok := f.claim("g", "h", 10, f.now, time.Minute)
+		if !slices.Equal(ids(first.Deliveries), all[:10]) {
+			t.Fatalf("first claim: %v", ids(first.Deliveries))
+		}
+		// One of them fails, due at once; the others' lease runs out.
+		fail := []driver.Failure{{Lease: driver.Lease{ID: all[0], Token: tok}, Error: "boom", Due: f.now}}
+		if got, err := f.drv.Fail(tctx(t), driver.FailParams{StreamID: f.stream.ID, Group: "g", Failures: fail, Now: f.now}); err != nil || len(got.Lost) != 0 {
+			t.Fatalf("fail: lost %v, %v", got.Lost, err)
+		}
+		later := f.now.Add(2 * time.Minute)
+		again, _ := f.claim("g", "h", 10, later, time.Minute)
+		if !slices.Equal(ids(again.Deliveries), all[:10]) {
+			t.Fatalf("the claim after a full one at expiry took %v; want the expired and failed rows %v", ids(again.Deliveries), all[:10])
+		}
+		for _, d := range again.Deliveries {
+			if d.Attempt != 2 {
+				t.Errorf("row %d at attempt %d; want 2", d.ID, d.Attempt)
+			}
+		}
+		next, _ := f.claim("g", "h", 10, later, time.Minute)
+		if !slices.Equal(ids(next.Deliveries), all[10:20]) {
+			t.Fatalf("the next claim took %v; want %v", ids(next.Deliveries), all[10:20])
+		}
+		if err := f.drv.DeleteGroup(tctx(t), driver.DeleteGroupParams{StreamID: f.stream.ID, Group: "g"}); err != nil {
+			t.Fatal(err)
+		}
+		if n := f.count(`SELECT count(*) FROM delivery_batch`) + f.count(`SELECT count(*) FROM delivery_exception`); n != 0 {
+			t.Errorf("%d batches and exception rows left after DeleteGroup", n)
+		}
+		_, err := f.drv.Claim(tctx(t), driver.ClaimParams{Stream: f.stream, Group: "g", Member: driver.Member{SchemaVersion: 1}, Limit: 10, Token: "t",
+			Holder: "h", Now: later, LeaseUntil: later.Add(time.Minute)})
+		if !errors.Is(err, driver.ErrGroupNotFound) {
+			t.Errorf("a claim after a full one of a deleted group: %v; want ErrGroupNotFound", err)
+		}
+	})
 }
