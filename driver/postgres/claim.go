@@ -31,92 +31,124 @@ const (
 // stored configuration (C19), leases due exceptions, and then rows past the
 // cursors, one unlocked cursor at a time starting at a random partition,
 // until it has Limit deliveries or no unlocked partition has work.
+//
+// A claim right after one of the group that took its Limit (from this
+// driver: a consumer working through a backlog) skips the probe: the
+// transaction's first round trip, which begins it, locks a cursor and reads
+// the group, also materializes expired batches and finds out whether
+// exceptions are due.
 func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimResult, error) {
 	if err := d.check(); err != nil {
 		return driver.ClaimResult{}, err
 	}
 	var res driver.ClaimResult
-	var due, fresh bool
-	var decodes []int32
-	if p.Decodes != nil {
-		decodes = int32s(p.Decodes)
-	}
-	err := d.read(ctx, func() error {
-		g, err := loadGroupAnd(ctx, d.pool, p.Stream.ID, p.Group, `,
+	var due, fresh, expired bool
+	hot := p.Limit > 0 && d.busy(p.Stream.ID, p.Group)
+	if hot {
+		fresh, expired = true, true
+	} else {
+		var decodes []int32
+		if p.Decodes != nil {
+			decodes = int32s(p.Decodes)
+		}
+		err := d.read(ctx, func() error {
+			g, err := loadGroupAnd(ctx, d.pool, p.Stream.ID, p.Group, `,
 			EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = g.stream_id AND e.group_name = g.name
 				AND e.state <> 'dead' AND e.due_at <= $3::timestamptz
 				AND (g.all_versions OR e.schema_version = g.schema_version OR g.converts_from @> to_jsonb(e.schema_version))
 				AND ($4::integer[] IS NULL OR e.schema_version = ANY($4::integer[]))),
 			EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = g.stream_id AND c.group_name = g.name
-				AND EXISTS (SELECT 1 FROM `+logTable(p.Stream.ID)+` m WHERE m.partition = c.partition AND m.id > c.position))`,
-			[]any{ts(p.Now), decodes}, &due, &fresh)
+				AND EXISTS (SELECT 1 FROM `+logTable(p.Stream.ID)+` m WHERE m.partition = c.partition AND m.id > c.position)),
+			EXISTS (SELECT 1 FROM delivery_batch b WHERE b.stream_id = g.stream_id AND b.group_name = g.name AND b.lease_until <= $3::timestamptz)`,
+				[]any{ts(p.Now), decodes}, &due, &fresh, &expired)
+			if err != nil {
+				return err
+			}
+			if _, err := driver.PlanClaim(g, p); err != nil {
+				return err
+			}
+			res.Group = g
+			return nil
+		})
+		if err != nil || p.Limit <= 0 || (!due && !fresh && !expired) {
+			d.setBusy(p.Stream.ID, p.Group, false)
+			return res, err
+		}
+	}
+	// Expired batches are materialized (explodeExpired) before the
+	// exception claim, which then takes their members as expired leases.
+	due = due || expired
+	n := int32(p.Stream.Partitions)
+	first := int32(rand.IntN(p.Stream.Partitions))
+	var visited []int32
+	var g driver.GroupConfig
+	var locked *lockedCursor
+	var rows, pending bool
+	err := d.claimTx(ctx, func(b *pgx.Batch) {
+		res = driver.ClaimResult{}
+		visited = []int32{}
+		locked = nil
+		rows = fresh // this attempt's, as the transaction may run again
+		// The group is read after the first cursor lock is granted, in
+		// a statement of its own (a snapshot taken after the lock): a
+		// registration that changed the group and held this lock has
+		// committed by then (C19). One round trip for both, and for
+		// beginning the transaction.
+		//
+		// Without bitmap scans, the scans of a partition past its
+		// cursor are read along the (partition, id) index and stop at
+		// their limit. A log that autovacuum has not analyzed yet (a new
+		// stream, a bulk load) has default selectivities that make a
+		// bitmap scan of every row past the cursor, then a sort, look
+		// cheaper: 20 ms per claim at 100k rows, growing with the log.
+		b.Queue(`SET LOCAL enable_bitmapscan = off`)
+		if rows {
+			query, args := lockCursor(p, visited, first)
+			b.Queue(query, args...)
+		}
+		queueLoadGroup(b, p.Stream.ID, p.Group)
+		if expired {
+			b.Queue(explodeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
+		}
+		if hot {
+			// Any exception due (whatever its version: the exception claim
+			// filters), after the explosion.
+			b.Queue(`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
+				AND e.state <> 'dead' AND e.due_at <= $3::timestamptz)`, p.Stream.ID, p.Group, ts(p.Now))
+		}
+	}, func(br pgx.BatchResults) error {
+		_, err := br.Exec()
+		var c lockedCursor
+		var ok bool
+		if err == nil && rows {
+			c, ok, err = scanLockedCursor(br.QueryRow())
+		}
+		if err == nil {
+			g, err = scanLoadedGroup(br.QueryRow(), p.Group)
+		}
+		if err == nil && expired {
+			_, err = br.Exec()
+		}
+		pending = due
+		if err == nil && hot {
+			err = br.QueryRow().Scan(&pending)
+		}
 		if err != nil {
 			return err
 		}
-		if _, err := driver.PlanClaim(g, p); err != nil {
-			return err
-		}
-		res.Group = g
-		return nil
-	})
-	if err != nil || p.Limit <= 0 || (!due && !fresh) {
-		return res, err
-	}
-	err = d.claimTx(ctx, func(tx pgx.Tx) error {
-		res = driver.ClaimResult{}
-		n := int32(p.Stream.Partitions)
-		first := int32(rand.IntN(p.Stream.Partitions))
-		visited := []int32{}
-		var g driver.GroupConfig
-		var locked *lockedCursor
-		rows := fresh // this attempt's, as the transaction may run again
-		if rows {
-			// The group is read after the first cursor lock is granted, in
-			// a statement of its own (a snapshot taken after the lock): a
-			// registration that changed the group and held this lock has
-			// committed by then (C19). One round trip for both.
-			//
-			// Without bitmap scans, the scans of a partition past its
-			// cursor are read along the (partition, id) index and stop at
-			// their limit. A log that autovacuum has not analyzed yet (a new
-			// stream, a bulk load) has default selectivities that make a
-			// bitmap scan of every row past the cursor, then a sort, look
-			// cheaper: 20 ms per claim at 100k rows, growing with the log.
-			b := &pgx.Batch{}
-			b.Queue(`SET LOCAL enable_bitmapscan = off`)
-			query, args := lockCursor(p, visited, first)
-			b.Queue(query, args...)
-			queueLoadGroup(b, p.Stream.ID, p.Group)
-			br := tx.SendBatch(ctx, b)
-			_, err := br.Exec()
-			var c lockedCursor
-			var ok bool
-			if err == nil {
-				c, ok, err = scanLockedCursor(br.QueryRow())
-			}
-			if err == nil {
-				g, err = scanLoadedGroup(br.QueryRow(), p.Group)
-			}
-			if err := errors.Join(err, br.Close()); err != nil {
-				return err
-			}
-			if ok {
-				locked = &c
-			} else {
-				rows = false // every partition with rows is being claimed
-			}
+		if ok {
+			locked = &c
 		} else {
-			var err error
-			if g, err = loadGroup(ctx, tx, p.Stream.ID, p.Group, ""); err != nil {
-				return err
-			}
+			rows = false // every partition with rows is being claimed
 		}
+		return nil
+	}, func(tx pgx.Tx) error {
 		plan, err := driver.PlanClaim(g, p)
 		if err != nil {
 			return err
 		}
 		res.Group = g
-		if due {
+		if pending {
 			if res.Deliveries, err = d.claimExceptions(ctx, tx, p, plan); err != nil {
 				return err
 			}
@@ -137,18 +169,22 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			}
 			visited = append(visited, c.partition)
 			if p.Ordered {
-				// Exceptions of a partition are created only under its cursor
-				// lock, which this transaction now holds: this read is current.
+				// Exceptions and batches of a partition are created only under
+				// its cursor lock, which this transaction now holds: this read
+				// is current. (Materializing a batch turns it into exceptions
+				// in one transaction: one of the two is seen.)
 				var pending bool
 				if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = $1::bigint AND group_name = $2::text
-					AND partition = $3::integer AND state <> 'dead')`, p.Stream.ID, p.Group, c.partition).Scan(&pending); err != nil {
+					AND partition = $3::integer AND state <> 'dead')
+					OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = $1::bigint AND group_name = $2::text AND partition = $3::integer)`,
+					p.Stream.ID, p.Group, c.partition).Scan(&pending); err != nil {
 					return err
 				}
 				if pending {
 					continue
 				}
 			}
-			got, deferred, err := claimPartition(ctx, tx, p, plan, c.partition, c.position, p.Limit-len(res.Deliveries))
+			got, deferred, err := claimPartition(ctx, tx, p, plan, c.partition, c.position, p.Limit-len(res.Deliveries), d.batchLeases)
 			if err != nil {
 				return err
 			}
@@ -157,10 +193,33 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		}
 		return nil
 	})
+	d.setBusy(p.Stream.ID, p.Group, err == nil && len(res.Deliveries) >= p.Limit)
 	if err != nil {
 		return driver.ClaimResult{}, err
 	}
 	return res, nil
+}
+
+// busy reports whether this driver's last claim of the group took its
+// Limit, so that the next one probably finds rows too (Claim skips its
+// probe).
+func (d *Driver) busy(streamID int64, group string) bool {
+	_, ok := d.busyGroups.Load(busyKey{streamID, group})
+	return ok
+}
+
+func (d *Driver) setBusy(streamID int64, group string, busy bool) {
+	k := busyKey{streamID, group}
+	if !busy {
+		d.busyGroups.Delete(k)
+	} else if _, ok := d.busyGroups.Load(k); !ok {
+		d.busyGroups.Store(k, struct{}{})
+	}
+}
+
+type busyKey struct {
+	streamID int64
+	group    string
 }
 
 // rowIsHead is headExpr for a claim's select list: whether the row m is its
@@ -231,7 +290,7 @@ func scanLockedCursor(r pgx.Row) (lockedCursor, bool, error) {
 // over it) is passed over as it is: the insert skips it (ON CONFLICT DO
 // NOTHING) and only the rows it returns are leased or deferred. Only then,
 // when the call is still short of limit, does it look further.
-func claimPartition(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit int) ([]driver.Delivery, int, error) {
+func claimPartition(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit int, batch bool) ([]driver.Delivery, int, error) {
 	var taken []driver.Delivery
 	deferred, scanned := 0, 0
 	for len(taken) < limit && scanned < maxScan {
@@ -242,7 +301,7 @@ func claimPartition(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, plan d
 		if s.cursor == cursor {
 			break
 		}
-		got, def, err := recordClaim(ctx, tx, p, part, s)
+		got, def, err := recordClaim(ctx, tx, p, part, s, batch)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -333,8 +392,9 @@ func scanPartition(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, plan dr
 // recordClaim moves the cursor past what s inspected and inserts the
 // exceptions of its leased and deferred rows, skipping rows the group
 // already has one for. It returns the deliveries and the count of deferred
-// rows it inserted.
-func recordClaim(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, part int32, s partitionScan) ([]driver.Delivery, int, error) {
+// rows it inserted. With batch, the leased rows become one batch instead
+// (batchClaim).
+func recordClaim(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, part int32, s partitionScan, batch bool) ([]driver.Delivery, int, error) {
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE group_cursor SET position = $1::bigint WHERE stream_id = $2::bigint AND group_name = $3::text AND partition = $4::integer`,
 		s.cursor, p.Stream.ID, p.Group, part)
@@ -353,12 +413,16 @@ func recordClaim(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, part int3
 	}
 	// Leased rows: attempt 1 until the lease expires. Deferred rows: due
 	// now at attempt 0, with no lease.
-	b.Queue(`INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at)
+	if batch {
+		b.Queue(batchClaim, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased, slices.Min(ids), slices.Max(ids))
+	} else {
+		b.Queue(`INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at)
 		SELECT $1::bigint, $2::text, u.id, $3::integer, u.v, CASE WHEN u.l THEN 'leased' ELSE 'delayed' END, CASE WHEN u.l THEN 1 ELSE 0 END,
 			CASE WHEN u.l THEN $4::timestamptz ELSE $6::timestamptz END, CASE WHEN u.l THEN $5::text END, $7::text, $6::timestamptz
 		FROM unnest($8::bigint[], $9::integer[], $10::boolean[]) AS u(id, v, l)
 		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING RETURNING msg_id`,
-		p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased)
+			p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased)
+	}
 	br := tx.SendBatch(ctx, b)
 	_, err := br.Exec()
 	var inserted []int64
@@ -406,7 +470,9 @@ func (d *Driver) claimExceptions(ctx context.Context, tx pgx.Tx, p driver.ClaimP
 	if p.Ordered {
 		// Only the lowest pending exception of a partition may be handed out.
 		ordered = ` AND NOT EXISTS (SELECT 1 FROM delivery_exception e2 WHERE e2.stream_id = e.stream_id AND e2.group_name = e.group_name
-			AND e2.partition = e.partition AND e2.state <> 'dead' AND e2.msg_id < e.msg_id)`
+			AND e2.partition = e.partition AND e2.state <> 'dead' AND e2.msg_id < e.msg_id)
+			AND NOT EXISTS (SELECT 1 FROM delivery_batch b2 WHERE b2.stream_id = e.stream_id AND b2.group_name = e.group_name
+				AND b2.partition = e.partition AND b2.first_id < e.msg_id)`
 	}
 	// Superseded or removed rows are resolved and buried ones leave the due
 	// set as they are found; look past them until Limit deliveries are
@@ -563,13 +629,42 @@ func (s leaseSet) args(streamID int64, group string) []any {
 // settle runs stmt (an UPDATE or DELETE of delivery_exception d whose own
 // parameters start at $8) over the deliveries leased with their tokens, in
 // one autocommit statement or in the caller's transaction tx, and reports
-// the leases it did not change.
-func (d *Driver) settle(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, stmt string, args ...any) (driver.SettleResult, error) {
-	if len(leases) == 0 {
-		return driver.SettleResult{}, d.settleCheck(tx)
+// the leases it did not change. The same statement handles the leases that
+// are members of batches as mode says (batchSettle); members it
+// materialized are then settled by stmt alone, in a second statement
+// (again gives its arguments for those leases).
+func (d *Driver) settle(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, mode settleMode,
+	stmt string, args []any, again func(leases []driver.Lease) []any) (driver.SettleResult, error) {
+	if err := d.settleCheck(tx); err != nil || len(leases) == 0 {
+		return driver.SettleResult{}, err
 	}
 	set := newLeaseSet(leases)
-	return d.settleQuery(ctx, tx, leases, stmt+leasedPairs+` RETURNING d.msg_id`, append(set.args(streamID, group), args...))
+	changed, materialized, err := d.settleQuery(ctx, tx, batchSettle(streamID, mode, stmt+leasedPairs+` RETURNING d.msg_id`),
+		append(set.args(streamID, group), args...))
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	if len(materialized) > 0 {
+		// The members are leased exception rows now, as they would have
+		// been without batches: settle them as such. Between the two
+		// statements they are held with their token as before, so a
+		// failure here leaves them leased, never lost.
+		var rest []driver.Lease
+		for _, l := range leases {
+			if materialized[l.ID] {
+				rest = append(rest, l)
+			}
+		}
+		more := newLeaseSet(rest)
+		done, _, err := d.settleQuery(ctx, tx, stmt+leasedPairs+` RETURNING d.msg_id, false`, append(more.args(streamID, group), again(rest)...))
+		if err != nil {
+			return driver.SettleResult{}, err
+		}
+		for id := range done {
+			changed[id] = true
+		}
+	}
+	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
 }
 
 // settleCheck fails when the driver is closed or tx is not nil and not
@@ -585,18 +680,17 @@ func (d *Driver) settleCheck(tx driver.Tx) error {
 	return nil
 }
 
-// settleQuery runs a statement returning the msg_id of each delivery it
-// changed: autocommit (retried while that is safe), or once in the caller's
-// transaction tx, which it never commits or rolls back.
-func (d *Driver) settleQuery(ctx context.Context, tx driver.Tx, leases []driver.Lease, query string, args []any) (driver.SettleResult, error) {
-	if err := d.settleCheck(tx); err != nil {
-		return driver.SettleResult{}, err
-	}
-	changed := map[int64]bool{}
+// settleQuery runs a statement returning (msg_id, materialized) for each
+// delivery it changed or materialized: autocommit (retried while that is
+// safe), or once in the caller's transaction tx, which it never commits or
+// rolls back.
+func (d *Driver) settleQuery(ctx context.Context, tx driver.Tx, query string, args []any) (changed, materialized map[int64]bool, err error) {
+	changed, materialized = map[int64]bool{}, map[int64]bool{}
 	run := func(q interface {
 		Query(context.Context, string, ...any) (pgx.Rows, error)
 	}) error {
 		clear(changed)
+		clear(materialized)
 		// A settle names its leases by id range. A cached generic plan,
 		// made before the planner knew the table (a new group, a backlog
 		// loaded before autovacuum's analyze), read the group's every
@@ -611,24 +705,25 @@ func (d *Driver) settleQuery(ctx context.Context, tx driver.Tx, leases []driver.
 		defer rows.Close()
 		for rows.Next() {
 			var id int64
-			if err := rows.Scan(&id); err != nil {
+			var m bool
+			if err := rows.Scan(&id, &m); err != nil {
 				return err
 			}
-			changed[id] = true
+			if m {
+				materialized[id] = true
+			} else {
+				changed[id] = true
+			}
 		}
 		return rows.Err()
 	}
-	var err error
 	if tx != nil {
 		caller, _ := callerTx(tx)
 		err = d.callerTxError(ctx, run(caller))
 	} else {
 		err = d.write(ctx, func(c *pgxpool.Conn) error { return run(c) })
 	}
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
+	return changed, materialized, err
 }
 
 // callerTxError classifies the failure of a write in the caller's
@@ -652,11 +747,92 @@ func (d *Driver) callerTxError(ctx context.Context, err error) error {
 	return err
 }
 
+// noArgs is settle's again for statements without parameters of their own.
+func noArgs([]driver.Lease) []any { return nil }
+
 // Ack implements driver.Driver. With p.Tx, the deliveries are resolved in
 // the caller's transaction: they stay leased (to their token) until it
-// commits, and are leased again as before when it rolls back.
+// commits, and are leased again as before when it rolls back. Batch members
+// leave their batches in the same statement.
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, `DELETE FROM delivery_exception d`)
+	if d.settleMode == pgx.QueryExecModeCacheDescribe && len(p.Leases) > 0 {
+		return d.ackPipelined(ctx, p)
+	}
+	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleAck, ackExceptions, nil, noArgs)
+}
+
+// ackExceptions is Ack's per-delivery statement.
+const ackExceptions = `DELETE FROM delivery_exception d`
+
+// ackPipelined is Ack as two statements in one round trip and one implicit
+// transaction (or in the caller's): batchAck, prepared once per connection
+// (a plan for every argument; planning the whole of batchSettle's statement
+// for each ack cost more than running it), then the per-delivery DELETE,
+// planned for its arguments at each run as settleQuery's are. Only where
+// the connection may prepare statements (settleMode is CacheDescribe: pgx's
+// default modes); otherwise Ack runs batchSettle's one statement.
+func (d *Driver) ackPipelined(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
+	if err := d.settleCheck(p.Tx); err != nil {
+		return driver.SettleResult{}, err
+	}
+	set := newLeaseSet(p.Leases)
+	args := set.args(p.StreamID, p.Group)
+	query := ackExceptions + leasedPairs + ` RETURNING d.msg_id`
+	changed := map[int64]bool{}
+	run := func(conn *pgx.Conn) error {
+		clear(changed)
+		sd, err := conn.Prepare(ctx, batchAck, batchAck)
+		if err != nil {
+			return err
+		}
+		var bq, eq pgx.ExtendedQueryBuilder
+		if err := bq.Build(conn.TypeMap(), sd, args); err != nil {
+			return err
+		}
+		if err := eq.Build(conn.TypeMap(), nil, args); err != nil {
+			return err
+		}
+		pl := conn.PgConn().StartPipeline(ctx)
+		pl.SendQueryPrepared(sd.Name, bq.ParamValues, bq.ParamFormats, nil)
+		pl.SendQueryParams(query, eq.ParamValues, nil, eq.ParamFormats, nil)
+		err = pl.Sync()
+		for n := 0; err == nil && n < 2; n++ {
+			var res any
+			if res, err = pl.GetResults(); err != nil {
+				break
+			}
+			rr, ok := res.(*pgconn.ResultReader)
+			if !ok {
+				err = fmt.Errorf("postgres: ack: unexpected pipeline result %T", res)
+				break
+			}
+			for rr.NextRow() {
+				id, perr := strconv.ParseInt(string(rr.Values()[0]), 10, 64)
+				if perr != nil {
+					err = perr
+				}
+				changed[id] = true
+			}
+			if _, cerr := rr.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if cerr := pl.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	var err error
+	if p.Tx != nil {
+		caller, _ := callerTx(p.Tx)
+		err = d.callerTxError(ctx, run(caller.Conn()))
+	} else {
+		err = d.write(ctx, func(c *pgxpool.Conn) error { return run(c.Conn()) })
+	}
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	return driver.SettleResult{Lost: driver.Lost(p.Leases, changed)}, nil
 }
 
 // Fail implements driver.Driver. Each failure carries its own state, due
@@ -665,12 +841,38 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 // history (with the attempt and holder of the lease). With p.Tx it runs in
 // the caller's transaction.
 func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleResult, error) {
-	if len(p.Failures) == 0 {
+	leases := make([]driver.Lease, len(p.Failures))
+	byID := make(map[int64]driver.Failure, len(p.Failures))
+	for i, f := range p.Failures {
+		leases[i] = f.Lease
+		byID[f.Lease.ID] = f
+	}
+	args := func(leases []driver.Lease) []any {
+		failures := make([]driver.Failure, len(leases))
+		for i, l := range leases {
+			failures[i] = byID[l.ID]
+			failures[i].Lease = l
+		}
+		return failArgs(failures, p.Now)
+	}
+	if len(leases) == 0 {
 		return driver.SettleResult{}, d.settleCheck(p.Tx)
 	}
-	n := len(p.Failures)
+	return d.settle(ctx, p.Tx, p.StreamID, p.Group, leases, settleMaterialize, `UPDATE delivery_exception d SET
+			state = CASE WHEN ($8::boolean[])[`+leaseIndex+`] THEN 'dead' ELSE 'delayed' END,
+			due_at = ($9::timestamptz[])[`+leaseIndex+`],
+			last_error = ($11::text[])[($10::integer[])[`+leaseIndex+`]],
+			failures = `+appendFailure("d", `($13::text[])[($10::integer[])[`+leaseIndex+`]]`, `$14::text`)+`,
+			lease_token = NULL, first_failed_at = COALESCE(d.first_failed_at, $12::timestamptz), updated_at = $12::timestamptz`,
+		failArgs(p.Failures, p.Now), args)
+}
+
+// failArgs are Fail's parameters from $8 on, in the order of the sorted ids
+// (newLeaseSet's order).
+func failArgs(failures []driver.Failure, now time.Time) []any {
+	n := len(failures)
 	leases := make([]driver.Lease, n)
-	for i, f := range p.Failures {
+	for i, f := range failures {
 		leases[i] = f.Lease
 	}
 	set := newLeaseSet(leases)
@@ -678,10 +880,10 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 	var errs, cut []string
 	index := map[string]int32{}
 	for i, j := range set.order {
-		f := p.Failures[j]
+		f := failures[j]
 		dead[i], dues[i] = f.Dead, ts(f.Due)
 		if f.Dead {
-			dues[i] = ts(p.Now)
+			dues[i] = ts(now)
 		}
 		k, ok := index[f.Error]
 		if !ok {
@@ -691,34 +893,36 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 		}
 		errIdx[i] = k
 	}
-	return d.settleQuery(ctx, p.Tx, leases, `UPDATE delivery_exception d SET
-			state = CASE WHEN ($8::boolean[])[`+leaseIndex+`] THEN 'dead' ELSE 'delayed' END,
-			due_at = ($9::timestamptz[])[`+leaseIndex+`],
-			last_error = ($11::text[])[($10::integer[])[`+leaseIndex+`]],
-			failures = `+appendFailure("d", `($13::text[])[($10::integer[])[`+leaseIndex+`]]`, `$14::text`)+`,
-			lease_token = NULL, first_failed_at = COALESCE(d.first_failed_at, $12::timestamptz), updated_at = $12::timestamptz`+
-		leasedPairs+` RETURNING d.msg_id`, append(set.args(p.StreamID, p.Group), dead, dues, errIdx, errs, ts(p.Now), cut, historyTime(p.Now)))
+	return []any{dead, dues, errIdx, errs, ts(now), cut, historyTime(now)}
 }
 
-// Release implements driver.Driver.
+// Release implements driver.Driver. With p.ClaimToken, the batches of that
+// token are materialized first, in the same implicit transaction.
 func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.SettleResult, error) {
 	const set = `UPDATE delivery_exception d SET state = 'delayed', due_at = $8::timestamptz, attempt = d.attempt - 1, lease_token = NULL, updated_at = $8::timestamptz`
 	if p.ClaimToken == "" {
-		return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, set, ts(p.Now))
+		args := func([]driver.Lease) []any { return []any{ts(p.Now)} }
+		return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleMaterialize, set, args(nil), args)
 	}
 	err := d.write(ctx, func(c *pgxpool.Conn) error {
-		_, err := c.Exec(ctx, `UPDATE delivery_exception SET state = 'delayed', due_at = $4::timestamptz, attempt = attempt - 1, lease_token = NULL, updated_at = $4::timestamptz
+		b := &pgx.Batch{}
+		b.Queue(explodeBatches(p.StreamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_token = $3::text`, batchOrder, `FOR UPDATE`),
+			p.StreamID, p.Group, p.ClaimToken)
+		b.Queue(`UPDATE delivery_exception SET state = 'delayed', due_at = $4::timestamptz, attempt = attempt - 1, lease_token = NULL, updated_at = $4::timestamptz
 			WHERE stream_id = $1::bigint AND group_name = $2::text AND lease_token = $3::text AND state = 'leased'`,
 			p.StreamID, p.Group, p.ClaimToken, ts(p.Now))
-		return err
+		return c.SendBatch(ctx, b).Close()
 	})
 	return driver.SettleResult{}, err
 }
 
-// Extend implements driver.Driver.
+// Extend implements driver.Driver. A batch all of whose remaining members
+// are named (Run's heartbeat extends all it holds) moves its lease_until;
+// the named members of other batches are materialized and extended as rows.
 func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
-	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, `UPDATE delivery_exception d SET due_at = $8::timestamptz, updated_at = $9::timestamptz`,
-		ts(p.Until), ts(p.Now))
+	args := func([]driver.Lease) []any { return []any{ts(p.Until), ts(p.Now)} }
+	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleExtend, `UPDATE delivery_exception d SET due_at = $8::timestamptz, updated_at = $9::timestamptz`,
+		args(nil), args)
 }
 
 // ListDead implements driver.Driver. The failure history is read only when

@@ -10,6 +10,7 @@ import (
 var (
 	target       = postgrestest.Target()
 	simpleTarget = postgrestest.SimpleProtocolTarget()
+	batchTarget  = postgrestest.BatchTarget()
 	newSchema    = postgrestest.NewSchema
 	baseURL      = postgrestest.BaseURL
 )
@@ -21,3 +22,5 @@ func TestMain(m *testing.M) { conformance.Main(m, target) }
 func TestConformance(t *testing.T) { conformance.Run(t, target) }
 
 func TestConformanceSimpleProtocol(t *testing.T) { conformance.Run(t, simpleTarget) }
+
+func TestConformanceBatchLeases(t *testing.T) { conformance.Run(t, batchTarget) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -151,10 +152,15 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 		// over; a lease taken before holders were recorded counts under "".
 		// Through the groups, so that each is a range of the index of
 		// pending exceptions (delivery_exception_due), not a scan of the
-		// stream's dead letters.
-		if err := eachRow(ctx, tx, `SELECT e.group_name, COALESCE(e.holder, ''), count(*), max(e.due_at) FROM consumer_group g
-			JOIN delivery_exception e ON e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
-			WHERE g.stream_id = $1::bigint GROUP BY 1, 2 ORDER BY 1, 2`, []any{streamID}, func(r pgx.Rows) error {
+		// stream's dead letters. A batch counts its members.
+		if err := eachRow(ctx, tx, `SELECT h.group_name, h.holder, sum(h.n)::bigint, max(h.until) FROM (
+				SELECT e.group_name, COALESCE(e.holder, '') AS holder, count(*) AS n, max(e.due_at) AS until FROM consumer_group g
+				JOIN delivery_exception e ON e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
+				WHERE g.stream_id = $1::bigint GROUP BY 1, 2
+				UNION ALL
+				SELECT b.group_name, COALESCE(b.holder, ''), sum(cardinality(b.ids)), max(b.lease_until) FROM delivery_batch b
+				WHERE b.stream_id = $1::bigint GROUP BY 1, 2) h
+			GROUP BY 1, 2 ORDER BY 1, 2`, []any{streamID}, func(r pgx.Rows) error {
 			var h driver.HolderCount
 			err := r.Scan(&h.Group, &h.Holder, &h.Leases, &h.Until)
 			h.Until = h.Until.UTC()
@@ -163,8 +169,14 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 		}); err != nil {
 			return err
 		}
-		return eachRow(ctx, tx, `SELECT group_name, schema_version, state, count(*) FROM delivery_exception WHERE stream_id = $1::bigint
-			GROUP BY group_name, schema_version, state ORDER BY 1, 2, 3`, []any{streamID}, func(r pgx.Rows) error {
+		// Batch members count as leased, at their rows' versions.
+		return eachRow(ctx, tx, `SELECT x.group_name, x.schema_version, x.state, sum(x.n)::bigint FROM (
+				SELECT group_name, schema_version, state, count(*) AS n FROM delivery_exception WHERE stream_id = $1::bigint
+				GROUP BY group_name, schema_version, state
+				UNION ALL
+				SELECT b.group_name, m.schema_version, 'leased', count(*) FROM delivery_batch b CROSS JOIN LATERAL unnest(b.ids) AS u(id)
+				JOIN `+table+` m ON m.id = u.id WHERE b.stream_id = $1::bigint GROUP BY 1, 2) x
+			GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`, []any{streamID}, func(r pgx.Rows) error {
 			var e driver.ExceptionCount
 			var v int32
 			var state string
@@ -228,8 +240,9 @@ func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, er
 	return removed, nil
 }
 
-// deleteRows removes log rows with their exceptions and any head pointing at
-// them. It first takes the append locks of the partitions it removes rows
+// deleteRows removes log rows with their exceptions (a batch holding any of
+// them materialized first) and any head pointing at them. It first takes
+// the append locks of the partitions it removes rows
 // from (in partition order, as appends do, bounded by the lock timeout) and
 // raises each partition's high-water mark to the greatest id it removes, so
 // that the mark never goes down.
@@ -245,6 +258,11 @@ func (d *Driver) deleteRows(ctx context.Context, tx pgx.Tx, streamID int64, ids 
 	// locks the stream before its partitions.
 	d.queueBounded(b, lockCounts, streamID)
 	d.queuePartitionLocks(b, streamID, parts)
+	// Batches holding rows in the range removed are materialized first
+	// (all their members), so that the exceptions of the removed rows go
+	// below and their holders find them lost, as without batches.
+	b.Queue(explodeBatches(streamID, `b.stream_id = $1::bigint AND b.first_id <= $3::bigint AND b.last_id >= $2::bigint`, batchOrder, `FOR UPDATE`),
+		streamID, slices.Min(ids), slices.Max(ids))
 	b.Queue(`UPDATE stream_partition sp SET high_water = GREATEST(sp.high_water, x.hw)
 		FROM (SELECT m.partition, max(m.id) AS hw FROM `+logTable(streamID)+` m WHERE m.id = ANY($2::bigint[]) GROUP BY m.partition) x
 		WHERE sp.stream_id = $1::bigint AND sp.partition = x.partition`, streamID, ids)
@@ -305,8 +323,11 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 		args := []any{int32(req.Limit), bound}
 		where := `m.id < $2::bigint`
 		if !r.Hard {
+			// Batch members are at or below their cursors: a soft limit
+			// keeps every row from the stream's lowest batch member on.
 			where += ` AND NOT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = ` + sid + ` AND c.partition = m.partition AND c.position < m.id)
-				AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ` + sid + ` AND e.msg_id = m.id)`
+				AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ` + sid + ` AND e.msg_id = m.id)
+				AND m.id < COALESCE((SELECT min(b.first_id) FROM delivery_batch b WHERE b.stream_id = ` + sid + `), ` + strconv.FormatInt(math.MaxInt64, 10) + `)`
 		}
 		var victims []driver.RetainCandidate
 		if err := eachRow(ctx, tx, `SELECT m.id, m.partition, m.schema_version, m.routing_key FROM `+table+` m WHERE `+where+` ORDER BY m.id LIMIT $1::integer`,
@@ -332,8 +353,11 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 				return err
 			}
 			held := map[string]map[int64]bool{}
-			if err := eachRow(ctx, tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = $1::bigint AND msg_id = ANY($2::bigint[])`,
-				[]any{stream.ID, ids}, func(rs pgx.Rows) error {
+			// Batch members are held too (deleteRows materializes them).
+			if err := eachRow(ctx, tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = $1::bigint AND msg_id = ANY($2::bigint[])
+				UNION ALL SELECT b.group_name, u.id FROM delivery_batch b CROSS JOIN LATERAL unnest(b.ids) AS u(id)
+				WHERE b.stream_id = $1::bigint AND b.first_id <= $4::bigint AND b.last_id >= $3::bigint AND u.id = ANY($2::bigint[])`,
+				[]any{stream.ID, ids, slices.Min(ids), slices.Max(ids)}, func(rs pgx.Rows) error {
 					var g string
 					var id int64
 					if err := rs.Scan(&g, &id); err != nil {

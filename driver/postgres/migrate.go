@@ -20,7 +20,7 @@ const migrationLock = "sqlstreams.migrate."
 
 // tables are the driver's own tables (stream logs aside), which every
 // role using sqlstreams reads and writes.
-var tables = []string{"stream_config", "stream_partition", "consumer_group", "group_cursor", "delivery_exception", "compaction_head",
+var tables = []string{"stream_config", "stream_partition", "consumer_group", "group_cursor", "delivery_exception", "delivery_batch", "compaction_head",
 	"registry_setting", "schema_revision", "schema_reader", "schema_id", "schema_reference", "row_count", "row_count_mark", "sqlstreams_migration"}
 
 // migrationTable records applied migrations.
@@ -28,7 +28,7 @@ const migrationTable = `CREATE TABLE IF NOT EXISTS sqlstreams_migration (version
 
 // Migrations implements driver.Driver: the embedded migrations/*.sql
 // files, each with its .down.sql file where there is one (0002, the
-// registry, and 0004, the failure history). Record creates the records
+// registry, and every one from 0004, the failure history, on). Record creates the records
 // table when missing and records the version, applied now.
 func (d *Driver) Migrations() ([]driver.Migration, error) {
 	ms, err := driver.ReadMigrations(migrations, "migrations")

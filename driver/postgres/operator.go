@@ -19,7 +19,10 @@ import (
 // of the group in partition order (FOR UPDATE, waiting for the claims in
 // flight, bounded by the driver's lock timeout), then sets the given
 // positions. Exceptions stay as they are: the main claim passes over rows
-// the group has one for (see claimPartition).
+// the group has one for (see claimPartition). The group's batches on the
+// partitions it moves are materialized first, so that every batch member
+// stays at or below its cursor and a leased row behind a cursor moved back
+// is passed over as an exception.
 func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) error {
 	parts := slices.Sorted(maps.Keys(p.Positions))
 	partitions := make([]int32, len(parts))
@@ -67,6 +70,8 @@ func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) erro
 			return nil
 		}
 		b = &pgx.Batch{}
+		b.Queue(explodeBatches(p.StreamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.partition = ANY($3::integer[])`, batchOrder, `FOR UPDATE`),
+			p.StreamID, p.Group, partitions)
 		b.Queue(`UPDATE group_cursor c SET position = u.pos FROM unnest($3::integer[], $4::bigint[]) AS u(p, pos)
 			WHERE c.stream_id = $1::bigint AND c.group_name = $2::text AND c.partition = u.p`, p.StreamID, p.Group, partitions, positions)
 		// Rows behind a cursor moved back are claimable again: wake the

@@ -76,14 +76,31 @@
 // never wait for each other. A registration that changes the group's
 // bindings or converters locks every cursor of the group before it commits,
 // so it waits for the claims in flight and every later claim sees the
-// change. Claim transactions are short: they never span a handler.
+// change. Claim transactions are short: they never span a handler. A claim
+// right after one of the same group that took its limit skips the probe (a
+// consumer working through a backlog): the transaction's first round trip
+// begins it, locks a cursor, reads the group and finds out what is due.
+//
+// # Batch leases
+//
+// With WithBatchLeases, the main claim leases the rows it takes from a
+// partition as one delivery_batch record (token, holder, lease expiry, and
+// the ids still held, as a bigint[]) instead of one leased exception row
+// each. A batch stands for exactly those rows: an ack removes its members
+// from it, and an extension naming every remaining member moves its
+// expiry, each in the settle's one statement; anything else (Fail, Release,
+// an extension of some members, expiry, SetCursors, hard retention,
+// compaction) first turns the members it needs into the leased exception
+// rows they stand for and then works as without batches. Whether the
+// option is on or not, every operation reads batches others wrote.
 //
 // # Settling
 //
-// Ack, Fail, Release and Extend are each one autocommit statement over the
-// (id, token) pairs of the call, passed as arrays (ids sorted, found with a
-// binary search, so the plan is an index range scan whatever the planner
-// knows) and ending in RETURNING msg_id: every delivery still leased with
+// Ack, Fail, Release and Extend are each one autocommit round trip over
+// the (id, token) pairs of the call (two for Fail, Release and a partial
+// Extend of batch members, which are materialized first), passed as arrays
+// (ids sorted, found with a binary search, so the plan is an index range
+// scan whatever the planner knows) and ending in RETURNING msg_id: every delivery still leased with
 // its own token is settled, the others are reported lost, and one lost lease
 // never changes another's outcome (C20). Fail stores each failure's own due
 // time and error, and appends it to the delivery's failure history (a jsonb
@@ -199,6 +216,9 @@ type Driver struct {
 	notify      bool
 	lockTimeout time.Duration
 	secrets     []string // passwords to scrub from error text
+	// batchLeases: the main claim leases the rows it takes from a
+	// partition as one delivery_batch record (WithBatchLeases).
+	batchLeases bool
 	// settleMode is how settles run (settleQuery): planned for their own
 	// arguments at each run, never from a cached generic plan.
 	settleMode pgx.QueryExecMode
@@ -209,6 +229,7 @@ type Driver struct {
 	prefix       string // notification channel prefix, known after Migrate
 	lis          *listener
 	notifyStates sync.Map // stream id -> *notifyState
+	busyGroups   sync.Map // busyKey -> struct{}: the last claim took its Limit
 	txWakes      txWakes  // wake-ups for rows of callers' transactions (notify.go)
 }
 
@@ -220,6 +241,7 @@ type options struct {
 	noNotify    bool
 	listenURL   string
 	lockTimeout time.Duration
+	batchLeases bool
 	config      []func(*pgxpool.Config)
 }
 
@@ -247,6 +269,21 @@ func WithListenURL(url string) Option { return func(o *options) { o.listenURL = 
 // lock_timeout and the call's context.
 func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockTimeout = d } }
 
+// WithBatchLeases makes the main claim lease the rows it takes from a
+// partition as one batch record (delivery_batch, migration 0007) instead of
+// one leased exception row per delivery, and an ack of a batch's deliveries
+// remove them from that record: one write per batch instead of one inserted
+// and one deleted row per delivery. Every settle, expiry, Health, retention,
+// compaction, cursor reset and deletion reads batches whether this option is
+// on or not, so a deployment may mix releases that read them.
+//
+// Turn it on once every member of the deployment (every process using the
+// schema) runs a release that reads batches, this one or later: an older
+// release does not see a batch's deliveries, so it would report their
+// settles lost, never hand them out again when the batch expires, and let
+// retention remove their rows. It will be the default in a later release.
+func WithBatchLeases() Option { return func(o *options) { o.batchLeases = true } }
+
 // WithPoolConfig lets fn adjust the pool configuration parsed from the URL
 // (pool size, connection hooks, TLS) before the pool is created.
 func WithPoolConfig(fn func(*pgxpool.Config)) Option {
@@ -262,7 +299,7 @@ func Open(url string, opts ...Option) *Driver {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	d := &Driver{notify: !o.noNotify, lockTimeout: o.lockTimeout}
+	d := &Driver{notify: !o.noNotify, lockTimeout: o.lockTimeout, batchLeases: o.batchLeases}
 	d.secrets = connSecrets(url)
 	if o.listenURL != "" {
 		d.secrets = sortSecrets(append(d.secrets, connSecrets(o.listenURL)...))
@@ -467,15 +504,39 @@ func (d *Driver) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return d.retry(ctx, stageTx, func() error { return d.runTx(ctx, pgx.TxOptions{}, fn) })
 }
 
-// claimTx is inTx for the claim. It turns bitmap scans off for the
-// transaction: on a log whose statistics are missing or stale (a new stream,
-// before autovacuum's first analyze) the planner would otherwise read every
-// row past the cursor and sort them instead of walking the (partition, id)
-// index for the few rows it needs. The setting travels with BEGIN: no extra
-// round trip.
-func (d *Driver) claimTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	opts := pgx.TxOptions{BeginQuery: "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL enable_bitmapscan = off"}
-	return d.retry(ctx, stageTx, func() error { return d.runTx(ctx, opts, fn) })
+// claimTx is inTx for the claim, with the transaction begun in the batch
+// of statements first queues (one round trip for BEGIN and them; read
+// reads their results). It turns bitmap scans off for the transaction: on
+// a log whose statistics are missing or stale (a new stream, before
+// autovacuum's first analyze) the planner would otherwise read every row
+// past the cursor and sort them instead of walking the (partition, id)
+// index for the few rows it needs. first must queue that setting first.
+func (d *Driver) claimTx(ctx context.Context, first func(*pgx.Batch), read func(pgx.BatchResults) error, fn func(pgx.Tx) error) error {
+	return d.retry(ctx, stageTx, func() error {
+		b := &pgx.Batch{}
+		b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+		first(b)
+		br := d.pool.SendBatch(ctx, b)
+		tx := br.Tx()
+		_, err := br.Exec() // BEGIN
+		if err == nil {
+			err = read(br)
+		}
+		err = errors.Join(err, br.Close())
+		if err == nil {
+			err = fn(tx)
+		}
+		if err != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_ = tx.Rollback(rctx)
+			cancel()
+			return err
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return &staged{err: err, stage: stageCommit}
+		}
+		return nil
+	})
 }
 
 // readTx runs fn in a read-only repeatable read transaction: one snapshot.

@@ -130,7 +130,7 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 		if tag.RowsAffected() == 0 {
 			return driver.ErrStreamNotFound
 		}
-		for _, table := range []string{"stream_partition", "consumer_group", "group_cursor", "delivery_exception", "compaction_head",
+		for _, table := range []string{"stream_partition", "consumer_group", "group_cursor", "delivery_exception", "delivery_batch", "compaction_head",
 			"schema_revision", "schema_reader", "registry_setting", "row_count", "row_count_mark"} {
 			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE stream_id = $1::bigint`, streamID); err != nil {
 				return err
@@ -317,7 +317,7 @@ func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) er
 		if tag.RowsAffected() == 0 {
 			return driver.ErrGroupNotFound
 		}
-		for _, table := range []string{"group_cursor", "delivery_exception", "schema_reader"} {
+		for _, table := range []string{"group_cursor", "delivery_exception", "delivery_batch", "schema_reader"} {
 			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE stream_id = $1::bigint AND group_name = $2::text`, streamID, group); err != nil {
 				return err
 			}

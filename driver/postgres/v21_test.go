@@ -26,7 +26,7 @@ func eachMode(t *testing.T, test func(*testing.T, ...postgres.Option)) {
 	for _, mode := range []struct {
 		name string
 		opts []postgres.Option
-	}{{"default", nil}, {"simple-protocol", []postgres.Option{postgres.WithSimpleProtocol()}}} {
+	}{{"default", nil}, {"simple-protocol", []postgres.Option{postgres.WithSimpleProtocol()}}, {"batch-leases", []postgres.Option{postgres.WithBatchLeases()}}} {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
 			test(t, mode.opts...)
@@ -132,12 +132,14 @@ func leases(ds []driver.Delivery, token string) []driver.Lease {
 	return out
 }
 
-// exception reads a delivery's exception row ("gone" when it has none).
+// exception reads a delivery's exception row ("gone" when it has none), or
+// the leased row its batch stands for.
 func (f *fixture) exception(group string, id int64) (state string, attempt int, token string) {
 	f.t.Helper()
 	var tok *string
 	var a int32
-	err := f.drv.Pool().QueryRow(tctx(f.t), `SELECT state, attempt, lease_token FROM delivery_exception WHERE stream_id = $1 AND group_name = $2 AND msg_id = $3`,
+	err := f.drv.Pool().QueryRow(tctx(f.t), `SELECT state, attempt, lease_token FROM delivery_exception WHERE stream_id = $1 AND group_name = $2 AND msg_id = $3
+		UNION ALL SELECT 'leased', 1, lease_token FROM delivery_batch WHERE stream_id = $1 AND group_name = $2 AND $3 = ANY(ids)`,
 		f.stream.ID, group, id).Scan(&state, &a, &tok)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "gone", 0, ""
@@ -700,6 +702,9 @@ func testSettleInCallerTx(t *testing.T, opts ...postgres.Option) {
 	if _, err := holder.Exec(tctx(t), `SELECT 1 FROM delivery_exception WHERE msg_id = $1 FOR UPDATE`, rows[1]); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := holder.Exec(tctx(t), `SELECT 1 FROM delivery_batch WHERE $1 = ANY(ids) FOR UPDATE`, rows[1]); err != nil {
+		t.Fatal(err)
+	}
 	tx = begin()
 	if _, err := tx.Exec(tctx(t), `SET LOCAL lock_timeout = '200ms'`); err != nil {
 		t.Fatal(err)
@@ -720,7 +725,7 @@ func TestMigrationAPI(t *testing.T) {
 	drv := postgres.Open(ns)
 	t.Cleanup(func() { _ = drv.Close() })
 	ms, err := drv.Migrations()
-	if err != nil || len(ms) != 6 {
+	if err != nil || len(ms) != 7 {
 		t.Fatalf("migrations: %+v, %v", ms, err)
 	}
 	for i, m := range ms {
@@ -838,12 +843,28 @@ func TestMigrationAPI(t *testing.T) {
 	if err := drv.Migrate(tctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if got := applied(); !slices.Equal(got, []int{1, 2, 3, 4, 5, 6}) {
+	if got := applied(); !slices.Equal(got, []int{1, 2, 3, 4, 5, 6, 7}) {
 		t.Fatalf("applied %v after Migrate", got)
 	}
 	refused(3, true, "no down migration")
 	refused(4, true, "later migrations applied")
 	refused(5, true, "later migrations applied")
+	refused(6, true, "later migrations applied")
+
+	// 0007 down drops the batch leases; up puts them back
+	// (TestBatchLeasesDown checks what happens to held batches).
+	if err := apply(7, true); err != nil {
+		t.Fatal(err)
+	}
+	if columnExists("delivery_batch", "ids") {
+		t.Error("0007 down left delivery_batch")
+	}
+	if err := apply(7, false); err != nil || !columnExists("delivery_batch", "ids") {
+		t.Errorf("0007 up again: %v", err)
+	}
+	if err := apply(7, true); err != nil {
+		t.Fatal(err)
+	}
 
 	// 0006 down drops the row counts; up puts them back.
 	if err := apply(6, true); err != nil {
@@ -888,6 +909,9 @@ func TestMigrationAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := apply(6, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(7, false); err != nil {
 		t.Fatal(err)
 	}
 	// 0002 cannot go down under later migrations; it went down and up
@@ -1049,7 +1073,7 @@ func TestResetNamespace(t *testing.T) {
 	if n, err := postgrestest.QueryInt(tctx(t), drv, `SELECT count(*) FROM conformance_marker`); err != nil || n != 0 {
 		t.Fatalf("QueryInt: %d, %v", n, err)
 	}
-	for _, v := range []int{6, 5, 4} {
+	for _, v := range []int{7, 6, 5, 4} {
 		if err := drv.ApplyMigration(tctx(t), driver.ApplyMigrationParams{Version: v, Down: true}); err != nil {
 			t.Fatal(err)
 		}

@@ -116,7 +116,7 @@ func QueryInt(ctx context.Context, d driver.Driver, query string) (int64, error)
 }
 
 // driverTables are the tables the driver's migrations create.
-var driverTables = []string{"stream_config", "stream_partition", "consumer_group", "group_cursor", "delivery_exception", "compaction_head",
+var driverTables = []string{"stream_config", "stream_partition", "consumer_group", "group_cursor", "delivery_exception", "delivery_batch", "compaction_head",
 	"registry_setting", "schema_revision", "schema_reader", "schema_id", "schema_reference", "row_count", "row_count_mark", "sqlstreams_migration"}
 
 // ResetNamespace makes a used namespace (a schema NewSchema created) what a
@@ -226,6 +226,19 @@ func Target() conformance.Target {
 		QueryInt:       QueryInt,
 		ResetNamespace: ResetNamespace,
 	}
+}
+
+// BatchTarget is Target with batch leases on (postgres.WithBatchLeases):
+// main claims lease their rows as one batch record per partition.
+func BatchTarget() conformance.Target {
+	t := Target()
+	t.Name = "postgres-batch-leases"
+	t.Open = func(ns string) (driver.Driver, error) { return postgres.Open(ns, postgres.WithBatchLeases()), nil }
+	t.OpenWithLockTimeout = func(ns string, d time.Duration) (driver.Driver, error) {
+		return postgres.Open(ns, postgres.WithBatchLeases(), postgres.WithLockTimeout(d)), nil
+	}
+	t.BatchLeases = true
+	return t
 }
 
 // SimpleProtocolTarget runs every statement over the simple query protocol,

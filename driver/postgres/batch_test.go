@@ -1,0 +1,292 @@
+package postgres_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/driver/postgres"
+)
+
+// batch is a delivery_batch row.
+type batch struct {
+	token       string
+	first, last int64
+	ids         []int64
+	holder      string
+	leaseUntil  time.Time
+}
+
+func (f *fixture) batches(group string) []batch {
+	f.t.Helper()
+	rows, err := f.drv.Pool().Query(tctx(f.t), `SELECT lease_token, first_id, last_id, ids, COALESCE(holder, ''), lease_until FROM delivery_batch
+		WHERE stream_id = $1 AND group_name = $2 ORDER BY first_id`, f.stream.ID, group)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []batch
+	for rows.Next() {
+		var b batch
+		if err := rows.Scan(&b.token, &b.first, &b.last, &b.ids, &b.holder, &b.leaseUntil); err != nil {
+			f.t.Fatal(err)
+		}
+		b.leaseUntil = b.leaseUntil.UTC()
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		f.t.Fatal(err)
+	}
+	return out
+}
+
+func (f *fixture) count(query string) int64 {
+	f.t.Helper()
+	var n int64
+	if err := f.drv.Pool().QueryRow(tctx(f.t), query).Scan(&n); err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+// An extension of some of a batch's members materializes them, as leased
+// rows with the new expiry; the others keep the batch's lease (and expire
+// with it), and the batch's first_id and last_id follow its members.
+func TestBatchLeasesPartialExtend(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts ...postgres.Option) {
+		f := newFixture(t, 1, append(opts, postgres.WithBatchLeases())...)
+		f.group("g", driver.GroupConfig{})
+		all := f.appendN(0, 10)
+		res, tok := f.claim("g", "h", 10, f.now, time.Minute)
+		if len(res.Deliveries) != 10 {
+			t.Fatalf("claimed %d of 10", len(res.Deliveries))
+		}
+		ls := leases(res.Deliveries, tok)
+		until := f.now.Add(time.Minute).Truncate(time.Microsecond)
+		if bs := f.batches("g"); len(bs) != 1 || !slices.Equal(bs[0].ids, all) || bs[0].first != all[0] || bs[0].last != all[9] ||
+			bs[0].holder != "h" || !bs[0].leaseUntil.Equal(until) {
+			t.Fatalf("after the claim: %+v", bs)
+		}
+		later := f.now.Add(time.Hour).Truncate(time.Microsecond)
+		extend := func(ls []driver.Lease) {
+			t.Helper()
+			got, err := f.drv.Extend(tctx(t), driver.ExtendParams{StreamID: f.stream.ID, Group: "g", Leases: ls, Until: later, Now: f.now})
+			if err != nil || len(got.Lost) != 0 {
+				t.Fatalf("extend: lost %v, %v", got.Lost, err)
+			}
+		}
+		extend(ls[:3])
+		extend([]driver.Lease{ls[5], ls[7]})
+		want := []batch{{tok, all[3], all[9], []int64{all[3], all[4], all[6], all[8], all[9]}, "h", until}}
+		if got := f.batches("g"); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("after two partial extensions:\n%+v\nwant\n%+v", got, want)
+		}
+		for _, id := range []int64{all[0], all[1], all[2], all[5], all[7]} {
+			var state, token string
+			var attempt int32
+			var due time.Time
+			if err := f.drv.Pool().QueryRow(tctx(t), `SELECT state, attempt, lease_token, due_at FROM delivery_exception WHERE msg_id = $1`, id).
+				Scan(&state, &attempt, &token, &due); err != nil || state != "leased" || attempt != 1 || token != tok || !due.Equal(later) {
+				t.Errorf("extended row %d: %s attempt %d token %q due %v, %v; want leased at attempt 1 until %v", id, state, attempt, token, due, err, later)
+			}
+		}
+		// Past the first lease, a claim takes the members not extended, at
+		// their second attempt.
+		again, tok2 := f.claim("g", "h2", 10, f.now.Add(2*time.Minute), time.Minute)
+		if want := []int64{all[3], all[4], all[6], all[8], all[9]}; !slices.Equal(ids(again.Deliveries), want) {
+			t.Fatalf("after the first lease expired a claim took %v; want %v", ids(again.Deliveries), want)
+		}
+		for _, d := range again.Deliveries {
+			if d.Attempt != 2 {
+				t.Errorf("row %d at attempt %d; want 2", d.ID, d.Attempt)
+			}
+		}
+		// The old holder still has what it extended, and lost the rest.
+		ack, err := f.drv.Ack(tctx(t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: ls, Now: f.now})
+		if want := []int64{all[3], all[4], all[6], all[8], all[9]}; err != nil || !slices.Equal(ack.Lost, want) {
+			t.Fatalf("the first holder's ack: lost %v, %v; want %v", ack.Lost, err, want)
+		}
+		if ack, err := f.drv.Ack(tctx(t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: leases(again.Deliveries, tok2), Now: f.now}); err != nil || len(ack.Lost) != 0 {
+			t.Fatalf("the second holder's ack: lost %v, %v", ack.Lost, err)
+		}
+		if n := f.count(`SELECT count(*) FROM delivery_exception`) + f.count(`SELECT count(*) FROM delivery_batch`); n != 0 {
+			t.Errorf("%d exception rows and batches left after every ack", n)
+		}
+	})
+}
+
+// Settles of one batch running at once each see the batch as the others
+// left it (the batch is locked, then written at its current version):
+// none loses a lease, and no member is left behind or settled twice.
+func TestBatchLeasesConcurrentSettles(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1, postgres.WithBatchLeases())
+	f.group("g", driver.GroupConfig{})
+	const n, acks, fails, each = 200, 15, 5, 10 // (acks + fails) * each = n
+	for round := range 3 {
+		f.appendN(0, n)
+		res, tok := f.claim("g", "h", n, f.now, time.Hour)
+		if len(res.Deliveries) != n {
+			t.Fatalf("claimed %d of %d", len(res.Deliveries), n)
+		}
+		ls := leases(res.Deliveries, tok)
+		// Spread each settle over the batch, so that all of them write
+		// first_id and last_id.
+		part := func(k int) []driver.Lease {
+			var out []driver.Lease
+			for i := k; i < n; i += n / each {
+				out = append(out, ls[i])
+			}
+			return out
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 2*(acks+fails))
+		for k := range acks + fails {
+			wg.Go(func() {
+				var got driver.SettleResult
+				var err error
+				if k < acks {
+					got, err = f.drv.Ack(tctx(t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: part(k), Now: f.now})
+				} else {
+					var fs []driver.Failure
+					for _, l := range part(k) {
+						fs = append(fs, driver.Failure{Lease: l, Error: "boom", Due: f.now.Add(time.Hour)})
+					}
+					got, err = f.drv.Fail(tctx(t), driver.FailParams{StreamID: f.stream.ID, Group: "g", Failures: fs, Now: f.now})
+				}
+				if err == nil && len(got.Lost) != 0 {
+					err = fmt.Errorf("settle %d lost %v", k, got.Lost)
+				}
+				errs <- err
+			})
+		}
+		// Extensions of the whole claim meanwhile lose only what was
+		// settled before them.
+		for range 5 {
+			wg.Go(func() {
+				_, err := f.drv.Extend(tctx(t), driver.ExtendParams{StreamID: f.stream.ID, Group: "g", Leases: ls, Until: f.now.Add(2 * time.Hour), Now: f.now})
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+		if bs := f.batches("g"); len(bs) != 0 {
+			t.Errorf("round %d: batches left: %+v", round, bs)
+		}
+		if got := f.count(`SELECT count(*) FROM delivery_exception WHERE state = 'delayed'`); got != fails*each {
+			t.Errorf("round %d: %d failed rows; want %d", round, got, fails*each)
+		}
+		if got := f.count(`SELECT count(*) FROM delivery_exception`); got != fails*each {
+			t.Errorf("round %d: %d exception rows; want only the %d failed", round, got, fails*each)
+		}
+		if _, err := f.drv.Pool().Exec(tctx(t), `DELETE FROM delivery_exception`); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Going back over migration 0007 turns every batch into the leased
+// exception rows it stands for: the holder settles them as rows after
+// migrating up again.
+func TestBatchLeasesDown(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2, postgres.WithBatchLeases())
+	f.group("g", driver.GroupConfig{})
+	f.appendN(0, 5)
+	f.appendN(1, 5)
+	res, tok := f.claim("g", "h", 10, f.now, time.Minute)
+	if len(res.Deliveries) != 10 {
+		t.Fatalf("claimed %d of 10", len(res.Deliveries))
+	}
+	ls := leases(res.Deliveries, tok)
+	if got, err := f.drv.Ack(tctx(t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: ls[:3], Now: f.now}); err != nil || len(got.Lost) != 0 {
+		t.Fatalf("ack: lost %v, %v", got.Lost, err)
+	}
+	if bs := f.batches("g"); len(bs) != 2 {
+		t.Fatalf("batches of a claim over two partitions: %+v", bs)
+	}
+	if err := f.drv.ApplyMigration(tctx(t), driver.ApplyMigrationParams{Version: 7, Down: true}); err != nil {
+		t.Fatal(err)
+	}
+	until := f.now.Add(time.Minute).Truncate(time.Microsecond)
+	for _, d := range res.Deliveries[3:] {
+		var state, token, holder string
+		var attempt int32
+		var due time.Time
+		var part, version int32
+		if err := f.drv.Pool().QueryRow(tctx(t), `SELECT state, attempt, lease_token, holder, due_at, partition, schema_version FROM delivery_exception
+			WHERE stream_id = $1 AND group_name = 'g' AND msg_id = $2`, f.stream.ID, d.ID).Scan(&state, &attempt, &token, &holder, &due, &part, &version); err != nil {
+			t.Fatalf("row %d after 0007 down: %v", d.ID, err)
+		}
+		if state != "leased" || attempt != 1 || token != tok || holder != "h" || !due.Equal(until) || int(part) != d.Partition || version != 1 {
+			t.Errorf("row %d after 0007 down: %s attempt %d token %q holder %q due %v partition %d version %d", d.ID, state, attempt, token, holder, due, part, version)
+		}
+	}
+	if n := f.count(`SELECT count(*) FROM delivery_exception`); n != 7 {
+		t.Errorf("%d exception rows after 0007 down; want 7", n)
+	}
+	if err := f.drv.ApplyMigration(tctx(t), driver.ApplyMigrationParams{Version: 7}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.drv.Ack(tctx(t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: ls, Now: f.now})
+	if want := ids(res.Deliveries[:3]); err != nil || !slices.Equal(got.Lost, want) {
+		t.Fatalf("ack after 0007 down and up: lost %v, %v; want the 3 acked before, %v", got.Lost, err, want)
+	}
+	if n := f.count(`SELECT count(*) FROM delivery_exception`); n != 0 {
+		t.Errorf("%d exception rows after the acks", n)
+	}
+}
+
+// A claim right after one that took its Limit skips the probe: it still
+// takes expired leases (and, with batch leases, explodes their batches)
+// and due retries before new rows, and still finds a deleted group gone.
+func TestClaimAfterFullClaim(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts ...postgres.Option) {
+		f := newFixture(t, 1, opts...)
+		f.group("g", driver.GroupConfig{})
+		all := f.appendN(0, 30)
+		first, tok := f.claim("g", "h", 10, f.now, time.Minute)
+		if !slices.Equal(ids(first.Deliveries), all[:10]) {
+			t.Fatalf("first claim: %v", ids(first.Deliveries))
+		}
+		// One of them fails, due at once; the others' lease runs out.
+		fail := []driver.Failure{{Lease: driver.Lease{ID: all[0], Token: tok}, Error: "boom", Due: f.now}}
+		if got, err := f.drv.Fail(tctx(t), driver.FailParams{StreamID: f.stream.ID, Group: "g", Failures: fail, Now: f.now}); err != nil || len(got.Lost) != 0 {
+			t.Fatalf("fail: lost %v, %v", got.Lost, err)
+		}
+		later := f.now.Add(2 * time.Minute)
+		again, _ := f.claim("g", "h", 10, later, time.Minute)
+		if !slices.Equal(ids(again.Deliveries), all[:10]) {
+			t.Fatalf("the claim after a full one at expiry took %v; want the expired and failed rows %v", ids(again.Deliveries), all[:10])
+		}
+		for _, d := range again.Deliveries {
+			if d.Attempt != 2 {
+				t.Errorf("row %d at attempt %d; want 2", d.ID, d.Attempt)
+			}
+		}
+		next, _ := f.claim("g", "h", 10, later, time.Minute)
+		if !slices.Equal(ids(next.Deliveries), all[10:20]) {
+			t.Fatalf("the next claim took %v; want %v", ids(next.Deliveries), all[10:20])
+		}
+		if err := f.drv.DeleteGroup(tctx(t), driver.DeleteGroupParams{StreamID: f.stream.ID, Group: "g"}); err != nil {
+			t.Fatal(err)
+		}
+		if n := f.count(`SELECT count(*) FROM delivery_batch`) + f.count(`SELECT count(*) FROM delivery_exception`); n != 0 {
+			t.Errorf("%d batches and exception rows left after DeleteGroup", n)
+		}
+		_, err := f.drv.Claim(tctx(t), driver.ClaimParams{Stream: f.stream, Group: "g", Member: driver.Member{SchemaVersion: 1}, Limit: 10, Token: "t",
+			Holder: "h", Now: later, LeaseUntil: later.Add(time.Minute)})
+		if !errors.Is(err, driver.ErrGroupNotFound) {
+			t.Errorf("a claim after a full one of a deleted group: %v; want ErrGroupNotFound", err)
+		}
+	})
+}
