@@ -75,14 +75,24 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	if p.Limit <= 0 || (!pr.due && len(pr.fresh) == 0) {
 		return res, nil
 	}
+	var batches *[]heldBatch
+	if d.batchLeases {
+		batches = new([]heldBatch)
+	}
 	err = d.withLog(ctx, p.Stream.ID, func() error {
 		return d.ownTx(ctx, false, func(tx querier) error {
 			res = driver.ClaimResult{Group: pr.group}
-			return d.claim(ctx, tx, p, pr, &res)
+			if batches != nil {
+				*batches = (*batches)[:0]
+			}
+			return d.claim(ctx, tx, p, pr, &res, batches)
 		})
 	})
 	if err != nil {
 		return driver.ClaimResult{}, err
+	}
+	if batches != nil {
+		d.batches.add(p.Stream.ID, p.Group, *batches)
 	}
 	return res, nil
 }
@@ -118,11 +128,15 @@ func (d *Driver) probe(ctx context.Context, p driver.ClaimParams) (probe, error)
 	var pr probe
 	df, dargs := versionFilter("e.schema_version", p.Decodes)
 	args := append([]any{ts(p.Now)}, dargs...)
-	args = append(args, p.Stream.ID, p.Group)
+	args = append(args, ts(p.Now), p.Stream.ID, p.Group)
 	found := false
+	// An expired batch is due whatever its members' versions: the claim
+	// explodes it into exception rows, which the version filter then sees.
 	err := eachRow(ctx, d.db, `SELECT g.`+strings.ReplaceAll(groupColumns, ", ", ", g.")+`,
 		EXISTS (SELECT 1 FROM delivery_exception e FORCE INDEX (delivery_exception_due) WHERE e.stream_id = g.stream_id AND e.group_name = g.name
-			AND e.state IN ('leased', 'delayed') AND e.due_at <= ? AND `+df+`), c.`+"`partition`"+`
+			AND e.state IN ('leased', 'delayed') AND e.due_at <= ? AND `+df+`)
+		OR EXISTS (SELECT 1 FROM delivery_batch b FORCE INDEX (delivery_batch_expiry) WHERE b.stream_id = g.stream_id AND b.group_name = g.name
+			AND b.lease_until <= ?), c.`+"`partition`"+`
 		FROM consumer_group g LEFT JOIN group_cursor c ON c.stream_id = g.stream_id AND c.group_name = g.name AND `+pastCursor(p.Stream.ID)+`
 		WHERE g.stream_id = ? AND g.name = ? ORDER BY c.`+"`partition`", args, func(r *sql.Rows) error {
 		var part sql.NullInt64
@@ -145,8 +159,9 @@ func (d *Driver) probe(ctx context.Context, p driver.ClaimParams) (probe, error)
 	return pr, nil
 }
 
-// claim runs in the claim transaction.
-func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, res *driver.ClaimResult) error {
+// claim runs in the claim transaction. With batch leases on, batches
+// collects the batches the main claim wrote.
+func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, res *driver.ClaimResult, batches *[]heldBatch) error {
 	// Only the cursors of partitions with new rows are worth locking; visit
 	// them from a random one, so that claimers spread over partitions.
 	cands := slices.Clone(pr.fresh)
@@ -208,6 +223,12 @@ func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr
 	// them again past a cursor that was moved back.
 	var leasedNow map[int64]bool
 	if pr.due {
+		// Expired batches first become the leased exception rows they
+		// stand for, which the exception claim takes as it takes any
+		// expired lease.
+		if err := explodeExpired(ctx, tx, p); err != nil {
+			return err
+		}
 		got, err := claimExceptions(ctx, tx, p, plan)
 		if err != nil {
 			return err
@@ -235,7 +256,7 @@ func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr
 				continue
 			}
 		}
-		got, deferred, err := claimPartition(ctx, tx, p, plan, part, pos, p.Limit-len(res.Deliveries), leasedNow)
+		got, deferred, err := d.claimPartition(ctx, tx, p, plan, part, pos, p.Limit-len(res.Deliveries), leasedNow, batches)
 		if err != nil {
 			return err
 		}
@@ -262,21 +283,25 @@ func lockCursor(ctx context.Context, tx querier, p driver.ClaimParams, part int)
 // decode become due exceptions for members that can; they are counted in
 // deferred. A row the group already has an exception for (its cursor was
 // moved back over it with SetCursors) keeps that exception as it is: the
-// claim passes over it, and goes on reading to fill the limit.
-func claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, part int, cursor int64, limit int,
-	leasedNow map[int64]bool) (taken []driver.Delivery, deferred int, err error) {
+// claim passes over it, and goes on reading to fill the limit. With batches
+// (batch leases on) the rows taken become one batch, appended to batches,
+// instead of leased exception rows.
+func (d *Driver) claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, part int, cursor int64, limit int,
+	leasedNow map[int64]bool, batches *[]heldBatch) (taken []driver.Delivery, deferred int, err error) {
 	if p.Ordered {
-		// A pending (leased or delayed) exception holds the partition. New
-		// exceptions of a partition are only made under its cursor lock,
-		// which this transaction holds.
-		var pending int
-		err := tx.QueryRowContext(ctx, "SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `partition` = ? AND state IN ('leased', 'delayed') LIMIT 1",
-			p.Stream.ID, p.Group, part).Scan(&pending)
-		if err == nil {
-			return nil, 0, nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
+		// A pending (leased or delayed) exception or a batch holds the
+		// partition. New exceptions and batches of a partition are only
+		// made under its cursor lock, which this transaction holds, or by
+		// materializing a batch's members in the transaction that shrinks
+		// it: one statement, one snapshot, sees the batch or the rows.
+		var pending bool
+		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `partition` = ? AND state IN ('leased', 'delayed'))"+
+			" OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND `partition` = ?)",
+			p.Stream.ID, p.Group, part, p.Stream.ID, p.Group, part).Scan(&pending); err != nil {
 			return nil, 0, err
+		}
+		if pending {
+			return nil, 0, nil
 		}
 	}
 	vf, vargs := versionFilter("m.schema_version", plan.Versions)
@@ -285,8 +310,19 @@ func claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan 
 	// is a consistent read of committed rows; appends commit a partition's
 	// ids in increasing order, so it sees a gap-free prefix (C5).
 	query := "SELECT m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, " +
-		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(p.Stream) +
-		" FROM " + logTable(p.Stream.ID) + " m WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?"
+		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(p.Stream)
+	var exArgs []any
+	if batches != nil {
+		// Whether the group has an exception row for the row (a cursor
+		// moved back over it), which the batch must not hold too: only
+		// looked up when the group's newest exception lies past the row
+		// (one dive along the primary key, evaluated once).
+		sid := strconv.FormatInt(p.Stream.ID, 10)
+		query += ", COALESCE(m.id <= (SELECT MAX(x.msg_id) FROM delivery_exception x WHERE x.stream_id = " + sid + " AND x.group_name = ?)" +
+			" AND EXISTS (SELECT 1 FROM delivery_exception x WHERE x.stream_id = " + sid + " AND x.group_name = ? AND x.msg_id = m.id), 0)"
+		exArgs = []any{p.Group, p.Group}
+	}
+	query += " FROM " + logTable(p.Stream.ID) + " m WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?"
 	start, scanned := cursor, 0
 	window := min(max(limit, minWindow), maxWindow)
 	exhausted := false
@@ -296,22 +332,26 @@ func claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan 
 		stopped := false // an ordered group met a row it defers
 	scan:
 		for len(taken)+len(round) < limit && scanned < maxScan {
-			args := append(append(append(make([]any, 0, 2*len(vargs)+3), vargs...), vargs...), part, cursor, window)
+			args := append(append(append(append(make([]any, 0, 2*len(vargs)+5), vargs...), vargs...), exArgs...), part, cursor, window)
 			rows, err := tx.QueryContext(ctx, query, args...)
 			if err != nil {
 				return nil, 0, err
 			}
 			n := 0
 			for rows.Next() {
-				var versionOK, head bool
-				r, err := scanRow(rows, &versionOK, &head)
+				var versionOK, head, excepted bool
+				dest := []any{&versionOK, &head}
+				if batches != nil {
+					dest = append(dest, &excepted)
+				}
+				r, err := scanRow(rows, dest...)
 				if err != nil {
 					rows.Close()
 					return nil, 0, err
 				}
 				n++
 				cursor = r.ID
-				if !versionOK || !head || !plan.Matches(r.RoutingKey) {
+				if excepted || !versionOK || !head || !plan.Matches(r.RoutingKey) {
 					continue
 				}
 				if !plan.Decodes(r.SchemaVersion) {
@@ -341,7 +381,19 @@ func claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan 
 			}
 			window = min(2*window, maxWindow)
 		}
-		kept, keptLater, err := insertExceptions(ctx, tx, p, round, later, leasedNow)
+		var kept []driver.Delivery
+		var keptLater int
+		switch {
+		case batches == nil:
+			kept, keptLater, err = insertExceptions(ctx, tx, p, round, later, leasedNow)
+		case len(later) > 0:
+			// The rows passed over above have no exception row: every one
+			// taken is kept, for the batch written below.
+			_, keptLater, err = insertExceptions(ctx, tx, p, nil, later, leasedNow)
+			kept = round
+		default:
+			kept = round
+		}
 		if err != nil {
 			return nil, 0, err
 		}
@@ -354,6 +406,17 @@ func claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan 
 	}
 	if cursor == start {
 		return nil, 0, nil
+	}
+	if batches != nil && len(taken) > 0 {
+		ids := make([]int64, len(taken))
+		for i, t := range taken {
+			ids[i] = t.ID
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO delivery_batch (stream_id, group_name, lease_token, `partition`, first_id, last_id, ids, holder, lease_until, created_at)"+
+			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", p.Stream.ID, p.Group, p.Token, part, ids[0], ids[len(ids)-1], encodeIDs(ids), p.Holder, ts(p.LeaseUntil), ts(p.Now)); err != nil {
+			return nil, 0, err
+		}
+		*batches = append(*batches, heldBatch{batchRef: batchRef{group: p.Group, token: p.Token, part: part}, ids: ids})
 	}
 	if _, err := tx.ExecContext(ctx, "UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND `partition` = ?",
 		cursor, p.Stream.ID, p.Group, part); err != nil {
@@ -551,16 +614,24 @@ func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.
 }
 
 // lowestPending returns the lowest pending (leased or delayed) exception of
-// each partition of the group, at any version, or of the given partitions.
+// each partition of the group, at any version, or of the given partitions;
+// a batch's lowest member counts as pending too (it is a leased exception
+// in compressed form). One statement, so that one snapshot sees a batch or
+// the rows materialized from it.
 func lowestPending(ctx context.Context, tx querier, p driver.ClaimParams, parts []int) (map[int]int64, error) {
-	q := "SELECT `partition`, MIN(msg_id) FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND state IN ('leased', 'delayed')"
+	q := "SELECT `partition`, msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND state IN ('leased', 'delayed')"
+	qb := "SELECT `partition`, first_id FROM delivery_batch WHERE stream_id = ? AND group_name = ?"
 	args := []any{p.Stream.ID, p.Group}
+	var pargs []any
 	if parts != nil {
 		q += " AND `partition` IN (" + placeholders(len(parts)) + ")"
-		args = append(args, intsToArgs(parts)...)
+		qb += " AND `partition` IN (" + placeholders(len(parts)) + ")"
+		pargs = intsToArgs(parts)
 	}
+	args = append(append(args, pargs...), p.Stream.ID, p.Group)
+	args = append(args, pargs...)
 	out := map[int]int64{}
-	err := eachRow(ctx, tx, q+" GROUP BY `partition`", args, func(r *sql.Rows) error {
+	err := eachRow(ctx, tx, "SELECT `partition`, MIN(msg_id) FROM ("+q+" UNION ALL "+qb+") x GROUP BY `partition`", args, func(r *sql.Rows) error {
 		var part int
 		var id int64
 		err := r.Scan(&part, &id)
@@ -686,17 +757,22 @@ func (d *Driver) settleOne(ctx context.Context, streamID int64, group string, l 
 	return driver.SettleResult{}, nil
 }
 
-// settleLocked settles leases in one transaction that first locks those
-// still leased with their token, then has apply change exactly those: a
-// transaction of the driver's own, or the caller's when callerTx is not nil
-// (then neither committed nor rolled back here).
+// settleLocked settles leases in one transaction that first settles the
+// batch members among them (settleBatches, with mode, until and now), then
+// locks the exception rows still leased with their token and has apply
+// change exactly those: a transaction of the driver's own, or the caller's
+// when callerTx is not nil (then neither committed nor rolled back here).
 func (d *Driver) settleLocked(ctx context.Context, callerTx driver.Tx, streamID int64, group string, leases []driver.Lease,
-	apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
+	mode batchMode, until, now string, apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
 	changed := map[int64]bool{}
 	err := d.inTx(ctx, callerTx, func(tx querier) error {
 		clear(changed)
-		for s := 0; s < len(leases); s += settleChunk {
-			part := leases[s:min(s+settleChunk, len(leases))]
+		rest, err := settleBatches(ctx, tx, streamID, group, leases, mode, until, now, changed)
+		if err != nil {
+			return err
+		}
+		for s := 0; s < len(rest); s += settleChunk {
+			part := rest[s:min(s+settleChunk, len(rest))]
 			pred, pargs := leasedPairs(part)
 			var ids []int64
 			if err := eachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `+pred+` FOR UPDATE`,
@@ -723,7 +799,45 @@ func (d *Driver) settleLocked(ctx context.Context, callerTx driver.Tx, streamID 
 	if err != nil {
 		return driver.SettleResult{}, err
 	}
+	d.forgetTokens(streamID, group, leases)
 	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
+}
+
+// forgetTokens drops the cached batches of the leases' claims after the
+// locking path changed them.
+func (d *Driver) forgetTokens(streamID int64, group string, leases []driver.Lease) {
+	if !d.batches.known(streamID, group, leases) {
+		return
+	}
+	tokens := make([]string, 0, 1)
+	for _, l := range leases {
+		if !slices.Contains(tokens, l.Token) {
+			tokens = append(tokens, l.Token)
+		}
+	}
+	d.batches.forget(streamID, group, tokens...)
+}
+
+// thenBatches settles, after a statement on exception rows that reported
+// res, the leases it left unchanged on the locking path: they may be
+// members of a batch (one another process wrote, or this one no longer
+// remembers). Nothing more runs when every lease changed, the common case.
+func (d *Driver) thenBatches(ctx context.Context, res driver.SettleResult, err error, streamID int64, group string, leases []driver.Lease,
+	mode batchMode, until, now string, apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
+	if err != nil || len(res.Lost) == 0 {
+		return res, err
+	}
+	lost := make(map[int64]bool, len(res.Lost))
+	for _, id := range res.Lost {
+		lost[id] = true
+	}
+	again := make([]driver.Lease, 0, len(res.Lost))
+	for _, l := range leases {
+		if lost[l.ID] {
+			again = append(again, l)
+		}
+	}
+	return d.settleLocked(ctx, nil, streamID, group, again, mode, until, now, apply)
 }
 
 // byIDs is the WHERE clause naming exception rows by id, and its arguments.
@@ -733,20 +847,30 @@ func byIDs(streamID int64, group string, ids []int64) (string, []any) {
 }
 
 // settleAll changes leases with stmt, a statement setting columns (with
-// args) to which the WHERE clause is appended: one statement for one lease,
-// else the transaction of settleLocked.
-func (d *Driver) settleAll(ctx context.Context, streamID int64, group string, leases []driver.Lease, stmt string, args ...any) (driver.SettleResult, error) {
-	switch len(leases) {
-	case 0:
+// args) to which the WHERE clause is appended, doing mode to batch members
+// (until and now for an extension): members of one batch this driver
+// claimed, when mode allows, one statement on the batch (fastSettle); one
+// lease of no such batch, one statement on its exception row (then the
+// locking path if that did not change it); else the transaction of
+// settleLocked.
+func (d *Driver) settleAll(ctx context.Context, streamID int64, group string, leases []driver.Lease, mode batchMode, until, now string,
+	stmt string, args ...any) (driver.SettleResult, error) {
+	if len(leases) == 0 {
 		return driver.SettleResult{}, d.check()
-	case 1:
-		return d.settleOne(ctx, streamID, group, leases[0], stmt, args...)
 	}
-	return d.settleLocked(ctx, nil, streamID, group, leases, func(tx querier, ids []int64) error {
+	if ok, err := d.fastSettle(ctx, nil, streamID, group, leases, mode, until, now); ok || err != nil {
+		return driver.SettleResult{}, err
+	}
+	apply := func(tx querier, ids []int64) error {
 		where, wargs := byIDs(streamID, group, ids)
 		_, err := tx.ExecContext(ctx, stmt+where, append(slices.Clone(args), wargs...)...)
 		return err
-	})
+	}
+	if len(leases) == 1 && !d.batches.known(streamID, group, leases) {
+		res, err := d.settleOne(ctx, streamID, group, leases[0], stmt, args...)
+		return d.thenBatches(ctx, res, err, streamID, group, leases, mode, until, now, apply)
+	}
+	return d.settleLocked(ctx, nil, streamID, group, leases, mode, until, now, apply)
 }
 
 // checkTx validates a caller's transaction given with nothing to settle.
@@ -761,18 +885,22 @@ func (d *Driver) checkTx(ctx context.Context, tx driver.Tx) error {
 // engine and the caller's pool settings.
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
 	const stmt = `DELETE FROM delivery_exception`
+	apply := func(tx querier, ids []int64) error {
+		where, wargs := byIDs(p.StreamID, p.Group, ids)
+		_, err := tx.ExecContext(ctx, stmt+where, wargs...)
+		return err
+	}
 	if p.Tx != nil {
 		if len(p.Leases) == 0 {
 			return driver.SettleResult{}, d.checkTx(ctx, p.Tx)
 		}
-		return d.settleLocked(ctx, p.Tx, p.StreamID, p.Group, p.Leases, func(tx querier, ids []int64) error {
-			where, wargs := byIDs(p.StreamID, p.Group, ids)
-			_, err := tx.ExecContext(ctx, stmt+where, wargs...)
-			return err
-		})
+		if ok, err := d.fastSettle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, batchAck, "", ""); ok || err != nil {
+			return driver.SettleResult{}, err
+		}
+		return d.settleLocked(ctx, p.Tx, p.StreamID, p.Group, p.Leases, batchAck, "", "", apply)
 	}
-	if len(p.Leases) < 2 || !d.returning() {
-		return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, stmt)
+	if len(p.Leases) < 2 || !d.returning() || d.batches.known(p.StreamID, p.Group, p.Leases) {
+		return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, batchAck, "", "", stmt)
 	}
 	changed := map[int64]bool{}
 	run := func(q querier) error {
@@ -802,7 +930,7 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 	if err != nil {
 		return driver.SettleResult{}, err
 	}
-	return driver.SettleResult{Lost: driver.Lost(p.Leases, changed)}, nil
+	return d.thenBatches(ctx, driver.SettleResult{Lost: driver.Lost(p.Leases, changed)}, nil, p.StreamID, p.Group, p.Leases, batchAck, "", "", apply)
 }
 
 // appendFailure appends one entry to a delivery's failure history, in the
@@ -844,12 +972,8 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 		return driver.SettleResult{}, d.checkTx(ctx, p.Tx)
 	case len(p.Failures) == 0:
 		return driver.SettleResult{}, d.check()
-	case len(p.Failures) == 1 && p.Tx == nil:
-		f := p.Failures[0]
-		state, due := outcome(f)
-		return d.settleOne(ctx, p.StreamID, p.Group, leases[0], set, state, due, f.Error, now, now, driver.CutHistoryError(f.Error), at)
 	}
-	return d.settleLocked(ctx, p.Tx, p.StreamID, p.Group, leases, func(tx querier, ids []int64) error {
+	apply := func(tx querier, ids []int64) error {
 		type values struct{ state, due, error string }
 		var order []values
 		groups := map[values][]int64{}
@@ -869,7 +993,14 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 			}
 		}
 		return nil
-	})
+	}
+	if len(p.Failures) == 1 && p.Tx == nil && !d.batches.known(p.StreamID, p.Group, leases) {
+		f := p.Failures[0]
+		state, due := outcome(f)
+		res, err := d.settleOne(ctx, p.StreamID, p.Group, leases[0], set, state, due, f.Error, now, now, driver.CutHistoryError(f.Error), at)
+		return d.thenBatches(ctx, res, err, p.StreamID, p.Group, leases, batchCarve, "", "", apply)
+	}
+	return d.settleLocked(ctx, p.Tx, p.StreamID, p.Group, leases, batchCarve, "", "", apply)
 }
 
 const releaseSet = `UPDATE delivery_exception SET state = 'delayed', due_at = ?, attempt = attempt - 1, lease_token = NULL, updated_at = ?`
@@ -878,16 +1009,27 @@ const releaseSet = `UPDATE delivery_exception SET state = 'delayed', due_at = ?,
 func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.SettleResult, error) {
 	now := ts(p.Now)
 	if p.ClaimToken != "" {
-		_, err := d.exec(ctx, releaseSet+` WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND state = 'leased'`,
-			now, now, p.StreamID, p.Group, p.ClaimToken)
+		// The claim's batches become leased exception rows first, which the
+		// statement then releases with the rest.
+		err := d.inTx(ctx, nil, func(tx querier) error {
+			if _, err := explodeWhole(ctx, tx, p.StreamID, "group_name = ? AND lease_token = ?", []any{p.Group, p.ClaimToken}, " FOR UPDATE"); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, releaseSet+` WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND state = 'leased'`,
+				now, now, p.StreamID, p.Group, p.ClaimToken)
+			return err
+		})
+		d.batches.forget(p.StreamID, p.Group, p.ClaimToken)
 		return driver.SettleResult{}, err
 	}
-	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, releaseSet, now, now)
+	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, batchCarve, "", "", releaseSet, now, now)
 }
 
-// Extend implements driver.Driver.
+// Extend implements driver.Driver. Extending every remaining member of a
+// batch moves the batch's lease; extending some of them materializes those.
 func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
-	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, ts(p.Until), ts(p.Now))
+	until, now := ts(p.Until), ts(p.Now)
+	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, batchExtend, until, now, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, until, now)
 }
 
 // ListDead implements driver.Driver.

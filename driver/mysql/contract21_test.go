@@ -798,7 +798,7 @@ func TestMigrationAPI(t *testing.T) {
 	defer drv.Close()
 	ctx := testCtx(t)
 	ms, err := drv.Migrations()
-	if err != nil || len(ms) != 6 {
+	if err != nil || len(ms) != 7 {
 		t.Fatalf("migrations: %d, %v", len(ms), err)
 	}
 	for i, m := range ms {
@@ -1129,7 +1129,7 @@ func TestResetNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, v := range []int{6, 5, 4} {
+	for _, v := range []int{7, 6, 5, 4} {
 		if err := drv.ApplyMigration(ctx, driver.ApplyMigrationParams{Version: v, Down: true}); err != nil {
 			t.Fatal(err)
 		}
