@@ -117,6 +117,9 @@ func newestIDs(streamID int64, cond string) string {
 type probe struct {
 	group driver.GroupConfig
 	due   bool
+	// expired says the group has a batch whose lease expired (then due
+	// is set too).
+	expired bool
 	// fresh lists the partitions with rows past the group's cursor.
 	fresh []int
 }
@@ -134,13 +137,16 @@ func (d *Driver) probe(ctx context.Context, p driver.ClaimParams) (probe, error)
 	// explodes it into exception rows, which the version filter then sees.
 	err := eachRow(ctx, d.db, `SELECT g.`+strings.ReplaceAll(groupColumns, ", ", ", g.")+`,
 		EXISTS (SELECT 1 FROM delivery_exception e FORCE INDEX (delivery_exception_due) WHERE e.stream_id = g.stream_id AND e.group_name = g.name
-			AND e.state IN ('leased', 'delayed') AND e.due_at <= ? AND `+df+`)
-		OR EXISTS (SELECT 1 FROM delivery_batch b FORCE INDEX (delivery_batch_expiry) WHERE b.stream_id = g.stream_id AND b.group_name = g.name
+			AND e.state IN ('leased', 'delayed') AND e.due_at <= ? AND `+df+`),
+		EXISTS (SELECT 1 FROM delivery_batch b FORCE INDEX (delivery_batch_expiry) WHERE b.stream_id = g.stream_id AND b.group_name = g.name
 			AND b.lease_until <= ?), c.`+"`partition`"+`
 		FROM consumer_group g LEFT JOIN group_cursor c ON c.stream_id = g.stream_id AND c.group_name = g.name AND `+pastCursor(p.Stream.ID)+`
 		WHERE g.stream_id = ? AND g.name = ? ORDER BY c.`+"`partition`", args, func(r *sql.Rows) error {
 		var part sql.NullInt64
-		g, _, err := scanGroup(r, &pr.due, &part)
+		var expired bool
+		g, _, err := scanGroup(r, &pr.due, &expired, &part)
+		pr.expired = pr.expired || expired
+		pr.due = pr.due || expired
 		pr.group, found = g, true
 		if part.Valid {
 			pr.fresh = append(pr.fresh, int(part.Int64))
@@ -226,8 +232,10 @@ func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr
 		// Expired batches first become the leased exception rows they
 		// stand for, which the exception claim takes as it takes any
 		// expired lease.
-		if err := explodeExpired(ctx, tx, p); err != nil {
-			return err
+		if pr.expired {
+			if err := explodeExpired(ctx, tx, p); err != nil {
+				return err
+			}
 		}
 		got, err := claimExceptions(ctx, tx, p, plan)
 		if err != nil {
