@@ -57,10 +57,30 @@ func headExpr(stream driver.StreamConfig) string {
 // polls need. The claim transaction then locks a cursor row (FOR UPDATE
 // SKIP LOCKED) before it reads the group's configuration again, leases due
 // exceptions, and claims new rows from the partitions whose cursor rows it
-// can lock, passing over those other claimers hold.
+// can lock, passing over those other claimers hold. While a backlog is
+// consumed (the driver's last claim of the group filled its limit from one
+// partition's new rows) the claim skips that query and starts with the
+// transaction (claimHot).
 func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimResult, error) {
 	if err := d.check(); err != nil {
 		return driver.ClaimResult{}, err
+	}
+	var batches *[]heldBatch
+	if d.batchLeases {
+		batches = new([]heldBatch)
+	}
+	key := cacheKey{stream: p.Stream.ID, group: p.Group}
+	deferred := 0
+	if part, ok := d.hot.Load(key); ok && p.Limit > 0 {
+		res, full, ok, err := d.claimHot(ctx, p, part.(int), batches)
+		if err != nil {
+			return driver.ClaimResult{}, err
+		}
+		d.setHot(key, full)
+		if ok {
+			return res, nil
+		}
+		deferred = res.Deferred
 	}
 	var pr probe
 	err := d.withLog(ctx, p.Stream.ID, func() error {
@@ -71,30 +91,116 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	if err != nil {
 		return driver.ClaimResult{}, d.wrap(ctx, err, opRead)
 	}
-	res := driver.ClaimResult{Group: pr.group}
+	res := driver.ClaimResult{Group: pr.group, Deferred: deferred}
 	if p.Limit <= 0 || (!pr.due && len(pr.fresh) == 0) {
 		return res, nil
 	}
-	var batches *[]heldBatch
-	if d.batchLeases {
-		batches = new([]heldBatch)
-	}
+	full := -1
 	err = d.withLog(ctx, p.Stream.ID, func() error {
 		return d.ownTx(ctx, false, func(tx querier) error {
-			res = driver.ClaimResult{Group: pr.group}
+			res = driver.ClaimResult{Group: pr.group, Deferred: deferred}
 			if batches != nil {
 				*batches = (*batches)[:0]
 			}
-			return d.claim(ctx, tx, p, pr, &res, batches)
+			full = -1
+			return d.claim(ctx, tx, p, pr, &res, batches, &full)
 		})
 	})
 	if err != nil {
 		return driver.ClaimResult{}, err
 	}
+	d.setHot(key, full)
 	if batches != nil {
 		d.batches.add(p.Stream.ID, p.Group, *batches)
 	}
 	return res, nil
+}
+
+// setHot remembers that the last claim of a group filled its limit from
+// partition part's new rows (-1: it did not), so that the next claim goes
+// there without the probe (claimHot).
+func (d *Driver) setHot(key cacheKey, part int) {
+	if part < 0 {
+		d.hot.Delete(key)
+	} else {
+		d.hot.Store(key, part)
+	}
+}
+
+// claimHot claims from partition part, which filled this driver's last
+// claim of the group, without the probe: a backlog is being consumed, and
+// the probe's round trip would only say so again. The cursor lock's
+// statement finds out whether exceptions are due, in subqueries that lock
+// nothing. It reports false when the cursor is taken or the claim got
+// nothing (the backlog ended, or moved to other partitions): then the
+// caller probes and claims as usual, so that an empty claim still means
+// that nothing was claimable. full is the partition that filled this
+// claim, or -1.
+func (d *Driver) claimHot(ctx context.Context, p driver.ClaimParams, part int, batches *[]heldBatch) (res driver.ClaimResult, full int, ok bool, err error) {
+	df, dargs := dueExprs(p, "c.stream_id", "c.group_name")
+	args := append(append([]any{}, dargs...), p.Stream.ID, p.Group, part)
+	err = d.withLog(ctx, p.Stream.ID, func() error {
+		return d.ownTx(ctx, false, func(tx querier) error {
+			res, full, ok = driver.ClaimResult{}, -1, false
+			if batches != nil {
+				*batches = (*batches)[:0]
+			}
+			var pr probe
+			var pos int64
+			err := tx.QueryRowContext(ctx, "SELECT c.position, "+df+" FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` = ? FOR UPDATE SKIP LOCKED",
+				args...).Scan(&pos, &pr.due, &pr.expired)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			pr.due = pr.due || pr.expired
+			// The rest of the limit from the other partitions with new
+			// rows, as the probe would have found them.
+			more := func() ([]int, error) {
+				var out []int
+				err := eachRow(ctx, tx, "SELECT c.`partition` FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` <> ? AND "+pastCursor(p.Stream.ID)+
+					" ORDER BY c.`partition`", []any{p.Stream.ID, p.Group, part}, func(r *sql.Rows) error {
+					var q int
+					err := r.Scan(&q)
+					out = append(out, q)
+					return err
+				})
+				if len(out) > 1 {
+					k := rand.IntN(len(out))
+					out = append(out[k:], out[:k]...)
+				}
+				return out, err
+			}
+			if err := d.claimFenced(ctx, tx, p, pr, []int{part}, map[int]int64{part: pos}, nil, "", &res, batches, &full, more); err != nil {
+				return err
+			}
+			ok = len(res.Deliveries) > 0
+			return nil
+		})
+	})
+	if err != nil {
+		return driver.ClaimResult{}, -1, false, err
+	}
+	if ok && batches != nil {
+		d.batches.add(p.Stream.ID, p.Group, *batches)
+	}
+	return res, full, ok, nil
+}
+
+// dueExprs is two SQL columns for a group (named by the SQL expressions
+// stream and group): whether exceptions at versions the member decodes are
+// due, and whether a batch's lease expired (due whatever its members'
+// versions: the claim explodes it into exception rows, which the version
+// filter then sees). Both read along their due indexes.
+func dueExprs(p driver.ClaimParams, stream, group string) (string, []any) {
+	df, dargs := versionFilter("e.schema_version", p.Decodes)
+	now := ts(p.Now)
+	return `EXISTS (SELECT 1 FROM delivery_exception e FORCE INDEX (delivery_exception_due) WHERE e.stream_id = ` + stream + ` AND e.group_name = ` + group + `
+			AND e.state IN ('leased', 'delayed') AND e.due_at <= ? AND ` + df + `),
+		EXISTS (SELECT 1 FROM delivery_batch b FORCE INDEX (delivery_batch_expiry) WHERE b.stream_id = ` + stream + ` AND b.group_name = ` + group + `
+			AND b.lease_until <= ?)`, append(append([]any{now}, dargs...), now)
 }
 
 // pastCursor is true when the partition of cursor c has rows past it. The
@@ -129,17 +235,10 @@ type probe struct {
 // have rows past their cursor (one result row per such partition).
 func (d *Driver) probe(ctx context.Context, p driver.ClaimParams) (probe, error) {
 	var pr probe
-	df, dargs := versionFilter("e.schema_version", p.Decodes)
-	args := append([]any{ts(p.Now)}, dargs...)
-	args = append(args, ts(p.Now), p.Stream.ID, p.Group)
+	df, args := dueExprs(p, "g.stream_id", "g.name")
+	args = append(args, p.Stream.ID, p.Group)
 	found := false
-	// An expired batch is due whatever its members' versions: the claim
-	// explodes it into exception rows, which the version filter then sees.
-	err := eachRow(ctx, d.db, `SELECT g.`+strings.ReplaceAll(groupColumns, ", ", ", g.")+`,
-		EXISTS (SELECT 1 FROM delivery_exception e FORCE INDEX (delivery_exception_due) WHERE e.stream_id = g.stream_id AND e.group_name = g.name
-			AND e.state IN ('leased', 'delayed') AND e.due_at <= ? AND `+df+`),
-		EXISTS (SELECT 1 FROM delivery_batch b FORCE INDEX (delivery_batch_expiry) WHERE b.stream_id = g.stream_id AND b.group_name = g.name
-			AND b.lease_until <= ?), c.`+"`partition`"+`
+	err := eachRow(ctx, d.db, `SELECT g.`+strings.ReplaceAll(groupColumns, ", ", ", g.")+`, `+df+`, c.`+"`partition`"+`
 		FROM consumer_group g LEFT JOIN group_cursor c ON c.stream_id = g.stream_id AND c.group_name = g.name AND `+pastCursor(p.Stream.ID)+`
 		WHERE g.stream_id = ? AND g.name = ? ORDER BY c.`+"`partition`", args, func(r *sql.Rows) error {
 		var part sql.NullInt64
@@ -166,8 +265,9 @@ func (d *Driver) probe(ctx context.Context, p driver.ClaimParams) (probe, error)
 }
 
 // claim runs in the claim transaction. With batch leases on, batches
-// collects the batches the main claim wrote.
-func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, res *driver.ClaimResult, batches *[]heldBatch) error {
+// collects the batches the main claim wrote; full is set to the partition
+// whose new rows filled the claim, if one did.
+func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, res *driver.ClaimResult, batches *[]heldBatch, full *int) error {
 	// Only the cursors of partitions with new rows are worth locking; visit
 	// them from a random one, so that claimers spread over partitions.
 	cands := slices.Clone(pr.fresh)
@@ -216,7 +316,36 @@ func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr
 			groupLock = " LOCK IN SHARE MODE" + d.waitClause()
 		}
 	}
-	g, err := loadGroup(ctx, tx, p.Stream.ID, p.Group, groupLock)
+	return d.claimFenced(ctx, tx, p, pr, cands, positions, skipped, groupLock, res, batches, full, nil)
+}
+
+// claimFenced goes on with a claim once its first cursor lock (positions)
+// or the group row's shared lock (groupLock) is its fence: it reads the
+// configuration, leases due exceptions, then claims new rows from cands,
+// passing over the partitions in skipped; when those leave the limit
+// unmet, more (if not nil) names further candidates.
+func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, cands []int, positions map[int]int64, skipped map[int]bool,
+	groupLock string, res *driver.ClaimResult, batches *[]heldBatch, full *int, more func() ([]int, error)) error {
+	var g driver.GroupConfig
+	var err error
+	// newestException is the group's highest exception id, read with the
+	// configuration when the main claim writes batches: only rows at or
+	// below it can have an exception row the batch must pass over. No
+	// exception row past a cursor this claim holds can appear meanwhile:
+	// they are made under the cursor lock or by SetCursors, which waits for
+	// it (materialized batch members are at or below their cursor).
+	var newestException int64
+	if batches != nil && groupLock == "" {
+		var newest sql.NullInt64
+		g, _, err = scanGroup(tx.QueryRowContext(ctx, `SELECT `+groupColumns+`, (SELECT MAX(e.msg_id) FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ?)
+			FROM consumer_group WHERE stream_id = ? AND name = ?`, p.Stream.ID, p.Group, p.Stream.ID, p.Group), &newest)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = fmt.Errorf("group %q: %w", p.Group, driver.ErrGroupNotFound)
+		}
+		newestException = newest.Int64
+	} else {
+		g, err = loadGroup(ctx, tx, p.Stream.ID, p.Group, groupLock)
+	}
 	if err != nil {
 		return err
 	}
@@ -247,7 +376,8 @@ func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr
 			leasedNow[dl.ID] = true
 		}
 	}
-	for _, part := range cands {
+	for i := 0; i < len(cands); i++ {
+		part := cands[i]
 		if len(res.Deliveries) >= p.Limit || groupLock != "" {
 			break
 		}
@@ -264,12 +394,23 @@ func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr
 				continue
 			}
 		}
-		got, deferred, err := d.claimPartition(ctx, tx, p, plan, part, pos, p.Limit-len(res.Deliveries), leasedNow, batches)
+		want := p.Limit - len(res.Deliveries)
+		got, deferred, err := d.claimPartition(ctx, tx, p, plan, part, pos, want, leasedNow, batches, newestException)
 		if err != nil {
 			return err
 		}
 		res.Deliveries = append(res.Deliveries, got...)
 		res.Deferred += deferred
+		if len(got) == want {
+			*full = part
+		}
+		if i == len(cands)-1 && more != nil && len(res.Deliveries) < p.Limit {
+			extra, err := more()
+			if err != nil {
+				return err
+			}
+			cands, more = append(cands, extra...), nil
+		}
 	}
 	return nil
 }
@@ -295,7 +436,7 @@ func lockCursor(ctx context.Context, tx querier, p driver.ClaimParams, part int)
 // (batch leases on) the rows taken become one batch, appended to batches,
 // instead of leased exception rows.
 func (d *Driver) claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, part int, cursor int64, limit int,
-	leasedNow map[int64]bool, batches *[]heldBatch) (taken []driver.Delivery, deferred int, err error) {
+	leasedNow map[int64]bool, batches *[]heldBatch, newestException int64) (taken []driver.Delivery, deferred int, err error) {
 	if p.Ordered {
 		// A pending (leased or delayed) exception or a batch holds the
 		// partition. New exceptions and batches of a partition are only
@@ -320,17 +461,21 @@ func (d *Driver) claimPartition(ctx context.Context, tx querier, p driver.ClaimP
 	query := "SELECT m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, " +
 		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(p.Stream)
 	var exArgs []any
-	if batches != nil {
+	excepting := batches != nil && newestException > cursor
+	if excepting {
 		// Whether the group has an exception row for the row (a cursor
-		// moved back over it), which the batch must not hold too: only
-		// looked up when the group's newest exception lies past the row
-		// (one dive along the primary key, evaluated once).
-		sid := strconv.FormatInt(p.Stream.ID, 10)
-		query += ", COALESCE(m.id <= (SELECT MAX(x.msg_id) FROM delivery_exception x WHERE x.stream_id = " + sid + " AND x.group_name = ?)" +
-			" AND EXISTS (SELECT 1 FROM delivery_exception x WHERE x.stream_id = " + sid + " AND x.group_name = ? AND x.msg_id = m.id), 0)"
-		exArgs = []any{p.Group, p.Group}
+		// moved back over it), which the batch must not hold too: looked
+		// up only when the group's newest exception lies past the cursor.
+		query += ", m.id <= ? AND EXISTS (SELECT 1 FROM delivery_exception x WHERE x.stream_id = " + strconv.FormatInt(p.Stream.ID, 10) + " AND x.group_name = ? AND x.msg_id = m.id)"
+		exArgs = []any{newestException, p.Group}
 	}
-	query += " FROM " + logTable(p.Stream.ID) + " m WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?"
+	// A stream of one partition is read along the primary key: the
+	// (partition, id) index would add a lookup of each row in it.
+	index := ""
+	if p.Stream.Partitions == 1 {
+		index = " FORCE INDEX (PRIMARY)"
+	}
+	query += " FROM " + logTable(p.Stream.ID) + " m" + index + " WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?"
 	start, scanned := cursor, 0
 	window := min(max(limit, minWindow), maxWindow)
 	exhausted := false
@@ -349,7 +494,7 @@ func (d *Driver) claimPartition(ctx context.Context, tx querier, p driver.ClaimP
 			for rows.Next() {
 				var versionOK, head, excepted bool
 				dest := []any{&versionOK, &head}
-				if batches != nil {
+				if excepting {
 					dest = append(dest, &excepted)
 				}
 				r, err := scanRow(rows, dest...)

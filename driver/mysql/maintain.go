@@ -456,19 +456,42 @@ func retainBound(ctx context.Context, tx querier, stream driver.StreamConfig, no
 	})
 }
 
-// materializeOverlapping writes back as exception rows every member of the
-// stream's batches whose id range overlaps the victims' (victims in id
-// order), and deletes those batches, before the rows are removed: the
-// exception rows then go with them, and the holders' settles find the
-// leases lost, as they find removed exception rows.
+// materializeOverlapping writes back as exception rows the members of the
+// stream's batches that are among the victims, and removes them from their
+// batches, before the rows are removed: the exception rows then go with
+// them (hard retention counts them as held, not unread), and the holders'
+// settles find those leases lost, as they find removed exception rows. Only
+// the batches whose id range overlaps the victims' are locked and read.
 func materializeOverlapping(ctx context.Context, tx querier, streamID int64, victims []driver.RetainCandidate) error {
 	if len(victims) == 0 {
 		return nil
 	}
+	gone := make(map[int64]bool, len(victims))
 	lo, hi := victims[0].ID, victims[0].ID
 	for _, v := range victims {
 		lo, hi = min(lo, v.ID), max(hi, v.ID)
+		gone[v.ID] = true
 	}
-	_, err := explodeWhole(ctx, tx, streamID, "first_id <= ? AND last_id >= ?", []any{hi, lo}, " FOR UPDATE")
-	return err
+	held, err := lockBatches(ctx, tx, streamID, "first_id <= ? AND last_id >= ?", []any{hi, lo}, " FOR UPDATE")
+	if err != nil {
+		return err
+	}
+	for _, b := range held {
+		var ids []int64
+		for _, id := range b.ids {
+			if gone[id] {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		if err := materialize(ctx, tx, streamID, []materialization{{ref: b.batchRef, ids: ids}}); err != nil {
+			return err
+		}
+		if err := writeBatch(ctx, tx, streamID, b.batchRef, remainingAfter(b.ids, gone)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

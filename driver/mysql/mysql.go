@@ -64,7 +64,9 @@
 // down under the lock Migrate holds, and refuses an Up already applied or
 // whose predecessor is not, and a Down not applied, without down SQL, or
 // under later applied migrations (0002, the registry, and 0004, the failure
-// history, can go down; 0001 and 0003 cannot). A migration is not one
+// history, can go down; 0001 and 0003 cannot; 0007 down writes every batch
+// lease back as the leased exception rows it stands for before it drops
+// delivery_batch). A migration is not one
 // transaction (DDL commits on its own) but each of its statements is
 // idempotent, so one that died half-way is run again. The SQL Migrations
 // returns is the files' text; the driver's directives in it are comments
@@ -132,7 +134,11 @@
 // Claims run in short transactions, never while a handler runs. A claim
 // first reads, in one query without a transaction, the group, whether
 // anything is due for it and which partitions have rows past its cursors;
-// most polls end there. The claim itself locks a group's cursor row per
+// most polls end there. A claim that follows one which filled its limit
+// from a partition's new rows (a backlog) skips that read: it locks that
+// partition's cursor at once, in a statement that also finds out whether
+// anything is due, and looks for other partitions with new rows only if
+// the first leaves the limit unmet. The claim itself locks a group's cursor row per
 // partition with FOR UPDATE SKIP LOCKED, so consumers of a group spread over
 // partitions without waiting. It reads the group's stored configuration
 // again after its first cursor lock, and RegisterGroup locks every cursor of
@@ -279,6 +285,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -324,6 +331,9 @@ type Driver struct {
 
 	batchLeases bool       // WithBatchLeases: main claims write batches
 	batches     batchCache // the batches this driver's claims wrote (batch.go)
+	// hot maps a group (cacheKey without token) to the partition whose new
+	// rows filled the driver's last claim of it (claimHot).
+	hot sync.Map
 
 	// Test hooks, set before Migrate.
 	forceReadBack    bool // always read new ids back
