@@ -173,3 +173,48 @@ func TestBatchSettleElsewhere(t *testing.T) {
 		t.Fatalf("%d batches and %d exception rows but the failure left; want none", batches, exceptions)
 	}
 }
+
+// TestClaimHotSeesDue: a claim that follows a full one skips the probe
+// (claimHot) and still leases what is due first: a failure due now, and
+// the members of a batch whose lease expired, before new rows.
+func TestClaimHotSeesDue(t *testing.T) {
+	t.Parallel()
+	drv, _ := openMigrated(t, mysql.WithBatchLeases())
+	st := mustStream(t, drv, "hot", 1)
+	mustGroup(t, drv, driver.GroupConfig{StreamID: st.ID, Name: "g", SchemaVersion: 1})
+	ids := mustAppend(t, drv, st, make([]driver.AppendRow, 40)...)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	claim := func(token string, at time.Time) driver.ClaimResult {
+		t.Helper()
+		return claimAs(t, drv, driver.ClaimParams{Stream: st, Group: "g", Token: token, Holder: "h", Decodes: []int{1}, Limit: 10, Now: at, LeaseUntil: at.Add(time.Minute)})
+	}
+	if c := claim("t1", now); !slices.Equal(deliveryIDs(c.Deliveries), ids[:10]) {
+		t.Fatalf("first claim %v", deliveryIDs(c.Deliveries))
+	}
+	if res, err := drv.Fail(testCtx(t), driver.FailParams{StreamID: st.ID, Group: "g", Now: now,
+		Failures: []driver.Failure{{Lease: driver.Lease{ID: ids[3], Token: "t1"}, Error: "again", Due: now}}}); err != nil || len(res.Lost) != 0 {
+		t.Fatalf("fail: %v %v", res.Lost, err)
+	}
+	c := claim("t2", now)
+	if got := deliveryIDs(c.Deliveries); got[0] != ids[3] || c.Deliveries[0].Attempt != 2 || len(got) != 10 {
+		t.Fatalf("claim after a failure due now: %v (first attempt %d); want %d first, then new rows", got, c.Deliveries[0].Attempt, ids[3])
+	}
+	// Two minutes on, every lease expired (19 deliveries, in two batches and
+	// one exception row): the next claims hand those out again, attempt 2 (3
+	// for the failed one), before any new row.
+	later := now.Add(2 * time.Minute)
+	var again, fresh []int64
+	for _, tok := range []string{"t3", "t4"} {
+		for _, d := range claim(tok, later).Deliveries {
+			if d.Attempt >= 2 {
+				again = append(again, d.ID)
+			} else {
+				fresh = append(fresh, d.ID)
+			}
+		}
+	}
+	slices.Sort(again)
+	if !slices.Equal(again, ids[:19]) || !slices.Equal(fresh, ids[19:20]) {
+		t.Fatalf("after expiry the claims handed out %v again and %v new; want %v again and %v new", again, fresh, ids[:19], ids[19:20])
+	}
+}
