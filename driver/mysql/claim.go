@@ -71,7 +71,9 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	}
 	key := cacheKey{stream: p.Stream.ID, group: p.Group}
 	deferred := 0
-	if part, ok := d.hot.Load(key); ok && p.Limit > 0 {
+	// Not for ordered groups: there the last claim's leases hold the
+	// partition until they are settled.
+	if part, ok := d.hot.Load(key); ok && p.Limit > 0 && !p.Ordered {
 		res, full, ok, err := d.claimHot(ctx, p, part.(int), batches)
 		if err != nil {
 			return driver.ClaimResult{}, err
