@@ -285,13 +285,16 @@ func settleBatches(ctx context.Context, tx querier, streamID int64, group string
 	}
 	var carve []materialization
 	var carved []int
+	var emptied []batchRef // acked whole: deleted in one statement below
 	for i, b := range held {
 		if named[i] == nil {
 			continue
 		}
 		switch {
 		case mode == batchAck:
-			if err := writeBatch(ctx, tx, streamID, b.batchRef, remainingAfter(b.ids, named[i])); err != nil {
+			if len(named[i]) == len(b.ids) {
+				emptied = append(emptied, b.batchRef)
+			} else if err := writeBatch(ctx, tx, streamID, b.batchRef, remainingAfter(b.ids, named[i])); err != nil {
 				return nil, err
 			}
 			for id := range named[i] {
@@ -342,6 +345,11 @@ func settleBatches(ctx context.Context, tx querier, streamID int64, group string
 					rest = append(rest, driver.Lease{ID: id, Token: b.token})
 				}
 			}
+		}
+	}
+	if len(emptied) > 0 {
+		if err := deleteBatches(ctx, tx, streamID, emptied); err != nil {
+			return nil, err
 		}
 	}
 	if len(carve) == 0 {
@@ -560,4 +568,84 @@ func (d *Driver) fastSettle(ctx context.Context, tx driver.Tx, streamID int64, g
 	}
 	d.batches.settled(streamID, b.batchRef, b.ids, remaining)
 	return true, nil
+}
+
+// whole returns the remembered batches of one claim whose every member the
+// leases name, when the leases name those and nothing else.
+func (c *batchCache) whole(stream int64, group string, leases []driver.Lease) ([]heldBatch, bool) {
+	if len(leases) == 0 {
+		return nil, false
+	}
+	token := leases[0].Token
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	parts := c.m[cacheKey{stream, group, token}]
+	if len(parts) < 2 {
+		return nil, false
+	}
+	total := 0
+	for _, b := range parts {
+		total += len(b.ids)
+	}
+	seen := make(map[int64]bool, len(leases))
+	for _, l := range leases {
+		if l.Token != token {
+			return nil, false
+		}
+		if !seen[l.ID] && !slices.ContainsFunc(parts, func(b heldBatch) bool { return b.member(l.ID) }) {
+			return nil, false
+		}
+		seen[l.ID] = true
+	}
+	if len(seen) != total {
+		return nil, false
+	}
+	return slices.Clone(parts), true
+}
+
+// fastAckWhole acks a claim's batches on several partitions, every member
+// of each named, with one DELETE ... RETURNING (MariaDB) that names each
+// batch with the ids the cache expects it to hold. It reports false when
+// that does not apply; else the leases of the batches it did not find as
+// expected, for the locking path.
+func (d *Driver) fastAckWhole(ctx context.Context, streamID int64, group string, leases []driver.Lease) ([]driver.Lease, bool, error) {
+	if !d.returning() {
+		return nil, false, nil
+	}
+	parts, ok := d.batches.whole(streamID, group, leases)
+	if !ok {
+		return nil, false, nil
+	}
+	token := leases[0].Token
+	var sb strings.Builder
+	args := []any{streamID, group, token}
+	for i, b := range parts {
+		if i > 0 {
+			sb.WriteString(" OR ")
+		}
+		sb.WriteString("(`partition` = ? AND ids = ?)")
+		args = append(args, b.part, encodeIDs(b.ids))
+	}
+	deleted := map[int]bool{}
+	err := d.autocommit(ctx, func(q querier) error {
+		clear(deleted)
+		return eachRow(ctx, q, "DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND ("+sb.String()+") RETURNING `partition`", args,
+			func(r *sql.Rows) error {
+				var part int
+				err := r.Scan(&part)
+				deleted[part] = true
+				return err
+			})
+	})
+	d.batches.forget(streamID, group, token)
+	if err != nil {
+		return nil, false, err
+	}
+	var rest []driver.Lease
+	for _, l := range leases {
+		if !slices.ContainsFunc(parts, func(b heldBatch) bool { return deleted[b.part] && b.member(l.ID) }) {
+			rest = append(rest, l)
+		}
+	}
+	return rest, true, nil
 }

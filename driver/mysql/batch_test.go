@@ -218,3 +218,52 @@ func TestClaimHotSeesDue(t *testing.T) {
 		t.Fatalf("after expiry the claims handed out %v again and %v new; want %v again and %v new", again, fresh, ids[:19], ids[19:20])
 	}
 }
+
+// TestBatchAckAcrossPartitions: a claim over several partitions writes one
+// batch each; an ack of all of it settles them together, also when one of
+// them changed meanwhile through another driver.
+func TestBatchAckAcrossPartitions(t *testing.T) {
+	t.Parallel()
+	drv, dsn := openMigrated(t, mysql.WithBatchLeases())
+	other := mysql.Open(dsn, mysql.WithBatchLeases())
+	defer other.Close()
+	st := mustStream(t, drv, "across", 3)
+	mustGroup(t, drv, driver.GroupConfig{StreamID: st.ID, Name: "g", SchemaVersion: 1})
+	rows := make([]driver.AppendRow, 12)
+	for i := range rows {
+		rows[i].Partition = i % 3
+	}
+	mustAppend(t, drv, st, rows...)
+	admin, _ := adminDB(t)
+	count := func(table string) int {
+		t.Helper()
+		var n int
+		if err := admin.QueryRow("SELECT COUNT(*) FROM " + dbName(t, dsn) + "." + table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for round, tok := range []string{"a", "b"} {
+		c := claimAs(t, drv, driver.ClaimParams{Stream: st, Group: "g", Token: tok, Holder: "h", Decodes: []int{1}, Limit: 6})
+		if len(c.Deliveries) != 6 || count("delivery_batch") < 2 || count("delivery_exception") != 0 {
+			t.Fatalf("claim %s: %d deliveries, %d batches, %d exception rows; want 6 in two or more batches and no row",
+				tok, len(c.Deliveries), count("delivery_batch"), count("delivery_exception"))
+		}
+		leases := leasesOf(c.Deliveries, tok)
+		var lost []int64
+		if round == 1 {
+			// Another driver acks one delivery first.
+			if res, err := other.Ack(testCtx(t), driver.AckParams{StreamID: st.ID, Group: "g", Leases: leases[:1], Now: time.Now()}); err != nil || len(res.Lost) != 0 {
+				t.Fatalf("ack through the other driver: %v %v", res.Lost, err)
+			}
+			lost = []int64{leases[0].ID}
+		}
+		res, err := drv.Ack(testCtx(t), driver.AckParams{StreamID: st.ID, Group: "g", Leases: leases, Now: time.Now()})
+		if err != nil || !slices.Equal(res.Lost, lost) {
+			t.Fatalf("ack of claim %s: lost %v, %v; want %v", tok, res.Lost, err, lost)
+		}
+		if n := count("delivery_batch"); n != 0 {
+			t.Fatalf("%d batches left after the ack of claim %s", n, tok)
+		}
+	}
+}

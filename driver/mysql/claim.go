@@ -1054,6 +1054,12 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 		}
 		return d.settleLocked(ctx, p.Tx, p.StreamID, p.Group, p.Leases, batchAck, "", "", apply)
 	}
+	if rest, ok, err := d.fastAckWhole(ctx, p.StreamID, p.Group, p.Leases); ok || err != nil {
+		if err != nil || len(rest) == 0 {
+			return driver.SettleResult{}, err
+		}
+		return d.settleLocked(ctx, nil, p.StreamID, p.Group, rest, batchAck, "", "", apply)
+	}
 	if len(p.Leases) < 2 || !d.returning() || d.batches.known(p.StreamID, p.Group, p.Leases) {
 		return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, batchAck, "", "", stmt)
 	}
