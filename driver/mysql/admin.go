@@ -19,7 +19,8 @@ import (
 // cursor row of the group FOR UPDATE, in partition order as RegisterGroup
 // does, waiting for claims in flight (bounded like an append's wait: FOR
 // UPDATE WAIT n on MariaDB, innodb_lock_wait_timeout on MySQL, and not run
-// again when it ends), then sets the positions. Exceptions are not touched.
+// again when it ends), materializes the group's batches on the partitions
+// it moves, then sets the positions. Exceptions are not touched.
 func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) error {
 	parts := make([]int, 0, len(p.Positions))
 	for part := range p.Positions {
@@ -52,6 +53,14 @@ func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) erro
 		}
 		if len(parts) == 0 {
 			return nil
+		}
+		// The group's batches on the partitions it moves become exception
+		// rows, so that every batch member stays at or below its cursor and
+		// a claim past a cursor moved back passes over them as it passes
+		// over any row with an exception.
+		if _, err := explodeWhole(ctx, tx, p.StreamID, "group_name = ? AND `partition` IN ("+placeholders(len(parts))+")",
+			append([]any{p.Group}, intsToArgs(parts)...), " FOR UPDATE"); err != nil {
+			return err
 		}
 		var sb strings.Builder
 		args := make([]any, 0, 3*len(parts)+2)

@@ -11,6 +11,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/mysql"
+	"github.com/sqlstreams/sqlstreams/driver/mysql/mysqltest"
 )
 
 // BenchmarkMySQL runs the shared benchmarks with the strongest bare
@@ -18,7 +19,8 @@ import (
 //
 //	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkMySQL$' -benchtime 200x ./driver/mysql
 func BenchmarkMySQL(b *testing.B) {
-	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw})
+	batch := mysqltest.BatchTarget()
+	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, Batch: &batch})
 }
 
 // BenchmarkScaleMySQL measures the costs that must stay flat as the log,

@@ -57,10 +57,32 @@ func headExpr(stream driver.StreamConfig) string {
 // polls need. The claim transaction then locks a cursor row (FOR UPDATE
 // SKIP LOCKED) before it reads the group's configuration again, leases due
 // exceptions, and claims new rows from the partitions whose cursor rows it
-// can lock, passing over those other claimers hold.
+// can lock, passing over those other claimers hold. While a backlog is
+// consumed (the driver's last claim of the group filled its limit from one
+// partition's new rows) the claim skips that query and starts with the
+// transaction (claimHot).
 func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimResult, error) {
 	if err := d.check(); err != nil {
 		return driver.ClaimResult{}, err
+	}
+	var batches *[]heldBatch
+	if d.batchLeases {
+		batches = new([]heldBatch)
+	}
+	key := cacheKey{stream: p.Stream.ID, group: p.Group}
+	deferred := 0
+	// Not for ordered groups: there the last claim's leases hold the
+	// partition until they are settled.
+	if part, ok := d.hot.Load(key); ok && p.Limit > 0 && !p.Ordered {
+		res, full, ok, err := d.claimHot(ctx, p, part.(int), batches)
+		if err != nil {
+			return driver.ClaimResult{}, err
+		}
+		d.setHot(key, full)
+		if ok {
+			return res, nil
+		}
+		deferred = res.Deferred
 	}
 	var pr probe
 	err := d.withLog(ctx, p.Stream.ID, func() error {
@@ -71,20 +93,116 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	if err != nil {
 		return driver.ClaimResult{}, d.wrap(ctx, err, opRead)
 	}
-	res := driver.ClaimResult{Group: pr.group}
+	res := driver.ClaimResult{Group: pr.group, Deferred: deferred}
 	if p.Limit <= 0 || (!pr.due && len(pr.fresh) == 0) {
 		return res, nil
 	}
+	full := -1
 	err = d.withLog(ctx, p.Stream.ID, func() error {
 		return d.ownTx(ctx, false, func(tx querier) error {
-			res = driver.ClaimResult{Group: pr.group}
-			return d.claim(ctx, tx, p, pr, &res)
+			res = driver.ClaimResult{Group: pr.group, Deferred: deferred}
+			if batches != nil {
+				*batches = (*batches)[:0]
+			}
+			full = -1
+			return d.claim(ctx, tx, p, pr, &res, batches, &full)
 		})
 	})
 	if err != nil {
 		return driver.ClaimResult{}, err
 	}
+	d.setHot(key, full)
+	if batches != nil {
+		d.batches.add(p.Stream.ID, p.Group, *batches)
+	}
 	return res, nil
+}
+
+// setHot remembers that the last claim of a group filled its limit from
+// partition part's new rows (-1: it did not), so that the next claim goes
+// there without the probe (claimHot).
+func (d *Driver) setHot(key cacheKey, part int) {
+	if part < 0 {
+		d.hot.Delete(key)
+	} else {
+		d.hot.Store(key, part)
+	}
+}
+
+// claimHot claims from partition part, which filled this driver's last
+// claim of the group, without the probe: a backlog is being consumed, and
+// the probe's round trip would only say so again. The cursor lock's
+// statement finds out whether exceptions are due, in subqueries that lock
+// nothing. It reports false when the cursor is taken or the claim got
+// nothing (the backlog ended, or moved to other partitions): then the
+// caller probes and claims as usual, so that an empty claim still means
+// that nothing was claimable. full is the partition that filled this
+// claim, or -1.
+func (d *Driver) claimHot(ctx context.Context, p driver.ClaimParams, part int, batches *[]heldBatch) (res driver.ClaimResult, full int, ok bool, err error) {
+	df, dargs := dueExprs(p, "c.stream_id", "c.group_name")
+	args := append(append([]any{}, dargs...), p.Stream.ID, p.Group, part)
+	err = d.withLog(ctx, p.Stream.ID, func() error {
+		return d.ownTx(ctx, false, func(tx querier) error {
+			res, full, ok = driver.ClaimResult{}, -1, false
+			if batches != nil {
+				*batches = (*batches)[:0]
+			}
+			var pr probe
+			var pos int64
+			err := tx.QueryRowContext(ctx, "SELECT c.position, "+df+" FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` = ? FOR UPDATE SKIP LOCKED",
+				args...).Scan(&pos, &pr.due, &pr.expired)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			pr.due = pr.due || pr.expired
+			// The rest of the limit from the other partitions with new
+			// rows, as the probe would have found them.
+			more := func() ([]int, error) {
+				var out []int
+				err := eachRow(ctx, tx, "SELECT c.`partition` FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` <> ? AND "+pastCursor(p.Stream.ID)+
+					" ORDER BY c.`partition`", []any{p.Stream.ID, p.Group, part}, func(r *sql.Rows) error {
+					var q int
+					err := r.Scan(&q)
+					out = append(out, q)
+					return err
+				})
+				if len(out) > 1 {
+					k := rand.IntN(len(out))
+					out = append(out[k:], out[:k]...)
+				}
+				return out, err
+			}
+			if err := d.claimFenced(ctx, tx, p, pr, []int{part}, map[int]int64{part: pos}, nil, "", &res, batches, &full, more); err != nil {
+				return err
+			}
+			ok = len(res.Deliveries) > 0
+			return nil
+		})
+	})
+	if err != nil {
+		return driver.ClaimResult{}, -1, false, err
+	}
+	if ok && batches != nil {
+		d.batches.add(p.Stream.ID, p.Group, *batches)
+	}
+	return res, full, ok, nil
+}
+
+// dueExprs is two SQL columns for a group (named by the SQL expressions
+// stream and group): whether exceptions at versions the member decodes are
+// due, and whether a batch's lease expired (due whatever its members'
+// versions: the claim explodes it into exception rows, which the version
+// filter then sees). Both read along their due indexes.
+func dueExprs(p driver.ClaimParams, stream, group string) (string, []any) {
+	df, dargs := versionFilter("e.schema_version", p.Decodes)
+	now := ts(p.Now)
+	return `EXISTS (SELECT 1 FROM delivery_exception e FORCE INDEX (delivery_exception_due) WHERE e.stream_id = ` + stream + ` AND e.group_name = ` + group + `
+			AND e.state IN ('leased', 'delayed') AND e.due_at <= ? AND ` + df + `),
+		EXISTS (SELECT 1 FROM delivery_batch b FORCE INDEX (delivery_batch_expiry) WHERE b.stream_id = ` + stream + ` AND b.group_name = ` + group + `
+			AND b.lease_until <= ?)`, append(append([]any{now}, dargs...), now)
 }
 
 // pastCursor is true when the partition of cursor c has rows past it. The
@@ -107,6 +225,9 @@ func newestIDs(streamID int64, cond string) string {
 type probe struct {
 	group driver.GroupConfig
 	due   bool
+	// expired says the group has a batch whose lease expired (then due
+	// is set too).
+	expired bool
 	// fresh lists the partitions with rows past the group's cursor.
 	fresh []int
 }
@@ -116,17 +237,17 @@ type probe struct {
 // have rows past their cursor (one result row per such partition).
 func (d *Driver) probe(ctx context.Context, p driver.ClaimParams) (probe, error) {
 	var pr probe
-	df, dargs := versionFilter("e.schema_version", p.Decodes)
-	args := append([]any{ts(p.Now)}, dargs...)
+	df, args := dueExprs(p, "g.stream_id", "g.name")
 	args = append(args, p.Stream.ID, p.Group)
 	found := false
-	err := eachRow(ctx, d.db, `SELECT g.`+strings.ReplaceAll(groupColumns, ", ", ", g.")+`,
-		EXISTS (SELECT 1 FROM delivery_exception e FORCE INDEX (delivery_exception_due) WHERE e.stream_id = g.stream_id AND e.group_name = g.name
-			AND e.state IN ('leased', 'delayed') AND e.due_at <= ? AND `+df+`), c.`+"`partition`"+`
+	err := eachRow(ctx, d.db, `SELECT g.`+strings.ReplaceAll(groupColumns, ", ", ", g.")+`, `+df+`, c.`+"`partition`"+`
 		FROM consumer_group g LEFT JOIN group_cursor c ON c.stream_id = g.stream_id AND c.group_name = g.name AND `+pastCursor(p.Stream.ID)+`
 		WHERE g.stream_id = ? AND g.name = ? ORDER BY c.`+"`partition`", args, func(r *sql.Rows) error {
 		var part sql.NullInt64
-		g, _, err := scanGroup(r, &pr.due, &part)
+		var expired bool
+		g, _, err := scanGroup(r, &pr.due, &expired, &part)
+		pr.expired = pr.expired || expired
+		pr.due = pr.due || expired
 		pr.group, found = g, true
 		if part.Valid {
 			pr.fresh = append(pr.fresh, int(part.Int64))
@@ -145,8 +266,10 @@ func (d *Driver) probe(ctx context.Context, p driver.ClaimParams) (probe, error)
 	return pr, nil
 }
 
-// claim runs in the claim transaction.
-func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, res *driver.ClaimResult) error {
+// claim runs in the claim transaction. With batch leases on, batches
+// collects the batches the main claim wrote; full is set to the partition
+// whose new rows filled the claim, if one did.
+func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, res *driver.ClaimResult, batches *[]heldBatch, full *int) error {
 	// Only the cursors of partitions with new rows are worth locking; visit
 	// them from a random one, so that claimers spread over partitions.
 	cands := slices.Clone(pr.fresh)
@@ -195,7 +318,36 @@ func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr
 			groupLock = " LOCK IN SHARE MODE" + d.waitClause()
 		}
 	}
-	g, err := loadGroup(ctx, tx, p.Stream.ID, p.Group, groupLock)
+	return d.claimFenced(ctx, tx, p, pr, cands, positions, skipped, groupLock, res, batches, full, nil)
+}
+
+// claimFenced goes on with a claim once its first cursor lock (positions)
+// or the group row's shared lock (groupLock) is its fence: it reads the
+// configuration, leases due exceptions, then claims new rows from cands,
+// passing over the partitions in skipped; when those leave the limit
+// unmet, more (if not nil) names further candidates.
+func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, cands []int, positions map[int]int64, skipped map[int]bool,
+	groupLock string, res *driver.ClaimResult, batches *[]heldBatch, full *int, more func() ([]int, error)) error {
+	var g driver.GroupConfig
+	var err error
+	// newestException is the group's highest exception id, read with the
+	// configuration when the main claim writes batches: only rows at or
+	// below it can have an exception row the batch must pass over. No
+	// exception row past a cursor this claim holds can appear meanwhile:
+	// they are made under the cursor lock or by SetCursors, which waits for
+	// it (materialized batch members are at or below their cursor).
+	var newestException int64
+	if batches != nil && groupLock == "" {
+		var newest sql.NullInt64
+		g, _, err = scanGroup(tx.QueryRowContext(ctx, `SELECT `+groupColumns+`, (SELECT MAX(e.msg_id) FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ?)
+			FROM consumer_group WHERE stream_id = ? AND name = ?`, p.Stream.ID, p.Group, p.Stream.ID, p.Group), &newest)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = fmt.Errorf("group %q: %w", p.Group, driver.ErrGroupNotFound)
+		}
+		newestException = newest.Int64
+	} else {
+		g, err = loadGroup(ctx, tx, p.Stream.ID, p.Group, groupLock)
+	}
 	if err != nil {
 		return err
 	}
@@ -208,6 +360,14 @@ func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr
 	// them again past a cursor that was moved back.
 	var leasedNow map[int64]bool
 	if pr.due {
+		// Expired batches first become the leased exception rows they
+		// stand for, which the exception claim takes as it takes any
+		// expired lease.
+		if pr.expired {
+			if err := explodeExpired(ctx, tx, p); err != nil {
+				return err
+			}
+		}
 		got, err := claimExceptions(ctx, tx, p, plan)
 		if err != nil {
 			return err
@@ -218,7 +378,8 @@ func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr
 			leasedNow[dl.ID] = true
 		}
 	}
-	for _, part := range cands {
+	for i := 0; i < len(cands); i++ {
+		part := cands[i]
 		if len(res.Deliveries) >= p.Limit || groupLock != "" {
 			break
 		}
@@ -235,12 +396,23 @@ func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr
 				continue
 			}
 		}
-		got, deferred, err := claimPartition(ctx, tx, p, plan, part, pos, p.Limit-len(res.Deliveries), leasedNow)
+		want := p.Limit - len(res.Deliveries)
+		got, deferred, err := d.claimPartition(ctx, tx, p, plan, part, pos, want, leasedNow, batches, newestException)
 		if err != nil {
 			return err
 		}
 		res.Deliveries = append(res.Deliveries, got...)
 		res.Deferred += deferred
+		if len(got) == want {
+			*full = part
+		}
+		if i == len(cands)-1 && more != nil && len(res.Deliveries) < p.Limit {
+			extra, err := more()
+			if err != nil {
+				return err
+			}
+			cands, more = append(cands, extra...), nil
+		}
 	}
 	return nil
 }
@@ -262,21 +434,25 @@ func lockCursor(ctx context.Context, tx querier, p driver.ClaimParams, part int)
 // decode become due exceptions for members that can; they are counted in
 // deferred. A row the group already has an exception for (its cursor was
 // moved back over it with SetCursors) keeps that exception as it is: the
-// claim passes over it, and goes on reading to fill the limit.
-func claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, part int, cursor int64, limit int,
-	leasedNow map[int64]bool) (taken []driver.Delivery, deferred int, err error) {
+// claim passes over it, and goes on reading to fill the limit. With batches
+// (batch leases on) the rows taken become one batch, appended to batches,
+// instead of leased exception rows.
+func (d *Driver) claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, part int, cursor int64, limit int,
+	leasedNow map[int64]bool, batches *[]heldBatch, newestException int64) (taken []driver.Delivery, deferred int, err error) {
 	if p.Ordered {
-		// A pending (leased or delayed) exception holds the partition. New
-		// exceptions of a partition are only made under its cursor lock,
-		// which this transaction holds.
-		var pending int
-		err := tx.QueryRowContext(ctx, "SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `partition` = ? AND state IN ('leased', 'delayed') LIMIT 1",
-			p.Stream.ID, p.Group, part).Scan(&pending)
-		if err == nil {
-			return nil, 0, nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
+		// A pending (leased or delayed) exception or a batch holds the
+		// partition. New exceptions and batches of a partition are only
+		// made under its cursor lock, which this transaction holds, or by
+		// materializing a batch's members in the transaction that shrinks
+		// it: one statement, one snapshot, sees the batch or the rows.
+		var pending bool
+		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `partition` = ? AND state IN ('leased', 'delayed'))"+
+			" OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND `partition` = ?)",
+			p.Stream.ID, p.Group, part, p.Stream.ID, p.Group, part).Scan(&pending); err != nil {
 			return nil, 0, err
+		}
+		if pending {
+			return nil, 0, nil
 		}
 	}
 	vf, vargs := versionFilter("m.schema_version", plan.Versions)
@@ -285,8 +461,23 @@ func claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan 
 	// is a consistent read of committed rows; appends commit a partition's
 	// ids in increasing order, so it sees a gap-free prefix (C5).
 	query := "SELECT m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, " +
-		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(p.Stream) +
-		" FROM " + logTable(p.Stream.ID) + " m WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?"
+		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(p.Stream)
+	var exArgs []any
+	excepting := batches != nil && newestException > cursor
+	if excepting {
+		// Whether the group has an exception row for the row (a cursor
+		// moved back over it), which the batch must not hold too: looked
+		// up only when the group's newest exception lies past the cursor.
+		query += ", m.id <= ? AND EXISTS (SELECT 1 FROM delivery_exception x WHERE x.stream_id = " + strconv.FormatInt(p.Stream.ID, 10) + " AND x.group_name = ? AND x.msg_id = m.id)"
+		exArgs = []any{newestException, p.Group}
+	}
+	// A stream of one partition is read along the primary key: the
+	// (partition, id) index would add a lookup of each row in it.
+	index := ""
+	if p.Stream.Partitions == 1 {
+		index = " FORCE INDEX (PRIMARY)"
+	}
+	query += " FROM " + logTable(p.Stream.ID) + " m" + index + " WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?"
 	start, scanned := cursor, 0
 	window := min(max(limit, minWindow), maxWindow)
 	exhausted := false
@@ -296,22 +487,26 @@ func claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan 
 		stopped := false // an ordered group met a row it defers
 	scan:
 		for len(taken)+len(round) < limit && scanned < maxScan {
-			args := append(append(append(make([]any, 0, 2*len(vargs)+3), vargs...), vargs...), part, cursor, window)
+			args := append(append(append(append(make([]any, 0, 2*len(vargs)+5), vargs...), vargs...), exArgs...), part, cursor, window)
 			rows, err := tx.QueryContext(ctx, query, args...)
 			if err != nil {
 				return nil, 0, err
 			}
 			n := 0
 			for rows.Next() {
-				var versionOK, head bool
-				r, err := scanRow(rows, &versionOK, &head)
+				var versionOK, head, excepted bool
+				dest := []any{&versionOK, &head}
+				if excepting {
+					dest = append(dest, &excepted)
+				}
+				r, err := scanRow(rows, dest...)
 				if err != nil {
 					rows.Close()
 					return nil, 0, err
 				}
 				n++
 				cursor = r.ID
-				if !versionOK || !head || !plan.Matches(r.RoutingKey) {
+				if excepted || !versionOK || !head || !plan.Matches(r.RoutingKey) {
 					continue
 				}
 				if !plan.Decodes(r.SchemaVersion) {
@@ -341,7 +536,19 @@ func claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan 
 			}
 			window = min(2*window, maxWindow)
 		}
-		kept, keptLater, err := insertExceptions(ctx, tx, p, round, later, leasedNow)
+		var kept []driver.Delivery
+		var keptLater int
+		switch {
+		case batches == nil:
+			kept, keptLater, err = insertExceptions(ctx, tx, p, round, later, leasedNow)
+		case len(later) > 0:
+			// The rows passed over above have no exception row: every one
+			// taken is kept, for the batch written below.
+			_, keptLater, err = insertExceptions(ctx, tx, p, nil, later, leasedNow)
+			kept = round
+		default:
+			kept = round
+		}
 		if err != nil {
 			return nil, 0, err
 		}
@@ -354,6 +561,17 @@ func claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan 
 	}
 	if cursor == start {
 		return nil, 0, nil
+	}
+	if batches != nil && len(taken) > 0 {
+		ids := make([]int64, len(taken))
+		for i, t := range taken {
+			ids[i] = t.ID
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO delivery_batch (stream_id, group_name, lease_token, `partition`, first_id, last_id, ids, holder, lease_until, created_at)"+
+			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", p.Stream.ID, p.Group, p.Token, part, ids[0], ids[len(ids)-1], encodeIDs(ids), p.Holder, ts(p.LeaseUntil), ts(p.Now)); err != nil {
+			return nil, 0, err
+		}
+		*batches = append(*batches, heldBatch{batchRef: batchRef{group: p.Group, token: p.Token, part: part}, ids: ids})
 	}
 	if _, err := tx.ExecContext(ctx, "UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND `partition` = ?",
 		cursor, p.Stream.ID, p.Group, part); err != nil {
@@ -551,16 +769,24 @@ func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.
 }
 
 // lowestPending returns the lowest pending (leased or delayed) exception of
-// each partition of the group, at any version, or of the given partitions.
+// each partition of the group, at any version, or of the given partitions;
+// a batch's lowest member counts as pending too (it is a leased exception
+// in compressed form). One statement, so that one snapshot sees a batch or
+// the rows materialized from it.
 func lowestPending(ctx context.Context, tx querier, p driver.ClaimParams, parts []int) (map[int]int64, error) {
-	q := "SELECT `partition`, MIN(msg_id) FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND state IN ('leased', 'delayed')"
+	q := "SELECT `partition`, msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND state IN ('leased', 'delayed')"
+	qb := "SELECT `partition`, first_id FROM delivery_batch WHERE stream_id = ? AND group_name = ?"
 	args := []any{p.Stream.ID, p.Group}
+	var pargs []any
 	if parts != nil {
 		q += " AND `partition` IN (" + placeholders(len(parts)) + ")"
-		args = append(args, intsToArgs(parts)...)
+		qb += " AND `partition` IN (" + placeholders(len(parts)) + ")"
+		pargs = intsToArgs(parts)
 	}
+	args = append(append(args, pargs...), p.Stream.ID, p.Group)
+	args = append(args, pargs...)
 	out := map[int]int64{}
-	err := eachRow(ctx, tx, q+" GROUP BY `partition`", args, func(r *sql.Rows) error {
+	err := eachRow(ctx, tx, "SELECT `partition`, MIN(msg_id) FROM ("+q+" UNION ALL "+qb+") x GROUP BY `partition`", args, func(r *sql.Rows) error {
 		var part int
 		var id int64
 		err := r.Scan(&part, &id)
@@ -686,17 +912,22 @@ func (d *Driver) settleOne(ctx context.Context, streamID int64, group string, l 
 	return driver.SettleResult{}, nil
 }
 
-// settleLocked settles leases in one transaction that first locks those
-// still leased with their token, then has apply change exactly those: a
-// transaction of the driver's own, or the caller's when callerTx is not nil
-// (then neither committed nor rolled back here).
+// settleLocked settles leases in one transaction that first settles the
+// batch members among them (settleBatches, with mode, until and now), then
+// locks the exception rows still leased with their token and has apply
+// change exactly those: a transaction of the driver's own, or the caller's
+// when callerTx is not nil (then neither committed nor rolled back here).
 func (d *Driver) settleLocked(ctx context.Context, callerTx driver.Tx, streamID int64, group string, leases []driver.Lease,
-	apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
+	mode batchMode, until, now string, apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
 	changed := map[int64]bool{}
 	err := d.inTx(ctx, callerTx, func(tx querier) error {
 		clear(changed)
-		for s := 0; s < len(leases); s += settleChunk {
-			part := leases[s:min(s+settleChunk, len(leases))]
+		rest, err := settleBatches(ctx, tx, streamID, group, leases, mode, until, now, changed)
+		if err != nil {
+			return err
+		}
+		for s := 0; s < len(rest); s += settleChunk {
+			part := rest[s:min(s+settleChunk, len(rest))]
 			pred, pargs := leasedPairs(part)
 			var ids []int64
 			if err := eachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `+pred+` FOR UPDATE`,
@@ -723,7 +954,45 @@ func (d *Driver) settleLocked(ctx context.Context, callerTx driver.Tx, streamID 
 	if err != nil {
 		return driver.SettleResult{}, err
 	}
+	d.forgetTokens(streamID, group, leases)
 	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
+}
+
+// forgetTokens drops the cached batches of the leases' claims after the
+// locking path changed them.
+func (d *Driver) forgetTokens(streamID int64, group string, leases []driver.Lease) {
+	if !d.batches.known(streamID, group, leases) {
+		return
+	}
+	tokens := make([]string, 0, 1)
+	for _, l := range leases {
+		if !slices.Contains(tokens, l.Token) {
+			tokens = append(tokens, l.Token)
+		}
+	}
+	d.batches.forget(streamID, group, tokens...)
+}
+
+// thenBatches settles, after a statement on exception rows that reported
+// res, the leases it left unchanged on the locking path: they may be
+// members of a batch (one another process wrote, or this one no longer
+// remembers). Nothing more runs when every lease changed, the common case.
+func (d *Driver) thenBatches(ctx context.Context, res driver.SettleResult, err error, streamID int64, group string, leases []driver.Lease,
+	mode batchMode, until, now string, apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
+	if err != nil || len(res.Lost) == 0 {
+		return res, err
+	}
+	lost := make(map[int64]bool, len(res.Lost))
+	for _, id := range res.Lost {
+		lost[id] = true
+	}
+	again := make([]driver.Lease, 0, len(res.Lost))
+	for _, l := range leases {
+		if lost[l.ID] {
+			again = append(again, l)
+		}
+	}
+	return d.settleLocked(ctx, nil, streamID, group, again, mode, until, now, apply)
 }
 
 // byIDs is the WHERE clause naming exception rows by id, and its arguments.
@@ -733,20 +1002,30 @@ func byIDs(streamID int64, group string, ids []int64) (string, []any) {
 }
 
 // settleAll changes leases with stmt, a statement setting columns (with
-// args) to which the WHERE clause is appended: one statement for one lease,
-// else the transaction of settleLocked.
-func (d *Driver) settleAll(ctx context.Context, streamID int64, group string, leases []driver.Lease, stmt string, args ...any) (driver.SettleResult, error) {
-	switch len(leases) {
-	case 0:
+// args) to which the WHERE clause is appended, doing mode to batch members
+// (until and now for an extension): members of one batch this driver
+// claimed, when mode allows, one statement on the batch (fastSettle); one
+// lease of no such batch, one statement on its exception row (then the
+// locking path if that did not change it); else the transaction of
+// settleLocked.
+func (d *Driver) settleAll(ctx context.Context, streamID int64, group string, leases []driver.Lease, mode batchMode, until, now string,
+	stmt string, args ...any) (driver.SettleResult, error) {
+	if len(leases) == 0 {
 		return driver.SettleResult{}, d.check()
-	case 1:
-		return d.settleOne(ctx, streamID, group, leases[0], stmt, args...)
 	}
-	return d.settleLocked(ctx, nil, streamID, group, leases, func(tx querier, ids []int64) error {
+	if ok, err := d.fastSettle(ctx, nil, streamID, group, leases, mode, until, now); ok || err != nil {
+		return driver.SettleResult{}, err
+	}
+	apply := func(tx querier, ids []int64) error {
 		where, wargs := byIDs(streamID, group, ids)
 		_, err := tx.ExecContext(ctx, stmt+where, append(slices.Clone(args), wargs...)...)
 		return err
-	})
+	}
+	if len(leases) == 1 && !d.batches.known(streamID, group, leases) {
+		res, err := d.settleOne(ctx, streamID, group, leases[0], stmt, args...)
+		return d.thenBatches(ctx, res, err, streamID, group, leases, mode, until, now, apply)
+	}
+	return d.settleLocked(ctx, nil, streamID, group, leases, mode, until, now, apply)
 }
 
 // checkTx validates a caller's transaction given with nothing to settle.
@@ -761,18 +1040,28 @@ func (d *Driver) checkTx(ctx context.Context, tx driver.Tx) error {
 // engine and the caller's pool settings.
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
 	const stmt = `DELETE FROM delivery_exception`
+	apply := func(tx querier, ids []int64) error {
+		where, wargs := byIDs(p.StreamID, p.Group, ids)
+		_, err := tx.ExecContext(ctx, stmt+where, wargs...)
+		return err
+	}
 	if p.Tx != nil {
 		if len(p.Leases) == 0 {
 			return driver.SettleResult{}, d.checkTx(ctx, p.Tx)
 		}
-		return d.settleLocked(ctx, p.Tx, p.StreamID, p.Group, p.Leases, func(tx querier, ids []int64) error {
-			where, wargs := byIDs(p.StreamID, p.Group, ids)
-			_, err := tx.ExecContext(ctx, stmt+where, wargs...)
-			return err
-		})
+		if ok, err := d.fastSettle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, batchAck, "", ""); ok || err != nil {
+			return driver.SettleResult{}, err
+		}
+		return d.settleLocked(ctx, p.Tx, p.StreamID, p.Group, p.Leases, batchAck, "", "", apply)
 	}
-	if len(p.Leases) < 2 || !d.returning() {
-		return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, stmt)
+	if rest, ok, err := d.fastAckWhole(ctx, p.StreamID, p.Group, p.Leases); ok || err != nil {
+		if err != nil || len(rest) == 0 {
+			return driver.SettleResult{}, err
+		}
+		return d.settleLocked(ctx, nil, p.StreamID, p.Group, rest, batchAck, "", "", apply)
+	}
+	if len(p.Leases) < 2 || !d.returning() || d.batches.known(p.StreamID, p.Group, p.Leases) {
+		return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, batchAck, "", "", stmt)
 	}
 	changed := map[int64]bool{}
 	run := func(q querier) error {
@@ -802,7 +1091,7 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 	if err != nil {
 		return driver.SettleResult{}, err
 	}
-	return driver.SettleResult{Lost: driver.Lost(p.Leases, changed)}, nil
+	return d.thenBatches(ctx, driver.SettleResult{Lost: driver.Lost(p.Leases, changed)}, nil, p.StreamID, p.Group, p.Leases, batchAck, "", "", apply)
 }
 
 // appendFailure appends one entry to a delivery's failure history, in the
@@ -844,12 +1133,8 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 		return driver.SettleResult{}, d.checkTx(ctx, p.Tx)
 	case len(p.Failures) == 0:
 		return driver.SettleResult{}, d.check()
-	case len(p.Failures) == 1 && p.Tx == nil:
-		f := p.Failures[0]
-		state, due := outcome(f)
-		return d.settleOne(ctx, p.StreamID, p.Group, leases[0], set, state, due, f.Error, now, now, driver.CutHistoryError(f.Error), at)
 	}
-	return d.settleLocked(ctx, p.Tx, p.StreamID, p.Group, leases, func(tx querier, ids []int64) error {
+	apply := func(tx querier, ids []int64) error {
 		type values struct{ state, due, error string }
 		var order []values
 		groups := map[values][]int64{}
@@ -869,7 +1154,14 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 			}
 		}
 		return nil
-	})
+	}
+	if len(p.Failures) == 1 && p.Tx == nil && !d.batches.known(p.StreamID, p.Group, leases) {
+		f := p.Failures[0]
+		state, due := outcome(f)
+		res, err := d.settleOne(ctx, p.StreamID, p.Group, leases[0], set, state, due, f.Error, now, now, driver.CutHistoryError(f.Error), at)
+		return d.thenBatches(ctx, res, err, p.StreamID, p.Group, leases, batchCarve, "", "", apply)
+	}
+	return d.settleLocked(ctx, p.Tx, p.StreamID, p.Group, leases, batchCarve, "", "", apply)
 }
 
 const releaseSet = `UPDATE delivery_exception SET state = 'delayed', due_at = ?, attempt = attempt - 1, lease_token = NULL, updated_at = ?`
@@ -878,16 +1170,27 @@ const releaseSet = `UPDATE delivery_exception SET state = 'delayed', due_at = ?,
 func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.SettleResult, error) {
 	now := ts(p.Now)
 	if p.ClaimToken != "" {
-		_, err := d.exec(ctx, releaseSet+` WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND state = 'leased'`,
-			now, now, p.StreamID, p.Group, p.ClaimToken)
+		// The claim's batches become leased exception rows first, which the
+		// statement then releases with the rest.
+		err := d.inTx(ctx, nil, func(tx querier) error {
+			if _, err := explodeWhole(ctx, tx, p.StreamID, "group_name = ? AND lease_token = ?", []any{p.Group, p.ClaimToken}, " FOR UPDATE"); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, releaseSet+` WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND state = 'leased'`,
+				now, now, p.StreamID, p.Group, p.ClaimToken)
+			return err
+		})
+		d.batches.forget(p.StreamID, p.Group, p.ClaimToken)
 		return driver.SettleResult{}, err
 	}
-	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, releaseSet, now, now)
+	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, batchCarve, "", "", releaseSet, now, now)
 }
 
-// Extend implements driver.Driver.
+// Extend implements driver.Driver. Extending every remaining member of a
+// batch moves the batch's lease; extending some of them materializes those.
 func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
-	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, ts(p.Until), ts(p.Now))
+	until, now := ts(p.Until), ts(p.Now)
+	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, batchExtend, until, now, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, until, now)
 }
 
 // ListDead implements driver.Driver.

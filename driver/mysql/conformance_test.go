@@ -16,3 +16,5 @@ var (
 func TestMain(m *testing.M) { conformance.Main(m, target) }
 
 func TestConformance(t *testing.T) { conformance.Run(t, target) }
+
+func TestConformanceBatchLeases(t *testing.T) { conformance.Run(t, mysqltest.BatchTarget()) }

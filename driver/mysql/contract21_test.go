@@ -798,7 +798,7 @@ func TestMigrationAPI(t *testing.T) {
 	defer drv.Close()
 	ctx := testCtx(t)
 	ms, err := drv.Migrations()
-	if err != nil || len(ms) != 6 {
+	if err != nil || len(ms) != 7 {
 		t.Fatalf("migrations: %d, %v", len(ms), err)
 	}
 	for i, m := range ms {
@@ -876,11 +876,29 @@ func TestMigrationAPI(t *testing.T) {
 	if err := drv.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := applied(); !slices.Equal(got, []int{1, 2, 3, 4, 5, 6}) {
+	if got := applied(); !slices.Equal(got, []int{1, 2, 3, 4, 5, 6, 7}) {
 		t.Fatalf("applied after Migrate: %v", got)
 	}
-	refused("down 2 under 3, 4, 5 and 6", apply(2, true), "later migrations applied (versions 3, 4, 5, 6)")
-	refused("down 4 under 5 and 6", apply(4, true), "later migrations applied (versions 5, 6)")
+	refused("down 2 under 3 to 7", apply(2, true), "later migrations applied (versions 3, 4, 5, 6, 7)")
+	refused("down 4 under 5, 6 and 7", apply(4, true), "later migrations applied (versions 5, 6, 7)")
+	refused("down 6 under 7", apply(6, true), "later migrations applied (versions 7)")
+	// 0007 down drops the batches (TestBatchLeasesDown: with their leases
+	// kept); up puts the table back.
+	if err := apply(7, true); err != nil {
+		t.Fatal(err)
+	}
+	if tableExists(t, dsn, "delivery_batch") {
+		t.Error("0007 down left delivery_batch")
+	}
+	if err := apply(7, false); err != nil {
+		t.Fatal(err)
+	}
+	if !tableExists(t, dsn, "delivery_batch") {
+		t.Error("0007 up again did not create delivery_batch")
+	}
+	if err := apply(7, true); err != nil {
+		t.Fatal(err)
+	}
 	refused("down 5 under 6", apply(5, true), "later migrations applied (versions 6)")
 	// 0006 down drops the row counts; up puts them back.
 	if err := apply(6, true); err != nil {
@@ -1129,7 +1147,7 @@ func TestResetNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, v := range []int{6, 5, 4} {
+	for _, v := range []int{7, 6, 5, 4} {
 		if err := drv.ApplyMigration(ctx, driver.ApplyMigrationParams{Version: v, Down: true}); err != nil {
 			t.Fatal(err)
 		}

@@ -166,8 +166,12 @@ func (d *Driver) health(ctx context.Context, tx querier, streamID int64, st *dri
 			}
 		}
 	}
-	if err := eachRow(ctx, tx, `SELECT group_name, schema_version, state, COUNT(*) FROM delivery_exception WHERE stream_id = ?
-		GROUP BY group_name, schema_version, state`, []any{streamID}, func(r *sql.Rows) error {
+	// Batch members are leased exceptions, at their rows' versions.
+	if err := eachRow(ctx, tx, `SELECT group_name, schema_version, state, SUM(n) FROM (
+		SELECT group_name, schema_version, state, COUNT(*) n FROM delivery_exception WHERE stream_id = ? GROUP BY group_name, schema_version, state
+		UNION ALL SELECT b.group_name, m.schema_version, 'leased', COUNT(*) FROM delivery_batch b JOIN `+jsonIDs+` JOIN `+table+` m ON m.id = j.id
+			WHERE b.stream_id = ? GROUP BY b.group_name, m.schema_version) x
+		GROUP BY group_name, schema_version, state ORDER BY group_name, schema_version, state`, []any{streamID, streamID}, func(r *sql.Rows) error {
 		var e driver.ExceptionCount
 		err := r.Scan(&e.Group, &e.Version, &e.State, &e.Count)
 		st.Exceptions = append(st.Exceptions, e)
@@ -175,14 +179,17 @@ func (d *Driver) health(ctx context.Context, tx querier, streamID int64, st *dri
 	}); err != nil {
 		return err
 	}
-	// Leases per (group, holder), and when the last of them expires.
-	// Through the groups, so that each is a range of the (stream, group,
-	// state) index holding its leases only, not a scan of the stream's dead
-	// letters.
-	return eachRow(ctx, tx, `SELECT e.group_name, COALESCE(e.holder, ''), COUNT(*), MAX(e.due_at) FROM consumer_group g
-		JOIN delivery_exception e ON e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
-		WHERE g.stream_id = ? GROUP BY e.group_name, COALESCE(e.holder, '') ORDER BY e.group_name, COALESCE(e.holder, '')`,
-		[]any{streamID}, func(r *sql.Rows) error {
+	// Leases per (group, holder), and when the last of them expires, batch
+	// members included. Through the groups, so that each is a range of the
+	// (stream, group, state) index holding its leases only, not a scan of
+	// the stream's dead letters.
+	return eachRow(ctx, tx, `SELECT group_name, holder, SUM(n), MAX(until) FROM (
+		SELECT e.group_name, COALESCE(e.holder, '') holder, COUNT(*) n, MAX(e.due_at) until FROM consumer_group g
+			JOIN delivery_exception e ON e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
+			WHERE g.stream_id = ? GROUP BY e.group_name, COALESCE(e.holder, '')
+		UNION ALL SELECT b.group_name, COALESCE(b.holder, ''), JSON_LENGTH(b.ids), b.lease_until FROM delivery_batch b WHERE b.stream_id = ?) x
+		GROUP BY group_name, holder ORDER BY group_name, holder`,
+		[]any{streamID, streamID}, func(r *sql.Rows) error {
 			var h driver.HolderCount
 			var holder []byte
 			var until time.Time
@@ -224,6 +231,9 @@ func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, er
 				return err
 			}
 			removed = int64(len(victims))
+			if err := materializeOverlapping(ctx, tx, stream.ID, victims); err != nil {
+				return err
+			}
 			return d.deleteRows(ctx, tx, stream, victims, false)
 		})
 	})
@@ -348,7 +358,11 @@ func (d *Driver) retain(ctx context.Context, tx querier, req driver.RetainParams
 	sid := strconv.FormatInt(stream.ID, 10)
 	if !r.Hard {
 		where += " AND NOT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = " + sid + " AND c.`partition` = m.`partition` AND c.position < m.id)" +
-			" AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = " + sid + " AND e.msg_id = m.id)"
+			" AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = " + sid + " AND e.msg_id = m.id)" +
+			// Nor a row at or above any batch's lowest member: batch
+			// members are leased exceptions (one snapshot sees a batch or
+			// the rows materialized from it).
+			" AND m.id < COALESCE((SELECT MIN(b.first_id) FROM delivery_batch b WHERE b.stream_id = " + sid + "), m.id + 1)"
 	}
 	var victims []driver.RetainCandidate
 	if err := eachRow(ctx, tx, "SELECT m.id, m.`partition`, m.schema_version, m.routing_key FROM "+table+" m WHERE "+where+" ORDER BY m.id LIMIT ?",
@@ -369,6 +383,11 @@ func (d *Driver) retain(ctx context.Context, tx querier, req driver.RetainParams
 		// meanwhile.
 		groups, err := d.loadGroups(ctx, tx, stream, true)
 		if err != nil {
+			return err
+		}
+		// Batch members among the victims become exception rows, which
+		// count as held below and go with their rows.
+		if err := materializeOverlapping(ctx, tx, stream.ID, victims); err != nil {
 			return err
 		}
 		held := map[string]map[int64]bool{}
@@ -435,4 +454,44 @@ func retainBound(ctx context.Context, tx querier, stream driver.StreamConfig, no
 			return one(`SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1 OFFSET ?`, n)
 		},
 	})
+}
+
+// materializeOverlapping writes back as exception rows the members of the
+// stream's batches that are among the victims, and removes them from their
+// batches, before the rows are removed: the exception rows then go with
+// them (hard retention counts them as held, not unread), and the holders'
+// settles find those leases lost, as they find removed exception rows. Only
+// the batches whose id range overlaps the victims' are locked and read.
+func materializeOverlapping(ctx context.Context, tx querier, streamID int64, victims []driver.RetainCandidate) error {
+	if len(victims) == 0 {
+		return nil
+	}
+	gone := make(map[int64]bool, len(victims))
+	lo, hi := victims[0].ID, victims[0].ID
+	for _, v := range victims {
+		lo, hi = min(lo, v.ID), max(hi, v.ID)
+		gone[v.ID] = true
+	}
+	held, err := lockBatches(ctx, tx, streamID, "first_id <= ? AND last_id >= ?", []any{hi, lo}, " FOR UPDATE")
+	if err != nil {
+		return err
+	}
+	for _, b := range held {
+		var ids []int64
+		for _, id := range b.ids {
+			if gone[id] {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		if err := materialize(ctx, tx, streamID, []materialization{{ref: b.batchRef, ids: ids}}); err != nil {
+			return err
+		}
+		if err := writeBatch(ctx, tx, streamID, b.batchRef, remainingAfter(b.ids, gone)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

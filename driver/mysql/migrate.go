@@ -281,7 +281,8 @@ func supported(version string) (mariadb bool, err error) {
 //	    "COLUMN DEFINITION..."
 //
 // A statement or directive naming the table {log} runs once per existing
-// stream log, with {log} replaced by message_log_<id>.
+// stream log, with {log} replaced by message_log_<id> and {stream}, if the
+// statement has it, by <id>.
 type step struct {
 	sql       string
 	guard     []string // unless-column or if-column: table, column
@@ -289,7 +290,10 @@ type step struct {
 	dropCheck []string // drop-checks: table, column, definition
 }
 
-const logToken = "{log}"
+const (
+	logToken    = "{log}"
+	streamToken = "{stream}"
+)
 
 func directive(trimmed string) (string, bool) {
 	if d, ok := strings.CutPrefix(trimmed, "--@"); ok {
@@ -345,7 +349,9 @@ func (d *Driver) runStep(ctx context.Context, conn *sql.Conn, s step) error {
 		}
 	}
 	for _, table := range names {
-		expand := func(v string) string { return strings.ReplaceAll(v, logToken, table) }
+		expand := func(v string) string {
+			return strings.ReplaceAll(strings.ReplaceAll(v, logToken, table), streamToken, strings.TrimPrefix(table, "message_log_"))
+		}
 		switch {
 		case s.dropCheck != nil:
 			if err := d.dropChecks(ctx, conn, expand(s.dropCheck[0]), s.dropCheck[1], s.dropCheck[2]); err != nil {

@@ -64,7 +64,9 @@
 // down under the lock Migrate holds, and refuses an Up already applied or
 // whose predecessor is not, and a Down not applied, without down SQL, or
 // under later applied migrations (0002, the registry, and 0004, the failure
-// history, can go down; 0001 and 0003 cannot). A migration is not one
+// history, can go down; 0001 and 0003 cannot; 0007 down writes every batch
+// lease back as the leased exception rows it stands for before it drops
+// delivery_batch). A migration is not one
 // transaction (DDL commits on its own) but each of its statements is
 // idempotent, so one that died half-way is run again. The SQL Migrations
 // returns is the files' text; the driver's directives in it are comments
@@ -132,7 +134,11 @@
 // Claims run in short transactions, never while a handler runs. A claim
 // first reads, in one query without a transaction, the group, whether
 // anything is due for it and which partitions have rows past its cursors;
-// most polls end there. The claim itself locks a group's cursor row per
+// most polls end there. A claim that follows one which filled its limit
+// from a partition's new rows (a backlog) skips that read: it locks that
+// partition's cursor at once, in a statement that also finds out whether
+// anything is due, and looks for other partitions with new rows only if
+// the first leaves the limit unmet. The claim itself locks a group's cursor row per
 // partition with FOR UPDATE SKIP LOCKED, so consumers of a group spread over
 // partitions without waiting. It reads the group's stored configuration
 // again after its first cursor lock, and RegisterGroup locks every cursor of
@@ -155,6 +161,29 @@
 // take that locking path in it, whatever the engine and the settings of the
 // pool the transaction came from, and neither commit nor roll it back: the
 // locks of the settled deliveries are held until the caller ends it.
+//
+// With WithBatchLeases the main claim writes, per partition, one
+// delivery_batch row listing the ids it took (a JSON array in text) in the
+// transaction that moves the cursor, instead of one leased exception row
+// per delivery. A batch stands for exactly the leased exception rows the
+// claim would have written; whatever is not a fast path first writes those
+// rows for the members it names ("materializes" them) and removes them from
+// the batch, then runs the per-delivery statements. The fast paths: an Ack
+// removes members from their batch (deleting it when none is left), an
+// Extend naming every remaining member moves the batch's lease. A settle of
+// members of one batch this driver claimed is one statement that names the
+// batch and the ids the driver expects it to hold, compared as text; any
+// other settle locks the batches of the tokens it names (FOR UPDATE) in its
+// transaction first, and a settle whose per-delivery statement left leases
+// unchanged looks for them in batches before it reports them lost. A claim
+// explodes the group's expired batches (up to 100, FOR UPDATE SKIP LOCKED)
+// into leased exception rows before its exception pass, which then takes
+// them as any expired lease. Ordered groups count a batch as a pending
+// exception of its partition; Health counts batch members as leased
+// exceptions at their rows' versions; soft retention keeps every row from a
+// stream's lowest batch member on; hard retention, compaction and
+// SetCursors materialize the batches they reach first. Every driver reads
+// batches, with the option on or off.
 //
 // Every failure, and the claim's burying of a lease that expired on the last
 // attempt, appends {"attempt", "error", "at", "holder"} to the delivery's
@@ -256,6 +285,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -299,6 +329,12 @@ type Driver struct {
 
 	gal galeraState // Galera Cluster (galera.go)
 
+	batchLeases bool       // WithBatchLeases: main claims write batches
+	batches     batchCache // the batches this driver's claims wrote (batch.go)
+	// hot maps a group (cacheKey without token) to the partition whose new
+	// rows filled the driver's last claim of it (claimHot).
+	hot sync.Map
+
 	// Test hooks, set before Migrate.
 	forceReadBack    bool // always read new ids back
 	forceNoReturning bool // settle as on MySQL, without RETURNING
@@ -314,6 +350,21 @@ type Option func(*Driver)
 // one; MySQL 8 ignores it and waits innodb_lock_wait_timeout (see the
 // package documentation).
 func WithLockTimeout(d time.Duration) Option { return func(drv *Driver) { drv.lockTimeout = d } }
+
+// WithBatchLeases makes the main claim lease the rows it takes from a
+// partition as one batch record (delivery_batch, migration 0007) instead of
+// one leased exception row per delivery, and Ack (and Extend of every
+// remaining member, as Run's heartbeat sends it) settle the batch with one
+// statement: a claim and its acks then write a row or two instead of two
+// per delivery. Failures, releases, lone extensions and expired leases
+// still get their exception rows (see the package documentation).
+//
+// Turn it on once every member of the deployment runs a release that reads
+// batches (this one or later): an older member would not see them (its
+// ordered checks, Health and soft retention would miss the leases, and it
+// would not expire them). Every release from this one reads batches, with
+// the option on or off. It will be the default in a later release.
+func WithBatchLeases() Option { return func(drv *Driver) { drv.batchLeases = true } }
 
 // Open returns a driver for the database named by dsn, a go-sql-driver DSN
 // such as "user:password@tcp(127.0.0.1:3306)/app". It does not connect:

@@ -175,7 +175,7 @@ func (d *Driver) RenameStream(ctx context.Context, p driver.RenameStreamParams) 
 }
 
 // DestroyStream implements driver.Driver. The config, partitions, groups,
-// cursors, exceptions and heads go in one transaction; the log table is
+// cursors, exceptions, batches and heads go in one transaction; the log table is
 // dropped after it, because DROP TABLE commits on its own. Deleting the
 // config row first takes the locks in the order maintenance takes them
 // (config, then partitions); deleting the partition rows waits for appends
@@ -194,7 +194,7 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 		if _, err := d.lockPartitions(ctx, tx, streamID, nil, false, false); err != nil {
 			return err
 		}
-		for _, table := range []string{"stream_partition", "consumer_group", "group_cursor", "delivery_exception", "compaction_head",
+		for _, table := range []string{"stream_partition", "consumer_group", "group_cursor", "delivery_exception", "delivery_batch", "compaction_head",
 			"schema_revision", "schema_reader", "registry_setting", "row_count", "row_count_mark"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ?`, streamID); err != nil {
 				return err
@@ -408,7 +408,7 @@ func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) er
 		if n, _ := res.RowsAffected(); n == 0 {
 			return driver.ErrGroupNotFound
 		}
-		for _, table := range []string{"group_cursor", "delivery_exception", "schema_reader"} {
+		for _, table := range []string{"group_cursor", "delivery_exception", "delivery_batch", "schema_reader"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ? AND group_name = ?`, streamID, group); err != nil {
 				return err
 			}

@@ -116,6 +116,19 @@ func Target() conformance.Target {
 	}
 }
 
+// BatchTarget is Target with batch leases on (mysql.WithBatchLeases): the
+// main claim leases what it takes from a partition as one batch record.
+func BatchTarget() conformance.Target {
+	t := Target()
+	t.Name = "mysql-batch-leases"
+	t.BatchLeases = true
+	t.Open = func(ns string) (driver.Driver, error) { return mysql.Open(ns, mysql.WithBatchLeases()), nil }
+	t.OpenWithLockTimeout = func(ns string, d time.Duration) (driver.Driver, error) {
+		return mysql.Open(ns, mysql.WithLockTimeout(d), mysql.WithBatchLeases()), nil
+	}
+	return t
+}
+
 // ddl matches statements after which MySQL commits the open transaction on
 // its own.
 var ddl = regexp.MustCompile(`(?i)^\s*(CREATE|ALTER|DROP|RENAME|TRUNCATE)\b`)
@@ -151,7 +164,7 @@ func QueryInt(ctx context.Context, drv driver.Driver, query string) (int64, erro
 
 // sqlstreamsTables are the tables of the driver's migrations; ResetNamespace
 // empties them (but the migration records) and drops every other table.
-var sqlstreamsTables = []string{"stream_config", "stream_partition", "consumer_group", "group_cursor", "delivery_exception",
+var sqlstreamsTables = []string{"stream_config", "stream_partition", "consumer_group", "group_cursor", "delivery_exception", "delivery_batch",
 	"compaction_head", "registry_setting", "schema_revision", "schema_reader", "schema_id", "schema_reference", "row_count", "row_count_mark"}
 
 // resetLockWait bounds ResetNamespace's waits for locks a client left

@@ -1,0 +1,651 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// Batch leases (migration 0007, WithBatchLeases). A delivery_batch row is
+// the compressed form of the leased exception rows one claim would have
+// written for the rows it took from one partition: same token, partition,
+// holder, attempt 1, due_at = lease_until. The fast paths act on the batch
+// itself: an ack removes members from ids, an extension naming every
+// remaining member moves lease_until. Everything else first materializes the
+// members it names (writes their leased exception rows and removes them
+// from the batch) and then runs the per-delivery SQL unchanged. Every
+// driver reads batches, whether or not it writes them.
+
+// jsonIDs joins a batch b's members as rows j(id).
+const jsonIDs = `JSON_TABLE(b.ids, '$[*]' COLUMNS (id BIGINT PATH '$')) j`
+
+// encodeIDs writes ascending ids as delivery_batch.ids stores them: a JSON
+// array of integers without spaces. Every writer of ids uses it, so that a
+// settle can compare the stored text with the text it expects.
+func encodeIDs(ids []int64) string {
+	b := make([]byte, 0, 2+8*len(ids))
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, ']'))
+}
+
+// decodeIDs reads what encodeIDs wrote.
+func decodeIDs(s string) ([]int64, error) {
+	s = strings.TrimSpace(s)
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
+		return nil, fmt.Errorf("stored batch ids %.40q are not a JSON array", s)
+	}
+	body := strings.TrimSpace(s[1 : len(s)-1])
+	if body == "" {
+		return nil, nil
+	}
+	out := make([]int64, 0, strings.Count(body, ",")+1)
+	for f := range strings.SplitSeq(body, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("stored batch ids: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// batchRef names one batch of a stream.
+type batchRef struct {
+	group string
+	token string
+	part  int
+}
+
+// heldBatch is a batch read under a lock, with its members.
+type heldBatch struct {
+	batchRef
+	ids []int64
+}
+
+// member reports whether id is still held by the batch.
+func (b *heldBatch) member(id int64) bool {
+	_, ok := slices.BinarySearch(b.ids, id)
+	return ok
+}
+
+// refsWhere is a predicate on the delivery_batch alias a (with a trailing
+// dot, or "") naming the batches refs, and its arguments.
+func refsWhere(alias string, refs []batchRef) (string, []any) {
+	var sb strings.Builder
+	args := make([]any, 0, 3*len(refs))
+	sb.WriteString("(")
+	for i, r := range refs {
+		if i > 0 {
+			sb.WriteString(" OR ")
+		}
+		sb.WriteString("(" + alias + "group_name = ? AND " + alias + "lease_token = ? AND " + alias + "`partition` = ?)")
+		args = append(args, r.group, r.token, r.part)
+	}
+	sb.WriteString(")")
+	return sb.String(), args
+}
+
+// lockBatches reads the stream's batches matching cond (a predicate on
+// delivery_batch, with args) FOR UPDATE, with their members; lock may add
+// SKIP LOCKED, order and limit come first.
+func lockBatches(ctx context.Context, q querier, streamID int64, cond string, args []any, tail string) ([]heldBatch, error) {
+	var out []heldBatch
+	err := eachRow(ctx, q, "SELECT group_name, lease_token, `partition`, ids FROM delivery_batch WHERE stream_id = ? AND "+cond+tail,
+		append([]any{streamID}, args...), func(r *sql.Rows) error {
+			var b heldBatch
+			var ids string
+			if err := r.Scan(&b.group, &b.token, &b.part, &ids); err != nil {
+				return err
+			}
+			var err error
+			b.ids, err = decodeIDs(ids)
+			out = append(out, b)
+			return err
+		})
+	return out, err
+}
+
+// materialization names members of a batch to write back as exception rows:
+// ids, or every member when all is set.
+type materialization struct {
+	ref batchRef
+	all bool
+	ids []int64
+}
+
+// materializeChunk bounds the batches one materializing statement names.
+const materializeChunk = 100
+
+// materialize writes the named members of locked batches as the leased
+// exception rows they stand for, at their rows' versions (a member whose row
+// is gone has nothing left to deliver and gets none). It leaves the batches
+// as they are: the caller removes the members (writeBatch, deleteBatches).
+// INSERT IGNORE passes over a member that has an exception row already,
+// which the invariant rules out.
+func materialize(ctx context.Context, q querier, streamID int64, ms []materialization) error {
+	for s := 0; s < len(ms); s += materializeChunk {
+		part := ms[s:min(s+materializeChunk, len(ms))]
+		var sb strings.Builder
+		args := []any{streamID}
+		for i, m := range part {
+			if i > 0 {
+				sb.WriteString(" OR ")
+			}
+			sb.WriteString("(b.group_name = ? AND b.lease_token = ? AND b.`partition` = ?")
+			args = append(args, m.ref.group, m.ref.token, m.ref.part)
+			if !m.all {
+				if len(m.ids) == 0 {
+					sb.WriteString(" AND 0")
+				} else {
+					sb.WriteString(" AND j.id IN (" + placeholders(len(m.ids)) + ")")
+					args = append(args, int64sToArgs(m.ids)...)
+				}
+			}
+			sb.WriteString(")")
+		}
+		if _, err := q.ExecContext(ctx, "INSERT IGNORE INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, lease_token, holder, updated_at)"+
+			" SELECT b.stream_id, b.group_name, j.id, b.`partition`, m.schema_version, 'leased', 1, b.lease_until, b.lease_token, b.holder, b.created_at"+
+			" FROM delivery_batch b JOIN "+jsonIDs+" JOIN "+logTable(streamID)+" m ON m.id = j.id WHERE b.stream_id = ? AND ("+sb.String()+")", args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeBatch stores what is left of a locked batch: its remaining members,
+// or nothing when none is left.
+func writeBatch(ctx context.Context, q querier, streamID int64, ref batchRef, remaining []int64) error {
+	if len(remaining) == 0 {
+		return deleteBatches(ctx, q, streamID, []batchRef{ref})
+	}
+	_, err := q.ExecContext(ctx, "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ? WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ?",
+		encodeIDs(remaining), remaining[0], remaining[len(remaining)-1], streamID, ref.group, ref.token, ref.part)
+	return err
+}
+
+// deleteBatches deletes batches of a stream.
+func deleteBatches(ctx context.Context, q querier, streamID int64, refs []batchRef) error {
+	for s := 0; s < len(refs); s += materializeChunk {
+		cond, args := refsWhere("", refs[s:min(s+materializeChunk, len(refs))])
+		if _, err := q.ExecContext(ctx, "DELETE FROM delivery_batch WHERE stream_id = ? AND "+cond, append([]any{streamID}, args...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// explodeWhole materializes every member of the stream's batches matching
+// cond, locked FOR UPDATE (tail adds to the locking read), and deletes them.
+// It returns how many it exploded.
+func explodeWhole(ctx context.Context, q querier, streamID int64, cond string, args []any, tail string) (int, error) {
+	held, err := lockBatches(ctx, q, streamID, cond, args, tail)
+	if err != nil || len(held) == 0 {
+		return 0, err
+	}
+	ms := make([]materialization, len(held))
+	refs := make([]batchRef, len(held))
+	for i, b := range held {
+		ms[i] = materialization{ref: b.batchRef, all: true}
+		refs[i] = b.batchRef
+	}
+	if err := materialize(ctx, q, streamID, ms); err != nil {
+		return 0, err
+	}
+	return len(held), deleteBatches(ctx, q, streamID, refs)
+}
+
+// explodeLimit is how many expired batches a claim explodes at most.
+const explodeLimit = 100
+
+// explodeExpired turns the group's expired batches (the oldest first, up to
+// explodeLimit, passing over those another transaction holds) into leased
+// exception rows due now, which the exception claim then takes as it takes
+// any expired lease.
+func explodeExpired(ctx context.Context, tx querier, p driver.ClaimParams) error {
+	_, err := explodeWhole(ctx, tx, p.Stream.ID, "group_name = ? AND lease_until <= ?", []any{p.Group, ts(p.Now)},
+		" ORDER BY lease_until LIMIT "+strconv.Itoa(explodeLimit)+" FOR UPDATE SKIP LOCKED")
+	return err
+}
+
+// batchMode is what a settle does to the batch members it names.
+type batchMode int
+
+const (
+	// batchAck removes them from their batches.
+	batchAck batchMode = iota
+	// batchExtend moves the lease of a batch whose every remaining member
+	// is named; of a batch with some named, it materializes the smaller
+	// side (the named members, or the others while the batch keeps the
+	// named ones under the new lease).
+	batchExtend
+	// batchCarve materializes them (Fail, Release), for the per-delivery
+	// statement that follows.
+	batchCarve
+)
+
+// settleBatches runs first in a settle's transaction. It locks the group's
+// batches with the tokens the leases name (FOR UPDATE) and, for the named
+// leases that are their members, does what mode says. It marks in changed
+// the leases it settled itself (acks, whole-batch extensions, with until
+// and now as the new lease_until and created_at) and returns those left for
+// the exception rows: the leases that are no member, and for batchCarve and
+// partial extensions the materialized members too.
+func settleBatches(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease, mode batchMode, until, now string,
+	changed map[int64]bool) ([]driver.Lease, error) {
+	var tokens []string
+	seen := map[string]bool{}
+	for _, l := range leases {
+		if !seen[l.Token] {
+			seen[l.Token] = true
+			tokens = append(tokens, l.Token)
+		}
+	}
+	held, err := lockBatches(ctx, tx, streamID, "group_name = ? AND lease_token IN ("+placeholders(len(tokens))+")",
+		append([]any{group}, stringsToArgs(tokens)...), " FOR UPDATE")
+	if err != nil || len(held) == 0 {
+		return leases, err
+	}
+	byToken := map[string][]int{}
+	for i, b := range held {
+		byToken[b.token] = append(byToken[b.token], i)
+	}
+	named := make([]map[int64]bool, len(held))
+	rest := make([]driver.Lease, 0, len(leases))
+	for _, l := range leases {
+		batch := -1
+		for _, i := range byToken[l.Token] {
+			if held[i].member(l.ID) {
+				batch = i
+				break
+			}
+		}
+		if batch < 0 {
+			rest = append(rest, l)
+			continue
+		}
+		if named[batch] == nil {
+			named[batch] = map[int64]bool{}
+		}
+		named[batch][l.ID] = true
+		if mode == batchCarve {
+			rest = append(rest, l)
+		}
+	}
+	var carve []materialization
+	var carved []int
+	var emptied []batchRef // acked whole: deleted in one statement below
+	for i, b := range held {
+		if named[i] == nil {
+			continue
+		}
+		switch {
+		case mode == batchAck:
+			if len(named[i]) == len(b.ids) {
+				emptied = append(emptied, b.batchRef)
+			} else if err := writeBatch(ctx, tx, streamID, b.batchRef, remainingAfter(b.ids, named[i])); err != nil {
+				return nil, err
+			}
+			for id := range named[i] {
+				changed[id] = true
+			}
+		case mode == batchExtend && len(named[i]) == len(b.ids):
+			if _, err := tx.ExecContext(ctx, "UPDATE delivery_batch SET lease_until = ?, created_at = ? WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ?",
+				until, now, streamID, b.group, b.token, b.part); err != nil {
+				return nil, err
+			}
+			for id := range named[i] {
+				changed[id] = true
+			}
+		case mode == batchExtend && 2*len(named[i]) >= len(b.ids):
+			// Most of the batch is extended: the members left out become
+			// leased exception rows with the batch's lease as it is, and the
+			// batch keeps the named ones with the new lease. Either side
+			// could be materialized; this one writes fewer rows.
+			keep := make([]int64, 0, len(named[i]))
+			out := make([]int64, 0, len(b.ids)-len(named[i]))
+			for _, id := range b.ids {
+				if named[i][id] {
+					keep = append(keep, id)
+				} else {
+					out = append(out, id)
+				}
+			}
+			if err := materialize(ctx, tx, streamID, []materialization{{ref: b.batchRef, ids: out}}); err != nil {
+				return nil, err
+			}
+			if _, err := tx.ExecContext(ctx, "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?, lease_until = ?, created_at = ? WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ?",
+				encodeIDs(keep), keep[0], keep[len(keep)-1], until, now, streamID, b.group, b.token, b.part); err != nil {
+				return nil, err
+			}
+			for _, id := range keep {
+				changed[id] = true
+			}
+		default:
+			ids := make([]int64, 0, len(named[i]))
+			for id := range named[i] {
+				ids = append(ids, id)
+			}
+			slices.Sort(ids)
+			carve = append(carve, materialization{ref: b.batchRef, all: len(ids) == len(b.ids), ids: ids})
+			carved = append(carved, i)
+			if mode == batchExtend {
+				for _, id := range ids {
+					rest = append(rest, driver.Lease{ID: id, Token: b.token})
+				}
+			}
+		}
+	}
+	if len(emptied) > 0 {
+		if err := deleteBatches(ctx, tx, streamID, emptied); err != nil {
+			return nil, err
+		}
+	}
+	if len(carve) == 0 {
+		return rest, nil
+	}
+	if err := materialize(ctx, tx, streamID, carve); err != nil {
+		return nil, err
+	}
+	for _, i := range carved {
+		if err := writeBatch(ctx, tx, streamID, held[i].batchRef, remainingAfter(held[i].ids, named[i])); err != nil {
+			return nil, err
+		}
+	}
+	return rest, nil
+}
+
+// remainingAfter is ids without those in gone.
+func remainingAfter(ids []int64, gone map[int64]bool) []int64 {
+	out := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		if !gone[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func stringsToArgs(vs []string) []any {
+	args := make([]any, len(vs))
+	for i, v := range vs {
+		args[i] = v
+	}
+	return args
+}
+
+// batchCache remembers the batches this driver's claims wrote, and what its
+// settles removed from them since, so that a settle naming members of one
+// such batch can change it with one statement that compares the stored ids
+// with those it expects, without locking and reading it first. It is only
+// a hint: a batch changed meanwhile by anything else (another process, an
+// expiry, a reset) fails the comparison, and the settle then takes the
+// locking path, which reads what is stored.
+type batchCache struct {
+	mu    sync.Mutex
+	m     map[cacheKey][]heldBatch
+	order []cacheKey
+}
+
+type cacheKey struct {
+	stream int64
+	group  string
+	token  string
+}
+
+// batchCacheSize bounds the claims the cache remembers; the oldest go first.
+const batchCacheSize = 4096
+
+func (c *batchCache) add(stream int64, group string, batches []heldBatch) {
+	if len(batches) == 0 {
+		return
+	}
+	k := cacheKey{stream, group, batches[0].token}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[cacheKey][]heldBatch{}
+	}
+	for len(c.m) >= batchCacheSize && len(c.order) > 0 {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+	if len(c.order) > 4*batchCacheSize {
+		// Keys of entries settled away pile up in order: keep the live ones.
+		c.order = slices.DeleteFunc(c.order, func(k cacheKey) bool { _, ok := c.m[k]; return !ok })
+	}
+	c.m[k] = slices.Clone(batches)
+	c.order = append(c.order, k)
+}
+
+// known reports whether any lease's token is that of a remembered claim.
+func (c *batchCache) known(stream int64, group string, leases []driver.Lease) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range leases {
+		if _, ok := c.m[cacheKey{stream, group, l.Token}]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// one returns the remembered batch holding every lease, with the ids it is
+// believed to hold, when there is one; named is how many distinct ids the
+// leases name.
+func (c *batchCache) one(stream int64, group string, leases []driver.Lease) (b heldBatch, named int, ok bool) {
+	if len(leases) == 0 {
+		return b, 0, false
+	}
+	token := leases[0].Token
+	for _, l := range leases {
+		if l.Token != token {
+			return b, 0, false
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cand := range c.m[cacheKey{stream, group, token}] {
+		if !cand.member(leases[0].ID) {
+			continue
+		}
+		seen := make(map[int64]bool, len(leases))
+		for _, l := range leases {
+			if !cand.member(l.ID) {
+				return b, 0, false
+			}
+			seen[l.ID] = true
+		}
+		return heldBatch{batchRef: cand.batchRef, ids: cand.ids}, len(seen), true
+	}
+	return b, 0, false
+}
+
+// settled records that batch b, expected to hold was, now holds remaining.
+func (c *batchCache) settled(stream int64, b batchRef, was, remaining []int64) {
+	k := cacheKey{stream, b.group, b.token}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	parts := c.m[k]
+	for i := range parts {
+		if parts[i].part != b.part {
+			continue
+		}
+		if !slices.Equal(parts[i].ids, was) {
+			// Another settle of this process changed it meanwhile.
+			parts = slices.Delete(parts, i, i+1)
+		} else if len(remaining) == 0 {
+			parts = slices.Delete(parts, i, i+1)
+		} else {
+			parts[i].ids = remaining
+		}
+		break
+	}
+	if len(parts) == 0 {
+		delete(c.m, k)
+	} else {
+		c.m[k] = parts
+	}
+}
+
+// forget drops what the cache remembers of a claim's batches.
+func (c *batchCache) forget(stream int64, group string, tokens ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range tokens {
+		delete(c.m, cacheKey{stream, group, t})
+	}
+}
+
+// fastSettle settles leases that are all members of one batch this driver
+// claimed, with one statement on q (the caller's transaction, or nil for
+// one that commits on its own) that names the batch and the ids the cache
+// expects it to hold: an ack removes the named ids (deleting the batch when
+// none is left), an extension naming every remaining member moves its
+// lease. It reports false when that does not apply or the batch is not as
+// expected; then nothing changed, and the caller takes the locking path.
+func (d *Driver) fastSettle(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, mode batchMode, until, now string) (bool, error) {
+	if mode == batchCarve {
+		return false, nil
+	}
+	b, named, ok := d.batches.one(streamID, group, leases)
+	if !ok || (mode == batchExtend && named != len(b.ids)) {
+		return false, nil
+	}
+	gone := make(map[int64]bool, len(leases))
+	for _, l := range leases {
+		gone[l.ID] = true
+	}
+	remaining := remainingAfter(b.ids, gone)
+	if mode == batchExtend {
+		remaining = b.ids
+	}
+	pk := " WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ? AND ids = ?"
+	var stmt string
+	var args []any
+	switch {
+	case mode == batchExtend:
+		stmt, args = "UPDATE delivery_batch SET lease_until = ?, created_at = ?"+pk, []any{until, now}
+	case len(remaining) == 0:
+		stmt = "DELETE FROM delivery_batch" + pk
+	default:
+		stmt, args = "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?"+pk, []any{encodeIDs(remaining), remaining[0], remaining[len(remaining)-1]}
+	}
+	args = append(args, streamID, group, b.token, b.part, encodeIDs(b.ids))
+	var n int64
+	run := func(q querier) error {
+		res, err := q.ExecContext(ctx, stmt, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	}
+	var err error
+	if tx == nil {
+		err = d.autocommit(ctx, run)
+	} else {
+		err = d.inTx(ctx, tx, run)
+	}
+	if err != nil {
+		d.batches.forget(streamID, group, b.token)
+		return false, err
+	}
+	if n != 1 {
+		d.batches.forget(streamID, group, b.token)
+		return false, nil
+	}
+	d.batches.settled(streamID, b.batchRef, b.ids, remaining)
+	return true, nil
+}
+
+// whole returns the remembered batches of one claim whose every member the
+// leases name, when the leases name those and nothing else.
+func (c *batchCache) whole(stream int64, group string, leases []driver.Lease) ([]heldBatch, bool) {
+	if len(leases) == 0 {
+		return nil, false
+	}
+	token := leases[0].Token
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	parts := c.m[cacheKey{stream, group, token}]
+	if len(parts) < 2 {
+		return nil, false
+	}
+	total := 0
+	for _, b := range parts {
+		total += len(b.ids)
+	}
+	seen := make(map[int64]bool, len(leases))
+	for _, l := range leases {
+		if l.Token != token {
+			return nil, false
+		}
+		if !seen[l.ID] && !slices.ContainsFunc(parts, func(b heldBatch) bool { return b.member(l.ID) }) {
+			return nil, false
+		}
+		seen[l.ID] = true
+	}
+	if len(seen) != total {
+		return nil, false
+	}
+	return slices.Clone(parts), true
+}
+
+// fastAckWhole acks a claim's batches on several partitions, every member
+// of each named, with one DELETE ... RETURNING (MariaDB) that names each
+// batch with the ids the cache expects it to hold. It reports false when
+// that does not apply; else the leases of the batches it did not find as
+// expected, for the locking path.
+func (d *Driver) fastAckWhole(ctx context.Context, streamID int64, group string, leases []driver.Lease) ([]driver.Lease, bool, error) {
+	if !d.returning() {
+		return nil, false, nil
+	}
+	parts, ok := d.batches.whole(streamID, group, leases)
+	if !ok {
+		return nil, false, nil
+	}
+	token := leases[0].Token
+	var sb strings.Builder
+	args := []any{streamID, group, token}
+	for i, b := range parts {
+		if i > 0 {
+			sb.WriteString(" OR ")
+		}
+		sb.WriteString("(`partition` = ? AND ids = ?)")
+		args = append(args, b.part, encodeIDs(b.ids))
+	}
+	deleted := map[int]bool{}
+	err := d.autocommit(ctx, func(q querier) error {
+		clear(deleted)
+		return eachRow(ctx, q, "DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND ("+sb.String()+") RETURNING `partition`", args,
+			func(r *sql.Rows) error {
+				var part int
+				err := r.Scan(&part)
+				deleted[part] = true
+				return err
+			})
+	})
+	d.batches.forget(streamID, group, token)
+	if err != nil {
+		return nil, false, err
+	}
+	var rest []driver.Lease
+	for _, l := range leases {
+		if !slices.ContainsFunc(parts, func(b heldBatch) bool { return deleted[b.part] && b.member(l.ID) }) {
+			rest = append(rest, l)
+		}
+	}
+	return rest, true, nil
+}
