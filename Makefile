@@ -13,7 +13,7 @@ demo:
 ## test: install and start what the tests need where missing (services), vet,
 ## then every test on every driver
 test: services vet
-	go test -count=1 -timeout 25m $(PACKAGES)
+	go test -count=1 -timeout 45m $(PACKAGES)
 
 vet:
 	@out=$$($(GOFMT) -l core conformance driver contrib examples .tests); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
