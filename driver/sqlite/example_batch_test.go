@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"os"
-	"path/filepath"
 
-	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/driver/sqlite"
 )
 
@@ -18,17 +15,8 @@ import (
 // runs a release that reads batch leases (migration 0007 and later).
 func ExampleWithBatchLeases() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "sqlstreams-example-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	drv := sqlite.Open(filepath.Join(dir, "app.db"), sqlite.WithBatchLeases())
-	client, err := sqlstreams.Open(ctx, drv)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer client.Close()
+	client, drv, done := exampleClient(sqlite.WithBatchLeases())
+	defer done()
 
 	stream := client.Stream[OrderPlacedV1]("orders.placed")
 	producer, err := stream.Producer().Register(ctx, nil)
