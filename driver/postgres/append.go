@@ -41,12 +41,12 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 	ch := d.channel(stream.ID)
 	wantXid := caller != nil && ch != ""
 	notify := caller == nil && d.notifyNow(stream.ID)
-	batch, locks, err := d.appendBatch(stream, p.Rows, notify, wantXid)
+	batch, locks, err := d.appendBatch(stream, p.Rows, notify, wantXid, caller == nil)
 	if err != nil {
 		return nil, err
 	}
 	if caller != nil {
-		ids, xid, err := runAppend(ctx, caller, batch, locks, len(p.Rows), false, wantXid)
+		ids, xid, err := runAppend(ctx, caller, batch, len(p.Rows), d.lockTimeoutValue() != "", false, wantXid)
 		if err != nil {
 			return nil, d.appendError(ctx, stream, err, locks, true)
 		}
@@ -58,7 +58,7 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 	var ids []int64
 	err = d.write(ctx, func(c *pgxpool.Conn) error {
 		var err error
-		ids, _, err = runAppend(ctx, c, batch, locks, len(p.Rows), true, false)
+		ids, _, err = runAppend(ctx, c, batch, len(p.Rows), d.lockTimeoutValue() != "", true, false)
 		return err
 	})
 	if err != nil {
@@ -88,40 +88,37 @@ type batchSender interface {
 }
 
 // runAppend sends the batch built by appendBatch and returns the ids, and
-// the transaction id when the batch asks for it (xid). own says the batch
-// runs as an implicit transaction of its own, which commits as the batch
-// ends.
-func runAppend(ctx context.Context, s batchSender, batch *pgx.Batch, locks []int32, n int, own, xid bool) ([]int64, string, error) {
+// the transaction id when the batch asks for it (xid). bounded says the
+// batch sets the driver's lock timeout first; own says the batch runs as an
+// implicit transaction of its own, which commits as the batch ends (and
+// then nothing restores the setting: it ends with the transaction).
+func runAppend(ctx context.Context, s batchSender, batch *pgx.Batch, n int, bounded, own, xid bool) ([]int64, string, error) {
 	br := s.SendBatch(ctx, batch)
 	fail := func(err error) ([]int64, string, error) {
 		_ = br.Close()
 		return nil, "", err
 	}
-	if _, err := br.Exec(); err != nil { // lock_timeout
-		return fail(err)
+	if bounded {
+		if _, err := br.Exec(); err != nil { // lock_timeout
+			return fail(err)
+		}
 	}
-	rs, err := br.Query() // partition locks
-	if err != nil {
-		return fail(err)
-	}
-	locked, err := pgx.CollectRows(rs, pgx.RowTo[int32])
-	if err != nil {
-		return fail(err)
-	}
-	if len(locked) != len(locks) {
-		// The insert is guarded by the same count and wrote nothing.
-		return fail(fmt.Errorf("stream_partition holds %d of the %d partitions written to: %w", len(locked), len(locks), driver.ErrStreamNotFound))
-	}
-	if _, err := br.Exec(); err != nil { // lock_timeout restored
-		return fail(err)
-	}
-	rs, err = br.Query()
+	rs, err := br.Query() // partition locks and insert
 	if err != nil {
 		return fail(err)
 	}
 	ids, err := pgx.CollectRows(rs, pgx.RowTo[int64])
 	if err != nil {
 		return fail(err)
+	}
+	if len(ids) == 0 {
+		// The insert is guarded by the count of partitions it locked.
+		return fail(fmt.Errorf("stream_partition lacks partitions written to: %w", driver.ErrStreamNotFound))
+	}
+	if bounded && !own {
+		if _, err := br.Exec(); err != nil { // lock_timeout restored
+			return fail(err)
+		}
 	}
 	var x string
 	if xid {
@@ -178,12 +175,14 @@ func (d *Driver) queueBounded(b *pgx.Batch, query string, args ...any) {
 	}
 }
 
-// appendBatch builds the statements of an append: lock the partitions in
-// partition order (bounded), insert the rows (ids are taken in input order,
-// so the sorted ids map to the rows in order), move compaction heads,
-// notify, or report the transaction id (xid). It returns the partitions it
-// locks.
-func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow, notify, xid bool) (*pgx.Batch, []int32, error) {
+// appendBatch builds the statements of an append: set the driver's lock
+// timeout, then one statement that locks the partitions in partition order
+// and only then inserts the rows (ids are taken in input order, so the
+// sorted ids map to the rows in order) and moves compaction heads; then
+// restore the caller's lock timeout (not in an implicit transaction of the
+// driver's own, own: the setting ends with it), notify, or report the
+// transaction id (xid). It returns the partitions it locks.
+func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow, notify, xid, own bool) (*pgx.Batch, []int32, error) {
 	n := len(rows)
 	partitions := make([]int32, n)
 	versions := make([]int32, n)
@@ -225,18 +224,28 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 
 	table := logTable(stream.ID)
 	b := &pgx.Batch{}
-	d.queuePartitionLocks(b, stream.ID, locks)
-	// The guard writes nothing when the stream's partitions are gone (the
-	// stream was destroyed): the lock statement then found fewer rows.
+	lt := d.lockTimeoutValue()
+	switch {
+	case lt != "" && own:
+		b.Queue(`SELECT set_config('lock_timeout', $1::text, true)`, lt)
+	case lt != "":
+		b.Queue(`SELECT set_config('sqlstreams.saved_lock_timeout', current_setting('lock_timeout'), true), set_config('lock_timeout', $1::text, true)`, lt)
+	}
+	// The partition locks are a CTE that the insert's guard counts: the
+	// guard is evaluated once, before the insert's first row takes an id, so
+	// every id of the batch is taken under the locks (C5). The guard writes
+	// nothing when the stream's partitions are gone (it was destroyed).
+	locked := `WITH l AS (SELECT partition FROM stream_partition WHERE stream_id = $10::bigint AND partition = ANY($11::integer[])
+		ORDER BY partition FOR NO KEY UPDATE)`
 	insert := `INSERT INTO ` + table + ` (partition, schema_version, schema_revision, msg_key, routing_key, compaction_rank, payload, headers, produced_at)
 		SELECT u.p, u.v, u.sr, u.k, u.rk, u.r, u.pl, NULLIF(u.h, '')::jsonb, u.at
 		FROM unnest($1::integer[], $2::integer[], $3::integer[], $4::text[], $5::text[], $6::bigint[], $7::bytea[], $8::text[], $9::timestamptz[])
 			WITH ORDINALITY AS u(p, v, sr, k, rk, r, pl, h, at, ord)
-		WHERE (SELECT count(*) FROM stream_partition sp WHERE sp.stream_id = $10::bigint AND sp.partition = ANY($11::integer[])) = $12::bigint
+		WHERE (SELECT count(*) FROM l) = $12::bigint
 		ORDER BY u.ord`
 	args := []any{partitions, versions, revisions, keys, routing, ranks, payloads, headers, produced, stream.ID, locks, int64(len(locks))}
 	if !stream.Compacted {
-		b.Queue(insert+` RETURNING id`, args...)
+		b.Queue(locked+` `+insert+` RETURNING id`, args...)
 	} else {
 		for _, k := range keys {
 			if k == nil {
@@ -246,7 +255,7 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 		// The best row of each key in the batch replaces the head when it
 		// beats it by (schema_version, compaction_rank, id) (C11). Keys map
 		// to partitions, so the partition locks serialize head moves of a key.
-		b.Queue(`WITH ins AS (`+insert+` RETURNING id, msg_key, schema_version, compaction_rank),
+		b.Queue(locked+`, ins AS (`+insert+` RETURNING id, msg_key, schema_version, compaction_rank),
 			best AS (SELECT DISTINCT ON (msg_key) msg_key, id, schema_version, compaction_rank FROM ins
 				ORDER BY msg_key, schema_version DESC, compaction_rank DESC, id DESC),
 			heads AS (INSERT INTO compaction_head (stream_id, msg_key, head_id, schema_version, compaction_rank)
@@ -256,6 +265,9 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 				WHERE (excluded.schema_version, excluded.compaction_rank, excluded.head_id) >
 					(compaction_head.schema_version, compaction_head.compaction_rank, compaction_head.head_id))
 			SELECT id FROM ins ORDER BY id`, args...)
+	}
+	if lt != "" && !own {
+		b.Queue(`SELECT set_config('lock_timeout', current_setting('sqlstreams.saved_lock_timeout'), true)`)
 	}
 	if ch := d.channel(stream.ID); ch != "" && notify {
 		b.Queue(`SELECT pg_notify($1::text, '')`, ch)
