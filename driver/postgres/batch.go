@@ -1,8 +1,15 @@
 package postgres
 
 import (
+	"context"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
 // Batch leases (migration 0007, WithBatchLeases). A delivery_batch record is
@@ -182,3 +189,98 @@ var batchAck = func() string {
 	return strings.TrimSuffix(strings.TrimSpace(s[:strings.Index(s, "\n\t\te AS (")]), ",") + `
 		SELECT g.id FROM m CROSS JOIN LATERAL unnest(m.gone) AS g(id)`
 }()
+
+// claimedBatches remembers the batch each recent claim of this driver
+// wrote, when it wrote one (its rows came from one partition), so that an
+// Ack naming exactly its members deletes it by primary key with the ids
+// compared (ackWhole): a claim acked whole, the common case, costs one
+// small statement. The memory is a hint: a batch changed since (by a
+// settle of some members, an expiry, a reset, another process) no longer
+// matches, the delete finds nothing, and the Ack runs as it always did.
+type claimedBatches struct {
+	mu    sync.Mutex
+	m     map[claimKey]claimedBatch
+	order []claimKey
+}
+
+type claimKey struct {
+	stream int64
+	group  string
+	token  string
+}
+
+type claimedBatch struct {
+	partition int32
+	ids       []int64 // sorted, as delivery_batch.ids holds them
+}
+
+// claimedBatchesSize bounds the claims remembered; the oldest go first.
+const claimedBatchesSize = 4096
+
+func (c *claimedBatches) add(k claimKey, b claimedBatch) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[claimKey]claimedBatch{}
+	}
+	for len(c.m) >= claimedBatchesSize && len(c.order) > 0 {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+	if len(c.order) > 4*claimedBatchesSize {
+		// Keys of entries acked away pile up in order: keep the live ones.
+		c.order = slices.DeleteFunc(c.order, func(k claimKey) bool { _, ok := c.m[k]; return !ok })
+	}
+	c.m[k] = b
+	c.order = append(c.order, k)
+}
+
+// take removes and returns the batch of the claim whose token every lease
+// carries, when the leases name exactly its ids.
+func (c *claimedBatches) take(stream int64, group string, leases []driver.Lease) (claimedBatch, bool) {
+	if len(leases) == 0 {
+		return claimedBatch{}, false
+	}
+	k := claimKey{stream, group, leases[0].Token}
+	c.mu.Lock()
+	b, ok := c.m[k]
+	if ok {
+		delete(c.m, k)
+	}
+	c.mu.Unlock()
+	if !ok || len(b.ids) != len(leases) {
+		return claimedBatch{}, false
+	}
+	ids := make([]int64, len(leases))
+	for i, l := range leases {
+		if l.Token != k.token {
+			return claimedBatch{}, false
+		}
+		ids[i] = l.ID
+	}
+	slices.Sort(ids)
+	return b, slices.Equal(ids, b.ids)
+}
+
+// ackWhole deletes the batch b of the leases' claim if it still holds
+// exactly their ids (a read committed recheck applies the comparison to a
+// concurrently settled version), in the caller's transaction or on its own.
+// It reports whether it did: then every lease was a member, so none had an
+// exception row, and the Ack is complete.
+func (d *Driver) ackWhole(ctx context.Context, tx driver.Tx, streamID int64, group, token string, b claimedBatch) (bool, error) {
+	const query = `DELETE FROM delivery_batch WHERE stream_id = $1::bigint AND group_name = $2::text AND lease_token = $3::text
+		AND partition = $4::integer AND ids = $5::bigint[]`
+	var tag pgconn.CommandTag
+	var err error
+	if tx != nil {
+		caller, _ := callerTx(tx)
+		tag, err = caller.Exec(ctx, query, streamID, group, token, b.partition, b.ids)
+		err = d.callerTxError(ctx, err)
+	} else {
+		err = d.write(ctx, func(c *pgxpool.Conn) error {
+			tag, err = c.Exec(ctx, query, streamID, group, token, b.partition, b.ids)
+			return err
+		})
+	}
+	return err == nil && tag.RowsAffected() == 1, err
+}

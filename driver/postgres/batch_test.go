@@ -290,3 +290,96 @@ func TestClaimAfterFullClaim(t *testing.T) {
 		}
 	})
 }
+
+// An Ack naming exactly the members of a claim's batch deletes the batch in
+// one statement, comparing its ids; a batch changed since the claim (some
+// members settled, materialized or re-claimed elsewhere) does not compare
+// equal, and the Ack settles what is still held, naming the rest lost.
+func TestBatchLeasesWholeAck(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// before changes the claim's batch through another driver (which
+		// does not know the claim) and returns the leases the ack must report
+		// lost, and the exception rows then left.
+		before func(f *fixture, other *postgres.Driver, ls []driver.Lease) (lost []int64, rows int64)
+	}{
+		{"unchanged", func(*fixture, *postgres.Driver, []driver.Lease) ([]int64, int64) { return nil, 0 }},
+		{"one member failed", func(f *fixture, other *postgres.Driver, ls []driver.Lease) ([]int64, int64) {
+			fail := driver.Failure{Lease: ls[3], Error: "boom", Due: f.now.Add(time.Hour)}
+			if got, err := other.Fail(tctx(f.t), driver.FailParams{StreamID: f.stream.ID, Group: "g", Failures: []driver.Failure{fail}, Now: f.now}); err != nil || len(got.Lost) != 0 {
+				f.t.Fatalf("fail: lost %v, %v", got.Lost, err)
+			}
+			return []int64{ls[3].ID}, 1
+		}},
+		{"one member acked", func(f *fixture, other *postgres.Driver, ls []driver.Lease) ([]int64, int64) {
+			if got, err := other.Ack(tctx(f.t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: ls[:1], Now: f.now}); err != nil || len(got.Lost) != 0 {
+				f.t.Fatalf("ack: lost %v, %v", got.Lost, err)
+			}
+			return []int64{ls[0].ID}, 0
+		}},
+		{"expired and claimed again", func(f *fixture, other *postgres.Driver, ls []driver.Lease) ([]int64, int64) {
+			res, err := other.Claim(tctx(f.t), driver.ClaimParams{Stream: f.stream, Group: "g", Member: driver.Member{SchemaVersion: 1}, Holder: "h2", Token: "t2", Limit: 10,
+				Now: f.now.Add(2 * time.Minute), LeaseUntil: f.now.Add(time.Hour)})
+			if err != nil || len(res.Deliveries) != len(ls) {
+				f.t.Fatalf("second claim: %d deliveries, %v", len(res.Deliveries), err)
+			}
+			return ids(res.Deliveries), int64(len(ls))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, 1, postgres.WithBatchLeases())
+			other := postgres.Open(f.ns, postgres.WithBatchLeases())
+			t.Cleanup(func() { _ = other.Close() })
+			f.group("g", driver.GroupConfig{})
+			f.appendN(0, 10)
+			res, tok := f.claim("g", "h", 10, f.now, time.Minute)
+			if len(res.Deliveries) != 10 {
+				t.Fatalf("claimed %d of 10", len(res.Deliveries))
+			}
+			ls := leases(res.Deliveries, tok)
+			lost, rows := tc.before(f, other, ls)
+			got, err := f.drv.Ack(tctx(t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: ls, Now: f.now})
+			if err != nil || !slices.Equal(got.Lost, lost) {
+				t.Fatalf("ack of the whole claim: lost %v, %v; want %v", got.Lost, err, lost)
+			}
+			if bs := f.batches("g"); len(bs) != 0 {
+				t.Errorf("batches left: %+v", bs)
+			}
+			if n := f.count(`SELECT count(*) FROM delivery_exception`); n != rows {
+				t.Errorf("%d exception rows left; want %d", n, rows)
+			}
+		})
+	}
+}
+
+// An Ack of a whole claim in the caller's transaction is undone with it:
+// the batch stays, and a later Ack settles it.
+func TestBatchLeasesWholeAckRolledBack(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1, postgres.WithBatchLeases())
+	f.group("g", driver.GroupConfig{})
+	all := f.appendN(0, 10)
+	res, tok := f.claim("g", "h", 10, f.now, time.Minute)
+	ls := leases(res.Deliveries, tok)
+	tx, err := f.drv.Pool().Begin(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.drv.Ack(tctx(t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: ls, Now: f.now, Tx: postgres.Tx(tx)}); err != nil || len(got.Lost) != 0 {
+		t.Fatalf("ack in the transaction: lost %v, %v", got.Lost, err)
+	}
+	if err := tx.Rollback(tctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if bs := f.batches("g"); len(bs) != 1 || !slices.Equal(bs[0].ids, all) {
+		t.Fatalf("after the rollback: %+v; want the claim's batch", bs)
+	}
+	if got, err := f.drv.Ack(tctx(t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: ls, Now: f.now}); err != nil || len(got.Lost) != 0 {
+		t.Fatalf("ack after the rollback: lost %v, %v", got.Lost, err)
+	}
+	if bs := f.batches("g"); len(bs) != 0 {
+		t.Errorf("batches left: %+v", bs)
+	}
+}

@@ -84,8 +84,10 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	var g driver.GroupConfig
 	var locked *lockedCursor
 	var rows, pending bool
+	var wrote map[int32][]int64 // the members of the batches this claim wrote, by partition
 	err := d.claimTx(ctx, func(b *pgx.Batch) {
 		res = driver.ClaimResult{}
+		wrote = map[int32][]int64{}
 		visited = []int32{}
 		locked = nil
 		rows = fresh // this attempt's, as the transaction may run again
@@ -190,9 +192,20 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			}
 			res.Deliveries = append(res.Deliveries, got...)
 			res.Deferred += deferred
+			if d.batchLeases {
+				for _, g := range got {
+					wrote[c.partition] = append(wrote[c.partition], g.ID)
+				}
+			}
 		}
 		return nil
 	})
+	if err == nil && len(wrote) == 1 {
+		for part, ids := range wrote {
+			slices.Sort(ids)
+			d.claimed.add(claimKey{p.Stream.ID, p.Group, p.Token}, claimedBatch{partition: part, ids: ids})
+		}
+	}
 	d.setBusy(p.Stream.ID, p.Group, err == nil && len(res.Deliveries) >= p.Limit)
 	if err != nil {
 		return driver.ClaimResult{}, err
@@ -755,6 +768,15 @@ func noArgs([]driver.Lease) []any { return nil }
 // commits, and are leased again as before when it rolls back. Batch members
 // leave their batches in the same statement.
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
+	if b, ok := d.claimed.take(p.StreamID, p.Group, p.Leases); ok {
+		if err := d.settleCheck(p.Tx); err != nil {
+			return driver.SettleResult{}, err
+		}
+		done, err := d.ackWhole(ctx, p.Tx, p.StreamID, p.Group, p.Leases[0].Token, b)
+		if err != nil || done {
+			return driver.SettleResult{}, err
+		}
+	}
 	if d.settleMode == pgx.QueryExecModeCacheDescribe && len(p.Leases) > 0 {
 		return d.ackPipelined(ctx, p)
 	}

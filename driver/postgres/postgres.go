@@ -92,7 +92,10 @@
 // an extension of some members, expiry, SetCursors, hard retention,
 // compaction) first turns the members it needs into the leased exception
 // rows they stand for and then works as without batches. Whether the
-// option is on or not, every operation reads batches others wrote.
+// option is on or not, every operation reads batches others wrote. The
+// driver remembers the batch of each of its recent claims: an Ack naming
+// exactly its members deletes it by primary key if its ids still compare
+// equal, one small statement, and otherwise settles as described below.
 //
 // # Settling
 //
@@ -228,9 +231,10 @@ type Driver struct {
 	mu           sync.Mutex
 	prefix       string // notification channel prefix, known after Migrate
 	lis          *listener
-	notifyStates sync.Map // stream id -> *notifyState
-	busyGroups   sync.Map // busyKey -> struct{}: the last claim took its Limit
-	txWakes      txWakes  // wake-ups for rows of callers' transactions (notify.go)
+	notifyStates sync.Map       // stream id -> *notifyState
+	busyGroups   sync.Map       // busyKey -> struct{}: the last claim took its Limit
+	claimed      claimedBatches // the batches of recent claims (batch.go)
+	txWakes      txWakes        // wake-ups for rows of callers' transactions (notify.go)
 }
 
 // Option configures Open.
