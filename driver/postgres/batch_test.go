@@ -383,3 +383,33 @@ func TestBatchLeasesWholeAckRolledBack(t *testing.T) {
 		t.Errorf("batches left: %+v", bs)
 	}
 }
+
+// A claim whose first window fills its limit but whose insert passes over
+// rows the group has exceptions for (its cursor was moved back over them)
+// reads on past them, though its first transaction already committed: one
+// Claim still takes its limit.
+func TestClaimReadsOnPastExceptions(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts ...postgres.Option) {
+		f := newFixture(t, 1, opts...)
+		f.group("g", driver.GroupConfig{})
+		all := f.appendN(0, 15)
+		if res, _ := f.claim("g", "h", 5, f.now, time.Hour); len(res.Deliveries) != 5 {
+			t.Fatalf("claimed %d of 5", len(res.Deliveries))
+		}
+		if err := f.drv.SetCursors(tctx(t), driver.SetCursorsParams{StreamID: f.stream.ID, Group: "g", Positions: map[int]int64{0: 0}}); err != nil {
+			t.Fatal(err)
+		}
+		res, _ := f.claim("g", "h2", 10, f.now, time.Hour)
+		if want := all[5:]; !slices.Equal(ids(res.Deliveries), want) {
+			t.Fatalf("claim after the reset took %v; want %v", ids(res.Deliveries), want)
+		}
+		for _, d := range res.Deliveries {
+			if d.Attempt != 1 {
+				t.Errorf("row %d at attempt %d; want 1", d.ID, d.Attempt)
+			}
+		}
+		if got := f.cursor("g", 0); got != all[14] {
+			t.Errorf("cursor at %d; want %d", got, all[14])
+		}
+	})
+}

@@ -30,7 +30,9 @@ const (
 // locks a cursor with FOR UPDATE SKIP LOCKED and then reads the group's
 // stored configuration (C19), leases due exceptions, and then rows past the
 // cursors, one unlocked cursor at a time starting at a random partition,
-// until it has Limit deliveries or no unlocked partition has work.
+// until it has Limit deliveries or no unlocked partition has work. The
+// statements that record what it took go out with the COMMIT when they end
+// the claim (it has its Limit, or read to the end of the only partition).
 //
 // A claim right after one of the group that took its Limit (from this
 // driver: a consumer working through a backlog) skips the probe: the
@@ -85,8 +87,10 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	var locked *lockedCursor
 	var rows, pending bool
 	var wrote map[int32][]int64 // the members of the batches this claim wrote, by partition
+	var short bool              // the transaction ended before the claim was done
 	err := d.claimTx(ctx, func(b *pgx.Batch) {
 		res = driver.ClaimResult{}
+		short = false
 		wrote = map[int32][]int64{}
 		visited = []int32{}
 		locked = nil
@@ -144,7 +148,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			rows = false // every partition with rows is being claimed
 		}
 		return nil
-	}, func(tx pgx.Tx) error {
+	}, func(tx *claimTxn) error {
 		plan, err := driver.PlanClaim(g, p)
 		if err != nil {
 			return err
@@ -186,16 +190,20 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 					continue
 				}
 			}
-			got, deferred, err := claimPartition(ctx, tx, p, plan, c.partition, c.position, p.Limit-len(res.Deliveries), d.batchLeases)
+			got, deferred, cut, err := claimPartition(ctx, tx, p, plan, c.partition, c.position, p.Limit-len(res.Deliveries), d.batchLeases, n == 1)
 			if err != nil {
 				return err
 			}
+			short = cut
 			res.Deliveries = append(res.Deliveries, got...)
 			res.Deferred += deferred
 			if d.batchLeases {
 				for _, g := range got {
 					wrote[c.partition] = append(wrote[c.partition], g.ID)
 				}
+			}
+			if tx.ended {
+				break
 			}
 		}
 		return nil
@@ -204,6 +212,16 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		for part, ids := range wrote {
 			slices.Sort(ids)
 			d.claimed.add(claimKey{p.Stream.ID, p.Group, p.Token}, claimedBatch{partition: part, ids: ids})
+		}
+	}
+	if err == nil && short {
+		// Rare: rows past the cursor had exceptions (it was moved back over
+		// them). What was taken is leased and committed; read on.
+		rest := p
+		rest.Limit -= len(res.Deliveries)
+		if more, err := d.Claim(ctx, rest); err == nil {
+			res.Deliveries = append(res.Deliveries, more.Deliveries...)
+			res.Deferred += more.Deferred
 		}
 	}
 	d.setBusy(p.Stream.ID, p.Group, err == nil && len(res.Deliveries) >= p.Limit)
@@ -303,28 +321,44 @@ func scanLockedCursor(r pgx.Row) (lockedCursor, bool, error) {
 // over it) is passed over as it is: the insert skips it (ON CONFLICT DO
 // NOTHING) and only the rows it returns are leased or deferred. Only then,
 // when the call is still short of limit, does it look further.
-func claimPartition(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit int, batch bool) ([]driver.Delivery, int, error) {
-	var taken []driver.Delivery
-	deferred, scanned := 0, 0
+//
+// When its last write ends the claim (it takes limit rows, or reads to the
+// end of the only partition), that write carries the COMMIT (end): one
+// round trip less. short then says the insert passed over rows and the
+// claim should read on, in a transaction of its own.
+func claimPartition(ctx context.Context, t *claimTxn, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit int, batch, only bool) (taken []driver.Delivery, deferred int, short bool, err error) {
+	scanned := 0
 	for len(taken) < limit && scanned < maxScan {
-		s, err := scanPartition(ctx, tx, p, plan, part, cursor, limit-len(taken), maxScan-scanned)
+		s, err := scanPartition(ctx, t, p, plan, part, cursor, limit-len(taken), maxScan-scanned)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, false, err
 		}
 		if s.cursor == cursor {
 			break
 		}
-		got, def, err := recordClaim(ctx, tx, p, part, s, batch)
+		end := len(taken)+len(s.taken) == limit || (!s.more && only)
+		got, def, err := recordClaim(ctx, t, p, part, s, batch, end)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, false, err
 		}
 		taken, deferred = append(taken, got...), deferred+def
 		cursor, scanned = s.cursor, scanned+s.scanned
-		if len(got)+def == len(s.taken)+len(s.deferred) || !s.more {
+		skipped := len(got)+def < len(s.taken)+len(s.deferred)
+		if !skipped || !s.more {
 			break
 		}
+		if t.ended {
+			return taken, deferred, true, nil
+		}
 	}
-	return taken, deferred, nil
+	return taken, deferred, false, nil
+}
+
+// claimQuerier runs the claim's statements: its transaction's connection.
+type claimQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // partitionScan is what scanPartition found.
@@ -340,7 +374,7 @@ type partitionScan struct {
 
 // scanPartition reads up to limit claimable rows past cursor, inspecting at
 // most bound rows.
-func scanPartition(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit, bound int) (partitionScan, error) {
+func scanPartition(ctx context.Context, tx claimQuerier, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit, bound int) (partitionScan, error) {
 	vf, vargs := versionFilter("m.schema_version", plan.Versions, 4)
 	// Payloads are read only for rows at the group's versions: other rows
 	// are passed over without their payload leaving the database.
@@ -407,13 +441,16 @@ func scanPartition(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, plan dr
 // already has one for. It returns the deliveries and the count of deferred
 // rows it inserted. With batch, the leased rows become one batch instead
 // (batchClaim).
-func recordClaim(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, part int32, s partitionScan, batch bool) ([]driver.Delivery, int, error) {
+func recordClaim(ctx context.Context, t *claimTxn, p driver.ClaimParams, part int32, s partitionScan, batch, end bool) ([]driver.Delivery, int, error) {
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE group_cursor SET position = $1::bigint WHERE stream_id = $2::bigint AND group_name = $3::text AND partition = $4::integer`,
 		s.cursor, p.Stream.ID, p.Group, part)
 	n := len(s.taken) + len(s.deferred)
 	if n == 0 {
-		return nil, 0, tx.SendBatch(ctx, b).Close()
+		if end {
+			return nil, 0, t.commitWith(ctx, b, func(br pgx.BatchResults) error { _, err := br.Exec(); return err })
+		}
+		return nil, 0, t.SendBatch(ctx, b).Close()
 	}
 	ids := make([]int64, 0, n)
 	versions := make([]int32, 0, n)
@@ -436,17 +473,26 @@ func recordClaim(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, part int3
 		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING RETURNING msg_id`,
 			p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased)
 	}
-	br := tx.SendBatch(ctx, b)
-	_, err := br.Exec()
 	var inserted []int64
-	if err == nil {
-		var rows pgx.Rows
-		if rows, err = br.Query(); err == nil {
+	read := func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		rows, err := br.Query()
+		if err == nil {
 			inserted, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 		}
+		return err
 	}
-	if err := errors.Join(err, br.Close()); err != nil {
-		return nil, 0, err
+	if end {
+		if err := t.commitWith(ctx, b, read); err != nil {
+			return nil, 0, err
+		}
+	} else {
+		br := t.SendBatch(ctx, b)
+		if err := errors.Join(read(br), br.Close()); err != nil {
+			return nil, 0, err
+		}
 	}
 	if len(inserted) == n {
 		return s.taken, len(s.deferred), nil
@@ -474,7 +520,7 @@ func recordClaim(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, part int3
 // claimExceptions leases due exceptions at the versions the member decodes.
 // Candidates are locked with FOR UPDATE SKIP LOCKED, so concurrent claimers
 // take different ones.
-func (d *Driver) claimExceptions(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
+func (d *Driver) claimExceptions(ctx context.Context, tx claimQuerier, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
 	if plan.Decodable != nil && len(plan.Decodable) == 0 {
 		return nil, nil
 	}
@@ -513,7 +559,7 @@ func (d *Driver) claimExceptions(ctx context.Context, tx pgx.Tx, p driver.ClaimP
 
 // claimExceptionsPage handles up to limit due exceptions and reports whether
 // it found that many candidates.
-func claimExceptionsPage(ctx context.Context, tx pgx.Tx, p driver.ClaimParams, vf string, vargs []any, ordered string, limit int) ([]driver.Delivery, bool, error) {
+func claimExceptionsPage(ctx context.Context, tx claimQuerier, p driver.ClaimParams, vf string, vargs []any, ordered string, limit int) ([]driver.Delivery, bool, error) {
 	args := append([]any{p.Stream.ID, p.Group, ts(p.Now), int32(limit)}, vargs...)
 	rows, err := tx.Query(ctx, `SELECT `+rowColumns+`, e.msg_id, e.state, e.attempt, m.id IS NOT NULL AND `+rowIsHead(p.Stream)+`
 		FROM delivery_exception e LEFT JOIN `+logTable(p.Stream.ID)+` m ON m.id = e.msg_id

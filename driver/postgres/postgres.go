@@ -196,6 +196,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -508,39 +509,104 @@ func (d *Driver) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return d.retry(ctx, stageTx, func() error { return d.runTx(ctx, pgx.TxOptions{}, fn) })
 }
 
-// claimTx is inTx for the claim, with the transaction begun in the batch
-// of statements first queues (one round trip for BEGIN and them; read
-// reads their results). It turns bitmap scans off for the transaction: on
-// a log whose statistics are missing or stale (a new stream, before
-// autovacuum's first analyze) the planner would otherwise read every row
-// past the cursor and sort them instead of walking the (partition, id)
-// index for the few rows it needs. first must queue that setting first.
-func (d *Driver) claimTx(ctx context.Context, first func(*pgx.Batch), read func(pgx.BatchResults) error, fn func(pgx.Tx) error) error {
+// claimTx is inTx for the claim, on a connection of its own, with the
+// transaction begun in the batch of statements first queues (one round trip
+// for BEGIN and them; read reads their results). It turns bitmap scans off
+// for the transaction: on a log whose statistics are missing or stale (a
+// new stream, before autovacuum's first analyze) the planner would
+// otherwise read every row past the cursor and sort them instead of walking
+// the (partition, id) index for the few rows it needs. first must queue
+// that setting first. fn may end the transaction itself, sending COMMIT
+// with its last statements (claimTxn.commitWith); otherwise claimTx
+// commits.
+func (d *Driver) claimTx(ctx context.Context, first func(*pgx.Batch), read func(pgx.BatchResults) error, fn func(*claimTxn) error) error {
 	return d.retry(ctx, stageTx, func() error {
+		c, err := d.pool.Acquire(ctx)
+		if err != nil {
+			return &staged{err: err, stage: stageRead} // nothing was sent
+		}
+		defer c.Release() // a connection left in a transaction is closed, not reused
+		t := &claimTxn{conn: c.Conn()}
 		b := &pgx.Batch{}
-		b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+		b.Queue(`begin isolation level read committed`)
 		first(b)
-		br := d.pool.SendBatch(ctx, b)
-		tx := br.Tx()
-		_, err := br.Exec() // BEGIN
+		br := t.conn.SendBatch(ctx, b)
+		_, err = br.Exec() // BEGIN
 		if err == nil {
 			err = read(br)
 		}
 		err = errors.Join(err, br.Close())
 		if err == nil {
-			err = fn(tx)
+			err = fn(t)
 		}
 		if err != nil {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			_ = tx.Rollback(rctx)
-			cancel()
+			if !t.ended {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+				_, _ = t.conn.Exec(rctx, `rollback`)
+				cancel()
+			}
 			return err
 		}
-		if err := tx.Commit(ctx); err != nil {
+		if t.ended {
+			return nil
+		}
+		tag, err := t.conn.Exec(ctx, `commit`)
+		if err == nil && tag.String() == "ROLLBACK" {
+			err = pgx.ErrTxCommitRollback
+		}
+		if err != nil {
 			return &staged{err: err, stage: stageCommit}
 		}
 		return nil
 	})
+}
+
+// claimTxn is the claim's transaction (claimTx).
+type claimTxn struct {
+	conn *pgx.Conn
+	// ended: COMMIT went out with the claim's last statements.
+	ended bool
+}
+
+func (t *claimTxn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return t.conn.Query(ctx, sql, args...)
+}
+
+func (t *claimTxn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return t.conn.QueryRow(ctx, sql, args...)
+}
+
+func (t *claimTxn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	return t.conn.SendBatch(ctx, b)
+}
+
+// commitWith queues COMMIT as the last statement of b, the claim's last
+// batch of statements: one round trip for them and the commit. done reads
+// the batch's results but the last, and then commitWith reads the COMMIT's:
+// a failure of one of b's statements left the transaction aborted (the
+// server skipped the rest of the batch), which claimTx rolls back; a
+// failure of COMMIT itself may leave the outcome unknown.
+func (t *claimTxn) commitWith(ctx context.Context, b *pgx.Batch, done func(pgx.BatchResults) error) error {
+	b.Queue(`commit`)
+	br := t.conn.SendBatch(ctx, b)
+	if err := done(br); err != nil {
+		_ = br.Close()
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			return err // the server skipped the rest, COMMIT too
+		}
+		t.ended = true // COMMIT was sent: it may have run
+		return &staged{err: err, stage: stageCommit}
+	}
+	t.ended = true
+	tag, err := br.Exec()
+	if err == nil && tag.String() == "ROLLBACK" {
+		err = pgx.ErrTxCommitRollback
+	}
+	if err = errors.Join(err, br.Close()); err != nil {
+		return &staged{err: err, stage: stageCommit}
+	}
+	return nil
 }
 
 // readTx runs fn in a read-only repeatable read transaction: one snapshot.
