@@ -413,3 +413,40 @@ func TestClaimReadsOnPastExceptions(t *testing.T) {
 		}
 	})
 }
+
+// A claim right after one that took its limit reads ahead from where that
+// claim left the cursor; when the cursor has moved since (another client
+// claimed, a reset), what it read ahead is not used.
+func TestClaimReadAheadFollowsTheCursor(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts ...postgres.Option) {
+		f := newFixture(t, 1, opts...)
+		other := postgres.Open(f.ns, opts...)
+		t.Cleanup(func() { _ = other.Close() })
+		f.group("g", driver.GroupConfig{})
+		all := f.appendN(0, 40)
+		claim := func(d *postgres.Driver, limit int) []int64 {
+			t.Helper()
+			res, err := d.Claim(tctx(t), driver.ClaimParams{Stream: f.stream, Group: "g", Member: driver.Member{SchemaVersion: 1}, Limit: limit,
+				Token: randomName("tok-"), Holder: "h", Now: f.now, LeaseUntil: f.now.Add(time.Hour)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ids(res.Deliveries)
+		}
+		if got := claim(f.drv, 10); !slices.Equal(got, all[:10]) {
+			t.Fatalf("first claim took %v", got)
+		}
+		if got := claim(other, 10); !slices.Equal(got, all[10:20]) {
+			t.Fatalf("the other client's claim took %v", got)
+		}
+		if got := claim(f.drv, 10); !slices.Equal(got, all[20:30]) {
+			t.Fatalf("after the other client's claim, the first took %v; want %v", got, all[20:30])
+		}
+		if err := f.drv.SetCursors(tctx(t), driver.SetCursorsParams{StreamID: f.stream.ID, Group: "g", Positions: map[int]int64{0: all[34]}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := claim(f.drv, 10); !slices.Equal(got, all[35:]) {
+			t.Fatalf("after a reset past row %d, the claim took %v; want %v", all[34], got, all[35:])
+		}
+	})
+}

@@ -37,15 +37,18 @@ const (
 // A claim right after one of the group that took its Limit (from this
 // driver: a consumer working through a backlog) skips the probe: the
 // transaction's first round trip, which begins it, locks a cursor and reads
-// the group, also materializes expired batches and finds out whether
-// exceptions are due.
+// the group, also materializes expired batches, finds out whether
+// exceptions are due, and reads the next rows from where the last claim
+// left the cursor, used if this claim locks that cursor at that position:
+// two round trips for a claim of the backlog.
 func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimResult, error) {
 	if err := d.check(); err != nil {
 		return driver.ClaimResult{}, err
 	}
 	var res driver.ClaimResult
 	var due, fresh, expired bool
-	hot := p.Limit > 0 && d.busy(p.Stream.ID, p.Group)
+	ahead, hot := d.busy(p.Stream.ID, p.Group)
+	hot = hot && p.Limit > 0
 	if hot {
 		fresh, expired = true, true
 	} else {
@@ -73,7 +76,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			return nil
 		})
 		if err != nil || p.Limit <= 0 || (!due && !fresh && !expired) {
-			d.setBusy(p.Stream.ID, p.Group, false)
+			d.setBusy(p.Stream.ID, p.Group, false, busyState{})
 			return res, err
 		}
 	}
@@ -88,6 +91,8 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	var rows, pending bool
 	var wrote map[int32][]int64 // the members of the batches this claim wrote, by partition
 	var short bool              // the transaction ended before the claim was done
+	var pre *prefetch           // read ahead in the first round trip
+	var took busyState          // the one partition this claim took rows from
 	err := d.claimTx(ctx, func(b *pgx.Batch) {
 		res = driver.ClaimResult{}
 		short = false
@@ -122,6 +127,16 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			b.Queue(`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
 				AND e.state <> 'dead' AND e.due_at <= $3::timestamptz)`, p.Stream.ID, p.Group, ts(p.Now))
 		}
+		pre = nil
+		if rows && hot && ahead.ok && !p.Ordered {
+			// Read ahead where the last claim left off, after the lock (a
+			// snapshot that sees what the lock's holder did): used when this
+			// claim locks that cursor again, at that position, reading the
+			// same versions.
+			pre = &prefetch{partition: ahead.partition, from: ahead.position, window: min(max(p.Limit, 16), maxWindow), versions: ahead.versions}
+			query, vargs := scanQuery(p, ahead.versions)
+			b.Queue(query, append([]any{ahead.partition, ahead.position, int32(pre.window)}, vargs...)...)
+		}
 	}, func(br pgx.BatchResults) error {
 		_, err := br.Exec()
 		var c lockedCursor
@@ -138,6 +153,12 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		pending = due
 		if err == nil && hot {
 			err = br.QueryRow().Scan(&pending)
+		}
+		if err == nil && pre != nil {
+			var rs pgx.Rows
+			if rs, err = br.Query(); err == nil {
+				pre.rows, err = collectWindow(rs)
+			}
 		}
 		if err != nil {
 			return err
@@ -159,9 +180,13 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 				return err
 			}
 		}
+		took = busyState{}
 		for rows && len(res.Deliveries) < p.Limit && len(visited) < int(n) {
-			c := locked
-			locked = nil
+			c, ra := locked, pre
+			locked, pre = nil, nil
+			if c == nil || ra == nil || pending || c.partition != ra.partition || c.position != ra.from || !sameVersions(plan.Versions, ra.versions) {
+				ra = nil
+			}
 			if c == nil {
 				query, args := lockCursor(p, visited, first)
 				next, ok, err := scanLockedCursor(tx.QueryRow(ctx, query, args...))
@@ -190,11 +215,14 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 					continue
 				}
 			}
-			got, deferred, cut, err := claimPartition(ctx, tx, p, plan, c.partition, c.position, p.Limit-len(res.Deliveries), d.batchLeases, n == 1)
+			got, deferred, at, cut, err := claimPartition(ctx, tx, p, plan, c.partition, c.position, p.Limit-len(res.Deliveries), d.batchLeases, n == 1, ra)
 			if err != nil {
 				return err
 			}
 			short = cut
+			if len(got) > 0 {
+				took = busyState{ok: !took.ok && len(res.Deliveries) == 0, partition: c.partition, position: at, versions: slices.Clone(plan.Versions)}
+			}
 			res.Deliveries = append(res.Deliveries, got...)
 			res.Deferred += deferred
 			if d.batchLeases {
@@ -224,7 +252,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			res.Deferred += more.Deferred
 		}
 	}
-	d.setBusy(p.Stream.ID, p.Group, err == nil && len(res.Deliveries) >= p.Limit)
+	d.setBusy(p.Stream.ID, p.Group, err == nil && len(res.Deliveries) >= p.Limit, took)
 	if err != nil {
 		return driver.ClaimResult{}, err
 	}
@@ -233,19 +261,37 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 
 // busy reports whether this driver's last claim of the group took its
 // Limit, so that the next one probably finds rows too (Claim skips its
-// probe).
-func (d *Driver) busy(streamID int64, group string) bool {
-	_, ok := d.busyGroups.Load(busyKey{streamID, group})
-	return ok
+// probe), and where that claim left the cursor of the one partition it
+// took rows from, if it took from one (ahead.ok).
+func (d *Driver) busy(streamID int64, group string) (ahead busyState, ok bool) {
+	v, ok := d.busyGroups.Load(busyKey{streamID, group})
+	if ok {
+		ahead = v.(busyState)
+	}
+	return ahead, ok
 }
 
-func (d *Driver) setBusy(streamID int64, group string, busy bool) {
+func (d *Driver) setBusy(streamID int64, group string, busy bool, ahead busyState) {
 	k := busyKey{streamID, group}
 	if !busy {
 		d.busyGroups.Delete(k)
-	} else if _, ok := d.busyGroups.Load(k); !ok {
-		d.busyGroups.Store(k, struct{}{})
+	} else if v, ok := d.busyGroups.Load(k); !ok || !v.(busyState).same(ahead) {
+		d.busyGroups.Store(k, ahead)
 	}
+}
+
+// busyState is where a claim that took its Limit left the cursor of the
+// one partition it took rows from, and the versions it read: the next
+// claim reads ahead from there.
+type busyState struct {
+	ok        bool
+	partition int32
+	position  int64
+	versions  []int // nil: every version
+}
+
+func (b busyState) same(o busyState) bool {
+	return b.ok == o.ok && b.partition == o.partition && b.position == o.position && sameVersions(b.versions, o.versions)
 }
 
 type busyKey struct {
@@ -325,21 +371,23 @@ func scanLockedCursor(r pgx.Row) (lockedCursor, bool, error) {
 // When its last write ends the claim (it takes limit rows, or reads to the
 // end of the only partition), that write carries the COMMIT (end): one
 // round trip less. short then says the insert passed over rows and the
-// claim should read on, in a transaction of its own.
-func claimPartition(ctx context.Context, t *claimTxn, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit int, batch, only bool) (taken []driver.Delivery, deferred int, short bool, err error) {
+// claim should read on, in a transaction of its own. pre is a first window
+// read ahead (scanPartition).
+func claimPartition(ctx context.Context, t *claimTxn, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit int, batch, only bool, pre *prefetch) (taken []driver.Delivery, deferred int, at int64, short bool, err error) {
 	scanned := 0
 	for len(taken) < limit && scanned < maxScan {
-		s, err := scanPartition(ctx, t, p, plan, part, cursor, limit-len(taken), maxScan-scanned)
+		s, err := scanPartition(ctx, t, p, plan, part, cursor, limit-len(taken), maxScan-scanned, pre)
 		if err != nil {
-			return nil, 0, false, err
+			return nil, 0, 0, false, err
 		}
+		pre = nil
 		if s.cursor == cursor {
 			break
 		}
 		end := len(taken)+len(s.taken) == limit || (!s.more && only)
 		got, def, err := recordClaim(ctx, t, p, part, s, batch, end)
 		if err != nil {
-			return nil, 0, false, err
+			return nil, 0, 0, false, err
 		}
 		taken, deferred = append(taken, got...), deferred+def
 		cursor, scanned = s.cursor, scanned+s.scanned
@@ -348,10 +396,10 @@ func claimPartition(ctx context.Context, t *claimTxn, p driver.ClaimParams, plan
 			break
 		}
 		if t.ended {
-			return taken, deferred, true, nil
+			return taken, deferred, cursor, true, nil
 		}
 	}
-	return taken, deferred, false, nil
+	return taken, deferred, cursor, false, nil
 }
 
 // claimQuerier runs the claim's statements: its transaction's connection.
@@ -373,33 +421,32 @@ type partitionScan struct {
 }
 
 // scanPartition reads up to limit claimable rows past cursor, inspecting at
-// most bound rows.
-func scanPartition(ctx context.Context, tx claimQuerier, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit, bound int) (partitionScan, error) {
-	vf, vargs := versionFilter("m.schema_version", plan.Versions, 4)
-	// Payloads are read only for rows at the group's versions: other rows
-	// are passed over without their payload leaving the database.
-	query := `SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank,
-		CASE WHEN ` + vf + ` THEN m.payload END, m.headers, m.produced_at, ` + vf + `, ` + rowIsHead(p.Stream) + `
-		FROM ` + logTable(p.Stream.ID) + ` m WHERE m.partition = $1::integer AND m.id > $2::bigint ORDER BY m.id LIMIT $3::integer`
+// most bound rows. pre, when it holds the first window this scan would
+// read (from cursor, of the same size), stands in for that window's query.
+func scanPartition(ctx context.Context, tx claimQuerier, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit, bound int, pre *prefetch) (partitionScan, error) {
+	query, vargs := scanQuery(p, plan.Versions)
 	s := partitionScan{cursor: cursor, more: true}
 	window := min(max(limit, 16), maxWindow)
 	for len(s.taken) < limit && s.scanned < bound {
-		args := append([]any{part, s.cursor, int32(window)}, vargs...)
-		rows, err := tx.Query(ctx, query, args...)
-		if err != nil {
-			return s, err
-		}
-		n, stop, full := 0, false, false
-		for rows.Next() {
-			var versionOK, head bool
-			r, err := scanRow(rows, &versionOK, &head)
+		var win []scannedRow
+		if pre != nil && pre.from == s.cursor && pre.window == window {
+			win = pre.rows
+		} else {
+			rows, err := tx.Query(ctx, query, append([]any{part, s.cursor, int32(window)}, vargs...)...)
 			if err != nil {
-				rows.Close()
 				return s, err
 			}
+			if win, err = collectWindow(rows); err != nil {
+				return s, err
+			}
+		}
+		pre = nil
+		n, stop, full := 0, false, false
+		for _, w := range win {
+			r := w.row
 			n++
 			s.cursor = r.ID
-			if !versionOK || !head || !plan.Matches(r.RoutingKey) {
+			if !w.versionOK || !w.head || !plan.Matches(r.RoutingKey) {
 				continue
 			}
 			if !plan.Decodes(r.SchemaVersion) {
@@ -419,21 +466,64 @@ func scanPartition(ctx context.Context, tx claimQuerier, p driver.ClaimParams, p
 				break
 			}
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return s, err
-		}
 		s.scanned += n
 		if full {
 			break
 		}
-		if stop || n < window {
+		if stop || len(win) < window {
 			s.more = false
 			break
 		}
 		window = min(window*2, maxWindow)
 	}
 	return s, nil
+}
+
+// scanQuery is the statement that reads a window of rows past a cursor
+// ($1 partition, $2 cursor, $3 window), with its version filter's
+// argument. Payloads are read only for rows at the group's versions: other
+// rows are passed over without their payload leaving the database.
+func scanQuery(p driver.ClaimParams, versions []int) (string, []any) {
+	vf, vargs := versionFilter("m.schema_version", versions, 4)
+	return `SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank,
+		CASE WHEN ` + vf + ` THEN m.payload END, m.headers, m.produced_at, ` + vf + `, ` + rowIsHead(p.Stream) + `
+		FROM ` + logTable(p.Stream.ID) + ` m WHERE m.partition = $1::integer AND m.id > $2::bigint ORDER BY m.id LIMIT $3::integer`, vargs
+}
+
+// scannedRow is a row of a window, with whether it is at the group's
+// versions and its key's head.
+type scannedRow struct {
+	row             driver.Row
+	versionOK, head bool
+}
+
+func collectWindow(rows pgx.Rows) ([]scannedRow, error) {
+	defer rows.Close()
+	var out []scannedRow
+	for rows.Next() {
+		var w scannedRow
+		var err error
+		if w.row, err = scanRow(rows, &w.versionOK, &w.head); err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// sameVersions reports whether two version lists (nil: every version) are
+// the same.
+func sameVersions(a, b []int) bool { return (a == nil) == (b == nil) && slices.Equal(a, b) }
+
+// prefetch is a window read in the claim's first round trip, from where
+// the group's last claim left the cursor of the partition it took from,
+// in the hope that this claim locks that cursor again.
+type prefetch struct {
+	partition int32
+	from      int64
+	window    int
+	versions  []int // the versions its query read; nil: every version
+	rows      []scannedRow
 }
 
 // recordClaim moves the cursor past what s inspected and inserts the
