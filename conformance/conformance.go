@@ -126,8 +126,9 @@ func (h *harness) ns(t testing.TB) string {
 	h.pool.mu.Unlock()
 	if h.namespace == "" {
 		// Owned by the root so that it outlives this test; dropped when the
-		// whole suite is done.
-		h.namespace = h.target.NewNamespace(h.root)
+		// whole suite is done. A failure to create it fails this test: the
+		// root's Fatal from this test's goroutine would end the whole run.
+		h.namespace = h.target.NewNamespace(ownedBy{TB: t, owner: h.root})
 	}
 	ns := h.namespace
 	// Registered before the test's clients, so it runs after they closed.
@@ -142,6 +143,16 @@ func (h *harness) ns(t testing.TB) string {
 	})
 	return ns
 }
+
+// ownedBy is a test whose cleanups and temporary directories belong to
+// owner, a test that outlives it: the failures it reports are its own.
+type ownedBy struct {
+	testing.TB
+	owner testing.TB
+}
+
+func (o ownedBy) Cleanup(f func()) { o.owner.Cleanup(f) }
+func (o ownedBy) TempDir() string  { return o.owner.TempDir() }
 
 // client opens a client on the test's namespace, closed at cleanup.
 func (h *harness) client(t testing.TB, opts ...sqlstreams.ClientOption) *sqlstreams.Client {
