@@ -16,6 +16,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -35,32 +36,70 @@ import (
 // loaded machine.
 const startTimeout = 90 * time.Second
 
-// FreePort returns a loopback TCP port nobody listens on now. Ports handed
-// out in this process are never handed out twice.
+// FreePort returns a loopback TCP port for an instance to listen on. It is
+// below the kernel's ephemeral range, so that no outgoing connection of
+// this machine can take it between now and the instance's bind (which, for
+// a Galera node, waits for its state transfer); nobody listens on it now;
+// and no other process of these tests holds it (a lock file per port, held
+// until this process exits). Ports handed out in this process are never
+// handed out twice.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
 	portMu.Lock()
 	defer portMu.Unlock()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatalf("servers: find a free port: %v", err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
+	dir := filepath.Join(os.TempDir(), "sqlstreams-scaleout-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		tb.Fatalf("servers: port locks: %v", err)
+	}
+	low := ephemeralLow()
+	for range 1000 {
+		p := minPort + rand.IntN(low-minPort)
 		if p == 5432 || p == 3306 || usedPorts[p] {
 			continue
 		}
+		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(p)), os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			tb.Fatalf("servers: port locks: %v", err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close() // another test process holds it
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			f.Close()
+			continue
+		}
+		l.Close()
 		usedPorts[p] = true
+		portLocks = append(portLocks, f)
 		return p
 	}
 	tb.Fatal("servers: no free port found")
 	return 0
 }
 
+// minPort is the lowest port FreePort hands out.
+const minPort = 10000
+
+// ephemeralLow is the first port of the kernel's range for outgoing
+// connections (Linux: 32768 unless configured).
+func ephemeralLow() int {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > minPort+1000 {
+				low = n
+			}
+		}
+	}
+	return low
+}
+
 var (
 	portMu    sync.Mutex
 	usedPorts = map[int]bool{}
+	portLocks []*os.File // held open: the locks last as long as this process
 )
 
 // Need fails the test when a program is missing, naming the package that
