@@ -66,21 +66,25 @@ func testPerDeliverySettle(t *testing.T, h *harness) {
 		h := h.fresh()
 		// One delivery's lease expired and another member took it: acking a
 		// batch that includes it resolves the others and leaves it with the
-		// new holder.
+		// new holder. Every lease is long until both claims are made, so
+		// that a slow claim cannot find the first one expired; then the
+		// first is cut short.
 		const stream = "c20-taken-ack"
 		ca, cb := h.client(t), h.client(t)
 		p := producer[EventV1](t, ca, stream)
 		ids := produceV1(t, p, 15)
-		short := consumer[EventV1](t, ca, stream, "g", &sqlstreams.ConsumerOptions{LeaseDuration: 200 * time.Millisecond})
 		long := consumer[EventV1](t, ca, stream, "g", &sqlstreams.ConsumerOptions{LeaseDuration: time.Hour})
 		b := consumer[EventV1](t, cb, stream, "g", &sqlstreams.ConsumerOptions{LeaseDuration: time.Hour})
-		first, err := short.Claim(ctx(t), 1)
+		first, err := long.Claim(ctx(t), 1)
 		if err != nil || len(first) != 1 || first[0].ID != ids[0] {
 			t.Fatalf("first claim: %v, %v; want row %d", idsOf(first), err, ids[0])
 		}
 		rest, err := long.Claim(ctx(t), 14)
 		if err != nil || len(rest) != 14 {
 			t.Fatalf("second claim: %d deliveries, %v; want 14", len(rest), err)
+		}
+		if err := first[0].Extend(ctx(t), time.Millisecond); err != nil {
+			t.Fatalf("cutting the first lease short: %v", err)
 		}
 		var taken []sqlstreams.Delivery[EventV1]
 		eventually(t, 10*time.Second, "B to take the expired delivery", func() bool {
