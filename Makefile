@@ -2,7 +2,9 @@
 export GOTOOLCHAIN := go1.27.3
 
 PACKAGES := ./core/... ./conformance/... ./driver/sqlite/... ./driver/postgres/... ./driver/mysql/... ./contrib/dsn/... ./contrib/otel/... ./contrib/fx/... ./contrib/cli/... ./contrib/console/... ./contrib/ccompat/... ./examples/... ./.tests/e2e/... ./.tests/scaleout/...
-GOFMT = $(shell go env GOROOT)/bin/gofmt
+# $(shell) does not see exported variables before GNU make 4.4: name the
+# toolchain, or this is the system gofmt, which cannot parse generic methods.
+GOFMT = $(shell GOTOOLCHAIN=$(GOTOOLCHAIN) go env GOROOT)/bin/gofmt
 
 .PHONY: demo test vet fmt race bench bench-scale scale-chart services
 
@@ -16,7 +18,7 @@ test: services vet
 	go test -count=1 -timeout 45m $(PACKAGES)
 
 vet:
-	@out=$$($(GOFMT) -l core conformance driver contrib examples .tests); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$($(GOFMT) -l core conformance driver contrib examples .tests 2>&1); if [ -n "$$out" ]; then echo "gofmt needed (or failed):"; echo "$$out"; exit 1; fi
 	go vet $(PACKAGES)
 
 fmt:
