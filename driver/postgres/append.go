@@ -147,8 +147,9 @@ func (d *Driver) lockTimeoutValue() string {
 	return strconv.FormatInt(max(d.lockTimeout.Milliseconds(), 1), 10) + "ms"
 }
 
-// queuePartitionLocks queues the partition lock statement of an append, or
-// of compaction and retention, between two statements that bound its wait:
+// queuePartitionLocks queues the partition lock statement of compaction and
+// retention (an append locks in its insert: appendBatch), between two
+// statements that bound its wait:
 // the first saves the transaction's lock_timeout and sets the driver's, the
 // second restores the saved one, so a caller's transaction keeps its own
 // setting (set_config(..., true) lasts until the transaction ends, also in
@@ -165,15 +166,24 @@ func (d *Driver) queueBounded(b *pgx.Batch, query string, args ...any) {
 	if lt == "" {
 		b.Queue(`SELECT 1`)
 	} else {
-		b.Queue(`SELECT set_config('sqlstreams.saved_lock_timeout', current_setting('lock_timeout'), true), set_config('lock_timeout', $1::text, true)`, lt)
+		b.Queue(saveAndSetLockTimeout, lt)
 	}
 	b.Queue(query, args...)
 	if lt == "" {
 		b.Queue(`SELECT 1`)
 	} else {
-		b.Queue(`SELECT set_config('lock_timeout', current_setting('sqlstreams.saved_lock_timeout'), true)`)
+		b.Queue(restoreLockTimeout)
 	}
 }
+
+// saveAndSetLockTimeout saves the transaction's lock_timeout and sets $1;
+// restoreLockTimeout puts the saved one back. setLockTimeout sets $1 where
+// nothing needs restoring (the driver's own implicit transaction).
+const (
+	saveAndSetLockTimeout = `SELECT set_config('sqlstreams.saved_lock_timeout', current_setting('lock_timeout'), true), set_config('lock_timeout', $1::text, true)`
+	restoreLockTimeout    = `SELECT set_config('lock_timeout', current_setting('sqlstreams.saved_lock_timeout'), true)`
+	setLockTimeout        = `SELECT set_config('lock_timeout', $1::text, true)`
+)
 
 // appendBatch builds the statements of an append: set the driver's lock
 // timeout, then one statement that locks the partitions in partition order
@@ -227,9 +237,9 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 	lt := d.lockTimeoutValue()
 	switch {
 	case lt != "" && own:
-		b.Queue(`SELECT set_config('lock_timeout', $1::text, true)`, lt)
+		b.Queue(setLockTimeout, lt)
 	case lt != "":
-		b.Queue(`SELECT set_config('sqlstreams.saved_lock_timeout', current_setting('lock_timeout'), true), set_config('lock_timeout', $1::text, true)`, lt)
+		b.Queue(saveAndSetLockTimeout, lt)
 	}
 	// The partition locks are a CTE that the insert's guard counts: the
 	// guard is evaluated once, before the insert's first row takes an id, so
@@ -267,7 +277,7 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 			SELECT id FROM ins ORDER BY id`, args...)
 	}
 	if lt != "" && !own {
-		b.Queue(`SELECT set_config('lock_timeout', current_setting('sqlstreams.saved_lock_timeout'), true)`)
+		b.Queue(restoreLockTimeout)
 	}
 	if ch := d.channel(stream.ID); ch != "" && notify {
 		b.Queue(`SELECT pg_notify($1::text, '')`, ch)
