@@ -108,8 +108,10 @@ const benchBatch = 100
 //   - Consume100/claim-ack: Claim(100) and Ack of the batch, against
 //     Raw.Consume (read the next 100 after a cursor, decode, move the cursor,
 //     in one transaction).
+//   - Consume100/ack-and-claim: AckAndClaim(100) of the batch the op before
+//     claimed, against Raw.Consume: one commit per batch on both sides.
 //   - Consume100/run-100handlers: Run with 100 handlers, against Raw.Consume.
-//   - Consume100/claim-ack-batch, run-100handlers-batch: the same with
+//   - Consume100/claim-ack-batch, ack-and-claim-batch, run-100handlers-batch: the same with
 //     batch leases on, where the target has them (BenchTarget.Batch).
 //   - ProduceSingle: one message per call, against a one-row Raw.Insert.
 //   - EndToEndLatency: produce one message, wait for a Run handler to see it.
@@ -194,6 +196,30 @@ func Benchmark(b *testing.B, target BenchTarget) {
 					}
 					return cons.Ack(context.Background(), ds...)
 				}, baseline{"raw", rawConsume(raw, rawStream)})
+			})
+			b.Run("ack-and-claim"+tt.suffix, func(b *testing.B) {
+				// Claim(100) and Ack as one call: each op acks the batch the
+				// one before it claimed, in the transaction that claims the
+				// next, one commit per batch as the raw loop has.
+				c, _, _ := setupConsume(b, tt.target, b.N*benchBatch)
+				raw, rawStream := rawConsumer(b, target)
+				defer raw.Close()
+				cons := consumer[benchEvent](b, c, "bench", "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
+				var ds []sqlstreams.Delivery[benchEvent]
+				interleave(b, benchBatch, func(int) error {
+					next, err := cons.AckAndClaim(context.Background(), benchBatch, ds...)
+					if err != nil {
+						return err
+					}
+					if len(next) != benchBatch {
+						return fmt.Errorf("claim returned %d deliveries, want %d", len(next), benchBatch)
+					}
+					ds = next
+					return nil
+				}, baseline{"raw", rawConsume(raw, rawStream)})
+				if err := cons.Ack(context.Background(), ds...); err != nil {
+					b.Fatal(err)
+				}
 			})
 			b.Run("run-100handlers"+tt.suffix, func(b *testing.B) {
 				// The handler model with its defaults, but for 100 concurrent

@@ -506,7 +506,7 @@ func (c *Consumer[T]) Claim(ctx context.Context, n int) ([]Delivery[T], error) {
 	// that its outcome is known; then ctx decides whether to keep it.
 	cctx, cancel := c.client.opContext(context.WithoutCancel(ctx))
 	defer cancel()
-	out, err := c.claim(cctx, n, ClaimSourcePull)
+	out, _, err := c.claim(cctx, n, ClaimSourcePull, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -523,21 +523,71 @@ func (c *Consumer[T]) Claim(ctx context.Context, n int) ([]Delivery[T], error) {
 	return out, nil
 }
 
+// AckAndClaim acks ds and claims up to n more deliveries in one
+// transaction: a consumer that works through a stream batch by batch
+// commits once per batch instead of twice (Ack, then Claim), as a bare
+// cursor read does. The acks are recorded before the claim reads, so an
+// ordered partition whose pending rows they resolve is claimable again in
+// the same call; with nothing to claim it still records them.
+//
+// As with Ack, each delivery is settled on its own: when some were lost or
+// already settled, AckAndClaim returns the new deliveries together with a
+// *SettleError naming exactly those (the claim took effect: handle what it
+// returned). Any other error means nothing was claimed and no ack was
+// recorded (with ErrOutcomeUnknown, maybe recorded: acking again then
+// reports them lost); ack them again, or let their leases expire. When ctx
+// ends while the database is claiming, the new deliveries are given back
+// and the acks stay recorded.
+func (c *Consumer[T]) AckAndClaim(ctx context.Context, n int, ds ...Delivery[T]) ([]Delivery[T], error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: AckAndClaim(%d); ask for at least one delivery, or use Ack to only ack", ErrInvalidOption, n)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ls := make([]*lease, len(ds))
+	for i, d := range ds {
+		ls[i] = d.lease
+	}
+	taken, already, lost := take(ls)
+	cctx, cancel := c.client.opContext(context.WithoutCancel(ctx))
+	defer cancel()
+	out, missed, err := c.claim(cctx, n, ClaimSourcePull, taken)
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		ls := make([]*lease, len(out))
+		for i, d := range out {
+			ls[i] = d.lease
+		}
+		if rerr := c.release(cctx, ls); rerr != nil {
+			c.client.logger.Warn("sqlstreams: could not give back a claim whose context ended; its leases will expire", "stream", c.stream.Name, "group", c.name, "error", rerr)
+		}
+		return nil, ctx.Err()
+	}
+	return out, settleErr("ack", &c.group, append(lost, missed...), already)
+}
+
 // claim leases and decodes up to n deliveries with ctx, which bounds the
-// work.
-func (c *Consumer[T]) claim(ctx context.Context, n int, source string) ([]Delivery[T], error) {
+// work, after acking acks (leases taken by take) in the same transaction.
+// It returns the ids of acks that were lost; on error none was recorded
+// (unless the outcome is unknown) and the acks are open again.
+func (c *Consumer[T]) claim(ctx context.Context, n int, source string, acks []*lease) ([]Delivery[T], []int64, error) {
 	out := make([]Delivery[T], 0, n)
+	var lostAcks []int64
 	// A row that does not decode goes dead and leaves its place free: claim
 	// again for it, so that rows behind it are not held back and an empty
 	// result means nothing was claimable (C9).
 	for len(out) < n {
-		rows, token, err := c.claimRows(ctx, n-len(out), source)
+		rows, token, lost, err := c.claimRows(ctx, n-len(out), source, acks)
 		if err != nil {
 			if len(out) > 0 {
-				return out, nil // the next claim meets the error again
+				return out, lostAcks, nil // the next claim meets the error again
 			}
-			return nil, err
+			return nil, nil, err
 		}
+		acks, lostAcks = nil, append(lostAcks, lost...)
 		dropped, failed := 0, false
 		for _, r := range rows {
 			l := &lease{group: &c.group, id: r.ID, token: token, attempt: r.Attempt, size: len(r.Payload)}
@@ -570,15 +620,16 @@ func (c *Consumer[T]) claim(ctx context.Context, n int, source string) ([]Delive
 			break
 		}
 	}
-	return out, nil
+	return out, lostAcks, nil
 }
 
-func (g *group) claimRows(ctx context.Context, n int, source string) ([]driver.Delivery, string, error) {
+func (g *group) claimRows(ctx context.Context, n int, source string, acks []*lease) ([]driver.Delivery, string, []int64, error) {
 	if err := g.client.checkOpen(); err != nil {
-		return nil, "", err
+		reopen(acks)
+		return nil, "", nil, err
 	}
 	now := time.Now().UTC()
-	rows, token, err := g.claimFromDriver(ctx, n, now)
+	rows, token, lost, err := g.claimFromDriver(ctx, n, now, acks)
 	if len(g.claimHooks) > 0 {
 		e := ClaimEvent{Stream: g.stream.Name, Group: g.name, Source: source, Requested: n, Duration: time.Since(now), Err: err}
 		for _, r := range rows {
@@ -588,14 +639,27 @@ func (g *group) claimRows(ctx context.Context, n int, source string) ([]driver.D
 			g.client.observe("claim", func() { h.Claimed(ctx, e) })
 		}
 	}
-	return rows, token, err
+	return rows, token, lost, err
 }
 
-func (g *group) claimFromDriver(ctx context.Context, n int, now time.Time) ([]driver.Delivery, string, error) {
+// claimFromDriver claims, after acking acks in the claim's transaction; it
+// records the acks' outcome on their leases and returns the lost ones.
+func (g *group) claimFromDriver(ctx context.Context, n int, now time.Time, acks []*lease) ([]driver.Delivery, string, []int64, error) {
 	p := driver.ClaimParams{Stream: g.stream, Group: g.name, Member: g.member, Decodes: g.decodes, Match: matcher, Limit: n,
 		Ordered: g.opts.Ordered, Token: newToken(), Holder: g.client.identity, Now: now, LeaseUntil: now.Add(g.opts.LeaseDuration),
 		MaxAttempts: g.opts.MaxAttempts, LastError: "lease expired on the last attempt; the consumer probably crashed or stalled while handling it"}
+	if len(acks) > 0 {
+		p.Acks = refs(acks)
+	}
 	res, err := g.client.drv.Claim(ctx, p)
+	if len(acks) > 0 {
+		g.hookSettle(ctx, OutcomeAck, acks, driver.SettleResult{Lost: res.Lost}, now, err)
+		if err != nil {
+			reopen(acks)
+		} else {
+			settled(acks, driver.SettleResult{Lost: res.Lost})
+		}
+	}
 	if err != nil {
 		// A claim that failed has leased nothing, unless its outcome is
 		// unknown: then give back whatever it may have leased.
@@ -613,10 +677,10 @@ func (g *group) claimFromDriver(ctx context.Context, n int, now time.Time) ([]dr
 			err = &driver.Error{Kind: ErrUnavailable, Err: err, Advice: fmt.Sprintf("the database did not answer within the operation timeout (%v); "+
 				"check that it is up and reachable, or raise WithOperationTimeout", g.client.opTimeout)}
 		}
-		return nil, "", g.wrap("claim", classify(err))
+		return nil, "", nil, g.wrap("claim", classify(err))
 	}
 	g.observe(res)
-	return res.Deliveries, p.Token, nil
+	return res.Deliveries, p.Token, res.Lost, nil
 }
 
 // observe logs what a claim says about the group that this member did not

@@ -233,7 +233,7 @@ func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 		// The claim runs to completion whatever ctx does, so that what it
 		// leased is known and can be given back.
 		cctx, cancel := c.client.opContext(context.WithoutCancel(ctx))
-		ds, err := c.claim(cctx, r.limit-held, ClaimSourceRun)
+		ds, _, err := c.claim(cctx, r.limit-held, ClaimSourceRun, nil)
 		cancel()
 		if err != nil {
 			switch {

@@ -96,7 +96,8 @@ type Driver interface {
 	// are claimable; exceptions whose row is no longer a head, or is gone, are
 	// resolved instead of returned. Rows are returned in id order per
 	// partition. A claim that returns an error has leased nothing, unless the
-	// error wraps ErrOutcomeUnknown: then release p.Token.
+	// error wraps ErrOutcomeUnknown: then release p.Token. With p.Acks it
+	// first resolves those leases, in the same transaction.
 	Claim(ctx context.Context, p ClaimParams) (ClaimResult, error)
 
 	// Ack resolves leased deliveries. Each one is settled on its own: a
@@ -377,10 +378,24 @@ type ClaimParams struct {
 	MaxAttempts int
 	// LastError is recorded on deliveries buried by MaxAttempts.
 	LastError string
+	// Acks, when not empty, are leases of the group to resolve as Ack
+	// resolves them, in the claim's transaction and before it reads
+	// anything: a consumer that acks one batch while claiming the next
+	// commits once per batch. An ack frees what it resolves for this very
+	// claim (an ordered partition whose pending rows it resolves is
+	// claimable again). Each is settled on its own, and ClaimResult.Lost
+	// names those that were not leased with their token (C20). A claim
+	// that returns an error resolved none of them, unless the error is
+	// ErrOutcomeUnknown. The driver resolves them even when nothing is
+	// left to claim.
+	Acks []Lease
 }
 
 // ClaimResult is what a claim leased, and the configuration it used.
 type ClaimResult struct {
+	// Lost lists the ids of ClaimParams.Acks that were not leased with
+	// their token: nothing changed for them.
+	Lost       []int64
 	Deliveries []Delivery
 	// Group is the stored group configuration the claim filtered with.
 	Group GroupConfig

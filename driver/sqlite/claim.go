@@ -61,8 +61,10 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	// would only cost a read transaction, so the claim goes straight to the
 	// write transaction, which finds out the same itself.
 	busy := claimKey{p.Stream.ID, p.Group}
-	if _, ok := d.fullClaims.Load(busy); ok && p.Limit > 0 {
-		dueExceptions, newRows = true, true
+	if _, ok := d.fullClaims.Load(busy); (ok && p.Limit > 0) || len(p.Acks) > 0 {
+		// A claim carrying acks writes anyway: the write transaction
+		// records them and finds out what is claimable itself.
+		dueExceptions, newRows = p.Limit > 0, p.Limit > 0
 	} else if err := d.readTxQ(ctx, func(tx cachedTx) error {
 		g, err := loadGroup(ctx, tx, p.Stream.ID, p.Group)
 		if err != nil {
@@ -86,7 +88,16 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		return res, err
 	}
 	err := d.inTxQ(ctx, nil, func(tx cachedTx) error {
-		res.Deliveries, res.Deferred = res.Deliveries[:0], 0
+		res.Deliveries, res.Deferred, res.Lost = res.Deliveries[:0], 0, nil
+		if len(p.Acks) > 0 {
+			// First, so that what they resolve is claimable (an ordered
+			// partition they free) and commits with the claim.
+			acked, err := settleIn(ctx, tx, p.Stream.ID, p.Group, p.Acks, settleAck, 0, ackStmt)
+			if err != nil {
+				return err
+			}
+			res.Lost = acked.Lost
+		}
 		g, err := loadGroup(ctx, tx, p.Stream.ID, p.Group)
 		if err != nil {
 			return err
@@ -443,37 +454,47 @@ func (d *Driver) settle(ctx context.Context, callerTx driver.Tx, streamID int64,
 	if len(leases) == 0 {
 		return driver.SettleResult{}, d.check()
 	}
-	changed := map[int64]bool{}
+	var res driver.SettleResult
 	err := d.inTxQ(ctx, callerTx, func(tx cachedTx) error {
-		clear(changed)
-		rest, err := settleBatches(ctx, tx, streamID, group, leases, op, until, changed)
-		if err != nil {
-			return err
-		}
-		const chunk = 400
-		for s := 0; s < len(rest); s += chunk {
-			pred, pargs := leasedPairs(rest[s:min(s+chunk, len(rest))])
-			all := append(append(slices.Clone(args), streamID, group), pargs...)
-			if err := eachRow(ctx, tx, stmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`, all, func(r *sql.Rows) error {
-				var id int64
-				err := r.Scan(&id)
-				changed[id] = true
-				return err
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		res, err = settleIn(ctx, tx, streamID, group, leases, op, until, stmt, args...)
+		return err
 	})
 	if err != nil {
 		return driver.SettleResult{}, err
 	}
+	return res, nil
+}
+
+// settleIn is settle's work inside the transaction tx.
+func settleIn(ctx context.Context, tx queryer, streamID int64, group string, leases []driver.Lease, op batchSettle, until int64, stmt string, args ...any) (driver.SettleResult, error) {
+	changed := map[int64]bool{}
+	rest, err := settleBatches(ctx, tx, streamID, group, leases, op, until, changed)
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	const chunk = 400
+	for s := 0; s < len(rest); s += chunk {
+		pred, pargs := leasedPairs(rest[s:min(s+chunk, len(rest))])
+		all := append(append(slices.Clone(args), streamID, group), pargs...)
+		if err := eachRow(ctx, tx, stmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`, all, func(r *sql.Rows) error {
+			var id int64
+			err := r.Scan(&id)
+			changed[id] = true
+			return err
+		}); err != nil {
+			return driver.SettleResult{}, err
+		}
+	}
 	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
 }
 
+// ackStmt is Ack's per-delivery statement.
+const ackStmt = `DELETE FROM delivery_exception`
+
 // Ack implements driver.Driver.
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleAck, 0, `DELETE FROM delivery_exception`)
+	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleAck, 0, ackStmt)
 }
 
 // Fail implements driver.Driver. Each failure carries its own error and due
