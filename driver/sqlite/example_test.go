@@ -157,6 +157,63 @@ func Example_claim() {
 	// left: 0 <nil>
 }
 
+// Work through a stream batch by batch with AckAndClaim: each call acks the
+// batch handled last and claims the next in one transaction, one commit per
+// batch where Ack then Claim make two. The last call, with nothing left,
+// still records its acks.
+func Example_ackAndClaim() {
+	ctx := context.Background()
+	client, _, done := exampleClient()
+	defer done()
+
+	stream := client.Stream[OrderPlacedV1]("orders.placed")
+	producer, err := stream.Producer().Register(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		if _, err := producer.Produce(ctx, OrderPlacedV1{OrderID: fmt.Sprintf("o-%d", i), Total: 995}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	consumer, err := stream.Consumer("billing").Register(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	var batch []sqlstreams.Delivery[OrderPlacedV1]
+	for {
+		batch, err = consumer.AckAndClaim(ctx, 2, batch...)
+		var lost *sqlstreams.SettleError
+		if errors.As(err, &lost) {
+			// Those acks were not recorded (another member holds the
+			// deliveries now); the new batch was claimed all the same.
+			log.Print(lost)
+		} else if err != nil {
+			log.Fatal(err)
+		}
+		if len(batch) == 0 {
+			break
+		}
+		var ids []string
+		for _, d := range batch {
+			ids = append(ids, d.Value.OrderID)
+		}
+		fmt.Println(ids)
+	}
+	h, err := stream.Health(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, _ := h.Version(1)
+	fmt.Println("unresolved:", v.Groups[0].Unresolved)
+	// Output:
+	// [o-1 o-2]
+	// [o-3 o-4]
+	// [o-5]
+	// unresolved: 0
+}
+
 // ProduceBatch writes messages with their own keys and routing keys in one
 // transaction. A group's bindings select routing keys ('*' is one word, '#'
 // zero or more).
