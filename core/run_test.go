@@ -130,3 +130,40 @@ func TestRunLinger(t *testing.T) {
 		}
 	})
 }
+
+// TestRunClaimTakesPendingAcks: the claim loop takes the acks waiting for
+// the completer, at most maxAutoBatch at a time and oldest first, and a
+// failed claim gives them back ahead of newer ones; once the completer has
+// stopped, the claim loop takes none.
+func TestRunClaimTakesPendingAcks(t *testing.T) {
+	t.Parallel()
+	r := &runner[sizingEvent]{ackWake: make(chan struct{}, 1), freed: make(chan struct{}, 1)}
+	ls := make([]*lease, maxAutoBatch+5)
+	for i := range ls {
+		ls[i] = &lease{id: int64(i)}
+		if !r.enqueueAck(ls[i]) {
+			t.Fatalf("enqueueAck(%d) refused before the completer stopped", i)
+		}
+	}
+	select {
+	case <-r.freed:
+	default:
+		t.Fatal("an enqueued ack did not wake the claim loop")
+	}
+	taken := r.takeAcks()
+	if len(taken) != maxAutoBatch || taken[0] != ls[0] || taken[len(taken)-1] != ls[maxAutoBatch-1] {
+		t.Fatalf("took %d acks; want the oldest %d", len(taken), maxAutoBatch)
+	}
+	if n := r.pendingAcks(); n != 5 {
+		t.Fatalf("%d acks pending after the take, want 5", n)
+	}
+	r.enqueueAck(&lease{id: 9999})
+	r.returnAcks(taken)
+	if n := r.pendingAcks(); n != maxAutoBatch+6 || r.acks[0] != ls[0] || r.acks[maxAutoBatch] != ls[maxAutoBatch] || r.acks[len(r.acks)-1].id != 9999 {
+		t.Fatalf("after giving them back: %d pending (first %d, last %d); want all, in the order they were enqueued", n, r.acks[0].id, r.acks[len(r.acks)-1].id)
+	}
+	r.acksShut = true
+	if got := r.takeAcks(); got != nil {
+		t.Fatalf("took %d acks after the completer stopped; want none", len(got))
+	}
+}
