@@ -422,6 +422,39 @@ func TestPullClaim(t *testing.T) {
 	})
 }
 
+// AckAndClaim: a receive span for what it claimed and, with settle spans,
+// an ack span for the batch it acked in the same transaction.
+func TestAckAndClaim(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, target conformance.Target) {
+		e := newEnv(t, target, &otelsqlstreams.Config{SettleSpans: true})
+		p := e.producer(t, "s")
+		c := e.consumer(t, "s", "g", nil)
+		for i := range 4 {
+			if _, err := p.Produce(ctxT(t), OrderV1{ID: strconv.Itoa(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		first, err := c.Claim(ctxT(t), 2)
+		if err != nil || len(first) != 2 {
+			t.Fatalf("claimed %d, %v", len(first), err)
+		}
+		next, err := c.AckAndClaim(ctxT(t), 10, first...)
+		if err != nil || len(next) != 2 {
+			t.Fatalf("AckAndClaim claimed %d, %v", len(next), err)
+		}
+		recv, acks := e.named("receive s"), e.named("ack s")
+		if len(recv) != 2 || attrMap(recv[1].Attributes)[semconv.MessagingBatchMessageCountKey].AsInt64() != 2 {
+			t.Errorf("receive spans %v; want two, the second for 2 messages", recv)
+		}
+		if len(acks) != 1 || attrMap(acks[0].Attributes)[semconv.MessagingBatchMessageCountKey].AsInt64() != 2 {
+			t.Errorf("ack spans %v; want one for the 2 acked messages", acks)
+		}
+		if n := sumOf(t, e.collect(t), "messaging.client.consumed.messages", semconv.MessagingOperationName("receive")); n != 4 {
+			t.Errorf("consumed %d, want 4", n)
+		}
+	})
+}
+
 // ProduceBatch: a create span per message, injected into it, and a CLIENT
 // send span linking to them; with DisableCreateSpans one PRODUCER send span
 // injected into every message.
