@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"slices"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -61,9 +62,12 @@ func (d *Driver) claimAcking(ctx context.Context, p driver.ClaimParams, key cach
 		})
 	})
 	if err != nil {
-		// The cache of batches is only a hint; after a commit of unknown
-		// outcome it may be wrong about the acks' batches.
-		d.batches.forget(p.Stream.ID, p.Group, tokensOf(p.Acks)...)
+		// A transaction that failed changed no batch, and the cache learns
+		// what the acks did only after COMMIT; after a COMMIT of unknown
+		// outcome it cannot know.
+		if errors.Is(err, driver.ErrOutcomeUnknown) {
+			d.batches.forget(p.Stream.ID, p.Group, tokensOf(p.Acks)...)
+		}
 		return driver.ClaimResult{}, err
 	}
 	if acked.commit != nil {

@@ -1,6 +1,7 @@
 package mysql_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -46,7 +47,8 @@ func containing(stmts []string, s string) bool {
 // claim right after one that took its limit goes on to the cursor lock
 // without the probe; when the cursor is taken, or the backlog ended, the
 // same transaction probes and claims as usual, and still commits the acks
-// once. A batch changed since the claim (acked elsewhere) falls back to
+// once; a claim that fails rolls them back, and the driver's memory of
+// the batch stays as it was. A batch changed since the claim (acked elsewhere) falls back to
 // the locked read and reports exactly the member it no longer holds.
 func TestAckWithClaimOneTransaction(t *testing.T) {
 	t.Parallel()
@@ -144,10 +146,26 @@ func TestAckWithClaimOneTransaction(t *testing.T) {
 			// it probes in its transaction and commits the acks.
 			fourth := claim("t4", nil)
 			want("the fourth claim", fourth, ids[20:30])
+			// Claims that fail, in the hot path and after the probe (a
+			// claim of none skips the hot path), roll their acks back.
+			for _, limit := range []int{10, 0} {
+				log.Take()
+				now := time.Now().UTC()
+				_, err := drv.Claim(testCtx(t), driver.ClaimParams{Stream: st, Group: "g", Token: "bad", Holder: "h", Member: driver.Member{SchemaVersion: 2},
+					Decodes: []int{2}, Limit: limit, Now: now, LeaseUntil: now.Add(time.Hour), Acks: leasesOf(fourth.Deliveries, "t4")})
+				stmts := log.Take()
+				if !errors.Is(err, driver.ErrGroupVersion) {
+					t.Fatalf("a claim of %d by a member of another version: %v; want ErrGroupVersion", limit, err)
+				}
+				if len(stmts) < 3 || stmts[0] != "START TRANSACTION" || stmts[len(stmts)-1] != "ROLLBACK" || !strings.HasPrefix(stmts[1], tc.ack) ||
+					containing(stmts, probeMarker) != (limit == 0) {
+					t.Fatalf("the failed claim of %d did not ack and roll back:\n%s", limit, strings.Join(stmts, "\n"))
+				}
+			}
 			log.Take()
 			fifth := claim("t5", leasesOf(fourth.Deliveries, "t4"))
 			stmts = log.Take()
-			want("the claim after the backlog", fifth, nil)
+			want("the claim after the backlog and the failed ones", fifth, nil)
 			oneTransaction(t, "the claim after the backlog", stmts)
 			if !containing(stmts, probeMarker) || !strings.HasPrefix(stmts[1], tc.ack) {
 				t.Fatalf("the claim after the backlog did not ack first and then probe:\n%s", strings.Join(stmts, "\n"))
