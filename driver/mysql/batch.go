@@ -516,12 +516,61 @@ func (c *batchCache) forget(stream int64, group string, tokens ...string) {
 // lease. It reports false when that does not apply or the batch is not as
 // expected; then nothing changed, and the caller takes the locking path.
 func (d *Driver) fastSettle(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, mode batchMode, until, now string) (bool, error) {
-	if mode == batchCarve {
+	cs, ok := d.casSettle(streamID, group, leases, mode, until, now)
+	if !ok {
 		return false, nil
+	}
+	var n int64
+	run := func(q querier) error {
+		var err error
+		n, err = cs.run(ctx, q)
+		return err
+	}
+	var err error
+	if tx == nil {
+		err = d.autocommit(ctx, run)
+	} else {
+		err = d.inTx(ctx, tx, run)
+	}
+	if err != nil {
+		d.batches.forget(streamID, group, cs.b.token)
+		return false, err
+	}
+	if n != 1 {
+		d.batches.forget(streamID, group, cs.b.token)
+		return false, nil
+	}
+	d.batches.settled(streamID, cs.b.batchRef, cs.b.ids, cs.remaining)
+	return true, nil
+}
+
+// casStmt is fastSettle's compare-and-set statement on the remembered
+// batch b, which leaves it holding remaining.
+type casStmt struct {
+	b         heldBatch
+	remaining []int64
+	stmt      string
+	args      []any
+}
+
+// run executes the statement on q and returns how many batches it changed:
+// 1 when the batch was as expected.
+func (c casStmt) run(ctx context.Context, q querier) (int64, error) {
+	res, err := q.ExecContext(ctx, c.stmt, c.args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// casSettle builds fastSettle's statement, when it applies.
+func (d *Driver) casSettle(streamID int64, group string, leases []driver.Lease, mode batchMode, until, now string) (casStmt, bool) {
+	if mode == batchCarve {
+		return casStmt{}, false
 	}
 	b, named, ok := d.batches.one(streamID, group, leases)
 	if !ok || (mode == batchExtend && named != len(b.ids)) {
-		return false, nil
+		return casStmt{}, false
 	}
 	gone := make(map[int64]bool, len(leases))
 	for _, l := range leases {
@@ -543,31 +592,7 @@ func (d *Driver) fastSettle(ctx context.Context, tx driver.Tx, streamID int64, g
 		stmt, args = "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?"+pk, []any{encodeIDs(remaining), remaining[0], remaining[len(remaining)-1]}
 	}
 	args = append(args, streamID, group, b.token, b.part, encodeIDs(b.ids))
-	var n int64
-	run := func(q querier) error {
-		res, err := q.ExecContext(ctx, stmt, args...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	}
-	var err error
-	if tx == nil {
-		err = d.autocommit(ctx, run)
-	} else {
-		err = d.inTx(ctx, tx, run)
-	}
-	if err != nil {
-		d.batches.forget(streamID, group, b.token)
-		return false, err
-	}
-	if n != 1 {
-		d.batches.forget(streamID, group, b.token)
-		return false, nil
-	}
-	d.batches.settled(streamID, b.batchRef, b.ids, remaining)
-	return true, nil
+	return casStmt{b: b, remaining: remaining, stmt: stmt, args: args}, true
 }
 
 // whole returns the remembered batches of one claim whose every member the
@@ -616,9 +641,25 @@ func (d *Driver) fastAckWhole(ctx context.Context, streamID int64, group string,
 	if !ok {
 		return nil, false, nil
 	}
-	token := leases[0].Token
+	var rest []driver.Lease
+	err := d.autocommit(ctx, func(q querier) error {
+		var err error
+		rest, err = ackWholeIn(ctx, q, streamID, group, leases, parts)
+		return err
+	})
+	d.batches.forget(streamID, group, leases[0].Token)
+	if err != nil {
+		return nil, false, err
+	}
+	return rest, true, nil
+}
+
+// ackWholeIn is fastAckWhole's statement on q, for the remembered batches
+// parts of the leases' claim: it returns the leases of the batches it did
+// not find as expected.
+func ackWholeIn(ctx context.Context, q querier, streamID int64, group string, leases []driver.Lease, parts []heldBatch) ([]driver.Lease, error) {
 	var sb strings.Builder
-	args := []any{streamID, group, token}
+	args := []any{streamID, group, leases[0].Token}
 	for i, b := range parts {
 		if i > 0 {
 			sb.WriteString(" OR ")
@@ -627,19 +668,14 @@ func (d *Driver) fastAckWhole(ctx context.Context, streamID int64, group string,
 		args = append(args, b.part, encodeIDs(b.ids))
 	}
 	deleted := map[int]bool{}
-	err := d.autocommit(ctx, func(q querier) error {
-		clear(deleted)
-		return eachRow(ctx, q, "DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND ("+sb.String()+") RETURNING `partition`", args,
-			func(r *sql.Rows) error {
-				var part int
-				err := r.Scan(&part)
-				deleted[part] = true
-				return err
-			})
-	})
-	d.batches.forget(streamID, group, token)
-	if err != nil {
-		return nil, false, err
+	if err := eachRow(ctx, q, "DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND ("+sb.String()+") RETURNING `partition`", args,
+		func(r *sql.Rows) error {
+			var part int
+			err := r.Scan(&part)
+			deleted[part] = true
+			return err
+		}); err != nil {
+		return nil, err
 	}
 	var rest []driver.Lease
 	for _, l := range leases {
@@ -647,5 +683,5 @@ func (d *Driver) fastAckWhole(ctx context.Context, streamID int64, group string,
 			rest = append(rest, l)
 		}
 	}
-	return rest, true, nil
+	return rest, nil
 }

@@ -70,6 +70,9 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		batches = new([]heldBatch)
 	}
 	key := cacheKey{stream: p.Stream.ID, group: p.Group}
+	if len(p.Acks) > 0 {
+		return d.claimAcking(ctx, p, key, batches)
+	}
 	deferred := 0
 	// Not for ordered groups: there the last claim's leases hold the
 	// partition until they are settled.
@@ -87,7 +90,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	var pr probe
 	err := d.withLog(ctx, p.Stream.ID, func() error {
 		var err error
-		pr, err = d.probe(ctx, p)
+		pr, err = d.probe(ctx, d.db, p)
 		return err
 	})
 	if err != nil {
@@ -139,47 +142,15 @@ func (d *Driver) setHot(key cacheKey, part int) {
 // that nothing was claimable. full is the partition that filled this
 // claim, or -1.
 func (d *Driver) claimHot(ctx context.Context, p driver.ClaimParams, part int, batches *[]heldBatch) (res driver.ClaimResult, full int, ok bool, err error) {
-	df, dargs := dueExprs(p, "c.stream_id", "c.group_name")
-	args := append(append([]any{}, dargs...), p.Stream.ID, p.Group, part)
 	err = d.withLog(ctx, p.Stream.ID, func() error {
 		return d.ownTx(ctx, false, func(tx querier) error {
-			res, full, ok = driver.ClaimResult{}, -1, false
+			res, full = driver.ClaimResult{}, -1
 			if batches != nil {
 				*batches = (*batches)[:0]
 			}
-			var pr probe
-			var pos int64
-			err := tx.QueryRowContext(ctx, "SELECT c.position, "+df+" FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` = ? FOR UPDATE SKIP LOCKED",
-				args...).Scan(&pos, &pr.due, &pr.expired)
-			if errors.Is(err, sql.ErrNoRows) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			pr.due = pr.due || pr.expired
-			// The rest of the limit from the other partitions with new
-			// rows, as the probe would have found them.
-			more := func() ([]int, error) {
-				var out []int
-				err := eachRow(ctx, tx, "SELECT c.`partition` FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` <> ? AND "+pastCursor(p.Stream.ID)+
-					" ORDER BY c.`partition`", []any{p.Stream.ID, p.Group, part}, func(r *sql.Rows) error {
-					var q int
-					err := r.Scan(&q)
-					out = append(out, q)
-					return err
-				})
-				if len(out) > 1 {
-					k := rand.IntN(len(out))
-					out = append(out[k:], out[:k]...)
-				}
-				return out, err
-			}
-			if err := d.claimFenced(ctx, tx, p, pr, []int{part}, map[int]int64{part: pos}, nil, "", &res, batches, &full, more); err != nil {
-				return err
-			}
-			ok = len(res.Deliveries) > 0
-			return nil
+			var err error
+			ok, err = d.claimHotIn(ctx, tx, p, part, &res, batches, &full)
+			return err
 		})
 	})
 	if err != nil {
@@ -189,6 +160,45 @@ func (d *Driver) claimHot(ctx context.Context, p driver.ClaimParams, part int, b
 		d.batches.add(p.Stream.ID, p.Group, *batches)
 	}
 	return res, full, ok, nil
+}
+
+// claimHotIn is claimHot's work in the transaction tx, which res, batches
+// and full start empty for. It reports whether it claimed anything.
+func (d *Driver) claimHotIn(ctx context.Context, tx querier, p driver.ClaimParams, part int, res *driver.ClaimResult, batches *[]heldBatch, full *int) (bool, error) {
+	df, dargs := dueExprs(p, "c.stream_id", "c.group_name")
+	args := append(append([]any{}, dargs...), p.Stream.ID, p.Group, part)
+	var pr probe
+	var pos int64
+	err := tx.QueryRowContext(ctx, "SELECT c.position, "+df+" FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` = ? FOR UPDATE SKIP LOCKED",
+		args...).Scan(&pos, &pr.due, &pr.expired)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	pr.due = pr.due || pr.expired
+	// The rest of the limit from the other partitions with new
+	// rows, as the probe would have found them.
+	more := func() ([]int, error) {
+		var out []int
+		err := eachRow(ctx, tx, "SELECT c.`partition` FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` <> ? AND "+pastCursor(p.Stream.ID)+
+			" ORDER BY c.`partition`", []any{p.Stream.ID, p.Group, part}, func(r *sql.Rows) error {
+			var q int
+			err := r.Scan(&q)
+			out = append(out, q)
+			return err
+		})
+		if len(out) > 1 {
+			k := rand.IntN(len(out))
+			out = append(out[k:], out[:k]...)
+		}
+		return out, err
+	}
+	if err := d.claimFenced(ctx, tx, p, pr, []int{part}, map[int]int64{part: pos}, nil, "", res, batches, full, more); err != nil {
+		return false, err
+	}
+	return len(res.Deliveries) > 0, nil
 }
 
 // dueExprs is two SQL columns for a group (named by the SQL expressions
@@ -235,12 +245,12 @@ type probe struct {
 // probe reads, in one round trip and without locks, the group, whether
 // exceptions at versions the member decodes are due, and which partitions
 // have rows past their cursor (one result row per such partition).
-func (d *Driver) probe(ctx context.Context, p driver.ClaimParams) (probe, error) {
+func (d *Driver) probe(ctx context.Context, q querier, p driver.ClaimParams) (probe, error) {
 	var pr probe
 	df, args := dueExprs(p, "g.stream_id", "g.name")
 	args = append(args, p.Stream.ID, p.Group)
 	found := false
-	err := eachRow(ctx, d.db, `SELECT g.`+strings.ReplaceAll(groupColumns, ", ", ", g.")+`, `+df+`, c.`+"`partition`"+`
+	err := eachRow(ctx, q, `SELECT g.`+strings.ReplaceAll(groupColumns, ", ", ", g.")+`, `+df+`, c.`+"`partition`"+`
 		FROM consumer_group g LEFT JOIN group_cursor c ON c.stream_id = g.stream_id AND c.group_name = g.name AND `+pastCursor(p.Stream.ID)+`
 		WHERE g.stream_id = ? AND g.name = ? ORDER BY c.`+"`partition`", args, func(r *sql.Rows) error {
 		var part sql.NullInt64
@@ -922,40 +932,47 @@ func (d *Driver) settleLocked(ctx context.Context, callerTx driver.Tx, streamID 
 	changed := map[int64]bool{}
 	err := d.inTx(ctx, callerTx, func(tx querier) error {
 		clear(changed)
-		rest, err := settleBatches(ctx, tx, streamID, group, leases, mode, until, now, changed)
-		if err != nil {
-			return err
-		}
-		for s := 0; s < len(rest); s += settleChunk {
-			part := rest[s:min(s+settleChunk, len(rest))]
-			pred, pargs := leasedPairs(part)
-			var ids []int64
-			if err := eachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `+pred+` FOR UPDATE`,
-				append([]any{streamID, group}, pargs...), func(r *sql.Rows) error {
-					var id int64
-					err := r.Scan(&id)
-					ids = append(ids, id)
-					return err
-				}); err != nil {
-				return err
-			}
-			if len(ids) == 0 {
-				continue
-			}
-			if err := apply(tx, ids); err != nil {
-				return err
-			}
-			for _, id := range ids {
-				changed[id] = true
-			}
-		}
-		return nil
+		return settleLockedIn(ctx, tx, streamID, group, leases, mode, until, now, apply, changed)
 	})
 	if err != nil {
 		return driver.SettleResult{}, err
 	}
 	d.forgetTokens(streamID, group, leases)
 	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
+}
+
+// settleLockedIn is settleLocked's work in the transaction tx: it marks in
+// changed the leases it settled.
+func settleLockedIn(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease,
+	mode batchMode, until, now string, apply func(tx querier, ids []int64) error, changed map[int64]bool) error {
+	rest, err := settleBatches(ctx, tx, streamID, group, leases, mode, until, now, changed)
+	if err != nil {
+		return err
+	}
+	for s := 0; s < len(rest); s += settleChunk {
+		part := rest[s:min(s+settleChunk, len(rest))]
+		pred, pargs := leasedPairs(part)
+		var ids []int64
+		if err := eachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `+pred+` FOR UPDATE`,
+			append([]any{streamID, group}, pargs...), func(r *sql.Rows) error {
+				var id int64
+				err := r.Scan(&id)
+				ids = append(ids, id)
+				return err
+			}); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		if err := apply(tx, ids); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			changed[id] = true
+		}
+	}
+	return nil
 }
 
 // forgetTokens drops the cached batches of the leases' claims after the
@@ -1033,13 +1050,17 @@ func (d *Driver) checkTx(ctx context.Context, tx driver.Tx) error {
 	return d.inTx(ctx, tx, func(querier) error { return nil })
 }
 
+// ackStmt is the per-delivery statement of an ack, to which the WHERE
+// clause is appended.
+const ackStmt = `DELETE FROM delivery_exception`
+
 // Ack implements driver.Driver. On MariaDB several deliveries are one
 // DELETE ... RETURNING per chunk, which names the rows it deleted. In the
 // caller's transaction (p.Tx) the deliveries still leased with their token
 // are locked first (SELECT ... FOR UPDATE) and then deleted, whatever the
 // engine and the caller's pool settings.
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	const stmt = `DELETE FROM delivery_exception`
+	const stmt = ackStmt
 	apply := func(tx querier, ids []int64) error {
 		where, wargs := byIDs(p.StreamID, p.Group, ids)
 		_, err := tx.ExecContext(ctx, stmt+where, wargs...)

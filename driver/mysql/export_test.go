@@ -2,6 +2,11 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
+	sqldriver "database/sql/driver"
+	"sync"
+
+	gomysql "github.com/go-sql-driver/mysql"
 )
 
 // Hooks for the tests of package mysql_test.
@@ -37,3 +42,109 @@ func IsMariaDB(d *Driver) bool { return d.mariadb.Load() }
 // PrivilegeProbes counts the CheckPrivileges calls that had to ask the
 // server with DDL, information_schema not showing the privileges.
 func PrivilegeProbes(d *Driver) int64 { return d.privilegeProbes.Load() }
+
+// StatementLog records the statements a driver's connections send.
+type StatementLog struct {
+	mu    sync.Mutex
+	stmts []string
+}
+
+// Take returns the statements recorded since the last Take, and forgets
+// them.
+func (l *StatementLog) Take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.stmts
+	l.stmts = nil
+	return out
+}
+
+func (l *StatementLog) add(q string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stmts = append(l.stmts, q)
+}
+
+// RecordStatements makes d (just opened on dsn, not yet used) record the
+// statements its connections send, apart from those that set a new
+// connection up.
+func RecordStatements(d *Driver, dsn string) *StatementLog {
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		panic(err)
+	}
+	if err := configure(cfg, dsn); err != nil {
+		panic(err)
+	}
+	conn, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		panic(err)
+	}
+	log := &StatementLog{}
+	d.db.Close()
+	d.db = sql.OpenDB(&recordingConnector{Connector: &connector{Connector: conn, d: d}, log: log})
+	return log
+}
+
+type recordingConnector struct {
+	sqldriver.Connector
+	log *StatementLog
+}
+
+func (c *recordingConnector) Connect(ctx context.Context) (sqldriver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &recordingConn{conn: conn, log: c.log}, nil
+}
+
+// recordingConn passes everything to the go-sql-driver connection conn.
+type recordingConn struct {
+	conn sqldriver.Conn
+	log  *StatementLog
+}
+
+func (c *recordingConn) Prepare(q string) (sqldriver.Stmt, error) {
+	c.log.add(q)
+	return c.conn.Prepare(q)
+}
+
+func (c *recordingConn) PrepareContext(ctx context.Context, q string) (sqldriver.Stmt, error) {
+	c.log.add(q)
+	return c.conn.(sqldriver.ConnPrepareContext).PrepareContext(ctx, q)
+}
+
+func (c *recordingConn) Close() error { return c.conn.Close() }
+
+func (c *recordingConn) Begin() (sqldriver.Tx, error) {
+	c.log.add("BEGIN")
+	return c.conn.Begin()
+}
+
+func (c *recordingConn) BeginTx(ctx context.Context, opts sqldriver.TxOptions) (sqldriver.Tx, error) {
+	c.log.add("BEGIN")
+	return c.conn.(sqldriver.ConnBeginTx).BeginTx(ctx, opts)
+}
+
+func (c *recordingConn) ExecContext(ctx context.Context, q string, args []sqldriver.NamedValue) (sqldriver.Result, error) {
+	c.log.add(q)
+	return c.conn.(sqldriver.ExecerContext).ExecContext(ctx, q, args)
+}
+
+func (c *recordingConn) QueryContext(ctx context.Context, q string, args []sqldriver.NamedValue) (sqldriver.Rows, error) {
+	c.log.add(q)
+	return c.conn.(sqldriver.QueryerContext).QueryContext(ctx, q, args)
+}
+
+func (c *recordingConn) Ping(ctx context.Context) error { return c.conn.(sqldriver.Pinger).Ping(ctx) }
+
+func (c *recordingConn) ResetSession(ctx context.Context) error {
+	return c.conn.(sqldriver.SessionResetter).ResetSession(ctx)
+}
+
+func (c *recordingConn) IsValid() bool { return c.conn.(sqldriver.Validator).IsValid() }
+
+func (c *recordingConn) CheckNamedValue(nv *sqldriver.NamedValue) error {
+	return c.conn.(sqldriver.NamedValueChecker).CheckNamedValue(nv)
+}
