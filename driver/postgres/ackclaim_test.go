@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
 )
@@ -149,4 +150,46 @@ func TestClaimAcksReadOnPastExceptions(t *testing.T) {
 			t.Errorf("cursor at %d; want %d", c, all[14])
 		}
 	})
+}
+
+// Where connections cache their statements (pgx's default mode), a claim
+// carrying acks runs Ack's per-delivery DELETE planned for its arguments
+// at every run, as settles are, and leaves the claim's own statements to
+// their cached plans: the setting is for that statement alone.
+func TestClaimAcksPlannedPerRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1)
+	drv := postgres.Open(f.ns, postgres.WithPoolConfig(func(c *pgxpool.Config) { c.MaxConns = 1 }))
+	t.Cleanup(func() { _ = drv.Close() })
+	f.group("g", driver.GroupConfig{})
+	f.appendN(0, 100)
+	var acks []driver.Lease
+	for i := range 10 {
+		tok := randomName("tok-")
+		res, err := drv.Claim(tctx(t), driver.ClaimParams{Stream: f.stream, Group: "g", Member: driver.Member{SchemaVersion: 1}, Limit: 5, Token: tok,
+			Holder: "h", Now: f.now, LeaseUntil: f.now.Add(time.Hour), Acks: acks})
+		if err != nil || len(res.Deliveries) != 5 || len(res.Lost) != 0 {
+			t.Fatalf("claim %d: %d deliveries, lost %v, %v", i, len(res.Deliveries), res.Lost, err)
+		}
+		acks = leases(res.Deliveries, tok)
+	}
+	conn, err := drv.Pool().Acquire(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	plans := func(prefix string) (generic, custom int64) {
+		t.Helper()
+		if err := conn.QueryRow(tctx(t), `SELECT COALESCE(sum(generic_plans), 0)::bigint, COALESCE(sum(custom_plans), 0)::bigint FROM pg_prepared_statements
+			WHERE starts_with(ltrim(statement), $1)`, prefix).Scan(&generic, &custom); err != nil {
+			t.Fatal(err)
+		}
+		return generic, custom
+	}
+	if generic, custom := plans(`DELETE FROM delivery_exception d`); generic != 0 || custom < 9 {
+		t.Errorf("the acks' DELETE: %d generic and %d custom plans; want every one of its 9 runs planned for its arguments", generic, custom)
+	}
+	if generic, _ := plans(`SELECT stream_id, name`); generic == 0 {
+		t.Errorf("the claim's group read, run after the acks' DELETE in 9 claims, never used its generic plan: the setting outlived the DELETE")
+	}
 }
