@@ -193,3 +193,29 @@ func TestClaimAcksPlannedPerRun(t *testing.T) {
 		t.Errorf("the claim's group read, run after the acks' DELETE in 9 claims, never used its generic plan: the setting outlived the DELETE")
 	}
 }
+
+// A claim of no rows carrying acks still resolves them, and leaves the
+// next claim to probe as usual.
+func TestClaimAcksWithoutLimit(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts ...postgres.Option) {
+		f := newFixture(t, 1, opts...)
+		f.group("g", driver.GroupConfig{})
+		all := f.appendN(0, 8)
+		res, tok := f.claim("g", "h", 5, f.now, time.Hour)
+		ls := leases(res.Deliveries, tok)
+		ls[4].Token = "wrong"
+		got, err := f.drv.Claim(tctx(t), driver.ClaimParams{Stream: f.stream, Group: "g", Member: driver.Member{SchemaVersion: 1},
+			Token: "none", Holder: "h", Now: f.now, LeaseUntil: f.now.Add(time.Hour), Acks: ls})
+		if err != nil || len(got.Deliveries) != 0 || !slices.Equal(got.Lost, []int64{ls[4].ID}) {
+			t.Fatalf("a claim of no rows with acks: %v, lost %v, %v; want nothing claimed and %d lost", ids(got.Deliveries), got.Lost, err, ls[4].ID)
+		}
+		for i, id := range all[:5] {
+			if state, _, _ := f.exception("g", id); (state == "gone") != (i < 4) {
+				t.Errorf("row %d: %s after the claim of no rows", id, state)
+			}
+		}
+		if next, _ := f.claim("g", "h", 5, f.now, time.Hour); !slices.Equal(ids(next.Deliveries), all[5:]) {
+			t.Errorf("the next claim took %v; want %v", ids(next.Deliveries), all[5:])
+		}
+	})
+}
