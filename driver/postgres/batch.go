@@ -262,23 +262,26 @@ func (c *claimedBatches) take(stream int64, group string, leases []driver.Lease)
 	return b, slices.Equal(ids, b.ids)
 }
 
+// ackWholeQuery deletes the batch of a claim ($1 stream, $2 group, $3
+// token, $4 partition) if it holds exactly the ids $5.
+const ackWholeQuery = `DELETE FROM delivery_batch WHERE stream_id = $1::bigint AND group_name = $2::text AND lease_token = $3::text
+		AND partition = $4::integer AND ids = $5::bigint[]`
+
 // ackWhole deletes the batch b of the leases' claim if it still holds
 // exactly their ids (a read committed recheck applies the comparison to a
 // concurrently settled version), in the caller's transaction or on its own.
 // It reports whether it did: then every lease was a member, so none had an
 // exception row, and the Ack is complete.
 func (d *Driver) ackWhole(ctx context.Context, tx driver.Tx, streamID int64, group, token string, b claimedBatch) (bool, error) {
-	const query = `DELETE FROM delivery_batch WHERE stream_id = $1::bigint AND group_name = $2::text AND lease_token = $3::text
-		AND partition = $4::integer AND ids = $5::bigint[]`
 	var tag pgconn.CommandTag
 	var err error
 	if tx != nil {
 		caller, _ := callerTx(tx)
-		tag, err = caller.Exec(ctx, query, streamID, group, token, b.partition, b.ids)
+		tag, err = caller.Exec(ctx, ackWholeQuery, streamID, group, token, b.partition, b.ids)
 		err = d.callerTxError(ctx, err)
 	} else {
 		err = d.write(ctx, func(c *pgxpool.Conn) error {
-			tag, err = c.Exec(ctx, query, streamID, group, token, b.partition, b.ids)
+			tag, err = c.Exec(ctx, ackWholeQuery, streamID, group, token, b.partition, b.ids)
 			return err
 		})
 	}

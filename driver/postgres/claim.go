@@ -41,6 +41,11 @@ const (
 // exceptions are due, and reads the next rows from where the last claim
 // left the cursor, used if this claim locks that cursor at that position:
 // two round trips for a claim of the backlog.
+//
+// A claim carrying acks (p.Acks) skips the probe too, and resolves them
+// in that first round trip, before the statements that read (claimAcks):
+// a consumer that acks each batch as it claims the next commits once per
+// batch, in two round trips.
 func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimResult, error) {
 	if err := d.check(); err != nil {
 		return driver.ClaimResult{}, err
@@ -49,8 +54,12 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	var due, fresh, expired bool
 	ahead, hot := d.busy(p.Stream.ID, p.Group)
 	hot = hot && p.Limit > 0
-	if hot {
-		fresh, expired = true, true
+	// A claim carrying acks writes whatever the probe would say: its
+	// transaction records them and finds out what is claimable itself.
+	acks := d.newClaimAcks(p)
+	direct := hot || acks != nil
+	if direct {
+		fresh, expired = p.Limit > 0, p.Limit > 0
 	} else {
 		var decodes []int32
 		if p.Decodes != nil {
@@ -113,6 +122,10 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		// bitmap scan of every row past the cursor, then a sort, look
 		// cheaper: 20 ms per claim at 100k rows, growing with the log.
 		b.Queue(`SET LOCAL enable_bitmapscan = off`)
+		if acks != nil {
+			// Before anything reads: what they resolve is claimable.
+			acks.queue(b)
+		}
 		if rows {
 			query, args := lockCursor(p, visited, first)
 			b.Queue(query, args...)
@@ -121,7 +134,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		if expired {
 			b.Queue(explodeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
 		}
-		if hot {
+		if direct && p.Limit > 0 {
 			// Any exception due (whatever its version: the exception claim
 			// filters), after the explosion.
 			b.Queue(`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
@@ -139,6 +152,9 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		}
 	}, func(br pgx.BatchResults) error {
 		_, err := br.Exec()
+		if err == nil && acks != nil {
+			err = acks.read(br)
+		}
 		var c lockedCursor
 		var ok bool
 		if err == nil && rows {
@@ -151,7 +167,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			_, err = br.Exec()
 		}
 		pending = due
-		if err == nil && hot {
+		if err == nil && direct && p.Limit > 0 {
 			err = br.QueryRow().Scan(&pending)
 		}
 		if err == nil && pre != nil {
@@ -170,6 +186,12 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		}
 		return nil
 	}, func(tx *claimTxn) error {
+		if acks != nil {
+			if err := acks.settle(ctx, tx); err != nil {
+				return err
+			}
+			res.Lost = acks.lost()
+		}
 		plan, err := driver.PlanClaim(g, p)
 		if err != nil {
 			return err
@@ -247,13 +269,15 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		// them). What was taken is leased and committed; read on.
 		rest := p
 		rest.Limit -= len(res.Deliveries)
+		rest.Acks = nil // recorded with what was taken
 		if more, err := d.Claim(ctx, rest); err == nil {
 			res.Deliveries = append(res.Deliveries, more.Deliveries...)
 			res.Deferred += more.Deferred
 		}
 	}
-	d.setBusy(p.Stream.ID, p.Group, err == nil && len(res.Deliveries) >= p.Limit, took)
+	d.setBusy(p.Stream.ID, p.Group, err == nil && p.Limit > 0 && len(res.Deliveries) >= p.Limit, took)
 	if err != nil {
+		acks.failed()
 		return driver.ClaimResult{}, err
 	}
 	return res, nil

@@ -79,7 +79,11 @@
 // change. Claim transactions are short: they never span a handler. A claim
 // right after one of the same group that took its limit skips the probe (a
 // consumer working through a backlog): the transaction's first round trip
-// begins it, locks a cursor, reads the group and finds out what is due.
+// begins it, locks a cursor, reads the group and finds out what is due. A
+// claim carrying acks (ClaimParams.Acks, Consumer.AckAndClaim) skips the
+// probe as well and resolves them in that first round trip, before the
+// statements that read, so that they commit with the claim: one commit per
+// batch for a consumer that acks each batch as it claims the next.
 //
 // # Batch leases
 //

@@ -1,0 +1,167 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// claimAcks are the acks a claim carries (ClaimParams.Acks), resolved in
+// the claim's transaction before it reads anything. They go out in the
+// transaction's first round trip, right after it begins:
+//
+//   - When they name exactly the members of a batch one of this driver's
+//     recent claims wrote (claimedBatches), the batch is deleted by primary
+//     key with its ids compared (ackWholeQuery), as Ack's fast path does: one
+//     small statement, and when it deletes the batch every ack is resolved.
+//   - Otherwise Ack's two statements: batchAck (the named batch members)
+//     and the per-delivery DELETE, which reports exactly what it resolved.
+//
+// When the fast path's delete finds nothing (the batch changed since the
+// claim: some members settled, materialized, claimed again elsewhere), the
+// claim runs Ack's two statements in its transaction before it reads
+// anything further (fallback): one more round trip, on a rare path. The
+// claim's first round trip read only what an ack cannot make claimable (a
+// cursor's rows, the group, whether an exception is due, which an ack only
+// makes false), so what it read still holds.
+type claimAcks struct {
+	d      *Driver
+	stream int64
+	group  string
+	leases []driver.Lease
+	// whole is the batch of the claim whose members the acks are, when they
+	// are exactly those (fast).
+	whole claimedBatch
+	fast  bool
+	// This attempt's (the claim's transaction may run again).
+	settled  bool // every ack was resolved (the fast path deleted the batch)
+	changed  map[int64]bool
+	fellBack bool // the fast path found nothing; settle runs Ack's statements
+}
+
+// newClaimAcks takes the acks' batch from the driver's memory, once per
+// claim (not per attempt of its transaction).
+func (d *Driver) newClaimAcks(p driver.ClaimParams) *claimAcks {
+	if len(p.Acks) == 0 {
+		return nil
+	}
+	a := &claimAcks{d: d, stream: p.Stream.ID, group: p.Group, leases: p.Acks}
+	a.whole, a.fast = d.claimed.take(p.Stream.ID, p.Group, p.Acks)
+	return a
+}
+
+// queue resets the attempt's state and queues the acks' statements in the
+// claim's first batch.
+func (a *claimAcks) queue(b *pgx.Batch) {
+	a.settled, a.changed, a.fellBack = false, map[int64]bool{}, false
+	if a.fast {
+		b.Queue(ackWholeQuery, a.stream, a.group, a.leases[0].Token, a.whole.partition, a.whole.ids)
+		return
+	}
+	a.d.queueAck(b, a.stream, a.group, a.leases)
+}
+
+// read reads the results of what queue queued.
+func (a *claimAcks) read(br pgx.BatchResults) error {
+	if a.fast {
+		tag, err := br.Exec()
+		if err != nil {
+			return err
+		}
+		a.settled = tag.RowsAffected() == 1
+		a.fellBack = !a.settled
+		return nil
+	}
+	return a.d.readAck(br, a.changed)
+}
+
+// settle runs Ack's statements in the claim's transaction when the fast
+// path found nothing to delete, before the claim reads on.
+func (a *claimAcks) settle(ctx context.Context, tx *claimTxn) error {
+	if !a.fellBack {
+		return nil
+	}
+	b := &pgx.Batch{}
+	a.d.queueAck(b, a.stream, a.group, a.leases)
+	br := tx.SendBatch(ctx, b)
+	return errors.Join(a.d.readAck(br, a.changed), br.Close())
+}
+
+// lost lists the acks that were not leased with their token.
+func (a *claimAcks) lost() []int64 {
+	if a.settled {
+		return nil
+	}
+	return driver.Lost(a.leases, a.changed)
+}
+
+// failed gives the batch back to the driver's memory after a claim that
+// failed (its acks were not recorded, and may be acked again), when the
+// fast path took it.
+func (a *claimAcks) failed() {
+	if a != nil && a.fast {
+		a.d.claimed.add(claimKey{a.stream, a.group, a.leases[0].Token}, a.whole)
+	}
+}
+
+// queueAck queues Ack's statements for leases: batchAck (a plan for every
+// argument, cached with the connection's statements), then the
+// per-delivery DELETE. Where the connection caches its statements' plans,
+// the DELETE is planned for its arguments (plan_cache_mode, for it alone),
+// as settles are (settleMode): a generic plan of it could walk the group's
+// every exception.
+func (d *Driver) queueAck(b *pgx.Batch, streamID int64, group string, leases []driver.Lease) {
+	args := newLeaseSet(leases).args(streamID, group)
+	b.Queue(batchAck, args...)
+	custom := d.cachesPlans()
+	if custom {
+		b.Queue(`SET LOCAL plan_cache_mode = force_custom_plan`)
+	}
+	b.Queue(ackExceptions+leasedPairs+` RETURNING d.msg_id`, args...)
+	if custom {
+		b.Queue(`SET LOCAL plan_cache_mode TO DEFAULT`)
+	}
+}
+
+// readAck reads the results of queueAck's statements into changed: the
+// ids they resolved.
+func (d *Driver) readAck(br pgx.BatchResults, changed map[int64]bool) error {
+	collect := func() error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		for _, id := range ids {
+			changed[id] = true
+		}
+		return err
+	}
+	custom := d.cachesPlans()
+	if err := collect(); err != nil {
+		return err
+	}
+	if custom {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	if err := collect(); err != nil {
+		return err
+	}
+	if custom {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cachesPlans reports whether the connections prepare their statements and
+// cache them (pgx's default mode), so that a statement run often gets a
+// generic plan.
+func (d *Driver) cachesPlans() bool {
+	return d.cfg != nil && d.cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement
+}
