@@ -152,10 +152,22 @@ func testLeases(t *testing.T, h *harness) {
 		if !da.LeaseExpires().After(original.Add(lease)) {
 			t.Errorf("after Extend(%v) the lease expires at %v, original %v", 3*lease, da.LeaseExpires(), original)
 		}
-		// Well past the original expiry B still does not get it.
+		// Well past the original expiry B still does not get it (a claim
+		// that returned after the extended lease's end may: it decided then).
 		for time.Now().Before(original.Add(lease)) {
-			if ds, err := b.Claim(ctx(t), 10); err != nil || len(ds) != 0 {
-				t.Fatalf("B claimed %v (err %v) at %v; A extended its lease from %v to %v", idsOf(ds), err, time.Now(), original, da.LeaseExpires())
+			ds, err := b.Claim(ctx(t), 10)
+			returned := time.Now()
+			if err != nil || (len(ds) != 0 && returned.Before(da.LeaseExpires())) {
+				t.Fatalf("B claimed %v (err %v) at %v; A extended its lease from %v to %v", idsOf(ds), err, returned, original, da.LeaseExpires())
+			}
+			if len(ds) != 0 {
+				// That claim ran past the extended lease's end (a machine under
+				// heavy load), and took the row after it, as it may.
+				t.Logf("B's claim returned at %v, after the extended lease ended at %v, with the row", returned, da.LeaseExpires())
+				if err := b.Ack(ctx(t), ds...); err != nil {
+					t.Fatalf("B's ack: %v", err)
+				}
+				return
 			}
 			time.Sleep(30 * time.Millisecond)
 		}
@@ -168,30 +180,70 @@ func testLeases(t *testing.T, h *harness) {
 	})
 
 	t.Run("RunExtends", func(t *testing.T) {
-		// Run keeps the lease of a handler that outlives LeaseDuration.
-		ids := produceV1(t, p, 1)
+		// Run keeps the lease of a handler that outlives LeaseDuration, by
+		// its heartbeat every third of the lease. A lease of its own, longer
+		// than the others: the heartbeat has two thirds of it to be late
+		// by before the lease lapses.
+		const runLease = 3 * time.Second
+		const stream = "c7-run"
+		ra := consumer[EventV1](t, ca, stream, group, &sqlstreams.ConsumerOptions{LeaseDuration: runLease})
+		rb := consumer[EventV1](t, cb, stream, group, &sqlstreams.ConsumerOptions{LeaseDuration: runLease})
+		ids := produceV1(t, producer[EventV1](t, ca, stream), 1)
 		release := make(chan struct{})
-		started := make(chan int, 4)
-		stop := runFor(t, a, func(_ context.Context, d sqlstreams.Delivery[EventV1]) error {
-			started <- d.Attempt
+		started := make(chan sqlstreams.Delivery[EventV1], 4)
+		stop := runFor(t, ra, func(_ context.Context, d sqlstreams.Delivery[EventV1]) error {
+			started <- d
 			<-release
 			return nil
 		})
-		if at := <-started; at != 1 {
-			t.Errorf("Run's handler got attempt %d, want 1", at)
+		held := <-started
+		if held.Attempt != 1 {
+			t.Errorf("Run's handler got attempt %d, want 1", held.Attempt)
 		}
-		deadline := time.Now().Add(3 * lease)
-		for time.Now().Before(deadline) {
-			if ds, err := b.Claim(ctx(t), 10); err != nil || len(ds) != 0 {
-				t.Fatalf("B claimed %v (err %v) while A's handler was still running", idsOf(ds), err)
+		initial := held.LeaseExpires()
+		var taken []sqlstreams.Delivery[EventV1]
+		lapsed := false
+		for deadline := time.Now().Add(2 * runLease); time.Now().Before(deadline) && !lapsed; time.Sleep(30 * time.Millisecond) {
+			ds, err := rb.Claim(ctx(t), 10)
+			if err != nil {
+				t.Fatalf("B claim: %v", err)
 			}
-			time.Sleep(30 * time.Millisecond)
+			// A claim decides before it returns, and A's lease as Run knows
+			// it (held.LeaseExpires, moved by each extension that succeeded)
+			// never runs past the one stored: a claim that returned before it
+			// took a row whose lease held.
+			returned, until := time.Now(), held.LeaseExpires()
+			if len(ds) > 0 && returned.Before(until) {
+				t.Fatalf("B claimed %v at %v while A's handler was running and Run had extended its lease to %v", idsOf(ds), returned, until)
+			}
+			taken = append(taken, ds...)
+			lapsed = !returned.Before(until)
+		}
+		if until := held.LeaseExpires(); !until.After(initial) {
+			t.Fatalf("Run never extended the lease of a running handler (it still ends at %v)", until)
+		}
+		if lapsed {
+			// Run's heartbeat came later than two thirds of a lease (a
+			// machine under heavy load) after it had extended the lease at
+			// least once: the lease lapsed, and B, or A's own Run, may take
+			// the row again, as C7 allows. Resolve it and check nothing else.
+			t.Logf("Run's heartbeat was late: the lease lapsed at %v", held.LeaseExpires())
+			if err := rb.Ack(ctx(t), taken...); err != nil {
+				t.Fatalf("B's ack: %v", err)
+			}
+			close(release)
+			stop()
+			drain(t, rb)
+			if g := groupAt(t, health(t, ca, stream), 1, group); g.Unresolved != 0 {
+				t.Errorf("after the handler returned and B drained the group: %d unresolved, want 0", g.Unresolved)
+			}
+			return
 		}
 		close(release)
 		stop()
 		select {
-		case at := <-started:
-			t.Errorf("row %d handled again (attempt %d)", ids[0], at)
+		case d := <-started:
+			t.Errorf("row %d handled again (attempt %d)", ids[0], d.Attempt)
 		default:
 		}
 		if g := groupAt(t, health(t, ca, stream), 1, group); g.Unresolved != 0 {
