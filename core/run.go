@@ -216,13 +216,11 @@ func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 		}
 		// Claim in batches: while work is outstanding, wait until half the
 		// budget is free instead of claiming a row each time one finishes.
-		// Deliveries whose acks wait for the completer count as free: the
-		// claim records those acks in its own transaction.
 		r.resize(time.Now())
 		r.mu.Lock()
 		held := len(r.held)
 		r.mu.Unlock()
-		if free := r.limit - held + r.pendingAcks(); free <= 0 || (held > 0 && free < (r.limit+1)/2) {
+		if free := r.limit - held; free <= 0 || (held > 0 && free < (r.limit+1)/2) {
 			select {
 			case <-ctx.Done():
 				return nil
@@ -234,32 +232,9 @@ func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 		}
 		// The claim runs to completion whatever ctx does, so that what it
 		// leased is known and can be given back.
-		acks := r.takeAcks()
-		n := r.limit - held + len(acks)
-		if n <= 0 { // the limit shrank below what is held
-			r.returnAcks(acks)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-c.client.closed:
-				return fmt.Errorf("sqlstreams: group %q: %w", c.name, ErrClosed)
-			case <-r.freed:
-			}
-			continue
-		}
-		taken, _, _ := take(acks)
 		cctx, cancel := c.client.opContext(context.WithoutCancel(ctx))
-		ds, lost, err := c.claim(cctx, n, ClaimSourceRun, taken)
+		ds, _, err := c.claim(cctx, r.limit-held, ClaimSourceRun, nil)
 		cancel()
-		if err != nil {
-			r.returnAcks(acks) // the completer writes them: the claim recorded none
-		} else if len(acks) > 0 {
-			if len(lost) > 0 {
-				c.client.logger.Warn("sqlstreams: some acks were not recorded: their leases were lost, and they may run again",
-					"stream", c.stream.Name, "group", c.name, "lost", lost)
-			}
-			r.done(acks...)
-		}
 		if err != nil {
 			switch {
 			case errors.Is(err, ErrClosed):
@@ -534,10 +509,9 @@ func (r *runner[T]) call(d Delivery[T]) (err error) {
 	return handleThrough(r.handlerCtx, r.c.handleMW, &info, handle)
 }
 
-// enqueueAck hands a resolved delivery to the completer, or to the claim
-// loop's next claim, whichever takes it first; it reports false once the
-// completer has stopped (Run returned with this handler left behind), and
-// the caller records the ack itself.
+// enqueueAck hands a resolved delivery to the completer; it reports false
+// once the completer has stopped (Run returned with this handler left
+// behind), and the caller records the ack itself.
 func (r *runner[T]) enqueueAck(l *lease) bool {
 	r.ackMu.Lock()
 	defer r.ackMu.Unlock()
@@ -549,48 +523,7 @@ func (r *runner[T]) enqueueAck(l *lease) bool {
 	case r.ackWake <- struct{}{}:
 	default:
 	}
-	select { // its place counts as free for the claim loop
-	case r.freed <- struct{}{}:
-	default:
-	}
 	return true
-}
-
-// pendingAcks counts the acks waiting to be written.
-func (r *runner[T]) pendingAcks() int {
-	r.ackMu.Lock()
-	defer r.ackMu.Unlock()
-	return len(r.acks)
-}
-
-// takeAcks hands the claim loop up to maxAutoBatch acks waiting to be
-// written, for its claim to record them in its transaction (AckAndClaim):
-// under a backlog a batch's acks and the next claim then commit once,
-// instead of once for the completer's write and once for the claim.
-func (r *runner[T]) takeAcks() []*lease {
-	r.ackMu.Lock()
-	defer r.ackMu.Unlock()
-	n := min(len(r.acks), maxAutoBatch)
-	if n == 0 || r.acksShut {
-		return nil
-	}
-	taken := slices.Clone(r.acks[:n])
-	r.acks = slices.Delete(r.acks, 0, n)
-	return taken
-}
-
-// returnAcks gives the completer back acks a failed claim did not record.
-func (r *runner[T]) returnAcks(ls []*lease) {
-	if len(ls) == 0 {
-		return
-	}
-	r.ackMu.Lock()
-	r.acks = append(ls, r.acks...)
-	r.ackMu.Unlock()
-	select {
-	case r.ackWake <- struct{}{}:
-	default:
-	}
 }
 
 // complete records acks in batches: whatever resolved while the previous
