@@ -2,6 +2,7 @@ package sqlstreams
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func (benchOrder) SchemaVersion() int { return 1 }
 // BenchmarkProduceRows is what the produce path spends in Go per batch of
 // 100 before the driver: options, validation, JSON encoding, row building.
 func BenchmarkProduceRows(b *testing.B) {
-	p := &Producer[benchOrder]{stream: driver.StreamConfig{ID: 1, Name: "bench", Partitions: 4}, version: 1}
+	p := &Producer[benchOrder]{stream: driver.StreamConfig{ID: 1, Name: "bench", Partitions: 4}, version: 1, byPointer: encodesByPointer(reflect.TypeFor[benchOrder]())}
 	msgs := make([]Message[benchOrder], 100)
 	for i := range msgs {
 		msgs[i] = NewMessage(benchOrder{OrderID: fmt.Sprintf("order-%08d", i), Customer: fmt.Sprintf("cust-%05d", i), Cents: int64(i * 7),
