@@ -184,10 +184,7 @@ func testAckWithClaim(t *testing.T, h *harness) {
 		if len(res.Deliveries) != 5 {
 			t.Fatalf("claimed %d, want 5", len(res.Deliveries))
 		}
-		leases := make([]driver.Lease, len(res.Deliveries))
-		for i, d := range res.Deliveries {
-			leases[i] = driver.Lease{ID: d.ID, Token: token}
-		}
+		leases := leasesOf(res, token)
 		for round := range 2 {
 			now := time.Now().UTC()
 			_, err := f.drv.Claim(ctx(t), driver.ClaimParams{Stream: f.stream, Group: "g", Member: driver.Member{SchemaVersion: 2},
@@ -218,10 +215,7 @@ func testAckWithClaim(t *testing.T, h *harness) {
 		if len(res.Deliveries) != 5 {
 			t.Fatalf("claimed %d, want 5", len(res.Deliveries))
 		}
-		leases := make([]driver.Lease, len(res.Deliveries))
-		for i, d := range res.Deliveries {
-			leases[i] = driver.Lease{ID: d.ID, Token: token}
-		}
+		leases := leasesOf(res, token)
 		if got, err := f.drv.Ack(ctx(t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: leases[1:2], Now: time.Now().UTC()}); err != nil || len(got.Lost) != 0 {
 			t.Fatalf("acking one member: lost %v, %v", got.Lost, err)
 		}

@@ -38,10 +38,7 @@ func testDriverBatchLeaseStorage(t *testing.T, h *harness) {
 	if len(res.Deliveries) != 100 {
 		t.Fatalf("claimed %d of 100", len(res.Deliveries))
 	}
-	leases := make([]driver.Lease, len(res.Deliveries))
-	for i, d := range res.Deliveries {
-		leases[i] = driver.Lease{ID: d.ID, Token: token}
-	}
+	leases := leasesOf(res, token)
 	exceptions, batches := count("delivery_exception"), count("delivery_batch")
 	if h.target.BatchLeases {
 		if exceptions != 0 || batches != 1 {

@@ -79,6 +79,15 @@ func (f *driverFixture) claim(limit int, lease time.Duration) (driver.ClaimResul
 	return res, token
 }
 
+// leasesOf names what a claim leased with its token.
+func leasesOf(res driver.ClaimResult, token string) []driver.Lease {
+	leases := make([]driver.Lease, len(res.Deliveries))
+	for i, d := range res.Deliveries {
+		leases[i] = driver.Lease{ID: d.ID, Token: token}
+	}
+	return leases
+}
+
 func (f *driverFixture) exceptions() map[driver.ExceptionState]int64 {
 	f.t.Helper()
 	st, err := f.drv.Health(ctx(f.t), driver.HealthParams{StreamID: f.stream.ID, Now: time.Now().UTC()})

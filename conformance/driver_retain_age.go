@@ -43,10 +43,7 @@ func testDriverRetainAgePrefix(t *testing.T, h *harness) {
 	if err != nil || len(res.Deliveries) != len(rows) {
 		t.Fatalf("claim: %d deliveries, %v", len(res.Deliveries), err)
 	}
-	leases := make([]driver.Lease, len(res.Deliveries))
-	for i, d := range res.Deliveries {
-		leases[i] = driver.Lease{ID: d.ID, Token: "age"}
-	}
+	leases := leasesOf(res, "age")
 	if got, err := f.drv.Ack(ctx(t), driver.AckParams{StreamID: st.ID, Group: "g", Leases: leases, Now: now}); err != nil || len(got.Lost) != 0 {
 		t.Fatalf("ack: lost %v, %v", got.Lost, err)
 	}

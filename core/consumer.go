@@ -511,13 +511,7 @@ func (c *Consumer[T]) Claim(ctx context.Context, n int) ([]Delivery[T], error) {
 		return nil, err
 	}
 	if ctx.Err() != nil {
-		ls := make([]*lease, len(out))
-		for i, d := range out {
-			ls[i] = d.lease
-		}
-		if rerr := c.release(cctx, ls); rerr != nil {
-			c.client.logger.Warn("sqlstreams: could not give back a claim whose context ended; its leases will expire", "stream", c.stream.Name, "group", c.name, "error", rerr)
-		}
+		c.giveBack(cctx, out)
 		return nil, ctx.Err()
 	}
 	return out, nil
@@ -557,16 +551,21 @@ func (c *Consumer[T]) AckAndClaim(ctx context.Context, n int, ds ...Delivery[T])
 		return nil, err
 	}
 	if ctx.Err() != nil {
-		ls := make([]*lease, len(out))
-		for i, d := range out {
-			ls[i] = d.lease
-		}
-		if rerr := c.release(cctx, ls); rerr != nil {
-			c.client.logger.Warn("sqlstreams: could not give back a claim whose context ended; its leases will expire", "stream", c.stream.Name, "group", c.name, "error", rerr)
-		}
+		c.giveBack(cctx, out)
 		return nil, ctx.Err()
 	}
 	return out, settleErr("ack", &c.group, append(lost, missed...), already)
+}
+
+// giveBack releases what a claim whose caller's context ended leased.
+func (c *Consumer[T]) giveBack(ctx context.Context, ds []Delivery[T]) {
+	ls := make([]*lease, len(ds))
+	for i, d := range ds {
+		ls[i] = d.lease
+	}
+	if err := c.release(ctx, ls); err != nil {
+		c.client.logger.Warn("sqlstreams: could not give back a claim whose context ended; its leases will expire", "stream", c.stream.Name, "group", c.name, "error", err)
+	}
 }
 
 // claim leases and decodes up to n deliveries with ctx, which bounds the
