@@ -75,29 +75,8 @@ func testPerDeliverySettle(t *testing.T, h *harness) {
 		ids := produceV1(t, p, 15)
 		long := consumer[EventV1](t, ca, stream, "g", &sqlstreams.ConsumerOptions{LeaseDuration: time.Hour})
 		b := consumer[EventV1](t, cb, stream, "g", &sqlstreams.ConsumerOptions{LeaseDuration: time.Hour})
-		first, err := long.Claim(ctx(t), 1)
-		if err != nil || len(first) != 1 || first[0].ID != ids[0] {
-			t.Fatalf("first claim: %v, %v; want row %d", idsOf(first), err, ids[0])
-		}
-		rest, err := long.Claim(ctx(t), 14)
-		if err != nil || len(rest) != 14 {
-			t.Fatalf("second claim: %d deliveries, %v; want 14", len(rest), err)
-		}
-		if err := first[0].Extend(ctx(t), time.Millisecond); err != nil {
-			t.Fatalf("cutting the first lease short: %v", err)
-		}
-		var taken []sqlstreams.Delivery[EventV1]
-		eventually(t, 10*time.Second, "B to take the expired delivery", func() bool {
-			var err error
-			if taken, err = b.Claim(ctx(t), 10); err != nil {
-				t.Fatal(err)
-			}
-			return len(taken) > 0
-		})
-		if len(taken) != 1 || taken[0].ID != ids[0] || taken[0].Attempt != 2 {
-			t.Fatalf("B took %v; want only row %d at attempt 2", idsOf(taken), ids[0])
-		}
-		err = long.Ack(ctx(t), append(first, rest...)...)
+		first, rest, taken := takeOver(t, long, b, ids)
+		err := long.Ack(ctx(t), append(first, rest...)...)
 		var se *sqlstreams.SettleError
 		if !errors.As(err, &se) || !equalIDs(se.Lost, []int64{ids[0]}) {
 			t.Fatalf("acking the batch: %v; want a *SettleError naming only row %d as lost", err, ids[0])
@@ -362,6 +341,37 @@ func testPerDeliverySettle(t *testing.T, h *harness) {
 			t.Errorf("claim returned %v; want the rows that decoded, %v", idsOf(ds), want)
 		}
 	})
+}
+
+// takeOver has a claim the row ids[0] alone and the other ids in a second
+// claim, both with the long leases a's options give, then cuts the first
+// lease short and lets b take that row over at attempt 2. It returns a's two
+// claims and b's. The leases are long until both claims are made, so that a
+// slow claim cannot find the first one expired.
+func takeOver(t *testing.T, a, b *sqlstreams.Consumer[EventV1], ids []int64) (first, rest, taken []sqlstreams.Delivery[EventV1]) {
+	t.Helper()
+	first, err := a.Claim(ctx(t), 1)
+	if err != nil || len(first) != 1 || first[0].ID != ids[0] {
+		t.Fatalf("first claim: %v, %v; want row %d", idsOf(first), err, ids[0])
+	}
+	rest, err = a.Claim(ctx(t), len(ids)-1)
+	if err != nil || len(rest) != len(ids)-1 {
+		t.Fatalf("second claim: %v, %v; want %d rows", idsOf(rest), err, len(ids)-1)
+	}
+	if err := first[0].Extend(ctx(t), time.Millisecond); err != nil {
+		t.Fatalf("cutting the first lease short: %v", err)
+	}
+	eventually(t, 10*time.Second, "B to take the expired delivery", func() bool {
+		var err error
+		if taken, err = b.Claim(ctx(t), len(ids)); err != nil {
+			t.Fatal(err)
+		}
+		return len(taken) > 0
+	})
+	if len(taken) != 1 || taken[0].ID != ids[0] || taken[0].Attempt != 2 {
+		t.Fatalf("B took %v; want only row %d at attempt 2", idsOf(taken), ids[0])
+	}
+	return first, rest, taken
 }
 
 // produceBatches appends n V1 events in batches of 100 and returns the ids.

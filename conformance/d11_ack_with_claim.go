@@ -97,28 +97,7 @@ func testAckWithClaim(t *testing.T, h *harness) {
 		ids := produceV1(t, p, 5)
 		a := consumer[EventV1](t, ca, stream, "g", &sqlstreams.ConsumerOptions{LeaseDuration: time.Hour})
 		b := consumer[EventV1](t, cb, stream, "g", &sqlstreams.ConsumerOptions{LeaseDuration: time.Hour})
-		first, err := a.Claim(ctx(t), 1)
-		if err != nil || len(first) != 1 || first[0].ID != ids[0] {
-			t.Fatalf("first claim: %v, %v; want row %d", idsOf(first), err, ids[0])
-		}
-		rest, err := a.Claim(ctx(t), 4)
-		if err != nil || len(rest) != 4 {
-			t.Fatalf("second claim: %v, %v; want 4 rows", idsOf(rest), err)
-		}
-		if err := first[0].Extend(ctx(t), time.Millisecond); err != nil {
-			t.Fatalf("cutting the first lease short: %v", err)
-		}
-		var taken []sqlstreams.Delivery[EventV1]
-		eventually(t, 10*time.Second, "B to take the expired delivery", func() bool {
-			var err error
-			if taken, err = b.Claim(ctx(t), 10); err != nil {
-				t.Fatal(err)
-			}
-			return len(taken) > 0
-		})
-		if len(taken) != 1 || taken[0].ID != ids[0] || taken[0].Attempt != 2 {
-			t.Fatalf("B took %v; want only row %d at attempt 2", idsOf(taken), ids[0])
-		}
+		first, rest, taken := takeOver(t, a, b, ids)
 		if err := rest[0].Ack(ctx(t)); err != nil {
 			t.Fatal(err)
 		}
