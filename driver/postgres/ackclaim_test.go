@@ -19,45 +19,15 @@ import (
 // partition the acks free is claimed by that same claim.
 func TestClaimAcksFallBack(t *testing.T) {
 	eachMode(t, func(t *testing.T, opts ...postgres.Option) {
-		for _, tc := range []struct {
-			name string
-			// before changes the first claim's leases through another
-			// driver and returns the acks the claim must report lost, and
-			// the exception rows then left of the first claim's rows.
-			before func(f *fixture, other *postgres.Driver, ls []driver.Lease) (lost []int64, rows int64)
-		}{
-			{"unchanged", func(*fixture, *postgres.Driver, []driver.Lease) ([]int64, int64) { return nil, 0 }},
-			{"one member failed", func(f *fixture, other *postgres.Driver, ls []driver.Lease) ([]int64, int64) {
-				fail := driver.Failure{Lease: ls[3], Error: "boom", Due: f.now.Add(time.Hour)}
-				if got, err := other.Fail(tctx(f.t), driver.FailParams{StreamID: f.stream.ID, Group: "g", Failures: []driver.Failure{fail}, Now: f.now}); err != nil || len(got.Lost) != 0 {
-					f.t.Fatalf("fail: lost %v, %v", got.Lost, err)
-				}
-				return []int64{ls[3].ID}, 1
-			}},
-			{"one member acked", func(f *fixture, other *postgres.Driver, ls []driver.Lease) ([]int64, int64) {
-				if got, err := other.Ack(tctx(f.t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: ls[:1], Now: f.now}); err != nil || len(got.Lost) != 0 {
-					f.t.Fatalf("ack: lost %v, %v", got.Lost, err)
-				}
-				return []int64{ls[0].ID}, 0
-			}},
-			{"some members extended", func(f *fixture, other *postgres.Driver, ls []driver.Lease) ([]int64, int64) {
-				// With batch leases, they become exception rows of the same
-				// token: still leased, so acked, but no longer in the batch.
-				if got, err := other.Extend(tctx(f.t), driver.ExtendParams{StreamID: f.stream.ID, Group: "g", Leases: ls[2:5], Until: f.now.Add(2 * time.Hour), Now: f.now}); err != nil || len(got.Lost) != 0 {
-					f.t.Fatalf("extend: lost %v, %v", got.Lost, err)
-				}
-				return nil, 0
-			}},
-			{"expired and claimed again", func(f *fixture, other *postgres.Driver, ls []driver.Lease) ([]int64, int64) {
-				later := f.now.Add(2 * time.Hour)
-				res, err := other.Claim(tctx(f.t), driver.ClaimParams{Stream: f.stream, Group: "g", Member: driver.Member{SchemaVersion: 1}, Holder: "h2", Token: "t2", Limit: 10,
-					Now: later, LeaseUntil: later.Add(time.Hour)})
-				if err != nil || len(res.Deliveries) != len(ls) {
-					f.t.Fatalf("second claim: %d deliveries, %v", len(res.Deliveries), err)
-				}
-				return ids(res.Deliveries), int64(len(ls))
-			}},
-		} {
+		// With batch leases, extended members become exception rows of the
+		// same token: still leased, so acked, but no longer in the batch.
+		extended := batchChange{"some members extended", func(f *fixture, other *postgres.Driver, ls []driver.Lease) ([]int64, int64) {
+			if got, err := other.Extend(tctx(f.t), driver.ExtendParams{StreamID: f.stream.ID, Group: "g", Leases: ls[2:5], Until: f.now.Add(2 * time.Hour), Now: f.now}); err != nil || len(got.Lost) != 0 {
+				f.t.Fatalf("extend: lost %v, %v", got.Lost, err)
+			}
+			return nil, 0
+		}}
+		for _, tc := range append(batchChanges(time.Hour), extended) {
 			for _, ordered := range []bool{false, true} {
 				name := tc.name
 				if ordered {

@@ -297,36 +297,7 @@ func TestClaimAfterFullClaim(t *testing.T) {
 // equal, and the Ack settles what is still held, naming the rest lost.
 func TestBatchLeasesWholeAck(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		// before changes the claim's batch through another driver (which
-		// does not know the claim) and returns the leases the ack must report
-		// lost, and the exception rows then left.
-		before func(f *fixture, other *postgres.Driver, ls []driver.Lease) (lost []int64, rows int64)
-	}{
-		{"unchanged", func(*fixture, *postgres.Driver, []driver.Lease) ([]int64, int64) { return nil, 0 }},
-		{"one member failed", func(f *fixture, other *postgres.Driver, ls []driver.Lease) ([]int64, int64) {
-			fail := driver.Failure{Lease: ls[3], Error: "boom", Due: f.now.Add(time.Hour)}
-			if got, err := other.Fail(tctx(f.t), driver.FailParams{StreamID: f.stream.ID, Group: "g", Failures: []driver.Failure{fail}, Now: f.now}); err != nil || len(got.Lost) != 0 {
-				f.t.Fatalf("fail: lost %v, %v", got.Lost, err)
-			}
-			return []int64{ls[3].ID}, 1
-		}},
-		{"one member acked", func(f *fixture, other *postgres.Driver, ls []driver.Lease) ([]int64, int64) {
-			if got, err := other.Ack(tctx(f.t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: ls[:1], Now: f.now}); err != nil || len(got.Lost) != 0 {
-				f.t.Fatalf("ack: lost %v, %v", got.Lost, err)
-			}
-			return []int64{ls[0].ID}, 0
-		}},
-		{"expired and claimed again", func(f *fixture, other *postgres.Driver, ls []driver.Lease) ([]int64, int64) {
-			res, err := other.Claim(tctx(f.t), driver.ClaimParams{Stream: f.stream, Group: "g", Member: driver.Member{SchemaVersion: 1}, Holder: "h2", Token: "t2", Limit: 10,
-				Now: f.now.Add(2 * time.Minute), LeaseUntil: f.now.Add(time.Hour)})
-			if err != nil || len(res.Deliveries) != len(ls) {
-				f.t.Fatalf("second claim: %d deliveries, %v", len(res.Deliveries), err)
-			}
-			return ids(res.Deliveries), int64(len(ls))
-		}},
-	} {
+	for _, tc := range batchChanges(time.Minute) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, 1, postgres.WithBatchLeases())
@@ -449,4 +420,42 @@ func TestClaimReadAheadFollowsTheCursor(t *testing.T) {
 			t.Fatalf("after a reset past row %d, the claim took %v; want %v", all[34], got, all[35:])
 		}
 	})
+}
+
+// batchChange changes a claim's batch through another driver, which does
+// not know the claim, and returns the leases a settle of the whole claim
+// must then report lost, and the exception rows left of the claim's rows.
+type batchChange struct {
+	name   string
+	before func(f *fixture, other *postgres.Driver, ls []driver.Lease) (lost []int64, rows int64)
+}
+
+// batchChanges are the ways another driver changes the batch of a claim
+// whose lease ran for lease.
+func batchChanges(lease time.Duration) []batchChange {
+	return []batchChange{
+		{"unchanged", func(*fixture, *postgres.Driver, []driver.Lease) ([]int64, int64) { return nil, 0 }},
+		{"one member failed", func(f *fixture, other *postgres.Driver, ls []driver.Lease) ([]int64, int64) {
+			fail := driver.Failure{Lease: ls[3], Error: "boom", Due: f.now.Add(time.Hour)}
+			if got, err := other.Fail(tctx(f.t), driver.FailParams{StreamID: f.stream.ID, Group: "g", Failures: []driver.Failure{fail}, Now: f.now}); err != nil || len(got.Lost) != 0 {
+				f.t.Fatalf("fail: lost %v, %v", got.Lost, err)
+			}
+			return []int64{ls[3].ID}, 1
+		}},
+		{"one member acked", func(f *fixture, other *postgres.Driver, ls []driver.Lease) ([]int64, int64) {
+			if got, err := other.Ack(tctx(f.t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: ls[:1], Now: f.now}); err != nil || len(got.Lost) != 0 {
+				f.t.Fatalf("ack: lost %v, %v", got.Lost, err)
+			}
+			return []int64{ls[0].ID}, 0
+		}},
+		{"expired and claimed again", func(f *fixture, other *postgres.Driver, ls []driver.Lease) ([]int64, int64) {
+			later := f.now.Add(2 * lease)
+			res, err := other.Claim(tctx(f.t), driver.ClaimParams{Stream: f.stream, Group: "g", Member: driver.Member{SchemaVersion: 1}, Holder: "h2", Token: "t2", Limit: 10,
+				Now: later, LeaseUntil: later.Add(time.Hour)})
+			if err != nil || len(res.Deliveries) != len(ls) {
+				f.t.Fatalf("second claim: %d deliveries, %v", len(res.Deliveries), err)
+			}
+			return ids(res.Deliveries), int64(len(ls))
+		}},
+	}
 }
