@@ -79,6 +79,17 @@ func (f *driverFixture) claim(limit int, lease time.Duration) (driver.ClaimResul
 	return res, token
 }
 
+// claimLeases claims exactly n deliveries with an hour's lease and names
+// them.
+func (f *driverFixture) claimLeases(n int) []driver.Lease {
+	f.t.Helper()
+	res, token := f.claim(n, time.Hour)
+	if len(res.Deliveries) != n {
+		f.t.Fatalf("claimed %d, want %d", len(res.Deliveries), n)
+	}
+	return leasesOf(res, token)
+}
+
 // leasesOf names what a claim leased with its token.
 func leasesOf(res driver.ClaimResult, token string) []driver.Lease {
 	leases := make([]driver.Lease, len(res.Deliveries))
