@@ -49,10 +49,12 @@ type BenchTarget struct {
 	// Copy says the baselines are RawCopiers: Produce100 then also measures
 	// raw-copy.
 	Copy bool
-	// Batch, when set, is the target with batch leases on: Consume100 then
-	// also runs claim-ack-batch and run-100handlers-batch against the same
-	// baseline.
-	Batch *Target
+	// PerDelivery, when set, is the target with a lease row per claimed
+	// delivery instead of batch records (the drivers'
+	// WithPerDeliveryLeases): Consume100 then also runs
+	// claim-ack-per-delivery, ack-and-claim-per-delivery and
+	// run-100handlers-per-delivery against the same baseline.
+	PerDelivery *Target
 }
 
 // benchEvent is the benchmarks' message: a few fields of typical size.
@@ -111,8 +113,10 @@ const benchBatch = 100
 //   - Consume100/ack-and-claim: AckAndClaim(100) of the batch the op before
 //     claimed, against Raw.Consume: one commit per batch on both sides.
 //   - Consume100/run-100handlers: Run with 100 handlers, against Raw.Consume.
-//   - Consume100/claim-ack-batch, ack-and-claim-batch, run-100handlers-batch: the same with
-//     batch leases on, where the target has them (BenchTarget.Batch).
+//   - Consume100/claim-ack-per-delivery, ack-and-claim-per-delivery,
+//     run-100handlers-per-delivery: the same with a lease row per delivery
+//     instead of batch records, where the target has them
+//     (BenchTarget.PerDelivery).
 //   - ProduceSingle: one message per call, against a one-row Raw.Insert.
 //   - EndToEndLatency: produce one message, wait for a Run handler to see it.
 //
@@ -174,11 +178,11 @@ func Benchmark(b *testing.B, target BenchTarget) {
 			suffix string
 			target Target
 		}{{"", target.Target}}
-		if target.Batch != nil {
+		if target.PerDelivery != nil {
 			targets = append(targets, struct {
 				suffix string
 				target Target
-			}{"-batch", *target.Batch})
+			}{"-per-delivery", *target.PerDelivery})
 		}
 		for _, tt := range targets {
 			b.Run("claim-ack"+tt.suffix, func(b *testing.B) {

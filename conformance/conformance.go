@@ -60,7 +60,8 @@ type Target struct {
 	// It must fail when the namespace cannot be made empty.
 	ResetNamespace func(namespace string) error
 	// BatchLeases says that Open returns a driver that leases a main claim
-	// as one batch record per partition (the drivers' WithBatchLeases);
+	// as one batch record per partition (the drivers' default; false for
+	// their WithPerDeliveryLeases);
 	// D9_BatchLeaseStorage checks the stored rows accordingly.
 	BatchLeases bool
 }

@@ -59,9 +59,9 @@ func TestAckWithClaimOneTransaction(t *testing.T) {
 		ack         string
 		noReturning bool
 	}{
-		{"batch", []mysql.Option{mysql.WithBatchLeases()}, "DELETE FROM delivery_batch WHERE", false},
-		{"rows", nil, "DELETE FROM delivery_exception WHERE", false},
-		{"rows-no-returning", nil, lockBatchesSQL, true},
+		{"batch", nil, "DELETE FROM delivery_batch WHERE", false},
+		{"rows", []mysql.Option{mysql.WithPerDeliveryLeases()}, "DELETE FROM delivery_exception WHERE", false},
+		{"rows-no-returning", []mysql.Option{mysql.WithPerDeliveryLeases()}, lockBatchesSQL, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -212,7 +212,7 @@ func TestAckWithClaimOneTransaction(t *testing.T) {
 func TestAckWithClaimAcrossPartitions(t *testing.T) {
 	t.Parallel()
 	dsn := newDatabase(t)
-	drv := mysql.Open(dsn, mysql.WithBatchLeases())
+	drv := mysql.Open(dsn)
 	log := mysql.RecordStatements(drv, dsn)
 	t.Cleanup(func() { drv.Close() })
 	if err := drv.Migrate(testCtx(t)); err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// Batch leases (migration 0007, WithBatchLeases). A delivery_batch row is
+// Batch leases (migration 0007, the default; WithPerDeliveryLeases turns them off). A delivery_batch row is
 // the compressed form of the leased exception rows one claim would have
 // written for the rows it took from one partition: same token, partition,
 // holder, attempt 1, due_at = lease_until. The fast paths act on the batch

@@ -40,7 +40,7 @@ func storedLeases(t *testing.T, dsn, group string) []string {
 // and the holder then settles them as before.
 func TestBatchLeasesDown(t *testing.T) {
 	t.Parallel()
-	drv, dsn := openMigrated(t, mysql.WithBatchLeases())
+	drv, dsn := openMigrated(t)
 	plain := mysql.Open(dsn)
 	defer plain.Close()
 	st := mustStream(t, drv, "down", 2)
@@ -106,8 +106,8 @@ func TestBatchLeasesDown(t *testing.T) {
 // exactly the members left and report the rest lost.
 func TestBatchSettleElsewhere(t *testing.T) {
 	t.Parallel()
-	drv, dsn := openMigrated(t, mysql.WithBatchLeases())
-	other := mysql.Open(dsn, mysql.WithBatchLeases())
+	drv, dsn := openMigrated(t)
+	other := mysql.Open(dsn)
 	defer other.Close()
 	st := mustStream(t, drv, "elsewhere", 1)
 	mustGroup(t, drv, driver.GroupConfig{StreamID: st.ID, Name: "g", SchemaVersion: 1})
@@ -179,7 +179,7 @@ func TestBatchSettleElsewhere(t *testing.T) {
 // the members of a batch whose lease expired, before new rows.
 func TestClaimHotSeesDue(t *testing.T) {
 	t.Parallel()
-	drv, _ := openMigrated(t, mysql.WithBatchLeases())
+	drv, _ := openMigrated(t)
 	st := mustStream(t, drv, "hot", 1)
 	mustGroup(t, drv, driver.GroupConfig{StreamID: st.ID, Name: "g", SchemaVersion: 1})
 	ids := mustAppend(t, drv, st, make([]driver.AppendRow, 40)...)
@@ -224,8 +224,8 @@ func TestClaimHotSeesDue(t *testing.T) {
 // them changed meanwhile through another driver.
 func TestBatchAckAcrossPartitions(t *testing.T) {
 	t.Parallel()
-	drv, dsn := openMigrated(t, mysql.WithBatchLeases())
-	other := mysql.Open(dsn, mysql.WithBatchLeases())
+	drv, dsn := openMigrated(t)
+	other := mysql.Open(dsn)
 	defer other.Close()
 	st := mustStream(t, drv, "across", 3)
 	mustGroup(t, drv, driver.GroupConfig{StreamID: st.ID, Name: "g", SchemaVersion: 1})

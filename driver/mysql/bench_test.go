@@ -19,8 +19,8 @@ import (
 //
 //	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkMySQL$' -benchtime 200x ./driver/mysql
 func BenchmarkMySQL(b *testing.B) {
-	batch := mysqltest.BatchTarget()
-	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, Batch: &batch})
+	perDelivery := mysqltest.PerDeliveryTarget()
+	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, PerDelivery: &perDelivery})
 }
 
 // BenchmarkScaleMySQL measures the costs that must stay flat as the log,

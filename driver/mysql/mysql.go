@@ -162,7 +162,7 @@
 // pool the transaction came from, and neither commit nor roll it back: the
 // locks of the settled deliveries are held until the caller ends it.
 //
-// With WithBatchLeases the main claim writes, per partition, one
+// By default (unless WithPerDeliveryLeases) the main claim writes, per partition, one
 // delivery_batch row listing the ids it took (a JSON array in text) in the
 // transaction that moves the cursor, instead of one leased exception row
 // per delivery. A batch stands for exactly the leased exception rows the
@@ -329,7 +329,7 @@ type Driver struct {
 
 	gal galeraState // Galera Cluster (galera.go)
 
-	batchLeases bool       // WithBatchLeases: main claims write batches
+	batchLeases bool       // main claims write batches (unless WithPerDeliveryLeases)
 	batches     batchCache // the batches this driver's claims wrote (batch.go)
 	// hot maps a group (cacheKey without token) to the partition whose new
 	// rows filled the driver's last claim of it (claimHot).
@@ -351,26 +351,21 @@ type Option func(*Driver)
 // package documentation).
 func WithLockTimeout(d time.Duration) Option { return func(drv *Driver) { drv.lockTimeout = d } }
 
-// WithBatchLeases makes the main claim lease the rows it takes from a
-// partition as one batch record (delivery_batch, migration 0007) instead of
-// one leased exception row per delivery, and Ack (and Extend of every
-// remaining member, as Run's heartbeat sends it) settle the batch with one
-// statement: a claim and its acks then write a row or two instead of two
-// per delivery. Failures, releases, lone extensions and expired leases
-// still get their exception rows (see the package documentation).
-//
-// Turn it on once every member of the deployment runs a release that reads
-// batches (this one or later): an older member would not see them (its
-// ordered checks, Health and soft retention would miss the leases, and it
-// would not expire them). Every release from this one reads batches, with
-// the option on or off. It will be the default in a later release.
-func WithBatchLeases() Option { return func(drv *Driver) { drv.batchLeases = true } }
+// WithPerDeliveryLeases makes the main claim lease each delivery it takes
+// with an exception row of its own, written at the claim and deleted at the
+// ack, instead of one batch record per partition (delivery_batch, the
+// default since migration 0007; see the package documentation). Both modes
+// read each other's leases, and outcomes, ordering, Health and retention
+// are the same in both; a batch acked or extended whole costs a statement
+// or two where this mode writes two rows per delivery. It is the way back
+// should a deployment need one.
+func WithPerDeliveryLeases() Option { return func(drv *Driver) { drv.batchLeases = false } }
 
 // Open returns a driver for the database named by dsn, a go-sql-driver DSN
 // such as "user:password@tcp(127.0.0.1:3306)/app". It does not connect:
 // errors, including a DSN that does not parse, surface from sqlstreams.Open.
 func Open(dsn string, opts ...Option) *Driver {
-	d := &Driver{lockTimeout: DefaultLockTimeout}
+	d := &Driver{lockTimeout: DefaultLockTimeout, batchLeases: true}
 	for _, o := range opts {
 		o(d)
 	}

@@ -129,7 +129,9 @@ func TestClaimAcksReadOnPastExceptions(t *testing.T) {
 func TestClaimAcksPlannedPerRun(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 1)
-	drv := postgres.Open(f.ns, postgres.WithPoolConfig(func(c *pgxpool.Config) { c.MaxConns = 1 }))
+	// Every ack goes through the per-delivery DELETE when every lease is a
+	// row of its own.
+	drv := postgres.Open(f.ns, postgres.WithPerDeliveryLeases(), postgres.WithPoolConfig(func(c *pgxpool.Config) { c.MaxConns = 1 }))
 	t.Cleanup(func() { _ = drv.Close() })
 	f.group("g", driver.GroupConfig{})
 	f.appendN(0, 100)

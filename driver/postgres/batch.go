@@ -12,7 +12,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// Batch leases (migration 0007, WithBatchLeases). A delivery_batch record is
+// Batch leases (migration 0007, the default; WithPerDeliveryLeases turns them off). A delivery_batch record is
 // a compressed form of the leased exception rows of one claim's rows of a
 // partition: same token, partition and holder, attempt 1, due at
 // lease_until, updated at created_at; ids holds the members still leased.

@@ -57,8 +57,8 @@ func (f *fixture) count(query string) int64 {
 // rows with the new expiry; the others keep the batch's lease (and expire
 // with it), and the batch's first_id and last_id follow its members.
 func TestBatchLeasesPartialExtend(t *testing.T) {
-	eachMode(t, func(t *testing.T, opts ...postgres.Option) {
-		f := newFixture(t, 1, append(opts, postgres.WithBatchLeases())...)
+	eachExecMode(t, func(t *testing.T, opts ...postgres.Option) {
+		f := newFixture(t, 1, opts...)
 		f.group("g", driver.GroupConfig{})
 		all := f.appendN(0, 10)
 		res, tok := f.claim("g", "h", 10, f.now, time.Minute)
@@ -124,7 +124,7 @@ func TestBatchLeasesPartialExtend(t *testing.T) {
 // none loses a lease, and no member is left behind or settled twice.
 func TestBatchLeasesConcurrentSettles(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, 1, postgres.WithBatchLeases())
+	f := newFixture(t, 1)
 	f.group("g", driver.GroupConfig{})
 	const n, acks, fails, each = 200, 15, 5, 10 // (acks + fails) * each = n
 	for round := range 3 {
@@ -199,7 +199,7 @@ func TestBatchLeasesConcurrentSettles(t *testing.T) {
 // migrating up again.
 func TestBatchLeasesDown(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, 2, postgres.WithBatchLeases())
+	f := newFixture(t, 2)
 	f.group("g", driver.GroupConfig{})
 	f.appendN(0, 5)
 	f.appendN(1, 5)
@@ -300,8 +300,8 @@ func TestBatchLeasesWholeAck(t *testing.T) {
 	for _, tc := range batchChanges(time.Minute) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, 1, postgres.WithBatchLeases())
-			other := postgres.Open(f.ns, postgres.WithBatchLeases())
+			f := newFixture(t, 1)
+			other := postgres.Open(f.ns)
 			t.Cleanup(func() { _ = other.Close() })
 			f.group("g", driver.GroupConfig{})
 			f.appendN(0, 10)
@@ -329,7 +329,7 @@ func TestBatchLeasesWholeAck(t *testing.T) {
 // the batch stays, and a later Ack settles it.
 func TestBatchLeasesWholeAckRolledBack(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, 1, postgres.WithBatchLeases())
+	f := newFixture(t, 1)
 	f.group("g", driver.GroupConfig{})
 	all := f.appendN(0, 10)
 	res, tok := f.claim("g", "h", 10, f.now, time.Minute)

@@ -22,7 +22,7 @@ import (
 //
 //	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkPostgres$' -benchtime 200x ./driver/postgres
 func BenchmarkPostgres(b *testing.B) {
-	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, Copy: true, Batch: &batchTarget})
+	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, Copy: true, PerDelivery: &perDelivery})
 }
 
 // BenchmarkScalePostgres measures the costs that must stay flat as the log,

@@ -10,7 +10,7 @@ import (
 var (
 	target       = postgrestest.Target()
 	simpleTarget = postgrestest.SimpleProtocolTarget()
-	batchTarget  = postgrestest.BatchTarget()
+	perDelivery  = postgrestest.PerDeliveryTarget()
 	newSchema    = postgrestest.NewSchema
 	baseURL      = postgrestest.BaseURL
 )
@@ -23,4 +23,6 @@ func TestConformance(t *testing.T) { conformance.Run(t, target) }
 
 func TestConformanceSimpleProtocol(t *testing.T) { conformance.Run(t, simpleTarget) }
 
-func TestConformanceBatchLeases(t *testing.T) { conformance.Run(t, batchTarget) }
+// TestConformancePerDeliveryLeases runs the whole suite with a lease row per
+// claimed delivery (WithPerDeliveryLeases) instead of batch records.
+func TestConformancePerDeliveryLeases(t *testing.T) { conformance.Run(t, perDelivery) }

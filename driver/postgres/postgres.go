@@ -87,7 +87,7 @@
 //
 // # Batch leases
 //
-// With WithBatchLeases, the main claim leases the rows it takes from a
+// By default (unless WithPerDeliveryLeases), the main claim leases the rows it takes from a
 // partition as one delivery_batch record (token, holder, lease expiry, and
 // the ids still held, as a bigint[]) instead of one leased exception row
 // each. A batch stands for exactly those rows: an ack removes its members
@@ -225,7 +225,8 @@ type Driver struct {
 	lockTimeout time.Duration
 	secrets     []string // passwords to scrub from error text
 	// batchLeases: the main claim leases the rows it takes from a
-	// partition as one delivery_batch record (WithBatchLeases).
+	// partition as one delivery_batch record (unless
+	// WithPerDeliveryLeases).
 	batchLeases bool
 	// settleMode is how settles run (settleQuery): planned for their own
 	// arguments at each run, never from a cached generic plan.
@@ -250,7 +251,7 @@ type options struct {
 	noNotify    bool
 	listenURL   string
 	lockTimeout time.Duration
-	batchLeases bool
+	perDelivery bool
 	config      []func(*pgxpool.Config)
 }
 
@@ -278,20 +279,15 @@ func WithListenURL(url string) Option { return func(o *options) { o.listenURL = 
 // lock_timeout and the call's context.
 func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockTimeout = d } }
 
-// WithBatchLeases makes the main claim lease the rows it takes from a
-// partition as one batch record (delivery_batch, migration 0007) instead of
-// one leased exception row per delivery, and an ack of a batch's deliveries
-// remove them from that record: one write per batch instead of one inserted
-// and one deleted row per delivery. Every settle, expiry, Health, retention,
-// compaction, cursor reset and deletion reads batches whether this option is
-// on or not, so a deployment may mix releases that read them.
-//
-// Turn it on once every member of the deployment (every process using the
-// schema) runs a release that reads batches, this one or later: an older
-// release does not see a batch's deliveries, so it would report their
-// settles lost, never hand them out again when the batch expires, and let
-// retention remove their rows. It will be the default in a later release.
-func WithBatchLeases() Option { return func(o *options) { o.batchLeases = true } }
+// WithPerDeliveryLeases makes the main claim lease each delivery it takes
+// with an exception row of its own, written at the claim and deleted at the
+// ack, instead of one delivery_batch record per partition (the default
+// since migration 0007; see "Batch leases" in the package documentation).
+// Both modes read each other's leases, and outcomes, ordering, Health and
+// retention are the same in both; a batch acked or extended whole costs
+// one write where this mode costs two per delivery. It is the way back
+// should a deployment need one.
+func WithPerDeliveryLeases() Option { return func(o *options) { o.perDelivery = true } }
 
 // WithPoolConfig lets fn adjust the pool configuration parsed from the URL
 // (pool size, connection hooks, TLS) before the pool is created.
@@ -308,7 +304,7 @@ func Open(url string, opts ...Option) *Driver {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	d := &Driver{notify: !o.noNotify, lockTimeout: o.lockTimeout, batchLeases: o.batchLeases}
+	d := &Driver{notify: !o.noNotify, lockTimeout: o.lockTimeout, batchLeases: !o.perDelivery}
 	d.secrets = connSecrets(url)
 	if o.listenURL != "" {
 		d.secrets = sortSecrets(append(d.secrets, connSecrets(o.listenURL)...))

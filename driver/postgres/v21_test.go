@@ -19,14 +19,30 @@ import (
 	"github.com/sqlstreams/sqlstreams/driver/postgres/postgrestest"
 )
 
-// eachMode runs test with pgx's default exec mode and with the simple
-// protocol (as behind PgBouncer).
+// testMode is a way of opening the driver that tests run under.
+type testMode struct {
+	name string
+	opts []postgres.Option
+}
+
+// execModes are pgx's default exec mode and the simple protocol (as behind
+// PgBouncer), both with batch leases, the default.
+var execModes = []testMode{{"default", nil}, {"simple-protocol", []postgres.Option{postgres.WithSimpleProtocol()}}}
+
+// eachMode runs test in both exec modes, and with a lease row per delivery.
 func eachMode(t *testing.T, test func(*testing.T, ...postgres.Option)) {
+	runModes(t, append(slices.Clip(execModes), testMode{"per-delivery-leases", []postgres.Option{postgres.WithPerDeliveryLeases()}}), test)
+}
+
+// eachExecMode runs test in both exec modes only: for tests of batch leases
+// themselves.
+func eachExecMode(t *testing.T, test func(*testing.T, ...postgres.Option)) {
+	runModes(t, execModes, test)
+}
+
+func runModes(t *testing.T, modes []testMode, test func(*testing.T, ...postgres.Option)) {
 	t.Parallel()
-	for _, mode := range []struct {
-		name string
-		opts []postgres.Option
-	}{{"default", nil}, {"simple-protocol", []postgres.Option{postgres.WithSimpleProtocol()}}, {"batch-leases", []postgres.Option{postgres.WithBatchLeases()}}} {
+	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
 			test(t, mode.opts...)

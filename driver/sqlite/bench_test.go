@@ -18,8 +18,8 @@ import (
 //
 //	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkSQLite$' -benchtime 200x ./driver/sqlite
 func BenchmarkSQLite(b *testing.B) {
-	batch := sqlitetest.BatchTarget()
-	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, Batch: &batch})
+	perDelivery := sqlitetest.PerDeliveryTarget()
+	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, PerDelivery: &perDelivery})
 }
 
 // BenchmarkScaleSQLite measures the costs that must stay flat as the log,

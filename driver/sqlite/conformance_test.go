@@ -13,5 +13,8 @@ func TestMain(m *testing.M) { conformance.Main(m, target) }
 
 func TestConformance(t *testing.T) { conformance.Run(t, target) }
 
-// TestConformanceBatchLeases runs the whole suite with batch leases on.
-func TestConformanceBatchLeases(t *testing.T) { conformance.Run(t, sqlitetest.BatchTarget()) }
+// TestConformancePerDeliveryLeases runs the whole suite with a lease row per
+// claimed delivery (WithPerDeliveryLeases) instead of batch records.
+func TestConformancePerDeliveryLeases(t *testing.T) {
+	conformance.Run(t, sqlitetest.PerDeliveryTarget())
+}

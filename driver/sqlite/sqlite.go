@@ -70,18 +70,20 @@ type Option func(*Driver)
 // before it fails with ErrConflict (default BusyTimeout).
 func WithBusyTimeout(d time.Duration) Option { return func(drv *Driver) { drv.busyTimeout = d } }
 
-// WithBatchLeases makes the main claim lease the rows it takes from a
-// partition as one batch record instead of one exception row each, so that
-// a claimed batch acked or extended whole costs one row written and one
-// deleted (docs/decisions.md, "Performance: batch leases"). Every release
-// from migration 0007 on reads batch leases whether or not it writes them:
-// turn this on once every process sharing the database runs such a release.
-func WithBatchLeases() Option { return func(drv *Driver) { drv.batchLeases = true } }
+// WithPerDeliveryLeases makes the main claim lease each delivery it takes
+// with an exception row of its own, written at the claim and deleted at the
+// ack, instead of one batch record per partition (the default since
+// migration 0007; docs/decisions.md, "Performance: batch leases"). Both
+// modes read each other's leases, and outcomes, ordering, Health and
+// retention are the same in both; a batch acked or extended whole costs one
+// row where this mode costs two per delivery. It is the way back should a
+// deployment need one.
+func WithPerDeliveryLeases() Option { return func(drv *Driver) { drv.batchLeases = false } }
 
 // Open returns a driver for the SQLite file at path, created if missing.
 // Connection errors surface from sqlstreams.Open.
 func Open(path string, opts ...Option) *Driver {
-	d := &Driver{path: path, busyTimeout: BusyTimeout}
+	d := &Driver{path: path, busyTimeout: BusyTimeout, batchLeases: true}
 	for _, o := range opts {
 		o(d)
 	}

@@ -94,6 +94,7 @@ func NewDatabase(tb testing.TB) string {
 func Target() conformance.Target {
 	return conformance.Target{
 		Name:         "mysql",
+		BatchLeases:  true,
 		NewNamespace: NewDatabase,
 		Open:         func(ns string) (driver.Driver, error) { return mysql.Open(ns), nil },
 		OpenWithLockTimeout: func(ns string, d time.Duration) (driver.Driver, error) {
@@ -116,15 +117,15 @@ func Target() conformance.Target {
 	}
 }
 
-// BatchTarget is Target with batch leases on (mysql.WithBatchLeases): the
-// main claim leases what it takes from a partition as one batch record.
-func BatchTarget() conformance.Target {
+// PerDeliveryTarget is Target with a leased exception row per claimed
+// delivery (mysql.WithPerDeliveryLeases) instead of batch records.
+func PerDeliveryTarget() conformance.Target {
 	t := Target()
-	t.Name = "mysql-batch-leases"
-	t.BatchLeases = true
-	t.Open = func(ns string) (driver.Driver, error) { return mysql.Open(ns, mysql.WithBatchLeases()), nil }
+	t.Name = "mysql-per-delivery-leases"
+	t.BatchLeases = false
+	t.Open = func(ns string) (driver.Driver, error) { return mysql.Open(ns, mysql.WithPerDeliveryLeases()), nil }
 	t.OpenWithLockTimeout = func(ns string, d time.Duration) (driver.Driver, error) {
-		return mysql.Open(ns, mysql.WithLockTimeout(d), mysql.WithBatchLeases()), nil
+		return mysql.Open(ns, mysql.WithLockTimeout(d), mysql.WithPerDeliveryLeases()), nil
 	}
 	return t
 }

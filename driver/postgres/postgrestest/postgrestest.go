@@ -215,6 +215,7 @@ const UnreachableURL = "postgres://postgres@127.0.0.1:1/test?sslmode=disable&con
 func Target() conformance.Target {
 	return conformance.Target{
 		Name:         "postgres",
+		BatchLeases:  true,
 		NewNamespace: func(t testing.TB) string { return NewSchema(t, nil) },
 		Open:         func(ns string) (driver.Driver, error) { return postgres.Open(ns), nil },
 		BeginTx:      beginTx,
@@ -228,16 +229,18 @@ func Target() conformance.Target {
 	}
 }
 
-// BatchTarget is Target with batch leases on (postgres.WithBatchLeases):
-// main claims lease their rows as one batch record per partition.
-func BatchTarget() conformance.Target {
+// PerDeliveryTarget is Target with a leased exception row per claimed
+// delivery (postgres.WithPerDeliveryLeases) instead of batch records.
+func PerDeliveryTarget() conformance.Target {
 	t := Target()
-	t.Name = "postgres-batch-leases"
-	t.Open = func(ns string) (driver.Driver, error) { return postgres.Open(ns, postgres.WithBatchLeases()), nil }
-	t.OpenWithLockTimeout = func(ns string, d time.Duration) (driver.Driver, error) {
-		return postgres.Open(ns, postgres.WithBatchLeases(), postgres.WithLockTimeout(d)), nil
+	t.Name = "postgres-per-delivery-leases"
+	t.Open = func(ns string) (driver.Driver, error) {
+		return postgres.Open(ns, postgres.WithPerDeliveryLeases()), nil
 	}
-	t.BatchLeases = true
+	t.OpenWithLockTimeout = func(ns string, d time.Duration) (driver.Driver, error) {
+		return postgres.Open(ns, postgres.WithPerDeliveryLeases(), postgres.WithLockTimeout(d)), nil
+	}
+	t.BatchLeases = false
 	return t
 }
 
@@ -246,7 +249,8 @@ func BatchTarget() conformance.Target {
 // URL (default_query_exec_mode), so child processes open it alike.
 func SimpleProtocolTarget() conformance.Target {
 	return conformance.Target{
-		Name: "postgres-simple-protocol",
+		Name:        "postgres-simple-protocol",
+		BatchLeases: true,
 		NewNamespace: func(t testing.TB) string {
 			return NewSchema(t, url.Values{"default_query_exec_mode": {"simple_protocol"}})
 		},

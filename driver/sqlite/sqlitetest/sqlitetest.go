@@ -18,7 +18,8 @@ import (
 // Target returns the conformance target for SQLite.
 func Target() conformance.Target {
 	return conformance.Target{
-		Name: "sqlite",
+		Name:        "sqlite",
+		BatchLeases: true,
 		NewNamespace: func(t testing.TB) string {
 			return filepath.Join(t.TempDir(), "sqlstreams.db")
 		},
@@ -56,14 +57,15 @@ func Target() conformance.Target {
 	}
 }
 
-// BatchTarget is Target with batch leases on (sqlite.WithBatchLeases).
-func BatchTarget() conformance.Target {
+// PerDeliveryTarget is Target with a leased exception row per claimed
+// delivery (sqlite.WithPerDeliveryLeases) instead of batch records.
+func PerDeliveryTarget() conformance.Target {
 	t := Target()
-	t.Name = "sqlite-batch-leases"
-	t.BatchLeases = true
-	t.Open = func(ns string) (driver.Driver, error) { return sqlite.Open(ns, sqlite.WithBatchLeases()), nil }
+	t.Name = "sqlite-per-delivery-leases"
+	t.BatchLeases = false
+	t.Open = func(ns string) (driver.Driver, error) { return sqlite.Open(ns, sqlite.WithPerDeliveryLeases()), nil }
 	t.OpenWithLockTimeout = func(ns string, d time.Duration) (driver.Driver, error) {
-		return sqlite.Open(ns, sqlite.WithBatchLeases(), sqlite.WithBusyTimeout(d)), nil
+		return sqlite.Open(ns, sqlite.WithPerDeliveryLeases(), sqlite.WithBusyTimeout(d)), nil
 	}
 	return t
 }
