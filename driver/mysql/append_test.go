@@ -82,7 +82,8 @@ func (f *oneStatementFixture) logRows(t *testing.T) [][2]int64 {
 
 // TestAppendOneStatement: on MariaDB the driver's own append of rows that
 // fit one INSERT is that INSERT alone, and it keeps what the transaction
-// kept. It returns the rows' ids in input order. It takes the append lock
+// kept. It returns the rows' ids in input order, also when ids step by more
+// than one. It takes the append lock
 // of every partition it writes before it takes ids (C5): while a caller's
 // transaction holds a partition (its ids taken, not committed), an append to
 // it waits and then fails with ErrConflict, writing nothing to any of its
@@ -92,28 +93,30 @@ func (f *oneStatementFixture) logRows(t *testing.T) [][2]int64 {
 // ErrStreamNotFound and no row, also when sql_mode is not strict.
 func TestAppendOneStatement(t *testing.T) {
 	t.Parallel()
-	t.Run("one statement", func(t *testing.T) {
-		f := newOneStatementFixture(t, "")
-		f.log.Take()
-		rows := rowsTo(2, 0, 1, 0, 2, 2)
-		ids, err := f.drv.Append(testCtx(t), driver.AppendParams{Stream: f.stream, Rows: rows})
-		if err != nil {
-			t.Fatal(err)
-		}
-		stmts := f.log.Take()
-		if len(stmts) != 1 || !strings.HasPrefix(stmts[0], fmt.Sprintf("INSERT INTO message_log_%d ", f.stream.ID)) || !strings.Contains(stmts[0], "FOR UPDATE WAIT") {
-			t.Fatalf("the append sent %q; want one INSERT that locks the partitions", stmts)
-		}
-		got := f.logRows(t)
-		if len(got) != len(rows) {
-			t.Fatalf("the log holds %v; want %d rows", got, len(rows))
-		}
-		for i, id := range ids {
-			if got[i][0] != id || got[i][1] != int64(rows[i].Partition) {
-				t.Fatalf("ids %v name rows %v; want row %d of partition %d at id %d", ids, got, i, rows[i].Partition, id)
+	for _, params := range []string{"", "auto_increment_increment=3"} {
+		t.Run("one statement/"+params, func(t *testing.T) {
+			f := newOneStatementFixture(t, params)
+			f.log.Take()
+			rows := rowsTo(2, 0, 1, 0, 2, 2)
+			ids, err := f.drv.Append(testCtx(t), driver.AppendParams{Stream: f.stream, Rows: rows})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	})
+			stmts := f.log.Take()
+			if len(stmts) != 1 || !strings.HasPrefix(stmts[0], fmt.Sprintf("INSERT INTO message_log_%d ", f.stream.ID)) || !strings.Contains(stmts[0], "FOR UPDATE WAIT") {
+				t.Fatalf("the append sent %q; want one INSERT that locks the partitions", stmts)
+			}
+			got := f.logRows(t)
+			if len(got) != len(rows) {
+				t.Fatalf("the log holds %v; want %d rows", got, len(rows))
+			}
+			for i, id := range ids {
+				if got[i][0] != id || got[i][1] != int64(rows[i].Partition) {
+					t.Fatalf("ids %v name rows %v; want row %d of partition %d at id %d", ids, got, i, rows[i].Partition, id)
+				}
+			}
+		})
+	}
 	t.Run("partition locks", func(t *testing.T) {
 		f := newOneStatementFixture(t, "")
 		tx, err := f.drv.DB().BeginTx(testCtx(t), nil)
