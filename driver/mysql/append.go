@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -49,6 +50,12 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 		parts = append(parts, p)
 	}
 	slices.Sort(parts)
+	if d.appendsInOneStatement(p, rows) {
+		ids, err := d.appendOne(ctx, stream, rows, headers, parts)
+		if !errors.Is(err, errAppendInTx) {
+			return ids, err
+		}
+	}
 	partArgs := intsToArgs(parts)
 	table := logTable(stream.ID)
 	ids := make([]int64, 0, len(rows))
@@ -66,28 +73,10 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 		}
 		step := d.autoincStep.Load()
 		for start := 0; start < len(rows); {
-			end, size := start, 0
-			for end < len(rows) && end-start < appendChunkRows && (end == start || size+len(rows[end].Payload) <= appendChunkBytes) {
-				size += len(rows[end].Payload)
-				end++
-			}
+			end := start + chunkLen(rows[start:])
 			part := rows[start:end]
-			var sb strings.Builder
-			sb.Grow(160 + 40*len(part))
-			sb.WriteString("INSERT INTO " + table + " (`partition`, schema_version, schema_revision, msg_key, routing_key, compaction_rank, payload, headers, produced_at) VALUES ")
-			args := make([]any, 0, len(part)*9)
-			for i, r := range part {
-				if i > 0 {
-					sb.WriteString(", ")
-				}
-				sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
-				var key any
-				if r.HasKey {
-					key = r.Key
-				}
-				args = append(args, r.Partition, r.SchemaVersion, r.SchemaRevision, key, r.RoutingKey, r.CompactionRank, string(r.Payload), headers[start+i], ts(r.ProducedAt))
-			}
-			res, err := t.ExecContext(ctx, sb.String(), args...)
+			query, args := insertRows(table, part, headers[start:end], "", nil)
+			res, err := t.ExecContext(ctx, query, args...)
 			if err != nil {
 				return fmt.Errorf("append to stream %d: %w", stream.ID, err)
 			}
@@ -121,6 +110,120 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 		return nil, err
 	}
 	return ids, nil
+}
+
+// chunkLen is how many rows from the start of rows the next INSERT takes:
+// at most appendChunkRows, and about appendChunkBytes of payload (at least
+// one row).
+func chunkLen(rows []driver.AppendRow) int {
+	n, size := 0, 0
+	for n < len(rows) && n < appendChunkRows && (n == 0 || size+len(rows[n].Payload) <= appendChunkBytes) {
+		size += len(rows[n].Payload)
+		n++
+	}
+	return n
+}
+
+// insertRows builds the multi-row INSERT of rows into table; headers[i] is
+// the JSON of rows[i].Headers or nil. A non-empty first replaces the
+// partition placeholder of the first row, with firstArgs as its arguments.
+func insertRows(table string, rows []driver.AppendRow, headers []any, first string, firstArgs []any) (string, []any) {
+	var sb strings.Builder
+	sb.Grow(160 + len(first) + 40*len(rows))
+	sb.WriteString("INSERT INTO " + table + " (`partition`, schema_version, schema_revision, msg_key, routing_key, compaction_rank, payload, headers, produced_at) VALUES ")
+	args := make([]any, 0, len(rows)*9+len(firstArgs))
+	for i, r := range rows {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		var key any
+		if r.HasKey {
+			key = r.Key
+		}
+		if i == 0 && first != "" {
+			sb.WriteString("(" + first + ", ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, firstArgs...)
+		} else {
+			sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, r.Partition)
+		}
+		args = append(args, r.SchemaVersion, r.SchemaRevision, key, r.RoutingKey, r.CompactionRank, string(r.Payload), headers[i], ts(r.ProducedAt))
+	}
+	return sb.String(), args
+}
+
+// errAppendInTx sends an append from appendOne to the transaction.
+var errAppendInTx = errors.New("append in a transaction")
+
+// errSubqueryRows is ER_SUBQUERY_NO_1_ROW, which appendOne's statement
+// raises on purpose when a partition's lock row is missing.
+const errSubqueryRows = 1242
+
+// appendsInOneStatement reports whether Append writes rows with appendOne:
+// not in the caller's transaction (ProduceTx), on MariaDB (FOR UPDATE WAIT)
+// but not Galera (orderAppendCluster writes the lock rows), with one
+// INSERT's ids consecutive (no read-back), to a stream without compaction
+// (moveHeads runs in the same transaction) and rows that fit in one INSERT.
+func (d *Driver) appendsInOneStatement(p driver.AppendParams, rows []driver.AppendRow) bool {
+	return p.Tx == nil && !p.Stream.Compacted && !d.forceAppendTx && d.mariadb.Load() && !d.gal.on.Load() && d.autoincStep.Load() > 0 &&
+		chunkLen(rows) == len(rows)
+}
+
+// appendOne appends rows with one INSERT in autocommit, one round trip,
+// that takes the partitions' append locks itself. The first row's
+// partition is a scalar subquery that locks the lock rows of all the
+// partitions written (stream_partition's primary key, scanned in ascending
+// order: the order lockPartitions takes them in) with FOR UPDATE WAIT n,
+// and gives the partition only if it found all of them; if not, it falls to
+// a subquery of two rows, an error in every sql_mode, and nothing is
+// written. The server evaluates that value before it inserts the first row,
+// and a simple INSERT takes its AUTO_INCREMENT values when it inserts the
+// first row, so the ids are taken under the locks, which are held until the
+// statement commits: the same order as the transaction (C5), without
+// START TRANSACTION, the locking read and COMMIT as round trips of their
+// own. A missing log table goes to the transaction, which re-creates it
+// or finds the stream gone.
+func (d *Driver) appendOne(ctx context.Context, stream driver.StreamConfig, rows []driver.AppendRow, headers []any, parts []int) ([]int64, error) {
+	lock := "COALESCE((SELECT ? FROM stream_partition WHERE stream_id = ? AND `partition` IN (" + placeholders(len(parts)) +
+		") HAVING COUNT(*) = ? FOR UPDATE" + d.waitClause() + "), (SELECT 1 UNION ALL SELECT 2))"
+	lockArgs := make([]any, 0, len(parts)+3)
+	lockArgs = append(append(append(lockArgs, rows[0].Partition, stream.ID), intsToArgs(parts)...), len(parts))
+	query, args := insertRows(logTable(stream.ID), rows, headers, lock, lockArgs)
+	step := d.autoincStep.Load()
+	var ids []int64
+	var noTable bool
+	err := d.autocommit(ctx, func(q querier) error {
+		res, err := q.ExecContext(ctx, query, args...)
+		switch n := mysqlErrno(err); {
+		case n == errNoSuchTable:
+			noTable = true
+			return finalError{err}
+		case n == errSubqueryRows:
+			return finalError{fmt.Errorf("append to stream %d: %w", stream.ID, driver.ErrStreamNotFound)}
+		case n == errLockWaitTimeout || n == errLockNowait:
+			return finalError{d.lockWaitError(stream.ID, parts, false, err)}
+		case err != nil:
+			return fmt.Errorf("append to stream %d: %w", stream.ID, err)
+		}
+		// The statement has committed: nothing below may run it again.
+		first, err := res.LastInsertId()
+		if err != nil {
+			return finalError{fmt.Errorf("append to stream %d: %w", stream.ID, err)}
+		}
+		if n, err := res.RowsAffected(); err != nil || n != int64(len(rows)) {
+			return finalError{fmt.Errorf("append to stream %d: inserted %d rows of %d (%v)", stream.ID, n, len(rows), err)}
+		}
+		ids = make([]int64, len(rows))
+		for i := range ids {
+			// One simple INSERT takes consecutive values (lock mode 0 or 1).
+			ids[i] = first + int64(i)*step
+		}
+		return nil
+	})
+	if noTable {
+		return nil, errAppendInTx
+	}
+	return ids, err
 }
 
 // waitClause bounds a locking read's wait: FOR UPDATE WAIT n on MariaDB,
@@ -158,23 +261,29 @@ func (d *Driver) lockPartitions(ctx context.Context, q querier, streamID int64, 
 		return nil
 	})
 	if n := mysqlErrno(err); n == errLockWaitTimeout || n == errLockNowait {
-		which := "the partitions"
-		switch {
-		case len(parts) == 1:
-			which = "partition " + strconv.Itoa(parts[0])
-		case len(parts) > 1:
-			which = "one of partitions " + joinInts(parts)
-		}
-		advice := "another transaction holds the append lock of " + which + " of this stream, probably an open ProduceTx; commit it promptly"
-		if callerTx {
-			advice += ", and roll this transaction back before trying again"
-		}
-		return 0, finalError{&driver.Error{Kind: driver.ErrConflict, Advice: advice, Err: driver.Redact(fmt.Errorf("stream %d: lock partitions: %w", streamID, err), d.secrets...)}}
+		return 0, finalError{d.lockWaitError(streamID, parts, callerTx, err)}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("stream %d: lock partitions: %w", streamID, err)
 	}
 	return locked, nil
+}
+
+// lockWaitError is the error of a wait for the append lock of parts (all
+// partitions when nil) that timed out.
+func (d *Driver) lockWaitError(streamID int64, parts []int, callerTx bool, err error) error {
+	which := "the partitions"
+	switch {
+	case len(parts) == 1:
+		which = "partition " + strconv.Itoa(parts[0])
+	case len(parts) > 1:
+		which = "one of partitions " + joinInts(parts)
+	}
+	advice := "another transaction holds the append lock of " + which + " of this stream, probably an open ProduceTx; commit it promptly"
+	if callerTx {
+		advice += ", and roll this transaction back before trying again"
+	}
+	return &driver.Error{Kind: driver.ErrConflict, Advice: advice, Err: driver.Redact(fmt.Errorf("stream %d: lock partitions: %w", streamID, err), d.secrets...)}
 }
 
 func joinInts(vs []int) string {

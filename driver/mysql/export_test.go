@@ -15,6 +15,11 @@ import (
 // when innodb_autoinc_lock_mode is 2. Call it before Migrate.
 func ForceReadBack(d *Driver) { d.forceReadBack = true }
 
+// AppendInTx makes Append run in a transaction of the driver's own (START
+// TRANSACTION, the partition lock, INSERT, COMMIT) also where it would
+// append in one statement. Call it before Migrate.
+func AppendInTx(d *Driver) { d.forceAppendTx = true }
+
 // LogDDL is the CREATE TABLE statement of a stream log named table.
 func LogDDL(table string) string { return logDDL(table) }
 

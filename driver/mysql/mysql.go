@@ -103,6 +103,16 @@
 // would serialize every partition of a stream) and works the same on MySQL
 // and MariaDB.
 //
+// On MariaDB an append of the driver's own that fits one INSERT (not
+// ProduceTx, not Galera, not a compacted stream) is that INSERT alone, in
+// autocommit: the first row's partition is a scalar subquery that takes the
+// same locks, FOR UPDATE WAIT n, and fails the statement when a lock row is
+// missing. The server evaluates it before it inserts the first row, which
+// is when a simple INSERT takes its AUTO_INCREMENT values, and the locks
+// are held until the statement commits: the same order, in one round trip
+// instead of four. A connection lost after that INSERT was sent gives
+// ErrOutcomeUnknown, as a lost COMMIT does.
+//
 // The ids of one multi-row INSERT are consecutive when
 // innodb_autoinc_lock_mode is 0 or 1 (MariaDB's default); with 2 (MySQL 8's
 // default) the driver reads its new ids back from the partitions it holds.
@@ -337,6 +347,7 @@ type Driver struct {
 
 	// Test hooks, set before Migrate.
 	forceReadBack    bool // always read new ids back
+	forceAppendTx    bool // append in a transaction, never in one statement
 	forceNoReturning bool // settle as on MySQL, without RETURNING
 }
 

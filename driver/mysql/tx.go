@@ -218,7 +218,8 @@ func discard(conn *sql.Conn) {
 // autocommit runs fn, one statement that commits on its own, on a connection
 // of the pool, and runs it again after errors that say it did not take
 // effect (a deadlock or lock wait timeout rolled the statement back, or the
-// connection was found dead before anything was sent).
+// connection was found dead before anything was sent), unless fn says the
+// error is final (finalError).
 func (d *Driver) autocommit(ctx context.Context, fn func(querier) error) error {
 	if err := d.check(); err != nil {
 		return err
@@ -237,6 +238,10 @@ func (d *Driver) autocommit(ctx context.Context, fn func(querier) error) error {
 		conn.Close()
 		if err == nil {
 			return nil
+		}
+		var fe finalError
+		if errors.As(err, &fe) {
+			return d.wrap(ctx, fe.err, opWrite)
 		}
 		retry := false
 		switch n := mysqlErrno(err); {
