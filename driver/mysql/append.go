@@ -172,8 +172,8 @@ func (d *Driver) appendsInOneStatement(p driver.AppendParams, rows []driver.Appe
 // appendOne appends rows with one INSERT in autocommit, one round trip,
 // that takes the partitions' append locks itself. The first row's
 // partition is a scalar subquery that locks the lock rows of all the
-// partitions written (stream_partition's primary key, scanned in ascending
-// order: the order lockPartitions takes them in) with FOR UPDATE WAIT n,
+// partitions written (partitionRows: one primary-key lookup each, in
+// ascending order, as lockPartitions takes them) with FOR UPDATE WAIT n,
 // and gives the partition only if it found all of them; if not, it falls to
 // a subquery of two rows, an error in every sql_mode, and nothing is
 // written. The server evaluates that value before it inserts the first row,
@@ -184,10 +184,10 @@ func (d *Driver) appendsInOneStatement(p driver.AppendParams, rows []driver.Appe
 // own. A missing log table goes to the transaction, which re-creates it
 // or finds the stream gone.
 func (d *Driver) appendOne(ctx context.Context, stream driver.StreamConfig, rows []driver.AppendRow, headers []any, parts []int) ([]int64, error) {
-	lock := "COALESCE((SELECT ? FROM stream_partition WHERE stream_id = ? AND `partition` IN (" + placeholders(len(parts)) +
-		") HAVING COUNT(*) = ? FOR UPDATE" + d.waitClause() + "), (SELECT 1 UNION ALL SELECT 2))"
-	lockArgs := make([]any, 0, len(parts)+3)
-	lockArgs = append(append(append(lockArgs, rows[0].Partition, stream.ID), intsToArgs(parts)...), len(parts))
+	locks, locksArgs := partitionRows(stream.ID, parts, "1", " FOR UPDATE"+d.waitClause())
+	lock := "COALESCE((SELECT ? FROM (" + locks + ") AS l HAVING COUNT(*) = ?), (SELECT 1 UNION ALL SELECT 2))"
+	lockArgs := make([]any, 0, len(locksArgs)+2)
+	lockArgs = append(append(append(lockArgs, rows[0].Partition), locksArgs...), len(parts))
 	query, args := insertRows(logTable(stream.ID), rows, headers, lock, lockArgs)
 	step := d.autoincStep.Load()
 	var ids []int64
@@ -243,17 +243,16 @@ func (d *Driver) waitClause() string {
 // the partitions, and is not run again: another transaction holds the lock,
 // and will for a while.
 func (d *Driver) lockPartitions(ctx context.Context, q querier, streamID int64, parts []int, share, callerTx bool) (int, error) {
-	query := "SELECT `partition` FROM stream_partition WHERE stream_id = ?"
-	args := []any{streamID}
-	if parts != nil {
-		query += " AND `partition` IN (" + placeholders(len(parts)) + ")"
-		args = append(args, intsToArgs(parts)...)
-	}
-	query += " ORDER BY `partition`"
+	lock := " FOR UPDATE" + d.waitClause()
 	if share {
-		query += " LOCK IN SHARE MODE" + d.waitClause()
+		lock = " LOCK IN SHARE MODE" + d.waitClause()
+	}
+	var query string
+	var args []any
+	if parts == nil {
+		query, args = "SELECT `partition` FROM stream_partition WHERE stream_id = ? ORDER BY `partition`"+lock, []any{streamID}
 	} else {
-		query += " FOR UPDATE" + d.waitClause()
+		query, args = partitionRows(streamID, parts, "`partition`", lock)
 	}
 	locked := 0
 	err := eachRow(ctx, q, query, args, func(*sql.Rows) error {
@@ -267,6 +266,24 @@ func (d *Driver) lockPartitions(ctx context.Context, q querier, streamID int64, 
 		return 0, fmt.Errorf("stream %d: lock partitions: %w", streamID, err)
 	}
 	return locked, nil
+}
+
+// partitionRows selects what of the lock rows of parts (ascending), each
+// locked with lock, one primary-key lookup per partition in that order. One
+// scan with partition IN (...) would go through the stream's every lock row
+// (InnoDB reads a small table by stream_id alone) and lock each row it
+// passes, so that an append would wait for partitions it does not write.
+func partitionRows(streamID int64, parts []int, what, lock string) (string, []any) {
+	var sb strings.Builder
+	args := make([]any, 0, 2*len(parts))
+	for i, p := range parts {
+		if i > 0 {
+			sb.WriteString(" UNION ALL ")
+		}
+		sb.WriteString("(SELECT " + what + " FROM stream_partition WHERE stream_id = ? AND `partition` = ?" + lock + ")")
+		args = append(args, streamID, p)
+	}
+	return sb.String(), args
 }
 
 // lockWaitError is the error of a wait for the append lock of parts (all

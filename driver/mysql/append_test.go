@@ -150,6 +150,34 @@ func TestAppendOneStatement(t *testing.T) {
 			t.Errorf("append after the transaction committed id %d got ids %v; want higher ones", txIDs[0], after)
 		}
 	})
+	// A transaction holding partition 1 keeps no append from partitions 0
+	// and 2, in one statement or in a transaction: each partition's lock row
+	// is looked up alone, not passed over by a scan of the stream's rows.
+	t.Run("other partitions", func(t *testing.T) {
+		f := newOneStatementFixture(t, "")
+		inTx := mysql.Open(f.dsn, mysql.WithLockTimeout(time.Second))
+		mysql.AppendInTx(inTx)
+		t.Cleanup(func() { inTx.Close() })
+		if err := inTx.Migrate(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := f.drv.DB().BeginTx(testCtx(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := f.drv.Append(testCtx(t), driver.AppendParams{Stream: f.stream, Tx: mysql.Tx(tx), Rows: rowsTo(1)}); err != nil {
+			t.Fatal(err)
+		}
+		for name, d := range map[string]*mysql.Driver{"one statement": f.waiter, "transaction": inTx} {
+			if _, err := d.Append(testCtx(t), driver.AppendParams{Stream: f.stream, Rows: rowsTo(0, 2, 0)}); err != nil {
+				t.Errorf("%s: append to partitions 0 and 2 while a transaction holds 1: %v", name, err)
+			}
+		}
+		if got := f.logRows(t); len(got) != 6 {
+			t.Errorf("the log holds %v while the transaction is open; want the 6 rows of partitions 0 and 2", got)
+		}
+	})
 	for _, tc := range []struct{ name, params string }{
 		{"strict", ""},
 		{"not strict", "sql_mode=%27%27"},
