@@ -192,29 +192,29 @@ const (
 // restore the caller's lock timeout (not in an implicit transaction of the
 // driver's own, own: the setting ends with it), notify, or report the
 // transaction id (xid). It returns the partitions it locks.
+//
+// When every row has the same schema version and revision, routing key,
+// rank, headers and production time (one ProduceBatch of one producer
+// usually does), those six are sent once as scalars and only partition, key
+// and payload as arrays (sharedInsert); otherwise each column is an array
+// (rowsInsert).
 func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow, notify, xid, own bool) (*pgx.Batch, []int32, error) {
 	n := len(rows)
 	partitions := make([]int32, n)
-	versions := make([]int32, n)
-	revisions := make([]int32, n)
 	keys := make([]*string, n)
-	routing := make([]string, n)
-	ranks := make([]int64, n)
 	payloads := make([][]byte, n)
 	headers := make([]string, n)
-	produced := make([]time.Time, n)
+	shared := true
+	first := rows[0]
+	firstAt := ts(first.ProducedAt)
 	for i, r := range rows {
 		if r.Partition < 0 || r.Partition >= stream.Partitions {
 			return nil, nil, &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("append to stream %d: partition %d out of range 0..%d", stream.ID, r.Partition, stream.Partitions-1)}
 		}
 		partitions[i] = int32(r.Partition)
-		versions[i] = int32(r.SchemaVersion)
-		revisions[i] = int32(r.SchemaRevision)
 		if r.HasKey {
 			keys[i] = &rows[i].Key
 		}
-		routing[i] = r.RoutingKey
-		ranks[i] = r.CompactionRank
 		payloads[i] = r.Payload
 		if payloads[i] == nil {
 			payloads[i] = []byte{}
@@ -226,7 +226,38 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 			}
 			headers[i] = string(h)
 		}
-		produced[i] = ts(r.ProducedAt)
+		if i > 0 && shared {
+			shared = r.SchemaVersion == first.SchemaVersion && r.SchemaRevision == first.SchemaRevision &&
+				r.RoutingKey == first.RoutingKey && r.CompactionRank == first.CompactionRank &&
+				headers[i] == headers[0] && ts(r.ProducedAt).Equal(firstAt)
+		}
+	}
+	// $1 to $9 are the rows' columns, $10 to $12 the partition locks.
+	var sel string
+	var args []any
+	if shared {
+		var h *string // NULL: no headers
+		if headers[0] != "" {
+			h = &headers[0]
+		}
+		sel = sharedInsert
+		args = []any{partitions, keys, payloads, int32(first.SchemaVersion), int32(first.SchemaRevision), first.RoutingKey,
+			first.CompactionRank, h, firstAt}
+	} else {
+		versions := make([]int32, n)
+		revisions := make([]int32, n)
+		routing := make([]string, n)
+		ranks := make([]int64, n)
+		produced := make([]time.Time, n)
+		for i, r := range rows {
+			versions[i] = int32(r.SchemaVersion)
+			revisions[i] = int32(r.SchemaRevision)
+			routing[i] = r.RoutingKey
+			ranks[i] = r.CompactionRank
+			produced[i] = ts(r.ProducedAt)
+		}
+		sel = rowsInsert
+		args = []any{partitions, versions, revisions, keys, routing, ranks, payloads, headers, produced}
 	}
 	locks := slices.Clone(partitions)
 	slices.Sort(locks)
@@ -248,12 +279,10 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 	locked := `WITH l AS (SELECT partition FROM stream_partition WHERE stream_id = $10::bigint AND partition = ANY($11::integer[])
 		ORDER BY partition FOR NO KEY UPDATE)`
 	insert := `INSERT INTO ` + table + ` (partition, schema_version, schema_revision, msg_key, routing_key, compaction_rank, payload, headers, produced_at)
-		SELECT u.p, u.v, u.sr, u.k, u.rk, u.r, u.pl, NULLIF(u.h, '')::jsonb, u.at
-		FROM unnest($1::integer[], $2::integer[], $3::integer[], $4::text[], $5::text[], $6::bigint[], $7::bytea[], $8::text[], $9::timestamptz[])
-			WITH ORDINALITY AS u(p, v, sr, k, rk, r, pl, h, at, ord)
+		` + sel + `
 		WHERE (SELECT count(*) FROM l) = $12::bigint
 		ORDER BY u.ord`
-	args := []any{partitions, versions, revisions, keys, routing, ranks, payloads, headers, produced, stream.ID, locks, int64(len(locks))}
+	args = append(args, stream.ID, locks, int64(len(locks)))
 	if !stream.Compacted {
 		b.Queue(locked+` `+insert+` RETURNING id`, args...)
 	} else {
@@ -287,6 +316,19 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 	}
 	return b, locks, nil
 }
+
+// rowsInsert and sharedInsert are the SELECT of an append's insert, which
+// appendBatch completes with its guard and order: rowsInsert takes every
+// column from an array of one element per row; sharedInsert takes
+// partition ($1), key ($2) and payload ($3) from arrays and the values all
+// rows share from scalars ($4 to $9). Both keep the input order (u.ord).
+const (
+	rowsInsert = `SELECT u.p, u.v, u.sr, u.k, u.rk, u.r, u.pl, NULLIF(u.h, '')::jsonb, u.at
+		FROM unnest($1::integer[], $2::integer[], $3::integer[], $4::text[], $5::text[], $6::bigint[], $7::bytea[], $8::text[], $9::timestamptz[])
+			WITH ORDINALITY AS u(p, v, sr, k, rk, r, pl, h, at, ord)`
+	sharedInsert = `SELECT u.p, $4::integer, $5::integer, u.k, $6::text, $7::bigint, u.pl, $8::jsonb, $9::timestamptz
+		FROM unnest($1::integer[], $2::text[], $3::bytea[]) WITH ORDINALITY AS u(p, k, pl, ord)`
+)
 
 const rowColumns = `m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, m.payload, m.headers, m.produced_at`
 
