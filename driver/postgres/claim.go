@@ -63,6 +63,12 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	direct := hot || acks != nil
 	n := int32(p.Stream.Partitions)
 	first := int32(rand.IntN(p.Stream.Partitions))
+	if hot && ahead.drawn && ahead.first < int32(p.Stream.Partitions) {
+		// Drawn by the claim before, which read the window past its cursor
+		// only when it drew that cursor's partition.
+		first = ahead.first
+	}
+	nextFirst := int32(rand.IntN(p.Stream.Partitions)) // the next claim's
 	var win *window
 	if hot {
 		win = d.takeWindow(p.Stream.ID, p.Group)
@@ -71,7 +77,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	var fastOK bool
 	if win != nil && win.partition == first && acks == nil && !p.Ordered && !p.Stream.Compacted {
 		var err error
-		if fast, fastOK, err = d.claimFast(ctx, p, win); err != nil {
+		if fast, fastOK, err = d.claimFast(ctx, p, win, win.partition == nextFirst); err != nil {
 			d.setBusy(p.Stream.ID, p.Group, false, busyState{})
 			return driver.ClaimResult{}, err
 		}
@@ -266,7 +272,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 						continue
 					}
 				}
-				if len(res.Deliveries) == 0 && acks == nil && !p.Ordered && !p.Stream.Compacted {
+				if len(res.Deliveries) == 0 && c.partition == nextFirst && acks == nil && !p.Ordered && !p.Stream.Compacted {
 					// Should this partition give the claim its Limit, the next
 					// claim may take the rows past it in one round trip.
 					next = &window{versions: slices.Clone(plan.Versions), group: g, print: gprint}
@@ -316,6 +322,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			res.Deferred += more.Deferred
 		}
 	}
+	took.first, took.drawn = nextFirst, true
 	d.setBusy(p.Stream.ID, p.Group, err == nil && p.Limit > 0 && len(res.Deliveries) >= p.Limit, took)
 	if err != nil {
 		acks.failed()
@@ -354,10 +361,16 @@ type busyState struct {
 	partition int32
 	position  int64
 	versions  []int // nil: every version
+	// first is where the next claim starts looking for a cursor (drawn at
+	// random by this one: a window is read only past the cursor of that
+	// partition).
+	first int32
+	drawn bool
 }
 
 func (b busyState) same(o busyState) bool {
-	return b.ok == o.ok && b.partition == o.partition && b.position == o.position && sameVersions(b.versions, o.versions)
+	return b.ok == o.ok && b.partition == o.partition && b.position == o.position && sameVersions(b.versions, o.versions) &&
+		b.first == o.first && b.drawn == o.drawn
 }
 
 type busyKey struct {

@@ -42,8 +42,10 @@ import (
 //   - Due exceptions and expired batches are claimed first by the main
 //     claim: the check fails when there is any.
 //
-// The partition is the one the claim would lock first anyway (its random
-// start), so consumers spread over partitions as before.
+// The partition is the one the claim would lock first anyway: each claim
+// draws where the next one starts (busyState.first), and reads the window
+// only when that is the partition it leaves, so consumers spread over
+// partitions as before and no window is read in vain.
 
 // window is the rows past a cursor that a claim read before its COMMIT,
 // for the group's next claim, with what it knew of the group.
@@ -111,9 +113,9 @@ type fastClaim struct {
 }
 
 // claimFast claims the rows of window w in one round trip, if nothing
-// changed since w was read. ok false: it claimed nothing, and the claim
-// runs as usual.
-func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window) (out fastClaim, ok bool, err error) {
+// changed since w was read, and with readNext reads the window past them.
+// ok false: it claimed nothing, and the claim runs as usual.
+func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window, readNext bool) (out fastClaim, ok bool, err error) {
 	plan, err := driver.PlanClaim(w.group, p)
 	if err != nil || !sameVersions(plan.Versions, w.versions) {
 		return fastClaim{}, false, nil
@@ -136,8 +138,11 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window)
 		b.Queue(fastLock, p.Stream.ID, p.Group, w.partition, w.from)
 		b.Queue(fastCheck(p.Stream.ID), p.Stream.ID, p.Group, w.print, ts(p.Now), w.partition, w.from, s.cursor, int64(s.scanned))
 		record := queueRecord(b, p, w.partition, s, d.batchLeases)
-		next := &window{versions: slices.Clone(plan.Versions)}
-		next.queue(b, p, w.partition, s.cursor)
+		var next *window
+		if readNext {
+			next = &window{versions: slices.Clone(plan.Versions)}
+			next.queue(b, p, w.partition, s.cursor)
+		}
 		b.Queue(`commit`)
 		br := conn.SendBatch(ctx, b)
 		var g driver.GroupConfig
@@ -156,7 +161,7 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window)
 			if g, err = scanLoadedGroup(br.QueryRow(), p.Group, &one); err != nil {
 				return err
 			}
-			if inserted, err = record(br); err != nil {
+			if inserted, err = record(br); err != nil || next == nil {
 				return err
 			}
 			return next.read(br)
@@ -195,7 +200,9 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window)
 		if len(taken) > 0 {
 			out.took = busyState{ok: true, partition: w.partition, position: s.cursor, versions: slices.Clone(plan.Versions)}
 		}
-		next.group, next.print = g, w.print
+		if next != nil {
+			next.group, next.print = g, w.print
+		}
 		ok = true
 		return nil
 	})

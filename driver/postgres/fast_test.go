@@ -214,3 +214,33 @@ func TestClaimInOneRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// Over several partitions, a claim reads the window past a cursor only
+// when it drew that partition as the next claim's start: claims of the
+// backlog, some in one round trip, take every row once, in order within
+// each partition.
+func TestClaimInOneRoundTripPartitions(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts ...postgres.Option) {
+		f := newFixture(t, 3, opts...)
+		f.group("g", driver.GroupConfig{})
+		var all [3][]int64
+		for part := range all {
+			all[part] = f.appendN(part, 45)
+		}
+		var got [3][]int64
+		for n := 0; n < 30; n++ {
+			res, _ := f.claim("g", "h", 10, f.now, time.Minute)
+			if len(res.Deliveries) == 0 {
+				break
+			}
+			for _, d := range res.Deliveries {
+				got[d.Partition] = append(got[d.Partition], d.ID)
+			}
+		}
+		for part := range all {
+			if !slices.Equal(got[part], all[part]) {
+				t.Errorf("partition %d: claimed %v; want %v", part, got[part], all[part])
+			}
+		}
+	})
+}
