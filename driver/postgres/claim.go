@@ -69,6 +69,10 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		first = ahead.first
 	}
 	nextFirst := int32(rand.IntN(p.Stream.Partitions)) // the next claim's
+	// A window is read for the next claim only when it may take it whole:
+	// the claims of the group take one window's worth at most and as many
+	// as the claim before (a loop of Claim(n); Run's claims vary).
+	readNext := p.Limit <= maxWindow && (!hot || ahead.limit == p.Limit)
 	var win *window
 	if hot {
 		win = d.takeWindow(p.Stream.ID, p.Group)
@@ -77,7 +81,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	var fastOK bool
 	if win != nil && win.partition == first && acks == nil && !p.Ordered && !p.Stream.Compacted {
 		var err error
-		if fast, fastOK, err = d.claimFast(ctx, p, win, win.partition == nextFirst); err != nil {
+		if fast, fastOK, err = d.claimFast(ctx, p, win, readNext && win.partition == nextFirst); err != nil {
 			d.setBusy(p.Stream.ID, p.Group, false, busyState{})
 			return driver.ClaimResult{}, err
 		}
@@ -272,7 +276,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 						continue
 					}
 				}
-				if len(res.Deliveries) == 0 && c.partition == nextFirst && acks == nil && !p.Ordered && !p.Stream.Compacted {
+				if readNext && len(res.Deliveries) == 0 && c.partition == nextFirst && acks == nil && !p.Ordered && !p.Stream.Compacted {
 					// Should this partition give the claim its Limit, the next
 					// claim may take the rows past it in one round trip.
 					next = &window{versions: slices.Clone(plan.Versions), group: g, print: gprint}
@@ -322,7 +326,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			res.Deferred += more.Deferred
 		}
 	}
-	took.first, took.drawn = nextFirst, true
+	took.first, took.drawn, took.limit = nextFirst, true, p.Limit
 	d.setBusy(p.Stream.ID, p.Group, err == nil && p.Limit > 0 && len(res.Deliveries) >= p.Limit, took)
 	if err != nil {
 		acks.failed()
@@ -366,11 +370,12 @@ type busyState struct {
 	// partition).
 	first int32
 	drawn bool
+	limit int // this claim's Limit
 }
 
 func (b busyState) same(o busyState) bool {
 	return b.ok == o.ok && b.partition == o.partition && b.position == o.position && sameVersions(b.versions, o.versions) &&
-		b.first == o.first && b.drawn == o.drawn
+		b.first == o.first && b.drawn == o.drawn && b.limit == o.limit
 }
 
 type busyKey struct {
