@@ -45,7 +45,9 @@ import (
 // The partition is the one the claim would lock first anyway: each claim
 // draws where the next one starts (busyState.first), and reads the window
 // only when that is the partition it leaves, so consumers spread over
-// partitions as before and no window is read in vain.
+// partitions as before. It reads one only when the next claim may take it
+// whole (its Limit fits one window and is the Limit of the claim before),
+// and not for a claim carrying acks (AckAndClaim runs as before).
 
 // window is the rows past a cursor that a claim read before its COMMIT,
 // for the group's next claim, with what it knew of the group.
