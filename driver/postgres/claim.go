@@ -40,7 +40,10 @@ const (
 // the group, also materializes expired batches, finds out whether
 // exceptions are due, and reads the next rows from where the last claim
 // left the cursor, used if this claim locks that cursor at that position:
-// two round trips for a claim of the backlog.
+// two round trips for a claim of the backlog. Such a claim that takes its
+// Limit from one partition also reads the rows past where it leaves the
+// cursor before its COMMIT, so that the next claim, if nothing changed in
+// between, sends its whole transaction in one round trip (claimFast).
 //
 // A claim carrying acks (p.Acks) skips the probe too, and resolves them
 // in that first round trip, before the statements that read (claimAcks):
@@ -58,7 +61,34 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	// transaction records them and finds out what is claimable itself.
 	acks := d.newClaimAcks(p)
 	direct := hot || acks != nil
-	if direct {
+	n := int32(p.Stream.Partitions)
+	first := int32(rand.IntN(p.Stream.Partitions))
+	if hot && ahead.drawn && ahead.first < int32(p.Stream.Partitions) {
+		// Drawn by the claim before, which read the window past its cursor
+		// only when it drew that cursor's partition.
+		first = ahead.first
+	}
+	nextFirst := int32(rand.IntN(p.Stream.Partitions)) // the next claim's
+	// A window is read for the next claim only when it may take it whole:
+	// the claims of the group take one window's worth at most and as many
+	// as the claim before (a loop of Claim(n); Run's claims vary).
+	readNext := p.Limit <= maxWindow && (!hot || ahead.limit == p.Limit)
+	var win *window
+	if hot {
+		win = d.takeWindow(p.Stream.ID, p.Group)
+	}
+	var fast fastClaim
+	var fastOK bool
+	if win != nil && win.partition == first && acks == nil && !p.Ordered && !p.Stream.Compacted {
+		var err error
+		if fast, fastOK, err = d.claimFast(ctx, p, win, readNext && win.partition == nextFirst); err != nil {
+			d.setBusy(p.Stream.ID, p.Group, false, busyState{})
+			return driver.ClaimResult{}, err
+		}
+	}
+	if fastOK {
+		direct = false // no probe: claimed
+	} else if direct {
 		fresh, expired = p.Limit > 0, p.Limit > 0
 	} else {
 		var decodes []int32
@@ -92,8 +122,6 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	// Expired batches are materialized (explodeExpired) before the
 	// exception claim, which then takes their members as expired leases.
 	due = due || expired
-	n := int32(p.Stream.Partitions)
-	first := int32(rand.IntN(p.Stream.Partitions))
 	var visited []int32
 	var g driver.GroupConfig
 	var locked *lockedCursor
@@ -102,162 +130,185 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	var short bool              // the transaction ended before the claim was done
 	var pre *prefetch           // read ahead in the first round trip
 	var took busyState          // the one partition this claim took rows from
-	err := d.claimTx(ctx, func(b *pgx.Batch) {
-		res = driver.ClaimResult{}
-		short = false
+	var next *window            // read past the cursor for the next claim
+	var gprint string           // the group's groupPrint
+	var err error
+	if fastOK {
+		res, short, took, next = fast.res, fast.short, fast.took, fast.next
 		wrote = map[int32][]int64{}
-		visited = []int32{}
-		locked = nil
-		rows = fresh // this attempt's, as the transaction may run again
-		// The group is read after the first cursor lock is granted, in
-		// a statement of its own (a snapshot taken after the lock): a
-		// registration that changed the group and held this lock has
-		// committed by then (C19). One round trip for both, and for
-		// beginning the transaction.
-		//
-		// Without bitmap scans, the scans of a partition past its
-		// cursor are read along the (partition, id) index and stop at
-		// their limit. A log that autovacuum has not analyzed yet (a new
-		// stream, a bulk load) has default selectivities that make a
-		// bitmap scan of every row past the cursor, then a sort, look
-		// cheaper: 20 ms per claim at 100k rows, growing with the log.
-		b.Queue(`SET LOCAL enable_bitmapscan = off`)
-		if acks != nil {
-			// Before anything reads: what they resolve is claimable.
-			acks.queue(b)
+		if d.batchLeases && len(fast.taken) > 0 {
+			wrote[win.partition] = fast.taken
 		}
-		if rows {
-			query, args := lockCursor(p, visited, first)
-			b.Queue(query, args...)
-		}
-		queueLoadGroup(b, p.Stream.ID, p.Group)
-		if expired {
-			b.Queue(explodeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
-		}
-		if direct && p.Limit > 0 {
-			// Any exception due (whatever its version: the exception claim
-			// filters), after the explosion.
-			b.Queue(`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
-				AND e.state <> 'dead' AND e.due_at <= $3::timestamptz)`, p.Stream.ID, p.Group, ts(p.Now))
-		}
-		pre = nil
-		if rows && hot && ahead.ok && !p.Ordered {
-			// Read ahead where the last claim left off, after the lock (a
-			// snapshot that sees what the lock's holder did): used when this
-			// claim locks that cursor again, at that position, reading the
-			// same versions.
-			pre = &prefetch{partition: ahead.partition, from: ahead.position, window: min(max(p.Limit, 16), maxWindow), versions: ahead.versions}
-			query, vargs := scanQuery(p, ahead.versions)
-			b.Queue(query, append([]any{ahead.partition, ahead.position, int32(pre.window)}, vargs...)...)
-		}
-	}, func(br pgx.BatchResults) error {
-		_, err := br.Exec()
-		if err == nil && acks != nil {
-			err = acks.read(br)
-		}
-		var c lockedCursor
-		var ok bool
-		if err == nil && rows {
-			c, ok, err = scanLockedCursor(br.QueryRow())
-		}
-		if err == nil {
-			g, err = scanLoadedGroup(br.QueryRow(), p.Group)
-		}
-		if err == nil && expired {
-			_, err = br.Exec()
-		}
-		pending = due
-		if err == nil && direct && p.Limit > 0 {
-			err = br.QueryRow().Scan(&pending)
-		}
-		if err == nil && pre != nil {
-			var rs pgx.Rows
-			if rs, err = br.Query(); err == nil {
-				pre.rows, err = collectWindow(rs)
+	} else {
+		err = d.claimTx(ctx, func(b *pgx.Batch) {
+			res = driver.ClaimResult{}
+			short = false
+			next = nil
+			wrote = map[int32][]int64{}
+			visited = []int32{}
+			locked = nil
+			rows = fresh // this attempt's, as the transaction may run again
+			// The group is read after the first cursor lock is granted, in
+			// a statement of its own (a snapshot taken after the lock): a
+			// registration that changed the group and held this lock has
+			// committed by then (C19). One round trip for both, and for
+			// beginning the transaction.
+			//
+			// Without bitmap scans, the scans of a partition past its
+			// cursor are read along the (partition, id) index and stop at
+			// their limit. A log that autovacuum has not analyzed yet (a new
+			// stream, a bulk load) has default selectivities that make a
+			// bitmap scan of every row past the cursor, then a sort, look
+			// cheaper: 20 ms per claim at 100k rows, growing with the log.
+			b.Queue(`SET LOCAL enable_bitmapscan = off`)
+			if acks != nil {
+				// Before anything reads: what they resolve is claimable.
+				acks.queue(b)
 			}
-		}
-		if err != nil {
-			return err
-		}
-		if ok {
-			locked = &c
-		} else {
-			rows = false // every partition with rows is being claimed
-		}
-		return nil
-	}, func(tx *claimTxn) error {
-		if acks != nil {
-			if err := acks.settle(ctx, tx); err != nil {
-				return err
-			}
-			res.Lost = acks.lost()
-		}
-		plan, err := driver.PlanClaim(g, p)
-		if err != nil {
-			return err
-		}
-		res.Group = g
-		if pending {
-			if res.Deliveries, err = d.claimExceptions(ctx, tx, p, plan); err != nil {
-				return err
-			}
-		}
-		took = busyState{}
-		for rows && len(res.Deliveries) < p.Limit && len(visited) < int(n) {
-			c, ra := locked, pre
-			locked, pre = nil, nil
-			if c == nil || ra == nil || pending || c.partition != ra.partition || c.position != ra.from || !sameVersions(plan.Versions, ra.versions) {
-				ra = nil
-			}
-			if c == nil {
+			if rows {
 				query, args := lockCursor(p, visited, first)
-				next, ok, err := scanLockedCursor(tx.QueryRow(ctx, query, args...))
-				if err != nil {
-					return err
-				}
-				if !ok {
-					break
-				}
-				c = &next
+				b.Queue(query, args...)
 			}
-			visited = append(visited, c.partition)
-			if p.Ordered {
-				// Exceptions and batches of a partition are created only under
-				// its cursor lock, which this transaction now holds: this read
-				// is current. (Materializing a batch turns it into exceptions
-				// in one transaction: one of the two is seen.)
-				var pending bool
-				if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = $1::bigint AND group_name = $2::text
-					AND partition = $3::integer AND state <> 'dead')
-					OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = $1::bigint AND group_name = $2::text AND partition = $3::integer)`,
-					p.Stream.ID, p.Group, c.partition).Scan(&pending); err != nil {
-					return err
-				}
-				if pending {
-					continue
+			queueLoadGroup(b, p.Stream.ID, p.Group)
+			if expired {
+				b.Queue(explodeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
+			}
+			if direct && p.Limit > 0 {
+				// Any exception due (whatever its version: the exception claim
+				// filters), after the explosion.
+				b.Queue(`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
+				AND e.state <> 'dead' AND e.due_at <= $3::timestamptz)`, p.Stream.ID, p.Group, ts(p.Now))
+			}
+			pre = nil
+			if rows && hot && ahead.ok && !p.Ordered {
+				// Read ahead where the last claim left off, after the lock (a
+				// snapshot that sees what the lock's holder did): used when this
+				// claim locks that cursor again, at that position, reading the
+				// same versions.
+				pre = &prefetch{partition: ahead.partition, from: ahead.position, window: min(max(p.Limit, 16), maxWindow), versions: ahead.versions}
+				query, vargs := scanQuery(p, ahead.versions)
+				b.Queue(query, append([]any{ahead.partition, ahead.position, int32(pre.window)}, vargs...)...)
+			}
+		}, func(br pgx.BatchResults) error {
+			_, err := br.Exec()
+			if err == nil && acks != nil {
+				err = acks.read(br)
+			}
+			var c lockedCursor
+			var ok bool
+			if err == nil && rows {
+				c, ok, err = scanLockedCursor(br.QueryRow())
+			}
+			if err == nil {
+				g, err = scanLoadedGroup(br.QueryRow(), p.Group, &gprint)
+			}
+			if err == nil && expired {
+				_, err = br.Exec()
+			}
+			pending = due
+			if err == nil && direct && p.Limit > 0 {
+				err = br.QueryRow().Scan(&pending)
+			}
+			if err == nil && pre != nil {
+				var rs pgx.Rows
+				if rs, err = br.Query(); err == nil {
+					pre.rows, err = collectWindow(rs)
 				}
 			}
-			got, deferred, at, cut, err := claimPartition(ctx, tx, p, plan, c.partition, c.position, p.Limit-len(res.Deliveries), d.batchLeases, n == 1, ra)
 			if err != nil {
 				return err
 			}
-			short = cut
-			if len(got) > 0 {
-				took = busyState{ok: !took.ok && len(res.Deliveries) == 0, partition: c.partition, position: at, versions: slices.Clone(plan.Versions)}
+			if ok {
+				locked = &c
+			} else {
+				rows = false // every partition with rows is being claimed
 			}
-			res.Deliveries = append(res.Deliveries, got...)
-			res.Deferred += deferred
-			if d.batchLeases {
-				for _, g := range got {
-					wrote[c.partition] = append(wrote[c.partition], g.ID)
+			return nil
+		}, func(tx *claimTxn) error {
+			if acks != nil {
+				if err := acks.settle(ctx, tx); err != nil {
+					return err
+				}
+				res.Lost = acks.lost()
+			}
+			plan, err := driver.PlanClaim(g, p)
+			if err != nil {
+				return err
+			}
+			res.Group = g
+			if pending {
+				if res.Deliveries, err = d.claimExceptions(ctx, tx, p, plan); err != nil {
+					return err
 				}
 			}
-			if tx.ended {
-				break
+			took = busyState{}
+			for rows && len(res.Deliveries) < p.Limit && len(visited) < int(n) {
+				c, ra := locked, pre
+				locked, pre = nil, nil
+				if c == nil || ra == nil || pending || c.partition != ra.partition || c.position != ra.from || !sameVersions(plan.Versions, ra.versions) {
+					ra = nil
+				}
+				if c == nil {
+					query, args := lockCursor(p, visited, first)
+					lc, ok, err := scanLockedCursor(tx.QueryRow(ctx, query, args...))
+					if err != nil {
+						return err
+					}
+					if !ok {
+						break
+					}
+					c = &lc
+				}
+				visited = append(visited, c.partition)
+				if p.Ordered {
+					// Exceptions and batches of a partition are created only under
+					// its cursor lock, which this transaction now holds: this read
+					// is current. (Materializing a batch turns it into exceptions
+					// in one transaction: one of the two is seen.)
+					var pending bool
+					if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = $1::bigint AND group_name = $2::text
+					AND partition = $3::integer AND state <> 'dead')
+					OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = $1::bigint AND group_name = $2::text AND partition = $3::integer)`,
+						p.Stream.ID, p.Group, c.partition).Scan(&pending); err != nil {
+						return err
+					}
+					if pending {
+						continue
+					}
+				}
+				if readNext && len(res.Deliveries) == 0 && c.partition == nextFirst && acks == nil && !p.Ordered && !p.Stream.Compacted {
+					// Should this partition give the claim its Limit, the next
+					// claim may take the rows past it in one round trip.
+					next = &window{versions: slices.Clone(plan.Versions), group: g, print: gprint}
+				} else {
+					next = nil
+				}
+				got, deferred, at, cut, err := claimPartition(ctx, tx, p, plan, c.partition, c.position, p.Limit-len(res.Deliveries), d.batchLeases, n == 1, ra, next)
+				if err != nil {
+					return err
+				}
+				short = cut
+				if len(got) > 0 {
+					took = busyState{ok: !took.ok && len(res.Deliveries) == 0, partition: c.partition, position: at, versions: slices.Clone(plan.Versions)}
+				}
+				res.Deliveries = append(res.Deliveries, got...)
+				res.Deferred += deferred
+				if d.batchLeases {
+					for _, g := range got {
+						wrote[c.partition] = append(wrote[c.partition], g.ID)
+					}
+				}
+				if tx.ended {
+					break
+				}
 			}
-		}
-		return nil
-	})
+			return nil
+		})
+	}
+	if err == nil && next != nil && next.done && !short && len(res.Deliveries) == p.Limit && took.ok &&
+		took.partition == next.partition && took.position == next.from {
+		d.windows.Store(busyKey{p.Stream.ID, p.Group}, next)
+	}
 	if err == nil && len(wrote) == 1 {
 		for part, ids := range wrote {
 			slices.Sort(ids)
@@ -275,6 +326,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			res.Deferred += more.Deferred
 		}
 	}
+	took.first, took.drawn, took.limit = nextFirst, true, p.Limit
 	d.setBusy(p.Stream.ID, p.Group, err == nil && p.Limit > 0 && len(res.Deliveries) >= p.Limit, took)
 	if err != nil {
 		acks.failed()
@@ -299,6 +351,7 @@ func (d *Driver) setBusy(streamID int64, group string, busy bool, ahead busyStat
 	k := busyKey{streamID, group}
 	if !busy {
 		d.busyGroups.Delete(k)
+		d.windows.Delete(k)
 	} else if v, ok := d.busyGroups.Load(k); !ok || !v.(busyState).same(ahead) {
 		d.busyGroups.Store(k, ahead)
 	}
@@ -312,10 +365,17 @@ type busyState struct {
 	partition int32
 	position  int64
 	versions  []int // nil: every version
+	// first is where the next claim starts looking for a cursor (drawn at
+	// random by this one: a window is read only past the cursor of that
+	// partition).
+	first int32
+	drawn bool
+	limit int // this claim's Limit
 }
 
 func (b busyState) same(o busyState) bool {
-	return b.ok == o.ok && b.partition == o.partition && b.position == o.position && sameVersions(b.versions, o.versions)
+	return b.ok == o.ok && b.partition == o.partition && b.position == o.position && sameVersions(b.versions, o.versions) &&
+		b.first == o.first && b.drawn == o.drawn && b.limit == o.limit
 }
 
 type busyKey struct {
@@ -346,12 +406,14 @@ func loadGroupAnd(ctx context.Context, q querier, streamID int64, name, more str
 	return g, err
 }
 
+// queueLoadGroup queues the read of a group, and of its groupPrint.
 func queueLoadGroup(b *pgx.Batch, streamID int64, name string) {
-	b.Queue(`SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = $1::bigint AND name = $2::text`, streamID, name)
+	b.Queue(`SELECT `+groupColumnsOf("g")+`, `+groupPrint+` FROM consumer_group g WHERE g.stream_id = $1::bigint AND g.name = $2::text`, streamID, name)
 }
 
-func scanLoadedGroup(r pgx.Row, name string) (driver.GroupConfig, error) {
-	g, _, err := scanGroup(r)
+// scanLoadedGroup reads a group's columns, then extra.
+func scanLoadedGroup(r pgx.Row, name string, extra ...any) (driver.GroupConfig, error) {
+	g, _, err := scanGroup(r, extra...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return g, fmt.Errorf("group %q: %w", name, driver.ErrGroupNotFound)
 	}
@@ -397,7 +459,7 @@ func scanLockedCursor(r pgx.Row) (lockedCursor, bool, error) {
 // round trip less. short then says the insert passed over rows and the
 // claim should read on, in a transaction of its own. pre is a first window
 // read ahead (scanPartition).
-func claimPartition(ctx context.Context, t *claimTxn, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit int, batch, only bool, pre *prefetch) (taken []driver.Delivery, deferred int, at int64, short bool, err error) {
+func claimPartition(ctx context.Context, t *claimTxn, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit int, batch, only bool, pre *prefetch, next *window) (taken []driver.Delivery, deferred int, at int64, short bool, err error) {
 	scanned := 0
 	for len(taken) < limit && scanned < maxScan {
 		s, err := scanPartition(ctx, t, p, plan, part, cursor, limit-len(taken), maxScan-scanned, pre)
@@ -408,8 +470,13 @@ func claimPartition(ctx context.Context, t *claimTxn, p driver.ClaimParams, plan
 		if s.cursor == cursor {
 			break
 		}
-		end := len(taken)+len(s.taken) == limit || (!s.more && only)
-		got, def, err := recordClaim(ctx, t, p, part, s, batch, end)
+		full := len(taken)+len(s.taken) == limit
+		end := full || (!s.more && only)
+		ahead := next
+		if !full {
+			ahead = nil
+		}
+		got, def, err := recordClaim(ctx, t, p, part, s, batch, end, ahead)
 		if err != nil {
 			return nil, 0, 0, false, err
 		}
@@ -465,32 +532,7 @@ func scanPartition(ctx context.Context, tx claimQuerier, p driver.ClaimParams, p
 			}
 		}
 		pre = nil
-		n, stop, full := 0, false, false
-		for _, w := range win {
-			r := w.row
-			n++
-			s.cursor = r.ID
-			if !w.versionOK || !w.head || !plan.Matches(r.RoutingKey) {
-				continue
-			}
-			if !plan.Decodes(r.SchemaVersion) {
-				// The group reads this version, this member cannot decode it:
-				// leave it due for a member that can. An ordered group stops
-				// here, so that the partition's order holds.
-				s.deferred = append(s.deferred, r)
-				if p.Ordered {
-					stop = true
-					break
-				}
-				continue
-			}
-			s.taken = append(s.taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: ts(p.LeaseUntil)})
-			if len(s.taken) == limit {
-				full = true
-				break
-			}
-		}
-		s.scanned += n
+		full, stop := s.inspect(p, plan, win, limit)
 		if full {
 			break
 		}
@@ -501,6 +543,36 @@ func scanPartition(ctx context.Context, tx claimQuerier, p driver.ClaimParams, p
 		window = min(window*2, maxWindow)
 	}
 	return s, nil
+}
+
+// inspect takes the claimable rows of a window in order until the scan has
+// limit, leaving the rows the member cannot decode as deferred, and moves
+// the scan's cursor to the last row it looked at. full: it has limit; stop:
+// an ordered group met a deferred row.
+func (s *partitionScan) inspect(p driver.ClaimParams, plan driver.ClaimPlan, win []scannedRow, limit int) (full, stop bool) {
+	for _, w := range win {
+		r := w.row
+		s.scanned++
+		s.cursor = r.ID
+		if !w.versionOK || !w.head || !plan.Matches(r.RoutingKey) {
+			continue
+		}
+		if !plan.Decodes(r.SchemaVersion) {
+			// The group reads this version, this member cannot decode it:
+			// leave it due for a member that can. An ordered group stops
+			// here, so that the partition's order holds.
+			s.deferred = append(s.deferred, r)
+			if p.Ordered {
+				return false, true
+			}
+			continue
+		}
+		s.taken = append(s.taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: ts(p.LeaseUntil)})
+		if len(s.taken) == limit {
+			return true, false
+		}
+	}
+	return false, false
 }
 
 // scanQuery is the statement that reads a window of rows past a cursor
@@ -554,17 +626,46 @@ type prefetch struct {
 // exceptions of its leased and deferred rows, skipping rows the group
 // already has one for. It returns the deliveries and the count of deferred
 // rows it inserted. With batch, the leased rows become one batch instead
-// (batchClaim).
-func recordClaim(ctx context.Context, t *claimTxn, p driver.ClaimParams, part int32, s partitionScan, batch, end bool) ([]driver.Delivery, int, error) {
+// (batchClaim). When the write ends the claim (end) and next is not nil,
+// the window past the new cursor is read before the COMMIT, for the next
+// claim (claimFast).
+func recordClaim(ctx context.Context, t *claimTxn, p driver.ClaimParams, part int32, s partitionScan, batch, end bool, next *window) ([]driver.Delivery, int, error) {
 	b := &pgx.Batch{}
+	record := queueRecord(b, p, part, s, batch)
+	if end && next != nil {
+		next.queue(b, p, part, s.cursor)
+	}
+	var inserted []int64
+	read := func(br pgx.BatchResults) error {
+		var err error
+		if inserted, err = record(br); err != nil || !end || next == nil {
+			return err
+		}
+		return next.read(br)
+	}
+	if end {
+		if err := t.commitWith(ctx, b, read); err != nil {
+			return nil, 0, err
+		}
+	} else {
+		br := t.SendBatch(ctx, b)
+		if err := errors.Join(read(br), br.Close()); err != nil {
+			return nil, 0, err
+		}
+	}
+	taken, deferred := recorded(s, inserted)
+	return taken, deferred, nil
+}
+
+// queueRecord queues recordClaim's statements in b: the cursor's move past
+// what s inspected and, when s leased or deferred rows, their insert. The
+// function it returns reads their results: the ids inserted.
+func queueRecord(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan, batch bool) func(pgx.BatchResults) ([]int64, error) {
 	b.Queue(`UPDATE group_cursor SET position = $1::bigint WHERE stream_id = $2::bigint AND group_name = $3::text AND partition = $4::integer`,
 		s.cursor, p.Stream.ID, p.Group, part)
 	n := len(s.taken) + len(s.deferred)
 	if n == 0 {
-		if end {
-			return nil, 0, t.commitWith(ctx, b, func(br pgx.BatchResults) error { _, err := br.Exec(); return err })
-		}
-		return nil, 0, t.SendBatch(ctx, b).Close()
+		return func(br pgx.BatchResults) ([]int64, error) { _, err := br.Exec(); return nil, err }
 	}
 	ids := make([]int64, 0, n)
 	versions := make([]int32, 0, n)
@@ -587,29 +688,23 @@ func recordClaim(ctx context.Context, t *claimTxn, p driver.ClaimParams, part in
 		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING RETURNING msg_id`,
 			p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased)
 	}
-	var inserted []int64
-	read := func(br pgx.BatchResults) error {
+	return func(br pgx.BatchResults) ([]int64, error) {
 		if _, err := br.Exec(); err != nil {
-			return err
+			return nil, err
 		}
 		rows, err := br.Query()
-		if err == nil {
-			inserted, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return nil, err
 		}
-		return err
+		return pgx.CollectRows(rows, pgx.RowTo[int64])
 	}
-	if end {
-		if err := t.commitWith(ctx, b, read); err != nil {
-			return nil, 0, err
-		}
-	} else {
-		br := t.SendBatch(ctx, b)
-		if err := errors.Join(read(br), br.Close()); err != nil {
-			return nil, 0, err
-		}
-	}
-	if len(inserted) == n {
-		return s.taken, len(s.deferred), nil
+}
+
+// recorded is what a record of s took, given the ids its insert inserted:
+// the deliveries, and the count of deferred rows.
+func recorded(s partitionScan, inserted []int64) ([]driver.Delivery, int) {
+	if len(inserted) == len(s.taken)+len(s.deferred) {
+		return s.taken, len(s.deferred)
 	}
 	// The rare path: the group had exceptions for some of these rows.
 	kept := make(map[int64]bool, len(inserted))
@@ -628,7 +723,7 @@ func recordClaim(ctx context.Context, t *claimTxn, p driver.ClaimParams, part in
 			deferred++
 		}
 	}
-	return taken, deferred, nil
+	return taken, deferred
 }
 
 // claimExceptions leases due exceptions at the versions the member decodes.

@@ -79,7 +79,11 @@
 // change. Claim transactions are short: they never span a handler. A claim
 // right after one of the same group that took its limit skips the probe (a
 // consumer working through a backlog): the transaction's first round trip
-// begins it, locks a cursor, reads the group and finds out what is due. A
+// begins it, locks a cursor, reads the group and finds out what is due;
+// when the claim before took its Limit from one partition, it also read
+// the rows past that cursor, and a claim that finds nothing changed (the
+// cursor at that position and free, the group the same, nothing due, the
+// rows still there) is one round trip from BEGIN to COMMIT. A
 // claim carrying acks (ClaimParams.Acks, Consumer.AckAndClaim) skips the
 // probe as well and resolves them in that first round trip, before the
 // statements that read, so that they commit with the claim: one commit per
@@ -240,6 +244,7 @@ type Driver struct {
 	notifyStates sync.Map       // stream id -> *notifyState
 	busyGroups   sync.Map       // busyKey -> struct{}: the last claim took its Limit
 	claimed      claimedBatches // the batches of recent claims (batch.go)
+	windows      sync.Map       // busyKey -> *window: read by the group's last claim (fast.go)
 	txWakes      txWakes        // wake-ups for rows of callers' transactions (notify.go)
 }
 

@@ -1,0 +1,221 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// A claim of the backlog in one round trip (claimFast).
+//
+// A claim that takes its Limit from one partition reads, before its COMMIT,
+// the window of rows past where it leaves that cursor (a window): the next
+// claim of the group already knows the rows it will take, if nothing
+// changed. That claim then sends its whole transaction at once: BEGIN, the
+// cursor's lock at that position, a check that nothing changed, the
+// cursor's move and the record of the rows (queueRecord, as the main claim
+// writes them), the next window, and COMMIT. The check fails the statement
+// (a division by zero, guardFailed) when anything it assumed does not hold;
+// the server then skips the rest of the pipeline, COMMIT too, and the claim
+// rolls back and runs as it otherwise would.
+//
+// Why the rows read in an earlier transaction are still the ones to take:
+//   - The cursor is locked at the position the window follows, by this
+//     transaction (FOR UPDATE SKIP LOCKED: a claimer holding it makes the
+//     check fail instead of waiting), so no other claim takes them.
+//   - Ids commit in order within a partition (C5): no row can appear
+//     between rows the window read, so the rows past the cursor up to the
+//     window's last are exactly those it holds, unless some were removed
+//     (retention, or any deletion). The check counts them.
+//   - The log's rows never change. Compacted streams, whose rows stop
+//     being claimable when a newer row of their key arrives, take no fast
+//     path, nor do ordered groups.
+//   - The group is read in the check, a statement that starts after the
+//     lock is granted: a registration that changed it and held the lock has
+//     committed by then (C19). The check compares it with the group the
+//     window's claim read (groupPrint); the member's plan comes from it.
+//   - Due exceptions and expired batches are claimed first by the main
+//     claim: the check fails when there is any.
+//
+// The partition is the one the claim would lock first anyway: each claim
+// draws where the next one starts (busyState.first), and reads the window
+// only when that is the partition it leaves, so consumers spread over
+// partitions as before. It reads one only when the next claim may take it
+// whole (its Limit fits one window and is the Limit of the claim before),
+// and not for a claim carrying acks (AckAndClaim runs as before).
+
+// window is the rows past a cursor that a claim read before its COMMIT,
+// for the group's next claim, with what it knew of the group.
+type window struct {
+	partition int32
+	from      int64 // the cursor position the rows follow
+	versions  []int // the versions whose payloads the read took; nil: every version
+	group     driver.GroupConfig
+	print     string // groupPrint of group
+	rows      []scannedRow
+	done      bool // the rows were read
+}
+
+// queue queues the read of the window past from, sized as the claim's
+// first window is (scanPartition).
+func (w *window) queue(b *pgx.Batch, p driver.ClaimParams, part int32, from int64) {
+	w.partition, w.from = part, from
+	query, vargs := scanQuery(p, w.versions)
+	b.Queue(query, append([]any{part, from, int32(min(max(p.Limit, 16), maxWindow))}, vargs...)...)
+}
+
+func (w *window) read(br pgx.BatchResults) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	w.rows, err = collectWindow(rows)
+	w.done = err == nil
+	return err
+}
+
+// groupPrint sums up the columns of group g that a claim's plan depends
+// on, and its creation time (a group deleted and created again differs).
+const groupPrint = `md5(jsonb_build_array(g.schema_version, g.all_versions, g.bindings, g.converts_from, g.start_position,
+	extract(epoch FROM g.created_at))::text)`
+
+// guardFailed is the error a fast claim's check raises.
+const guardFailed = "22012" // division_by_zero
+
+// fastLock locks the cursor ($1 stream, $2 group, $3 partition) if no one
+// holds it and it is at $4; otherwise it fails.
+const fastLock = `SELECT 1 / count(*)::integer FROM (SELECT 1 FROM group_cursor
+	WHERE stream_id = $1::bigint AND group_name = $2::text AND partition = $3::integer AND position = $4::bigint FOR UPDATE SKIP LOCKED) c`
+
+// fastCheck reads the group, and fails unless its print is $3, no
+// exception is due and no batch expired at $4, and the rows of partition
+// $5 past $6 up to $7 are $8 rows.
+func fastCheck(streamID int64) string {
+	return `SELECT ` + groupColumnsOf("g") + `, 1 / CASE WHEN ` + groupPrint + ` = $3::text
+		AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
+			AND e.state <> 'dead' AND e.due_at <= $4::timestamptz)
+		AND NOT EXISTS (SELECT 1 FROM delivery_batch b WHERE b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_until <= $4::timestamptz)
+		AND (SELECT count(*) FROM ` + logTable(streamID) + ` m WHERE m.partition = $5::integer AND m.id > $6::bigint AND m.id <= $7::bigint) = $8::bigint
+		THEN 1 ELSE 0 END
+	FROM (VALUES (1)) AS v(one) LEFT JOIN consumer_group g ON g.stream_id = $1::bigint AND g.name = $2::text`
+}
+
+// fastClaim is what a claim in one round trip did.
+type fastClaim struct {
+	res   driver.ClaimResult
+	taken []int64 // the ids of the deliveries, for the driver's memory of batches
+	short bool    // the record passed over rows with exceptions: read on
+	took  busyState
+	next  *window
+}
+
+// claimFast claims the rows of window w in one round trip, if nothing
+// changed since w was read, and with readNext reads the window past them.
+// ok false: it claimed nothing, and the claim runs as usual.
+func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window, readNext bool) (out fastClaim, ok bool, err error) {
+	plan, err := driver.PlanClaim(w.group, p)
+	if err != nil || !sameVersions(plan.Versions, w.versions) {
+		return fastClaim{}, false, nil
+	}
+	s := partitionScan{cursor: w.from, more: true}
+	if full, _ := s.inspect(p, plan, w.rows, p.Limit); !full {
+		return fastClaim{}, false, nil
+	}
+	err = d.retry(ctx, stageTx, func() error {
+		ok = false
+		c, err := d.pool.Acquire(ctx)
+		if err != nil {
+			return &staged{err: err, stage: stageRead} // nothing was sent
+		}
+		defer c.Release() // a connection left in a transaction is closed, not reused
+		conn := c.Conn()
+		b := &pgx.Batch{}
+		b.Queue(`begin isolation level read committed`)
+		b.Queue(`SET LOCAL enable_bitmapscan = off`) // as claimTx
+		b.Queue(fastLock, p.Stream.ID, p.Group, w.partition, w.from)
+		b.Queue(fastCheck(p.Stream.ID), p.Stream.ID, p.Group, w.print, ts(p.Now), w.partition, w.from, s.cursor, int64(s.scanned))
+		record := queueRecord(b, p, w.partition, s, d.batchLeases)
+		var next *window
+		if readNext {
+			next = &window{versions: slices.Clone(plan.Versions)}
+			next.queue(b, p, w.partition, s.cursor)
+		}
+		b.Queue(`commit`)
+		br := conn.SendBatch(ctx, b)
+		var g driver.GroupConfig
+		var inserted []int64
+		err = func() error {
+			for range 2 { // BEGIN, SET
+				if _, err := br.Exec(); err != nil {
+					return err
+				}
+			}
+			var one int32
+			if err := br.QueryRow().Scan(&one); err != nil {
+				return err
+			}
+			var err error
+			if g, err = scanLoadedGroup(br.QueryRow(), p.Group, &one); err != nil {
+				return err
+			}
+			if inserted, err = record(br); err != nil || next == nil {
+				return err
+			}
+			return next.read(br)
+		}()
+		if err != nil {
+			_ = br.Close()
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) {
+				// The server skipped the rest, COMMIT too.
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+				_, _ = conn.Exec(rctx, `rollback`)
+				cancel()
+				if pe.Code == guardFailed {
+					return nil
+				}
+				return err
+			}
+			if pgconn.SafeToRetry(err) {
+				return err // nothing was sent
+			}
+			return &staged{err: err, stage: stageCommit} // COMMIT was sent: it may have run
+		}
+		tag, err := br.Exec()
+		if err == nil && tag.String() == "ROLLBACK" {
+			err = pgx.ErrTxCommitRollback
+		}
+		if err = errors.Join(err, br.Close()); err != nil {
+			return &staged{err: err, stage: stageCommit}
+		}
+		taken, deferred := recorded(s, inserted)
+		out = fastClaim{res: driver.ClaimResult{Group: g, Deliveries: taken, Deferred: deferred},
+			short: len(inserted) < len(s.taken)+len(s.deferred), next: next}
+		for _, t := range taken {
+			out.taken = append(out.taken, t.ID)
+		}
+		if len(taken) > 0 {
+			out.took = busyState{ok: true, partition: w.partition, position: s.cursor, versions: slices.Clone(plan.Versions)}
+		}
+		if next != nil {
+			next.group, next.print = g, w.print
+		}
+		ok = true
+		return nil
+	})
+	return out, ok, err
+}
+
+// takeWindow takes the window the group's last claim read, if any.
+func (d *Driver) takeWindow(streamID int64, group string) *window {
+	v, ok := d.windows.LoadAndDelete(busyKey{streamID, group})
+	if !ok {
+		return nil
+	}
+	return v.(*window)
+}
