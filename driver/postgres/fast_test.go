@@ -146,10 +146,7 @@ func TestClaimInOneRoundTrip(t *testing.T) {
 			return all[10:20]
 		}},
 	}
-	for _, mode := range []struct {
-		name string
-		opts []postgres.Option
-	}{{"default", nil}, {"simple-protocol", []postgres.Option{postgres.WithSimpleProtocol()}}, {"batch-leases", []postgres.Option{postgres.WithBatchLeases()}}} {
+	for _, mode := range allModes {
 		for _, tc := range changes {
 			t.Run(mode.name+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()

@@ -29,9 +29,13 @@ type testMode struct {
 // PgBouncer), both with batch leases, the default.
 var execModes = []testMode{{"default", nil}, {"simple-protocol", []postgres.Option{postgres.WithSimpleProtocol()}}}
 
-// eachMode runs test in both exec modes, and with a lease row per delivery.
+// allModes are execModes and, in the default exec mode, a lease row per
+// delivery instead of batch records.
+var allModes = append(slices.Clip(execModes), testMode{"per-delivery-leases", []postgres.Option{postgres.WithPerDeliveryLeases()}})
+
+// eachMode runs test in allModes.
 func eachMode(t *testing.T, test func(*testing.T, ...postgres.Option)) {
-	runModes(t, append(slices.Clip(execModes), testMode{"per-delivery-leases", []postgres.Option{postgres.WithPerDeliveryLeases()}}), test)
+	runModes(t, allModes, test)
 }
 
 // eachExecMode runs test in both exec modes only: for tests of batch leases
