@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -272,5 +273,39 @@ func testAckWithClaim(t *testing.T, h *harness) {
 		if g := groupAt(t, health(t, ca, stream), 1, "g"); g.Unread != 0 || g.Unresolved != 0 {
 			t.Errorf("after the members: %d unread, %d unresolved; want none", g.Unread, g.Unresolved)
 		}
+	})
+
+	t.Run("RunAcksWithItsClaims", func(t *testing.T) {
+		t.Parallel()
+		h := h.fresh()
+		// Run hands the acks of a batch to its next claim when it is waiting
+		// to claim; the first such claims fail before they reach the
+		// database. Their acks go back to the completer, which writes them:
+		// every row runs once and nothing comes back after the leases run
+		// out.
+		const stream, n = "d11-run", 300
+		c, f := h.faultyClient(t)
+		produceBatches(t, producer[EventV1](t, c, stream), n)
+		f.set(func(f *faultDriver) { f.failAckClaims = 3 })
+		cons := consumer[EventV1](t, c, stream, "g", &sqlstreams.ConsumerOptions{Concurrency: 5, BatchSize: 10,
+			LeaseDuration: 2 * time.Second, PollInterval: 10 * time.Millisecond})
+		rec := newHandled()
+		stop := runFor(t, cons, func(ctx context.Context, d sqlstreams.Delivery[EventV1]) error {
+			rec.add("run", d)
+			return nil
+		})
+		eventually(t, time.Minute, "every row to be resolved", func() bool {
+			g := groupAt(t, health(t, c, stream), 1, "g")
+			return g.Unread == 0 && g.Unresolved == 0
+		})
+		time.Sleep(2500 * time.Millisecond) // past any lease: nothing may come back
+		stop()
+		if rec.count() != n {
+			t.Errorf("%d handler calls for %d rows", rec.count(), n)
+		}
+		rec.checkOnce(t)
+		f.mu.Lock()
+		t.Logf("%d claims, %d of them carrying acks", f.claims, f.ackClaims)
+		f.mu.Unlock()
 	})
 }

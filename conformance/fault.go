@@ -20,9 +20,13 @@ type faultDriver struct {
 	// failAcks, failFails and failExtends make the next n calls of each
 	// fail with ErrUnavailable before they reach the database.
 	failAcks, failFails, failExtends int
+	// failAckClaims makes the next n claims that carry acks fail the same
+	// way.
+	failAckClaims int
 	// hangClaims makes Claim wait until its context ends while set.
 	hangClaims bool
 	claims     int // Claim calls seen
+	ackClaims  int // of those, claims that carried acks
 }
 
 var errInjected = &driver.Error{Kind: driver.ErrUnavailable, Err: errorString("conformance: injected outage")}
@@ -47,7 +51,18 @@ func (f *faultDriver) Claim(ctx context.Context, p driver.ClaimParams) (driver.C
 	f.mu.Lock()
 	f.claims++
 	hang := f.hangClaims
+	fail := false
+	if len(p.Acks) > 0 {
+		f.ackClaims++
+		if f.failAckClaims > 0 {
+			f.failAckClaims--
+			fail = true
+		}
+	}
 	f.mu.Unlock()
+	if fail {
+		return driver.ClaimResult{}, errInjected
+	}
 	if hang {
 		<-ctx.Done()
 		return driver.ClaimResult{}, ctx.Err()

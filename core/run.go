@@ -77,6 +77,7 @@ func (c *Consumer[T]) Run(ctx context.Context, handle Handler[T]) error {
 	background.Go(func() { r.heartbeat(bgCtx) })
 
 	err := r.claimLoop(ctx, w)
+	r.claimLoopDone()
 	close(r.stopping) // queued deliveries are given back, not started
 	close(r.queue)    // the claim loop was its only sender
 
@@ -155,7 +156,15 @@ type runner[T Versioned] struct {
 	ackStop   chan struct{}
 	acksDone  chan struct{}
 	lastWrite time.Duration // how long the completer's last write took
-	claimFail int           // consecutive failed claims, for backoff
+	// While the claim loop waits for budget, claimNeed is how many held
+	// deliveries must be done for it to claim; the completer then hands it
+	// a batch of at least that many acks (handoff) instead of writing them,
+	// and the claim records them in its own transaction: one commit for a
+	// batch's acks and the next claim, as AckAndClaim does.
+	claimNeed  int
+	handoff    []*lease
+	ackUnknown bool // the pending acks include some whose claim's outcome was unknown
+	claimFail  int  // consecutive failed claims, for backoff
 }
 
 // maxAutoBatch caps what Run holds when it sizes BatchSize itself; it is
@@ -164,7 +173,8 @@ const maxAutoBatch = 1000
 
 // rateWindow is the shortest time over which resize measures the handlers'
 // rate: a burst of a few fast deliveries does not grow the claims, only a
-// rate sustained for this long does.
+// rate sustained for this long does, or for as many deliveries as the
+// largest claim (maxLimit), which fast handlers get through sooner.
 const rateWindow = 100 * time.Millisecond
 
 // resize sets limit from the rate at which held deliveries are done, so that
@@ -182,7 +192,7 @@ func (r *runner[T]) resize(now time.Time) {
 		return
 	}
 	dt := now.Sub(r.rateAt)
-	if dt < rateWindow {
+	if dt < rateWindow && (dt <= 0 || n-r.rateN < int64(r.maxLimit)) {
 		return
 	}
 	inst := float64(n-r.rateN) / dt.Seconds()
@@ -217,10 +227,12 @@ func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 		// Claim in batches: while work is outstanding, wait until half the
 		// budget is free instead of claiming a row each time one finishes.
 		r.resize(time.Now())
+		acks := r.takeHandoff()
 		r.mu.Lock()
-		held := len(r.held)
+		held := len(r.held) - len(acks) // the acks are done once the claim records them
 		r.mu.Unlock()
-		if free := r.limit - held; free <= 0 || (held > 0 && free < (r.limit+1)/2) {
+		if free := r.limit - held; len(acks) == 0 && (free <= 0 || (held > 0 && free < (r.limit+1)/2)) {
+			r.waitForBudget(held)
 			select {
 			case <-ctx.Done():
 				return nil
@@ -233,8 +245,9 @@ func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 		// The claim runs to completion whatever ctx does, so that what it
 		// leased is known and can be given back.
 		cctx, cancel := c.client.opContext(context.WithoutCancel(ctx))
-		ds, _, err := c.claim(cctx, r.limit-held, ClaimSourceRun, nil)
+		ds, lost, err := c.claim(cctx, max(r.limit-held, 1), ClaimSourceRun, acks)
 		cancel()
+		r.recordedWithClaim(acks, lost, err)
 		if err != nil {
 			switch {
 			case errors.Is(err, ErrClosed):
@@ -380,9 +393,81 @@ func (r *runner[T]) done(ls ...*lease) {
 	}
 	r.mu.Unlock()
 	r.resolved.Add(int64(len(ls)))
+	r.pokeClaimLoop()
+}
+
+func (r *runner[T]) pokeClaimLoop() {
 	select {
 	case r.freed <- struct{}{}:
 	default:
+	}
+}
+
+// waitForBudget tells the completer that the claim loop waits until all but
+// limit/2 of the held deliveries (held of them) are done.
+func (r *runner[T]) waitForBudget(held int) {
+	r.ackMu.Lock()
+	r.claimNeed = max(held-r.limit/2, 1)
+	r.ackMu.Unlock()
+}
+
+// handOff gives batch to the claim loop, with ackMu held, when it waits for
+// budget that batch frees; the claim loop stops waiting then. Acks are never
+// handed once Run is stopping, nor again after a claim that carried them
+// had an unknown outcome: the completer writes those.
+func (r *runner[T]) handOff(batch []*lease, stop, unknown bool) bool {
+	if stop || unknown || r.claimNeed == 0 || len(batch) < r.claimNeed {
+		return false
+	}
+	r.handoff = append(r.handoff, batch...)
+	r.claimNeed = 0
+	return true
+}
+
+// takeHandoff takes the acks the completer handed to the claim loop.
+func (r *runner[T]) takeHandoff() []*lease {
+	r.ackMu.Lock()
+	defer r.ackMu.Unlock()
+	acks := r.handoff
+	r.handoff, r.claimNeed = nil, 0
+	return acks
+}
+
+// recordedWithClaim settles what a claim that carried acks did with them:
+// recorded (those lost are logged), or, when the claim failed, back to the
+// completer, which writes them with its retries.
+func (r *runner[T]) recordedWithClaim(acks []*lease, lost []int64, err error) {
+	if len(acks) == 0 {
+		return
+	}
+	if err != nil {
+		r.requeueAcks(acks, errors.Is(err, ErrOutcomeUnknown))
+		return
+	}
+	if len(lost) > 0 {
+		r.c.client.logger.Warn("sqlstreams: some acks were not recorded: their leases were lost, and they may run again",
+			"stream", r.c.stream.Name, "group", r.c.name, "lost", lost)
+	}
+	r.done(acks...)
+}
+
+// requeueAcks gives acks back to the completer.
+func (r *runner[T]) requeueAcks(acks []*lease, unknown bool) {
+	r.ackMu.Lock()
+	r.acks = append(acks, r.acks...)
+	r.ackUnknown = r.ackUnknown || unknown
+	r.ackMu.Unlock()
+	select {
+	case r.ackWake <- struct{}{}:
+	default:
+	}
+}
+
+// claimLoopDone gives the completer whatever it handed to the claim loop
+// that the loop did not claim with; it hands nothing more.
+func (r *runner[T]) claimLoopDone() {
+	if acks := r.takeHandoff(); len(acks) > 0 {
+		r.requeueAcks(acks, false)
 	}
 }
 
@@ -543,16 +628,21 @@ func (r *runner[T]) complete() {
 			stop = true
 		}
 		r.ackMu.Lock()
-		batch := r.acks
-		r.acks = nil
+		batch, unknown := r.acks, r.ackUnknown
+		r.acks, r.ackUnknown = nil, false
 		if stop {
 			r.acksShut = true
 		}
+		handed := r.handOff(batch, stop, unknown)
 		r.ackMu.Unlock()
+		if handed {
+			r.pokeClaimLoop()
+			continue
+		}
 		for len(batch) > 0 {
 			n := min(len(batch), maxAutoBatch)
 			start := time.Now()
-			r.writeAcks(batch[:n])
+			r.writeAcks(batch[:n], unknown)
 			r.lastWrite = time.Since(start)
 			batch = batch[n:]
 		}
@@ -589,11 +679,12 @@ func (r *runner[T]) linger() (stop bool) {
 	}
 }
 
-func (r *runner[T]) writeAcks(batch []*lease) {
+// writeAcks records the acks of batch; unknown says an earlier attempt at
+// some of them (a claim that carried them) has an unknown outcome.
+func (r *runner[T]) writeAcks(batch []*lease, unknown bool) {
 	defer r.done(batch...)
 	deadline := time.Unix(0, slices.MinFunc(batch, func(a, b *lease) int { return int(a.until.Load() - b.until.Load()) }).until.Load())
 	backoff := 50 * time.Millisecond
-	unknown := false // an earlier attempt's outcome was unknown
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := r.c.client.opContext(r.settleBase)
 		err := r.c.ack(ctx, nil, batch)

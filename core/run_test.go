@@ -1,6 +1,7 @@
 package sqlstreams
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -52,7 +53,10 @@ func TestRunResize(t *testing.T) {
 			// 5,000/s -> 1,000; then nothing done for 1s: 2,500/s -> 625; then 1,250/s -> 312.
 			steps: []step{{0, 0, 10}, {100 * time.Millisecond, 1000, 1000}, {1100 * time.Millisecond, 1000, 625}, {2100 * time.Millisecond, 1000, 312}}},
 		{name: "windows under 100ms are not measured", auto: true, base: 10, lease: 30 * time.Second,
-			steps: []step{{0, 0, 10}, {50 * time.Millisecond, 1000, 10}, {99 * time.Millisecond, 2000, 10}, {100 * time.Millisecond, 2000, 1000}}},
+			steps: []step{{0, 0, 10}, {50 * time.Millisecond, 500, 10}, {99 * time.Millisecond, 999, 10}, {100 * time.Millisecond, 999, 1000}}},
+		{name: "unless they hold the largest claim's worth", auto: true, base: 10, lease: 30 * time.Second,
+			// 1,000 in 20ms: 50,000/s smoothed from 0 is 25,000/s, capped at 1,000.
+			steps: []step{{0, 0, 10}, {10 * time.Millisecond, 999, 10}, {20 * time.Millisecond, 1000, 1000}}},
 		{name: "a BatchSize set by the caller is kept", auto: false, base: 50, lease: 30 * time.Second,
 			steps: []step{{0, 0, 50}, {100 * time.Millisecond, 100000, 50}}},
 	} {
@@ -127,6 +131,135 @@ func TestRunLinger(t *testing.T) {
 		close(r.ackStop)
 		if !r.linger() {
 			t.Fatal("linger did not report the stop")
+		}
+	})
+}
+
+// TestRunHandoff: while the claim loop waits for budget, the completer hands
+// it a batch of acks that frees enough of it (for the claim to record in its
+// own transaction) instead of writing them; smaller batches, batches met
+// while the loop is not waiting, at a stop, or after a claim whose outcome
+// was unknown are written by the completer; a failed claim gives its acks
+// back; and what the loop took but never claimed with goes back when it
+// ends.
+func TestRunHandoff(t *testing.T) {
+	t.Parallel()
+	newRunner := func(held int) (*runner[sizingEvent], []*lease) {
+		r := sizingRunner(true, 10, time.Minute)
+		r.limit = 10
+		r.held = map[*lease]struct{}{}
+		r.freed = make(chan struct{}, 1)
+		r.ackWake, r.ackStop, r.acksDone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+		ls := make([]*lease, held)
+		for i := range ls {
+			ls[i] = &lease{id: int64(i + 1)}
+			r.held[ls[i]] = struct{}{}
+		}
+		return r, ls
+	}
+	t.Run("need", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range []struct{ held, want int }{{10, 5}, {8, 3}, {6, 1}, {5, 1}, {1, 1}} {
+			r, _ := newRunner(0)
+			r.waitForBudget(tc.held)
+			if r.claimNeed != tc.want {
+				t.Errorf("limit 10, %d held: the claim loop needs %d done, want %d", tc.held, r.claimNeed, tc.want)
+			}
+		}
+	})
+	t.Run("decisions", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range []struct {
+			name                 string
+			waiting, stop, unkwn bool
+			batch                int
+			want                 bool
+		}{
+			{name: "enough for the waiting claim", waiting: true, batch: 5, want: true},
+			{name: "more than enough", waiting: true, batch: 10, want: true},
+			{name: "too few", waiting: true, batch: 4},
+			{name: "the loop is not waiting", batch: 10},
+			{name: "stopping", waiting: true, stop: true, batch: 10},
+			{name: "after an unknown outcome", waiting: true, unkwn: true, batch: 10},
+		} {
+			r, ls := newRunner(10)
+			if tc.waiting {
+				r.waitForBudget(10) // needs 5
+			}
+			if got := r.handOff(ls[:tc.batch], tc.stop, tc.unkwn); got != tc.want {
+				t.Errorf("%s: handed %v, want %v", tc.name, got, tc.want)
+			}
+			if got := len(r.takeHandoff()); (got > 0) != tc.want || (tc.want && got != tc.batch) {
+				t.Errorf("%s: the claim loop took %d acks", tc.name, got)
+			}
+			if r.claimNeed != 0 {
+				t.Errorf("%s: still waiting after takeHandoff", tc.name)
+			}
+		}
+	})
+	t.Run("the completer hands instead of writing", func(t *testing.T) {
+		t.Parallel()
+		// The completer lingers until every held delivery's ack is queued
+		// (lastWrite is too long for its timer to end the wait), then, with
+		// the claim loop waiting, hands the batch over and wakes the loop.
+		// (Writing it would need a database this runner lacks.)
+		r, ls := newRunner(10)
+		r.lastWrite = time.Hour
+		r.waitForBudget(10)
+		go r.complete()
+		for _, l := range ls {
+			if !r.enqueueAck(l) {
+				t.Fatal("completer shut")
+			}
+		}
+		select {
+		case <-r.freed:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the claim loop was not woken")
+		}
+		got := r.takeHandoff()
+		close(r.ackStop)
+		<-r.acksDone
+		if len(got) != len(ls) || len(r.acks) != 0 {
+			t.Fatalf("handed %d acks, %d left queued; want all %d handed", len(got), len(r.acks), len(ls))
+		}
+	})
+	t.Run("a failed claim gives its acks back", func(t *testing.T) {
+		t.Parallel()
+		r, ls := newRunner(10)
+		r.recordedWithClaim(ls[:3], nil, errors.New("claim failed"))
+		if len(r.acks) != 3 || r.ackUnknown {
+			t.Fatalf("%d acks queued (unknown %v), want 3, not unknown", len(r.acks), r.ackUnknown)
+		}
+		if len(r.held) != 10 {
+			t.Fatalf("%d held, want 10: acks given back are still held", len(r.held))
+		}
+		r.recordedWithClaim(ls[3:5], nil, ErrOutcomeUnknown)
+		if len(r.acks) != 5 || !r.ackUnknown {
+			t.Fatalf("%d acks queued (unknown %v), want 5 and unknown", len(r.acks), r.ackUnknown)
+		}
+	})
+	t.Run("a claim that recorded its acks is done with them", func(t *testing.T) {
+		t.Parallel()
+		r, ls := newRunner(10)
+		r.recordedWithClaim(ls[:4], nil, nil)
+		if len(r.held) != 6 || len(r.acks) != 0 || r.resolved.Load() != 4 {
+			t.Fatalf("%d held, %d queued, %d resolved; want 6, 0, 4", len(r.held), len(r.acks), r.resolved.Load())
+		}
+	})
+	t.Run("acks the loop did not claim with go back when it ends", func(t *testing.T) {
+		t.Parallel()
+		r, ls := newRunner(10)
+		r.waitForBudget(10)
+		if !r.handOff(ls, false, false) {
+			t.Fatal("not handed")
+		}
+		r.claimLoopDone()
+		if len(r.acks) != 10 || len(r.handoff) != 0 {
+			t.Fatalf("%d queued, %d handed; want 10 queued", len(r.acks), len(r.handoff))
+		}
+		if r.handOff(ls, false, false) {
+			t.Fatal("handed to a claim loop that ended")
 		}
 	})
 }
