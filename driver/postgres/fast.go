@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -105,6 +106,40 @@ func fastCheck(streamID int64) string {
 	FROM (VALUES (1)) AS v(one) LEFT JOIN consumer_group g ON g.stream_id = $1::bigint AND g.name = $2::text`
 }
 
+// fastBatch is the fast claim's record of a window it leases whole as one
+// batch (no row deferred): the cursor's move and the batch's insert in one
+// statement, the common case of batchClaim without its row-by-row
+// machinery. Rows the group has exceptions for (a cursor moved back over
+// them) fail the check as anything else that changed does: the usual claim
+// then skips them. $1 stream, $2 group, $3 partition, $4 lease until, $5
+// token, $6 now, $7 holder, $8 the ids (sorted), $9 the new cursor, $10
+// and $11 the first and last id.
+const fastBatch = `WITH c AS (UPDATE group_cursor SET position = $9::bigint
+		WHERE stream_id = $1::bigint AND group_name = $2::text AND partition = $3::integer)
+	INSERT INTO delivery_batch AS t (` + batchColumns + `)
+	SELECT $1::bigint, $2::text, $5::text, $3::integer, $10::bigint, $11::bigint, $8::bigint[], $7::text, $4::timestamptz, $6::timestamptz
+	WHERE 1 / (NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
+		AND e.msg_id BETWEEN $10::bigint AND $11::bigint))::integer = 1
+	ON CONFLICT (stream_id, group_name, lease_token, partition) DO UPDATE SET ids = t.ids || excluded.ids, last_id = excluded.last_id`
+
+// queueFastBatch queues fastBatch for the rows s took; the function it
+// returns reads its result: the ids leased, all of them.
+func queueFastBatch(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan) func(pgx.BatchResults) ([]int64, error) {
+	ids := make([]int64, len(s.taken))
+	for i, t := range s.taken {
+		ids[i] = t.ID
+	}
+	slices.Sort(ids)
+	b.Queue(fastBatch, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, s.cursor, ids[0], ids[len(ids)-1])
+	return func(br pgx.BatchResults) ([]int64, error) {
+		tag, err := br.Exec()
+		if err == nil && tag.RowsAffected() != 1 {
+			err = fmt.Errorf("postgres: fast claim: the batch insert wrote %d rows, want 1", tag.RowsAffected())
+		}
+		return ids, err
+	}
+}
+
 // fastClaim is what a claim in one round trip did.
 type fastClaim struct {
 	res   driver.ClaimResult
@@ -139,7 +174,12 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 		b.Queue(`SET LOCAL enable_bitmapscan = off`) // as claimTx
 		b.Queue(fastLock, p.Stream.ID, p.Group, w.partition, w.from)
 		b.Queue(fastCheck(p.Stream.ID), p.Stream.ID, p.Group, w.print, ts(p.Now), w.partition, w.from, s.cursor, int64(s.scanned))
-		record := queueRecord(b, p, w.partition, s, d.batchLeases)
+		var record func(pgx.BatchResults) ([]int64, error)
+		if d.batchLeases && len(s.deferred) == 0 && len(s.taken) > 0 {
+			record = queueFastBatch(b, p, w.partition, s)
+		} else {
+			record = queueRecord(b, p, w.partition, s, d.batchLeases)
+		}
 		var next *window
 		if readNext {
 			next = &window{versions: slices.Clone(plan.Versions)}
