@@ -300,21 +300,7 @@ func testPerDeliverySettle(t *testing.T, h *harness) {
 		cons := consumer[EventV1](t, c, stream, "g", &sqlstreams.ConsumerOptions{Concurrency: 2, BatchSize: 10, LeaseDuration: 2 * time.Second,
 			PollInterval: 10 * time.Millisecond})
 		f.set(func(f *faultDriver) { f.failAcks = 3 })
-		rec := newHandled()
-		stop := runFor(t, cons, func(ctx context.Context, d sqlstreams.Delivery[EventV1]) error {
-			rec.add("run", d)
-			return nil
-		})
-		eventually(t, time.Minute, "every row to be resolved", func() bool {
-			g := groupAt(t, health(t, c, stream), 1, "g")
-			return g.Unread == 0 && g.Unresolved == 0
-		})
-		time.Sleep(2500 * time.Millisecond) // past any lease: nothing may come back
-		stop()
-		if rec.count() != n {
-			t.Errorf("%d handler calls for %d rows", rec.count(), n)
-		}
-		rec.checkOnce(t)
+		runEachOnce(t, c, cons, stream, n, 2*time.Second)
 	})
 
 	t.Run("DeadLetterFailureKeepsOthers", func(t *testing.T) {
@@ -432,4 +418,26 @@ func (h *handled) checkOnce(t testing.TB) {
 	if twice > 10 {
 		t.Errorf("%d rows in all handled more than once or after a lapsed lease", twice)
 	}
+}
+
+// runEachOnce runs cons on stream (group "g") until every row is resolved,
+// past lease so that anything whose ack was lost would come back, then
+// checks that each of its n rows ran exactly once.
+func runEachOnce(t *testing.T, c *sqlstreams.Client, cons *sqlstreams.Consumer[EventV1], stream string, n int, lease time.Duration) {
+	t.Helper()
+	rec := newHandled()
+	stop := runFor(t, cons, func(ctx context.Context, d sqlstreams.Delivery[EventV1]) error {
+		rec.add("run", d)
+		return nil
+	})
+	eventually(t, time.Minute, "every row to be resolved", func() bool {
+		g := groupAt(t, health(t, c, stream), 1, "g")
+		return g.Unread == 0 && g.Unresolved == 0
+	})
+	time.Sleep(lease + lease/4) // past any lease: nothing may come back
+	stop()
+	if rec.count() != n {
+		t.Errorf("%d handler calls for %d rows", rec.count(), n)
+	}
+	rec.checkOnce(t)
 }

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -289,21 +288,7 @@ func testAckWithClaim(t *testing.T, h *harness) {
 		f.set(func(f *faultDriver) { f.failAckClaims = 3 })
 		cons := consumer[EventV1](t, c, stream, "g", &sqlstreams.ConsumerOptions{Concurrency: 5, BatchSize: 10,
 			LeaseDuration: 2 * time.Second, PollInterval: 10 * time.Millisecond})
-		rec := newHandled()
-		stop := runFor(t, cons, func(ctx context.Context, d sqlstreams.Delivery[EventV1]) error {
-			rec.add("run", d)
-			return nil
-		})
-		eventually(t, time.Minute, "every row to be resolved", func() bool {
-			g := groupAt(t, health(t, c, stream), 1, "g")
-			return g.Unread == 0 && g.Unresolved == 0
-		})
-		time.Sleep(2500 * time.Millisecond) // past any lease: nothing may come back
-		stop()
-		if rec.count() != n {
-			t.Errorf("%d handler calls for %d rows", rec.count(), n)
-		}
-		rec.checkOnce(t)
+		runEachOnce(t, c, cons, stream, n, 2*time.Second)
 		f.mu.Lock()
 		t.Logf("%d claims, %d of them carrying acks", f.claims, f.ackClaims)
 		f.mu.Unlock()
