@@ -23,6 +23,7 @@ package driver
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -275,6 +276,22 @@ type AppendRow struct {
 	Payload    []byte
 	Headers    map[string]string
 	ProducedAt time.Time
+}
+
+// SharesValues reports whether rows agree on every value but partition, key
+// and payload: schema version and revision, routing key, rank, headers and
+// production time (to the microsecond, the precision every driver stores).
+// One ProduceBatch of one producer usually does, and an append may then bind
+// those values once instead of once per row.
+func SharesValues(rows []AppendRow) bool {
+	for _, r := range rows[min(1, len(rows)):] {
+		f := rows[0]
+		if r.SchemaVersion != f.SchemaVersion || r.SchemaRevision != f.SchemaRevision || r.RoutingKey != f.RoutingKey ||
+			r.CompactionRank != f.CompactionRank || r.ProducedAt.UnixMicro() != f.ProducedAt.UnixMicro() || !maps.Equal(r.Headers, f.Headers) {
+			return false
+		}
+	}
+	return true
 }
 
 // StartPosition says where a new group's cursors begin.

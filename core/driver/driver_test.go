@@ -113,3 +113,42 @@ func TestFailureHistory(t *testing.T) {
 		t.Errorf("empty history = %v, %v", got, err)
 	}
 }
+
+// TestSharesValues: rows share their values when every one but partition,
+// key and payload matches the first row's, production times compared at
+// the microsecond and absent headers equal to empty ones.
+func TestSharesValues(t *testing.T) {
+	at := time.Date(2026, 12, 2, 10, 0, 0, 123456000, time.UTC)
+	row := func(change func(*driver.AppendRow)) driver.AppendRow {
+		r := driver.AppendRow{Partition: 1, SchemaVersion: 2, SchemaRevision: 3, Key: "k", HasKey: true, RoutingKey: "eu",
+			CompactionRank: 4, Payload: []byte(`{}`), Headers: map[string]string{"a": "1"}, ProducedAt: at}
+		if change != nil {
+			change(&r)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		rows []driver.AppendRow
+		want bool
+	}{
+		{"none", nil, true},
+		{"one", []driver.AppendRow{row(nil)}, true},
+		{"partition, key and payload differ", []driver.AppendRow{row(nil), row(func(r *driver.AppendRow) {
+			r.Partition, r.Key, r.HasKey, r.Payload = 0, "", false, []byte(`[]`)
+		})}, true},
+		{"same microsecond, another zone", []driver.AppendRow{row(nil), row(func(r *driver.AppendRow) { r.ProducedAt = at.Add(999).In(time.FixedZone("x", 3600)) })}, true},
+		{"nil and empty headers", []driver.AppendRow{row(func(r *driver.AppendRow) { r.Headers = nil }), row(func(r *driver.AppendRow) { r.Headers = map[string]string{} })}, true},
+		{"version", []driver.AppendRow{row(nil), row(func(r *driver.AppendRow) { r.SchemaVersion = 5 })}, false},
+		{"revision", []driver.AppendRow{row(nil), row(func(r *driver.AppendRow) { r.SchemaRevision = 5 })}, false},
+		{"routing key", []driver.AppendRow{row(nil), row(func(r *driver.AppendRow) { r.RoutingKey = "us" })}, false},
+		{"rank", []driver.AppendRow{row(nil), row(func(r *driver.AppendRow) { r.CompactionRank = 5 })}, false},
+		{"headers", []driver.AppendRow{row(nil), row(func(r *driver.AppendRow) { r.Headers = map[string]string{"a": "2"} })}, false},
+		{"next microsecond", []driver.AppendRow{row(nil), row(func(r *driver.AppendRow) { r.ProducedAt = at.Add(time.Microsecond) })}, false},
+		{"the last differs", []driver.AppendRow{row(nil), row(nil), row(func(r *driver.AppendRow) { r.CompactionRank = 5 })}, false},
+	} {
+		if got := driver.SharesValues(tc.rows); got != tc.want {
+			t.Errorf("%s: SharesValues = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -204,7 +204,7 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 	keys := make([]*string, n)
 	payloads := make([][]byte, n)
 	headers := make([]string, n)
-	shared := true
+	shared := driver.SharesValues(rows)
 	first := rows[0]
 	firstAt := ts(first.ProducedAt)
 	for i, r := range rows {
@@ -219,17 +219,12 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 		if payloads[i] == nil {
 			payloads[i] = []byte{}
 		}
-		if len(r.Headers) > 0 {
+		if len(r.Headers) > 0 && (i == 0 || !shared) { // shared: the first row's stand for all
 			h, err := json.Marshal(r.Headers)
 			if err != nil {
 				return nil, nil, &driver.Error{Kind: driver.ErrDatabase, Err: err}
 			}
 			headers[i] = string(h)
-		}
-		if i > 0 && shared {
-			shared = r.SchemaVersion == first.SchemaVersion && r.SchemaRevision == first.SchemaRevision &&
-				r.RoutingKey == first.RoutingKey && r.CompactionRank == first.CompactionRank &&
-				headers[i] == headers[0] && ts(r.ProducedAt).Equal(firstAt)
 		}
 	}
 	// $1 to $9 are the rows' columns, $10 to $12 the partition locks.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
 )
@@ -19,63 +20,7 @@ import (
 // simple one.
 func TestAppendSharedValues(t *testing.T) {
 	at := time.Date(2026, 12, 2, 10, 0, 0, 123456789, time.UTC) // stored to the microsecond
-	base := func(n int, compacted bool) []driver.AppendRow {
-		rows := make([]driver.AppendRow, n)
-		for i := range rows {
-			rows[i] = driver.AppendRow{Partition: i % 3, SchemaVersion: 2, SchemaRevision: 3, Key: fmt.Sprintf("k%d", i%7), HasKey: compacted || i%4 != 1,
-				RoutingKey: "eu.web", CompactionRank: -7, Payload: fmt.Appendf(nil, `{"n":%d}`, i),
-				Headers: map[string]string{"trace": "t1", "b": "2"}, ProducedAt: at}
-		}
-		rows[n/2].Payload = nil // stored as empty
-		return rows
-	}
-	cases := []struct {
-		name   string
-		n      int
-		change func(rows []driver.AppendRow)
-		shared bool
-	}{
-		{"all shared", 10, nil, true},
-		{"all shared, no headers", 10, func(rows []driver.AppendRow) {
-			for i := range rows {
-				rows[i].Headers = nil
-			}
-		}, true},
-		{"all shared, empty routing key, zero values", 10, func(rows []driver.AppendRow) {
-			for i := range rows {
-				rows[i].SchemaVersion, rows[i].SchemaRevision, rows[i].RoutingKey, rows[i].CompactionRank = 0, 0, "", 0
-			}
-		}, true},
-		{"all shared, times equal to the microsecond", 10, func(rows []driver.AppendRow) {
-			rows[3].ProducedAt = at.Add(100 * time.Nanosecond).In(time.FixedZone("x", 3600))
-		}, true},
-		{"one row", 1, nil, true},
-		{"all shared, 250 rows", 250, nil, true},
-		{"schema version", 10, func(rows []driver.AppendRow) { rows[3].SchemaVersion = 4 }, false},
-		{"schema revision", 10, func(rows []driver.AppendRow) { rows[3].SchemaRevision = 0 }, false},
-		{"routing key", 10, func(rows []driver.AppendRow) { rows[3].RoutingKey = "us.app" }, false},
-		{"rank", 10, func(rows []driver.AppendRow) { rows[3].CompactionRank = 9 }, false},
-		{"headers", 10, func(rows []driver.AppendRow) { rows[3].Headers = map[string]string{"trace": "t2", "b": "2"} }, false},
-		{"no headers", 10, func(rows []driver.AppendRow) { rows[3].Headers = nil }, false},
-		{"headers on one", 10, func(rows []driver.AppendRow) {
-			for i := range rows {
-				if i != 3 {
-					rows[i].Headers = nil
-				}
-			}
-		}, false},
-		{"produced at", 10, func(rows []driver.AppendRow) { rows[3].ProducedAt = at.Add(time.Microsecond) }, false},
-		{"first row differs", 10, func(rows []driver.AppendRow) { rows[0].CompactionRank = 1 }, false},
-		{"mixed", 10, func(rows []driver.AppendRow) {
-			for i := range rows {
-				rows[i].SchemaVersion, rows[i].SchemaRevision, rows[i].RoutingKey = 1+i%2, i%3, fmt.Sprintf("r%d", i%2)
-				rows[i].CompactionRank, rows[i].ProducedAt = int64(i%4), at.Add(time.Duration(i)*time.Second)
-				if i%2 == 0 {
-					rows[i].Headers = map[string]string{"i": fmt.Sprint(i)}
-				}
-			}
-		}, false},
-	}
+	cases := conformance.AppendShapes(at)
 	for _, mode := range []struct {
 		name string
 		opts []postgres.Option
@@ -90,17 +35,18 @@ func TestAppendSharedValues(t *testing.T) {
 			}
 			for _, compacted := range []bool{false, true} {
 				for ci, tc := range cases {
-					name := fmt.Sprintf("%s/compacted=%v", tc.name, compacted)
+					name := fmt.Sprintf("%s/compacted=%v", tc.Name, compacted)
 					cfg, err := d.CreateStream(tctx(t), driver.CreateStreamParams{Config: driver.StreamConfig{
 						Name: fmt.Sprintf("s%d-%v", ci, compacted), Partitions: 3, Compacted: compacted, CreatedAt: at}})
 					if err != nil {
 						t.Fatal(err)
 					}
-					rows := base(tc.n, compacted)
-					if tc.change != nil {
-						tc.change(rows)
+					rows := conformance.AppendShapeRows(tc.N, compacted, at)
+					rows[tc.N/2].Payload = nil // stored as empty
+					if tc.Change != nil {
+						tc.Change(rows)
 					}
-					checkAppend(t, d, cfg, name, rows, tc.shared)
+					checkAppend(t, d, cfg, name, rows, tc.Shared)
 				}
 			}
 		})

@@ -78,19 +78,14 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 // as they are (an int it converts through reflection).
 func appendStatement(table string, part []driver.AppendRow) (string, []any, error) {
 	headers := make([]any, len(part))
-	shared := len(part) > 1
+	shared := len(part) > 1 && driver.SharesValues(part)
 	for i, r := range part {
-		if len(r.Headers) > 0 {
+		if len(r.Headers) > 0 && (i == 0 || !shared) { // shared: the first row's stand for all
 			h, err := json.Marshal(r.Headers)
 			if err != nil {
 				return "", nil, err
 			}
 			headers[i] = string(h)
-		}
-		if i > 0 && shared {
-			f := part[0]
-			shared = r.SchemaVersion == f.SchemaVersion && r.SchemaRevision == f.SchemaRevision && r.RoutingKey == f.RoutingKey &&
-				r.CompactionRank == f.CompactionRank && micros(r.ProducedAt) == micros(f.ProducedAt) && headers[i] == headers[0]
 		}
 	}
 	var sb strings.Builder

@@ -2,12 +2,12 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
@@ -29,42 +29,11 @@ func TestAppendSharedValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 12, 2, 10, 0, 0, 123456000, time.UTC)
-	base := func(n int) []driver.AppendRow {
-		rows := make([]driver.AppendRow, n)
-		for i := range rows {
-			rows[i] = driver.AppendRow{Partition: i % 3, SchemaVersion: 2, SchemaRevision: 3, Key: fmt.Sprintf("k%d", i), HasKey: i%4 != 1,
-				RoutingKey: "eu.web", CompactionRank: -7, Payload: fmt.Appendf(nil, `{"n":%d}`, i),
-				Headers: map[string]string{"trace": "t1", "b": "2"}, ProducedAt: at}
-		}
-		return rows
-	}
-	cases := []struct {
-		name   string
-		n      int
-		change func(rows []driver.AppendRow)
-		shared bool
-	}{
-		{"all shared", 5, nil, true},
-		{"all shared, no headers", 5, func(rows []driver.AppendRow) {
-			for i := range rows {
-				rows[i].Headers = nil
-			}
-		}, true},
-		{"all shared, 250 rows in 3 chunks", 250, nil, true},
-		{"one row", 1, nil, false},
-		{"schema version", 5, func(rows []driver.AppendRow) { rows[3].SchemaVersion = 4 }, false},
-		{"schema revision", 5, func(rows []driver.AppendRow) { rows[3].SchemaRevision = 0 }, false},
-		{"routing key", 5, func(rows []driver.AppendRow) { rows[3].RoutingKey = "us.app" }, false},
-		{"rank", 5, func(rows []driver.AppendRow) { rows[3].CompactionRank = 0 }, false},
-		{"headers", 5, func(rows []driver.AppendRow) { rows[3].Headers = map[string]string{"trace": "t2", "b": "2"} }, false},
-		{"no headers", 5, func(rows []driver.AppendRow) { rows[3].Headers = nil }, false},
-		{"produced at", 5, func(rows []driver.AppendRow) { rows[3].ProducedAt = at.Add(time.Microsecond) }, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			rows := base(tc.n)
-			if tc.change != nil {
-				tc.change(rows)
+	for _, tc := range conformance.AppendShapes(at) {
+		t.Run(tc.Name, func(t *testing.T) {
+			rows := conformance.AppendShapeRows(tc.N, false, at)
+			if tc.Change != nil {
+				tc.Change(rows)
 			}
 			for start := 0; start < len(rows); start += 100 {
 				part := rows[start:min(start+100, len(rows))]
@@ -73,7 +42,7 @@ func TestAppendSharedValues(t *testing.T) {
 					t.Fatal(err)
 				}
 				want := 9 * len(part)
-				if tc.shared && len(part) > 1 {
+				if tc.Shared && len(part) > 1 { // one row binds its own 9
 					want = 6 + 3*len(part)
 				}
 				if len(args) != want {
@@ -110,7 +79,7 @@ func TestAppendSharedValues(t *testing.T) {
 				if got.Partition != r.Partition || got.SchemaVersion != r.SchemaVersion || revision != r.SchemaRevision ||
 					got.HasKey != r.HasKey || (r.HasKey && got.Key != r.Key) || got.RoutingKey != r.RoutingKey ||
 					got.CompactionRank != r.CompactionRank || string(got.Payload) != string(r.Payload) ||
-					!maps.Equal(got.Headers, r.Headers) || !got.ProducedAt.Equal(r.ProducedAt) {
+					!maps.Equal(got.Headers, r.Headers) || !got.ProducedAt.Equal(r.ProducedAt.Truncate(time.Microsecond)) { // stored to the microsecond
 					t.Errorf("row %d read back as %+v (revision %d), appended %+v", i, got, revision, r)
 				}
 			}
