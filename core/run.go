@@ -445,10 +445,16 @@ func (r *runner[T]) recordedWithClaim(acks []*lease, lost []int64, err error) {
 		return
 	}
 	if len(lost) > 0 {
-		r.c.client.logger.Warn("sqlstreams: some acks were not recorded: their leases were lost, and they may run again",
-			"stream", r.c.stream.Name, "group", r.c.name, "lost", lost)
+		r.warnLostAcks(lost)
 	}
 	r.done(acks...)
+}
+
+// warnLostAcks logs acks the database did not record because their leases
+// were lost: those deliveries may run again.
+func (r *runner[T]) warnLostAcks(ids []int64) {
+	r.c.client.logger.Warn("sqlstreams: some acks were not recorded: their leases were lost, and they may run again",
+		"stream", r.c.stream.Name, "group", r.c.name, "lost", ids)
 }
 
 // requeueAcks gives acks back to the completer.
@@ -698,8 +704,7 @@ func (r *runner[T]) writeAcks(batch []*lease, unknown bool) {
 				"stream", r.c.stream.Name, "group", r.c.name, "ids", se.Lost)
 			return
 		case errors.As(err, &se):
-			r.c.client.logger.Warn("sqlstreams: some acks were not recorded: their leases were lost, and they may run again",
-				"stream", r.c.stream.Name, "group", r.c.name, "lost", se.Lost)
+			r.warnLostAcks(se.Lost)
 			return
 		case transient(err) && time.Now().Add(backoff).Before(deadline):
 			unknown = unknown || errors.Is(err, ErrOutcomeUnknown)
