@@ -61,7 +61,6 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	// transaction records them and finds out what is claimable itself.
 	acks := d.newClaimAcks(p)
 	direct := hot || acks != nil
-	n := int32(p.Stream.Partitions)
 	first := int32(rand.IntN(p.Stream.Partitions))
 	if hot && ahead.drawn && ahead.first < int32(p.Stream.Partitions) {
 		// Drawn by the claim before, which read the window past its cursor
@@ -77,7 +76,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	if hot {
 		win = d.takeWindow(p.Stream.ID, p.Group)
 	}
-	var fast fastClaim
+	var fast claimOutcome
 	var fastOK bool
 	if win != nil && win.partition == first && acks == nil && !p.Ordered && !p.Stream.Compacted {
 		var err error
@@ -122,195 +121,21 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	// Expired batches are materialized (explodeExpired) before the
 	// exception claim, which then takes their members as expired leases.
 	due = due || expired
-	var visited []int32
-	var g driver.GroupConfig
-	var locked *lockedCursor
-	var rows, pending bool
-	var wrote map[int32][]int64 // the members of the batches this claim wrote, by partition
-	var short bool              // the transaction ended before the claim was done
-	var pre *prefetch           // read ahead in the first round trip
-	var took busyState          // the one partition this claim took rows from
-	var next *window            // read past the cursor for the next claim
-	var gprint string           // the group's groupPrint
+	var c claimOutcome
 	var err error
 	if fastOK {
-		res, short, took, next = fast.res, fast.short, fast.took, fast.next
-		wrote = map[int32][]int64{}
-		if d.batchLeases && len(fast.taken) > 0 {
-			wrote[win.partition] = fast.taken
-		}
+		c = fast
 	} else {
-		err = d.claimTx(ctx, func(b *pgx.Batch) {
-			res = driver.ClaimResult{}
-			short = false
-			next = nil
-			wrote = map[int32][]int64{}
-			visited = []int32{}
-			locked = nil
-			rows = fresh // this attempt's, as the transaction may run again
-			// The group is read after the first cursor lock is granted, in
-			// a statement of its own (a snapshot taken after the lock): a
-			// registration that changed the group and held this lock has
-			// committed by then (C19). One round trip for both, and for
-			// beginning the transaction.
-			//
-			// Without bitmap scans, the scans of a partition past its
-			// cursor are read along the (partition, id) index and stop at
-			// their limit. A log that autovacuum has not analyzed yet (a new
-			// stream, a bulk load) has default selectivities that make a
-			// bitmap scan of every row past the cursor, then a sort, look
-			// cheaper: 20 ms per claim at 100k rows, growing with the log.
-			b.Queue(`SET LOCAL enable_bitmapscan = off`)
-			if acks != nil {
-				// Before anything reads: what they resolve is claimable.
-				acks.queue(b)
-			}
-			if rows {
-				query, args := lockCursor(p, visited, first)
-				b.Queue(query, args...)
-			}
-			queueLoadGroup(b, p.Stream.ID, p.Group)
-			if expired {
-				b.Queue(explodeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
-			}
-			if direct && p.Limit > 0 {
-				// Any exception due (whatever its version: the exception claim
-				// filters), after the explosion.
-				b.Queue(`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
-				AND e.state <> 'dead' AND e.due_at <= $3::timestamptz)`, p.Stream.ID, p.Group, ts(p.Now))
-			}
-			pre = nil
-			if rows && hot && ahead.ok && !p.Ordered {
-				// Read ahead where the last claim left off, after the lock (a
-				// snapshot that sees what the lock's holder did): used when this
-				// claim locks that cursor again, at that position, reading the
-				// same versions.
-				pre = &prefetch{partition: ahead.partition, from: ahead.position, window: min(max(p.Limit, 16), maxWindow), versions: ahead.versions}
-				query, vargs := scanQuery(p, ahead.versions)
-				b.Queue(query, append([]any{ahead.partition, ahead.position, int32(pre.window)}, vargs...)...)
-			}
-		}, func(br pgx.BatchResults) error {
-			_, err := br.Exec()
-			if err == nil && acks != nil {
-				err = acks.read(br)
-			}
-			var c lockedCursor
-			var ok bool
-			if err == nil && rows {
-				c, ok, err = scanLockedCursor(br.QueryRow())
-			}
-			if err == nil {
-				g, err = scanLoadedGroup(br.QueryRow(), p.Group, &gprint)
-			}
-			if err == nil && expired {
-				_, err = br.Exec()
-			}
-			pending = due
-			if err == nil && direct && p.Limit > 0 {
-				err = br.QueryRow().Scan(&pending)
-			}
-			if err == nil && pre != nil {
-				var rs pgx.Rows
-				if rs, err = br.Query(); err == nil {
-					pre.rows, err = collectWindow(rs)
-				}
-			}
-			if err != nil {
-				return err
-			}
-			if ok {
-				locked = &c
-			} else {
-				rows = false // every partition with rows is being claimed
-			}
-			return nil
-		}, func(tx *claimTxn) error {
-			if acks != nil {
-				if err := acks.settle(ctx, tx); err != nil {
-					return err
-				}
-				res.Lost = acks.lost()
-			}
-			plan, err := driver.PlanClaim(g, p)
-			if err != nil {
-				return err
-			}
-			res.Group = g
-			if pending {
-				if res.Deliveries, err = d.claimExceptions(ctx, tx, p, plan); err != nil {
-					return err
-				}
-			}
-			took = busyState{}
-			for rows && len(res.Deliveries) < p.Limit && len(visited) < int(n) {
-				c, ra := locked, pre
-				locked, pre = nil, nil
-				if c == nil || ra == nil || pending || c.partition != ra.partition || c.position != ra.from || !sameVersions(plan.Versions, ra.versions) {
-					ra = nil
-				}
-				if c == nil {
-					query, args := lockCursor(p, visited, first)
-					lc, ok, err := scanLockedCursor(tx.QueryRow(ctx, query, args...))
-					if err != nil {
-						return err
-					}
-					if !ok {
-						break
-					}
-					c = &lc
-				}
-				visited = append(visited, c.partition)
-				if p.Ordered {
-					// Exceptions and batches of a partition are created only under
-					// its cursor lock, which this transaction now holds: this read
-					// is current. (Materializing a batch turns it into exceptions
-					// in one transaction: one of the two is seen.)
-					var pending bool
-					if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = $1::bigint AND group_name = $2::text
-					AND partition = $3::integer AND state <> 'dead')
-					OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = $1::bigint AND group_name = $2::text AND partition = $3::integer)`,
-						p.Stream.ID, p.Group, c.partition).Scan(&pending); err != nil {
-						return err
-					}
-					if pending {
-						continue
-					}
-				}
-				if readNext && len(res.Deliveries) == 0 && c.partition == nextFirst && acks == nil && !p.Ordered && !p.Stream.Compacted {
-					// Should this partition give the claim its Limit, the next
-					// claim may take the rows past it in one round trip.
-					next = &window{versions: slices.Clone(plan.Versions), group: g, print: gprint}
-				} else {
-					next = nil
-				}
-				got, deferred, at, cut, err := claimPartition(ctx, tx, p, plan, c.partition, c.position, p.Limit-len(res.Deliveries), d.batchLeases, n == 1, ra, next)
-				if err != nil {
-					return err
-				}
-				short = cut
-				if len(got) > 0 {
-					took = busyState{ok: !took.ok && len(res.Deliveries) == 0, partition: c.partition, position: at, versions: slices.Clone(plan.Versions)}
-				}
-				res.Deliveries = append(res.Deliveries, got...)
-				res.Deferred += deferred
-				if d.batchLeases {
-					for _, g := range got {
-						wrote[c.partition] = append(wrote[c.partition], g.ID)
-					}
-				}
-				if tx.ended {
-					break
-				}
-			}
-			return nil
-		})
+		c, err = d.claimUsual(ctx, p, claimSetup{acks: acks, fresh: fresh, expired: expired, due: due, direct: direct, hot: hot,
+			ahead: ahead, first: first, nextFirst: nextFirst, readNext: readNext})
 	}
+	res, short, took, next := c.res, c.short, c.took, c.next
 	if err == nil && next != nil && next.done && !short && len(res.Deliveries) == p.Limit && took.ok &&
 		took.partition == next.partition && took.position == next.from {
 		d.windows.Store(busyKey{p.Stream.ID, p.Group}, next)
 	}
-	if err == nil && len(wrote) == 1 {
-		for part, ids := range wrote {
+	if err == nil && len(c.wrote) == 1 {
+		for part, ids := range c.wrote {
 			slices.Sort(ids)
 			d.claimed.add(claimKey{p.Stream.ID, p.Group, p.Token}, claimedBatch{partition: part, ids: ids})
 		}
@@ -333,6 +158,210 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		return driver.ClaimResult{}, err
 	}
 	return res, nil
+}
+
+// claimSetup is what Claim decided before its transaction, for claimUsual.
+type claimSetup struct {
+	acks                *claimAcks
+	fresh, expired, due bool // rows past a cursor, batches expired, exceptions due (or expired) by the probe
+	direct, hot         bool // no probe ran; the group's last claim took its Limit
+	ahead               busyState
+	first, nextFirst    int32 // the partition to lock first, and the next claim's
+	readNext            bool  // read the window past the cursor for the next claim
+}
+
+// claimOutcome is what a claim's transaction did (claimFast's or claimUsual's).
+type claimOutcome struct {
+	res   driver.ClaimResult
+	wrote map[int32][]int64 // the members of the batches it wrote, by partition
+	short bool              // the transaction ended before the claim was done
+	took  busyState         // the one partition it took rows from
+	next  *window           // read past the cursor for the next claim
+}
+
+// claimUsual runs a claim's transaction when the claim in one round trip
+// (claimFast) did not: acks, exceptions due, then partitions past their
+// cursors.
+func (d *Driver) claimUsual(ctx context.Context, p driver.ClaimParams, s claimSetup) (claimOutcome, error) {
+	acks, fresh, expired, due, direct, hot, ahead := s.acks, s.fresh, s.expired, s.due, s.direct, s.hot, s.ahead
+	first, nextFirst, readNext := s.first, s.nextFirst, s.readNext
+	n := int32(p.Stream.Partitions)
+	var res driver.ClaimResult
+	var visited []int32
+	var g driver.GroupConfig
+	var locked *lockedCursor
+	var rows, pending bool
+	var wrote map[int32][]int64
+	var short bool
+	var pre *prefetch // read ahead in the first round trip
+	var took busyState
+	var next *window
+	var gprint string // the group's groupPrint
+	err := d.claimTx(ctx, func(b *pgx.Batch) {
+		res = driver.ClaimResult{}
+		short = false
+		next = nil
+		wrote = map[int32][]int64{}
+		visited = []int32{}
+		locked = nil
+		rows = fresh // this attempt's, as the transaction may run again
+		// The group is read after the first cursor lock is granted, in
+		// a statement of its own (a snapshot taken after the lock): a
+		// registration that changed the group and held this lock has
+		// committed by then (C19). One round trip for both, and for
+		// beginning the transaction.
+		//
+		// Without bitmap scans, the scans of a partition past its
+		// cursor are read along the (partition, id) index and stop at
+		// their limit. A log that autovacuum has not analyzed yet (a new
+		// stream, a bulk load) has default selectivities that make a
+		// bitmap scan of every row past the cursor, then a sort, look
+		// cheaper: 20 ms per claim at 100k rows, growing with the log.
+		b.Queue(`SET LOCAL enable_bitmapscan = off`)
+		if acks != nil {
+			// Before anything reads: what they resolve is claimable.
+			acks.queue(b)
+		}
+		if rows {
+			query, args := lockCursor(p, visited, first)
+			b.Queue(query, args...)
+		}
+		queueLoadGroup(b, p.Stream.ID, p.Group)
+		if expired {
+			b.Queue(explodeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
+		}
+		if direct && p.Limit > 0 {
+			// Any exception due (whatever its version: the exception claim
+			// filters), after the explosion.
+			b.Queue(`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
+			AND e.state <> 'dead' AND e.due_at <= $3::timestamptz)`, p.Stream.ID, p.Group, ts(p.Now))
+		}
+		pre = nil
+		if rows && hot && ahead.ok && !p.Ordered {
+			// Read ahead where the last claim left off, after the lock (a
+			// snapshot that sees what the lock's holder did): used when this
+			// claim locks that cursor again, at that position, reading the
+			// same versions.
+			pre = &prefetch{partition: ahead.partition, from: ahead.position, window: min(max(p.Limit, 16), maxWindow), versions: ahead.versions}
+			query, vargs := scanQuery(p, ahead.versions)
+			b.Queue(query, append([]any{ahead.partition, ahead.position, int32(pre.window)}, vargs...)...)
+		}
+	}, func(br pgx.BatchResults) error {
+		_, err := br.Exec()
+		if err == nil && acks != nil {
+			err = acks.read(br)
+		}
+		var c lockedCursor
+		var ok bool
+		if err == nil && rows {
+			c, ok, err = scanLockedCursor(br.QueryRow())
+		}
+		if err == nil {
+			g, err = scanLoadedGroup(br.QueryRow(), p.Group, &gprint)
+		}
+		if err == nil && expired {
+			_, err = br.Exec()
+		}
+		pending = due
+		if err == nil && direct && p.Limit > 0 {
+			err = br.QueryRow().Scan(&pending)
+		}
+		if err == nil && pre != nil {
+			var rs pgx.Rows
+			if rs, err = br.Query(); err == nil {
+				pre.rows, err = collectWindow(rs)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if ok {
+			locked = &c
+		} else {
+			rows = false // every partition with rows is being claimed
+		}
+		return nil
+	}, func(tx *claimTxn) error {
+		if acks != nil {
+			if err := acks.settle(ctx, tx); err != nil {
+				return err
+			}
+			res.Lost = acks.lost()
+		}
+		plan, err := driver.PlanClaim(g, p)
+		if err != nil {
+			return err
+		}
+		res.Group = g
+		if pending {
+			if res.Deliveries, err = d.claimExceptions(ctx, tx, p, plan); err != nil {
+				return err
+			}
+		}
+		took = busyState{}
+		for rows && len(res.Deliveries) < p.Limit && len(visited) < int(n) {
+			c, ra := locked, pre
+			locked, pre = nil, nil
+			if c == nil || ra == nil || pending || c.partition != ra.partition || c.position != ra.from || !sameVersions(plan.Versions, ra.versions) {
+				ra = nil
+			}
+			if c == nil {
+				query, args := lockCursor(p, visited, first)
+				lc, ok, err := scanLockedCursor(tx.QueryRow(ctx, query, args...))
+				if err != nil {
+					return err
+				}
+				if !ok {
+					break
+				}
+				c = &lc
+			}
+			visited = append(visited, c.partition)
+			if p.Ordered {
+				// Exceptions and batches of a partition are created only under
+				// its cursor lock, which this transaction now holds: this read
+				// is current. (Materializing a batch turns it into exceptions
+				// in one transaction: one of the two is seen.)
+				var pending bool
+				if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = $1::bigint AND group_name = $2::text
+				AND partition = $3::integer AND state <> 'dead')
+				OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = $1::bigint AND group_name = $2::text AND partition = $3::integer)`,
+					p.Stream.ID, p.Group, c.partition).Scan(&pending); err != nil {
+					return err
+				}
+				if pending {
+					continue
+				}
+			}
+			if readNext && len(res.Deliveries) == 0 && c.partition == nextFirst && acks == nil && !p.Ordered && !p.Stream.Compacted {
+				// Should this partition give the claim its Limit, the next
+				// claim may take the rows past it in one round trip.
+				next = &window{versions: slices.Clone(plan.Versions), group: g, print: gprint}
+			} else {
+				next = nil
+			}
+			got, deferred, at, cut, err := claimPartition(ctx, tx, p, plan, c.partition, c.position, p.Limit-len(res.Deliveries), d.batchLeases, n == 1, ra, next)
+			if err != nil {
+				return err
+			}
+			short = cut
+			if len(got) > 0 {
+				took = busyState{ok: !took.ok && len(res.Deliveries) == 0, partition: c.partition, position: at, versions: slices.Clone(plan.Versions)}
+			}
+			res.Deliveries = append(res.Deliveries, got...)
+			res.Deferred += deferred
+			if d.batchLeases {
+				for _, g := range got {
+					wrote[c.partition] = append(wrote[c.partition], g.ID)
+				}
+			}
+			if tx.ended {
+				break
+			}
+		}
+		return nil
+	})
+	return claimOutcome{res: res, wrote: wrote, short: short, took: took, next: next}, err
 }
 
 // busy reports whether this driver's last claim of the group took its

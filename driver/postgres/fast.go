@@ -140,26 +140,17 @@ func queueFastBatch(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionS
 	}
 }
 
-// fastClaim is what a claim in one round trip did.
-type fastClaim struct {
-	res   driver.ClaimResult
-	taken []int64 // the ids of the deliveries, for the driver's memory of batches
-	short bool    // the record passed over rows with exceptions: read on
-	took  busyState
-	next  *window
-}
-
 // claimFast claims the rows of window w in one round trip, if nothing
 // changed since w was read, and with readNext reads the window past them.
 // ok false: it claimed nothing, and the claim runs as usual.
-func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window, readNext bool) (out fastClaim, ok bool, err error) {
+func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window, readNext bool) (out claimOutcome, ok bool, err error) {
 	plan, err := driver.PlanClaim(w.group, p)
 	if err != nil || !sameVersions(plan.Versions, w.versions) {
-		return fastClaim{}, false, nil
+		return claimOutcome{}, false, nil
 	}
 	s := partitionScan{cursor: w.from, more: true}
 	if full, _ := s.inspect(p, plan, w.rows, p.Limit); !full {
-		return fastClaim{}, false, nil
+		return claimOutcome{}, false, nil
 	}
 	err = d.retry(ctx, stageTx, func() error {
 		ok = false
@@ -234,10 +225,12 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 			return &staged{err: err, stage: stageCommit}
 		}
 		taken, deferred := recorded(s, inserted)
-		out = fastClaim{res: driver.ClaimResult{Group: g, Deliveries: taken, Deferred: deferred},
-			short: len(inserted) < len(s.taken)+len(s.deferred), next: next}
+		out = claimOutcome{res: driver.ClaimResult{Group: g, Deliveries: taken, Deferred: deferred},
+			wrote: map[int32][]int64{}, short: len(inserted) < len(s.taken)+len(s.deferred), next: next}
 		for _, t := range taken {
-			out.taken = append(out.taken, t.ID)
+			if d.batchLeases {
+				out.wrote[w.partition] = append(out.wrote[w.partition], t.ID)
+			}
 		}
 		if len(taken) > 0 {
 			out.took = busyState{ok: true, partition: w.partition, position: s.cursor, versions: slices.Clone(plan.Versions)}
