@@ -4,11 +4,11 @@ go 1.27
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/sqlstreams/sqlstreams/contrib/fx v0.0.0
-	github.com/sqlstreams/sqlstreams/contrib/otel v0.0.0
-	github.com/sqlstreams/sqlstreams/core v0.0.0
-	github.com/sqlstreams/sqlstreams/driver/postgres v0.0.0
-	github.com/sqlstreams/sqlstreams/driver/sqlite v0.0.0
+	github.com/sqlstreams/sqlstreams/contrib/fx v0.1.0
+	github.com/sqlstreams/sqlstreams/contrib/otel v0.1.0
+	github.com/sqlstreams/sqlstreams/core v0.1.0
+	github.com/sqlstreams/sqlstreams/driver/postgres v0.1.0
+	github.com/sqlstreams/sqlstreams/driver/sqlite v0.1.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0
 	go.opentelemetry.io/otel/exporters/stdout/stdouttrace v1.47.0
@@ -51,14 +51,4 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
-)
-
-replace (
-	github.com/sqlstreams/sqlstreams/conformance => ../conformance
-	github.com/sqlstreams/sqlstreams/contrib/fx => ../contrib/fx
-	github.com/sqlstreams/sqlstreams/contrib/otel => ../contrib/otel
-	github.com/sqlstreams/sqlstreams/core => ../core
-	github.com/sqlstreams/sqlstreams/driver/mysql => ../driver/mysql
-	github.com/sqlstreams/sqlstreams/driver/postgres => ../driver/postgres
-	github.com/sqlstreams/sqlstreams/driver/sqlite => ../driver/sqlite
 )

@@ -19,6 +19,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/driver/mysql"
 	"github.com/sqlstreams/sqlstreams/driver/mysql/mysqltest"
 	"github.com/sqlstreams/sqlstreams/scaleout/servers"
+	"github.com/sqlstreams/sqlstreams/tests/drivers/targets"
 )
 
 // galeraDatabase creates a database on the cluster (DDL replicates to every
@@ -327,7 +328,7 @@ func testGaleraConformance(t *testing.T, g *servers.Galera) {
 	// (t.Setenv refuses parallel tests).
 	os.Setenv("SQLSTREAMS_MYSQL_DSN", g.Nodes[0].DSN("test"))
 	t.Cleanup(func() { os.Unsetenv("SQLSTREAMS_MYSQL_DSN") })
-	target := mysqltest.Target()
+	target := targets.MySQL()
 	target.Name = "mysql-galera"
 	var next atomic.Int64
 	target.NewNamespace = func(tb testing.TB) string {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
-	"github.com/sqlstreams/sqlstreams/driver/mysql/mysqltest"
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
+	"github.com/sqlstreams/sqlstreams/tests/drivers/targets"
 )
 
 // TestMain hands the conformance suite's child processes to their roles;
@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 // (Galera and PgBouncer): each call goes to the target of its namespace
 // (a postgres:// URL or a MySQL DSN) or of its driver.
 func childTarget() conformance.Target {
-	my, pg := mysqltest.Target(), pgBouncerTarget()
+	my, pg := targets.MySQL(), pgBouncerTarget()
 	isPG := func(ns string) bool { return strings.HasPrefix(ns, "postgres://") }
 	isPGDriver := func(d driver.Driver) bool { _, ok := d.(*postgres.Driver); return ok }
 	t := my

@@ -15,8 +15,8 @@ import (
 	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
-	"github.com/sqlstreams/sqlstreams/driver/postgres/postgrestest"
 	"github.com/sqlstreams/sqlstreams/scaleout/servers"
+	"github.com/sqlstreams/sqlstreams/tests/drivers/targets"
 )
 
 // envListenPorts maps the PgBouncer port to the server's ("6432:5432"), so
@@ -76,7 +76,7 @@ func TestPgBouncerConformance(t *testing.T) {
 // pgBouncerTarget is postgrestest's simple-protocol target with the
 // listener pointed at the server.
 func pgBouncerTarget() conformance.Target {
-	target := postgrestest.SimpleProtocolTarget()
+	target := targets.PostgresSimpleProtocol()
 	target.Name = "postgres-pgbouncer-transaction"
 	open := func(ns string, opts ...postgres.Option) (driver.Driver, error) {
 		opts = append(opts, postgres.WithSimpleProtocol())

@@ -3,9 +3,9 @@ module github.com/sqlstreams/sqlstreams/contrib/ccompat
 go 1.27
 
 require (
-	github.com/sqlstreams/sqlstreams/core v0.0.0
-	github.com/sqlstreams/sqlstreams/driver/postgres v0.0.0
-	github.com/sqlstreams/sqlstreams/driver/sqlite v0.0.0
+	github.com/sqlstreams/sqlstreams/core v0.1.0
+	github.com/sqlstreams/sqlstreams/driver/postgres v0.1.0
+	github.com/sqlstreams/sqlstreams/driver/sqlite v0.1.0
 	github.com/twmb/franz-go/pkg/sr v1.8.0
 )
 
@@ -19,7 +19,6 @@ require (
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
-	github.com/sqlstreams/sqlstreams/conformance v0.0.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
@@ -27,12 +26,4 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
-)
-
-replace (
-	github.com/sqlstreams/sqlstreams/conformance => ../../conformance
-	github.com/sqlstreams/sqlstreams/core => ../../core
-	github.com/sqlstreams/sqlstreams/driver/mysql => ../../driver/mysql
-	github.com/sqlstreams/sqlstreams/driver/postgres => ../../driver/postgres
-	github.com/sqlstreams/sqlstreams/driver/sqlite => ../../driver/sqlite
 )

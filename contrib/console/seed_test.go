@@ -65,7 +65,7 @@ type target struct {
 
 func targets() []target {
 	return []target{
-		{"sqlite", func(t testing.TB) driver.Driver { return sqlite.Open(sqlitetest.Target().NewNamespace(t)) }},
+		{"sqlite", func(t testing.TB) driver.Driver { return sqlite.Open(sqlitetest.NewFile(t)) }},
 		{"postgres", func(t testing.TB) driver.Driver { return postgres.Open(postgrestest.NewSchema(t, nil)) }},
 		{"mysql", func(t testing.TB) driver.Driver { return mysql.Open(mysqltest.NewDatabase(t)) }},
 	}

@@ -20,7 +20,9 @@ import (
 	sqlstreamsfx "github.com/sqlstreams/sqlstreams/contrib/fx"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/driver/postgres"
 	"github.com/sqlstreams/sqlstreams/driver/postgres/postgrestest"
+	"github.com/sqlstreams/sqlstreams/driver/sqlite"
 	"github.com/sqlstreams/sqlstreams/driver/sqlite/sqlitetest"
 )
 
@@ -37,8 +39,14 @@ type EvV2 struct {
 
 func (EvV2) SchemaVersion() int { return 2 }
 
+// targets are the drivers the module is wired with: the embedded one and a
+// server.
 func targets() []conformance.Target {
-	return []conformance.Target{sqlitetest.Target(), postgrestest.Target()}
+	return []conformance.Target{
+		{Name: "sqlite", NewNamespace: sqlitetest.NewFile, Open: func(ns string) (driver.Driver, error) { return sqlite.Open(ns), nil }},
+		{Name: "postgres", NewNamespace: func(t testing.TB) string { return postgrestest.NewSchema(t, nil) },
+			Open: func(ns string) (driver.Driver, error) { return postgres.Open(ns), nil }},
+	}
 }
 
 // Seen collects what handlers received, by group.

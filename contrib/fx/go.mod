@@ -3,11 +3,11 @@ module github.com/sqlstreams/sqlstreams/contrib/fx
 go 1.27
 
 require (
-	github.com/sqlstreams/sqlstreams/conformance v0.0.0-00010101000000-000000000000
-	github.com/sqlstreams/sqlstreams/contrib/otel v0.0.0
-	github.com/sqlstreams/sqlstreams/core v0.0.0
-	github.com/sqlstreams/sqlstreams/driver/postgres v0.0.0-00010101000000-000000000000
-	github.com/sqlstreams/sqlstreams/driver/sqlite v0.0.0-00010101000000-000000000000
+	github.com/sqlstreams/sqlstreams/conformance v0.1.0
+	github.com/sqlstreams/sqlstreams/contrib/otel v0.1.0
+	github.com/sqlstreams/sqlstreams/core v0.1.0
+	github.com/sqlstreams/sqlstreams/driver/postgres v0.1.0
+	github.com/sqlstreams/sqlstreams/driver/sqlite v0.1.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
@@ -41,13 +41,4 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
-)
-
-replace (
-	github.com/sqlstreams/sqlstreams/conformance => ../../conformance
-	github.com/sqlstreams/sqlstreams/contrib/otel => ../otel
-	github.com/sqlstreams/sqlstreams/core => ../../core
-	github.com/sqlstreams/sqlstreams/driver/mysql => ../../driver/mysql
-	github.com/sqlstreams/sqlstreams/driver/postgres => ../../driver/postgres
-	github.com/sqlstreams/sqlstreams/driver/sqlite => ../../driver/sqlite
 )

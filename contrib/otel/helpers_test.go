@@ -20,8 +20,12 @@ import (
 	"github.com/sqlstreams/sqlstreams/conformance"
 	otelsqlstreams "github.com/sqlstreams/sqlstreams/contrib/otel"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/driver/mysql"
 	"github.com/sqlstreams/sqlstreams/driver/mysql/mysqltest"
+	"github.com/sqlstreams/sqlstreams/driver/postgres"
 	"github.com/sqlstreams/sqlstreams/driver/postgres/postgrestest"
+	"github.com/sqlstreams/sqlstreams/driver/sqlite"
 	"github.com/sqlstreams/sqlstreams/driver/sqlite/sqlitetest"
 )
 
@@ -32,8 +36,17 @@ type OrderV1 struct {
 
 func (OrderV1) SchemaVersion() int { return 1 }
 
+// targets are the drivers the middleware is checked on: it must name each
+// engine in its spans and carry traces through each one's transactions.
 func targets() []conformance.Target {
-	return []conformance.Target{sqlitetest.Target(), postgrestest.Target(), mysqltest.Target()}
+	return []conformance.Target{
+		{Name: "sqlite", NewNamespace: sqlitetest.NewFile, BeginTx: sqlitetest.BeginTx,
+			Open: func(ns string) (driver.Driver, error) { return sqlite.Open(ns), nil }},
+		{Name: "postgres", NewNamespace: func(t testing.TB) string { return postgrestest.NewSchema(t, nil) }, BeginTx: postgrestest.BeginTx,
+			Open: func(ns string) (driver.Driver, error) { return postgres.Open(ns), nil }},
+		{Name: "mysql", NewNamespace: mysqltest.NewDatabase, BeginTx: mysqltest.BeginTx,
+			Open: func(ns string) (driver.Driver, error) { return mysql.Open(ns), nil }},
+	}
 }
 
 func targetNamed(name string) (conformance.Target, bool) {

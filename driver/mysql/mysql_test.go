@@ -45,17 +45,6 @@ func openClient(t testing.TB, drv *mysql.Driver) *sqlstreams.Client {
 	return c
 }
 
-// withParams adds DSN parameters (already escaped) to dsn.
-func withParams(dsn, params string) string {
-	if params == "" {
-		return dsn
-	}
-	if strings.Contains(dsn, "?") {
-		return dsn + "&" + params
-	}
-	return dsn + "?" + params
-}
-
 func dbName(t testing.TB, dsn string) string {
 	cfg, err := gomysql.ParseDSN(dsn)
 	if err != nil {

@@ -6,25 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqlstreams/sqlstreams/conformance"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/driver/mysql"
 	"github.com/sqlstreams/sqlstreams/driver/mysql/mysqltest"
 )
-
-// steppedParams make the server step ids as a 3-node Galera cluster does
-// with wsrep_auto_increment_control ON (its default): by 3, from an offset
-// of 2. go-sql-driver sets them on each session.
-const steppedParams = "auto_increment_increment=3&auto_increment_offset=2"
-
-// TestConformanceSteppedIDs runs the whole suite on a server that steps
-// ids: the contracts hold where ids are increasing but not dense.
-func TestConformanceSteppedIDs(t *testing.T) {
-	stepped := mysqltest.Target()
-	stepped.Name = "mysql-stepped-ids"
-	stepped.NewNamespace = func(tb testing.TB) string { return withParams(mysqltest.NewDatabase(tb), steppedParams) }
-	conformance.Run(t, stepped)
-}
 
 // TestSteppedIDs: with ids stepped by 3, the ids ProduceBatch returns name
 // the rows it wrote (computed from LAST_INSERT_ID with the step, or read
@@ -36,7 +21,7 @@ func TestSteppedIDs(t *testing.T) {
 	for _, readBack := range []bool{false, true} {
 		t.Run(fmt.Sprintf("readBack=%v", readBack), func(t *testing.T) {
 			t.Parallel()
-			drv := mysql.Open(withParams(newDatabase(t), steppedParams))
+			drv := mysql.Open(withParams(newDatabase(t), mysqltest.SteppedIDs))
 			if readBack {
 				mysql.ForceReadBack(drv)
 			}
@@ -179,7 +164,7 @@ func TestSteppedIDs(t *testing.T) {
 // MaxRows rows when ids step (it counts rows, not ids).
 func TestRetainRowsSteppedIDs(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, mysql.Open(withParams(newDatabase(t), steppedParams)))
+	c := openClient(t, mysql.Open(withParams(newDatabase(t), mysqltest.SteppedIDs)))
 	const name = "stepped-retain"
 	stream := c.Stream[event](name)
 	if _, err := stream.Create(testCtx(t), &sqlstreams.StreamOptions{Retention: sqlstreams.Retention{MaxRows: 5}}); err != nil {

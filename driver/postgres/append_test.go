@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/drivertest"
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
 )
 
@@ -20,7 +20,7 @@ import (
 // simple one.
 func TestAppendSharedValues(t *testing.T) {
 	at := time.Date(2026, 12, 2, 10, 0, 0, 123456789, time.UTC) // stored to the microsecond
-	cases := conformance.AppendShapes(at)
+	cases := drivertest.AppendShapes(at)
 	for _, mode := range []struct {
 		name string
 		opts []postgres.Option
@@ -41,7 +41,7 @@ func TestAppendSharedValues(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					rows := conformance.AppendShapeRows(tc.N, compacted, at)
+					rows := drivertest.AppendShapeRows(tc.N, compacted, at)
 					rows[tc.N/2].Payload = nil // stored as empty
 					if tc.Change != nil {
 						tc.Change(rows)

@@ -4,8 +4,7 @@ go 1.27
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/sqlstreams/sqlstreams/conformance v0.0.0-00010101000000-000000000000
-	github.com/sqlstreams/sqlstreams/core v0.0.0
+	github.com/sqlstreams/sqlstreams/core v0.1.0
 )
 
 require (
@@ -15,7 +14,3 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
-
-replace github.com/sqlstreams/sqlstreams/core => ../../core
-
-replace github.com/sqlstreams/sqlstreams/conformance => ../../conformance

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/drivertest"
 )
 
 // TestAppendSharedValues: a chunk whose rows share their schema version and
@@ -29,9 +29,9 @@ func TestAppendSharedValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 12, 2, 10, 0, 0, 123456000, time.UTC)
-	for _, tc := range conformance.AppendShapes(at) {
+	for _, tc := range drivertest.AppendShapes(at) {
 		t.Run(tc.Name, func(t *testing.T) {
-			rows := conformance.AppendShapeRows(tc.N, false, at)
+			rows := drivertest.AppendShapeRows(tc.N, false, at)
 			if tc.Change != nil {
 				tc.Change(rows)
 			}

@@ -3,8 +3,7 @@ module github.com/sqlstreams/sqlstreams/driver/sqlite
 go 1.27
 
 require (
-	github.com/sqlstreams/sqlstreams/conformance v0.0.0-00010101000000-000000000000
-	github.com/sqlstreams/sqlstreams/core v0.0.0
+	github.com/sqlstreams/sqlstreams/core v0.1.0
 	modernc.org/sqlite v1.62.0
 )
 
@@ -19,7 +18,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-replace github.com/sqlstreams/sqlstreams/core => ../../core
-
-replace github.com/sqlstreams/sqlstreams/conformance => ../../conformance

@@ -2,14 +2,12 @@ package schemaevolution
 
 import (
 	"github.com/sqlstreams/sqlstreams/conformance"
-	"github.com/sqlstreams/sqlstreams/driver/mysql/mysqltest"
-	"github.com/sqlstreams/sqlstreams/driver/postgres/postgrestest"
-	"github.com/sqlstreams/sqlstreams/driver/sqlite/sqlitetest"
+	drivertargets "github.com/sqlstreams/sqlstreams/tests/drivers/targets"
 )
 
 // targets lists the drivers every scenario runs on.
 func targets() []conformance.Target {
-	return []conformance.Target{sqlitetest.Target(), postgrestest.Target(), mysqltest.Target()}
+	return []conformance.Target{drivertargets.SQLite(), drivertargets.Postgres(), drivertargets.MySQL()}
 }
 
 func targetsByName() map[string]conformance.Target {

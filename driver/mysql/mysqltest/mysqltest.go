@@ -1,6 +1,6 @@
-// Package mysqltest describes the MySQL/MariaDB driver to the conformance
-// suite and to end-to-end tests: a fresh database per test on the server at
-// SQLSTREAMS_MYSQL_DSN.
+// Package mysqltest gives tests a MySQL/MariaDB namespace of their own: a
+// fresh database per test on the server at SQLSTREAMS_MYSQL_DSN, emptied or
+// dropped afterwards, and the statements tests run beside the driver's.
 package mysqltest
 
 import (
@@ -19,7 +19,6 @@ import (
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
-	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/mysql"
 )
@@ -88,46 +87,6 @@ func NewDatabase(tb testing.TB) string {
 	c := cfg.Clone()
 	c.DBName = name
 	return c.FormatDSN()
-}
-
-// Target is the conformance target for MySQL and MariaDB.
-func Target() conformance.Target {
-	return conformance.Target{
-		Name:         "mysql",
-		BatchLeases:  true,
-		NewNamespace: NewDatabase,
-		Open:         func(ns string) (driver.Driver, error) { return mysql.Open(ns), nil },
-		OpenWithLockTimeout: func(ns string, d time.Duration) (driver.Driver, error) {
-			return mysql.Open(ns, mysql.WithLockTimeout(d)), nil
-		},
-		Unreachable: func() driver.Driver {
-			// Port 1 on the loopback refuses at once.
-			return mysql.Open("root:secret@tcp(127.0.0.1:1)/sqlstreams?timeout=2s")
-		},
-		BeginTx: func(ctx context.Context, d driver.Driver) (driver.Tx, func() error, func() error, error) {
-			tx, err := d.(*mysql.Driver).DB().BeginTx(ctx, nil)
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			return mysql.Tx(tx), tx.Commit, tx.Rollback, nil
-		},
-		ExecTx:         ExecTx,
-		QueryInt:       QueryInt,
-		ResetNamespace: ResetNamespace,
-	}
-}
-
-// PerDeliveryTarget is Target with a leased exception row per claimed
-// delivery (mysql.WithPerDeliveryLeases) instead of batch records.
-func PerDeliveryTarget() conformance.Target {
-	t := Target()
-	t.Name = "mysql-per-delivery-leases"
-	t.BatchLeases = false
-	t.Open = func(ns string) (driver.Driver, error) { return mysql.Open(ns, mysql.WithPerDeliveryLeases()), nil }
-	t.OpenWithLockTimeout = func(ns string, d time.Duration) (driver.Driver, error) {
-		return mysql.Open(ns, mysql.WithLockTimeout(d), mysql.WithPerDeliveryLeases()), nil
-	}
-	return t
 }
 
 // ddl matches statements after which MySQL commits the open transaction on
@@ -383,4 +342,35 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// SteppedIDs are the session parameters that make the server step ids as a
+// 3-node Galera cluster does with wsrep_auto_increment_control ON (its
+// default): by 3, from an offset of 2. go-sql-driver sets them on each
+// session.
+const SteppedIDs = "auto_increment_increment=3&auto_increment_offset=2"
+
+// WithParams adds DSN parameters (already escaped) to dsn.
+func WithParams(dsn, params string) string {
+	if params == "" {
+		return dsn
+	}
+	if strings.Contains(dsn, "?") {
+		return dsn + "&" + params
+	}
+	return dsn + "?" + params
+}
+
+// BeginTx begins a transaction on the driver's database, adapted with
+// mysql.Tx, and returns its commit and rollback.
+func BeginTx(ctx context.Context, d driver.Driver) (driver.Tx, func() error, func() error, error) {
+	md, ok := d.(*mysql.Driver)
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("mysqltest: a %T, not a *mysql.Driver", d)
+	}
+	tx, err := md.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return mysql.Tx(tx), tx.Commit, tx.Rollback, nil
 }

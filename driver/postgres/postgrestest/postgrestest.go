@@ -1,6 +1,6 @@
-// Package postgrestest describes the PostgreSQL driver to the conformance
-// suite and to end-to-end tests: a fresh schema per test on the server at
-// SQLSTREAMS_POSTGRES_URL.
+// Package postgrestest gives tests a PostgreSQL namespace of their own: a
+// fresh schema per test on the server at SQLSTREAMS_POSTGRES_URL, emptied or
+// dropped afterwards, and the statements tests run beside the driver's.
 package postgrestest
 
 import (
@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
 )
@@ -76,7 +75,9 @@ func NewSchema(t testing.TB, extra url.Values) string {
 	return u.String()
 }
 
-func beginTx(ctx context.Context, d driver.Driver) (driver.Tx, func() error, func() error, error) {
+// BeginTx begins a transaction on the driver's pool, adapted with
+// postgres.Tx, and returns its commit and rollback.
+func BeginTx(ctx context.Context, d driver.Driver) (driver.Tx, func() error, func() error, error) {
 	tx, err := d.(*postgres.Driver).Pool().Begin(ctx)
 	if err != nil {
 		return nil, nil, nil, err
@@ -209,59 +210,3 @@ func ResetNamespace(ns string) error {
 
 // UnreachableURL names a server that is not there: a closed port.
 const UnreachableURL = "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=5"
-
-// Target is the conformance target for PostgreSQL with pgx's default exec
-// mode.
-func Target() conformance.Target {
-	return conformance.Target{
-		Name:         "postgres",
-		BatchLeases:  true,
-		NewNamespace: func(t testing.TB) string { return NewSchema(t, nil) },
-		Open:         func(ns string) (driver.Driver, error) { return postgres.Open(ns), nil },
-		BeginTx:      beginTx,
-		OpenWithLockTimeout: func(ns string, d time.Duration) (driver.Driver, error) {
-			return postgres.Open(ns, postgres.WithLockTimeout(d)), nil
-		},
-		Unreachable:    func() driver.Driver { return postgres.Open(UnreachableURL) },
-		ExecTx:         ExecTx,
-		QueryInt:       QueryInt,
-		ResetNamespace: ResetNamespace,
-	}
-}
-
-// PerDeliveryTarget is Target with a leased exception row per claimed
-// delivery (postgres.WithPerDeliveryLeases) instead of batch records.
-func PerDeliveryTarget() conformance.Target {
-	t := Target()
-	t.Name = "postgres-per-delivery-leases"
-	t.Open = func(ns string) (driver.Driver, error) {
-		return postgres.Open(ns, postgres.WithPerDeliveryLeases()), nil
-	}
-	t.OpenWithLockTimeout = func(ns string, d time.Duration) (driver.Driver, error) {
-		return postgres.Open(ns, postgres.WithPerDeliveryLeases(), postgres.WithLockTimeout(d)), nil
-	}
-	t.BatchLeases = false
-	return t
-}
-
-// SimpleProtocolTarget runs every statement over the simple query protocol,
-// as behind PgBouncer in transaction mode. The mode travels in the namespace
-// URL (default_query_exec_mode), so child processes open it alike.
-func SimpleProtocolTarget() conformance.Target {
-	return conformance.Target{
-		Name:        "postgres-simple-protocol",
-		BatchLeases: true,
-		NewNamespace: func(t testing.TB) string {
-			return NewSchema(t, url.Values{"default_query_exec_mode": {"simple_protocol"}})
-		},
-		Open:    func(ns string) (driver.Driver, error) { return postgres.Open(ns, postgres.WithSimpleProtocol()), nil },
-		BeginTx: beginTx,
-		OpenWithLockTimeout: func(ns string, d time.Duration) (driver.Driver, error) {
-			return postgres.Open(ns, postgres.WithSimpleProtocol(), postgres.WithLockTimeout(d)), nil
-		},
-		Unreachable:    func() driver.Driver { return postgres.Open(UnreachableURL, postgres.WithSimpleProtocol()) },
-		ExecTx:         ExecTx,
-		QueryInt:       QueryInt,
-		ResetNamespace: ResetNamespace,
-	}
-}

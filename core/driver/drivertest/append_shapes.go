@@ -1,4 +1,4 @@
-package conformance
+package drivertest
 
 import (
 	"fmt"

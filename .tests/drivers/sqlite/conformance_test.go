@@ -1,13 +1,15 @@
+// Package sqlite_test runs the conformance suite and the benchmarks on the
+// SQLite driver.
 package sqlite_test
 
 import (
 	"testing"
 
 	"github.com/sqlstreams/sqlstreams/conformance"
-	"github.com/sqlstreams/sqlstreams/driver/sqlite/sqlitetest"
+	"github.com/sqlstreams/sqlstreams/tests/drivers/targets"
 )
 
-var target = sqlitetest.Target()
+var target = targets.SQLite()
 
 func TestMain(m *testing.M) { conformance.Main(m, target) }
 
@@ -16,5 +18,5 @@ func TestConformance(t *testing.T) { conformance.Run(t, target) }
 // TestConformancePerDeliveryLeases runs the whole suite with a lease row per
 // claimed delivery (WithPerDeliveryLeases) instead of batch records.
 func TestConformancePerDeliveryLeases(t *testing.T) {
-	conformance.Run(t, sqlitetest.PerDeliveryTarget())
+	conformance.Run(t, targets.SQLitePerDelivery())
 }

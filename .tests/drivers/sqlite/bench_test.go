@@ -10,15 +10,15 @@ import (
 	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/sqlite"
-	"github.com/sqlstreams/sqlstreams/driver/sqlite/sqlitetest"
+	"github.com/sqlstreams/sqlstreams/tests/drivers/targets"
 )
 
 // BenchmarkSQLite runs the shared benchmarks with the strongest bare
 // baselines SQLite has, on the same file (make bench):
 //
-//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkSQLite$' -benchtime 200x ./driver/sqlite
+//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkSQLite$' -benchtime 200x ./.tests/drivers/sqlite
 func BenchmarkSQLite(b *testing.B) {
-	perDelivery := sqlitetest.PerDeliveryTarget()
+	perDelivery := targets.SQLitePerDelivery()
 	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, PerDelivery: &perDelivery})
 }
 
@@ -26,7 +26,7 @@ func BenchmarkSQLite(b *testing.B) {
 // its keys, partitions and retry backlog grow, each at two sizes (make
 // bench-scale):
 //
-//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkScaleSQLite$' -benchtime 20x ./driver/sqlite
+//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkScaleSQLite$' -benchtime 20x ./.tests/drivers/sqlite
 func BenchmarkScaleSQLite(b *testing.B) {
 	conformance.BenchmarkScale(b, conformance.BenchTarget{Target: target, NewRaw: newRaw})
 }

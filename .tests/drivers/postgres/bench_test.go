@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -15,13 +16,15 @@ import (
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
+	"github.com/sqlstreams/sqlstreams/tests/drivers/targets"
 )
 
 // BenchmarkPostgres runs the shared benchmarks with the strongest bare
 // baselines PostgreSQL has on the same database (make bench):
 //
-//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkPostgres$' -benchtime 200x ./driver/postgres
+//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkPostgres$' -benchtime 200x ./.tests/drivers/postgres
 func BenchmarkPostgres(b *testing.B) {
+	perDelivery := targets.PostgresPerDelivery()
 	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, Copy: true, PerDelivery: &perDelivery})
 }
 
@@ -29,7 +32,7 @@ func BenchmarkPostgres(b *testing.B) {
 // its keys, partitions and retry backlog grow, each at two sizes (make
 // bench-scale):
 //
-//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkScalePostgres$' -benchtime 20x ./driver/postgres
+//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkScalePostgres$' -benchtime 20x ./.tests/drivers/postgres
 func BenchmarkScalePostgres(b *testing.B) {
 	conformance.BenchmarkScale(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, Copy: true})
 }
@@ -342,3 +345,25 @@ func BenchmarkProduceTxConcurrent(b *testing.B) {
 	b.ReportMetric(quiet, "no-notify-commits/s")
 	b.ReportMetric(notify/quiet, "x-no-notify")
 }
+
+// open is a client on ns with no maintenance loop and no logs, closed when
+// the benchmark ends.
+func open(tb testing.TB, ns string, opts ...postgres.Option) *sqlstreams.Client {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := sqlstreams.Open(ctx, postgres.Open(ns, opts...), sqlstreams.WithMaintenanceInterval(0),
+		sqlstreams.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		tb.Fatalf("open: %v", err)
+	}
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// event is the message the benchmarks produce.
+type event struct {
+	N int `json:"n"`
+}
+
+func (event) SchemaVersion() int { return 1 }

@@ -1,3 +1,5 @@
+// Package postgres_test runs the conformance suite and the benchmarks on the
+// PostgreSQL driver.
 package postgres_test
 
 import (
@@ -5,14 +7,12 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/driver/postgres/postgrestest"
+	"github.com/sqlstreams/sqlstreams/tests/drivers/targets"
 )
 
 var (
-	target       = postgrestest.Target()
-	simpleTarget = postgrestest.SimpleProtocolTarget()
-	perDelivery  = postgrestest.PerDeliveryTarget()
-	newSchema    = postgrestest.NewSchema
-	baseURL      = postgrestest.BaseURL
+	target    = targets.Postgres()
+	newSchema = postgrestest.NewSchema
 )
 
 // Child processes of multi-process tests open the namespace with target: the
@@ -21,8 +21,12 @@ func TestMain(m *testing.M) { conformance.Main(m, target) }
 
 func TestConformance(t *testing.T) { conformance.Run(t, target) }
 
-func TestConformanceSimpleProtocol(t *testing.T) { conformance.Run(t, simpleTarget) }
+func TestConformanceSimpleProtocol(t *testing.T) {
+	conformance.Run(t, targets.PostgresSimpleProtocol())
+}
 
 // TestConformancePerDeliveryLeases runs the whole suite with a lease row per
 // claimed delivery (WithPerDeliveryLeases) instead of batch records.
-func TestConformancePerDeliveryLeases(t *testing.T) { conformance.Run(t, perDelivery) }
+func TestConformancePerDeliveryLeases(t *testing.T) {
+	conformance.Run(t, targets.PostgresPerDelivery())
+}

@@ -5,21 +5,23 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/mysql"
-	"github.com/sqlstreams/sqlstreams/driver/mysql/mysqltest"
+	"github.com/sqlstreams/sqlstreams/tests/drivers/targets"
 )
 
 // BenchmarkMySQL runs the shared benchmarks with the strongest bare
 // baselines MariaDB has, on the same server (make bench):
 //
-//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkMySQL$' -benchtime 200x ./driver/mysql
+//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkMySQL$' -benchtime 200x ./.tests/drivers/mysql
 func BenchmarkMySQL(b *testing.B) {
-	perDelivery := mysqltest.PerDeliveryTarget()
+	perDelivery := targets.MySQLPerDelivery()
 	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, PerDelivery: &perDelivery})
 }
 
@@ -27,7 +29,7 @@ func BenchmarkMySQL(b *testing.B) {
 // its keys, partitions and retry backlog grow, each at two sizes (make
 // bench-scale):
 //
-//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkScaleMySQL$' -benchtime 20x ./driver/mysql
+//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkScaleMySQL$' -benchtime 20x ./.tests/drivers/mysql
 func BenchmarkScaleMySQL(b *testing.B) {
 	conformance.BenchmarkScale(b, conformance.BenchTarget{Target: target, NewRaw: newRaw})
 }
@@ -53,7 +55,13 @@ func newRaw(tb testing.TB, ns string) conformance.Raw {
 func (r *raw) Insert(ctx context.Context, rows []driver.AppendRow) error {
 	db := r.drv.DB()
 	if !r.ready {
-		if _, err := db.ExecContext(ctx, mysql.LogDDL("raw_log")); err != nil {
+		// The raw log has the driver's own shape: a stream's log, copied.
+		cfg, err := r.drv.CreateStream(ctx, driver.CreateStreamParams{Config: driver.StreamConfig{
+			Name: "raw-shape", Partitions: 1, CreatedAt: time.Now()}})
+		if err != nil {
+			return err
+		}
+		if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS raw_log LIKE message_log_"+strconv.FormatInt(cfg.ID, 10)); err != nil {
 			return err
 		}
 		r.ready = true
@@ -69,7 +77,7 @@ func (r *raw) Insert(ctx context.Context, rows []driver.AppendRow) error {
 			sb.WriteString(", ")
 		}
 		sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, row.Partition, row.SchemaVersion, row.SchemaRevision, row.Key, row.RoutingKey, row.CompactionRank, string(row.Payload), nil, mysql.TimeString(row.ProducedAt))
+		args = append(args, row.Partition, row.SchemaVersion, row.SchemaRevision, row.Key, row.RoutingKey, row.CompactionRank, string(row.Payload), nil, row.ProducedAt.UTC().Format("2006-01-02 15:04:05.000000"))
 	}
 	_, err := db.ExecContext(ctx, sb.String(), args...)
 	return err

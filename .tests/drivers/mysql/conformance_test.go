@@ -1,0 +1,26 @@
+// Package mysql_test runs the conformance suite and the benchmarks on the
+// MySQL/MariaDB driver.
+package mysql_test
+
+import (
+	"testing"
+
+	"github.com/sqlstreams/sqlstreams/conformance"
+	"github.com/sqlstreams/sqlstreams/tests/drivers/targets"
+)
+
+var target = targets.MySQL()
+
+func TestMain(m *testing.M) { conformance.Main(m, target) }
+
+func TestConformance(t *testing.T) { conformance.Run(t, target) }
+
+// TestConformancePerDeliveryLeases runs the whole suite with a lease row per
+// claimed delivery (WithPerDeliveryLeases) instead of batch records.
+func TestConformancePerDeliveryLeases(t *testing.T) {
+	conformance.Run(t, targets.MySQLPerDelivery())
+}
+
+// TestConformanceSteppedIDs runs the whole suite on a server that steps ids
+// by 3, as Galera does.
+func TestConformanceSteppedIDs(t *testing.T) { conformance.Run(t, targets.MySQLSteppedIDs()) }
