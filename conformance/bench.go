@@ -96,7 +96,7 @@ func rawRows(start, n int) []driver.AppendRow {
 // messages through each.
 const benchBatch = 100
 
-// Benchmark runs the standard benchmarks (DESIGN.md §8). Each sqlstreams
+// Benchmark runs the standard benchmarks (docs/benchmarks.md). Each sqlstreams
 // figure runs interleaved with its raw baselines, op for op (Run: between
 // two halves of its baseline), so that both see the same load on a shared
 // machine;

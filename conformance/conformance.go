@@ -1,6 +1,7 @@
 // Package conformance is the shared suite that proves the sqlstreams
-// contracts (C1..., R1... in DESIGN.md) on a storage driver. Every driver
-// module runs it from its own tests with the same code:
+// contracts (C1..., R1..., D1... in docs/contracts.md) on a storage
+// driver. Every driver module runs it from its own tests with the same
+// code:
 //
 //	func TestMain(m *testing.M) { conformance.Main(m, target) }
 //	func TestConformance(t *testing.T) { conformance.Run(t, target) }

@@ -18,8 +18,8 @@ func init() {
 // writes batch leases (Target.BatchLeases) must lease a main claim as one
 // batch record per partition, with no per-delivery row for a delivery that
 // is acked or extended with its whole batch; every other target must write
-// no batch at all (DESIGN §4, docs/decisions.md "Performance: batch
-// leases").
+// no batch at all (docs/contracts.md, "Data model"; docs/decisions.md,
+// "Performance: batch leases").
 func testDriverBatchLeaseStorage(t *testing.T, h *harness) {
 	if h.target.QueryInt == nil {
 		t.Fatalf("target %s has no QueryInt", h.target.Name)

@@ -56,7 +56,7 @@ func testDocumentPolicy(t *testing.T, h *harness) {
 
 // R9: every distinct schema has one global id, assigned in the database
 // the first time any stream records it, shared by every stream that
-// records the same schema and stable across client restarts (P7). A
+// records the same schema and stable across client restarts. A
 // document registered by hand passes the same gate as a producer
 // registration; IMPORT mode takes explicit ids and revisions.
 func testSchemaIDs(t *testing.T, h *harness) {

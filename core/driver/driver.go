@@ -6,10 +6,11 @@
 // so each engine can use what it does best (SKIP LOCKED, RETURNING, a single
 // writer) while the package sqlstreams keeps one meaning for all of them.
 //
-// The contracts every driver must honour are numbered in DESIGN.md (C1...)
-// and proven by the conformance module, which each driver runs from its own
-// tests. Drivers report failures with the sentinel errors of this package
-// (wrapped freely, see Error); package sqlstreams re-exports them for users.
+// The contracts every driver must honour are numbered in docs/contracts.md
+// (C1..., D1...) and proven by the conformance module, which each driver
+// runs from its own tests. Drivers report failures with the sentinel errors
+// of this package (wrapped freely, see Error); package sqlstreams
+// re-exports them for users.
 //
 // Every method takes a params struct, so that a field added to the contract
 // later does not break drivers written against an earlier one: a new field's

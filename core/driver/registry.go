@@ -6,9 +6,9 @@ import (
 )
 
 // Registry stores the schema registry next to the streams it describes
-// (DESIGN.md §6). Package sqlstreams owns the rules (levels, modes, the
-// diff engine); the driver owns storage and the transaction that makes a
-// check and the write it allows one atomic step.
+// (R1–R10 in docs/contracts.md). Package sqlstreams owns the rules (levels,
+// modes, the diff engine); the driver owns storage and the transaction that
+// makes a check and the write it allows one atomic step.
 type Registry interface {
 	// RegistrySettings returns the level and mode set for one stream
 	// (StreamID > 0) or registry-wide (StreamID 0). Empty strings mean unset.

@@ -1,9 +1,9 @@
 // Package schema derives JSON Schemas from Go types, compares schemas, and
 // decides whether a new schema revision is compatible with earlier ones.
-// It is the engine behind the sqlstreams schema registry (DESIGN §6): every
-// producer and consumer records the schema of its Go type, and a new
-// revision at an existing version must pass the stream's compatibility
-// level.
+// It is the engine behind the sqlstreams schema registry (R1–R10 in
+// docs/contracts.md): every producer and consumer records the schema of its
+// Go type, and a new revision at an existing version must pass the stream's
+// compatibility level.
 //
 // # Reflection
 //
