@@ -474,6 +474,9 @@ func (d *Driver) retry(ctx context.Context, stage stage, fn func() error) error 
 		if s, ok := err.(*staged); ok {
 			err, st = s.err, s.stage
 		}
+		if sentNothing(err) {
+			st = stageRead
+		}
 		if attempt >= maxRetries || ctx.Err() != nil || d.closed.Load() || !retryable(err, st) {
 			return d.wrap(ctx, err, st)
 		}
