@@ -351,7 +351,7 @@ func Open(url string, opts ...Option) *Driver {
 func (d *Driver) parseError(what string, err error) error {
 	return &driver.Error{Kind: driver.ErrUnavailable,
 		Advice: "the connection URL cannot be parsed; fix it (see the PostgreSQL connection URL and key=value formats)",
-		Err:    errors.New("postgres: " + what + driver.Scrub(err.Error(), d.secrets...))}
+		Err:    errors.New("postgres: " + what + driver.ScrubEverywhere(err.Error(), d.secrets...))}
 }
 
 func (d *Driver) addSecret(s string) {
