@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 )
 
@@ -51,10 +52,12 @@ func Wrap(kind error, err error, advice string, secrets ...string) error {
 	return &Error{Kind: kind, Advice: advice, Err: Redact(err, secrets...)}
 }
 
-// Redact returns err unchanged when its text holds none of the secrets, and
-// otherwise an error with the secrets scrubbed from its text that unwraps
-// only to the context errors err matched: nothing reachable from it, through
-// errors.Unwrap or errors.As, shows a secret.
+// Redact returns err unchanged when its text shows none of the secrets as
+// a credential, and otherwise an error with those credentials scrubbed from
+// its text (see Scrub) that unwraps only to the context errors err matched:
+// nothing reachable from it, through errors.Unwrap or errors.As, shows a
+// secret. A password that is also a common word ("postgres") leaves the
+// rest of the text, and so the engine's error inside, as it is.
 func Redact(err error, secrets ...string) error {
 	if err == nil {
 		return nil
@@ -123,12 +126,37 @@ func (e *Error) Error() string {
 // Unwrap returns the kind and the engine's error.
 func (e *Error) Unwrap() []error { return []error{e.Kind, e.Err} }
 
-// Scrub replaces every occurrence of each non-empty secret in s.
+// Scrub replaces each non-empty secret (a password) in s where s shows it
+// as a credential: in a URL's or a MySQL DSN's user information
+// (user:secret@), and as the value of password, passwd or pwd
+// (password=secret, password = 'secret', "password":"secret",
+// password "secret"), as URLs' queries, key=value connection strings, JSON
+// and servers' messages write it. The same word
+// elsewhere (a user, host or database name, or a word of the message that
+// happens to equal the password) stays, so that the text still says what
+// failed.
 func Scrub(s string, secrets ...string) string {
 	for _, sec := range secrets {
+		if sec == "" {
+			continue
+		}
+		s = strings.ReplaceAll(s, ":"+sec+"@", ":"+redactedText+"@")
+		s = regexp.MustCompile(`(?i)((?:pass(?:word|wd)?|pwd)["']?\s*[=:]?\s*["']?)`+regexp.QuoteMeta(sec)).ReplaceAllString(s, "${1}"+redactedText)
+	}
+	return s
+}
+
+// ScrubEverywhere replaces every occurrence of each non-empty secret in s:
+// for text that quotes a connection string its parser could not read,
+// where a piece of the password may stand anywhere.
+func ScrubEverywhere(s string, secrets ...string) string {
+	for _, sec := range secrets {
 		if sec != "" {
-			s = strings.ReplaceAll(s, sec, "xxxxx")
+			s = strings.ReplaceAll(s, sec, redactedText)
 		}
 	}
 	return s
 }
+
+// redactedText stands in for a scrubbed secret.
+const redactedText = "xxxxx"

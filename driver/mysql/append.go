@@ -78,7 +78,7 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 			query, args := insertRows(table, part, headers[start:end], "", nil)
 			res, err := t.ExecContext(ctx, query, args...)
 			if err != nil {
-				return fmt.Errorf("append to stream %d: %w", stream.ID, err)
+				return &logInsertError{stream: stream.ID, err: err}
 			}
 			first, err := res.LastInsertId()
 			if err != nil {
@@ -203,7 +203,7 @@ func (d *Driver) appendOne(ctx context.Context, stream driver.StreamConfig, rows
 		case n == errLockWaitTimeout || n == errLockNowait:
 			return finalError{d.lockWaitError(stream.ID, parts, false, err)}
 		case err != nil:
-			return fmt.Errorf("append to stream %d: %w", stream.ID, err)
+			return &logInsertError{stream: stream.ID, err: err}
 		}
 		// The statement has committed: nothing below may run it again.
 		first, err := res.LastInsertId()

@@ -146,10 +146,26 @@ var errOutOfOrder = errors.New("an id below the partition's high-water mark")
 // node's reservation of the id and its insert, which then fails on the
 // primary key having written nothing. The driver's transaction runs again
 // with a fresh id.
+// The error is known by its code and where it came from, not by the
+// server's words (MySQL 8 names the key 'message_log_3.PRIMARY', MariaDB
+// 'PRIMARY').
 func (d *Driver) galeraIDTaken(err error) bool {
-	return d.gal.on.Load() && mysqlErrno(err) == errDupEntry && strings.HasPrefix(err.Error(), "append to stream ") &&
-		strings.Contains(err.Error(), "for key 'PRIMARY'")
+	var li *logInsertError
+	return d.gal.on.Load() && mysqlErrno(err) == errDupEntry && errors.As(err, &li)
 }
+
+// logInsertError is a failed INSERT into a stream's log. The log's only
+// unique key is its primary key (logDDL), so a duplicate key there (1062)
+// is an id taken.
+type logInsertError struct {
+	stream int64
+	err    error
+}
+
+func (e *logInsertError) Error() string {
+	return fmt.Sprintf("append to stream %d: %v", e.stream, e.err)
+}
+func (e *logInsertError) Unwrap() error { return e.err }
 
 // The migration lock on Galera. GET_LOCK is node-local there, so two
 // members starting at once on different nodes (a rolling deploy) would both

@@ -388,7 +388,7 @@ func Open(dsn string, opts ...Option) *Driver {
 		// The parser's message may quote pieces of the DSN: keep only a
 		// scrubbed copy, so that no unwrapped error shows the password.
 		d.secrets = dsnSecrets(dsn)
-		d.opened = d.unusable(fmt.Errorf("mysql: parse DSN: %s", driver.Scrub(err.Error(), d.secrets...)),
+		d.opened = d.unusable(fmt.Errorf("mysql: parse DSN: %s", driver.ScrubEverywhere(err.Error(), d.secrets...)),
 			"write the DSN as user:password@tcp(host:3306)/dbname (a go-sql-driver DSN, not a URL)")
 		return d
 	}

@@ -11,7 +11,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"strings"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -356,7 +355,9 @@ func (d *Driver) wrap(ctx context.Context, err error, o op) error {
 	if err == nil || driver.Classified(err) {
 		return err
 	}
-	if d.closed.Load() && (errors.Is(err, sql.ErrConnDone) || strings.Contains(err.Error(), "sql: database is closed")) {
+	if d.closed.Load() {
+		// database/sql says "database is closed" with an error of its own
+		// that cannot be matched; whatever failed, the client was closed.
 		return fmt.Errorf("mysql %s: %w", d.where, driver.ErrClosed)
 	}
 	e := &driver.Error{Kind: driver.ErrDatabase, Err: driver.Redact(err, d.secrets...)}

@@ -58,7 +58,7 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 	var ids []int64
 	err = d.write(ctx, func(c *pgxpool.Conn) error {
 		var err error
-		ids, _, err = runAppend(ctx, c, batch, len(p.Rows), d.lockTimeoutValue() != "", true, false)
+		ids, _, err = runAppend(ctx, c, fresh(batch), len(p.Rows), d.lockTimeoutValue() != "", true, false)
 		return err
 	})
 	if err != nil {
@@ -81,6 +81,20 @@ func (d *Driver) appendError(ctx context.Context, stream driver.StreamConfig, er
 		de.Advice = conflictAdvice(err, locks, callerTx)
 	}
 	return fmt.Errorf("append to stream %d: %w", stream.ID, err)
+}
+
+// fresh returns a copy of b's statements for one attempt to send them.
+// Sending a batch binds its statements to what pgx prepared for them on that
+// connection (or began to prepare, when the session ended first), so the
+// same batch sent again on another connection after a failure refers to
+// prepared statements that do not exist there, or to descriptions never
+// filled in: every attempt of a retried write sends a copy of its own.
+func fresh(b *pgx.Batch) *pgx.Batch {
+	out := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries))}
+	for _, q := range b.QueuedQueries {
+		out.Queue(q.SQL, q.Arguments...).Fn = q.Fn
+	}
+	return out
 }
 
 type batchSender interface {

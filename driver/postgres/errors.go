@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -89,10 +90,24 @@ func retryable(err error, st stage) bool {
 	return (st == stageRead || st == stageTx) && connFailure(err)
 }
 
-// shutdown reports the server ending the session: administrator command,
-// crash or shutdown, or any connection exception.
+// shutdown reports the server ending the session: administrator command
+// (pg_terminate_backend), crash or shutdown, idle_session_timeout, or any
+// connection exception.
 func shutdown(pe *pgconn.PgError) bool {
-	return pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03" || strings.HasPrefix(pe.Code, "08")
+	switch pe.Code {
+	case "57P01", "57P02", "57P03", "57P05":
+		return true
+	}
+	return strings.HasPrefix(pe.Code, "08")
+}
+
+// sentNothing reports a batch that failed before any of its statements was
+// sent to run: while pgx prepared them (the session may have ended then) or
+// encoded their arguments. Such a failure wrote nothing, whatever the stage
+// of the call.
+func sentNothing(err error) bool {
+	var pe pgx.ErrPreprocessingBatch
+	return errors.As(err, &pe)
 }
 
 // connFailure reports an error of the connection itself rather than of a
@@ -118,6 +133,9 @@ func (d *Driver) wrap(ctx context.Context, err error, st stage) error {
 	}
 	if s, ok := err.(*staged); ok {
 		err, st = s.err, s.stage
+	}
+	if sentNothing(err) {
+		st = stageRead
 	}
 	var ce *callerError
 	if errors.As(err, &ce) {

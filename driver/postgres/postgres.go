@@ -351,7 +351,7 @@ func Open(url string, opts ...Option) *Driver {
 func (d *Driver) parseError(what string, err error) error {
 	return &driver.Error{Kind: driver.ErrUnavailable,
 		Advice: "the connection URL cannot be parsed; fix it (see the PostgreSQL connection URL and key=value formats)",
-		Err:    errors.New("postgres: " + what + driver.Scrub(err.Error(), d.secrets...))}
+		Err:    errors.New("postgres: " + what + driver.ScrubEverywhere(err.Error(), d.secrets...))}
 }
 
 func (d *Driver) addSecret(s string) {
@@ -473,6 +473,9 @@ func (d *Driver) retry(ctx context.Context, stage stage, fn func() error) error 
 		st := stage
 		if s, ok := err.(*staged); ok {
 			err, st = s.err, s.stage
+		}
+		if sentNothing(err) {
+			st = stageRead
 		}
 		if attempt >= maxRetries || ctx.Err() != nil || d.closed.Load() || !retryable(err, st) {
 			return d.wrap(ctx, err, st)
