@@ -73,8 +73,9 @@ func writeTemplate(from, dir, version string) error {
 	})
 }
 
-// newModule makes dir a module of its own that requires mods at version.
-func newModule(ctx context.Context, dir, path string, env []string, version string, mods ...string) error {
+// newModule makes dir a module of its own that gets mods at query (a
+// version, or latest as the README's install lines say).
+func newModule(ctx context.Context, dir, path string, env []string, query string, mods ...string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func newModule(ctx context.Context, dir, path string, env []string, version stri
 	}
 	get := []string{"get"}
 	for _, m := range mods {
-		get = append(get, prefix+"/"+m+"@"+version)
+		get = append(get, prefix+"/"+m+"@"+query)
 	}
 	if _, err := goCmd(ctx, dir, env, get...); err != nil {
 		return err
@@ -100,8 +101,13 @@ func checkApp(ctx context.Context, tmp string, env []string, version string) err
 	if err := writeTemplate("app", dir, version); err != nil {
 		return err
 	}
-	if err := newModule(ctx, dir, "example.com/app", env, version, "core", "driver/sqlite"); err != nil {
+	// As the README's install section: @latest, which the proxy answers
+	// with the release being checked.
+	if err := newModule(ctx, dir, "example.com/app", env, "latest", "core", "driver/sqlite"); err != nil {
 		return err
+	}
+	if got, err := goCmd(ctx, dir, env, "list", "-m", "-f", "{{.Version}}", prefix+"/core"); err != nil || strings.TrimSpace(got) != version {
+		return fmt.Errorf("go get core@latest chose %q, want %s (%v)", strings.TrimSpace(got), version, err)
 	}
 	deps, err := goCmd(ctx, dir, env, "list", "-deps", ".")
 	if err != nil {
