@@ -9,7 +9,9 @@
 // observe the contract; each test gets its own namespace (a fresh schema,
 // database or file) and runs in parallel with the others. Tests that need
 // several processes re-execute the test binary; Main dispatches those
-// child processes.
+// child processes. A target that declares it has no other processes or no
+// SQL (Target.SingleProcess, Target.NoSQL: core/memdriver) does not run the
+// tests that need them, and Run names each one it leaves out.
 package conformance
 
 import (
