@@ -84,6 +84,19 @@ func TestRefusals(t *testing.T) {
 			_, err = d.CreateStream(ctx, driver.CreateStreamParams{Config: cfg})
 			return err
 		}, driver.ErrConflict},
+		{"transaction whose context ended", func(t *testing.T) error {
+			d := Open() // the write below waits for the rollback, for up to BusyTimeout
+			c, cancel := context.WithCancel(ctx)
+			tx, err := Begin(c, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cancel() // rolls the transaction back and frees the writer
+			if _, err := d.CreateStream(ctx, driver.CreateStreamParams{Config: cfg}); err != nil {
+				t.Fatalf("a write after the transaction's context ended: %v", err)
+			}
+			return tx.Commit()
+		}, ErrTxDone},
 		{"no migration", func(t *testing.T) error {
 			return Open().ApplyMigration(ctx, driver.ApplyMigrationParams{Version: 1})
 		}, driver.ErrDatabase},

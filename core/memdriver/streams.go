@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -13,7 +14,7 @@ import (
 func (d *Driver) CreateStream(ctx context.Context, p driver.CreateStreamParams) (driver.StreamConfig, error) {
 	cfg := p.Config
 	cfg.CreatedAt = micro(cfg.CreatedAt)
-	cfg.Retention.MaxAge = cfg.Retention.MaxAge.Truncate(1000)
+	cfg.Retention.MaxAge = cfg.Retention.MaxAge.Truncate(time.Microsecond)
 	err := d.write(ctx, nil, func(b *db) error {
 		if _, taken := b.byName[cfg.Name]; taken {
 			return fmt.Errorf("memdriver: stream %q: %w", cfg.Name, driver.ErrStreamExists)

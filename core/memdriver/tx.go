@@ -20,13 +20,17 @@ type Tx struct {
 	mu       sync.Mutex // serializes the transaction's writes and its end
 	work     *db        // the transaction's copy; nil once it ended
 	onCommit []func()
+	stop     func() bool // stops the rollback when Begin's context ends
 }
 
 // ErrTxDone: the transaction was already committed or rolled back.
 var ErrTxDone = errors.New("memdriver: the transaction has already been committed or rolled back")
 
 // Begin begins a caller transaction on d, waiting for the store's writer
-// for at most the busy timeout (then ErrConflict).
+// for at most the busy timeout (then ErrConflict). When ctx ends before
+// Commit, the transaction is rolled back, as database/sql rolls back a
+// transaction whose context ends: a forgotten transaction does not hold the
+// writer past its context.
 func Begin(ctx context.Context, d *Driver) (*Tx, error) { return d.Begin(ctx) }
 
 // Begin begins a caller transaction; see the package function Begin.
@@ -44,7 +48,9 @@ func (d *Driver) Begin(ctx context.Context) (*Tx, error) {
 		<-d.store.writer
 		return nil, errStoreClosed
 	}
-	return &Tx{d: d, work: work}, nil
+	t := &Tx{d: d, work: work}
+	t.stop = context.AfterFunc(ctx, func() { _ = t.Rollback() })
+	return t, nil
 }
 
 // DriverName implements driver.Tx.
@@ -74,6 +80,7 @@ func (t *Tx) Commit() error {
 	if work == nil {
 		return ErrTxDone
 	}
+	t.stop()
 	defer func() { <-t.d.store.writer }()
 	s := t.d.store
 	s.mu.Lock()
@@ -99,6 +106,7 @@ func (t *Tx) Rollback() error {
 	if work == nil {
 		return ErrTxDone
 	}
+	t.stop()
 	<-t.d.store.writer
 	return nil
 }
