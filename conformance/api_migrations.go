@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
 func init() { register("API_Migrations", testMigrations) }
@@ -16,6 +17,10 @@ func init() { register("API_Migrations", testMigrations) }
 // with ErrSchemaOutdated naming what is pending, and works once it is
 // current. Every migration offers its SQL and the SQL that records it.
 func testMigrations(t *testing.T, h *harness) {
+	if h.target.NoSQL {
+		testNoMigrations(t, h)
+		return
+	}
 	ns := h.target.NewNamespace(t) // never pooled: it starts empty
 	drv, err := h.target.Open(ns)
 	if err != nil {
@@ -118,5 +123,40 @@ func testMigrations(t *testing.T, h *harness) {
 	ids := produceV1(t, p, 2)
 	if got := drain(t, consumer[EventV1](t, c, "after-migrations", "g", nil)); !equalIDs(idsOf(got), ids) {
 		t.Errorf("after down and up: consumed %v, want %v", idsOf(got), ids)
+	}
+}
+
+// testNoMigrations: a store without SQL (Target.NoSQL) has no migrations;
+// the migrator says so, finds nothing pending, refuses to apply or undo
+// one with ErrInvalidOption or a driver error, and Open with
+// WithoutMigrate works at once.
+func testNoMigrations(t *testing.T, h *harness) {
+	ns := h.target.NewNamespace(t)
+	drv, err := h.target.Open(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv.Close()
+	m := sqlstreams.NewMigrator(drv)
+	if all, err := m.Migrations(); err != nil || len(all) != 0 {
+		t.Fatalf("migrations of a store without SQL: %+v, %v; want none", all, err)
+	}
+	if list, err := m.List(ctx(t)); err != nil || len(list) != 0 {
+		t.Fatalf("list: %+v, %v; want none", list, err)
+	}
+	if err := m.Validate(ctx(t)); err != nil {
+		t.Fatalf("validate: %v; want nothing pending", err)
+	}
+	if done, err := m.Migrate(ctx(t), sqlstreams.MigrateOptions{}); err != nil || len(done) != 0 {
+		t.Fatalf("migrate: %+v, %v; want nothing to do", done, err)
+	}
+	if err := drv.ApplyMigration(ctx(t), driver.ApplyMigrationParams{Version: 1}); !errors.Is(err, sqlstreams.ErrDatabase) {
+		t.Errorf("apply migration 1: %v; want ErrDatabase (there is none)", err)
+	}
+	c := h.clientOn(t, drv, sqlstreams.WithoutMigrate())
+	p := producer[EventV1](t, c, "no-migrations")
+	ids := produceV1(t, p, 2)
+	if got := drain(t, consumer[EventV1](t, c, "no-migrations", "g", nil)); !equalIDs(idsOf(got), ids) {
+		t.Errorf("opened without migrating: consumed %v, want %v", idsOf(got), ids)
 	}
 }

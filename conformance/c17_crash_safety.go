@@ -12,7 +12,7 @@ import (
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
 
-func init() { register("C17_CrashSafety", testCrashSafety) }
+func init() { registerNeeding(needProcesses, "C17_CrashSafety", testCrashSafety) }
 
 // C17: a consumer process killed with SIGKILL at any instant loses nothing:
 // every row is eventually resolved by its group, and only rows that were

@@ -12,7 +12,7 @@ import (
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
 
-func init() { register("C18_Concurrency", testConcurrency) }
+func init() { registerNeeding(needProcesses, "C18_Concurrency", testConcurrency) }
 
 // C18: producers and consumers in several processes on one stream: every
 // row is resolved once per group, never twice while its lease holds, and no

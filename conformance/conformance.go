@@ -10,7 +10,9 @@
 // observe the contract; each test gets its own namespace (a fresh schema,
 // database or file) and runs in parallel with the others. Tests that need
 // several processes re-execute the test binary; Main dispatches those
-// child processes.
+// child processes. A target that declares it has no other processes or no
+// SQL (Target.SingleProcess, Target.NoSQL: core/memdriver) does not run the
+// tests that need them, and Run names each one it leaves out.
 package conformance
 
 import (
@@ -60,6 +62,23 @@ type Target struct {
 	// the suite can hand it to the next test instead of migrating a new one.
 	// It must fail when the namespace cannot be made empty.
 	ResetNamespace func(namespace string) error
+	// SingleProcess declares an in-process store that other processes
+	// cannot open (an in-memory driver). The tests that re-execute the test
+	// binary as child processes sharing the namespace do not run on it:
+	// C17_CrashSafety, C18_Concurrency and C21's KilledBeforeCommit.
+	SingleProcess bool
+	// NoSQL declares a store that runs no SQL: it has no migrations (the
+	// migration test checks that it reports none instead) and no tables for
+	// QueryInt to count (D9_BatchLeaseStorage does not run); C21 records the
+	// application's writes with Mark and Marks instead of ExecTx and
+	// QueryInt.
+	NoSQL bool
+	// Mark records the application's write of key inside tx (a transaction
+	// BeginTx began), to be kept exactly when tx commits, or on its own when
+	// tx is nil; Marks counts the kept writes of key. Targets that set
+	// NoSQL provide them; the others get them from ExecTx and QueryInt.
+	Mark  func(ctx context.Context, drv driver.Driver, tx driver.Tx, key string) error
+	Marks func(ctx context.Context, drv driver.Driver, key string) (int64, error)
 	// BatchLeases says that Open returns a driver that leases a main claim
 	// as one batch record per partition (the drivers' default; false for
 	// their WithPerDeliveryLeases);
@@ -71,6 +90,40 @@ type Target struct {
 type contract struct {
 	name string
 	run  func(t *testing.T, h *harness)
+	// needs is what the test needs of a target beyond the driver contract.
+	needs need
+}
+
+// need is a capability a test needs of its target.
+type need int
+
+const (
+	needNothing need = iota
+	// needProcesses: child processes open the test's namespace.
+	needProcesses
+	// needSQL: the test counts the driver's rows with SQL.
+	needSQL
+)
+
+func (n need) String() string {
+	switch n {
+	case needProcesses:
+		return "other processes (SingleProcess)"
+	case needSQL:
+		return "SQL (NoSQL)"
+	}
+	return "need"
+}
+
+// has reports whether the target offers what a test needs.
+func (t Target) has(n need) bool {
+	switch n {
+	case needProcesses:
+		return !t.SingleProcess
+	case needSQL:
+		return !t.NoSQL
+	}
+	return true
 }
 
 // contracts lists every test, in contract order. Files named after their
@@ -81,10 +134,21 @@ func register(name string, run func(t *testing.T, h *harness)) {
 	contracts = append(contracts, contract{name: name, run: run})
 }
 
-// Run runs every contract test against target.
+// registerNeeding adds a test that runs only on targets offering n.
+func registerNeeding(n need, name string, run func(t *testing.T, h *harness)) {
+	contracts = append(contracts, contract{name: name, run: run, needs: n})
+}
+
+// Run runs every contract test against target, except those that need
+// what the target declares it lacks (SingleProcess, NoSQL): it names those
+// in the log.
 func Run(t *testing.T, target Target) {
 	root, pool := t, &nsPool{}
 	for _, c := range contracts {
+		if !target.has(c.needs) {
+			t.Logf("%s does not run on %s: the target declares it has no %s", c.name, target.Name, c.needs)
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			c.run(t, &harness{target: target, root: root, pool: pool})

@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	register("D9_BatchLeaseStorage", testDriverBatchLeaseStorage)
+	registerNeeding(needSQL, "D9_BatchLeaseStorage", testDriverBatchLeaseStorage)
 	register("D10_LeasedRowsUnderMaintenance", testDriverLeasedRowsUnderMaintenance)
 }
 

@@ -1,0 +1,248 @@
+package memdriver
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// RegistrySettings implements driver.Registry.
+func (d *Driver) RegistrySettings(ctx context.Context, p driver.RegistrySettingsParams) (driver.RegistrySettings, error) {
+	var out driver.RegistrySettings
+	err := d.read(ctx, func(b *db) error {
+		out = b.settings[p.StreamID]
+		return nil
+	})
+	return out, err
+}
+
+// UpdateRegistrySettings implements driver.Registry.
+func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegistrySettingsParams) error {
+	return d.write(ctx, nil, func(b *db) error {
+		s := b.settings[p.StreamID]
+		if err := p.Update(&s); err != nil {
+			return err
+		}
+		b.settings[p.StreamID] = s
+		return nil
+	})
+}
+
+// RecordSchema implements driver.Registry, with global schema ids and
+// references (driver.SchemaIDs). It runs with the writer held, so calls
+// for one stream are serialized.
+func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) (driver.SchemaRevision, bool, error) {
+	var out driver.SchemaRevision
+	var created bool
+	err := d.write(ctx, nil, func(b *db) error {
+		rev := p.Revision
+		s, err := b.stream(rev.StreamID)
+		if err != nil {
+			return err
+		}
+		existing := s.revisionsAt(b, rev.Version)
+		for _, e := range existing {
+			if e.Fingerprint == rev.Fingerprint {
+				out = e
+				return nil
+			}
+		}
+		if err := p.Decide(existing, b.settings[rev.StreamID], b.settings[0]); err != nil {
+			return err
+		}
+		out = rev
+		out.Schema, out.References = slices.Clone(rev.Schema), slices.Clone(rev.References)
+		out.CreatedAt, out.Revision = micro(rev.CreatedAt), 1
+		if len(existing) > 0 {
+			out.Revision = existing[len(existing)-1].Revision + 1
+		}
+		if rev.Revision != 0 {
+			if rev.Revision < out.Revision {
+				return fmt.Errorf("%w: revision %d; the next revision is %d or later", driver.ErrRevisionTaken, rev.Revision, out.Revision)
+			}
+			out.Revision = rev.Revision
+		}
+		if out.ID, err = b.assignID(out); err != nil {
+			return err
+		}
+		if s, err = b.writable(rev.StreamID); err != nil {
+			return err
+		}
+		s.revisions = append(s.revisions, out)
+		created = true
+		return nil
+	})
+	return out, created, err
+}
+
+// assignID returns the global id of the revision's fingerprint, creating it
+// (with the id asked for, in IMPORT mode) the first time any stream records
+// the fingerprint.
+func (b *db) assignID(rev driver.SchemaRevision) (int64, error) {
+	if id, ok := b.byFingerprint[rev.Fingerprint]; ok {
+		if rev.ID != 0 && rev.ID != id {
+			return 0, fmt.Errorf("%w: the schema already has id %d, not %d", driver.ErrSchemaIDTaken, id, rev.ID)
+		}
+		return id, nil
+	}
+	id := rev.ID
+	if id == 0 {
+		id = b.nextDoc + 1
+	} else if _, taken := b.docs[id]; taken {
+		return 0, fmt.Errorf("%w: id %d belongs to another schema", driver.ErrSchemaIDTaken, id)
+	}
+	b.nextDoc = max(b.nextDoc, id)
+	b.docs[id] = driver.SchemaDocument{ID: id, Fingerprint: rev.Fingerprint, Schema: slices.Clone(rev.Schema), CreatedAt: micro(rev.CreatedAt)}
+	b.byFingerprint[rev.Fingerprint] = id
+	return id, nil
+}
+
+// revisionsAt returns the stream's revisions at version (every version for
+// 0), ordered by version and revision, with their global ids.
+func (s *streamData) revisionsAt(b *db, version int) []driver.SchemaRevision {
+	var out []driver.SchemaRevision
+	for _, r := range s.revisions {
+		if version == 0 || r.Version == version {
+			r.ID = b.byFingerprint[r.Fingerprint]
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, revisionOrder)
+	return out
+}
+
+func revisionOrder(a, b driver.SchemaRevision) int {
+	return cmp.Or(cmp.Compare(a.StreamID, b.StreamID), cmp.Compare(a.Version, b.Version), cmp.Compare(a.Revision, b.Revision))
+}
+
+// SchemaRevisions implements driver.Registry.
+func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
+	var out []driver.SchemaRevision
+	err := d.read(ctx, func(b *db) error {
+		if s, err := b.stream(p.StreamID); err == nil {
+			out = s.revisionsAt(b, p.Version)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// SchemaByID implements driver.SchemaIDs.
+func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (driver.SchemaDocument, error) {
+	var out driver.SchemaDocument
+	err := d.read(ctx, func(b *db) error {
+		doc, ok := b.docs[p.ID]
+		if !ok {
+			return fmt.Errorf("memdriver: schema id %d: %w", p.ID, driver.ErrSchemaNotFound)
+		}
+		out = doc
+		return nil
+	})
+	return out, err
+}
+
+// SchemaUsages implements driver.SchemaIDs.
+func (d *Driver) SchemaUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
+	return d.revisionsWhere(ctx, func(b *db, r driver.SchemaRevision) bool { return b.byFingerprint[r.Fingerprint] == p.ID })
+}
+
+// ReferencedBy implements driver.SchemaIDs: revisions whose references
+// name the given revision, with its fingerprint as recorded.
+func (d *Driver) ReferencedBy(ctx context.Context, p driver.ReferencedByParams) ([]driver.SchemaRevision, error) {
+	return d.revisionsWhere(ctx, func(b *db, r driver.SchemaRevision) bool {
+		for _, ref := range r.References {
+			if ref.StreamID == p.StreamID && ref.Version == p.Version && ref.Revision == p.Revision && b.hasRevision(ref) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// hasRevision reports whether the revision a reference names exists with
+// the fingerprint it pins.
+func (b *db) hasRevision(ref driver.SchemaReference) bool {
+	s, err := b.stream(ref.StreamID)
+	if err != nil {
+		return false
+	}
+	for _, r := range s.revisions {
+		if r.Version == ref.Version && r.Revision == ref.Revision && r.Fingerprint == ref.Fingerprint {
+			return true
+		}
+	}
+	return false
+}
+
+// revisionsWhere lists every stream's revisions that keep holds for.
+func (d *Driver) revisionsWhere(ctx context.Context, keep func(*db, driver.SchemaRevision) bool) ([]driver.SchemaRevision, error) {
+	var out []driver.SchemaRevision
+	err := d.read(ctx, func(b *db) error {
+		for _, s := range b.streams {
+			for _, r := range s.revisionsAt(b, 0) {
+				if keep(b, r) {
+					out = append(out, r)
+				}
+			}
+		}
+		slices.SortFunc(out, revisionOrder)
+		return nil
+	})
+	return out, err
+}
+
+// RecordReader implements driver.Registry.
+func (d *Driver) RecordReader(ctx context.Context, p driver.RecordReaderParams) error {
+	r := p.Reader
+	r.RegisteredAt = micro(r.RegisteredAt)
+	return d.write(ctx, nil, func(b *db) error {
+		s, err := b.writable(r.StreamID)
+		if err != nil {
+			return err
+		}
+		s.readers[readerKey{r.Group, r.Version}] = r
+		return nil
+	})
+}
+
+// Readers implements driver.Registry.
+func (d *Driver) Readers(ctx context.Context, p driver.ReadersParams) ([]driver.Reader, error) {
+	var out []driver.Reader
+	err := d.read(ctx, func(b *db) error {
+		if s, err := b.stream(p.StreamID); err == nil {
+			for _, r := range s.readers {
+				out = append(out, r)
+			}
+		}
+		slices.SortFunc(out, func(a, b driver.Reader) int {
+			return cmp.Or(strings.Compare(a.Group, b.Group), cmp.Compare(a.Version, b.Version))
+		})
+		return nil
+	})
+	return out, err
+}
+
+// LiveRevisions implements driver.Registry.
+func (d *Driver) LiveRevisions(ctx context.Context, p driver.LiveRevisionsParams) ([]int, error) {
+	var out []int
+	err := d.read(ctx, func(b *db) error {
+		s, err := b.stream(p.StreamID)
+		if err != nil {
+			return err
+		}
+		seen := map[int]bool{}
+		for _, r := range s.rows {
+			if r.SchemaVersion == p.Version && !seen[r.revision] {
+				seen[r.revision] = true
+				out = append(out, r.revision)
+			}
+		}
+		slices.Sort(out)
+		return nil
+	})
+	return out, err
+}
