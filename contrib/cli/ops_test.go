@@ -414,6 +414,13 @@ func TestSettings(t *testing.T) {
 		if s := get("mode", "set", "orders", "readonly"); s.Mode != "READONLY" || s.Source != "stream" {
 			t.Fatalf("set mode: %+v", s)
 		}
+		// READONLY refuses config changes: the command fails and nothing changes.
+		if r := cli(t, url, "schema", "level", "set", "orders", "NONE"); r.code == 0 {
+			t.Fatalf("level set on a READONLY stream succeeded: %v", r)
+		}
+		if s := get("level", "get", "orders"); s.Level != "FULL" || s.Source != "registry" {
+			t.Fatalf("level after a refused set: %+v", s)
+		}
 		if out := must(t, url, "schema", "mode", "get", "--global"); out != "SCOPE            MODE       SOURCE\n(registry-wide)  READWRITE  default\n" {
 			t.Fatalf("mode get --global table:\n%q", out)
 		}

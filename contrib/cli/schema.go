@@ -328,16 +328,18 @@ func (c *CLI) settingCmd(what, long, def string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The setting's own error, not a parse error shadowing it: a
+			// refused change must fail the command.
 			if what == "level" {
-				l, err := schema.ParseLevel(value)
-				if err != nil {
-					return Usagef("%v", err)
+				l, perr := schema.ParseLevel(value)
+				if perr != nil {
+					return Usagef("%v", perr)
 				}
 				err = reg.SetLevel(ctx, stream, l)
 			} else {
-				m, err := sqlstreams.ParseMode(value)
-				if err != nil {
-					return Usagef("%v", err)
+				m, perr := sqlstreams.ParseMode(value)
+				if perr != nil {
+					return Usagef("%v", perr)
 				}
 				err = reg.SetMode(ctx, stream, m)
 			}
