@@ -19,9 +19,14 @@ test: services vet
 	go test -count=1 -timeout 45m $(PACKAGES)
 	$(MAKE) --no-print-directory release-check
 
+# staticcheck, pinned; its configuration is staticcheck.conf (each disabled
+# check with its reason).
+STATICCHECK = go run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 vet: release-lint
 	@out=$$($(GOFMT) -l core conformance driver contrib examples .tests 2>&1); if [ -n "$$out" ]; then echo "gofmt needed (or failed):"; echo "$$out"; exit 1; fi
 	go vet $(PACKAGES)
+	$(STATICCHECK) $(PACKAGES)
 
 fmt:
 	$(GOFMT) -w core conformance driver contrib examples .tests

@@ -98,9 +98,8 @@ type contract struct {
 type need int
 
 const (
-	needNothing need = iota
 	// needProcesses: child processes open the test's namespace.
-	needProcesses
+	needProcesses need = iota + 1
 	// needSQL: the test counts the driver's rows with SQL.
 	needSQL
 )

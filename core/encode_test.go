@@ -36,7 +36,7 @@ type plainOrder struct {
 	InSlice  []ptrJSON `json:"in_slice"` // slice elements: addressable either way
 	InMap    map[string]ptrJSON
 	InIface  any
-	internal ptrJSON // unexported: never encoded
+	internal ptrJSON //lint:ignore U1000 the test shows an unexported field is never encoded
 }
 
 type withPtrField struct {

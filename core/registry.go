@@ -545,7 +545,7 @@ func gateProblems(ctx context.Context, res *resolver, reg registration, level sc
 	}
 	var compared []driver.SchemaRevision
 	for _, e := range existing {
-		if reg.against == nil || len(reg.against) == 0 || slices.Contains(reg.against, e.Revision) {
+		if len(reg.against) == 0 || slices.Contains(reg.against, e.Revision) {
 			compared = append(compared, e)
 		}
 	}

@@ -61,10 +61,8 @@ func Parse(rawURL string) (Target, error) {
 		}
 		return Target{Driver: MySQL, DSN: d}, nil
 	case "sqlite", "sqlite3":
-		path := rest
-		if strings.HasPrefix(path, "//") {
-			path = path[2:] // sqlite:///abs/path.db → /abs/path.db; sqlite://rel.db → rel.db
-		}
+		// sqlite:///abs/path.db → /abs/path.db; sqlite://rel.db → rel.db
+		path := strings.TrimPrefix(rest, "//")
 		if path == "" {
 			return Target{}, fmt.Errorf("%w: %q names no file; %s", ErrInvalidURL, s, forms)
 		}

@@ -1183,13 +1183,6 @@ func ifElse(c bool, a, b string) string {
 	return b
 }
 
-func nilIfAbsent(v any, ok bool) any {
-	if !ok {
-		return nil
-	}
-	return v
-}
-
 // unionKeys returns the keys present in a or b, sorted, so that a diff
 // walks both sides' members in one deterministic order.
 func unionKeys[A, B any](a map[string]A, b map[string]B) []string {

@@ -140,15 +140,15 @@ type fieldRules struct {
 	Omit       string          `json:"omit,omitempty"`
 	Zero       time.Time       `json:"zero,omitzero"`
 	Skipped    string          `json:"-"`
-	Dash       string          `json:"-,"`
+	Dash       string          `json:"-,"` //lint:ignore SA5008 the name "-" spelled as encoding/json documents it
 	BadTag     string          `json:"bad name!"` // unusual but valid tag name
 	Quoted     int64           `json:"quoted,string"`
 	QuotedBool bool            `json:"qb,string"`
 	QuotedPtr  *int            `json:"qp,string"`
-	QuotedStr  []int           `json:"qs,string"` // ,string does not apply to slices
+	QuotedStr  []int           `json:"qs,string"` //lint:ignore SA5008 ,string does not apply to slices: the test shows reflection agrees
 	Ptr        *Tagged         `json:"ptr"`
 	Opt        *float64        `json:"opt,omitempty"`
-	unexported int             //nolint:unused // must be skipped
+	unexported int             //lint:ignore U1000 must be skipped by reflection
 	Inner                      // promoted: a, b
 	inner2                     // unexported embedded struct: c and A promoted
 	*Tagged    `json:"tagged"` // embedded with a tag name: an ordinary member
@@ -403,7 +403,7 @@ func TestReflectErrors(t *testing.T) {
 			N int `sqlstreams:"default=\"seven\""`
 		}](), []string{".N", "does not decode into int"}},
 		{reflect.TypeFor[struct {
-			Q string `json:"a\"b"`
+			Q string `json:"a\"b"` //lint:ignore SA5008 a quote in a name is refused, which the test checks
 		}](), []string{"Q", "quote or backslash", "rename"}},
 		{nil, []string{"reflect.TypeFor"}},
 	}
