@@ -27,21 +27,27 @@ const (
 
 // C11 and C14, beside C21: compaction and hard retention whose rows a
 // caller's open transaction holds (an AckTx on a delivery of a removed row,
-// not yet committed) never hold a partition's append lock while they wait for
-// it, so every produce to the stream meanwhile succeeds. Maintenance then
+// not yet committed) never hold a partition's append lock while they wait
+// for it, so every produce to the stream meanwhile succeeds. Maintenance
 // either completes once the caller commits or, when its own lock wait runs
 // out first, fails with a retryable ErrConflict that names what it waited
-// for (never "an open ProduceTx", which there is not). On a single-writer
-// engine (SQLite) the caller's transaction holds the only writer, so no
-// write, produce or maintenance, can run until it ends (C21 covers that
-// wait); there both must complete once it commits.
+// for (an AckTx, not only "an open ProduceTx", which there is not). On a
+// single-writer engine (SQLite) the caller's transaction holds the only
+// writer, so no write, produce or maintenance, runs until it ends (C21
+// covers that wait); there maintenance too completes after the commit or
+// gives up naming the caller's transaction.
 func testMaintenanceNeverBlocksProduce(t *testing.T, h *harness) {
+	// Two partitions: r0 goes to partition 0. r1 supersedes it (same key)
+	// or lands in partition 1, so that r0, removed, is partition 0's newest
+	// row (its high-water mark moves: the partition is locked for that).
 	kinds := []struct {
-		name string
-		opts sqlstreams.StreamOptions
+		name    string
+		opts    sqlstreams.StreamOptions
+		sameKey bool
 	}{
-		{"Compact", sqlstreams.StreamOptions{Compacted: true}},
-		{"HardRetain", sqlstreams.StreamOptions{Retention: sqlstreams.Retention{MaxRows: 1, Hard: true}}},
+		{"Compact", sqlstreams.StreamOptions{Partitions: 2, Compacted: true}, true},
+		{"HardRetain", sqlstreams.StreamOptions{Partitions: 2, Retention: sqlstreams.Retention{MaxRows: 1, Hard: true}}, false},
+		{"HardRetainCompacted", sqlstreams.StreamOptions{Partitions: 2, Compacted: true, Retention: sqlstreams.Retention{MaxRows: 1, Hard: true}}, false},
 	}
 	waits := []struct {
 		name string
@@ -59,18 +65,18 @@ func testMaintenanceNeverBlocksProduce(t *testing.T, h *harness) {
 				t.Parallel()
 				// Maintain works on every stream of a namespace: one each.
 				h := h.fresh()
-				maintenanceBesideOpenAck(t, h, k.opts, w.wait, w.completes)
+				maintenanceBesideOpenAck(t, h, k.opts, k.sameKey, w.wait, w.completes)
 			})
 		}
 	}
 }
 
 // maintenanceBesideOpenAck runs one case of
-// C14_MaintenanceNeverBlocksProduce: row r0 is claimed, then superseded
-// (same key, compacted) or pushed over the row limit by r1; a caller's
+// C14_MaintenanceNeverBlocksProduce: row r0 is claimed, then superseded by
+// r1 (sameKey, compacted) or pushed over the row limit by it; a caller's
 // transaction acks r0 and stays open while Maintain runs beside it and
-// produces go on.
-func maintenanceBesideOpenAck(t *testing.T, h *harness, opts sqlstreams.StreamOptions, wait time.Duration, completes bool) {
+// produces to r0's partition go on.
+func maintenanceBesideOpenAck(t *testing.T, h *harness, opts sqlstreams.StreamOptions, sameKey bool, wait time.Duration, completes bool) {
 	if h.target.OpenWithLockTimeout == nil {
 		t.Fatalf("target %s has no OpenWithLockTimeout", h.target.Name)
 	}
@@ -85,12 +91,17 @@ func maintenanceBesideOpenAck(t *testing.T, h *harness, opts sqlstreams.StreamOp
 	}
 	p := producer[EventV1](t, c, stream)
 	cons := consumer[EventV1](t, c, stream, "g", &sqlstreams.ConsumerOptions{LeaseDuration: time.Hour})
-	r0 := produceV1(t, p, 1, sqlstreams.Key("k"))[0]
+	keys := keysInPartition(0, 2, 6)
+	r0 := produceV1(t, p, 1, sqlstreams.Key(keys[0]))[0]
 	ds := claimN(t, cons, 1)
 	if len(ds) != 1 || ds[0].ID != r0 {
 		t.Fatalf("claimed %v; want [%d]", idsOf(ds), r0)
 	}
-	produceV1(t, p, 1, sqlstreams.Key("k")) // r1: r0 is superseded, or over the limit
+	r1Key := keysForPartitions(2)[1]
+	if sameKey {
+		r1Key = keys[0]
+	}
+	produceV1(t, p, 1, sqlstreams.Key(r1Key)) // r1: r0 is superseded, or over the limit
 
 	drvM, err := h.target.OpenWithLockTimeout(h.ns(t), wait)
 	if err != nil {
@@ -120,37 +131,46 @@ func maintenanceBesideOpenAck(t *testing.T, h *harness, opts sqlstreams.StreamOp
 		rep, err := m.Maintain(ctx(t))
 		done <- result{rep, err}
 	}()
+	await := func(what string) result {
+		t.Helper()
+		select {
+		case r := <-done:
+			return r
+		case <-time.After(time.Minute):
+			t.Fatalf("Maintain still runs a minute %s", what)
+			return result{}
+		}
+	}
 
 	single := c.Driver().Capabilities().SingleWriter
 	if single {
 		t.Logf("%s has a single writer: the open transaction holds it, so produces wait for its commit", h.target.Name)
 	} else {
-		produceBesideMaintenance(t, p)
+		produceBesideMaintenance(t, p, keys[1:])
+	}
+	var r result
+	if !completes {
+		// Its lock wait runs out while the transaction is still open.
+		r = await("with its lock wait run out")
+		switch {
+		case !errors.Is(r.err, sqlstreams.ErrConflict):
+			t.Errorf("Maintain whose lock wait ran out beside an open AckTx: %v, %+v; want a retryable ErrConflict", r.err, r.rep)
+		case !strings.Contains(r.err.Error(), "AckTx"):
+			t.Errorf("Maintain that waited for an open AckTx does not say so: %v", r.err)
+		default:
+			t.Logf("Maintain gave up: %v", r.err)
+		}
 	}
 	if err := commit(); err != nil {
 		t.Fatal(err)
 	}
 	ended = true
-
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("Maintain still runs a minute after the caller's transaction committed")
-	}
-	switch {
-	case r.err == nil:
-		if r.rep.Compacted+r.rep.Retained < 1 {
-			t.Errorf("Maintain after the commit removed nothing (%+v); want r0 (%d) removed", r.rep, r0)
+	if completes {
+		r = await("after the caller's transaction committed")
+		if r.err != nil || r.rep.Compacted+r.rep.Retained < 1 {
+			t.Errorf("Maintain with a lock wait longer than the caller's transaction: %+v, %v; want it to complete after the commit, r0 (%d) removed",
+				r.rep, r.err, r0)
 		}
-	case completes:
-		t.Errorf("Maintain with a lock wait longer than the caller's transaction: %v; want it to complete after the commit", r.err)
-	case !errors.Is(r.err, sqlstreams.ErrConflict):
-		t.Errorf("Maintain that gave up waiting: %v; want a retryable ErrConflict", r.err)
-	case strings.Contains(r.err.Error(), "ProduceTx"):
-		t.Errorf("Maintain that waited for an open AckTx blames a ProduceTx: %v", r.err)
-	default:
-		t.Logf("Maintain gave up: %v", r.err)
 	}
 	// Whatever maintenance did, producing still works, and a second pass
 	// removes r0 (the caller's ack committed).
@@ -172,14 +192,14 @@ func maintenanceBesideOpenAck(t *testing.T, h *harness, opts sqlstreams.StreamOp
 
 // produceBesideMaintenance produces a few rows while Maintain waits for the
 // caller's transaction: each must succeed well within its lock timeout.
-func produceBesideMaintenance(t *testing.T, p *sqlstreams.Producer[EventV1]) {
+func produceBesideMaintenance(t *testing.T, p *sqlstreams.Producer[EventV1], keys []string) {
 	t.Helper()
-	for i := range 5 {
+	for i, key := range keys {
 		// Spaced a little so that maintenance has reached its lock wait
 		// for the later ones; no outcome depends on the spacing.
 		time.Sleep(50 * time.Millisecond)
 		pctx, cancel := context.WithTimeout(ctx(t), maintenanceProduceBound)
-		_, err := p.Produce(pctx, EventV1{Seq: 10 + i}, sqlstreams.Key(fmt.Sprintf("w%d", i)))
+		_, err := p.Produce(pctx, EventV1{Seq: 10 + i}, sqlstreams.Key(key))
 		cancel()
 		if err != nil {
 			t.Errorf("produce %d while maintenance waits for an open AckTx: %v; want it to succeed (bound %v, lock timeout %v)",
@@ -187,4 +207,16 @@ func produceBesideMaintenance(t *testing.T, p *sqlstreams.Producer[EventV1]) {
 			return
 		}
 	}
+}
+
+// keysInPartition returns n keys of partition part of a stream with
+// partitions.
+func keysInPartition(part, partitions, n int) []string {
+	var keys []string
+	for i := 0; len(keys) < n; i++ {
+		if k := fmt.Sprintf("p%d-key-%d", part, i); sqlstreams.PartitionForKey(k, partitions) == part {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
