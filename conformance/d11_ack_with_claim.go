@@ -122,6 +122,47 @@ func testAckWithClaim(t *testing.T, h *harness) {
 		}
 	})
 
+	t.Run("RecordedBeforeAFailedClaim", func(t *testing.T) {
+		t.Parallel()
+		h := h.fresh()
+		// The claim that carries the acks records them but returns only an
+		// undecodable row (dead-lettered), so AckAndClaim claims again, and
+		// that claim fails. The acks were recorded: the call says so (no
+		// error but the *SettleError naming the one lease another member
+		// took over), and acking them again finds them settled.
+		const stream = "d11-recorded"
+		ca, f := h.faultyClient(t)
+		cb := h.client(t)
+		p := producer[EventV1](t, cb, stream)
+		ids := produceV1(t, p, 3)
+		a := consumer[EventV1](t, ca, stream, "g", &sqlstreams.ConsumerOptions{LeaseDuration: time.Hour})
+		b := consumer[EventV1](t, cb, stream, "g", &sqlstreams.ConsumerOptions{LeaseDuration: time.Hour})
+		first, rest, taken := takeOver(t, a, b, ids)
+		bad, err := producer[sqlstreams.RawPayload](t, cb, stream).Produce(ctx(t), sqlstreams.RawPayload{Version: 1, Data: []byte(`{"seq":"not a number"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.set(func(f *faultDriver) { f.failPlainClaims = 1 })
+		next, err := a.AckAndClaim(ctx(t), 1, append(first, rest...)...)
+		var se *sqlstreams.SettleError
+		if !errors.As(err, &se) || !equalIDs(se.Lost, []int64{ids[0]}) || len(se.AlreadySettled) != 0 || len(next) != 0 {
+			t.Fatalf("AckAndClaim whose acks were recorded before a claim failed: %v, %v; want no deliveries and a *SettleError naming only %d lost",
+				idsOf(next), err, ids[0])
+		}
+		for _, d := range rest {
+			if err := d.Ack(ctx(t)); !errors.Is(err, sqlstreams.ErrAlreadySettled) {
+				t.Errorf("acking %d again: %v; want ErrAlreadySettled (AckAndClaim recorded it)", d.ID, err)
+			}
+		}
+		hl := groupAt(t, health(t, cb, stream), 1, "g")
+		if hl.Leased != 1 || hl.Dead != 1 || hl.Unread != 0 {
+			t.Errorf("after AckAndClaim: %+v; want B's lease, the undecodable row %d dead, the acks recorded", hl, bad)
+		}
+		if err := taken[0].Ack(ctx(t)); err != nil {
+			t.Errorf("B's ack of the delivery it holds: %v", err)
+		}
+	})
+
 	t.Run("OrderedPartitionFreed", func(t *testing.T) {
 		t.Parallel()
 		h := h.fresh()

@@ -23,6 +23,10 @@ type faultDriver struct {
 	// failAckClaims makes the next n claims that carry acks fail the same
 	// way.
 	failAckClaims int
+	// failPlainClaims makes the next n claims that carry no acks fail the
+	// same way (AckAndClaim's second claim, after its first recorded the
+	// acks).
+	failPlainClaims int
 	// hangClaims makes Claim wait until its context ends while set.
 	hangClaims bool
 	claims     int // Claim calls seen
@@ -58,6 +62,9 @@ func (f *faultDriver) Claim(ctx context.Context, p driver.ClaimParams) (driver.C
 			f.failAckClaims--
 			fail = true
 		}
+	} else if f.failPlainClaims > 0 {
+		f.failPlainClaims--
+		fail = true
 	}
 	f.mu.Unlock()
 	if fail {

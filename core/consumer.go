@@ -527,7 +527,9 @@ func (c *Consumer[T]) Claim(ctx context.Context, n int) ([]Delivery[T], error) {
 // As with Ack, each delivery is settled on its own: when some were lost or
 // already settled, AckAndClaim returns the new deliveries together with a
 // *SettleError naming exactly those (the claim took effect: handle what it
-// returned). Any other error means nothing was claimed and no ack was
+// returned, maybe nothing when the rows it leased did not decode and the
+// claim it made for more failed; the next call meets that failure). Any
+// other error means nothing was claimed and no ack was
 // recorded (with ErrOutcomeUnknown, maybe recorded: acking again then
 // reports them lost); ack them again, or let their leases expire. When ctx
 // ends while the database is claiming, the new deliveries are given back
@@ -571,21 +573,27 @@ func (c *Consumer[T]) giveBack(ctx context.Context, ds []Delivery[T]) {
 // claim leases and decodes up to n deliveries with ctx, which bounds the
 // work, after acking acks (leases taken by take) in the same transaction.
 // It returns the ids of acks that were lost; on error none was recorded
-// (unless the outcome is unknown) and the acks are open again.
+// (unless the outcome is unknown) and the acks are open again. Once a claim
+// recorded the acks, a later claim's error ends the loop without error.
 func (c *Consumer[T]) claim(ctx context.Context, n int, source string, acks []*lease) ([]Delivery[T], []int64, error) {
 	out := make([]Delivery[T], 0, n)
 	var lostAcks []int64
+	recorded := false // a claim recorded acks
 	// A row that does not decode goes dead and leaves its place free: claim
 	// again for it, so that rows behind it are not held back and an empty
 	// result means nothing was claimable (C9).
 	for len(out) < n {
 		rows, token, lost, err := c.claimRows(ctx, n-len(out), source, acks)
 		if err != nil {
-			if len(out) > 0 {
-				return out, lostAcks, nil // the next claim meets the error again
+			if len(out) > 0 || recorded {
+				// What took effect stands (the deliveries, the acks a first
+				// claim recorded and the ones it found lost); the next
+				// claim meets the error again.
+				return out, lostAcks, nil
 			}
 			return nil, nil, err
 		}
+		recorded = recorded || len(acks) > 0
 		acks, lostAcks = nil, append(lostAcks, lost...)
 		dropped, failed := 0, false
 		for _, r := range rows {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -231,7 +232,7 @@ func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, er
 				return err
 			}
 			removed = int64(len(victims))
-			if err := materializeOverlapping(ctx, tx, stream.ID, victims); err != nil {
+			if err := d.materializeOverlapping(ctx, tx, stream.ID, victims); err != nil {
 				return err
 			}
 			return d.deleteRows(ctx, tx, stream, victims, false)
@@ -241,18 +242,35 @@ func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, er
 }
 
 // deleteRows removes log rows with their exceptions and any head pointing at
-// them. First it keeps the high-water mark: a partition whose newest row
-// goes has its stream_partition.high_water raised to that row's id. Only
-// such partitions are locked for it (the append lock row, waiting for an
-// append in flight); a partition keeping a newer row needs no mark, since
-// Health reads its newest id from the log, and Compact and Retain of one
-// stream never run at once (both lock the stream's config row first).
-// locked says the caller already holds every partition of the stream.
-func (d *Driver) deleteRows(ctx context.Context, tx querier, stream driver.StreamConfig, victims []driver.RetainCandidate, locked bool) error {
+// them. The exceptions go first (deleteExceptions), before any append lock
+// is taken: a caller's open transaction may hold them (an AckTx), and no
+// producer may wait behind maintenance that waits for it (decisions.md,
+// "Maintenance takes the append locks last"). Then it keeps the high-water
+// mark: a partition whose newest row goes has its
+// stream_partition.high_water raised to that row's id. Only such partitions
+// are locked for it (the append lock row, waiting for an append in flight),
+// or every partition of the stream with lockAll (retention of a compacted
+// stream, whose removal of heads races with appends moving them); a
+// partition keeping a newer row needs no mark, since Health reads its newest
+// id from the log, and Compact and Retain of one stream never run at once
+// (both lock the stream's config row first).
+func (d *Driver) deleteRows(ctx context.Context, tx querier, stream driver.StreamConfig, victims []driver.RetainCandidate, lockAll bool) error {
 	if len(victims) == 0 {
 		return nil
 	}
 	table := logTable(stream.ID)
+	ids := make([]int64, len(victims))
+	for i, v := range victims {
+		ids[i] = v.ID
+	}
+	if err := d.deleteExceptions(ctx, tx, stream.ID, ids); err != nil {
+		return err
+	}
+	if lockAll {
+		if _, err := d.lockPartitions(ctx, tx, stream.ID, nil, false, false); err != nil {
+			return err
+		}
+	}
 	gone := map[int]int64{}
 	for _, v := range victims {
 		gone[v.Partition] = max(gone[v.Partition], v.ID)
@@ -281,7 +299,7 @@ func (d *Driver) deleteRows(ctx context.Context, tx querier, stream driver.Strea
 		}
 	}
 	if len(mark) > 0 {
-		if !locked {
+		if !lockAll {
 			if _, err := d.lockPartitions(ctx, tx, stream.ID, mark, false, false); err != nil {
 				return err
 			}
@@ -302,26 +320,66 @@ func (d *Driver) deleteRows(ctx context.Context, tx querier, stream driver.Strea
 	if err := subtractRowCounts(ctx, tx, stream.ID, victims); err != nil {
 		return err
 	}
-	ids := make([]int64, len(victims))
-	for i, v := range victims {
-		ids[i] = v.ID
-	}
-	const chunk = 500
-	for start := 0; start < len(ids); start += chunk {
-		part := int64sToArgs(ids[start:min(start+chunk, len(ids))])
+	for start := 0; start < len(ids); start += deleteChunk {
+		part := int64sToArgs(ids[start:min(start+deleteChunk, len(ids))])
 		in := ` IN (` + placeholders(len(part)) + `)`
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE id`+in, part...); err != nil {
 			return err
 		}
 		args := append([]any{stream.ID}, part...)
-		if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_exception WHERE stream_id = ? AND msg_id`+in, args...); err != nil {
-			return err
-		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM compaction_head WHERE stream_id = ? AND head_id`+in, args...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// deleteChunk bounds the ids one statement of deleteRows names.
+const deleteChunk = 500
+
+// deleteExceptions locks and removes the exception rows of ids, each a
+// primary-key lookup by group (a scan by stream would also wait for rows
+// of other messages that a caller's transaction holds). The locking read
+// waits at most the lock timeout (WAIT on MariaDB, innodb_lock_wait_timeout
+// on MySQL) and is not run again when it runs out, with an error that says
+// what it waited for.
+func (d *Driver) deleteExceptions(ctx context.Context, tx querier, streamID int64, ids []int64) error {
+	var groups []string
+	if err := eachRow(ctx, tx, `SELECT name FROM consumer_group WHERE stream_id = ? ORDER BY name`, []any{streamID}, func(r *sql.Rows) error {
+		var g string
+		err := r.Scan(&g)
+		groups = append(groups, g)
+		return err
+	}); err != nil || len(groups) == 0 {
+		return err
+	}
+	for start := 0; start < len(ids); start += deleteChunk {
+		part := ids[start:min(start+deleteChunk, len(ids))]
+		where := `stream_id = ? AND group_name IN (` + placeholders(len(groups)) + `) AND msg_id IN (` + placeholders(len(part)) + `)`
+		args := append(append([]any{streamID}, stringsToArgs(groups)...), int64sToArgs(part)...)
+		err := eachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE `+where+` ORDER BY group_name, msg_id FOR UPDATE`+d.waitClause(), args,
+			func(*sql.Rows) error { return nil })
+		if err != nil {
+			return d.leaseWaitError(streamID, "lock exceptions of rows removed", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_exception WHERE `+where, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leaseWaitError gives a lock wait of compaction or retention for the
+// leases of the rows it removes that ran out its advice, and keeps ownTx
+// from running it again: the holder is a caller's transaction, which may
+// stay open a while. Other errors it returns as they are.
+func (d *Driver) leaseWaitError(streamID int64, what string, err error) error {
+	if n := mysqlErrno(err); n != errLockWaitTimeout && n != errLockNowait {
+		return err
+	}
+	return finalError{&driver.Error{Kind: driver.ErrConflict, Err: driver.Redact(fmt.Errorf("stream %d: %s: %w", streamID, what, err), d.secrets...),
+		Advice: "another transaction holds the lease of a delivery among the rows removed, probably an open AckTx, RetryTx or DeadTx of a consumer; " +
+			"nothing was removed; compaction and retention try again at their next run"}}
 }
 
 // Retain implements driver.Driver. Soft limits remove a row only when every
@@ -387,7 +445,7 @@ func (d *Driver) retain(ctx context.Context, tx querier, req driver.RetainParams
 		}
 		// Batch members among the victims become exception rows, which
 		// count as held below and go with their rows.
-		if err := materializeOverlapping(ctx, tx, stream.ID, victims); err != nil {
+		if err := d.materializeOverlapping(ctx, tx, stream.ID, victims); err != nil {
 			return err
 		}
 		held := map[string]map[int64]bool{}
@@ -418,13 +476,9 @@ func (d *Driver) retain(ctx context.Context, tx querier, req driver.RetainParams
 			}
 		}
 	}
-	if stream.Compacted {
-		// Removing a head races with appends moving it: take the partitions
-		// first, in the order appends take them, so the two cannot deadlock.
-		if _, err := d.lockPartitions(ctx, tx, stream.ID, nil, false, false); err != nil {
-			return err
-		}
-	}
+	// Removing a head races with appends moving it: on a compacted stream
+	// deleteRows takes every partition, in the order appends take them, so
+	// the two cannot deadlock.
 	res.Removed = int64(len(victims))
 	return d.deleteRows(ctx, tx, stream, victims, stream.Compacted)
 }
@@ -462,7 +516,7 @@ func retainBound(ctx context.Context, tx querier, stream driver.StreamConfig, no
 // them (hard retention counts them as held, not unread), and the holders'
 // settles find those leases lost, as they find removed exception rows. Only
 // the batches whose id range overlaps the victims' are locked and read.
-func materializeOverlapping(ctx context.Context, tx querier, streamID int64, victims []driver.RetainCandidate) error {
+func (d *Driver) materializeOverlapping(ctx context.Context, tx querier, streamID int64, victims []driver.RetainCandidate) error {
 	if len(victims) == 0 {
 		return nil
 	}
@@ -472,9 +526,9 @@ func materializeOverlapping(ctx context.Context, tx querier, streamID int64, vic
 		lo, hi = min(lo, v.ID), max(hi, v.ID)
 		gone[v.ID] = true
 	}
-	held, err := lockBatches(ctx, tx, streamID, "first_id <= ? AND last_id >= ?", []any{hi, lo}, " FOR UPDATE")
+	held, err := lockBatches(ctx, tx, streamID, "first_id <= ? AND last_id >= ?", []any{hi, lo}, " FOR UPDATE"+d.waitClause())
 	if err != nil {
-		return err
+		return d.leaseWaitError(streamID, "lock batches of rows removed", err)
 	}
 	for _, b := range held {
 		var ids []int64

@@ -161,20 +161,13 @@ func (d *Driver) lockTimeoutValue() string {
 	return strconv.FormatInt(max(d.lockTimeout.Milliseconds(), 1), 10) + "ms"
 }
 
-// queuePartitionLocks queues the partition lock statement of compaction and
-// retention (an append locks in its insert: appendBatch), between two
-// statements that bound its wait:
-// the first saves the transaction's lock_timeout and sets the driver's, the
-// second restores the saved one, so a caller's transaction keeps its own
-// setting (set_config(..., true) lasts until the transaction ends, also in
-// the implicit transaction of a batch). Each statement returns one result.
-func (d *Driver) queuePartitionLocks(b *pgx.Batch, streamID int64, parts []int32) {
-	d.queueBounded(b, `SELECT partition FROM stream_partition WHERE stream_id = $1::bigint AND partition = ANY($2::integer[])
-		ORDER BY partition FOR NO KEY UPDATE`, streamID, parts)
-}
-
-// queueBounded queues a locking statement between the two statements that
-// bound its wait with the driver's lock timeout (see queuePartitionLocks).
+// queueBounded queues a locking statement of compaction and retention (an
+// append locks in its insert: appendBatch) between two statements that
+// bound its wait: the first saves the transaction's lock_timeout and sets
+// the driver's, the second restores the saved one, so a caller's
+// transaction keeps its own setting (set_config(..., true) lasts until the
+// transaction ends, also in the implicit transaction of a batch). Each
+// statement returns one result.
 func (d *Driver) queueBounded(b *pgx.Batch, query string, args ...any) {
 	lt := d.lockTimeoutValue()
 	if lt == "" {

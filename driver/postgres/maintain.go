@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
@@ -232,7 +233,7 @@ func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, er
 			return err
 		}
 		removed = int64(len(ids))
-		return d.deleteRows(ctx, tx, streamID, ids, parts)
+		return d.deleteRows(ctx, tx, streamID, ids, parts, nil)
 	})
 	if err != nil {
 		return 0, d.maintenanceError(err)
@@ -241,59 +242,127 @@ func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, er
 }
 
 // deleteRows removes log rows with their exceptions (a batch holding any of
-// them materialized first) and any head pointing at them. It first takes
-// the append locks of the partitions it removes rows
-// from (in partition order, as appends do, bounded by the lock timeout) and
-// raises each partition's high-water mark to the greatest id it removes, so
-// that the mark never goes down.
-func (d *Driver) deleteRows(ctx context.Context, tx pgx.Tx, streamID int64, ids []int64, partitions []int32) error {
+// them materialized first) and any head pointing at them, and raises each
+// partition's high-water mark to the greatest id it removes, so that the
+// mark never goes down. groups are the consumer groups whose rows the
+// caller updates next (hard retention's counts).
+//
+// It takes its locks in one order, each wait bounded by the lock timeout:
+// the stream's counting lock (rowcount.go, as DestroyStream locks the stream
+// before its partitions); then what a caller's open transaction may hold
+// (its settles lock batch records and exception rows) and the groups' rows;
+// only then the append locks of the partitions it removes rows from, in
+// partition order as appends take them. So it never holds an append lock
+// while it waits for anything but another append lock: producers wait for
+// an open AckTx no longer than for a ProduceTx (decisions.md, "Maintenance
+// takes the append locks last").
+func (d *Driver) deleteRows(ctx context.Context, tx pgx.Tx, streamID int64, ids []int64, partitions []int32, groups []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	parts := slices.Clone(partitions)
 	slices.Sort(parts)
 	parts = slices.Compact(parts)
-	b := &pgx.Batch{}
-	// The stream's counting lock first (rowcount.go), as DestroyStream
-	// locks the stream before its partitions.
-	d.queueBounded(b, lockCounts, streamID)
-	d.queuePartitionLocks(b, streamID, parts)
+	q := &lockedBatch{d: d}
+	q.bounded(waitCounts, lockCounts, streamID)
 	// Batches holding rows in the range removed are materialized first
 	// (all their members), so that the exceptions of the removed rows go
 	// below and their holders find them lost, as without batches.
-	b.Queue(explodeBatches(streamID, `b.stream_id = $1::bigint AND b.first_id <= $3::bigint AND b.last_id >= $2::bigint`, batchOrder, `FOR UPDATE`),
+	q.bounded(waitLeases, explodeBatches(streamID, `b.stream_id = $1::bigint AND b.first_id <= $3::bigint AND b.last_id >= $2::bigint`, batchOrder, `FOR UPDATE`),
 		streamID, slices.Min(ids), slices.Max(ids))
-	b.Queue(`UPDATE stream_partition sp SET high_water = GREATEST(sp.high_water, x.hw)
+	q.bounded(waitLeases, `SELECT 1 FROM delivery_exception WHERE stream_id = $1::bigint AND msg_id = ANY($2::bigint[])
+		ORDER BY group_name, msg_id FOR UPDATE`, streamID, ids)
+	if len(groups) > 0 {
+		q.bounded(waitGroups, `SELECT 1 FROM consumer_group WHERE stream_id = $1::bigint AND name = ANY($2::text[])
+			ORDER BY name FOR NO KEY UPDATE`, streamID, groups)
+	}
+	q.bounded(waitPartitions, `SELECT partition FROM stream_partition WHERE stream_id = $1::bigint AND partition = ANY($2::integer[])
+		ORDER BY partition FOR NO KEY UPDATE`, streamID, parts)
+	q.queue(`UPDATE stream_partition sp SET high_water = GREATEST(sp.high_water, x.hw)
 		FROM (SELECT m.partition, max(m.id) AS hw FROM `+logTable(streamID)+` m WHERE m.id = ANY($2::bigint[]) GROUP BY m.partition) x
 		WHERE sp.stream_id = $1::bigint AND sp.partition = x.partition`, streamID, ids)
-	queueDeleteCounted(b, streamID, ids)
-	b.Queue(`DELETE FROM delivery_exception WHERE stream_id = $1::bigint AND msg_id = ANY($2::bigint[])`, streamID, ids)
-	b.Queue(`DELETE FROM compaction_head WHERE stream_id = $1::bigint AND head_id = ANY($2::bigint[])`, streamID, ids)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return &maintenanceLock{err: err, parts: parts}
+	queueDeleteCounted(&q.b, streamID, ids)
+	q.waits = append(q.waits, "")
+	q.queue(`DELETE FROM delivery_exception WHERE stream_id = $1::bigint AND msg_id = ANY($2::bigint[])`, streamID, ids)
+	q.queue(`DELETE FROM compaction_head WHERE stream_id = $1::bigint AND head_id = ANY($2::bigint[])`, streamID, ids)
+	if waited, err := q.send(ctx, tx); err != nil {
+		return &maintenanceLock{err: err, parts: parts, waited: waited}
 	}
 	return nil
 }
 
-// maintenanceLock names the partitions whose locks compaction or retention
-// needed when it failed.
+// What a lock wait of compaction or retention waited for, in its error.
+const (
+	waitCounts     = "the stream's row counts (another process's compaction, retention or Health count)"
+	waitLeases     = "the lease of a delivery among the rows removed, probably an open AckTx, RetryTx or DeadTx of a consumer"
+	waitGroups     = "a consumer group of the stream (a group being registered or reset)"
+	waitPartitions = "partitions"
+)
+
+// lockedBatch is a pgx.Batch whose statements say what each may wait for,
+// so that a failed lock names it.
+type lockedBatch struct {
+	d     *Driver
+	b     pgx.Batch
+	waits []string // per queued statement; "" for one that waits for nothing
+}
+
+// bounded queues a locking statement between the two that bound its wait
+// with the driver's lock timeout (queueBounded).
+func (q *lockedBatch) bounded(what, query string, args ...any) {
+	q.d.queueBounded(&q.b, query, args...)
+	q.waits = append(q.waits, "", what, "")
+}
+
+func (q *lockedBatch) queue(query string, args ...any) {
+	q.b.Queue(query, args...)
+	q.waits = append(q.waits, "")
+}
+
+// send runs the batch in tx and returns, with an error, what the failed
+// statement waited for.
+func (q *lockedBatch) send(ctx context.Context, tx pgx.Tx) (string, error) {
+	br := tx.SendBatch(ctx, &q.b)
+	for _, what := range q.waits {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return what, err
+		}
+	}
+	return "", br.Close()
+}
+
+// maintenanceLock names what compaction or retention waited for when it
+// failed: the partitions whose append locks it needed, or the lock it took
+// before them.
 type maintenanceLock struct {
-	err   error
-	parts []int32
+	err    error
+	parts  []int32
+	waited string
 }
 
 func (m *maintenanceLock) Error() string { return m.err.Error() }
 func (m *maintenanceLock) Unwrap() error { return m.err }
 
 // maintenanceError gives a lock conflict of compaction or retention its
-// advice.
+// advice, naming what it waited for.
 func (d *Driver) maintenanceError(err error) error {
 	var ml *maintenanceLock
 	var de *driver.Error
-	if errors.As(err, &ml) && errors.As(err, &de) && de.Kind == driver.ErrConflict && de.Advice == "" {
-		if de.Advice = conflictAdvice(err, ml.parts, false); de.Advice != "" {
-			de.Advice += "; compaction and retention try again at their next run"
-		}
+	var pe *pgconn.PgError
+	if !errors.As(err, &ml) || !errors.As(err, &de) || de.Kind != driver.ErrConflict || de.Advice != "" || !errors.As(err, &pe) {
+		return err
+	}
+	switch {
+	case pe.Code == "55P03" && ml.waited == waitPartitions:
+		de.Advice = conflictAdvice(err, ml.parts, false)
+	case pe.Code == "55P03" && ml.waited != "":
+		de.Advice = "another transaction holds " + ml.waited + "; nothing was removed"
+	case pe.Code == "40P01":
+		de.Advice = "a deadlock with another transaction (one that holds a lease of a removed row and produces to the stream); nothing was removed"
+	}
+	if de.Advice != "" {
+		de.Advice += "; compaction and retention try again at their next run"
 	}
 	return err
 }
@@ -373,13 +442,14 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 			}
 			res.RemovedUnread = driver.CountRemovedUnread(groups, victims, held, req.Match)
 		}
-		// The partition locks first, before this transaction locks anything
-		// else (the groups' rows), since it may wait for them.
-		if err := d.deleteRows(ctx, tx, stream.ID, ids, parts); err != nil {
+		// The groups' rows are locked with the rows' (deleteRows), in one
+		// order, as other processes' retention.
+		names := slices.Sorted(maps.Keys(res.RemovedUnread))
+		if err := d.deleteRows(ctx, tx, stream.ID, ids, parts, names); err != nil {
 			return err
 		}
 		res.Removed = int64(len(ids))
-		for _, name := range slices.Sorted(maps.Keys(res.RemovedUnread)) { // in one order, as other processes' retention
+		for _, name := range names {
 			n := res.RemovedUnread[name]
 			if _, err := tx.Exec(ctx, `UPDATE consumer_group SET removed_unread = removed_unread + $1::bigint WHERE stream_id = $2::bigint AND name = $3::text`,
 				n, stream.ID, name); err != nil {

@@ -59,8 +59,8 @@ type Driver struct {
 
 // BusyTimeout is how long a write waits, by default, for the database's
 // single writer: another process's write lock, or another transaction of
-// this process (an open ProduceTx transaction). Then it fails with
-// ErrConflict.
+// this process (an open ProduceTx, AckTx, RetryTx or DeadTx transaction).
+// Then it fails with ErrConflict.
 const BusyTimeout = 30 * time.Second
 
 // Option configures Open.
@@ -415,7 +415,7 @@ func (d *Driver) wrap(err error) error {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 			return &driver.Error{Kind: driver.ErrConflict, Err: err, Advice: fmt.Sprintf("another connection held the database's write lock for more than %v "+
-				"(another process, or an open ProduceTx transaction); keep write transactions short, or use the PostgreSQL or MySQL driver for many writer processes", d.busyTimeout)}
+				"(another process, or an open transaction of the caller's: ProduceTx, AckTx, RetryTx or DeadTx); keep write transactions short, or use the PostgreSQL or MySQL driver for many writer processes", d.busyTimeout)}
 		case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
 			return &driver.Error{Kind: driver.ErrUnavailable, Err: err, Advice: fmt.Sprintf("the database file %s cannot be opened or read; check the path, its permissions and the disk", d.path)}
 		}
