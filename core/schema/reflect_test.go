@@ -140,7 +140,7 @@ type fieldRules struct {
 	Omit       string          `json:"omit,omitempty"`
 	Zero       time.Time       `json:"zero,omitzero"`
 	Skipped    string          `json:"-"`
-	Dash       string          `json:"-,"` //lint:ignore SA5008 the name "-" spelled as encoding/json documents it
+	Dash       string          `json:"-,"`        //lint:ignore SA5008 the name "-" spelled as encoding/json documents it
 	BadTag     string          `json:"bad name!"` // unusual but valid tag name
 	Quoted     int64           `json:"quoted,string"`
 	QuotedBool bool            `json:"qb,string"`
