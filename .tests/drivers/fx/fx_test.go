@@ -42,18 +42,14 @@ func drivers() []conformance.Target {
 	return []conformance.Target{targets.SQLite(), targets.Postgres()}
 }
 
-// Seen collects what handlers received, by group.
-type Seen struct{ ch chan string }
+// received carries what the handlers got, as "group:id".
+type received chan string
 
-func newSeen() *Seen { return &Seen{ch: make(chan string, 16)} }
-
-// handlerFor is a handler constructor with a dependency from the graph.
-func handlerFor(group string) func(*Seen) sqlstreams.Handler[EvV1] {
-	return func(s *Seen) sqlstreams.Handler[EvV1] {
-		return func(ctx context.Context, d sqlstreams.Delivery[EvV1]) error {
-			s.ch <- group + ":" + d.Value.ID
-			return nil
-		}
+// recordTo is a handler constructor that takes its dependency from the
+// graph, as an application's do.
+func recordTo(group string) func(received) sqlstreams.Handler[EvV1] {
+	return func(r received) sqlstreams.Handler[EvV1] {
+		return func(_ context.Context, d sqlstreams.Delivery[EvV1]) error { r <- group + ":" + d.Value.ID; return nil }
 	}
 }
 
@@ -63,21 +59,6 @@ func driverOf(target conformance.Target, ns string) func() (driver.Driver, error
 
 var fast = &sqlstreams.ConsumerOptions{PollInterval: 20 * time.Millisecond, ShutdownTimeout: 5 * time.Second}
 
-func receive(t testing.TB, s *Seen, n int) map[string]bool {
-	t.Helper()
-	got := map[string]bool{}
-	timeout := time.After(60 * time.Second)
-	for len(got) < n {
-		select {
-		case v := <-s.ch:
-			got[v] = true
-		case <-timeout:
-			t.Fatalf("received %v, want %d", got, n)
-		}
-	}
-	return got
-}
-
 // The whole app: a client from the application's driver, a producer, two
 // consumers of one type on two groups; stop closes everything, with acks
 // written and no goroutine left.
@@ -86,7 +67,7 @@ func TestApp(t *testing.T) {
 		t.Run(target.Name, func(t *testing.T) {
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 			ns := target.NewNamespace(t)
-			seen := newSeen()
+			seen := make(received, 16)
 			var client *sqlstreams.Client
 			var producer *sqlstreams.Producer[EvV1]
 			opts := []fx.Option{
@@ -94,8 +75,8 @@ func TestApp(t *testing.T) {
 				fx.Provide(driverOf(target, ns)),
 				fx.Supply(seen),
 				sqlstreamsfx.Producer[EvV1]("events", nil),
-				sqlstreamsfx.Consumer[EvV1]("events", "g1", fast, handlerFor("g1")),
-				sqlstreamsfx.Consumer[EvV1]("events", "g2", fast, handlerFor("g2")),
+				sqlstreamsfx.Consumer[EvV1]("events", "g1", fast, recordTo("g1")),
+				sqlstreamsfx.Consumer[EvV1]("events", "g2", fast, recordTo("g2")),
 				fx.Populate(&client, &producer),
 				fx.NopLogger,
 			}
@@ -109,9 +90,18 @@ func TestApp(t *testing.T) {
 			if _, err := producer.Produce(ctx, EvV1{ID: "a"}); err != nil {
 				t.Fatal(err)
 			}
-			got := receive(t, seen, 2)
-			if !got["g1:a"] || !got["g2:a"] {
-				t.Errorf("received %v", got)
+			want := map[string]bool{"g1:a": true, "g2:a": true}
+			deadline := time.After(60 * time.Second)
+			for len(want) > 0 {
+				select {
+				case v := <-seen:
+					if !want[v] {
+						t.Errorf("received %s, want one of %v", v, want)
+					}
+					delete(want, v)
+				case <-deadline:
+					t.Fatalf("still waiting for %v", want)
+				}
 			}
 			app.RequireStop()
 			if _, err := client.Streams(ctx); !errors.Is(err, sqlstreams.ErrClosed) {
