@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -18,7 +16,7 @@ import (
 	sqlstreamsfx "github.com/sqlstreams/sqlstreams/contrib/fx"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
-	"github.com/sqlstreams/sqlstreams/driver/sqlite"
+	"github.com/sqlstreams/sqlstreams/core/memdriver"
 )
 
 // OrderPlacedV1 is the message of the examples.
@@ -40,26 +38,16 @@ func newBilling(out billed) sqlstreams.Handler[OrderPlacedV1] {
 	}
 }
 
-func tempDB() (string, func()) {
-	dir, err := os.MkdirTemp("", "sqlstreamsfx-example-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	return filepath.Join(dir, "app.db"), func() { os.RemoveAll(dir) }
-}
-
 // Module provides the client from the application's driver; Producer and
 // Consumer add a registered producer and a running consumer.
 func ExampleModule() {
-	path, cleanup := tempDB()
-	defer cleanup()
 	out := make(billed, 1)
 	var producer *sqlstreams.Producer[OrderPlacedV1]
 	app := fx.New(
 		fx.NopLogger,
 		fx.StopTimeout(10*time.Second+15*time.Second), // ShutdownTimeout + 15 s
 		sqlstreamsfx.Module,
-		fx.Provide(func() driver.Driver { return sqlite.Open(path) }),
+		fx.Provide(func() driver.Driver { return memdriver.Open() }),
 		fx.Supply(out),
 		sqlstreamsfx.Producer[OrderPlacedV1]("orders.placed", nil),
 		sqlstreamsfx.Consumer[OrderPlacedV1]("orders.placed", "billing", nil, newBilling),
@@ -82,15 +70,13 @@ func ExampleModule() {
 
 // NamedProducer provides two producers of one type, on two streams.
 func ExampleNamedProducer() {
-	path, cleanup := tempDB()
-	defer cleanup()
 	type producers struct {
 		fx.In
 		EU *sqlstreams.Producer[OrderPlacedV1] `name:"eu"`
 		US *sqlstreams.Producer[OrderPlacedV1] `name:"us"`
 	}
 	app := fx.New(fx.NopLogger, sqlstreamsfx.Module,
-		fx.Provide(func() driver.Driver { return sqlite.Open(path) }),
+		fx.Provide(func() driver.Driver { return memdriver.Open() }),
 		sqlstreamsfx.NamedProducer[OrderPlacedV1]("eu", "orders.eu", nil),
 		sqlstreamsfx.NamedProducer[OrderPlacedV1]("us", "orders.us", nil),
 		fx.Invoke(func(p producers) { fmt.Println(p.EU.Stream().Name, p.US.Stream().Name) }))
@@ -104,11 +90,9 @@ func ExampleNamedProducer() {
 
 // ClientOption contributes any client option; New applies them all.
 func ExampleClientOption() {
-	path, cleanup := tempDB()
-	defer cleanup()
 	var client *sqlstreams.Client
 	app := fx.New(fx.NopLogger, sqlstreamsfx.Module,
-		fx.Provide(func() driver.Driver { return sqlite.Open(path) }),
+		fx.Provide(func() driver.Driver { return memdriver.Open() }),
 		sqlstreamsfx.ClientOption(sqlstreams.WithIdentity("billing-1")),
 		sqlstreamsfx.ClientOption(sqlstreams.WithMaintenanceInterval(0)),
 		fx.Populate(&client))
@@ -125,14 +109,12 @@ func ExampleClientOption() {
 // OTel installs the OpenTelemetry middleware with one option; it takes the
 // tracer provider (and meter provider, propagator) from the graph.
 func ExampleOTel() {
-	path, cleanup := tempDB()
-	defer cleanup()
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	out := make(billed, 1)
 	var producer *sqlstreams.Producer[OrderPlacedV1]
 	app := fx.New(fx.NopLogger, sqlstreamsfx.Module,
-		fx.Provide(func() driver.Driver { return sqlite.Open(path) }),
+		fx.Provide(func() driver.Driver { return memdriver.Open() }),
 		fx.Supply(out, fx.Annotate(tp, fx.As(new(trace.TracerProvider)))),
 		fx.Supply(fx.Annotate(propagation.TraceContext{}, fx.As(new(propagation.TextMapPropagator)))),
 		sqlstreamsfx.OTel(nil),
@@ -160,10 +142,8 @@ func ExampleOTel() {
 
 // Without fx: Open, NewProducer and a Runner do what the module does.
 func ExampleNewRunner() {
-	path, cleanup := tempDB()
-	defer cleanup()
 	ctx := context.Background()
-	client, err := sqlstreamsfx.Open(sqlite.Open(path), slog.Default(), &sqlstreamsfx.Config{OpenTimeout: 10 * time.Second})
+	client, err := sqlstreamsfx.Open(memdriver.Open(), slog.Default(), &sqlstreamsfx.Config{OpenTimeout: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -197,11 +177,9 @@ func ExampleNewRunner() {
 // New is the module's constructor, for an fx.Provide of your own (for
 // example inside another module).
 func ExampleNew() {
-	path, cleanup := tempDB()
-	defer cleanup()
 	var client *sqlstreams.Client
 	app := fx.New(fx.NopLogger, fx.Provide(sqlstreamsfx.New),
-		fx.Provide(func() driver.Driver { return sqlite.Open(path) }),
+		fx.Provide(func() driver.Driver { return memdriver.Open() }),
 		fx.Supply(&sqlstreamsfx.Config{OpenTimeout: 5 * time.Second}),
 		fx.Populate(&client))
 	if err := app.Err(); err != nil {

@@ -12,11 +12,12 @@ import (
 	otelsqlstreams "github.com/sqlstreams/sqlstreams/contrib/otel"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
-	"github.com/sqlstreams/sqlstreams/driver/sqlite"
+	"github.com/sqlstreams/sqlstreams/core/memdriver"
 )
 
 // Example_readme is the README's "Wiring with fx" snippet, kept compiling
-// here (app.Run waits for a signal, so it is not run).
+// here on the in-memory driver where the README opens SQLite (app.Run waits
+// for a signal, so it is not run).
 func Example_readme() {
 	tp := sdktrace.NewTracerProvider() // add your exporter: sdktrace.WithBatcher(exp)
 	app := fx.New(
@@ -24,7 +25,7 @@ func Example_readme() {
 		// default) and their acks: more than fx's default 15 s.
 		fx.StopTimeout(10*time.Second+15*time.Second),
 		sqlstreamsfx.Module,
-		fx.Provide(func() driver.Driver { return sqlite.Open("app.db") }),
+		fx.Provide(func() driver.Driver { return memdriver.Open() }),
 		fx.Supply(fx.Annotate(tp, fx.As(new(trace.TracerProvider)))),
 		fx.Supply(fx.Annotate(propagation.TraceContext{}, fx.As(new(propagation.TextMapPropagator)))),
 		sqlstreamsfx.OTel(&otelsqlstreams.Config{}), // tracing and metrics: one option

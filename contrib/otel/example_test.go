@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
-	"path/filepath"
 
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -15,7 +13,7 @@ import (
 
 	otelsqlstreams "github.com/sqlstreams/sqlstreams/contrib/otel"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
-	"github.com/sqlstreams/sqlstreams/driver/sqlite"
+	"github.com/sqlstreams/sqlstreams/core/memdriver"
 )
 
 // OrderPlacedV1 is the message of the examples.
@@ -31,16 +29,11 @@ func (OrderPlacedV1) SchemaVersion() int { return 1 }
 // snippet, with an in-memory exporter instead of stdout.)
 func ExampleOption() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "otelsqlstreams-example-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
 
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	defer tp.Shutdown(ctx)
-	client, err := sqlstreams.Open(ctx, sqlite.Open(filepath.Join(dir, "app.db")),
+	client, err := sqlstreams.Open(ctx, memdriver.Open(),
 		otelsqlstreams.Option(&otelsqlstreams.Config{
 			TracerProvider: tp, // nil: otel.GetTracerProvider()
 			Propagator:     propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
@@ -88,18 +81,13 @@ func ExampleOption() {
 // stop its backlog reader at once.
 func ExampleNewMiddleware() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "otelsqlstreams-example-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
 
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(ctx)
 	mw := otelsqlstreams.NewMiddleware(&otelsqlstreams.Config{MeterProvider: mp})
 	defer mw.Close()
-	client, err := sqlstreams.Open(ctx, sqlite.Open(filepath.Join(dir, "app.db")), mw.ClientOption())
+	client, err := sqlstreams.Open(ctx, memdriver.Open(), mw.ClientOption())
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -11,11 +11,12 @@ import (
 
 	otelsqlstreams "github.com/sqlstreams/sqlstreams/contrib/otel"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
-	"github.com/sqlstreams/sqlstreams/driver/sqlite"
+	"github.com/sqlstreams/sqlstreams/core/memdriver"
 )
 
 // Example_readme is the README's "Tracing with OpenTelemetry" snippet, kept
-// compiling here (it prints spans with random ids, so it has no Output).
+// compiling here on the in-memory driver where the README opens SQLite (it
+// prints spans with random ids, so it has no Output).
 func Example_readme() {
 	ctx := context.Background()
 	exp, err := stdouttrace.New(stdouttrace.WithPrettyPrint())
@@ -27,7 +28,7 @@ func Example_readme() {
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 
-	client, err := sqlstreams.Open(ctx, sqlite.Open("app.db"), otelsqlstreams.Option(nil))
+	client, err := sqlstreams.Open(ctx, memdriver.Open(), otelsqlstreams.Option(nil))
 	if err != nil {
 		log.Fatal(err)
 	}

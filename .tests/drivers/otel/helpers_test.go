@@ -1,3 +1,7 @@
+// Package otelsqlstreams_test checks contrib/otel on every SQL driver: the
+// spans and metrics on each engine, through each one's transactions and
+// across processes. The module contrib/otel requires no driver; its own
+// tests and examples run on core/memdriver.
 package otelsqlstreams_test
 
 import (
@@ -20,13 +24,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/conformance"
 	otelsqlstreams "github.com/sqlstreams/sqlstreams/contrib/otel"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
-	"github.com/sqlstreams/sqlstreams/core/driver"
-	"github.com/sqlstreams/sqlstreams/driver/mysql"
-	"github.com/sqlstreams/sqlstreams/driver/mysql/mysqltest"
-	"github.com/sqlstreams/sqlstreams/driver/postgres"
-	"github.com/sqlstreams/sqlstreams/driver/postgres/postgrestest"
-	"github.com/sqlstreams/sqlstreams/driver/sqlite"
-	"github.com/sqlstreams/sqlstreams/driver/sqlite/sqlitetest"
+	"github.com/sqlstreams/sqlstreams/tests/drivers/targets"
 )
 
 // OrderV1 is the message type of the tests.
@@ -36,21 +34,14 @@ type OrderV1 struct {
 
 func (OrderV1) SchemaVersion() int { return 1 }
 
-// targets are the drivers the middleware is checked on: it must name each
+// drivers are the drivers the middleware is checked on: it must name each
 // engine in its spans and carry traces through each one's transactions.
-func targets() []conformance.Target {
-	return []conformance.Target{
-		{Name: "sqlite", NewNamespace: sqlitetest.NewFile, BeginTx: sqlitetest.BeginTx,
-			Open: func(ns string) (driver.Driver, error) { return sqlite.Open(ns), nil }},
-		{Name: "postgres", NewNamespace: func(t testing.TB) string { return postgrestest.NewSchema(t, nil) }, BeginTx: postgrestest.BeginTx,
-			Open: func(ns string) (driver.Driver, error) { return postgres.Open(ns), nil }},
-		{Name: "mysql", NewNamespace: mysqltest.NewDatabase, BeginTx: mysqltest.BeginTx,
-			Open: func(ns string) (driver.Driver, error) { return mysql.Open(ns), nil }},
-	}
+func drivers() []conformance.Target {
+	return []conformance.Target{targets.SQLite(), targets.Postgres(), targets.MySQL()}
 }
 
 func targetNamed(name string) (conformance.Target, bool) {
-	for _, t := range targets() {
+	for _, t := range drivers() {
 		if t.Name == name {
 			return t, true
 		}
@@ -61,7 +52,7 @@ func targetNamed(name string) (conformance.Target, bool) {
 // forEachDriver runs test on every driver, in parallel.
 func forEachDriver(t *testing.T, test func(t *testing.T, target conformance.Target)) {
 	t.Parallel()
-	for _, target := range targets() {
+	for _, target := range drivers() {
 		t.Run(target.Name, func(t *testing.T) {
 			t.Parallel()
 			test(t, target)
