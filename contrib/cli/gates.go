@@ -89,7 +89,7 @@ func (c *CLI) writeGate(h sqlstreams.Health, gate *retirableJSON) error {
 			fmt.Fprintf(c.opts.Stdout, "v%d is not a version of %s:\n  - %s\n", gate.Version, h.Stream, gate.Reasons[0])
 		case gate.Retirable:
 			if _, ok := h.Version(gate.Version); !ok {
-				fmt.Fprintf(c.opts.Stdout, "v%d is retirable (retired already: nothing left at it but its registered schema)\n", gate.Version)
+				fmt.Fprintf(c.opts.Stdout, "v%d is retirable (nothing left at it but its registered schema)\n", gate.Version)
 			} else {
 				fmt.Fprintf(c.opts.Stdout, "v%d is retirable\n", gate.Version)
 			}

@@ -100,8 +100,8 @@ func TestRetirableGate(t *testing.T) {
 			t.Fatalf("after retention health lists versions %v, want only v5 (v1 and v2 retired)", got)
 		}
 		runGateCases(t, url, []gateCase{
-			{"retired v1", []string{"health", "orders", "--retirable", "v1"}, 0, "v1 is retirable (retired already", ""},
-			{"retired v2", []string{"health", "orders", "--retirable", "2"}, 0, "v2 is retirable (retired already", ""},
+			{"retired v1", []string{"health", "orders", "--retirable", "v1"}, 0, "v1 is retirable (nothing left at it but its registered schema)\n", ""},
+			{"retired v2", []string{"health", "orders", "--retirable", "2"}, 0, "v2 is retirable (nothing left at it but its registered schema)\n", ""},
 			{"raw v5 with rows", []string{"health", "orders", "--retirable", "v5"}, 0, "v5 is retirable\n", ""},
 			{"never had v7", []string{"health", "orders", "--retirable", "v7"}, 3, "v7 is not a version of orders",
 				`stream orders has never had version 7: no rows, heads or group at it and no registered schema; it has v1,v2,v5 (check the version; health orders lists them)`},
