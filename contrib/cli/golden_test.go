@@ -19,6 +19,8 @@ var goldenCases = []struct {
 	{"health-json", []string{"health", "orders", "-o", "json"}},
 	{"health-retirable-v1", []string{"health", "orders", "--retirable", "v1"}},
 	{"health-retirable-v2-json", []string{"health", "orders", "--retirable", "2", "-o", "json"}},
+	{"health-retirable-never-had", []string{"health", "orders", "--retirable", "v7"}},
+	{"health-retirable-never-had-json", []string{"health", "orders", "--retirable", "7", "-o", "json"}},
 	{"groups-list", []string{"groups", "list", "orders"}},
 	{"groups-list-json", []string{"groups", "list", "orders", "-o", "json"}},
 	{"groups-describe", []string{"groups", "describe", "orders", "billing"}},
@@ -55,6 +57,10 @@ var goldenCases = []struct {
 	{"health-missing-stream", []string{"health", "nope"}},
 	{"destroy-without-yes", []string{"streams", "destroy", "orders"}},
 	{"reset-two-targets", []string{"groups", "reset", "orders", "audit", "--to-earliest", "--to-latest"}},
+	{"destroy-refused", []string{"streams", "destroy", "orders", "--yes"}},
+	// Last: they destroy what the cases above read.
+	{"destroy-forced", []string{"streams", "destroy", "orders", "--yes", "--force"}},
+	{"destroy-json", []string{"streams", "destroy", "accounts", "--yes", "-o", "json"}},
 }
 
 // TestGolden runs every read command on the same seeded data on SQLite, a

@@ -152,22 +152,20 @@ func (c *CLI) streamsCmd() *cobra.Command {
 			return c.done(map[string]any{"renamed": args[0], "to": args[1]}, "renamed stream %s to %s", args[0], args[1])
 		})}
 
-	var yes bool
-	destroy := &cobra.Command{Use: "destroy NAME --yes", Short: "Destroy a stream with its log, groups and dead letters (cannot be undone)", Args: cobra.ExactArgs(1),
+	var yes, force bool
+	destroy := &cobra.Command{Use: "destroy NAME --yes [--force]", Short: "Destroy a stream with its log, groups and dead letters; refused while groups have deliveries left unless --force",
+		Long: `destroy removes a stream with its rows, groups, cursors, dead letters and schema revisions, for good,
+and prints what it removed. It is refused (exit 3) while any group has unread, leased, delayed or dead
+deliveries (health shows them), unless --force.`,
+		Args: cobra.ExactArgs(1),
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if !yes {
 				return Usagef("streams destroy removes stream %q with its rows, groups and dead letters for good; add --yes to confirm", args[0])
 			}
-			_, s, err := c.raw(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if err := s.Destroy(ctx); err != nil {
-				return err
-			}
-			return c.done(map[string]any{"destroyed": args[0]}, "destroyed stream %s", args[0])
+			return c.destroyStream(ctx, args[0], force)
 		})}
 	destroy.Flags().BoolVar(&yes, "yes", false, "confirm")
+	destroy.Flags().BoolVar(&force, "force", false, "destroy even though groups have deliveries left")
 	return group("streams", "List, create, describe, rename and destroy streams", list, create, describe, rename, destroy)
 }
 
@@ -258,18 +256,14 @@ func healthOut(h sqlstreams.Health) healthJSON {
 	return out
 }
 
-type retirableJSON struct {
-	Version   int      `json:"version"`
-	Retirable bool     `json:"retirable"`
-	Reasons   []string `json:"reasons"`
-}
-
 func (c *CLI) healthCmd() *cobra.Command {
 	var retirable string
 	cmd := &cobra.Command{Use: "health STREAM [--retirable vN]", Short: "Show a stream's health per version; --retirable gates on one version",
 		Long: `health prints, per schema version, the rows, compaction heads and each group's backlog, with the
 retirement verdict. With --retirable vN it exits 3 unless version N is retirable, printing the
-reasons: the CI/CD gate before stopping a version's consumers.`,
+reasons: the CI/CD gate before stopping a version's consumers. A version the stream has never had
+(no rows, heads or group at it, no registered schema) fails the gate too, listing the versions it
+has; one retired already (rows gone, groups deleted, schema registered) passes.`,
 		Args: cobra.ExactArgs(1),
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			version := 0
@@ -280,7 +274,7 @@ reasons: the CI/CD gate before stopping a version's consumers.`,
 				}
 				version = v
 			}
-			_, s, err := c.raw(ctx, args[0])
+			client, s, err := c.raw(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -290,9 +284,8 @@ reasons: the CI/CD gate before stopping a version's consumers.`,
 			}
 			var gate *retirableJSON
 			if version > 0 {
-				gate = &retirableJSON{Version: version, Retirable: true, Reasons: []string{}}
-				if vh, ok := h.Version(version); ok && !vh.Retirable {
-					gate.Retirable, gate.Reasons = false, vh.Reasons
+				if gate, err = retirementGate(ctx, client, h, version); err != nil {
+					return err
 				}
 			}
 			if c.JSON() {
@@ -302,26 +295,13 @@ reasons: the CI/CD gate before stopping a version's consumers.`,
 				}{healthOut(h), gate}); err != nil {
 					return err
 				}
-			} else {
-				if err := h.WriteTable(c.opts.Stdout); err != nil {
-					return err
-				}
-				if gate != nil {
-					fmt.Fprintln(c.opts.Stdout)
-					if gate.Retirable {
-						fmt.Fprintf(c.opts.Stdout, "v%d is retirable\n", version)
-					} else {
-						fmt.Fprintf(c.opts.Stdout, "v%d is not retirable:\n", version)
-						for _, r := range gate.Reasons {
-							fmt.Fprintf(c.opts.Stdout, "  - %s\n", r)
-						}
-					}
-				}
+			} else if err := h.WriteTable(c.opts.Stdout); err != nil {
+				return err
 			}
-			if gate != nil && !gate.Retirable {
-				return CheckFailedf("sqlstreams: version %d of stream %q is not retirable: %s", version, h.Stream, strings.Join(gate.Reasons, "; "))
+			if gate == nil {
+				return nil
 			}
-			return nil
+			return c.writeGate(h, gate)
 		})}
 	cmd.Flags().StringVar(&retirable, "retirable", "", "exit 3 unless this version (2 or v2) is retirable")
 	return cmd
@@ -393,18 +373,4 @@ func (c *CLI) writeGroups(groups []sqlstreams.GroupInfo, h sqlstreams.Health) er
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", g.Name, g.Reads, dash(strings.Join(g.Bindings, ",")), joinInts(g.ConvertsFrom), g.Unread, g.Unresolved, g.Dead)
 	}
 	return tw.Flush()
-}
-
-// groupBacklog lists what the group still has to resolve, at every version
-// it reads: what blocks deleting it.
-func groupBacklog(h sqlstreams.Health, name string) []string {
-	var out []string
-	for _, vh := range h.Versions {
-		for _, r := range vh.Blockers {
-			if r.Group == name {
-				out = append(out, fmt.Sprintf("v%d: %s", vh.Version, r.Text))
-			}
-		}
-	}
-	return out
 }
