@@ -3,14 +3,19 @@ module github.com/sqlstreams/sqlstreams/tests/drivers
 go 1.27
 
 require (
+	github.com/chromedp/cdproto v0.159.0
+	github.com/chromedp/chromedp v0.23.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/sqlstreams/sqlstreams/conformance v0.1.0
+	github.com/sqlstreams/sqlstreams/contrib/ccompat v0.1.0
+	github.com/sqlstreams/sqlstreams/contrib/console v0.1.0
 	github.com/sqlstreams/sqlstreams/contrib/fx v0.1.0
 	github.com/sqlstreams/sqlstreams/contrib/otel v0.1.0
 	github.com/sqlstreams/sqlstreams/core v0.1.0
 	github.com/sqlstreams/sqlstreams/driver/mysql v0.1.0
 	github.com/sqlstreams/sqlstreams/driver/postgres v0.1.0
 	github.com/sqlstreams/sqlstreams/driver/sqlite v0.1.0
+	github.com/twmb/franz-go/pkg/sr v1.8.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
@@ -24,6 +29,7 @@ require (
 	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-sql-driver/mysql v1.10.1 // indirect

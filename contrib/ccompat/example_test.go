@@ -7,26 +7,29 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/contrib/ccompat"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/memdriver"
 	"github.com/sqlstreams/sqlstreams/core/schema"
-	"github.com/sqlstreams/sqlstreams/driver/sqlite"
 )
 
+// OrderPlaced is what a Go producer registers at version 2.
+type OrderPlaced struct {
+	OrderID string `json:"order_id"`
+}
+
+func (OrderPlaced) SchemaVersion() int { return 2 }
+
+// exampleClient opens a client on an in-memory store; an application opens
+// its SQL driver instead.
 func exampleClient() (*sqlstreams.Client, func()) {
-	dir, err := os.MkdirTemp("", "ccompat-example")
+	c, err := sqlstreams.Open(context.Background(), memdriver.Open(), sqlstreams.WithMaintenanceInterval(0))
 	if err != nil {
 		log.Fatal(err)
 	}
-	c, err := sqlstreams.Open(context.Background(), sqlite.Open(filepath.Join(dir, "db")), sqlstreams.WithMaintenanceInterval(0))
-	if err != nil {
-		log.Fatal(err)
-	}
-	return c, func() { _ = c.Close(); _ = os.RemoveAll(dir) }
+	return c, func() { _ = c.Close() }
 }
 
 // Mount the API next to an application's own routes; a Go producer's

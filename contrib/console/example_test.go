@@ -6,31 +6,31 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/contrib/console"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
-	"github.com/sqlstreams/sqlstreams/driver/sqlite"
+	"github.com/sqlstreams/sqlstreams/core/memdriver"
 )
+
+// OrderPlaced is what the application produces.
+type OrderPlaced struct {
+	OrderID string `json:"order_id"`
+}
+
+func (OrderPlaced) SchemaVersion() int { return 1 }
 
 // Mount the console under a prefix of the application's own mux, behind
 // the application's authentication. It is read-only unless AllowActions is
 // set.
 func ExampleNew() {
-	dir, err := os.MkdirTemp("", "console-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	client, err := sqlstreams.Open(ctx, sqlite.Open(filepath.Join(dir, "app.db")), sqlstreams.WithMaintenanceInterval(0))
+	client, err := sqlstreams.Open(ctx, memdriver.Open(), sqlstreams.WithMaintenanceInterval(0))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer client.Close()
-	if _, err := client.Stream[OrderV1]("orders.placed").Producer().Register(ctx, nil); err != nil {
+	if _, err := client.Stream[OrderPlaced]("orders.placed").Producer().Register(ctx, nil); err != nil {
 		log.Fatal(err)
 	}
 

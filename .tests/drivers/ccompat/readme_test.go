@@ -14,7 +14,7 @@ import (
 // the handler does.
 func TestReadmeCurl(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 // and blocks the version as leased.
 func TestGroupShowsHolders(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	seed(t, c)
 	srv := serve(t, c, false).URL + prefix
 	audit := fatal{t}.on(c.Stream[OrderV1](orders).Consumer("audit").Register(t.Context(), nil))
@@ -44,7 +44,7 @@ func TestGroupShowsHolders(t *testing.T) {
 // Dead letters come 50 a page, with a link to the next.
 func TestDeadLettersPaged(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	srv := serve(t, c, false).URL + prefix
 	ctx := t.Context()
 	p := fatal{t}.on(c.Stream[Payment]("refunds").Producer().Register(ctx, nil))
@@ -76,7 +76,7 @@ func TestDeadLettersPaged(t *testing.T) {
 // The messages page starts at a time with ?from=.
 func TestMessagesFrom(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	seed(t, c)
 	srv := serve(t, c, false).URL + prefix
 	all := fatal{t}.on(c.Stream[sqlstreams.RawPayload](orders).Browse(t.Context(), sqlstreams.BrowseOptions{}))
@@ -116,7 +116,7 @@ func (s *syncBuffer) String() string {
 // error itself only in the log.
 func TestFailuresAreLoggedNotShown(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	var logs syncBuffer
 	h, err := console.New(c, console.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -139,7 +139,7 @@ func TestFailuresAreLoggedNotShown(t *testing.T) {
 // A big payload is cut in the list and shown whole on its own page.
 func TestMessagesPreview(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	srv := serve(t, c, false).URL + prefix
 	p := fatal{t}.on(c.Stream[Payment]("blobs").Producer().Register(t.Context(), nil))
 	id := fatal{t}.on(p.Produce(t.Context(), Payment{ID: strings.Repeat("é", 3000)}))
@@ -157,7 +157,7 @@ func TestMessagesPreview(t *testing.T) {
 // with it in a header.
 func TestScriptedPost(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	seed(t, c)
 	srv := serve(t, c, true).URL + prefix
 	feat := getJSON[console.Features](t, srv, "/api/features")
@@ -172,7 +172,7 @@ func TestScriptedPost(t *testing.T) {
 // group: the pages show what each reads and the heads checklist item.
 func TestCompactedBindingsConverterRaw(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	srv := serve(t, c, false).URL + prefix
 	ctx := t.Context()
 	const s = "accounts"
@@ -217,7 +217,7 @@ func TestCompactedBindingsConverterRaw(t *testing.T) {
 // the error whole, stack included, and the list shows it too.
 func TestDeadLetterShowsPanicStack(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	srv := serve(t, c, false).URL + prefix
 	ctx := t.Context()
 	p := fatal{t}.on(c.Stream[Payment]("fraud").Producer().Register(ctx, nil))

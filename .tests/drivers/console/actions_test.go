@@ -62,7 +62,7 @@ func deadOf(t testing.TB, c *sqlstreams.Client, group string) int64 {
 
 func TestReadOnlyRefusesEveryPost(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	dead := seed(t, c)
 	srv := serve(t, c, false).URL + prefix
 	tok := token(t, srv)
@@ -87,7 +87,7 @@ func TestReadOnlyRefusesEveryPost(t *testing.T) {
 
 func TestPostGuards(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	seed(t, c)
 	base := serve(t, c, true).URL
 	srv := base + prefix
@@ -122,8 +122,8 @@ func TestPostGuards(t *testing.T) {
 }
 
 func TestActions(t *testing.T) {
-	for _, tg := range targets() {
-		t.Run(tg.name, func(t *testing.T) {
+	for _, tg := range engines() {
+		t.Run(tg.Name, func(t *testing.T) {
 			t.Parallel()
 			c := openClient(t, tg)
 			dead := seed(t, c)
@@ -275,8 +275,8 @@ func TestActions(t *testing.T) {
 // backlog: discard the dead letter, see the verdict turn, delete the
 // groups that read only v1.
 func TestRetirementFromTheConsole(t *testing.T) {
-	for _, tg := range targets() {
-		t.Run(tg.name, func(t *testing.T) {
+	for _, tg := range engines() {
+		t.Run(tg.Name, func(t *testing.T) {
 			t.Parallel()
 			c := openClient(t, tg)
 			seed(t, c)

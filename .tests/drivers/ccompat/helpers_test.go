@@ -1,3 +1,9 @@
+// Package ccompat_test checks contrib/ccompat on the SQL drivers: the
+// Confluent wire (franz-go's client, the Java client's requests, the README's
+// curl sequence) over SQLite and PostgreSQL, across client restarts. The
+// tests live here, in a test-only module, so that contrib/ccompat requires
+// core and nothing else of this repository; its examples run in the module
+// on core/memdriver.
 package ccompat_test
 
 import (
@@ -5,16 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/contrib/ccompat"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
-	"github.com/sqlstreams/sqlstreams/driver/postgres"
-	"github.com/sqlstreams/sqlstreams/driver/postgres/postgrestest"
-	"github.com/sqlstreams/sqlstreams/driver/sqlite"
+	"github.com/sqlstreams/sqlstreams/tests/drivers/targets"
 )
 
 // Money is nested in OrderPlaced the default way (a $defs entry).
@@ -54,17 +58,21 @@ type backend struct {
 	open func(t testing.TB) *sqlstreams.Client
 }
 
+// backends are SQLite and PostgreSQL, each on a namespace of its own made
+// once, so that every open is a restart on the same data.
 func backends(t *testing.T) []backend {
-	return []backend{
-		{"sqlite", func() func(testing.TB) *sqlstreams.Client {
-			path := filepath.Join(t.TempDir(), "registry.db")
-			return func(t testing.TB) *sqlstreams.Client { return openClient(t, sqlite.Open(path)) }
-		}()},
-		{"postgres", func() func(testing.TB) *sqlstreams.Client {
-			url := postgrestest.NewSchema(t, nil)
-			return func(t testing.TB) *sqlstreams.Client { return openClient(t, postgres.Open(url)) }
-		}()},
+	var out []backend
+	for _, tg := range []conformance.Target{targets.SQLite(), targets.Postgres()} {
+		ns := tg.NewNamespace(t)
+		out = append(out, backend{tg.Name, func(t testing.TB) *sqlstreams.Client {
+			drv, err := tg.Open(ns)
+			if err != nil {
+				t.Fatalf("open %s: %v", tg.Name, err)
+			}
+			return openClient(t, drv)
+		}})
 	}
+	return out
 }
 
 func openClient(t testing.TB, drv driver.Driver) *sqlstreams.Client {

@@ -1,3 +1,7 @@
+// Package console_test checks contrib/console on the SQL drivers: its pages,
+// actions and browser behaviour on SQLite, PostgreSQL and MySQL. The tests
+// live here, in a test-only module, so that contrib/console requires core
+// alone; its examples run in the module on core/memdriver.
 package console_test
 
 import (
@@ -10,16 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/contrib/console"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
-	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/schema"
-	"github.com/sqlstreams/sqlstreams/driver/mysql"
-	"github.com/sqlstreams/sqlstreams/driver/mysql/mysqltest"
-	"github.com/sqlstreams/sqlstreams/driver/postgres"
-	"github.com/sqlstreams/sqlstreams/driver/postgres/postgrestest"
-	"github.com/sqlstreams/sqlstreams/driver/sqlite"
-	"github.com/sqlstreams/sqlstreams/driver/sqlite/sqlitetest"
+	"github.com/sqlstreams/sqlstreams/tests/drivers/targets"
 )
 
 // The seeded database: stream orders.placed with two versions, three
@@ -58,29 +57,26 @@ const (
 	ordersV1Text = "group audit has 4 unread; group billing has 1 dead (replay or discard them)"
 )
 
-type target struct {
-	name string
-	open func(t testing.TB) driver.Driver
-}
-
-func targets() []target {
-	return []target{
-		{"sqlite", func(t testing.TB) driver.Driver { return sqlite.Open(sqlitetest.NewFile(t)) }},
-		{"postgres", func(t testing.TB) driver.Driver { return postgres.Open(postgrestest.NewSchema(t, nil)) }},
-		{"mysql", func(t testing.TB) driver.Driver { return mysql.Open(mysqltest.NewDatabase(t)) }},
-	}
+// engines are the drivers the console is checked on; the first, SQLite,
+// serves the tests that need one engine only.
+func engines() []conformance.Target {
+	return []conformance.Target{targets.SQLite(), targets.Postgres(), targets.MySQL()}
 }
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-func openClient(t testing.TB, tg target) *sqlstreams.Client {
+func openClient(t testing.TB, tg conformance.Target) *sqlstreams.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := sqlstreams.Open(ctx, tg.open(t), sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithLogger(quiet()),
+	drv, err := tg.Open(tg.NewNamespace(t))
+	if err != nil {
+		t.Fatalf("open %s: %v", tg.Name, err)
+	}
+	c, err := sqlstreams.Open(ctx, drv, sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithLogger(quiet()),
 		sqlstreams.WithIdentity("console-test"))
 	if err != nil {
-		t.Fatalf("open %s: %v", tg.name, err)
+		t.Fatalf("open %s: %v", tg.Name, err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c

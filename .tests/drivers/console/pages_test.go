@@ -70,8 +70,8 @@ func text(body string) string {
 }
 
 func TestPages(t *testing.T) {
-	for _, tg := range targets() {
-		t.Run(tg.name, func(t *testing.T) {
+	for _, tg := range engines() {
+		t.Run(tg.Name, func(t *testing.T) {
 			t.Parallel()
 			c := openClient(t, tg)
 			dead := seed(t, c)
@@ -211,7 +211,7 @@ func TestPages(t *testing.T) {
 					t.Errorf("readers %v", readers)
 				}
 				feat := getJSON[console.Features](t, srv, "/api/features")
-				if feat.Driver != tg.name || !feat.ReadOnly || !feat.Registry || feat.Notify != (tg.name == "postgres") {
+				if feat.Driver != tg.Name || !feat.ReadOnly || !feat.Registry || feat.Notify != (tg.Name == "postgres") {
 					t.Errorf("features %+v", feat)
 				}
 			})
@@ -257,7 +257,7 @@ func TestPages(t *testing.T) {
 
 func TestHealthzCompleteFailsWhenTheDatabaseIsGone(t *testing.T) {
 	t.Parallel()
-	tg := targets()[0]
+	tg := engines()[0]
 	c := openClient(t, tg)
 	srv := serve(t, c, false).URL + prefix
 	if err := c.Close(); err != nil {
@@ -279,7 +279,7 @@ var linkRE = regexp.MustCompile(`(?:href|action|formaction)="([^"]*)"`)
 // answers 200.
 func TestLinksStayUnderPrefix(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	seed(t, c)
 	for _, allow := range []bool{false, true} {
 		t.Run(fmt.Sprint("actions=", allow), func(t *testing.T) {

@@ -73,7 +73,7 @@ func textOf(t *testing.T, ctx context.Context, id string) string {
 // TestBrowserReplay ticks the dead letter in Chromium, clicks Replay, and
 // sees the dead count drop on the page and in Health.
 func TestBrowserReplay(t *testing.T) {
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	dead := seed(t, c)
 	srv := serve(t, c, true).URL + prefix
 	ctx := browser(t, 90*time.Second)
@@ -121,7 +121,7 @@ func TestBrowserReplay(t *testing.T) {
 // 1280-pixel-wide PNG; with -update-screenshots it writes them to
 // docs/console for reviewers.
 func TestScreenshots(t *testing.T) {
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	dead := seed(t, c)
 	srv := serve(t, c, true).URL + prefix
 	ctx := browser(t, 3*time.Minute)
@@ -146,7 +146,7 @@ func TestScreenshots(t *testing.T) {
 	}
 	dir := t.TempDir()
 	if *updateScreenshots {
-		dir = filepath.Join("..", "..", "docs", "console")
+		dir = filepath.Join("..", "..", "..", "docs", "console")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -43,7 +43,7 @@ func cpuTime(b *testing.B) time.Duration {
 // BenchmarkStreamsPage renders the overview of 200 streams on SQLite, each
 // with rows at a version and a group that has read part of them.
 func BenchmarkStreamsPage(b *testing.B) {
-	c := openClient(b, targets()[0])
+	c := openClient(b, engines()[0])
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	for i := range 200 {
@@ -70,7 +70,7 @@ func BenchmarkStreamsPage(b *testing.B) {
 // page, a page deep in the log, the newest rows, one message by id, and a
 // version filter.
 func BenchmarkMessagesPage(b *testing.B) {
-	c := openClient(b, targets()[0])
+	c := openClient(b, engines()[0])
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	s := c.Stream[OrderV1]("bench.big")

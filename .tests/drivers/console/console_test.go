@@ -12,7 +12,7 @@ import (
 
 func TestNewRefusesBadOptions(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	for _, tc := range []struct {
 		name string
 		opts console.Options
@@ -38,7 +38,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 // At the root, with no prefix, the pages and links work the same.
 func TestMountedAtRoot(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	seed(t, c)
 	h, err := console.New(c, console.Options{Logger: quiet()})
 	if err != nil {
@@ -57,7 +57,7 @@ func TestMountedAtRoot(t *testing.T) {
 
 func TestSecurityHeaders(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	srv := serve(t, c, false)
 	resp, err := http.Get(srv.URL + prefix + "/")
 	if err != nil {
@@ -78,7 +78,7 @@ func TestSecurityHeaders(t *testing.T) {
 
 func TestJSONNegotiation(t *testing.T) {
 	t.Parallel()
-	c := openClient(t, targets()[0])
+	c := openClient(t, engines()[0])
 	seed(t, c)
 	srv := serve(t, c, false).URL + prefix
 	for _, tc := range []struct {
