@@ -441,8 +441,8 @@ func jsonFields(t reflect.Type) ([]field, error) {
 					continue
 				}
 				name, opts, _ := strings.Cut(tag, ",")
-				if strings.ContainsAny(name, `\"`) {
-					return nil, fmt.Errorf("field %s: json tag name %q contains a quote or backslash, which encoding/json reads differently with and without GOEXPERIMENT=jsonv2; rename the member", sf.Name, name)
+				if strings.ContainsAny(name, `\"'`) {
+					return nil, fmt.Errorf("field %s: json tag name %q contains a quote, apostrophe or backslash, which encoding/json reads differently with and without GOEXPERIMENT=jsonv2; rename the member", sf.Name, name)
 				}
 				if !validTagName(name) {
 					name = ""

@@ -404,7 +404,10 @@ func TestReflectErrors(t *testing.T) {
 		}](), []string{".N", "does not decode into int"}},
 		{reflect.TypeFor[struct {
 			Q string `json:"a\"b"`
-		}](), []string{"Q", "quote or backslash", "rename"}},
+		}](), []string{"Q", "quote, apostrophe or backslash", "rename"}},
+		{reflect.TypeFor[struct {
+			Q string `json:"y'0"`
+		}](), []string{"Q", "quote, apostrophe or backslash", "rename"}},
 		{nil, []string{"reflect.TypeFor"}},
 	}
 	for _, tt := range tests {
