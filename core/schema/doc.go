@@ -21,7 +21,8 @@
 //     arrays, which omitempty never omits), and members promoted through an
 //     embedded pointer (left out when it is nil). All others are listed in
 //     "required", because encoding/json always writes them.
-//   - A json tag name containing a quote, apostrophe or backslash is refused: Go 1.27's
+//   - A json tag name containing a quote, apostrophe, backslash, control
+//     character, non-ASCII symbol or invalid UTF-8 is refused: Go 1.27's
 //     default encoding/json (built on json/v2) and GOEXPERIMENT=nojsonv2
 //     name such a member differently.
 //   - The ",string" option makes a number or boolean a string (with a

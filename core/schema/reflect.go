@@ -441,11 +441,8 @@ func jsonFields(t reflect.Type) ([]field, error) {
 					continue
 				}
 				name, opts, _ := strings.Cut(tag, ",")
-				if strings.ContainsAny(name, `\"'`) {
-					return nil, fmt.Errorf("field %s: json tag name %q contains a quote, apostrophe or backslash, which encoding/json reads differently with and without GOEXPERIMENT=jsonv2; rename the member", sf.Name, name)
-				}
-				if !validTagName(name) {
-					name = ""
+				if name != "" && !validTagName(name) {
+					return nil, fmt.Errorf("field %s: json tag name %q contains a quote, apostrophe or backslash, a control character, a symbol other than ASCII punctuation or invalid UTF-8, which encoding/json reads differently with and without GOEXPERIMENT=jsonv2; rename the member", sf.Name, name)
 				}
 				index := append(append([]int{}, q.index...), i)
 				ft := sf.Type
@@ -541,8 +538,10 @@ func canBeEmpty(t reflect.Type) bool {
 	return true
 }
 
-// validTagName mirrors encoding/json: a tag name made of other characters
-// is ignored and the Go field name is used instead.
+// validTagName is encoding/json v1's test of a tag name. v1 ignores a name
+// made of other characters and uses the Go field name; v2 (Go 1.27's
+// default encoding/json) uses the name, or reads up to a quote. Reflect
+// refuses such a name rather than describe one of the two.
 func validTagName(s string) bool {
 	if s == "" {
 		return false

@@ -408,6 +408,9 @@ func TestReflectErrors(t *testing.T) {
 		{reflect.TypeFor[struct {
 			Q string `json:"y'0"`
 		}](), []string{"Q", "quote, apostrophe or backslash", "rename"}},
+		{reflect.StructOf([]reflect.StructField{{Name: "S", Type: reflect.TypeFor[int](), Tag: `json:"€"`}}), []string{"S", "symbol", "rename"}},
+		{reflect.StructOf([]reflect.StructField{{Name: "U", Type: reflect.TypeFor[int](), Tag: "json:\"\xba\""}}), []string{"U", "UTF-8", "rename"}},
+		{reflect.StructOf([]reflect.StructField{{Name: "C", Type: reflect.TypeFor[int](), Tag: "json:\"a\tb\""}}), []string{"C", "control", "rename"}},
 		{nil, []string{"reflect.TypeFor"}},
 	}
 	for _, tt := range tests {
