@@ -103,6 +103,9 @@ func mysqlDSN(rest string) (string, error) {
 		port = "3306"
 	}
 	host := net.JoinHostPort(u.Hostname(), port)
+	if h, _, err := net.SplitHostPort(host); err != nil || h != u.Hostname() {
+		return "", fmt.Errorf("%w: the MySQL URL's host %q is not a host name or address; %s", ErrInvalidURL, u.Hostname(), forms)
+	}
 	if strings.Contains(u.User.Username(), ":") {
 		return "", fmt.Errorf("%w: the MySQL user name contains ':', which a go-sql-driver DSN cannot carry; use a user name without it, as in mysql://user:pass@host:3306/db", ErrInvalidURL)
 	}

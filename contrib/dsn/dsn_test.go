@@ -47,7 +47,7 @@ func TestParse(t *testing.T) {
 
 func TestParseRefuses(t *testing.T) {
 	t.Parallel()
-	for _, u := range []string{"", "app.db", "redis://h:6379", "postgres:h/db", "mysql:root@tcp(h)/db", "mysql://u:secret@h", "sqlite:", "sqlite://", "file:", "http://u:secret@h/x", "mysql://u%3Ax:secret@h/db"} {
+	for _, u := range []string{"", "app.db", "redis://h:6379", "postgres:h/db", "mysql:root@tcp(h)/db", "mysql://u:secret@h", "sqlite:", "sqlite://", "file:", "http://u:secret@h/x", "mysql://u%3Ax:secret@h/db", "mysql://]/db"} {
 		t.Run(u, func(t *testing.T) {
 			_, err := dsn.Parse(u)
 			if !errors.Is(err, dsn.ErrInvalidURL) {
