@@ -24,7 +24,8 @@
 //   - A json tag name containing a quote, apostrophe, backslash, control
 //     character, non-ASCII symbol or invalid UTF-8 is refused: Go 1.27's
 //     default encoding/json (built on json/v2) and GOEXPERIMENT=nojsonv2
-//     name such a member differently.
+//     name such a member differently. So is an option such as "omitempty "
+//     or "string-x": v2 reads its leading word, v1 ignores it.
 //   - The ",string" option makes a number or boolean a string (with a
 //     pattern or enum describing its text).
 //   - Pointers, slices and maps may be nil, which encoding/json writes as

@@ -464,6 +464,9 @@ func jsonFields(t reflect.Type) ([]field, error) {
 						f.name = sf.Name
 					}
 					for _, o := range strings.Split(opts, ",") {
+						if w := optionWord(o); w != o && (w == "omitempty" || w == "omitzero" || w == "string") {
+							return nil, fmt.Errorf("field %s: json tag option %q is %q to encoding/json under GOEXPERIMENT=jsonv2 (Go 1.27's default) and ignored without it; write %q", sf.Name, o, w, w)
+						}
 						switch o {
 						case "omitempty":
 							// Structs and non-empty arrays are never
@@ -536,6 +539,13 @@ func canBeEmpty(t reflect.Type) bool {
 		return t.Len() == 0
 	}
 	return true
+}
+
+// optionWord is the json tag option encoding/json v2 reads from o: its
+// leading letters, digits and underscores (v1 reads o whole).
+func optionWord(o string) string {
+	rest := strings.TrimLeftFunc(o, func(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) })
+	return o[:len(o)-len(rest)]
 }
 
 // validTagName is encoding/json v1's test of a tag name. v1 ignores a name

@@ -411,6 +411,10 @@ func TestReflectErrors(t *testing.T) {
 		{reflect.StructOf([]reflect.StructField{{Name: "S", Type: reflect.TypeFor[int](), Tag: `json:"€"`}}), []string{"S", "symbol", "rename"}},
 		{reflect.StructOf([]reflect.StructField{{Name: "U", Type: reflect.TypeFor[int](), Tag: "json:\"\xba\""}}), []string{"U", "UTF-8", "rename"}},
 		{reflect.StructOf([]reflect.StructField{{Name: "C", Type: reflect.TypeFor[int](), Tag: "json:\"a\tb\""}}), []string{"C", "control", "rename"}},
+		{reflect.StructOf([]reflect.StructField{{Name: "O", Type: reflect.TypeFor[string](), Tag: `json:"o,omitzero "`}}), []string{"O", `"omitzero "`, `write "omitzero"`}},
+		{reflect.TypeFor[struct {
+			O int `json:"o,string-x"`
+		}](), []string{"O", `"string-x"`, `write "string"`}},
 		{nil, []string{"reflect.TypeFor"}},
 	}
 	for _, tt := range tests {
