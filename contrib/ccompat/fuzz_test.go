@@ -177,3 +177,31 @@ func checkLevel(t *testing.T, h http.Handler, path string, answer map[string]any
 		t.Fatalf("PUT %s answered %v, but GET answers %d %v", path, answer, status, got)
 	}
 }
+
+// TestUncleanPathAnswersJSON: a path with an empty, '.' or '..' segment is a
+// JSON 404, not the mux's bare 301 that a client would follow as a GET
+// (found by FuzzRequestBody with the subject ".").
+func TestUncleanPathAnswersJSON(t *testing.T) {
+	t.Parallel()
+	h := ccompat.NewHandler(openClient(t, sqlite.Open(filepath.Join(t.TempDir(), "r.db"))), nil)
+	for _, tc := range []struct{ method, path string }{
+		{"POST", "/compatibility/subjects/./versions/latest"},
+		{"POST", "/subjects/../subjects/orders-v1/versions"},
+		{"GET", "//subjects"},
+		{"GET", "/subjects/orders-v1/versions/./1"},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			req := httptest.NewRequest(tc.method, "/", strings.NewReader(`{"schema":"{}"}`))
+			req.URL.Path = tc.path
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			var answer struct {
+				Code    int    `json:"error_code"`
+				Message string `json:"message"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &answer); rec.Code != http.StatusNotFound || err != nil || answer.Code != 404 || !strings.Contains(answer.Message, "segment") {
+				t.Fatalf("%s %s: %d %s", tc.method, tc.path, rec.Code, rec.Body)
+			}
+		})
+	}
+}
