@@ -121,7 +121,9 @@ func mysqlDSN(rest string) (string, error) {
 	// otherwise end it); the user and password need no escaping.
 	b.WriteString("tcp(" + host + ")/" + url.PathEscape(db))
 	if u.RawQuery != "" {
-		b.WriteString("?" + u.RawQuery)
+		// go-sql-driver takes the last '/' for the database's; it unescapes
+		// parameter values, so loc=Europe/Paris keeps its meaning.
+		b.WriteString("?" + strings.ReplaceAll(u.RawQuery, "/", "%2F"))
 	}
 	return b.String(), nil
 }

@@ -25,7 +25,7 @@ func FuzzParse(f *testing.F) {
 		"mysql://u:p@[::1]:3306/db", "mysql://u:p:q@h/db", "mysql:u:p@h/db", "mysql://u:p@h/d%2Fb", "mysql://h:99999/db",
 		"mariadb://u:p@unix(/tmp/s)/db", "sqlite:app.db", "sqlite:///var/lib/app.db", "sqlite://", "file:app.db?mode=ro", "file:",
 		"", "  ", "nocolon", "ftp://u:secret@h/x", "://u:secret@h", "mysql://u:secret@h/db%zz", "MySQL://U:P@H/DB", "mysql://u%3Ax:p@h/db",
-		"mysql://u%40x:p%2Fq@h/d%2Fb%3Fc", "mysql://:/0", "mysql://]/0", "mysql://[fe80::1%25en0]/db",
+		"mysql://u%40x:p%2Fq@h/d%2Fb%3Fc", "mysql://:/0", "mysql://]/0", "mysql://h/db?loc=Europe/Paris", "mysql://[fe80::1%25en0]/db",
 	} {
 		f.Add(s)
 	}
