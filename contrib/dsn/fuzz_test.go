@@ -56,8 +56,8 @@ func checkNoPassword(t *testing.T, raw string, err error) {
 		return
 	}
 	p, ok := u.User.Password()
-	if !ok || len(p) < 3 || !strings.Contains(err.Error(), p) {
-		return
+	if !ok || len(p) < 3 || !strings.Contains(err.Error(), p) || strings.Count(raw, p) > 1 {
+		return // a password the URL also holds elsewhere (as the user, say) cannot be told apart
 	}
 	_, err2 := Parse(strings.ReplaceAll(raw, p, "Qz7Qz7Qz7"))
 	if err2 == nil || !strings.Contains(err2.Error(), p) {

@@ -52,7 +52,7 @@ func FuzzOpenURL(f *testing.F) {
 		}
 		other := openErr(build(user, "Qz7Qz7Qz7", rest))
 		for _, p := range passwordForms(pass) {
-			if strings.Contains(err.Error(), p) && (other == nil || !strings.Contains(other.Error(), p)) {
+			if shows(err, p) && !shows(other, p) {
 				t.Fatalf("Open(%q) shows the password %q: %v", conn, p, err)
 			}
 		}
@@ -85,4 +85,10 @@ func unescaped(s string, fn func(string) (string, error)) string {
 		return u
 	}
 	return ""
+}
+
+// shows reports whether err's text holds s outside the marks driver.Scrub
+// leaves ("xxxxx" then " 1" would otherwise show the password "x 1").
+func shows(err error, s string) bool {
+	return err != nil && strings.Contains(strings.ReplaceAll(err.Error(), "xxxxx", "\x00"), s)
 }
