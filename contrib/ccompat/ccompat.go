@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 
@@ -131,6 +132,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, &apiError{status: http.StatusUnauthorized, code: 401, msg: "unauthorized: send the configured basic credentials or bearer token"})
 		return
 	}
+	if p := r.URL.Path; cleanPath(p) != p {
+		// The mux would answer a bare 301, which a client follows as a GET.
+		h.fail(w, r, &apiError{status: http.StatusNotFound, code: 404,
+			msg: fmt.Sprintf("HTTP 404 Not Found: %q has an empty, '.' or '..' segment; subjects are {stream}-v{version}", p)})
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		if ct := r.Header.Get("Content-Type"); !acceptedBody(ct) {
 			h.fail(w, r, &apiError{status: http.StatusUnsupportedMediaType, code: 415,
@@ -143,6 +150,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 const maxBody = 8 << 20
+
+// cleanPath is p as http.ServeMux cleans it before routing: without empty,
+// '.' or '..' segments, keeping a trailing slash.
+func cleanPath(p string) string {
+	c := path.Clean("/" + p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
+}
 
 // acceptedBody reports whether a request body's Content-Type is one this
 // API reads. Confluent's Java RestService sends a weighted list

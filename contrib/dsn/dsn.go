@@ -3,6 +3,7 @@ package dsn
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 
@@ -92,12 +93,19 @@ func mysqlDSN(rest string) (string, error) {
 		return "", fmt.Errorf("%w: the MySQL URL does not parse; %s", ErrInvalidURL, forms)
 	}
 	db := strings.TrimPrefix(u.Path, "/")
-	if u.Host == "" || db == "" {
+	if u.Hostname() == "" || db == "" {
 		return "", fmt.Errorf("%w: a MySQL URL needs a host and a database, as in mysql://user:pass@host:3306/db", ErrInvalidURL)
 	}
-	host := u.Host
-	if u.Port() == "" {
-		host += ":3306"
+	port := u.Port()
+	if port == "" {
+		port = "3306"
+	}
+	host := net.JoinHostPort(u.Hostname(), port)
+	if h, _, err := net.SplitHostPort(host); err != nil || h != u.Hostname() {
+		return "", fmt.Errorf("%w: the MySQL URL's host %q is not a host name or address; %s", ErrInvalidURL, u.Hostname(), forms)
+	}
+	if strings.Contains(u.User.Username(), ":") {
+		return "", fmt.Errorf("%w: the MySQL user name contains ':', which a go-sql-driver DSN cannot carry; use a user name without it, as in mysql://user:pass@host:3306/db", ErrInvalidURL)
 	}
 	var b strings.Builder
 	if u.User != nil {
@@ -107,9 +115,13 @@ func mysqlDSN(rest string) (string, error) {
 		}
 		b.WriteString("@")
 	}
-	b.WriteString("tcp(" + host + ")/" + db)
+	// go-sql-driver unescapes the database name (a '/' or '?' in it would
+	// otherwise end it); the user and password need no escaping.
+	b.WriteString("tcp(" + host + ")/" + url.PathEscape(db))
 	if u.RawQuery != "" {
-		b.WriteString("?" + u.RawQuery)
+		// go-sql-driver takes the last '/' for the database's; it unescapes
+		// parameter values, so loc=Europe/Paris keeps its meaning.
+		b.WriteString("?" + strings.ReplaceAll(u.RawQuery, "/", "%2F"))
 	}
 	return b.String(), nil
 }

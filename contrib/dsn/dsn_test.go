@@ -25,6 +25,8 @@ func TestParse(t *testing.T) {
 		{"mariadb://u:p@tcp(h:3306)/db", dsn.MySQL, "u:p@tcp(h:3306)/db"},
 		{"mysql://u:p@h:3307/db?tls=true", dsn.MySQL, "u:p@tcp(h:3307)/db?tls=true"},
 		{"mysql://u@h/db", dsn.MySQL, "u@tcp(h:3306)/db"},
+		{"mysql://u%40x:p%2Fq@h/d%2Fb%3Fc", dsn.MySQL, "u@x:p/q@tcp(h:3306)/d%2Fb%3Fc"},           // found by FuzzParse
+		{"mysql://u:p@h/db?loc=Europe/Paris", dsn.MySQL, "u:p@tcp(h:3306)/db?loc=Europe%2FParis"}, // found by FuzzParse
 		{"sqlite:app.db", dsn.SQLite, "app.db"},
 		{"sqlite:///var/lib/app.db", dsn.SQLite, "/var/lib/app.db"},
 		{"sqlite://rel/app.db", dsn.SQLite, "rel/app.db"},
@@ -46,7 +48,7 @@ func TestParse(t *testing.T) {
 
 func TestParseRefuses(t *testing.T) {
 	t.Parallel()
-	for _, u := range []string{"", "app.db", "redis://h:6379", "postgres:h/db", "mysql:root@tcp(h)/db", "mysql://u:secret@h", "sqlite:", "sqlite://", "file:", "http://u:secret@h/x"} {
+	for _, u := range []string{"", "app.db", "redis://h:6379", "postgres:h/db", "mysql:root@tcp(h)/db", "mysql://u:secret@h", "sqlite:", "sqlite://", "file:", "http://u:secret@h/x", "mysql://u%3Ax:secret@h/db", "mysql://]/db"} {
 		t.Run(u, func(t *testing.T) {
 			_, err := dsn.Parse(u)
 			if !errors.Is(err, dsn.ErrInvalidURL) {

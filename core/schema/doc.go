@@ -21,9 +21,11 @@
 //     arrays, which omitempty never omits), and members promoted through an
 //     embedded pointer (left out when it is nil). All others are listed in
 //     "required", because encoding/json always writes them.
-//   - A json tag name containing a quote or backslash is refused: Go 1.27's
+//   - A json tag name containing a quote, apostrophe, backslash, control
+//     character, non-ASCII symbol or invalid UTF-8 is refused: Go 1.27's
 //     default encoding/json (built on json/v2) and GOEXPERIMENT=nojsonv2
-//     name such a member differently.
+//     name such a member differently. So is an option such as "omitempty "
+//     or "string-x": v2 reads its leading word, v1 ignores it.
 //   - The ",string" option makes a number or boolean a string (with a
 //     pattern or enum describing its text).
 //   - Pointers, slices and maps may be nil, which encoding/json writes as

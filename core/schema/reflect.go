@@ -441,11 +441,8 @@ func jsonFields(t reflect.Type) ([]field, error) {
 					continue
 				}
 				name, opts, _ := strings.Cut(tag, ",")
-				if strings.ContainsAny(name, `\"`) {
-					return nil, fmt.Errorf("field %s: json tag name %q contains a quote or backslash, which encoding/json reads differently with and without GOEXPERIMENT=jsonv2; rename the member", sf.Name, name)
-				}
-				if !validTagName(name) {
-					name = ""
+				if name != "" && !validTagName(name) {
+					return nil, fmt.Errorf("field %s: json tag name %q contains a quote, apostrophe or backslash, a control character, a symbol other than ASCII punctuation or invalid UTF-8, which encoding/json reads differently with and without GOEXPERIMENT=jsonv2; rename the member", sf.Name, name)
 				}
 				index := append(append([]int{}, q.index...), i)
 				ft := sf.Type
@@ -467,6 +464,9 @@ func jsonFields(t reflect.Type) ([]field, error) {
 						f.name = sf.Name
 					}
 					for _, o := range strings.Split(opts, ",") {
+						if w := optionWord(o); w != o && (w == "omitempty" || w == "omitzero" || w == "string") {
+							return nil, fmt.Errorf("field %s: json tag option %q is %q to encoding/json under GOEXPERIMENT=jsonv2 (Go 1.27's default) and ignored without it; write %q", sf.Name, o, w, w)
+						}
 						switch o {
 						case "omitempty":
 							// Structs and non-empty arrays are never
@@ -541,8 +541,17 @@ func canBeEmpty(t reflect.Type) bool {
 	return true
 }
 
-// validTagName mirrors encoding/json: a tag name made of other characters
-// is ignored and the Go field name is used instead.
+// optionWord is the json tag option encoding/json v2 reads from o: its
+// leading letters, digits and underscores (v1 reads o whole).
+func optionWord(o string) string {
+	rest := strings.TrimLeftFunc(o, func(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) })
+	return o[:len(o)-len(rest)]
+}
+
+// validTagName is encoding/json v1's test of a tag name. v1 ignores a name
+// made of other characters and uses the Go field name; v2 (Go 1.27's
+// default encoding/json) uses the name, or reads up to a quote. Reflect
+// refuses such a name rather than describe one of the two.
 func validTagName(s string) bool {
 	if s == "" {
 		return false

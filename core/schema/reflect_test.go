@@ -404,7 +404,17 @@ func TestReflectErrors(t *testing.T) {
 		}](), []string{".N", "does not decode into int"}},
 		{reflect.TypeFor[struct {
 			Q string `json:"a\"b"` //lint:ignore SA5008 a quote in a name is refused, which the test checks
-		}](), []string{"Q", "quote or backslash", "rename"}},
+		}](), []string{"Q", "quote, apostrophe or backslash", "rename"}},
+		{reflect.TypeFor[struct {
+			Q string `json:"y'0"` //lint:ignore SA5008 an apostrophe in a name is refused, which the test checks
+		}](), []string{"Q", "quote, apostrophe or backslash", "rename"}},
+		{reflect.StructOf([]reflect.StructField{{Name: "S", Type: reflect.TypeFor[int](), Tag: `json:"€"`}}), []string{"S", "symbol", "rename"}},
+		{reflect.StructOf([]reflect.StructField{{Name: "U", Type: reflect.TypeFor[int](), Tag: "json:\"\xba\""}}), []string{"U", "UTF-8", "rename"}},
+		{reflect.StructOf([]reflect.StructField{{Name: "C", Type: reflect.TypeFor[int](), Tag: "json:\"a\tb\""}}), []string{"C", "control", "rename"}},
+		{reflect.StructOf([]reflect.StructField{{Name: "O", Type: reflect.TypeFor[string](), Tag: `json:"o,omitzero "`}}), []string{"O", `"omitzero "`, `write "omitzero"`}},
+		{reflect.TypeFor[struct {
+			O int `json:"o,string-x"` //lint:ignore SA5008 an unknown option is refused, which the test checks
+		}](), []string{"O", `"string-x"`, `write "string"`}},
 		{nil, []string{"reflect.TypeFor"}},
 	}
 	for _, tt := range tests {

@@ -197,7 +197,7 @@ func TestUnmarshalJSON(t *testing.T) {
 }
 
 // TestParseNeverPanics feeds every prefix of every corpus document to
-// Parse; the fuzz target below explores further with `go test -fuzz`.
+// Parse; FuzzParse (fuzz_test.go) explores further with `go test -fuzz`.
 func TestParseNeverPanics(t *testing.T) {
 	data, err := os.ReadFile(corpusFile)
 	if err != nil {
@@ -211,28 +211,4 @@ func TestParseNeverPanics(t *testing.T) {
 		}
 	}
 	_, _ = Parse(data[:len(data)/2])
-}
-
-func FuzzParse(f *testing.F) {
-	for _, seed := range []string{`true`, `{"type":"string"}`, `{"$ref":"#"}`, `{"allOf":[{"$ref":"#"}]}`,
-		`{"properties":{"a":{"$ref":"#/properties/a"}}}`, `{"items":[{},{"type":"null"}],"additionalItems":false}`} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := Parse(data)
-		if err != nil {
-			var pe *ParseError
-			if !errors.As(err, &pe) {
-				t.Fatalf("error %T is not a *ParseError: %v", err, err)
-			}
-			return
-		}
-		_ = s.Fingerprint()
-		// Whatever parses must be comparable with itself, compatibly.
-		for _, d := range Diff(s, s, Strict) {
-			if !d.Compatible {
-				t.Fatalf("schema incompatible with itself: %v\n%s", d, data)
-			}
-		}
-	})
 }

@@ -269,21 +269,30 @@ func connSecrets(s string) []string {
 		}
 		// pgx's (and libpq's) reading: the user info ends at the first '@'
 		// before any '/'; net/url's: at the last '@' of the authority.
+		narrow := ""
 		if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
 			if _, pw, ok := strings.Cut(rest[:i], ":"); ok {
 				add(pw)
+				narrow = pw
+			}
+		}
+		// A wider reading: pgx shows what follows its own, which it redacts.
+		wide := func(pw string) {
+			add(pw)
+			if tail, ok := strings.CutPrefix(pw, narrow); ok && narrow != "" && tail != "" {
+				add(tail)
 			}
 		}
 		authority, _, _ := strings.Cut(rest, "/")
 		if i := strings.LastIndex(authority, "@"); i >= 0 {
 			if _, pw, ok := strings.Cut(authority[:i], ":"); ok {
-				add(pw)
+				wide(pw)
 			}
 		}
 		// A password with an unescaped '/' (or '?', '#'): up to the last '@'.
 		if i := strings.LastIndex(rest, "@"); i >= 0 {
 			if _, pw, ok := strings.Cut(rest[:i], ":"); ok {
-				add(pw)
+				wide(pw)
 			}
 		}
 		if u, err := url.Parse(s); err == nil && u.User != nil {

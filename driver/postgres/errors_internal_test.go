@@ -23,6 +23,7 @@ func TestConnSecrets(t *testing.T) {
 		{"postgresql://app:p%40ss@host/db", []string{"p%40ss", "p@ss"}},
 		{"postgres://app:pa/ss@host:5432/db", []string{"pa/ss"}},
 		{"postgres://app:pa@ss@host/db", []string{"pa@ss", "pa"}},
+		{"postgres://:%:@00@0", []string{"%:@00", "%:", "@00"}}, // pgx redacts "%:" only (found by FuzzOpenURL)
 		{"postgres://app:pw2@%zz/db", []string{"pw2"}},
 		{"postgres://app:pw3%zz@host/db", []string{"pw3%zz"}},
 		{"postgres://app@host/db?sslmode=disable&password=pw4", []string{"pw4"}},

@@ -1,0 +1,94 @@
+package postgres
+
+// FuzzOpenURL is the fuzz target for the connection strings the driver
+// parses (issue #25 §5); core/fuzz_test.go has the command line that
+// fuzzes every target.
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// pgForms builds a connection string around a password: a URL, a
+// key=value string, and a key=value string with the password quoted.
+var pgForms = []func(user, pass, rest string) string{
+	func(user, pass, rest string) string { return "postgres://" + user + ":" + pass + "@" + rest },
+	func(user, pass, rest string) string { return "user=" + user + " password=" + pass + " " + rest },
+	func(user, pass, rest string) string { return "user=" + user + " password='" + pass + "' " + rest },
+}
+
+// FuzzOpenURL checks the connection strings pgx refuses: Open reports an
+// ErrUnavailable that never shows the password, unless the same text shows
+// with another password in its place (then it comes from elsewhere in the
+// string). Strings pgx accepts are left alone: Open would start a pool, and
+// a fuzzed pool_min_conns would have it dial fuzzed hosts.
+func FuzzOpenURL(f *testing.F) {
+	for _, s := range []struct {
+		form             uint8
+		user, pass, rest string
+	}{
+		{0, "u", "secret", "h:5432/db?sslmode=disable"}, {0, "u", "secret", "h:99999/db"}, {0, "u", "sec%zzret", "h/db"},
+		{0, "u", "sec/ret", "h/db"}, {0, "u", "sec@ret", "h/db"}, {0, "u", "secret", "h/db?sslmode=bogus"},
+		{0, "u", "secret", "h/db?connect_timeout=x"}, {0, "u", "s%40cret", "[::1/db"}, {0, "u", "secret", "h/db?pool_max_conns=0"},
+		{1, "u", "secret", "host=h dbname=db"}, {1, "u", "secret", "host=h port=x"}, {1, "u", "sec ret", "sslmode=bogus"},
+		{2, "u", "sec'ret", "host=h"}, {2, "u", "sec\\'ret", "port=-1"}, {2, "u", "secret", "target_session_attrs=odd"},
+	} {
+		f.Add(s.form, s.user, s.pass, s.rest)
+	}
+	f.Fuzz(func(t *testing.T, form uint8, user, pass, rest string) {
+		build := pgForms[int(form)%len(pgForms)]
+		conn := build(user, pass, rest)
+		err := openErr(conn)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, driver.ErrUnavailable) {
+			t.Fatalf("Open(%q) = %v; want ErrUnavailable", conn, err)
+		}
+		other := openErr(build(user, "Qz7Qz7Qz7", rest))
+		for _, p := range passwordForms(pass) {
+			if shows(err, p) && !shows(other, p) {
+				t.Fatalf("Open(%q) shows the password %q: %v", conn, p, err)
+			}
+		}
+	})
+}
+
+// openErr is the error a driver opened on conn reports, or nil for a
+// string pgx parses, on which it does not open the driver.
+func openErr(conn string) error {
+	if _, err := pgxpool.ParseConfig(conn); err == nil {
+		return nil
+	}
+	return Open(conn).opened
+}
+
+// passwordForms is the password as written and unescaped, where at least
+// three bytes long (shorter ones show by chance).
+func passwordForms(p string) []string {
+	var out []string
+	for _, s := range []string{p, unescaped(p, url.PathUnescape), unescaped(p, url.QueryUnescape)} {
+		if len(s) >= 3 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func unescaped(s string, fn func(string) (string, error)) string {
+	if u, err := fn(s); err == nil {
+		return u
+	}
+	return ""
+}
+
+// shows reports whether err's text holds s outside the marks driver.Scrub
+// leaves ("xxxxx" then " 1" would otherwise show the password "x 1").
+func shows(err error, s string) bool {
+	return err != nil && strings.Contains(strings.ReplaceAll(err.Error(), "xxxxx", "\x00"), s)
+}
