@@ -209,6 +209,12 @@ type group struct {
 	mu         sync.Mutex
 	config     driver.GroupConfig // the stored configuration last seen
 	deferredAt time.Time          // when deferred rows were last logged
+
+	// extending is held shared by every extension while it runs, and
+	// exclusively by a settle in a caller's transaction while it marks its
+	// leases inTx: an extension never names a lease whose row a caller's
+	// transaction may hold locked, so it never waits for that COMMIT.
+	extending sync.RWMutex
 }
 
 // Register joins (or creates) the group and returns a consumer. It fails
@@ -404,6 +410,9 @@ type lease struct {
 	size    int          // payload bytes, for middleware
 	until   atomic.Int64 // unix nanos
 	state   atomic.Int32 // leaseOpen, ...
+	// inTx: a settle in the caller's transaction took it; extensions leave
+	// it alone (see group.extending).
+	inTx atomic.Bool
 }
 
 // The states of a lease in this process.
@@ -748,8 +757,26 @@ func settled(taken []*lease, res driver.SettleResult) []int64 {
 // a whole: nothing is known to have changed.
 func reopen(taken []*lease) {
 	for _, l := range taken {
+		l.inTx.Store(false)
 		l.state.Store(leaseOpen)
 	}
+}
+
+// takeInTx is take for a settle in the caller's transaction tx: the leases
+// are marked inTx first, once no extension that may name them runs, so
+// that no later one does. Extensions name leases by their rows, which that
+// transaction locks until the caller commits, however long that is.
+func (g *group) takeInTx(tx driver.Tx, ls []*lease) (taken []*lease, already, lost []int64) {
+	if tx != nil {
+		g.extending.Lock()
+		for _, l := range ls {
+			if l.state.Load() == leaseOpen {
+				l.inTx.Store(true)
+			}
+		}
+		g.extending.Unlock()
+	}
+	return take(ls)
 }
 
 func refs(ls []*lease) []driver.Lease {
@@ -763,7 +790,7 @@ func refs(ls []*lease) []driver.Lease {
 // ack resolves leases, inside the caller's transaction tx when it is not
 // nil.
 func (g *group) ack(ctx context.Context, tx driver.Tx, ls []*lease) error {
-	taken, already, lost := take(ls)
+	taken, already, lost := g.takeInTx(tx, ls)
 	if len(taken) > 0 {
 		start := time.Now()
 		res, err := g.client.drv.Ack(ctx, driver.AckParams{StreamID: g.stream.ID, Group: g.name, Leases: refs(taken), Now: start.UTC(), Tx: tx})
@@ -795,7 +822,7 @@ func (g *group) hookSettle(ctx context.Context, outcome string, taken []*lease, 
 // after MaxAttempts, otherwise delayed by RetryAfter's delay or the backoff;
 // inside the caller's transaction tx when it is not nil.
 func (g *group) fail(ctx context.Context, tx driver.Tx, ls []*lease, causes []error) error {
-	taken, already, lost := take(ls)
+	taken, already, lost := g.takeInTx(tx, ls)
 	if len(taken) == 0 {
 		return settleErr("retry", g, lost, already)
 	}
@@ -885,21 +912,32 @@ func (g *group) release(ctx context.Context, ls []*lease) error {
 }
 
 // extend moves the leases of open deliveries to now+by. Each is extended on
-// its own; lost ones are marked lost and named in the error.
+// its own; lost ones are marked lost and named in the error. Leases being
+// settled in a caller's transaction are left out (see group.extending).
+//
+// The expiry is computed before the driver applies it: an extension that
+// came back after that expiry may have been applied late (it waited for a
+// lock), when the lease had already run out in the database. It is applied
+// again at once with a new expiry; one that is late again has its leases
+// treated as lost, since another member may hold them by now.
 func (g *group) extend(ctx context.Context, ls []*lease, by time.Duration) error {
+	g.extending.RLock()
+	defer g.extending.RUnlock()
 	var open []*lease
 	var lost, already []int64
 	for _, l := range ls {
 		switch l.state.Load() {
 		case leaseOpen, leaseSettling:
-			open = append(open, l)
+			if !l.inTx.Load() {
+				open = append(open, l)
+			}
 		case leaseLost:
 			lost = append(lost, l.id)
 		default:
 			already = append(already, l.id)
 		}
 	}
-	if len(open) > 0 {
+	for attempt := 1; len(open) > 0; attempt++ {
 		now := time.Now().UTC()
 		until := now.Add(by)
 		res, err := g.client.drv.Extend(ctx, driver.ExtendParams{StreamID: g.stream.ID, Group: g.name, Leases: refs(open), Until: until, Now: now})
@@ -910,14 +948,20 @@ func (g *group) extend(ctx context.Context, ls []*lease, by time.Duration) error
 		for _, id := range res.Lost {
 			gone[id] = true
 		}
+		late := !time.Now().Before(until)
+		var again []*lease
 		for _, l := range open {
-			if !gone[l.id] {
+			switch {
+			case !gone[l.id] && !late:
 				l.until.Store(until.UnixNano())
-			} else if l.state.CompareAndSwap(leaseOpen, leaseLost) {
+			case !gone[l.id] && attempt == 1:
+				again = append(again, l)
+			case l.state.CompareAndSwap(leaseOpen, leaseLost):
 				lost = append(lost, l.id)
 			}
 			// A lease being settled meanwhile reports its own outcome.
 		}
+		open = again
 	}
 	return settleErr("extend", g, lost, already)
 }
