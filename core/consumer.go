@@ -485,7 +485,7 @@ func (d Delivery[T]) Extend(ctx context.Context, by time.Duration) error {
 	if by <= 0 {
 		return fmt.Errorf("%w: Extend by %v; use a positive duration", ErrInvalidOption, by)
 	}
-	return d.lease.group.extend(ctx, []*lease{d.lease}, by)
+	return d.lease.group.extend(ctx, []*lease{d.lease}, by, false)
 }
 
 // Ack resolves several deliveries in as few round trips as possible. Each is
@@ -917,10 +917,12 @@ func (g *group) release(ctx context.Context, ls []*lease) error {
 //
 // The expiry is computed before the driver applies it: an extension that
 // came back after that expiry may have been applied late (it waited for a
-// lock), when the lease had already run out in the database. It is applied
-// again at once with a new expiry; one that is late again has its leases
-// treated as lost, since another member may hold them by now.
-func (g *group) extend(ctx context.Context, ls []*lease, by time.Duration) error {
+// lock), when the lease had already run out in the database. With renewLate
+// (Run's heartbeat) it is applied again at once with a new expiry, and one
+// that is late again has its leases treated as lost, since another member
+// may hold them by now. Without it (Delivery.Extend, whose caller may cut a
+// lease short on purpose) the expiry asked for is kept.
+func (g *group) extend(ctx context.Context, ls []*lease, by time.Duration, renewLate bool) error {
 	g.extending.RLock()
 	defer g.extending.RUnlock()
 	var open []*lease
@@ -948,7 +950,7 @@ func (g *group) extend(ctx context.Context, ls []*lease, by time.Duration) error
 		for _, id := range res.Lost {
 			gone[id] = true
 		}
-		late := !time.Now().Before(until)
+		late := renewLate && !time.Now().Before(until)
 		var again []*lease
 		for _, l := range open {
 			switch {

@@ -44,7 +44,8 @@ func (d *extendDriver) Extend(_ context.Context, p driver.ExtendParams) (driver.
 // handed-off acks, whose claim recorded them first: issue 25 §4); it never
 // names a lease being settled in a caller's transaction, whose row that
 // transaction may hold locked; and one that came back after its own expiry
-// is applied again, and reports its leases lost when late again.
+// is applied again, and reports its leases lost when late again (Run's
+// heartbeat; Delivery.Extend keeps what it asked for).
 func TestExtendOnlyReportsLostLeases(t *testing.T) {
 	t.Parallel()
 	const by = 300 * time.Millisecond
@@ -54,6 +55,7 @@ func TestExtendOnlyReportsLostLeases(t *testing.T) {
 		inTx      bool  // lease 1 is being settled in a caller's transaction
 		lost      []int64
 		late      int
+		keepLate  bool    // Delivery.Extend's call: a late expiry is kept
 		wantLost  []int64 // in the returned error
 		wantState int32   // of lease 1 afterwards
 		wantCalls [][]int64
@@ -67,6 +69,7 @@ func TestExtendOnlyReportsLostLeases(t *testing.T) {
 			wantCalls: [][]int64{{2}}},
 		{name: "late once: applied again", state: leaseOpen, late: 1, wantState: leaseOpen, wantCalls: [][]int64{{1, 2}, {1, 2}}},
 		{name: "late twice: lost", state: leaseOpen, late: 2, wantLost: []int64{1, 2}, wantState: leaseLost, wantCalls: [][]int64{{1, 2}, {1, 2}}},
+		{name: "late for Delivery.Extend: kept", state: leaseOpen, late: 1, keepLate: true, wantState: leaseOpen, wantCalls: [][]int64{{1, 2}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -79,7 +82,7 @@ func TestExtendOnlyReportsLostLeases(t *testing.T) {
 			ls[0].state.Store(tc.state)
 			ls[0].inTx.Store(tc.inTx)
 			start := time.Now()
-			err := g.extend(context.Background(), ls, by)
+			err := g.extend(context.Background(), ls, by, !tc.keepLate)
 			var se *SettleError
 			switch {
 			case len(tc.wantLost) == 0 && err != nil:
@@ -95,7 +98,7 @@ func TestExtendOnlyReportsLostLeases(t *testing.T) {
 			}
 			// A late extension's expiry is not kept: the one applied again
 			// began after it came back, past the first expiry.
-			if after := start.Add(time.Duration(tc.late) * by); tc.wantState == leaseOpen && ls[0].expired(after) {
+			if after := start.Add(time.Duration(tc.late) * by); tc.wantState == leaseOpen && !tc.keepLate && ls[0].expired(after) {
 				t.Errorf("lease 1 runs until %v, want past %v", time.Unix(0, ls[0].until.Load()), after)
 			}
 		})

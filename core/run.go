@@ -751,7 +751,7 @@ func (r *runner[T]) heartbeat(ctx context.Context) {
 		wait = every
 		if len(ls) > 0 {
 			ectx, cancel := r.c.client.opContext(ctx)
-			err := r.c.extend(ectx, ls, r.c.opts.LeaseDuration)
+			err := r.c.extend(ectx, ls, r.c.opts.LeaseDuration, true)
 			cancel()
 			var se *SettleError
 			switch {
