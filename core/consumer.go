@@ -456,7 +456,10 @@ func (d Delivery[T]) Dead(ctx context.Context, cause error) error {
 // transaction, with ErrLeaseLost (a *SettleError): roll tx back, since
 // another member may be doing the same work. Once AckTx returned nil, the
 // delivery counts as settled here: Run records no other outcome for it, and
-// if tx rolls back it comes back when its lease expires.
+// if tx rolls back it comes back when its lease expires. tx may stay open
+// for long: it locks only this delivery's state, and Run goes on extending,
+// acking and claiming the others meanwhile (on SQLite, whose one writer tx
+// then holds, leases are paused instead; see that driver's package doc).
 func (d Delivery[T]) AckTx(ctx context.Context, tx driver.Tx) error {
 	if tx == nil {
 		return fmt.Errorf("%w: AckTx with a nil transaction; use Ack to record it on its own", ErrInvalidOption)

@@ -925,12 +925,12 @@ func (d *Driver) settleOne(ctx context.Context, streamID int64, group string, l 
 // settleLocked settles leases in one transaction that first settles the
 // batch members among them (settleBatches, with mode, until and now), then
 // locks the exception rows still leased with their token and has apply
-// change exactly those: a transaction of the driver's own, or the caller's
-// when callerTx is not nil (then neither committed nor rolled back here).
-func (d *Driver) settleLocked(ctx context.Context, callerTx driver.Tx, streamID int64, group string, leases []driver.Lease,
+// change exactly those, in a transaction of the driver's own (a caller's
+// transaction never locks batches: settleInCallerTx).
+func (d *Driver) settleLocked(ctx context.Context, streamID int64, group string, leases []driver.Lease,
 	mode batchMode, until, now string, apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
 	changed := map[int64]bool{}
-	err := d.inTx(ctx, callerTx, func(tx querier) error {
+	err := d.inTx(ctx, nil, func(tx querier) error {
 		clear(changed)
 		return settleLockedIn(ctx, tx, streamID, group, leases, mode, until, now, apply, changed)
 	})
@@ -1063,7 +1063,7 @@ func (d *Driver) thenBatches(ctx context.Context, res driver.SettleResult, err e
 			again = append(again, l)
 		}
 	}
-	return d.settleLocked(ctx, nil, streamID, group, again, mode, until, now, apply)
+	return d.settleLocked(ctx, streamID, group, again, mode, until, now, apply)
 }
 
 // byIDs is the WHERE clause naming exception rows by id, and its arguments.
@@ -1084,7 +1084,7 @@ func (d *Driver) settleAll(ctx context.Context, streamID int64, group string, le
 	if len(leases) == 0 {
 		return driver.SettleResult{}, d.check()
 	}
-	if ok, err := d.fastSettle(ctx, nil, streamID, group, leases, mode, until, now); ok || err != nil {
+	if ok, err := d.fastSettle(ctx, streamID, group, leases, mode, until, now); ok || err != nil {
 		return driver.SettleResult{}, err
 	}
 	apply := func(tx querier, ids []int64) error {
@@ -1096,7 +1096,7 @@ func (d *Driver) settleAll(ctx context.Context, streamID int64, group string, le
 		res, err := d.settleOne(ctx, streamID, group, leases[0], stmt, args...)
 		return d.thenBatches(ctx, res, err, streamID, group, leases, mode, until, now, apply)
 	}
-	return d.settleLocked(ctx, nil, streamID, group, leases, mode, until, now, apply)
+	return d.settleLocked(ctx, streamID, group, leases, mode, until, now, apply)
 }
 
 // checkTx validates a caller's transaction given with nothing to settle.
@@ -1130,7 +1130,7 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 		if err != nil || len(rest) == 0 {
 			return driver.SettleResult{}, err
 		}
-		return d.settleLocked(ctx, nil, p.StreamID, p.Group, rest, batchAck, "", "", apply)
+		return d.settleLocked(ctx, p.StreamID, p.Group, rest, batchAck, "", "", apply)
 	}
 	if len(p.Leases) < 2 || !d.returning() || d.batches.known(p.StreamID, p.Group, p.Leases) {
 		return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, batchAck, "", "", stmt)
@@ -1236,7 +1236,7 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 	if p.Tx != nil {
 		return d.settleInCallerTx(ctx, p.Tx, p.StreamID, p.Group, leases, apply)
 	}
-	return d.settleLocked(ctx, nil, p.StreamID, p.Group, leases, batchCarve, "", "", apply)
+	return d.settleLocked(ctx, p.StreamID, p.Group, leases, batchCarve, "", "", apply)
 }
 
 const releaseSet = `UPDATE delivery_exception SET state = 'delayed', due_at = ?, attempt = attempt - 1, lease_token = NULL, updated_at = ?`
