@@ -958,7 +958,9 @@ func settleLockedIn(ctx context.Context, tx querier, streamID int64, group strin
 // are checked here: a predicate on them beside the id list (a row
 // constructor IN) made MariaDB walk the group's key prefix and lock every
 // exception row of the group, so that a caller's transaction holding such
-// a lock stalled every member's heartbeat (issue 25).
+// a lock stalled every member's heartbeat (issue 25). The primary key is
+// forced: on a small table the optimizer may otherwise walk the prefix (or
+// the due index) for the id list too, and wait on every row locked there.
 func settleRowsIn(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease,
 	apply func(tx querier, ids []int64) error, changed map[int64]bool) error {
 	tokens := make(map[int64][]string, len(leases))
@@ -973,7 +975,7 @@ func settleRowsIn(ctx context.Context, tx querier, streamID int64, group string,
 		}
 		where, wargs := byIDs(streamID, group, keys)
 		var ids []int64
-		if err := eachRow(ctx, tx, `SELECT msg_id, COALESCE(lease_token, ''), state FROM delivery_exception`+where+` FOR UPDATE`,
+		if err := eachRow(ctx, tx, `SELECT msg_id, COALESCE(lease_token, ''), state FROM delivery_exception FORCE INDEX (PRIMARY)`+where+` FOR UPDATE`,
 			wargs, func(r *sql.Rows) error {
 				var id int64
 				var token, state string
