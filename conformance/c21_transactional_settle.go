@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,6 +169,8 @@ func testTransactionalSettle(t *testing.T, h *harness) {
 		}
 	})
 
+	t.Run("HeldTxKeepsLeases", func(t *testing.T) { testHeldTxKeepsLeases(t, h, c) })
+
 	if h.target.SingleProcess {
 		t.Logf("KilledBeforeCommit does not run on %s: it kills a child process, and no other process can open a single-process store", h.target.Name)
 		return
@@ -201,6 +205,138 @@ func testTransactionalSettle(t *testing.T, h *harness) {
 		}
 	})
 }
+
+// testHeldTxKeepsLeases: a caller's transaction held open for two leases
+// after AckTx, while Run's real heartbeats run at a short lease: no delivery
+// of that member, or of another member of the group, is handed out while
+// its handler runs. Member a holds four deliveries of one claim (the
+// transaction's among them), member b the other two, and member c, idle,
+// claims all along, so that any lease that lapses is taken while its
+// handler still runs.
+func testHeldTxKeepsLeases(t *testing.T, h *harness, a *sqlstreams.Client) {
+	const stream, group, lease = "c21held", "held", 1500 * time.Millisecond
+	b, c := h.client(t), h.client(t)
+	produceV1(t, producer[EventV1](t, a, stream), 6)
+	opts := func() *sqlstreams.ConsumerOptions {
+		return fastRetry(sqlstreams.ConsumerOptions{LeaseDuration: lease, Concurrency: 4, BatchSize: 4})
+	}
+	claims := &claimCounter{}
+	watched := opts()
+	watched.Middleware = []sqlstreams.Middleware{claims}
+	members := map[string]*sqlstreams.Consumer[EventV1]{
+		"a": consumer[EventV1](t, a, stream, group, opts()),
+		"b": consumer[EventV1](t, b, stream, group, opts()),
+		"c": consumer[EventV1](t, c, stream, group, watched),
+	}
+	var (
+		mu      sync.Mutex
+		running = map[int64]string{} // id -> member whose handler runs it
+		started = map[string]int{}
+		overlap []string
+		holder  atomic.Bool
+	)
+	rec := newHandled()
+	allStarted, released := make(chan struct{}), make(chan struct{})
+	txErr := make(chan error, 1)
+	hold := func(ctx context.Context, d sqlstreams.Delivery[EventV1]) error {
+		select {
+		case <-allStarted:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		tx, commit, rollback, err := h.target.BeginTx(ctx, a.Driver())
+		if err == nil {
+			err = h.target.ExecTx(ctx, a.Driver(), tx, "INSERT INTO conformance_marker (k) VALUES ('held')")
+		}
+		if err == nil {
+			err = d.AckTx(ctx, tx)
+		}
+		if err == nil {
+			time.Sleep(2 * lease) // the scenario: the caller works on in its transaction
+			err = commit()
+		} else if tx != nil {
+			_ = rollback()
+		}
+		txErr <- err
+		// Every handler still runs until member c has claimed twice after
+		// the commit (the second claim began after it): a lease that ran
+		// out meanwhile is taken then, while its handler runs.
+		after := claims.n.Load()
+		for deadline := time.Now().Add(30 * time.Second); claims.n.Load() < after+2 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		close(released)
+		return err
+	}
+	handler := func(member string) sqlstreams.Handler[EventV1] {
+		return func(ctx context.Context, d sqlstreams.Delivery[EventV1]) error {
+			rec.add(member, d)
+			mu.Lock()
+			if other, ok := running[d.ID]; ok {
+				overlap = append(overlap, fmt.Sprintf("%d: %s started it while %s ran it", d.ID, member, other))
+			}
+			running[d.ID] = member
+			started[member]++
+			mu.Unlock()
+			defer func() {
+				mu.Lock()
+				delete(running, d.ID)
+				mu.Unlock()
+			}()
+			if member == "a" && holder.CompareAndSwap(false, true) {
+				return hold(ctx, d)
+			}
+			select {
+			case <-released:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	startedBy := func(member string, n int) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return started[member] >= n
+		}
+	}
+	stopA := runFor(t, members["a"], handler("a"))
+	defer stopA()
+	eventually(t, 30*time.Second, "member a to run a claim of four", startedBy("a", 4))
+	stopB := runFor(t, members["b"], handler("b"))
+	defer stopB()
+	eventually(t, 30*time.Second, "member b to run the other two", startedBy("b", 2))
+	stopC := runFor(t, members["c"], handler("c"))
+	defer stopC()
+	close(allStarted)
+	select {
+	case err := <-txErr:
+		if err != nil {
+			t.Fatalf("the held transaction: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the held transaction did not end within a minute")
+	}
+	eventually(t, 30*time.Second, "every row to be resolved", func() bool {
+		g := groupAt(t, health(t, a, stream), 1, group)
+		return g.Unread == 0 && g.Unresolved == 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, o := range overlap {
+		t.Errorf("handed out while its handler ran: %s", o)
+	}
+	rec.checkOnce(t)
+}
+
+// claimCounter counts the claims of the consumers it is middleware of.
+type claimCounter struct {
+	sqlstreams.MiddlewareDefaults
+	n atomic.Int64
+}
+
+func (c *claimCounter) Claimed(context.Context, sqlstreams.ClaimEvent) { c.n.Add(1) }
 
 // childAckTx claims one delivery, writes the application's row and acks in
 // one transaction, records "in-tx" and waits to be killed before it commits.

@@ -3,6 +3,7 @@ package conformance
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -333,5 +334,31 @@ func testAckWithClaim(t *testing.T, h *harness) {
 		f.mu.Lock()
 		t.Logf("%d claims, %d of them carrying acks", f.claims, f.ackClaims)
 		f.mu.Unlock()
+	})
+
+	t.Run("HeartbeatDuringHandOff", func(t *testing.T) {
+		t.Parallel()
+		h := h.fresh()
+		// Handed-off acks stay extendable while their claim runs; when the
+		// claim records them first, the heartbeat's extension finds them
+		// gone. That is no lost lease: an operator must be able to trust
+		// the warning (issue 25 §4).
+		const stream, n, lease = "d11-heartbeat", 60, 1500 * time.Millisecond
+		logs := &logCount{}
+		c, f := h.faultyClient(t, sqlstreams.WithLogger(slog.New(logs)))
+		produceBatches(t, producer[EventV1](t, c, stream), n)
+		f.set(func(f *faultDriver) { f.extendDuringAckClaim = true })
+		cons := consumer[EventV1](t, c, stream, "g", &sqlstreams.ConsumerOptions{Concurrency: 5, BatchSize: 10,
+			LeaseDuration: lease, PollInterval: 10 * time.Millisecond})
+		runEachOnce(t, c, cons, stream, n, lease)
+		f.mu.Lock()
+		raced := f.raced
+		f.mu.Unlock()
+		if !raced {
+			t.Fatal("no extension named the acks of a claim carrying them; the scenario did not happen")
+		}
+		if k := logs.count("leases lost"); k > 0 {
+			t.Errorf("%d warnings of lost leases; every lease was held or recorded", k)
+		}
 	})
 }

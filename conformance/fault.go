@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -31,6 +32,14 @@ type faultDriver struct {
 	hangClaims bool
 	claims     int // Claim calls seen
 	ackClaims  int // of those, claims that carried acks
+	// extendDuringAckClaim makes the next claim that carries acks wait (at
+	// most 10 s) for an extension naming one of them, and that extension
+	// wait until the claim recorded them; the claim returns once the
+	// extension did: the heartbeat extends acks that their claim records
+	// first. raced says that it happened.
+	extendDuringAckClaim, raced      bool
+	racing                           map[int64]bool // the acks of that claim
+	extendSeen, claimDone, extendEnd chan struct{}
 }
 
 var errInjected = &driver.Error{Kind: driver.ErrUnavailable, Err: errorString("conformance: injected outage")}
@@ -66,6 +75,15 @@ func (f *faultDriver) Claim(ctx context.Context, p driver.ClaimParams) (driver.C
 		f.failPlainClaims--
 		fail = true
 	}
+	race := len(p.Acks) > 0 && !fail && f.extendDuringAckClaim
+	if race {
+		f.extendDuringAckClaim, f.racing = false, map[int64]bool{}
+		for _, l := range p.Acks {
+			f.racing[l.ID] = true
+		}
+		f.extendSeen, f.claimDone, f.extendEnd = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	}
+	seen, done, end := f.extendSeen, f.claimDone, f.extendEnd
 	f.mu.Unlock()
 	if fail {
 		return driver.ClaimResult{}, errInjected
@@ -74,7 +92,21 @@ func (f *faultDriver) Claim(ctx context.Context, p driver.ClaimParams) (driver.C
 		<-ctx.Done()
 		return driver.ClaimResult{}, ctx.Err()
 	}
-	return f.Driver.Claim(ctx, p)
+	if !race {
+		return f.Driver.Claim(ctx, p)
+	}
+	select {
+	case <-seen:
+	case <-time.After(10 * time.Second):
+		return f.Driver.Claim(ctx, p)
+	}
+	res, err := f.Driver.Claim(ctx, p)
+	close(done)
+	select {
+	case <-end:
+	case <-time.After(10 * time.Second):
+	}
+	return res, err
 }
 
 func (f *faultDriver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
@@ -94,6 +126,25 @@ func (f *faultDriver) Fail(ctx context.Context, p driver.FailParams) (driver.Set
 func (f *faultDriver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
 	if f.take(&f.failExtends) {
 		return driver.SettleResult{}, errInjected
+	}
+	f.mu.Lock()
+	race := false
+	for _, l := range p.Leases {
+		race = race || (f.racing[l.ID] && !f.raced)
+	}
+	if race {
+		f.raced = true
+		close(f.extendSeen)
+	}
+	done, end := f.claimDone, f.extendEnd
+	f.mu.Unlock()
+	if !race {
+		return f.Driver.Extend(ctx, p)
+	}
+	defer close(end)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
 	}
 	return f.Driver.Extend(ctx, p)
 }

@@ -209,6 +209,12 @@ type group struct {
 	mu         sync.Mutex
 	config     driver.GroupConfig // the stored configuration last seen
 	deferredAt time.Time          // when deferred rows were last logged
+
+	// extending is held shared by every extension while it runs, and
+	// exclusively by a settle in a caller's transaction while it marks its
+	// leases inTx: an extension never names a lease whose row a caller's
+	// transaction may hold locked, so it never waits for that COMMIT.
+	extending sync.RWMutex
 }
 
 // Register joins (or creates) the group and returns a consumer. It fails
@@ -404,6 +410,9 @@ type lease struct {
 	size    int          // payload bytes, for middleware
 	until   atomic.Int64 // unix nanos
 	state   atomic.Int32 // leaseOpen, ...
+	// inTx: a settle in the caller's transaction took it; extensions leave
+	// it alone (see group.extending).
+	inTx atomic.Bool
 }
 
 // The states of a lease in this process.
@@ -447,7 +456,10 @@ func (d Delivery[T]) Dead(ctx context.Context, cause error) error {
 // transaction, with ErrLeaseLost (a *SettleError): roll tx back, since
 // another member may be doing the same work. Once AckTx returned nil, the
 // delivery counts as settled here: Run records no other outcome for it, and
-// if tx rolls back it comes back when its lease expires.
+// if tx rolls back it comes back when its lease expires. tx may stay open
+// for long: it locks only this delivery's state, and Run goes on extending,
+// acking and claiming the others meanwhile (on SQLite, whose one writer tx
+// then holds, leases are paused instead; see that driver's package doc).
 func (d Delivery[T]) AckTx(ctx context.Context, tx driver.Tx) error {
 	if tx == nil {
 		return fmt.Errorf("%w: AckTx with a nil transaction; use Ack to record it on its own", ErrInvalidOption)
@@ -476,7 +488,7 @@ func (d Delivery[T]) Extend(ctx context.Context, by time.Duration) error {
 	if by <= 0 {
 		return fmt.Errorf("%w: Extend by %v; use a positive duration", ErrInvalidOption, by)
 	}
-	return d.lease.group.extend(ctx, []*lease{d.lease}, by)
+	return d.lease.group.extend(ctx, []*lease{d.lease}, by, false)
 }
 
 // Ack resolves several deliveries in as few round trips as possible. Each is
@@ -756,8 +768,26 @@ func settled(taken []*lease, res driver.SettleResult) []int64 {
 // a whole: nothing is known to have changed.
 func reopen(taken []*lease) {
 	for _, l := range taken {
+		l.inTx.Store(false)
 		l.state.Store(leaseOpen)
 	}
+}
+
+// takeInTx is take for a settle in the caller's transaction tx: the leases
+// are marked inTx first, once no extension that may name them runs, so
+// that no later one does. Extensions name leases by their rows, which that
+// transaction locks until the caller commits, however long that is.
+func (g *group) takeInTx(tx driver.Tx, ls []*lease) (taken []*lease, already, lost []int64) {
+	if tx != nil {
+		g.extending.Lock()
+		for _, l := range ls {
+			if l.state.Load() == leaseOpen {
+				l.inTx.Store(true)
+			}
+		}
+		g.extending.Unlock()
+	}
+	return take(ls)
 }
 
 func refs(ls []*lease) []driver.Lease {
@@ -771,7 +801,7 @@ func refs(ls []*lease) []driver.Lease {
 // ack resolves leases, inside the caller's transaction tx when it is not
 // nil.
 func (g *group) ack(ctx context.Context, tx driver.Tx, ls []*lease) error {
-	taken, already, lost := take(ls)
+	taken, already, lost := g.takeInTx(tx, ls)
 	if len(taken) > 0 {
 		start := time.Now()
 		res, err := g.client.drv.Ack(ctx, driver.AckParams{StreamID: g.stream.ID, Group: g.name, Leases: refs(taken), Now: start.UTC(), Tx: tx})
@@ -803,7 +833,7 @@ func (g *group) hookSettle(ctx context.Context, outcome string, taken []*lease, 
 // after MaxAttempts, otherwise delayed by RetryAfter's delay or the backoff;
 // inside the caller's transaction tx when it is not nil.
 func (g *group) fail(ctx context.Context, tx driver.Tx, ls []*lease, causes []error) error {
-	taken, already, lost := take(ls)
+	taken, already, lost := g.takeInTx(tx, ls)
 	if len(taken) == 0 {
 		return settleErr("retry", g, lost, already)
 	}
@@ -893,21 +923,34 @@ func (g *group) release(ctx context.Context, ls []*lease) error {
 }
 
 // extend moves the leases of open deliveries to now+by. Each is extended on
-// its own; lost ones are marked lost and named in the error.
-func (g *group) extend(ctx context.Context, ls []*lease, by time.Duration) error {
+// its own; lost ones are marked lost and named in the error. Leases being
+// settled in a caller's transaction are left out (see group.extending).
+//
+// The expiry is computed before the driver applies it: an extension that
+// came back after that expiry may have been applied late (it waited for a
+// lock), when the lease had already run out in the database. With renewLate
+// (Run's heartbeat) it is applied again at once with a new expiry, and one
+// that is late again has its leases treated as lost, since another member
+// may hold them by now. Without it (Delivery.Extend, whose caller may cut a
+// lease short on purpose) the expiry asked for is kept.
+func (g *group) extend(ctx context.Context, ls []*lease, by time.Duration, renewLate bool) error {
+	g.extending.RLock()
+	defer g.extending.RUnlock()
 	var open []*lease
 	var lost, already []int64
 	for _, l := range ls {
 		switch l.state.Load() {
 		case leaseOpen, leaseSettling:
-			open = append(open, l)
+			if !l.inTx.Load() {
+				open = append(open, l)
+			}
 		case leaseLost:
 			lost = append(lost, l.id)
 		default:
 			already = append(already, l.id)
 		}
 	}
-	if len(open) > 0 {
+	for attempt := 1; len(open) > 0; attempt++ {
 		now := time.Now().UTC()
 		until := now.Add(by)
 		res, err := g.client.drv.Extend(ctx, driver.ExtendParams{StreamID: g.stream.ID, Group: g.name, Leases: refs(open), Until: until, Now: now})
@@ -918,14 +961,20 @@ func (g *group) extend(ctx context.Context, ls []*lease, by time.Duration) error
 		for _, id := range res.Lost {
 			gone[id] = true
 		}
+		late := renewLate && !time.Now().Before(until)
+		var again []*lease
 		for _, l := range open {
-			if !gone[l.id] {
+			switch {
+			case !gone[l.id] && !late:
 				l.until.Store(until.UnixNano())
-			} else if l.state.CompareAndSwap(leaseOpen, leaseLost) {
+			case !gone[l.id] && attempt == 1:
+				again = append(again, l)
+			case l.state.CompareAndSwap(leaseOpen, leaseLost):
 				lost = append(lost, l.id)
 			}
 			// A lease being settled meanwhile reports its own outcome.
 		}
+		open = again
 	}
 	return settleErr("extend", g, lost, already)
 }

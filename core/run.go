@@ -245,7 +245,11 @@ func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 		// The claim runs to completion whatever ctx does, so that what it
 		// leased is known and can be given back.
 		cctx, cancel := c.client.opContext(context.WithoutCancel(ctx))
-		ds, lost, err := c.claim(cctx, max(r.limit-held, 1), ClaimSourceRun, acks)
+		// The acks are being settled from here on: the heartbeat still
+		// extends them, but a claim that recorded them first makes its
+		// extension find them gone, which is no lost lease.
+		taken, _, _ := take(acks)
+		ds, lost, err := c.claim(cctx, max(r.limit-held, 1), ClaimSourceRun, taken)
 		cancel()
 		r.recordedWithClaim(acks, lost, err)
 		if err != nil {
@@ -747,7 +751,7 @@ func (r *runner[T]) heartbeat(ctx context.Context) {
 		wait = every
 		if len(ls) > 0 {
 			ectx, cancel := r.c.client.opContext(ctx)
-			err := r.c.extend(ectx, ls, r.c.opts.LeaseDuration)
+			err := r.c.extend(ectx, ls, r.c.opts.LeaseDuration, true)
 			cancel()
 			var se *SettleError
 			switch {

@@ -509,13 +509,12 @@ func (c *batchCache) forget(stream int64, group string, tokens ...string) {
 }
 
 // fastSettle settles leases that are all members of one batch this driver
-// claimed, with one statement on q (the caller's transaction, or nil for
-// one that commits on its own) that names the batch and the ids the cache
-// expects it to hold: an ack removes the named ids (deleting the batch when
+// claimed, with one statement that commits on its own and names the batch
+// and the ids the cache expects it to hold: an ack removes the named ids (deleting the batch when
 // none is left), an extension naming every remaining member moves its
 // lease. It reports false when that does not apply or the batch is not as
 // expected; then nothing changed, and the caller takes the locking path.
-func (d *Driver) fastSettle(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, mode batchMode, until, now string) (bool, error) {
+func (d *Driver) fastSettle(ctx context.Context, streamID int64, group string, leases []driver.Lease, mode batchMode, until, now string) (bool, error) {
 	cs, ok := d.casSettle(streamID, group, leases, mode, until, now)
 	if !ok {
 		return false, nil
@@ -526,13 +525,7 @@ func (d *Driver) fastSettle(ctx context.Context, tx driver.Tx, streamID int64, g
 		n, err = cs.run(ctx, q)
 		return err
 	}
-	var err error
-	if tx == nil {
-		err = d.autocommit(ctx, run)
-	} else {
-		err = d.inTx(ctx, tx, run)
-	}
-	if err != nil {
+	if err := d.autocommit(ctx, run); err != nil {
 		d.batches.forget(streamID, group, cs.b.token)
 		return false, err
 	}

@@ -925,12 +925,12 @@ func (d *Driver) settleOne(ctx context.Context, streamID int64, group string, l 
 // settleLocked settles leases in one transaction that first settles the
 // batch members among them (settleBatches, with mode, until and now), then
 // locks the exception rows still leased with their token and has apply
-// change exactly those: a transaction of the driver's own, or the caller's
-// when callerTx is not nil (then neither committed nor rolled back here).
-func (d *Driver) settleLocked(ctx context.Context, callerTx driver.Tx, streamID int64, group string, leases []driver.Lease,
+// change exactly those, in a transaction of the driver's own (a caller's
+// transaction never locks batches: settleInCallerTx).
+func (d *Driver) settleLocked(ctx context.Context, streamID int64, group string, leases []driver.Lease,
 	mode batchMode, until, now string, apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
 	changed := map[int64]bool{}
-	err := d.inTx(ctx, callerTx, func(tx querier) error {
+	err := d.inTx(ctx, nil, func(tx querier) error {
 		clear(changed)
 		return settleLockedIn(ctx, tx, streamID, group, leases, mode, until, now, apply, changed)
 	})
@@ -949,16 +949,43 @@ func settleLockedIn(ctx context.Context, tx querier, streamID int64, group strin
 	if err != nil {
 		return err
 	}
-	for s := 0; s < len(rest); s += settleChunk {
-		part := rest[s:min(s+settleChunk, len(rest))]
-		pred, pargs := leasedPairs(part)
+	return settleRowsIn(ctx, tx, streamID, group, rest, apply, changed)
+}
+
+// settleRowsIn locks the exception rows of leases by primary key, and has
+// apply change those still leased with their token; it marks them in
+// changed. The locking read names whole keys only, and the token and state
+// are checked here: a predicate on them beside the id list (a row
+// constructor IN) made MariaDB walk the group's key prefix and lock every
+// exception row of the group, so that a caller's transaction holding such
+// a lock stalled every member's heartbeat (issue 25). The primary key is
+// forced: on a small table the optimizer may otherwise walk the prefix (or
+// the due index) for the id list too, and wait on every row locked there.
+func settleRowsIn(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease,
+	apply func(tx querier, ids []int64) error, changed map[int64]bool) error {
+	tokens := make(map[int64][]string, len(leases))
+	for _, l := range leases {
+		tokens[l.ID] = append(tokens[l.ID], l.Token)
+	}
+	for s := 0; s < len(leases); s += settleChunk {
+		part := leases[s:min(s+settleChunk, len(leases))]
+		keys := make([]int64, len(part))
+		for i, l := range part {
+			keys[i] = l.ID
+		}
+		where, wargs := byIDs(streamID, group, keys)
 		var ids []int64
-		if err := eachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `+pred+` FOR UPDATE`,
-			append([]any{streamID, group}, pargs...), func(r *sql.Rows) error {
+		if err := eachRow(ctx, tx, `SELECT msg_id, COALESCE(lease_token, ''), state FROM delivery_exception FORCE INDEX (PRIMARY)`+where+` FOR UPDATE`,
+			wargs, func(r *sql.Rows) error {
 				var id int64
-				err := r.Scan(&id)
-				ids = append(ids, id)
-				return err
+				var token, state string
+				if err := r.Scan(&id, &token, &state); err != nil {
+					return err
+				}
+				if state == string(driver.StateLeased) && slices.Contains(tokens[id], token) && !slices.Contains(ids, id) {
+					ids = append(ids, id)
+				}
+				return nil
 			}); err != nil {
 			return err
 		}
@@ -973,6 +1000,35 @@ func settleLockedIn(ctx context.Context, tx querier, streamID int64, group strin
 		}
 	}
 	return nil
+}
+
+// settleInCallerTx settles leases in the caller's transaction tx, which may
+// stay open long after (the inbox pattern). Their batch members are first
+// materialized in a transaction of the driver's own, committed at once;
+// the caller's transaction then locks and changes only the leases'
+// exception rows. It never locks a batch record, so the other members of
+// the batch are extended, acked and claimed past meanwhile (issue 25).
+// Materialized rows are what the batch stood for: when tx rolls back they
+// stay leased with their token until their lease expires.
+func (d *Driver) settleInCallerTx(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease,
+	apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
+	err := d.inTx(ctx, nil, func(q querier) error {
+		_, err := settleBatches(ctx, q, streamID, group, leases, batchCarve, "", "", map[int64]bool{})
+		return err
+	})
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	d.forgetTokens(streamID, group, leases)
+	changed := map[int64]bool{}
+	err = d.inTx(ctx, tx, func(q querier) error {
+		clear(changed)
+		return settleRowsIn(ctx, q, streamID, group, leases, apply, changed)
+	})
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
 }
 
 // forgetTokens drops the cached batches of the leases' claims after the
@@ -1009,7 +1065,7 @@ func (d *Driver) thenBatches(ctx context.Context, res driver.SettleResult, err e
 			again = append(again, l)
 		}
 	}
-	return d.settleLocked(ctx, nil, streamID, group, again, mode, until, now, apply)
+	return d.settleLocked(ctx, streamID, group, again, mode, until, now, apply)
 }
 
 // byIDs is the WHERE clause naming exception rows by id, and its arguments.
@@ -1030,7 +1086,7 @@ func (d *Driver) settleAll(ctx context.Context, streamID int64, group string, le
 	if len(leases) == 0 {
 		return driver.SettleResult{}, d.check()
 	}
-	if ok, err := d.fastSettle(ctx, nil, streamID, group, leases, mode, until, now); ok || err != nil {
+	if ok, err := d.fastSettle(ctx, streamID, group, leases, mode, until, now); ok || err != nil {
 		return driver.SettleResult{}, err
 	}
 	apply := func(tx querier, ids []int64) error {
@@ -1042,7 +1098,7 @@ func (d *Driver) settleAll(ctx context.Context, streamID int64, group string, le
 		res, err := d.settleOne(ctx, streamID, group, leases[0], stmt, args...)
 		return d.thenBatches(ctx, res, err, streamID, group, leases, mode, until, now, apply)
 	}
-	return d.settleLocked(ctx, nil, streamID, group, leases, mode, until, now, apply)
+	return d.settleLocked(ctx, streamID, group, leases, mode, until, now, apply)
 }
 
 // checkTx validates a caller's transaction given with nothing to settle.
@@ -1058,7 +1114,7 @@ const ackStmt = `DELETE FROM delivery_exception`
 // DELETE ... RETURNING per chunk, which names the rows it deleted. In the
 // caller's transaction (p.Tx) the deliveries still leased with their token
 // are locked first (SELECT ... FOR UPDATE) and then deleted, whatever the
-// engine and the caller's pool settings.
+// engine and the caller's pool settings (settleInCallerTx).
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
 	const stmt = ackStmt
 	apply := func(tx querier, ids []int64) error {
@@ -1070,16 +1126,13 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 		if len(p.Leases) == 0 {
 			return driver.SettleResult{}, d.checkTx(ctx, p.Tx)
 		}
-		if ok, err := d.fastSettle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, batchAck, "", ""); ok || err != nil {
-			return driver.SettleResult{}, err
-		}
-		return d.settleLocked(ctx, p.Tx, p.StreamID, p.Group, p.Leases, batchAck, "", "", apply)
+		return d.settleInCallerTx(ctx, p.Tx, p.StreamID, p.Group, p.Leases, apply)
 	}
 	if rest, ok, err := d.fastAckWhole(ctx, p.StreamID, p.Group, p.Leases); ok || err != nil {
 		if err != nil || len(rest) == 0 {
 			return driver.SettleResult{}, err
 		}
-		return d.settleLocked(ctx, nil, p.StreamID, p.Group, rest, batchAck, "", "", apply)
+		return d.settleLocked(ctx, p.StreamID, p.Group, rest, batchAck, "", "", apply)
 	}
 	if len(p.Leases) < 2 || !d.returning() || d.batches.known(p.StreamID, p.Group, p.Leases) {
 		return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, batchAck, "", "", stmt)
@@ -1182,7 +1235,10 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 		res, err := d.settleOne(ctx, p.StreamID, p.Group, leases[0], set, state, due, f.Error, now, now, driver.CutHistoryError(f.Error), at)
 		return d.thenBatches(ctx, res, err, p.StreamID, p.Group, leases, batchCarve, "", "", apply)
 	}
-	return d.settleLocked(ctx, p.Tx, p.StreamID, p.Group, leases, batchCarve, "", "", apply)
+	if p.Tx != nil {
+		return d.settleInCallerTx(ctx, p.Tx, p.StreamID, p.Group, leases, apply)
+	}
+	return d.settleLocked(ctx, p.StreamID, p.Group, leases, batchCarve, "", "", apply)
 }
 
 const releaseSet = `UPDATE delivery_exception SET state = 'delayed', due_at = ?, attempt = attempt - 1, lease_token = NULL, updated_at = ?`

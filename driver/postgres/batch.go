@@ -269,21 +269,15 @@ const ackWholeQuery = `DELETE FROM delivery_batch WHERE stream_id = $1::bigint A
 
 // ackWhole deletes the batch b of the leases' claim if it still holds
 // exactly their ids (a read committed recheck applies the comparison to a
-// concurrently settled version), in the caller's transaction or on its own.
-// It reports whether it did: then every lease was a member, so none had an
-// exception row, and the Ack is complete.
-func (d *Driver) ackWhole(ctx context.Context, tx driver.Tx, streamID int64, group, token string, b claimedBatch) (bool, error) {
+// concurrently settled version). It reports whether it did: then every
+// lease was a member, so none had an exception row, and the Ack is
+// complete.
+func (d *Driver) ackWhole(ctx context.Context, streamID int64, group, token string, b claimedBatch) (bool, error) {
 	var tag pgconn.CommandTag
-	var err error
-	if tx != nil {
-		caller, _ := callerTx(tx)
-		tag, err = caller.Exec(ctx, ackWholeQuery, streamID, group, token, b.partition, b.ids)
-		err = d.callerTxError(ctx, err)
-	} else {
-		err = d.write(ctx, func(c *pgxpool.Conn) error {
-			tag, err = c.Exec(ctx, ackWholeQuery, streamID, group, token, b.partition, b.ids)
-			return err
-		})
-	}
+	err := d.write(ctx, func(c *pgxpool.Conn) error {
+		var err error
+		tag, err = c.Exec(ctx, ackWholeQuery, streamID, group, token, b.partition, b.ids)
+		return err
+	})
 	return err == nil && tag.RowsAffected() == 1, err
 }

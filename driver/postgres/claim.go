@@ -936,6 +936,9 @@ func (d *Driver) settle(ctx context.Context, tx driver.Tx, streamID int64, group
 		return driver.SettleResult{}, err
 	}
 	set := newLeaseSet(leases)
+	if tx != nil {
+		return d.settleInTx(ctx, tx, streamID, set, group, leases, stmt, again)
+	}
 	changed, materialized, err := d.settleQuery(ctx, tx, batchSettle(streamID, mode, stmt+leasedPairs+` RETURNING d.msg_id`),
 		append(set.args(streamID, group), args...))
 	if err != nil {
@@ -960,6 +963,27 @@ func (d *Driver) settle(ctx context.Context, tx driver.Tx, streamID int64, group
 		for id := range done {
 			changed[id] = true
 		}
+	}
+	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
+}
+
+// settleInTx settles leases in the caller's transaction tx, which may stay
+// open long after (the inbox pattern). Their batch members are first
+// materialized in a statement of the driver's own, committed at once; the
+// caller's transaction then changes only the leases' exception rows. It
+// never locks a batch record, so the other members of the batch are
+// extended, acked and claimed past meanwhile (issue 25). Materialized rows
+// are what the batch stood for: when tx rolls back they stay leased with
+// their token until their lease expires, as the batch would have.
+func (d *Driver) settleInTx(ctx context.Context, tx driver.Tx, streamID int64, set leaseSet, group string, leases []driver.Lease,
+	stmt string, again func(leases []driver.Lease) []any) (driver.SettleResult, error) {
+	carve := batchSettle(streamID, settleMaterialize, `SELECT d.msg_id FROM delivery_exception d`+leasedPairs+` AND false`)
+	if _, _, err := d.settleQuery(ctx, nil, carve, set.args(streamID, group)); err != nil {
+		return driver.SettleResult{}, err
+	}
+	changed, _, err := d.settleQuery(ctx, tx, stmt+leasedPairs+` RETURNING d.msg_id, false`, append(set.args(streamID, group), again(leases)...))
+	if err != nil {
+		return driver.SettleResult{}, err
 	}
 	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
 }
@@ -1050,13 +1074,17 @@ func noArgs([]driver.Lease) []any { return nil }
 // Ack implements driver.Driver. With p.Tx, the deliveries are resolved in
 // the caller's transaction: they stay leased (to their token) until it
 // commits, and are leased again as before when it rolls back. Batch members
-// leave their batches in the same statement.
+// leave their batches in the same statement, except in the caller's
+// transaction (settleInTx).
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
+	if p.Tx != nil {
+		return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleAck, ackExceptions, nil, noArgs)
+	}
 	if b, ok := d.claimed.take(p.StreamID, p.Group, p.Leases); ok {
-		if err := d.settleCheck(p.Tx); err != nil {
+		if err := d.check(); err != nil {
 			return driver.SettleResult{}, err
 		}
-		done, err := d.ackWhole(ctx, p.Tx, p.StreamID, p.Group, p.Leases[0].Token, b)
+		done, err := d.ackWhole(ctx, p.StreamID, p.Group, p.Leases[0].Token, b)
 		if err != nil || done {
 			return driver.SettleResult{}, err
 		}
@@ -1071,14 +1099,14 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 const ackExceptions = `DELETE FROM delivery_exception d`
 
 // ackPipelined is Ack as two statements in one round trip and one implicit
-// transaction (or in the caller's): batchAck, prepared once per connection
+// transaction: batchAck, prepared once per connection
 // (a plan for every argument; planning the whole of batchSettle's statement
 // for each ack cost more than running it), then the per-delivery DELETE,
 // planned for its arguments at each run as settleQuery's are. Only where
 // the connection may prepare statements (settleMode is CacheDescribe: pgx's
 // default modes); otherwise Ack runs batchSettle's one statement.
 func (d *Driver) ackPipelined(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	if err := d.settleCheck(p.Tx); err != nil {
+	if err := d.check(); err != nil {
 		return driver.SettleResult{}, err
 	}
 	set := newLeaseSet(p.Leases)
@@ -1128,14 +1156,7 @@ func (d *Driver) ackPipelined(ctx context.Context, p driver.AckParams) (driver.S
 		}
 		return err
 	}
-	var err error
-	if p.Tx != nil {
-		caller, _ := callerTx(p.Tx)
-		err = d.callerTxError(ctx, run(caller.Conn()))
-	} else {
-		err = d.write(ctx, func(c *pgxpool.Conn) error { return run(c.Conn()) })
-	}
-	if err != nil {
+	if err := d.write(ctx, func(c *pgxpool.Conn) error { return run(c.Conn()) }); err != nil {
 		return driver.SettleResult{}, err
 	}
 	return driver.SettleResult{Lost: driver.Lost(p.Leases, changed)}, nil

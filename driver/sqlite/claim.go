@@ -89,6 +89,9 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	}
 	err := d.inTxQ(ctx, nil, func(tx cachedTx) error {
 		res.Deliveries, res.Deferred, res.Lost = res.Deliveries[:0], 0, nil
+		if err := resumeLeases(ctx, tx); err != nil {
+			return err
+		}
 		if len(p.Acks) > 0 {
 			// First, so that what they resolve is claimable (an ordered
 			// partition they free) and commits with the claim.
@@ -457,8 +460,10 @@ func (d *Driver) settle(ctx context.Context, callerTx driver.Tx, streamID int64,
 	var res driver.SettleResult
 	err := d.inTxQ(ctx, callerTx, func(tx cachedTx) error {
 		var err error
-		res, err = settleIn(ctx, tx, streamID, group, leases, op, until, stmt, args...)
-		return err
+		if res, err = settleIn(ctx, tx, streamID, group, leases, op, until, stmt, args...); err != nil || callerTx == nil {
+			return err
+		}
+		return pauseLeases(ctx, tx, time.Now().UTC())
 	})
 	if err != nil {
 		return driver.SettleResult{}, err
@@ -530,7 +535,10 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 				changed[f.Lease.ID] = true
 			}
 		}
-		return nil
+		if p.Tx == nil {
+			return nil
+		}
+		return pauseLeases(ctx, tx, time.Now().UTC())
 	})
 	if err != nil {
 		return driver.SettleResult{}, err
@@ -567,9 +575,29 @@ func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.Se
 	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleCarve, 0, releaseSet, now, now)
 }
 
-// Extend implements driver.Driver.
+// Extend implements driver.Driver. The new expiry counts from when the
+// extension is applied, not from p.Now: the write may have waited for the
+// database's one writer (a caller's transaction holds it until COMMIT), and
+// an expiry computed before that wait could be past by then.
 func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
-	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleExtend, micros(p.Until), `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, micros(p.Until), micros(p.Now))
+	if len(p.Leases) == 0 {
+		return driver.SettleResult{}, d.check()
+	}
+	var res driver.SettleResult
+	err := d.inTxQ(ctx, nil, func(tx cachedTx) error {
+		if err := resumeLeases(ctx, tx); err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		until := micros(p.Until.Add(max(now.Sub(p.Now), 0)))
+		var err error
+		res, err = settleIn(ctx, tx, p.StreamID, p.Group, p.Leases, settleExtend, until, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, until, micros(now))
+		return err
+	})
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	return res, nil
 }
 
 // ListDead implements driver.Driver.

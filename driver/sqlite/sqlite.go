@@ -19,6 +19,17 @@
 // transaction is open it holds the writer, so other writes of the process
 // wait for it to end; keep it short, and do not produce outside it from the
 // goroutine that holds it.
+//
+// The same holds for a transaction given to AckTx, RetryTx or DeadTx (the
+// inbox pattern): from its first write until it ends, every write of every
+// process on the file waits for it (every member's heartbeat, claims, acks
+// and produces), each for up to BusyTimeout, then fails with ErrConflict.
+// Leases do not run meanwhile: the first claim or extension after the
+// COMMIT gives every lease live at the settle the time the writer was held
+// since (pause.go), so no delivery is handed out while its handler runs.
+// Time held before the settle, or by a transaction that rolls back, is not
+// given back; leases that lapse that way are reported lost by their
+// holders' heartbeats.
 package sqlite
 
 import (
