@@ -258,7 +258,7 @@ func (d *Driver) takeWriter(ctx context.Context) error {
 		return fmt.Errorf("memdriver: nothing was written, the context ended while waiting for the writer: %w", ctx.Err())
 	case <-timer.C:
 		return &driver.Error{Kind: driver.ErrConflict, Err: fmt.Errorf("memdriver: the writer was busy for %v", d.busyTimeout),
-			Advice: "another transaction of the store (a ProduceTx or settle transaction not yet committed?) held its single writer; " +
+			Advice: "another transaction of the store (a ProduceTx, AckTx, RetryTx or DeadTx not yet committed?) held its single writer; " +
 				"commit such transactions promptly and retry"}
 	}
 }
