@@ -75,6 +75,9 @@ func goEnv(dir string) ([]string, error) {
 		"GOPROXY=file://"+filepath.ToSlash(dir)+","+def,
 		"GONOSUMDB="+prefix,
 		"GOFLAGS="+strings.TrimSpace(flags+" -mod=mod"),
+		// The go command's index of the module cache takes a module
+		// version as immutable; the working tree's is not, between runs.
+		"GODEBUG=goindex=0",
 	), nil
 }
 
