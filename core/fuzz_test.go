@@ -7,7 +7,7 @@ package sqlstreams
 //
 //	for t in core:FuzzBinding core:FuzzName core:FuzzMessageKey \
 //	    core/schema:FuzzParse core/schema:FuzzDiff core/schema:FuzzReflect core/schema:FuzzCheckFile \
-//	    contrib/dsn:FuzzParse contrib/ccompat:FuzzRequestBody \
+//	    contrib/dsn:FuzzParse .tests/drivers/ccompat:FuzzRequestBody \
 //	    driver/mysql:FuzzOpenDSN driver/postgres:FuzzOpenURL; do
 //	  go test -C "${t%%:*}" -run '^$' -fuzz "^${t##*:}\$" -fuzztime 10m . || break
 //	done

@@ -116,10 +116,7 @@ func FuzzRequestBody(f *testing.F) {
 		if subject == "" {
 			subject = "orders-v1"
 		}
-		path := rt.path
-		if strings.Contains(path, "%s") {
-			path = strings.Replace(path, "%s", url.PathEscape(subject), 1)
-		}
+		path := strings.Replace(rt.path, "%s", url.PathEscape(subject), 1)
 		status, answer := serveFuzz(t, h, rt.method, path, body)
 		switch {
 		case status == http.StatusOK && rt.path == "/subjects/%s/versions":
