@@ -3,6 +3,7 @@ module github.com/sqlstreams/sqlstreams/contrib/dsn
 go 1.27
 
 require (
+	github.com/go-sql-driver/mysql v1.10.1
 	github.com/sqlstreams/sqlstreams/core v0.1.0
 	github.com/sqlstreams/sqlstreams/driver/mysql v0.1.0
 	github.com/sqlstreams/sqlstreams/driver/postgres v0.1.0
@@ -12,7 +13,6 @@ require (
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
-	github.com/go-sql-driver/mysql v1.10.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
