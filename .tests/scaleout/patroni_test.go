@@ -62,6 +62,7 @@ func TestPatroniFailover(t *testing.T) {
 		t.Errorf("consumers logged no claim failure while the primary was gone (%d before the kill, %d after)", failsBefore, n)
 	}
 	waitUntil(t, outageWait, "every consumer whose claims failed to claim again", func() bool { return l.claimingAgainSince(killedAt) })
+	recovered := time.Now()
 	waitUntil(t, outageWait, "the LISTEN sessions on the new primary", func() bool { return listeners(replica.Postgres) > 0 })
 	wake := probe.check(t, replica, "after the failover")
 	resubscribed := probe.listenSince(killedAt)
@@ -69,7 +70,7 @@ func TestPatroniFailover(t *testing.T) {
 	firstErr, lastErr := time.Unix(0, l.firstErr.Load()), time.Unix(0, l.lastErr.Load())
 	claimGap := l.consumerGap(killedAt)
 	f := l.stop()
-	l.checkBackoff(1)
+	l.checkBackoff(1, recovered)
 	if ws := l.logs.find("consumer", "polling only"); len(ws) > 0 {
 		t.Errorf("the wake-up subscription gave up: %v", ws[0].attrs)
 	}

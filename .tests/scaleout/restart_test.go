@@ -55,8 +55,9 @@ func runRestart(t *testing.T, l *load, sc restartScenario) loadFigures {
 	waitUntil(t, outageWait, "every consumer whose claims failed to claim again", func() bool {
 		return l.claimingAgainSince(downAt)
 	})
+	recovered := time.Now()
 	f := l.stop()
-	l.checkBackoff(3)
+	l.checkBackoff(3, recovered)
 	t.Logf("down %s; producers failing for %s; %s", upAt.Sub(downAt).Round(time.Millisecond),
 		time.Duration(l.lastErr.Load()-l.firstErr.Load()).Round(time.Millisecond), f)
 	return f
