@@ -346,14 +346,19 @@ func Open(url string, opts ...Option) *Driver {
 	return d
 }
 
-// parseError reports a connection string pgx could not parse. pgx's error
-// keeps the whole string and redacts passwords only on a best-effort basis,
-// so only its scrubbed text is kept; and the detail it adds in parentheses
-// is left out when it quotes a piece of the string, which may cut across
-// the password where no reading of the string can find it (the fuzz target
-// found `(invalid percent-encoded token: ":000@%")` for password 000).
+// parseError reports a connection string pgx could not parse, without any
+// piece of it: where a string does not parse, no reading of it can say
+// where its password ends (`postgres://u:p@ss@host` has two), so pgx's
+// quote of the string and the detail it adds in parentheses when that
+// quotes a piece (`(invalid percent-encoded token: ":000@%")`) are left
+// out, and the rest is scrubbed as well. FuzzOpenURL found both.
 func (d *Driver) parseError(what string, err error) error {
 	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "cannot parse `"); ok {
+		if i := strings.LastIndex(rest, "`: "); i >= 0 {
+			msg = "cannot parse the connection string: " + rest[i+len("`: "):]
+		}
+	}
 	if i := strings.Index(msg, " ("); i >= 0 && strings.Contains(msg[i:], `"`) {
 		msg = msg[:i] + " (its detail quotes a piece of the string, left out: it may hold the password)"
 	}
