@@ -49,12 +49,6 @@ type BenchTarget struct {
 	// Copy says the baselines are RawCopiers: Produce100 then also measures
 	// raw-copy.
 	Copy bool
-	// PerDelivery, when set, is the target with a lease row per claimed
-	// delivery instead of batch records (the drivers'
-	// WithPerDeliveryLeases): Consume100 then also runs
-	// claim-ack-per-delivery, ack-and-claim-per-delivery and
-	// run-100handlers-per-delivery against the same baseline.
-	PerDelivery *Target
 }
 
 // benchEvent is the benchmarks' message: a few fields of typical size.
@@ -113,10 +107,6 @@ const benchBatch = 100
 //   - Consume100/ack-and-claim: AckAndClaim(100) of the batch the op before
 //     claimed, against Raw.Consume: one commit per batch on both sides.
 //   - Consume100/run-100handlers: Run with 100 handlers, against Raw.Consume.
-//   - Consume100/claim-ack-per-delivery, ack-and-claim-per-delivery,
-//     run-100handlers-per-delivery: the same with a lease row per delivery
-//     instead of batch records, where the target has them
-//     (BenchTarget.PerDelivery).
 //   - ProduceSingle: one message per call, against a one-row Raw.Insert.
 //   - EndToEndLatency: produce one message, wait for a Run handler to see it.
 //
@@ -174,67 +164,55 @@ func Benchmark(b *testing.B, target BenchTarget) {
 		}, baselines...)
 	})
 	b.Run("Consume100", func(b *testing.B) {
-		targets := []struct {
-			suffix string
-			target Target
-		}{{"", target.Target}}
-		if target.PerDelivery != nil {
-			targets = append(targets, struct {
-				suffix string
-				target Target
-			}{"-per-delivery", *target.PerDelivery})
-		}
-		for _, tt := range targets {
-			b.Run("claim-ack"+tt.suffix, func(b *testing.B) {
-				c, _, _ := setupConsume(b, tt.target, b.N*benchBatch)
-				raw, rawStream := rawConsumer(b, target)
-				defer raw.Close()
-				cons := consumer[benchEvent](b, c, "bench", "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
-				interleave(b, benchBatch, func(int) error {
-					ds, err := cons.Claim(context.Background(), benchBatch)
-					if err != nil {
-						return err
-					}
-					if len(ds) != benchBatch {
-						return fmt.Errorf("claim returned %d deliveries, want %d", len(ds), benchBatch)
-					}
-					return cons.Ack(context.Background(), ds...)
-				}, baseline{"raw", rawConsume(raw, rawStream)})
-			})
-			b.Run("ack-and-claim"+tt.suffix, func(b *testing.B) {
-				// Claim(100) and Ack as one call: each op acks the batch the
-				// one before it claimed, in the transaction that claims the
-				// next, one commit per batch as the raw loop has.
-				c, _, _ := setupConsume(b, tt.target, b.N*benchBatch)
-				raw, rawStream := rawConsumer(b, target)
-				defer raw.Close()
-				cons := consumer[benchEvent](b, c, "bench", "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
-				var ds []sqlstreams.Delivery[benchEvent]
-				interleave(b, benchBatch, func(int) error {
-					next, err := cons.AckAndClaim(context.Background(), benchBatch, ds...)
-					if err != nil {
-						return err
-					}
-					if len(next) != benchBatch {
-						return fmt.Errorf("claim returned %d deliveries, want %d", len(next), benchBatch)
-					}
-					ds = next
-					return nil
-				}, baseline{"raw", rawConsume(raw, rawStream)})
-				if err := cons.Ack(context.Background(), ds...); err != nil {
-					b.Fatal(err)
+		b.Run("claim-ack", func(b *testing.B) {
+			c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
+			raw, rawStream := rawConsumer(b, target)
+			defer raw.Close()
+			cons := consumer[benchEvent](b, c, "bench", "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
+			interleave(b, benchBatch, func(int) error {
+				ds, err := cons.Claim(context.Background(), benchBatch)
+				if err != nil {
+					return err
 				}
-			})
-			b.Run("run-100handlers"+tt.suffix, func(b *testing.B) {
-				// The handler model with its defaults, but for 100 concurrent
-				// handlers: each delivery acked as its handler returns.
-				c, _, _ := setupConsume(b, tt.target, b.N*benchBatch)
-				raw, rawStream := rawConsumer(b, target)
-				defer raw.Close()
-				cons := consumer[benchEvent](b, c, "bench", "bench-run", &sqlstreams.ConsumerOptions{Concurrency: 100})
-				runBracketed(b, cons, baseline{"raw", rawConsume(raw, rawStream)})
-			})
-		}
+				if len(ds) != benchBatch {
+					return fmt.Errorf("claim returned %d deliveries, want %d", len(ds), benchBatch)
+				}
+				return cons.Ack(context.Background(), ds...)
+			}, baseline{"raw", rawConsume(raw, rawStream)})
+		})
+		b.Run("ack-and-claim", func(b *testing.B) {
+			// Claim(100) and Ack as one call: each op acks the batch the
+			// one before it claimed, in the transaction that claims the
+			// next, one commit per batch as the raw loop has.
+			c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
+			raw, rawStream := rawConsumer(b, target)
+			defer raw.Close()
+			cons := consumer[benchEvent](b, c, "bench", "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
+			var ds []sqlstreams.Delivery[benchEvent]
+			interleave(b, benchBatch, func(int) error {
+				next, err := cons.AckAndClaim(context.Background(), benchBatch, ds...)
+				if err != nil {
+					return err
+				}
+				if len(next) != benchBatch {
+					return fmt.Errorf("claim returned %d deliveries, want %d", len(next), benchBatch)
+				}
+				ds = next
+				return nil
+			}, baseline{"raw", rawConsume(raw, rawStream)})
+			if err := cons.Ack(context.Background(), ds...); err != nil {
+				b.Fatal(err)
+			}
+		})
+		b.Run("run-100handlers", func(b *testing.B) {
+			// The handler model with its defaults, but for 100 concurrent
+			// handlers: each delivery acked as its handler returns.
+			c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
+			raw, rawStream := rawConsumer(b, target)
+			defer raw.Close()
+			cons := consumer[benchEvent](b, c, "bench", "bench-run", &sqlstreams.ConsumerOptions{Concurrency: 100})
+			runBracketed(b, cons, baseline{"raw", rawConsume(raw, rawStream)})
+		})
 	})
 	b.Run("ProduceSingle", func(b *testing.B) {
 		raw := openRaw(b, target, target.NewNamespace(b))

@@ -79,11 +79,6 @@ type Target struct {
 	// NoSQL provide them; the others get them from ExecTx and QueryInt.
 	Mark  func(ctx context.Context, drv driver.Driver, tx driver.Tx, key string) error
 	Marks func(ctx context.Context, drv driver.Driver, key string) (int64, error)
-	// BatchLeases says that Open returns a driver that leases a main claim
-	// as one batch record per partition (the drivers' default; false for
-	// their WithPerDeliveryLeases);
-	// D9_BatchLeaseStorage checks the stored rows accordingly.
-	BatchLeases bool
 }
 
 // contract is one named conformance test.

@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,14 +13,14 @@ import (
 func init() {
 	registerNeeding(needSQL, "D9_BatchLeaseStorage", testDriverBatchLeaseStorage)
 	register("D10_LeasedRowsUnderMaintenance", testDriverLeasedRowsUnderMaintenance)
+	registerNeeding(needSQL, "D12_LeaseRowsOfTheirOwn", testDriverLeaseRowsOfTheirOwn)
 }
 
-// testDriverBatchLeaseStorage pins how leases are stored. A target that
-// writes batch leases (Target.BatchLeases) must lease a main claim as one
-// batch record per partition, with no per-delivery row for a delivery that
-// is acked or extended with its whole batch; every other target must write
-// no batch at all (docs/contracts.md, "Data model"; docs/decisions.md,
-// "Performance: batch leases").
+// testDriverBatchLeaseStorage pins how leases are stored: a main claim
+// leases its rows as one batch record per partition, with no row of its own
+// for a delivery that is acked or extended with its whole batch
+// (docs/contracts.md, "Data model"; docs/decisions.md, "Performance: batch
+// leases").
 func testDriverBatchLeaseStorage(t *testing.T, h *harness) {
 	if h.target.QueryInt == nil {
 		t.Fatalf("target %s has no QueryInt", h.target.Name)
@@ -40,12 +41,8 @@ func testDriverBatchLeaseStorage(t *testing.T, h *harness) {
 	}
 	leases := leasesOf(res, token)
 	exceptions, batches := count("delivery_exception"), count("delivery_batch")
-	if h.target.BatchLeases {
-		if exceptions != 0 || batches != 1 {
-			t.Fatalf("a claim of 100 from one partition wrote %d exception rows and %d batches; want 0 and 1", exceptions, batches)
-		}
-	} else if exceptions != 100 || batches != 0 {
-		t.Fatalf("without batch leases a claim of 100 wrote %d exception rows and %d batches; want 100 and 0", exceptions, batches)
+	if exceptions != 0 || batches != 1 {
+		t.Fatalf("a claim of 100 from one partition wrote %d exception rows and %d batches; want 0 and 1", exceptions, batches)
 	}
 	ack := func(part []driver.Lease) {
 		t.Helper()
@@ -62,14 +59,105 @@ func testDriverBatchLeaseStorage(t *testing.T, h *harness) {
 		t.Fatalf("extend: lost %v, %v", got.Lost, err)
 	}
 	ack(leases[40:70])
-	if h.target.BatchLeases {
-		if n := count("delivery_exception"); n != 0 {
-			t.Fatalf("acks and an extension of the batch's remaining members wrote %d exception rows; want none", n)
-		}
+	if n := count("delivery_exception"); n != 0 {
+		t.Fatalf("acks and an extension of the batch's remaining members wrote %d exception rows; want none", n)
 	}
 	ack(leases[70:])
 	if exceptions, batches := count("delivery_exception"), count("delivery_batch"); exceptions != 0 || batches != 0 {
 		t.Fatalf("after every delivery was acked %d exception rows and %d batches are left; want none", exceptions, batches)
+	}
+}
+
+// testDriverLeaseRowsOfTheirOwn is the upgrade from the retired
+// per-delivery lease model, whose claim wrote a leased exception row for
+// each delivery: a member extending each delivery of its batch but the last
+// alone leaves that layout (a row each) beside a one-member batch, and while
+// members claim
+// and ack the rest of the stream around it, none of those rows is handed out
+// before its holder acks it, and every row is delivered once. So a database
+// an older member leased that way needs no conversion (docs/decisions.md,
+// "One lease model").
+func testDriverLeaseRowsOfTheirOwn(t *testing.T, h *harness) {
+	f := newDriverFixture(t, h)
+	count := func(table string) int64 {
+		t.Helper()
+		n, err := h.target.QueryInt(ctx(t), f.drv, "SELECT COUNT(*) FROM "+table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	f.append(1, 300)
+	held := f.claimLeases(100)
+	for _, l := range held[:99] {
+		got, err := f.drv.Extend(ctx(t), driver.ExtendParams{StreamID: f.stream.ID, Group: "g", Leases: []driver.Lease{l},
+			Until: time.Now().Add(time.Hour), Now: time.Now().UTC()})
+		if err != nil || len(got.Lost) != 0 {
+			t.Fatalf("extend %d alone: lost %v, %v", l.ID, got.Lost, err)
+		}
+	}
+	if exceptions, batches := count("delivery_exception"), count("delivery_batch"); exceptions != 99 || batches != 1 {
+		t.Fatalf("99 of a batch's 100 deliveries extended alone left %d exception rows and %d batches; want 99 and 1", exceptions, batches)
+	}
+
+	var mu sync.Mutex
+	handed := map[int64]int{}
+	heldIDs := map[int64]bool{}
+	for _, l := range held {
+		heldIDs[l.ID] = true
+		handed[l.ID]++
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { // the older member acks what it holds, ten at a time
+		for start := 0; start < len(held); start += 10 {
+			got, err := f.drv.Ack(ctx(t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: held[start : start+10], Now: time.Now().UTC()})
+			if err != nil || len(got.Lost) != 0 {
+				t.Errorf("the older member's ack: lost %v, %v", got.Lost, err)
+				return
+			}
+		}
+	})
+	for m := range 4 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				now := time.Now().UTC()
+				token := fmt.Sprintf("member-%d-%d", m, n)
+				res, err := f.drv.Claim(ctx(t), driver.ClaimParams{Stream: f.stream, Group: "g", Member: driver.Member{SchemaVersion: 1},
+					Decodes: []int{1}, Limit: 20, Token: token, Holder: fmt.Sprintf("member-%d", m), Now: now, LeaseUntil: now.Add(time.Hour), MaxAttempts: 10})
+				if err != nil {
+					t.Errorf("member %d: claim: %v", m, err)
+					return
+				}
+				if len(res.Deliveries) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, d := range res.Deliveries {
+					if heldIDs[d.ID] {
+						t.Errorf("member %d was handed %d, which the older member holds for another hour", m, d.ID)
+					}
+					handed[d.ID]++
+				}
+				mu.Unlock()
+				got, err := f.drv.Ack(ctx(t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: leasesOf(res, token), Now: time.Now().UTC()})
+				if err != nil || len(got.Lost) != 0 {
+					t.Errorf("member %d: ack: lost %v, %v", m, got.Lost, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(handed) != 300 {
+		t.Errorf("%d of 300 rows were delivered", len(handed))
+	}
+	for id, n := range handed {
+		if n != 1 {
+			t.Errorf("row %d was delivered %d times; want once", id, n)
+		}
+	}
+	if exceptions, batches := count("delivery_exception"), count("delivery_batch"); exceptions != 0 || batches != 0 {
+		t.Errorf("after every delivery was acked %d exception rows and %d batches are left; want none", exceptions, batches)
 	}
 }
 

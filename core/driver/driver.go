@@ -170,14 +170,17 @@ type Driver interface {
 	CheckPrivileges(ctx context.Context, p CheckPrivilegesParams) error
 }
 
-// Capabilities describes optional features of an engine.
+// Capabilities describes what an engine does that changes what callers and
+// the conformance suite may expect of it; each field is a promise the suite
+// checks or a difference it allows for.
 type Capabilities struct {
-	// SkipLocked reports FOR UPDATE SKIP LOCKED, so concurrent claimers skip
-	// each other's partitions instead of waiting.
-	SkipLocked bool
-	// Notify reports that Subscribe delivers wake-ups from other processes.
+	// Notify reports that Subscribe delivers wake-ups from other processes
+	// (D13_WakeUps). A driver may implement Notifier without it, as
+	// PostgreSQL does WithoutNotify: its Subscribe only waits.
 	Notify bool
-	// SingleWriter reports an engine that serializes all writes (SQLite).
+	// SingleWriter reports an engine that serializes all writes (SQLite):
+	// a caller's open transaction then delays every other write, which C14
+	// and C16 allow for.
 	SingleWriter bool
 }
 

@@ -18,8 +18,8 @@ const maxScan = 20000
 
 // Claim implements driver.Driver. It runs with the writer held, which makes
 // it atomic with respect to registrations (C19) and other claims. Every
-// main-claim delivery is leased with an exception of its own (the SQL
-// drivers' WithPerDeliveryLeases model).
+// main-claim delivery is leased with an exception of its own: in memory a
+// batch record would save nothing.
 func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimResult, error) {
 	var res driver.ClaimResult
 	err := d.write(ctx, nil, func(b *db) error {

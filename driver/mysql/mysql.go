@@ -614,7 +614,7 @@ func (d *Driver) Name() string { return "mysql" }
 
 // Capabilities implements driver.Driver.
 func (d *Driver) Capabilities() driver.Capabilities {
-	return driver.Capabilities{SkipLocked: true}
+	return driver.Capabilities{}
 }
 
 // Close implements driver.Driver.

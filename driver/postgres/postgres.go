@@ -410,7 +410,7 @@ func (d *Driver) Name() string { return "postgres" }
 
 // Capabilities implements driver.Driver.
 func (d *Driver) Capabilities() driver.Capabilities {
-	return driver.Capabilities{SkipLocked: true, Notify: d.notify}
+	return driver.Capabilities{Notify: d.notify}
 }
 
 // Close implements driver.Driver.

@@ -13,7 +13,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/mysql"
-	"github.com/sqlstreams/sqlstreams/tests/drivers/targets"
 )
 
 // BenchmarkMySQL runs the shared benchmarks with the strongest bare
@@ -21,8 +20,7 @@ import (
 //
 //	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkMySQL$' -benchtime 200x ./.tests/drivers/mysql
 func BenchmarkMySQL(b *testing.B) {
-	perDelivery := targets.MySQLPerDelivery()
-	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, PerDelivery: &perDelivery})
+	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw})
 }
 
 // BenchmarkScaleMySQL measures the costs that must stay flat as the log,

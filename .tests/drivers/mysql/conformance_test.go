@@ -15,12 +15,6 @@ func TestMain(m *testing.M) { conformance.Main(m, target) }
 
 func TestConformance(t *testing.T) { conformance.Run(t, target) }
 
-// TestConformancePerDeliveryLeases runs the whole suite with a lease row per
-// claimed delivery (WithPerDeliveryLeases) instead of batch records.
-func TestConformancePerDeliveryLeases(t *testing.T) {
-	conformance.Run(t, targets.MySQLPerDelivery())
-}
-
 // TestConformanceSteppedIDs runs the whole suite on a server that steps ids
 // by 3, as Galera does.
 func TestConformanceSteppedIDs(t *testing.T) { conformance.Run(t, targets.MySQLSteppedIDs()) }

@@ -16,7 +16,6 @@ import (
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
-	"github.com/sqlstreams/sqlstreams/tests/drivers/targets"
 )
 
 // BenchmarkPostgres runs the shared benchmarks with the strongest bare
@@ -24,8 +23,7 @@ import (
 //
 //	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkPostgres$' -benchtime 200x ./.tests/drivers/postgres
 func BenchmarkPostgres(b *testing.B) {
-	perDelivery := targets.PostgresPerDelivery()
-	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, Copy: true, PerDelivery: &perDelivery})
+	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, Copy: true})
 }
 
 // BenchmarkScalePostgres measures the costs that must stay flat as the log,

@@ -25,8 +25,3 @@ func TestConformanceSimpleProtocol(t *testing.T) {
 	conformance.Run(t, targets.PostgresSimpleProtocol())
 }
 
-// TestConformancePerDeliveryLeases runs the whole suite with a lease row per
-// claimed delivery (WithPerDeliveryLeases) instead of batch records.
-func TestConformancePerDeliveryLeases(t *testing.T) {
-	conformance.Run(t, targets.PostgresPerDelivery())
-}

@@ -10,7 +10,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/sqlite"
-	"github.com/sqlstreams/sqlstreams/tests/drivers/targets"
 )
 
 // BenchmarkSQLite runs the shared benchmarks with the strongest bare
@@ -18,8 +17,7 @@ import (
 //
 //	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkSQLite$' -benchtime 200x ./.tests/drivers/sqlite
 func BenchmarkSQLite(b *testing.B) {
-	perDelivery := targets.SQLitePerDelivery()
-	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw, PerDelivery: &perDelivery})
+	conformance.Benchmark(b, conformance.BenchTarget{Target: target, NewRaw: newRaw})
 }
 
 // BenchmarkScaleSQLite measures the costs that must stay flat as the log,

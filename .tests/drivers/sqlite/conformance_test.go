@@ -15,8 +15,3 @@ func TestMain(m *testing.M) { conformance.Main(m, target) }
 
 func TestConformance(t *testing.T) { conformance.Run(t, target) }
 
-// TestConformancePerDeliveryLeases runs the whole suite with a lease row per
-// claimed delivery (WithPerDeliveryLeases) instead of batch records.
-func TestConformancePerDeliveryLeases(t *testing.T) {
-	conformance.Run(t, targets.SQLitePerDelivery())
-}

@@ -14,7 +14,6 @@ import (
 func MySQL() conformance.Target {
 	return conformance.Target{
 		Name:         "mysql",
-		BatchLeases:  true,
 		NewNamespace: mysqltest.NewDatabase,
 		Open:         func(ns string) (driver.Driver, error) { return mysql.Open(ns), nil },
 		OpenWithLockTimeout: func(ns string, d time.Duration) (driver.Driver, error) {
@@ -29,19 +28,6 @@ func MySQL() conformance.Target {
 		QueryInt:       mysqltest.QueryInt,
 		ResetNamespace: mysqltest.ResetNamespace,
 	}
-}
-
-// MySQLPerDelivery is MySQL with a leased exception row per claimed
-// delivery (mysql.WithPerDeliveryLeases) instead of batch records.
-func MySQLPerDelivery() conformance.Target {
-	t := MySQL()
-	t.Name = "mysql-per-delivery-leases"
-	t.BatchLeases = false
-	t.Open = func(ns string) (driver.Driver, error) { return mysql.Open(ns, mysql.WithPerDeliveryLeases()), nil }
-	t.OpenWithLockTimeout = func(ns string, d time.Duration) (driver.Driver, error) {
-		return mysql.Open(ns, mysql.WithLockTimeout(d), mysql.WithPerDeliveryLeases()), nil
-	}
-	return t
 }
 
 // MySQLSteppedIDs is MySQL on sessions whose ids step as a 3-node Galera

@@ -16,7 +16,6 @@ import (
 func Postgres() conformance.Target {
 	return conformance.Target{
 		Name:         "postgres",
-		BatchLeases:  true,
 		NewNamespace: func(t testing.TB) string { return postgrestest.NewSchema(t, nil) },
 		Open:         func(ns string) (driver.Driver, error) { return postgres.Open(ns), nil },
 		BeginTx:      postgrestest.BeginTx,
@@ -30,28 +29,12 @@ func Postgres() conformance.Target {
 	}
 }
 
-// PostgresPerDelivery is Postgres with a leased exception row per claimed
-// delivery (postgres.WithPerDeliveryLeases) instead of batch records.
-func PostgresPerDelivery() conformance.Target {
-	t := Postgres()
-	t.Name = "postgres-per-delivery-leases"
-	t.Open = func(ns string) (driver.Driver, error) {
-		return postgres.Open(ns, postgres.WithPerDeliveryLeases()), nil
-	}
-	t.OpenWithLockTimeout = func(ns string, d time.Duration) (driver.Driver, error) {
-		return postgres.Open(ns, postgres.WithPerDeliveryLeases(), postgres.WithLockTimeout(d)), nil
-	}
-	t.BatchLeases = false
-	return t
-}
-
 // PostgresSimpleProtocol runs every statement over the simple query protocol,
 // as behind PgBouncer in transaction mode. The mode travels in the namespace
 // URL (default_query_exec_mode), so child processes open it alike.
 func PostgresSimpleProtocol() conformance.Target {
 	return conformance.Target{
 		Name:        "postgres-simple-protocol",
-		BatchLeases: true,
 		NewNamespace: func(t testing.TB) string {
 			return postgrestest.NewSchema(t, url.Values{"default_query_exec_mode": {"simple_protocol"}})
 		},

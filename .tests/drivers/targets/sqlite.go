@@ -18,7 +18,6 @@ import (
 func SQLite() conformance.Target {
 	return conformance.Target{
 		Name:         "sqlite",
-		BatchLeases:  true,
 		NewNamespace: sqlitetest.NewFile,
 		Open:         func(ns string) (driver.Driver, error) { return sqlite.Open(ns), nil },
 		OpenWithLockTimeout: func(ns string, d time.Duration) (driver.Driver, error) {
@@ -31,15 +30,3 @@ func SQLite() conformance.Target {
 	}
 }
 
-// SQLitePerDelivery is SQLite with a leased exception row per claimed
-// delivery (sqlite.WithPerDeliveryLeases) instead of batch records.
-func SQLitePerDelivery() conformance.Target {
-	t := SQLite()
-	t.Name = "sqlite-per-delivery-leases"
-	t.BatchLeases = false
-	t.Open = func(ns string) (driver.Driver, error) { return sqlite.Open(ns, sqlite.WithPerDeliveryLeases()), nil }
-	t.OpenWithLockTimeout = func(ns string, d time.Duration) (driver.Driver, error) {
-		return sqlite.Open(ns, sqlite.WithPerDeliveryLeases(), sqlite.WithBusyTimeout(d)), nil
-	}
-	return t
-}
