@@ -348,23 +348,43 @@ func Open(url string, opts ...Option) *Driver {
 
 // parseError reports a connection string pgx could not parse, without any
 // piece of it: where a string does not parse, no reading of it can say
-// where its password ends (`postgres://u:p@ss@host` has two), so pgx's
-// quote of the string and the detail it adds in parentheses when that
-// quotes a piece (`(invalid percent-encoded token: ":000@%")`) are left
-// out, and the rest is scrubbed as well. FuzzOpenURL found both.
+// where its password ends (`postgres://u:p@ss@host` has two), and pgx's
+// text quotes the string, its pieces (`invalid percent-encoded token:
+// ":000@%"`) and values (`forbidden value %00 in ... password`). So the
+// error keeps pgx's words up to the first quote, colon or parenthesis, and
+// its detail only when the detail is one of pgx's fixed texts. FuzzOpenURL
+// found each of those.
 func (d *Driver) parseError(what string, err error) error {
-	msg := err.Error()
-	if rest, ok := strings.CutPrefix(msg, "cannot parse `"); ok {
-		if i := strings.LastIndex(rest, "`: "); i >= 0 {
-			msg = "cannot parse the connection string: " + rest[i+len("`: "):]
+	msg := "the connection string is malformed"
+	var pce *pgconn.ParseConfigError
+	if errors.As(err, &pce) {
+		text := pce.Error()
+		if i := strings.LastIndex(text, "`: "); i >= 0 {
+			text = text[i+len("`: "):]
 		}
-	}
-	if i := strings.Index(msg, " ("); i >= 0 && strings.Contains(msg[i:], `"`) {
-		msg = msg[:i] + " (its detail quotes a piece of the string, left out: it may hold the password)"
+		if i := strings.IndexAny(text, `(:"`); i >= 0 {
+			text = text[:i]
+		}
+		msg = strings.TrimSpace(text)
+		if inner := pce.Unwrap(); inner != nil && fixedParseDetails[inner.Error()] {
+			msg += " (" + inner.Error() + ")"
+		}
 	}
 	return &driver.Error{Kind: driver.ErrUnavailable,
 		Advice: "the connection URL cannot be parsed; fix it (see the PostgreSQL connection URL and key=value formats)",
-		Err:    errors.New("postgres: " + what + driver.ScrubEverywhere(msg, d.secrets...))}
+		Err:    errors.New("postgres: " + what + "cannot parse the connection string: " + driver.ScrubEverywhere(msg, d.secrets...))}
+}
+
+// fixedParseDetails are pgx's details of a parse failure that hold nothing
+// of the string.
+var fixedParseDetails = map[string]bool{
+	"invalid keyword/value":                                true,
+	"unterminated quoted string in connection info string": true,
+	"forbidden NUL byte in connection string":              true,
+	"sslmode is invalid":                                   true,
+	`both "sslcert" and "sslkey" are required`:             true,
+	"outside range":                                        true,
+	"negative timeout":                                     true,
 }
 
 func (d *Driver) addSecret(s string) {
