@@ -192,6 +192,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -346,46 +347,47 @@ func Open(url string, opts ...Option) *Driver {
 	return d
 }
 
-// parseError reports a connection string pgx could not parse, without any
-// piece of it: where a string does not parse, no reading of it can say
-// where its password ends (`postgres://u:p@ss@host` has two), and pgx's
-// text quotes the string, its pieces (`invalid percent-encoded token:
-// ":000@%"`) and values (`forbidden value %00 in ... password`). So the
-// error keeps pgx's words up to the first quote, colon or parenthesis, and
-// its detail only when the detail is one of pgx's fixed texts. FuzzOpenURL
-// found each of those.
+// parseError reports a connection string pgx could not parse, in pgx's
+// words but none of the string's: where a string does not parse, no reading
+// of it can say where its password ends (`postgres://u:p@ss@host` has two),
+// and pgx's text quotes the string, its pieces and values (`forbidden value
+// %00 in ... password`). So the error is built from constants only: the
+// first of pgx's fixed reasons its text holds, and its detail when that is
+// one of pgx's fixed texts. FuzzOpenURL found each of the leaks this closes.
 func (d *Driver) parseError(what string, err error) error {
-	msg := "the connection string is malformed"
+	reason := "the connection string is malformed"
 	var pce *pgconn.ParseConfigError
 	if errors.As(err, &pce) {
 		text := pce.Error()
-		if i := strings.LastIndex(text, "`: "); i >= 0 {
-			text = text[i+len("`: "):]
+		for _, r := range parseReasons {
+			if strings.Contains(text, r.stem) {
+				reason = cmp.Or(r.say, r.stem)
+				break
+			}
 		}
-		if i := strings.IndexAny(text, `(:"`); i >= 0 {
-			text = text[:i]
-		}
-		msg = strings.TrimSpace(text)
-		if inner := pce.Unwrap(); inner != nil && fixedParseDetails[inner.Error()] {
-			msg += " (" + inner.Error() + ")"
+		if inner := pce.Unwrap(); inner != nil && slices.Contains(parseDetails, inner.Error()) {
+			reason += " (" + inner.Error() + ")"
 		}
 	}
 	return &driver.Error{Kind: driver.ErrUnavailable,
 		Advice: "the connection URL cannot be parsed; fix it (see the PostgreSQL connection URL and key=value formats)",
-		Err:    errors.New("postgres: " + what + "cannot parse the connection string: " + driver.ScrubEverywhere(msg, d.secrets...))}
+		Err:    errors.New("postgres: " + what + "cannot parse the connection string: " + reason)}
 }
 
-// fixedParseDetails are pgx's details of a parse failure that hold nothing
-// of the string.
-var fixedParseDetails = map[string]bool{
-	"invalid keyword/value":                                true,
-	"unterminated quoted string in connection info string": true,
-	"forbidden NUL byte in connection string":              true,
-	"sslmode is invalid":                                   true,
-	`both "sslcert" and "sslkey" are required`:             true,
-	"outside range":                                        true,
-	"negative timeout":                                     true,
-}
+// parseReasons are the fixed stems of pgx's reasons for refusing a
+// connection string (with what to say where the stem alone reads badly);
+// parseDetails are its details that hold nothing of the string.
+var (
+	parseReasons = []struct{ stem, say string }{{"failed to parse as URL", ""}, {"failed to parse as keyword/value", ""},
+		{"failed to read service", ""}, {"invalid sslcertmode", ""}, {"invalid connect_timeout", ""}, {"invalid port", ""},
+		{"failed to configure TLS", ""}, {"min_protocol_version cannot be greater than max_protocol_version", ""},
+		{"invalid require_auth", ""}, {"is not in ConnStringAllowedKeys", "a key is not in ConnStringAllowedKeys"},
+		{"port numbers to", "the port numbers do not match the hosts"}, {"unknown target_session_attrs value", ""},
+		{"invalid min_protocol_version", ""}, {"invalid max_protocol_version", ""}, {"unknown channel_binding value", ""}}
+	parseDetails = []string{"invalid keyword/value", "unterminated quoted string in connection info string",
+		"forbidden NUL byte in connection string", "sslmode is invalid", `both "sslcert" and "sslkey" are required`,
+		"outside range", "negative timeout"}
+)
 
 func (d *Driver) addSecret(s string) {
 	if s != "" && !slices.Contains(d.secrets, s) {
