@@ -24,4 +24,3 @@ func TestConformance(t *testing.T) { conformance.Run(t, target) }
 func TestConformanceSimpleProtocol(t *testing.T) {
 	conformance.Run(t, targets.PostgresSimpleProtocol())
 }
-

@@ -14,4 +14,3 @@ var target = targets.SQLite()
 func TestMain(m *testing.M) { conformance.Main(m, target) }
 
 func TestConformance(t *testing.T) { conformance.Run(t, target) }
-

@@ -34,7 +34,7 @@ func Postgres() conformance.Target {
 // URL (default_query_exec_mode), so child processes open it alike.
 func PostgresSimpleProtocol() conformance.Target {
 	return conformance.Target{
-		Name:        "postgres-simple-protocol",
+		Name: "postgres-simple-protocol",
 		NewNamespace: func(t testing.TB) string {
 			return postgrestest.NewSchema(t, url.Values{"default_query_exec_mode": {"simple_protocol"}})
 		},

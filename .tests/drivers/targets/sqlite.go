@@ -29,4 +29,3 @@ func SQLite() conformance.Target {
 		BeginTx:     sqlitetest.BeginTx,
 	}
 }
-
