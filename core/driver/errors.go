@@ -5,6 +5,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Sentinel errors shared by all drivers. Package sqlstreams re-exports them.
@@ -138,6 +139,12 @@ func (e *Error) Unwrap() []error { return []error{e.Kind, e.Err} }
 func Scrub(s string, secrets ...string) string {
 	for _, sec := range secrets {
 		if sec == "" {
+			continue
+		}
+		if !utf8.ValidString(sec) {
+			// No pattern can hold it, and bytes that are not text are no
+			// word of a message either: replace it wherever it stands.
+			s = strings.ReplaceAll(s, sec, redactedText)
 			continue
 		}
 		s = strings.ReplaceAll(s, ":"+sec+"@", ":"+redactedText+"@")
