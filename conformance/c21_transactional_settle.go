@@ -214,7 +214,10 @@ func testTransactionalSettle(t *testing.T, h *harness) {
 // claims all along, so that any lease that lapses is taken while its
 // handler still runs.
 func testHeldTxKeepsLeases(t *testing.T, h *harness, a *sqlstreams.Client) {
-	const stream, group, lease = "c21held", "held", 1500 * time.Millisecond
+	// A lease long enough that a loaded machine (load 15 on two cores: a
+	// heartbeat or a statement seconds late) does not let one lapse; the
+	// defect this catches stalls every heartbeat for the whole hold.
+	const stream, group, lease = "c21held", "held", 5 * time.Second
 	b, c := h.client(t), h.client(t)
 	produceV1(t, producer[EventV1](t, a, stream), 6)
 	opts := func() *sqlstreams.ConsumerOptions {

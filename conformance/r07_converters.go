@@ -103,26 +103,31 @@ func testConverters(t *testing.T, h *harness) {
 		})
 		cons := consumer[EventV2](t, c, stream, "flaky", fastRetry(sqlstreams.ConsumerOptions{
 			Converters: []sqlstreams.Converter{flaky}, Backoff: func(int) time.Duration { return 200 * time.Millisecond }}))
-		// One claim: the failed conversion is due again only after the backoff.
+		// One claim: the failed conversion is due again only after the
+		// backoff. A claim that takes longer than that (a loaded machine)
+		// may meet the retry already: then it is the one extra row, the
+		// Seq 10 row at attempt 2.
 		first, err := cons.Claim(ctx(t), 50)
 		if err != nil {
 			t.Fatalf("claim: %v", err)
 		}
-		if len(first) != 4 {
-			t.Fatalf("first claim got %d rows, want the 4 whose conversion worked", len(first))
-		}
+		var converted, retried []sqlstreams.Delivery[EventV2]
 		for _, d := range first {
-			if d.Attempt != 1 {
-				t.Errorf("row %d at attempt %d on the first claim", d.ID, d.Attempt)
+			if d.Attempt == 1 {
+				converted = append(converted, d)
+			} else {
+				retried = append(retried, d)
 			}
+		}
+		if len(converted) != 4 || len(retried) > 1 {
+			t.Fatalf("first claim got %d rows at attempt 1 and %d retried, want the 4 whose conversion worked (and at most the retry)", len(converted), len(retried))
 		}
 		if err := cons.Ack(ctx(t), first...); err != nil {
 			t.Fatalf("ack: %v", err)
 		}
-		if gh := groupAt(t, health(t, c, stream), 1, "flaky"); gh.Delayed != 1 || gh.Dead != 0 {
-			t.Errorf("after a converter error, health of flaky at v1: %+v, want 1 delayed and none dead", gh)
+		if gh := groupAt(t, health(t, c, stream), 1, "flaky"); gh.Delayed != int64(1-len(retried)) || gh.Dead != 0 {
+			t.Errorf("after a converter error, health of flaky at v1: %+v, want %d delayed and none dead", gh, 1-len(retried))
 		}
-		var retried []sqlstreams.Delivery[EventV2]
 		eventually(t, 5*time.Second, "the retry of the failed conversion", func() bool {
 			retried = append(retried, drain(t, cons)...)
 			return len(retried) > 0
