@@ -1,0 +1,179 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// leasedPairs is the predicate naming leased deliveries by (id, token), and
+// its arguments: a delivery is held only with the token of the claim that
+// leased it.
+func leasedPairs(leases []driver.Lease) (string, []any) {
+	var sb strings.Builder
+	args := make([]any, 0, 2*len(leases))
+	sb.WriteString(`state = 'leased' AND (msg_id, lease_token) IN (VALUES `)
+	for i, l := range leases {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("(?, ?)")
+		args = append(args, l.ID, l.Token)
+	}
+	sb.WriteString(")")
+	return sb.String(), args
+}
+
+// settle runs stmt (an UPDATE or DELETE whose WHERE clause ends where the
+// lease predicate goes, ending in RETURNING msg_id) over the leases, in
+// chunks, in one transaction, and reports the leases it did not change.
+func (d *Driver) settle(ctx context.Context, callerTx driver.Tx, streamID int64, group string, leases []driver.Lease, op batchSettle, until int64, stmt string, args ...any) (driver.SettleResult, error) {
+	if len(leases) == 0 {
+		return driver.SettleResult{}, d.check()
+	}
+	var res driver.SettleResult
+	err := d.inTxQ(ctx, callerTx, func(tx cachedTx) error {
+		var err error
+		if res, err = settleIn(ctx, tx, streamID, group, leases, op, until, stmt, args...); err != nil || callerTx == nil {
+			return err
+		}
+		return pauseLeases(ctx, tx, time.Now().UTC())
+	})
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	return res, nil
+}
+
+// settleIn is settle's work inside the transaction tx.
+func settleIn(ctx context.Context, tx queryer, streamID int64, group string, leases []driver.Lease, op batchSettle, until int64, stmt string, args ...any) (driver.SettleResult, error) {
+	changed := map[int64]bool{}
+	rest, err := settleBatches(ctx, tx, streamID, group, leases, op, until, changed)
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	const chunk = 400
+	for s := 0; s < len(rest); s += chunk {
+		pred, pargs := leasedPairs(rest[s:min(s+chunk, len(rest))])
+		all := append(append(slices.Clone(args), streamID, group), pargs...)
+		if err := eachRow(ctx, tx, stmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`, all, func(r *sql.Rows) error {
+			var id int64
+			err := r.Scan(&id)
+			changed[id] = true
+			return err
+		}); err != nil {
+			return driver.SettleResult{}, err
+		}
+	}
+	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
+}
+
+// ackStmt is Ack's per-delivery statement.
+const ackStmt = `DELETE FROM delivery_exception`
+
+// Ack implements driver.Driver.
+func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
+	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleAck, 0, ackStmt)
+}
+
+// Fail implements driver.Driver. Each failure carries its own error and due
+// time, so each is one statement; all run in one transaction.
+func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleResult, error) {
+	if len(p.Failures) == 0 {
+		return driver.SettleResult{}, d.check()
+	}
+	changed := map[int64]bool{}
+	leases := make([]driver.Lease, len(p.Failures))
+	for i, f := range p.Failures {
+		leases[i] = f.Lease
+	}
+	err := d.inTxQ(ctx, p.Tx, func(tx cachedTx) error {
+		clear(changed)
+		if _, err := settleBatches(ctx, tx, p.StreamID, p.Group, leases, settleCarve, 0, changed); err != nil {
+			return err
+		}
+		for _, f := range p.Failures {
+			state, due := driver.StateDelayed, f.Due
+			if f.Dead {
+				state, due = driver.StateDead, p.Now
+			}
+			res, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = ?, due_at = ?, lease_token = NULL, last_error = ?,
+				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = `+appendFailure+`
+				WHERE stream_id = ? AND group_name = ? AND msg_id = ? AND lease_token = ? AND state = 'leased'`,
+				string(state), micros(due), f.Error, micros(p.Now), micros(p.Now), historyError(f.Error), historyTime(p.Now),
+				p.StreamID, p.Group, f.Lease.ID, f.Lease.Token)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				changed[f.Lease.ID] = true
+			}
+		}
+		if p.Tx == nil {
+			return nil
+		}
+		return pauseLeases(ctx, tx, time.Now().UTC())
+	})
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
+}
+
+// appendFailure appends one failure to the history, with parameters
+// (error, at) and the lease's holder.
+const appendFailure = `json_insert(COALESCE(failures, '[]'), '$[#]', json_object('attempt', attempt, 'error', ?, 'at', ?, 'holder', COALESCE(holder, '')))`
+
+func historyError(s string) string { return driver.CutHistoryError(s) }
+
+func historyTime(t time.Time) string {
+	return t.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+}
+
+const releaseSet = `UPDATE delivery_exception SET state = 'delayed', due_at = ?, attempt = attempt - 1, lease_token = NULL, updated_at = ?`
+
+// Release implements driver.Driver.
+func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.SettleResult, error) {
+	now := micros(p.Now)
+	if p.ClaimToken != "" {
+		return driver.SettleResult{}, d.inTx(ctx, nil, func(tx *sql.Tx) error {
+			if err := materializeAll(ctx, tx, p.StreamID, `SELECT `+batchColumns+` FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ?`,
+				p.StreamID, p.Group, p.ClaimToken); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, releaseSet+` WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND state = 'leased'`,
+				now, now, p.StreamID, p.Group, p.ClaimToken)
+			return err
+		})
+	}
+	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleCarve, 0, releaseSet, now, now)
+}
+
+// Extend implements driver.Driver. The new expiry counts from when the
+// extension is applied, not from p.Now: the write may have waited for the
+// database's one writer (a caller's transaction holds it until COMMIT), and
+// an expiry computed before that wait could be past by then.
+func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
+	if len(p.Leases) == 0 {
+		return driver.SettleResult{}, d.check()
+	}
+	var res driver.SettleResult
+	err := d.inTxQ(ctx, nil, func(tx cachedTx) error {
+		if err := resumeLeases(ctx, tx); err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		until := micros(p.Until.Add(max(now.Sub(p.Now), 0)))
+		var err error
+		res, err = settleIn(ctx, tx, p.StreamID, p.Group, p.Leases, settleExtend, until, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, until, micros(now))
+		return err
+	})
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	return res, nil
+}
