@@ -11,15 +11,17 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// A batch lease (delivery_batch, migration 0007) is the compressed form of
-// the leased exception rows one main claim would write for one partition:
-// the same token, holder, attempt 1 and expiry for every member. Paths
-// other than a bulk ack or an extension of the whole batch first
-// materialize the members they name, writing exactly those exception rows
-// and taking the ids out of the batch, and then run the per-delivery SQL
-// unchanged. A member has no exception row, and every member is at or below
-// its partition's cursor (SetCursors materializes), so the main claim never
-// meets one (docs/decisions.md, "Performance: batch leases").
+// A batch lease (delivery_batch, migration 0007) is how the main claim
+// leases what it takes from one partition: one record standing for the
+// leased exception rows of its members, all with the same token, holder,
+// attempt 1 and expiry. Paths other than a bulk ack or an extension of the
+// whole batch first materialize the members they name, writing exactly
+// those exception rows ("rows of their own") and taking the ids out of the
+// batch, and then run the SQL on rows of their own, which also settles rows
+// an older member leased one by one. A member has no exception row, and
+// every member is at or below its partition's cursor (SetCursors
+// materializes), so the main claim never meets one (docs/decisions.md,
+// "Performance: batch leases" and "One lease model").
 
 // batch is one delivery_batch record.
 type batch struct {
@@ -195,13 +197,14 @@ const (
 	// settleExtend moves the lease of a batch all of whose members are named
 	// and materializes the members of other batches.
 	settleExtend
-	// settleCarve materializes the members, for per-delivery SQL to change.
+	// settleCarve materializes the members, for the SQL on rows of their own
+	// to change.
 	settleCarve
 )
 
 // settleBatches applies op to the named leases that are batch members, in
 // tx. It returns the leases it settled itself (changed) and leaves the
-// others, materialized ones included, to the per-delivery statement.
+// others, materialized ones included, to the statement on rows of their own.
 func settleBatches(ctx context.Context, tx queryer, streamID int64, group string, leases []driver.Lease, op batchSettle, until int64, changed map[int64]bool) ([]driver.Lease, error) {
 	byToken := map[string]map[int64]bool{}
 	for _, l := range leases {

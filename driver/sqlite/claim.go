@@ -124,7 +124,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			if len(res.Deliveries) >= p.Limit {
 				break
 			}
-			got, deferred, err := claimPartition(ctx, tx, p, plan, (first+i)%n, p.Limit-len(res.Deliveries), d.batchLeases)
+			got, deferred, err := claimPartition(ctx, tx, p, plan, (first+i)%n, p.Limit-len(res.Deliveries))
 			if err != nil {
 				return err
 			}
@@ -147,9 +147,9 @@ type claimKey struct {
 	group  string
 }
 
-// claimPartition runs the main claim on one partition; with batches, the
-// rows it leases become one batch lease instead of an exception row each.
-func claimPartition(ctx context.Context, tx queryer, p driver.ClaimParams, plan driver.ClaimPlan, part, limit int, batches bool) ([]driver.Delivery, int, error) {
+// claimPartition runs the main claim on one partition: the rows it leases
+// become one batch lease.
+func claimPartition(ctx context.Context, tx queryer, p driver.ClaimParams, plan driver.ClaimPlan, part, limit int) ([]driver.Delivery, int, error) {
 	if p.Ordered {
 		var pending bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND partition = ? AND state IN ('leased', 'delayed'))
@@ -230,15 +230,7 @@ scan:
 		cursor, p.Stream.ID, p.Group, part); err != nil {
 		return nil, 0, err
 	}
-	type exception struct {
-		row     driver.Row
-		state   string
-		attempt int
-		due     int64
-		token   any
-	}
-	var ex []exception
-	if batches && len(taken) > 0 {
+	if len(taken) > 0 {
 		// A row the group already has an exception for (a cursor moved back
 		// over it) keeps that exception and is passed over.
 		held := map[int64]bool{}
@@ -251,38 +243,28 @@ scan:
 			}); err != nil {
 			return nil, 0, err
 		}
-		if len(held) > 0 {
-			taken = slices.DeleteFunc(taken, func(d driver.Delivery) bool { return held[d.ID] })
-			deferred = slices.DeleteFunc(deferred, func(r driver.Row) bool { return held[r.ID] })
-		}
+		taken = slices.DeleteFunc(taken, func(d driver.Delivery) bool { return held[d.ID] })
 		if len(taken) > 0 {
 			if err := insertBatch(ctx, tx, p, part, taken); err != nil {
 				return nil, 0, err
 			}
 		}
-	} else {
-		for _, t := range taken {
-			ex = append(ex, exception{t.Row, "leased", 1, micros(p.LeaseUntil), p.Token})
-		}
 	}
-	for _, r := range deferred {
-		ex = append(ex, exception{r, "delayed", 0, micros(p.Now), nil})
-	}
-	// A row the group already has an exception for (a cursor moved back
-	// over it) keeps that exception: the insert passes over it.
+	// Deferred rows become delayed exception rows; a row the group already
+	// has an exception for keeps it: the insert passes over it.
 	inserted := map[int64]bool{}
 	const chunk = 100
-	for s := 0; s < len(ex); s += chunk {
-		part := ex[s:min(s+chunk, len(ex))]
+	for s := 0; s < len(deferred); s += chunk {
+		part := deferred[s:min(s+chunk, len(deferred))]
 		var sb strings.Builder
 		sb.WriteString(`INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at) VALUES `)
 		args := make([]any, 0, len(part)*11)
-		for i, e := range part {
+		for i, r := range part {
 			if i > 0 {
 				sb.WriteString(", ")
 			}
 			sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, p.Stream.ID, p.Group, e.row.ID, e.row.Partition, e.row.SchemaVersion, e.state, e.attempt, e.due, e.token, p.Holder, micros(p.Now))
+			args = append(args, p.Stream.ID, p.Group, r.ID, r.Partition, r.SchemaVersion, "delayed", 0, micros(p.Now), nil, p.Holder, micros(p.Now))
 		}
 		sb.WriteString(` ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING RETURNING msg_id`)
 		if err := eachRow(ctx, tx, sb.String(), args, func(r *sql.Rows) error {
@@ -294,13 +276,7 @@ scan:
 			return nil, 0, err
 		}
 	}
-	if len(inserted) < len(ex) {
-		if !batches {
-			taken = slices.DeleteFunc(taken, func(d driver.Delivery) bool { return !inserted[d.ID] })
-		}
-		deferred = slices.DeleteFunc(deferred, func(r driver.Row) bool { return !inserted[r.ID] })
-	}
-	return taken, len(deferred), nil
+	return taken, len(inserted), nil
 }
 
 // claimExceptions leases due exceptions at the versions the member decodes.

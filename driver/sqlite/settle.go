@@ -72,7 +72,7 @@ func settleIn(ctx context.Context, tx queryer, streamID int64, group string, lea
 	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
 }
 
-// ackStmt is Ack's per-delivery statement.
+// ackStmt is Ack's statement on rows of their own.
 const ackStmt = `DELETE FROM delivery_exception`
 
 // Ack implements driver.Driver.

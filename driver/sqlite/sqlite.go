@@ -63,7 +63,6 @@ type Driver struct {
 	wstmts      *stmtCache
 	rstmts      *stmtCache // wstmts when read is write
 	fullClaims  sync.Map   // claimKey: the group's last claim here filled its limit
-	batchLeases bool
 	closed      atomic.Bool
 	opened      error
 }
@@ -81,20 +80,10 @@ type Option func(*Driver)
 // before it fails with ErrConflict (default BusyTimeout).
 func WithBusyTimeout(d time.Duration) Option { return func(drv *Driver) { drv.busyTimeout = d } }
 
-// WithPerDeliveryLeases makes the main claim lease each delivery it takes
-// with an exception row of its own, written at the claim and deleted at the
-// ack, instead of one batch record per partition (the default since
-// migration 0007; docs/decisions.md, "Performance: batch leases"). Both
-// modes read each other's leases, and outcomes, ordering, Health and
-// retention are the same in both; a batch acked or extended whole costs one
-// row where this mode costs two per delivery. It is the way back should a
-// deployment need one.
-func WithPerDeliveryLeases() Option { return func(drv *Driver) { drv.batchLeases = false } }
-
 // Open returns a driver for the SQLite file at path, created if missing.
 // Connection errors surface from sqlstreams.Open.
 func Open(path string, opts ...Option) *Driver {
-	d := &Driver{path: path, busyTimeout: BusyTimeout, batchLeases: true}
+	d := &Driver{path: path, busyTimeout: BusyTimeout}
 	for _, o := range opts {
 		o(d)
 	}
