@@ -97,7 +97,7 @@ func decodeInts[T int | int64](s string) ([]T, error) {
 }
 
 // insertBatch leases taken (rows of one partition, ascending) as one batch.
-func insertBatch(ctx context.Context, tx queryer, p driver.ClaimParams, part int, taken []driver.Delivery) error {
+func insertBatch(ctx context.Context, tx querier, p driver.ClaimParams, part int, taken []driver.Delivery) error {
 	ids := make([]int64, len(taken))
 	versions := make([]int, len(taken))
 	for i, t := range taken {
@@ -110,7 +110,7 @@ func insertBatch(ctx context.Context, tx queryer, p driver.ClaimParams, part int
 }
 
 // queryBatches reads the batches query selects (batchColumns first).
-func queryBatches(ctx context.Context, tx queryer, query string, args ...any) ([]batch, error) {
+func queryBatches(ctx context.Context, tx querier, query string, args ...any) ([]batch, error) {
 	var out []batch
 	err := eachRow(ctx, tx, query, args, func(r *sql.Rows) error {
 		b, err := scanBatch(r)
@@ -122,7 +122,7 @@ func queryBatches(ctx context.Context, tx queryer, query string, args ...any) ([
 
 // materialize writes the leased exception rows of b's members in ids (all
 // of them when ids is nil) and takes those ids out of the batch.
-func materialize(ctx context.Context, tx queryer, streamID int64, b batch, ids map[int64]bool) error {
+func materialize(ctx context.Context, tx querier, streamID int64, b batch, ids map[int64]bool) error {
 	var mids, keep []int64
 	var mversions, keepVersions []int
 	for i, id := range b.ids {
@@ -146,7 +146,7 @@ func materialize(ctx context.Context, tx queryer, streamID int64, b batch, ids m
 }
 
 // storeBatch writes b's members back, deleting the batch when none is left.
-func storeBatch(ctx context.Context, tx queryer, streamID int64, b batch) error {
+func storeBatch(ctx context.Context, tx querier, streamID int64, b batch) error {
 	if len(b.ids) == 0 {
 		_, err := tx.ExecContext(ctx, `DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND partition = ?`,
 			streamID, b.group, b.token, b.partition)
@@ -159,7 +159,7 @@ func storeBatch(ctx context.Context, tx queryer, streamID int64, b batch) error 
 }
 
 // materializeAll materializes every member of the batches query selects.
-func materializeAll(ctx context.Context, tx queryer, streamID int64, query string, args ...any) error {
+func materializeAll(ctx context.Context, tx querier, streamID int64, query string, args ...any) error {
 	bs, err := queryBatches(ctx, tx, query, args...)
 	if err != nil {
 		return err
@@ -175,7 +175,7 @@ func materializeAll(ctx context.Context, tx queryer, streamID int64, query strin
 // materializeRange materializes the stream's batches that may hold an id in
 // [lo, hi], before compaction or a hard retention limit removes those rows:
 // their exception rows then go with the rows, as leased rows always did.
-func materializeRange(ctx context.Context, tx queryer, streamID, lo, hi int64) error {
+func materializeRange(ctx context.Context, tx querier, streamID, lo, hi int64) error {
 	return materializeAll(ctx, tx, streamID, `SELECT `+batchColumns+` FROM delivery_batch WHERE stream_id = ? AND first_id <= ? AND last_id >= ?`,
 		streamID, hi, lo)
 }
@@ -183,7 +183,7 @@ func materializeRange(ctx context.Context, tx queryer, streamID, lo, hi int64) e
 // explodeExpired materializes the group's batches whose lease ended, so
 // that the exception claim hands their members out again as it does
 // expired leased rows.
-func explodeExpired(ctx context.Context, tx queryer, p driver.ClaimParams) error {
+func explodeExpired(ctx context.Context, tx querier, p driver.ClaimParams) error {
 	return materializeAll(ctx, tx, p.Stream.ID, `SELECT `+batchColumns+` FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_until <= ?
 		ORDER BY lease_until LIMIT 100`, p.Stream.ID, p.Group, micros(p.Now))
 }
@@ -205,7 +205,7 @@ const (
 // settleBatches applies op to the named leases that are batch members, in
 // tx. It returns the leases it settled itself (changed) and leaves the
 // others, materialized ones included, to the statement on rows of their own.
-func settleBatches(ctx context.Context, tx queryer, streamID int64, group string, leases []driver.Lease, op batchSettle, until int64, changed map[int64]bool) ([]driver.Lease, error) {
+func settleBatches(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease, op batchSettle, until int64, changed map[int64]bool) ([]driver.Lease, error) {
 	byToken := map[string]map[int64]bool{}
 	for _, l := range leases {
 		if byToken[l.Token] == nil {

@@ -149,7 +149,7 @@ type claimKey struct {
 
 // claimPartition runs the main claim on one partition: the rows it leases
 // become one batch lease.
-func claimPartition(ctx context.Context, tx queryer, p driver.ClaimParams, plan driver.ClaimPlan, part, limit int) ([]driver.Delivery, int, error) {
+func claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, part, limit int) ([]driver.Delivery, int, error) {
 	if p.Ordered {
 		var pending bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND partition = ? AND state IN ('leased', 'delayed'))
@@ -280,7 +280,7 @@ scan:
 }
 
 // claimExceptions leases due exceptions at the versions the member decodes.
-func (d *Driver) claimExceptions(ctx context.Context, tx queryer, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
+func (d *Driver) claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
 	if err := explodeExpired(ctx, tx, p); err != nil {
 		return nil, err
 	}
@@ -305,7 +305,7 @@ func (d *Driver) claimExceptions(ctx context.Context, tx queryer, p driver.Claim
 // claimExceptionBatch examines up to limit due exceptions: it leases those
 // still claimable and resolves or buries the others, which it counts as
 // dropped.
-func claimExceptionBatch(ctx context.Context, tx queryer, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
+func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
 	vf, vargs := versionFilter("e.schema_version", plan.Decodable)
 	ordered := ""
 	if p.Ordered {
@@ -381,7 +381,7 @@ func claimExceptionBatch(ctx context.Context, tx queryer, p driver.ClaimParams, 
 			if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
 				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = `+appendFailure+`
 				WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
-				p.LastError, micros(p.Now), micros(p.Now), historyError(p.LastError), historyTime(p.Now), p.Stream.ID, p.Group, c.msgID); err != nil {
+				p.LastError, micros(p.Now), micros(p.Now), driver.CutHistoryError(p.LastError), historyTime(p.Now), p.Stream.ID, p.Group, c.msgID); err != nil {
 				return nil, 0, err
 			}
 			dropped++

@@ -10,7 +10,8 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-func loadGroups(ctx context.Context, tx *sql.Tx, stream driver.StreamConfig) ([]driver.GroupStats, error) {
+// loadGroups reads the stream's groups, each with its cursors.
+func loadGroups(ctx context.Context, tx querier, stream driver.StreamConfig) ([]driver.GroupStats, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? ORDER BY name`, stream.ID)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-func eachRow(ctx context.Context, tx queryer, query string, args []any, fn func(*sql.Rows) error) error {
+func eachRow(ctx context.Context, tx querier, query string, args []any, fn func(*sql.Rows) error) error {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
@@ -53,7 +53,7 @@ func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, er
 // deleteRows removes log rows with their exceptions and any head pointing at
 // them, first raising each partition's mark to the greatest id it removes,
 // so that the high-water mark never goes down.
-func deleteRows(ctx context.Context, tx *sql.Tx, streamID int64, ids []int64) error {
+func deleteRows(ctx context.Context, tx querier, streamID int64, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -176,7 +176,7 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 
 // retainBound returns the id below which the stream's retention limits put
 // rows (0: none); driver.RetainBound decides, from these index dives.
-func retainBound(ctx context.Context, tx queryer, stream driver.StreamConfig, now time.Time) (int64, error) {
+func retainBound(ctx context.Context, tx querier, stream driver.StreamConfig, now time.Time) (int64, error) {
 	table := logTable(stream.ID)
 	one := func(query string, args ...any) (int64, bool, error) {
 		var id int64

@@ -11,9 +11,9 @@ import (
 
 var _ driver.Registry = (*Driver)(nil)
 
-func readSettings(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, streamID int64) (driver.RegistrySettings, error) {
+// readSettings reads the registry settings of a stream (0: the global
+// ones); none stored reads as the zero settings.
+func readSettings(ctx context.Context, q querier, streamID int64) (driver.RegistrySettings, error) {
 	var s driver.RegistrySettings
 	err := q.QueryRowContext(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = ?`, streamID).Scan(&s.Level, &s.Mode)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -71,7 +71,7 @@ func scanRevisions(rows *sql.Rows) ([]driver.SchemaRevision, error) {
 }
 
 // withReferences fills the References of revisions of one stream.
-func withReferences(ctx context.Context, q queryer, streamID int64, revs []driver.SchemaRevision) error {
+func withReferences(ctx context.Context, q querier, streamID int64, revs []driver.SchemaRevision) error {
 	if len(revs) == 0 {
 		return nil
 	}
@@ -100,7 +100,7 @@ func withReferences(ctx context.Context, q queryer, streamID int64, revs []drive
 
 // assignID returns the global id of a fingerprint, creating it (with the
 // wanted id when not 0) the first time any stream records it.
-func assignID(ctx context.Context, tx *sql.Tx, rev driver.SchemaRevision) (int64, error) {
+func assignID(ctx context.Context, tx querier, rev driver.SchemaRevision) (int64, error) {
 	var id int64
 	err := tx.QueryRowContext(ctx, `SELECT id FROM schema_id WHERE fingerprint = ?`, rev.Fingerprint).Scan(&id)
 	switch {

@@ -50,7 +50,7 @@ func (d *Driver) settle(ctx context.Context, callerTx driver.Tx, streamID int64,
 }
 
 // settleIn is settle's work inside the transaction tx.
-func settleIn(ctx context.Context, tx queryer, streamID int64, group string, leases []driver.Lease, op batchSettle, until int64, stmt string, args ...any) (driver.SettleResult, error) {
+func settleIn(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease, op batchSettle, until int64, stmt string, args ...any) (driver.SettleResult, error) {
 	changed := map[int64]bool{}
 	rest, err := settleBatches(ctx, tx, streamID, group, leases, op, until, changed)
 	if err != nil {
@@ -104,7 +104,7 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 			res, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = ?, due_at = ?, lease_token = NULL, last_error = ?,
 				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = `+appendFailure+`
 				WHERE stream_id = ? AND group_name = ? AND msg_id = ? AND lease_token = ? AND state = 'leased'`,
-				string(state), micros(due), f.Error, micros(p.Now), micros(p.Now), historyError(f.Error), historyTime(p.Now),
+				string(state), micros(due), f.Error, micros(p.Now), micros(p.Now), driver.CutHistoryError(f.Error), historyTime(p.Now),
 				p.StreamID, p.Group, f.Lease.ID, f.Lease.Token)
 			if err != nil {
 				return err
@@ -127,8 +127,6 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 // appendFailure appends one failure to the history, with parameters
 // (error, at) and the lease's holder.
 const appendFailure = `json_insert(COALESCE(failures, '[]'), '$[#]', json_object('attempt', attempt, 'error', ?, 'at', ?, 'holder', COALESCE(holder, '')))`
-
-func historyError(s string) string { return driver.CutHistoryError(s) }
 
 func historyTime(t time.Time) string {
 	return t.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)

@@ -104,9 +104,9 @@ func (c *stmtCache) size() int {
 	return len(c.stmts)
 }
 
-// queryer is what the driver's statements run on: a *sql.Tx, or a cachedTx
-// that runs kept statements in it.
-type queryer interface {
+// querier is what the driver's statements run on: a *sql.DB, a *sql.Tx, or
+// a cachedTx that runs kept statements in its transaction.
+type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
