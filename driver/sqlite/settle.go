@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -14,18 +13,11 @@ import (
 // its arguments: a delivery is held only with the token of the claim that
 // leased it.
 func leasedPairs(leases []driver.Lease) (string, []any) {
-	var sb strings.Builder
 	args := make([]any, 0, 2*len(leases))
-	sb.WriteString(`state = 'leased' AND (msg_id, lease_token) IN (VALUES `)
-	for i, l := range leases {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString("(?, ?)")
+	for _, l := range leases {
 		args = append(args, l.ID, l.Token)
 	}
-	sb.WriteString(")")
-	return sb.String(), args
+	return `state = 'leased' AND (msg_id, lease_token) IN (VALUES ` + tuples(len(leases), "(?, ?)") + `)`, args
 }
 
 // settle runs stmt (an UPDATE or DELETE whose WHERE clause ends where the

@@ -442,6 +442,15 @@ func placeholders(n int) string {
 	return strings.Repeat("?, ", n-1) + "?"
 }
 
+// tuples returns n copies of tuple separated by commas: the VALUES of a
+// statement on n rows.
+func tuples(n int, tuple string) string {
+	if n == 0 {
+		return ""
+	}
+	return strings.Repeat(tuple+", ", n-1) + tuple
+}
+
 func int64sToArgs(ids []int64) []any {
 	args := make([]any, len(ids))
 	for i, id := range ids {
