@@ -120,29 +120,35 @@ func queryBatches(ctx context.Context, tx querier, query string, args ...any) ([
 	return out, err
 }
 
+// split parts b's members into those in ids (all of them when ids is nil)
+// and the rest.
+func (b batch) split(ids map[int64]bool) (named, rest batch) {
+	named, rest = b, b
+	named.ids, named.versions, rest.ids, rest.versions = nil, nil, nil, nil
+	for i, id := range b.ids {
+		if ids == nil || ids[id] {
+			named.ids, named.versions = append(named.ids, id), append(named.versions, b.versions[i])
+		} else {
+			rest.ids, rest.versions = append(rest.ids, id), append(rest.versions, b.versions[i])
+		}
+	}
+	return named, rest
+}
+
 // materialize writes the leased exception rows of b's members in ids (all
 // of them when ids is nil) and takes those ids out of the batch.
 func materialize(ctx context.Context, tx querier, streamID int64, b batch, ids map[int64]bool) error {
-	var mids, keep []int64
-	var mversions, keepVersions []int
-	for i, id := range b.ids {
-		if ids == nil || ids[id] {
-			mids, mversions = append(mids, id), append(mversions, b.versions[i])
-		} else {
-			keep, keepVersions = append(keep, id), append(keepVersions, b.versions[i])
-		}
-	}
-	if len(mids) == 0 {
+	named, rest := b.split(ids)
+	if len(named.ids) == 0 {
 		return nil
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at)
 		SELECT ?, ?, i.value, ?, v.value, 'leased', 1, ?, ?, ?, ? FROM json_each(?) i JOIN json_each(?) v ON v.key = i.key WHERE 1
 		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`,
-		streamID, b.group, b.partition, b.leaseUntil, b.token, b.holder, b.createdAt, encodeInts(mids), encodeInts(mversions)); err != nil {
+		streamID, b.group, b.partition, b.leaseUntil, b.token, b.holder, b.createdAt, encodeInts(named.ids), encodeInts(named.versions)); err != nil {
 		return err
 	}
-	b.ids, b.versions = keep, keepVersions
-	return storeBatch(ctx, tx, streamID, b)
+	return storeBatch(ctx, tx, streamID, rest)
 }
 
 // storeBatch writes b's members back, deleting the batch when none is left.
@@ -202,63 +208,50 @@ const (
 	settleCarve
 )
 
-// settleBatches applies op to the named leases that are batch members, in
-// tx. It returns the leases it settled itself (changed) and leaves the
-// others, materialized ones included, to the statement on rows of their own.
-func settleBatches(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease, op batchSettle, until int64, changed map[int64]bool) ([]driver.Lease, error) {
+// settleBatches applies s.op to the leases s names that are batch members,
+// in tx. It returns the leases it did not settle itself (those it did are
+// marked changed), materialized ones included, for the statement on rows of
+// their own.
+func settleBatches(ctx context.Context, tx querier, s settlement, changed map[int64]bool) ([]driver.Lease, error) {
 	byToken := map[string]map[int64]bool{}
-	for _, l := range leases {
+	for _, l := range s.leases {
 		if byToken[l.Token] == nil {
 			byToken[l.Token] = map[int64]bool{}
 		}
 		byToken[l.Token][l.ID] = true
 	}
-	for token, named := range byToken {
+	for token, ids := range byToken {
 		bs, err := queryBatches(ctx, tx, `SELECT `+batchColumns+` FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ?`,
-			streamID, group, token)
+			s.streamID, s.group, token)
 		if err != nil {
 			return nil, err
 		}
 		for _, b := range bs {
-			members := map[int64]bool{}
-			for _, id := range b.ids {
-				if named[id] {
-					members[id] = true
-				}
-			}
-			if len(members) == 0 {
-				continue
-			}
+			named, rest := b.split(ids)
 			switch {
-			case op == settleAck:
-				keep := b
-				keep.ids, keep.versions = nil, nil
-				for i, id := range b.ids {
-					if !members[id] {
-						keep.ids, keep.versions = append(keep.ids, id), append(keep.versions, b.versions[i])
-					}
-				}
-				if err := storeBatch(ctx, tx, streamID, keep); err != nil {
-					return nil, err
-				}
-			case op == settleExtend && len(members) == len(b.ids):
-				if _, err := tx.ExecContext(ctx, `UPDATE delivery_batch SET lease_until = ? WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND partition = ?`,
-					until, streamID, group, b.token, b.partition); err != nil {
-					return nil, err
-				}
+			case len(named.ids) == 0:
+				continue
+			case s.op == settleAck:
+				err = storeBatch(ctx, tx, s.streamID, rest)
+			case s.op == settleExtend && len(rest.ids) == 0:
+				_, err = tx.ExecContext(ctx, `UPDATE delivery_batch SET lease_until = ? WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND partition = ?`,
+					s.until, s.streamID, s.group, b.token, b.partition)
 			default:
-				if err := materialize(ctx, tx, streamID, b, members); err != nil {
+				if err := materialize(ctx, tx, s.streamID, b, ids); err != nil {
 					return nil, err
 				}
 				continue
 			}
-			for id := range members {
+			if err != nil {
+				return nil, err
+			}
+			for _, id := range named.ids {
 				changed[id] = true
 			}
 		}
 	}
 	if len(changed) == 0 {
-		return leases, nil
+		return s.leases, nil
 	}
-	return slices.DeleteFunc(slices.Clone(leases), func(l driver.Lease) bool { return changed[l.ID] }), nil
+	return slices.DeleteFunc(slices.Clone(s.leases), func(l driver.Lease) bool { return changed[l.ID] }), nil
 }

@@ -9,6 +9,76 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
+// settlement is one settle: the leases of a group it names, and what it
+// does to those in batches (batch.go).
+type settlement struct {
+	streamID int64
+	group    string
+	leases   []driver.Lease
+	op       batchSettle
+	until    int64 // settleExtend: the new expiry
+}
+
+// settleRows changes the leased rows of their own that a settle names (the
+// leases left after the batches), marking the ids it changed.
+type settleRows func(ctx context.Context, tx querier, s settlement, rest []driver.Lease, changed map[int64]bool) error
+
+// settle runs s in one transaction, the caller's when callerTx is not nil,
+// and reports the leases it did not change.
+func (d *Driver) settle(ctx context.Context, callerTx driver.Tx, s settlement, rows settleRows) (driver.SettleResult, error) {
+	if len(s.leases) == 0 {
+		return driver.SettleResult{}, d.check()
+	}
+	var res driver.SettleResult
+	err := d.inTxQ(ctx, callerTx, func(tx cachedTx) error {
+		var err error
+		if res, err = settleIn(ctx, tx, s, rows); err != nil || callerTx == nil {
+			return err
+		}
+		return pauseLeases(ctx, tx, time.Now().UTC())
+	})
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	return res, nil
+}
+
+// settleIn is settle's work inside the transaction tx: first the batches,
+// then the rows of their own.
+func settleIn(ctx context.Context, tx querier, s settlement, rows settleRows) (driver.SettleResult, error) {
+	changed := map[int64]bool{}
+	rest, err := settleBatches(ctx, tx, s, changed)
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	if err := rows(ctx, tx, s, rest, changed); err != nil {
+		return driver.SettleResult{}, err
+	}
+	return driver.SettleResult{Lost: driver.Lost(s.leases, changed)}, nil
+}
+
+// byStatement settles rows with stmt, an UPDATE or DELETE of
+// delivery_exception to which it adds the WHERE clause naming the leases,
+// in chunks.
+func byStatement(stmt string, args ...any) settleRows {
+	return func(ctx context.Context, tx querier, s settlement, rest []driver.Lease, changed map[int64]bool) error {
+		const chunkSize = 400
+		for start := 0; start < len(rest); start += chunkSize {
+			pred, pargs := leasedPairs(rest[start:min(start+chunkSize, len(rest))])
+			all := append(append(slices.Clone(args), s.streamID, s.group), pargs...)
+			if err := eachRow(ctx, tx, stmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`, all, func(r *sql.Rows) error {
+				var id int64
+				err := r.Scan(&id)
+				changed[id] = true
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 // leasedPairs is the predicate naming leased deliveries by (id, token), and
 // its arguments: a delivery is held only with the token of the claim that
 // leased it.
@@ -20,74 +90,24 @@ func leasedPairs(leases []driver.Lease) (string, []any) {
 	return `state = 'leased' AND (msg_id, lease_token) IN (VALUES ` + tuples(len(leases), "(?, ?)") + `)`, args
 }
 
-// settle runs stmt (an UPDATE or DELETE whose WHERE clause ends where the
-// lease predicate goes, ending in RETURNING msg_id) over the leases, in
-// chunks, in one transaction, and reports the leases it did not change.
-func (d *Driver) settle(ctx context.Context, callerTx driver.Tx, streamID int64, group string, leases []driver.Lease, op batchSettle, until int64, stmt string, args ...any) (driver.SettleResult, error) {
-	if len(leases) == 0 {
-		return driver.SettleResult{}, d.check()
-	}
-	var res driver.SettleResult
-	err := d.inTxQ(ctx, callerTx, func(tx cachedTx) error {
-		var err error
-		if res, err = settleIn(ctx, tx, streamID, group, leases, op, until, stmt, args...); err != nil || callerTx == nil {
-			return err
-		}
-		return pauseLeases(ctx, tx, time.Now().UTC())
-	})
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	return res, nil
-}
-
-// settleIn is settle's work inside the transaction tx.
-func settleIn(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease, op batchSettle, until int64, stmt string, args ...any) (driver.SettleResult, error) {
-	changed := map[int64]bool{}
-	rest, err := settleBatches(ctx, tx, streamID, group, leases, op, until, changed)
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	const chunk = 400
-	for s := 0; s < len(rest); s += chunk {
-		pred, pargs := leasedPairs(rest[s:min(s+chunk, len(rest))])
-		all := append(append(slices.Clone(args), streamID, group), pargs...)
-		if err := eachRow(ctx, tx, stmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`, all, func(r *sql.Rows) error {
-			var id int64
-			err := r.Scan(&id)
-			changed[id] = true
-			return err
-		}); err != nil {
-			return driver.SettleResult{}, err
-		}
-	}
-	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
-}
-
 // ackStmt is Ack's statement on rows of their own.
 const ackStmt = `DELETE FROM delivery_exception`
 
 // Ack implements driver.Driver.
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleAck, 0, ackStmt)
+	return d.settle(ctx, p.Tx, settlement{streamID: p.StreamID, group: p.Group, leases: p.Leases, op: settleAck}, byStatement(ackStmt))
 }
 
 // Fail implements driver.Driver. Each failure carries its own error and due
-// time, so each is one statement; all run in one transaction.
+// time, so each is one statement; all run in one transaction. settleCarve
+// settles no batch member itself: each failure has a row of its own by the
+// time its statement runs.
 func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleResult, error) {
-	if len(p.Failures) == 0 {
-		return driver.SettleResult{}, d.check()
-	}
-	changed := map[int64]bool{}
-	leases := make([]driver.Lease, len(p.Failures))
+	s := settlement{streamID: p.StreamID, group: p.Group, leases: make([]driver.Lease, len(p.Failures)), op: settleCarve}
 	for i, f := range p.Failures {
-		leases[i] = f.Lease
+		s.leases[i] = f.Lease
 	}
-	err := d.inTxQ(ctx, p.Tx, func(tx cachedTx) error {
-		clear(changed)
-		if _, err := settleBatches(ctx, tx, p.StreamID, p.Group, leases, settleCarve, 0, changed); err != nil {
-			return err
-		}
+	return d.settle(ctx, p.Tx, s, func(ctx context.Context, tx querier, s settlement, _ []driver.Lease, changed map[int64]bool) error {
 		for _, f := range p.Failures {
 			state, due := driver.StateDelayed, f.Due
 			if f.Dead {
@@ -97,7 +117,7 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = `+appendFailure+`
 				WHERE stream_id = ? AND group_name = ? AND msg_id = ? AND lease_token = ? AND state = 'leased'`,
 				string(state), micros(due), f.Error, micros(p.Now), micros(p.Now), driver.CutHistoryError(f.Error), historyTime(p.Now),
-				p.StreamID, p.Group, f.Lease.ID, f.Lease.Token)
+				s.streamID, s.group, f.Lease.ID, f.Lease.Token)
 			if err != nil {
 				return err
 			}
@@ -105,15 +125,8 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 				changed[f.Lease.ID] = true
 			}
 		}
-		if p.Tx == nil {
-			return nil
-		}
-		return pauseLeases(ctx, tx, time.Now().UTC())
+		return nil
 	})
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
 }
 
 // appendFailure appends one failure to the history, with parameters
@@ -140,7 +153,7 @@ func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.Se
 			return err
 		})
 	}
-	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleCarve, 0, releaseSet, now, now)
+	return d.settle(ctx, nil, settlement{streamID: p.StreamID, group: p.Group, leases: p.Leases, op: settleCarve}, byStatement(releaseSet, now, now))
 }
 
 // Extend implements driver.Driver. The new expiry counts from when the
@@ -157,9 +170,9 @@ func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.Sett
 			return err
 		}
 		now := time.Now().UTC()
-		until := micros(p.Until.Add(max(now.Sub(p.Now), 0)))
+		s := settlement{streamID: p.StreamID, group: p.Group, leases: p.Leases, op: settleExtend, until: micros(p.Until.Add(max(now.Sub(p.Now), 0)))}
 		var err error
-		res, err = settleIn(ctx, tx, p.StreamID, p.Group, p.Leases, settleExtend, until, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, until, micros(now))
+		res, err = settleIn(ctx, tx, s, byStatement(`UPDATE delivery_exception SET due_at = ?, updated_at = ?`, s.until, micros(now)))
 		return err
 	})
 	if err != nil {
