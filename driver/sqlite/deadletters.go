@@ -16,29 +16,25 @@ func (d *Driver) ListDead(ctx context.Context, p driver.ListDeadParams) ([]drive
 		if p.History {
 			history = "e.failures"
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT `+rowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at,
+		return eachRow(ctx, tx, `SELECT `+rowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at,
 			COALESCE(e.holder, ''), `+history+`
 			FROM delivery_exception e JOIN `+logTable(p.StreamID)+` m ON m.id = e.msg_id
 			WHERE e.stream_id = ? AND e.group_name = ? AND e.state = 'dead' AND e.msg_id > ? ORDER BY e.msg_id LIMIT ?`,
-			p.StreamID, p.Group, p.AfterID, p.Limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var dl driver.DeadLetter
-			var first, died int64
-			var failures sql.NullString
-			if dl.Row, err = scanRow(rows, &dl.Attempt, &dl.Error, &first, &died, &dl.Holder, &failures); err != nil {
-				return err
-			}
-			dl.FirstFailed, dl.DiedAt = fromMicros(first), fromMicros(died)
-			if dl.History, err = driver.ParseFailureHistory(failures.String); err != nil {
-				return fmt.Errorf("row %d: stored failure history: %w", dl.ID, err)
-			}
-			out = append(out, dl)
-		}
-		return rows.Err()
+			[]any{p.StreamID, p.Group, p.AfterID, p.Limit}, func(r *sql.Rows) error {
+				var dl driver.DeadLetter
+				var first, died int64
+				var failures sql.NullString
+				var err error
+				if dl.Row, err = scanRow(r, &dl.Attempt, &dl.Error, &first, &died, &dl.Holder, &failures); err != nil {
+					return err
+				}
+				dl.FirstFailed, dl.DiedAt = fromMicros(first), fromMicros(died)
+				if dl.History, err = driver.ParseFailureHistory(failures.String); err != nil {
+					return fmt.Errorf("row %d: stored failure history: %w", dl.ID, err)
+				}
+				out = append(out, dl)
+				return nil
+			})
 	})
 	return out, err
 }
