@@ -97,13 +97,6 @@ func (c *stmtCache) close() {
 	clear(c.pending)
 }
 
-// size reports how many statements are kept, for tests.
-func (c *stmtCache) size() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.stmts)
-}
-
 // querier is what the driver's statements run on: a *sql.DB, a *sql.Tx, or
 // a cachedTx that runs kept statements in its transaction.
 type querier interface {
