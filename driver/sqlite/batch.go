@@ -11,15 +11,17 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// A batch lease (delivery_batch, migration 0007) is the compressed form of
-// the leased exception rows one main claim would write for one partition:
-// the same token, holder, attempt 1 and expiry for every member. Paths
-// other than a bulk ack or an extension of the whole batch first
-// materialize the members they name, writing exactly those exception rows
-// and taking the ids out of the batch, and then run the per-delivery SQL
-// unchanged. A member has no exception row, and every member is at or below
-// its partition's cursor (SetCursors materializes), so the main claim never
-// meets one (docs/decisions.md, "Performance: batch leases").
+// A batch lease (delivery_batch, migration 0007) is how the main claim
+// leases what it takes from one partition: one record standing for the
+// leased exception rows of its members, all with the same token, holder,
+// attempt 1 and expiry. Paths other than a bulk ack or an extension of the
+// whole batch first materialize the members they name, writing exactly
+// those exception rows ("rows of their own") and taking the ids out of the
+// batch, and then run the SQL on rows of their own, which also settles rows
+// an older member leased one by one. A member has no exception row, and
+// every member is at or below its partition's cursor (SetCursors
+// materializes), so the main claim never meets one (docs/decisions.md,
+// "Performance: batch leases" and "One lease model").
 
 // batch is one delivery_batch record.
 type batch struct {
@@ -95,7 +97,7 @@ func decodeInts[T int | int64](s string) ([]T, error) {
 }
 
 // insertBatch leases taken (rows of one partition, ascending) as one batch.
-func insertBatch(ctx context.Context, tx queryer, p driver.ClaimParams, part int, taken []driver.Delivery) error {
+func insertBatch(ctx context.Context, tx querier, p driver.ClaimParams, part int, taken []driver.Delivery) error {
 	ids := make([]int64, len(taken))
 	versions := make([]int, len(taken))
 	for i, t := range taken {
@@ -108,7 +110,7 @@ func insertBatch(ctx context.Context, tx queryer, p driver.ClaimParams, part int
 }
 
 // queryBatches reads the batches query selects (batchColumns first).
-func queryBatches(ctx context.Context, tx queryer, query string, args ...any) ([]batch, error) {
+func queryBatches(ctx context.Context, tx querier, query string, args ...any) ([]batch, error) {
 	var out []batch
 	err := eachRow(ctx, tx, query, args, func(r *sql.Rows) error {
 		b, err := scanBatch(r)
@@ -118,33 +120,39 @@ func queryBatches(ctx context.Context, tx queryer, query string, args ...any) ([
 	return out, err
 }
 
-// materialize writes the leased exception rows of b's members in ids (all
-// of them when ids is nil) and takes those ids out of the batch.
-func materialize(ctx context.Context, tx queryer, streamID int64, b batch, ids map[int64]bool) error {
-	var mids, keep []int64
-	var mversions, keepVersions []int
+// split parts b's members into those in ids (all of them when ids is nil)
+// and the rest.
+func (b batch) split(ids map[int64]bool) (named, rest batch) {
+	named, rest = b, b
+	named.ids, named.versions, rest.ids, rest.versions = nil, nil, nil, nil
 	for i, id := range b.ids {
 		if ids == nil || ids[id] {
-			mids, mversions = append(mids, id), append(mversions, b.versions[i])
+			named.ids, named.versions = append(named.ids, id), append(named.versions, b.versions[i])
 		} else {
-			keep, keepVersions = append(keep, id), append(keepVersions, b.versions[i])
+			rest.ids, rest.versions = append(rest.ids, id), append(rest.versions, b.versions[i])
 		}
 	}
-	if len(mids) == 0 {
+	return named, rest
+}
+
+// materialize writes the leased exception rows of b's members in ids (all
+// of them when ids is nil) and takes those ids out of the batch.
+func materialize(ctx context.Context, tx querier, streamID int64, b batch, ids map[int64]bool) error {
+	named, rest := b.split(ids)
+	if len(named.ids) == 0 {
 		return nil
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at)
 		SELECT ?, ?, i.value, ?, v.value, 'leased', 1, ?, ?, ?, ? FROM json_each(?) i JOIN json_each(?) v ON v.key = i.key WHERE 1
 		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`,
-		streamID, b.group, b.partition, b.leaseUntil, b.token, b.holder, b.createdAt, encodeInts(mids), encodeInts(mversions)); err != nil {
+		streamID, b.group, b.partition, b.leaseUntil, b.token, b.holder, b.createdAt, encodeInts(named.ids), encodeInts(named.versions)); err != nil {
 		return err
 	}
-	b.ids, b.versions = keep, keepVersions
-	return storeBatch(ctx, tx, streamID, b)
+	return storeBatch(ctx, tx, streamID, rest)
 }
 
 // storeBatch writes b's members back, deleting the batch when none is left.
-func storeBatch(ctx context.Context, tx queryer, streamID int64, b batch) error {
+func storeBatch(ctx context.Context, tx querier, streamID int64, b batch) error {
 	if len(b.ids) == 0 {
 		_, err := tx.ExecContext(ctx, `DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND partition = ?`,
 			streamID, b.group, b.token, b.partition)
@@ -157,7 +165,7 @@ func storeBatch(ctx context.Context, tx queryer, streamID int64, b batch) error 
 }
 
 // materializeAll materializes every member of the batches query selects.
-func materializeAll(ctx context.Context, tx queryer, streamID int64, query string, args ...any) error {
+func materializeAll(ctx context.Context, tx querier, streamID int64, query string, args ...any) error {
 	bs, err := queryBatches(ctx, tx, query, args...)
 	if err != nil {
 		return err
@@ -173,7 +181,7 @@ func materializeAll(ctx context.Context, tx queryer, streamID int64, query strin
 // materializeRange materializes the stream's batches that may hold an id in
 // [lo, hi], before compaction or a hard retention limit removes those rows:
 // their exception rows then go with the rows, as leased rows always did.
-func materializeRange(ctx context.Context, tx queryer, streamID, lo, hi int64) error {
+func materializeRange(ctx context.Context, tx querier, streamID, lo, hi int64) error {
 	return materializeAll(ctx, tx, streamID, `SELECT `+batchColumns+` FROM delivery_batch WHERE stream_id = ? AND first_id <= ? AND last_id >= ?`,
 		streamID, hi, lo)
 }
@@ -181,7 +189,7 @@ func materializeRange(ctx context.Context, tx queryer, streamID, lo, hi int64) e
 // explodeExpired materializes the group's batches whose lease ended, so
 // that the exception claim hands their members out again as it does
 // expired leased rows.
-func explodeExpired(ctx context.Context, tx queryer, p driver.ClaimParams) error {
+func explodeExpired(ctx context.Context, tx querier, p driver.ClaimParams) error {
 	return materializeAll(ctx, tx, p.Stream.ID, `SELECT `+batchColumns+` FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_until <= ?
 		ORDER BY lease_until LIMIT 100`, p.Stream.ID, p.Group, micros(p.Now))
 }
@@ -195,67 +203,55 @@ const (
 	// settleExtend moves the lease of a batch all of whose members are named
 	// and materializes the members of other batches.
 	settleExtend
-	// settleCarve materializes the members, for per-delivery SQL to change.
+	// settleCarve materializes the members, for the SQL on rows of their own
+	// to change.
 	settleCarve
 )
 
-// settleBatches applies op to the named leases that are batch members, in
-// tx. It returns the leases it settled itself (changed) and leaves the
-// others, materialized ones included, to the per-delivery statement.
-func settleBatches(ctx context.Context, tx queryer, streamID int64, group string, leases []driver.Lease, op batchSettle, until int64, changed map[int64]bool) ([]driver.Lease, error) {
+// settleBatches applies s.op to the leases s names that are batch members,
+// in tx. It returns the leases it did not settle itself (those it did are
+// marked changed), materialized ones included, for the statement on rows of
+// their own.
+func settleBatches(ctx context.Context, tx querier, s settlement, changed map[int64]bool) ([]driver.Lease, error) {
 	byToken := map[string]map[int64]bool{}
-	for _, l := range leases {
+	for _, l := range s.leases {
 		if byToken[l.Token] == nil {
 			byToken[l.Token] = map[int64]bool{}
 		}
 		byToken[l.Token][l.ID] = true
 	}
-	for token, named := range byToken {
+	for token, ids := range byToken {
 		bs, err := queryBatches(ctx, tx, `SELECT `+batchColumns+` FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ?`,
-			streamID, group, token)
+			s.streamID, s.group, token)
 		if err != nil {
 			return nil, err
 		}
 		for _, b := range bs {
-			members := map[int64]bool{}
-			for _, id := range b.ids {
-				if named[id] {
-					members[id] = true
-				}
-			}
-			if len(members) == 0 {
-				continue
-			}
+			named, rest := b.split(ids)
 			switch {
-			case op == settleAck:
-				keep := b
-				keep.ids, keep.versions = nil, nil
-				for i, id := range b.ids {
-					if !members[id] {
-						keep.ids, keep.versions = append(keep.ids, id), append(keep.versions, b.versions[i])
-					}
-				}
-				if err := storeBatch(ctx, tx, streamID, keep); err != nil {
-					return nil, err
-				}
-			case op == settleExtend && len(members) == len(b.ids):
-				if _, err := tx.ExecContext(ctx, `UPDATE delivery_batch SET lease_until = ? WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND partition = ?`,
-					until, streamID, group, b.token, b.partition); err != nil {
-					return nil, err
-				}
+			case len(named.ids) == 0:
+				continue
+			case s.op == settleAck:
+				err = storeBatch(ctx, tx, s.streamID, rest)
+			case s.op == settleExtend && len(rest.ids) == 0:
+				_, err = tx.ExecContext(ctx, `UPDATE delivery_batch SET lease_until = ? WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND partition = ?`,
+					s.until, s.streamID, s.group, b.token, b.partition)
 			default:
-				if err := materialize(ctx, tx, streamID, b, members); err != nil {
+				if err := materialize(ctx, tx, s.streamID, b, ids); err != nil {
 					return nil, err
 				}
 				continue
 			}
-			for id := range members {
+			if err != nil {
+				return nil, err
+			}
+			for _, id := range named.ids {
 				changed[id] = true
 			}
 		}
 	}
 	if len(changed) == 0 {
-		return leases, nil
+		return s.leases, nil
 	}
-	return slices.DeleteFunc(slices.Clone(leases), func(l driver.Lease) bool { return changed[l.ID] }), nil
+	return slices.DeleteFunc(slices.Clone(s.leases), func(l driver.Lease) bool { return changed[l.ID] }), nil
 }

@@ -7,12 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/sqlstreams/sqlstreams/core/driver"
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
-	"time"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
 // scanWindow is how many rows the main claim reads per query while looking
@@ -56,83 +55,21 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		return driver.ClaimResult{}, err
 	}
 	var res driver.ClaimResult
-	var dueExceptions, newRows bool
-	// After a claim that filled its limit, more work is likely: the probe
-	// would only cost a read transaction, so the claim goes straight to the
-	// write transaction, which finds out the same itself.
+	var work claimWork
 	busy := claimKey{p.Stream.ID, p.Group}
 	if _, ok := d.fullClaims.Load(busy); (ok && p.Limit > 0) || len(p.Acks) > 0 {
-		// A claim carrying acks writes anyway: the write transaction
-		// records them and finds out what is claimable itself.
-		dueExceptions, newRows = p.Limit > 0, p.Limit > 0
-	} else if err := d.readTxQ(ctx, func(tx cachedTx) error {
-		g, err := loadGroup(ctx, tx, p.Stream.ID, p.Group)
-		if err != nil {
-			return err
+		// After a claim that filled its limit, more work is likely: the probe
+		// would only cost a read transaction, so the claim goes straight to
+		// the write transaction, which finds out the same itself. A claim
+		// carrying acks writes anyway: the write transaction records them.
+		work = claimWork{due: p.Limit > 0, fresh: p.Limit > 0}
+	} else {
+		var err error
+		if work, err = d.probe(ctx, p, &res); err != nil || p.Limit <= 0 || (!work.due && !work.fresh) {
+			return res, err
 		}
-		if _, err := driver.PlanClaim(g, p); err != nil {
-			return err
-		}
-		res.Group = g
-		// Due exceptions, or batches whose lease ended (their members are
-		// due as expired leased rows are).
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ?
-			AND state IN ('leased', 'delayed') AND due_at <= ?) OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_until <= ?)`,
-			p.Stream.ID, p.Group, micros(p.Now), p.Stream.ID, p.Group, micros(p.Now)).Scan(&dueExceptions); err != nil {
-			return err
-		}
-		return tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ?
-			AND EXISTS (SELECT 1 FROM `+logTable(p.Stream.ID)+` m WHERE m.partition = c.partition AND m.id > c.position))`,
-			p.Stream.ID, p.Group).Scan(&newRows)
-	}); err != nil || p.Limit <= 0 || (!dueExceptions && !newRows) {
-		return res, err
 	}
-	err := d.inTxQ(ctx, nil, func(tx cachedTx) error {
-		res.Deliveries, res.Deferred, res.Lost = res.Deliveries[:0], 0, nil
-		if err := resumeLeases(ctx, tx); err != nil {
-			return err
-		}
-		if len(p.Acks) > 0 {
-			// First, so that what they resolve is claimable (an ordered
-			// partition they free) and commits with the claim.
-			acked, err := settleIn(ctx, tx, p.Stream.ID, p.Group, p.Acks, settleAck, 0, ackStmt)
-			if err != nil {
-				return err
-			}
-			res.Lost = acked.Lost
-		}
-		g, err := loadGroup(ctx, tx, p.Stream.ID, p.Group)
-		if err != nil {
-			return err
-		}
-		plan, err := driver.PlanClaim(g, p)
-		if err != nil {
-			return err
-		}
-		res.Group = g
-		if dueExceptions {
-			if res.Deliveries, err = d.claimExceptions(ctx, tx, p, plan); err != nil {
-				return err
-			}
-		}
-		if !newRows {
-			return nil
-		}
-		n := p.Stream.Partitions
-		first := rand.IntN(n)
-		for i := range n {
-			if len(res.Deliveries) >= p.Limit {
-				break
-			}
-			got, deferred, err := claimPartition(ctx, tx, p, plan, (first+i)%n, p.Limit-len(res.Deliveries), d.batchLeases)
-			if err != nil {
-				return err
-			}
-			res.Deliveries = append(res.Deliveries, got...)
-			res.Deferred += deferred
-		}
-		return nil
-	})
+	err := d.inTxQ(ctx, nil, func(tx cachedTx) error { return claimIn(ctx, tx, p, work, &res) })
 	if err == nil && len(res.Deliveries) >= p.Limit {
 		d.fullClaims.Store(busy, struct{}{})
 	} else {
@@ -147,164 +84,273 @@ type claimKey struct {
 	group  string
 }
 
-// claimPartition runs the main claim on one partition; with batches, the
-// rows it leases become one batch lease instead of an exception row each.
-func claimPartition(ctx context.Context, tx queryer, p driver.ClaimParams, plan driver.ClaimPlan, part, limit int, batches bool) ([]driver.Delivery, int, error) {
-	if p.Ordered {
-		var pending bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND partition = ? AND state IN ('leased', 'delayed'))
-			OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND partition = ?)`,
-			p.Stream.ID, p.Group, part, p.Stream.ID, p.Group, part).Scan(&pending); err != nil {
+// claimWork is what a claim looks for: due exceptions or batches whose
+// lease ended (their members are due as expired leased rows are), and rows
+// past a cursor.
+type claimWork struct{ due, fresh bool }
+
+// probe finds out, in a read transaction, what the group has to claim; it
+// also checks that the claim can be planned and reports the group.
+func (d *Driver) probe(ctx context.Context, p driver.ClaimParams, res *driver.ClaimResult) (claimWork, error) {
+	var work claimWork
+	err := d.readTxQ(ctx, func(tx cachedTx) error {
+		g, err := loadGroup(ctx, tx, p.Stream.ID, p.Group)
+		if err != nil {
+			return err
+		}
+		if _, err := driver.PlanClaim(g, p); err != nil {
+			return err
+		}
+		res.Group = g
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ?
+			AND state IN ('leased', 'delayed') AND due_at <= ?) OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_until <= ?)`,
+			p.Stream.ID, p.Group, micros(p.Now), p.Stream.ID, p.Group, micros(p.Now)).Scan(&work.due); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ?
+			AND EXISTS (SELECT 1 FROM `+logTable(p.Stream.ID)+` m WHERE m.partition = c.partition AND m.id > c.position))`,
+			p.Stream.ID, p.Group).Scan(&work.fresh)
+	})
+	return work, err
+}
+
+// claimIn is the claim's write transaction: it gives leases back the time
+// a caller's transaction held the writer, records the acks the claim
+// carries, then leases due exceptions and new rows, up to the limit.
+func claimIn(ctx context.Context, tx cachedTx, p driver.ClaimParams, work claimWork, res *driver.ClaimResult) error {
+	res.Deliveries, res.Deferred, res.Lost = res.Deliveries[:0], 0, nil
+	if err := resumeLeases(ctx, tx); err != nil {
+		return err
+	}
+	if len(p.Acks) > 0 {
+		// First, so that what they resolve is claimable (an ordered
+		// partition they free) and commits with the claim.
+		acked, err := settleIn(ctx, tx, settlement{streamID: p.Stream.ID, group: p.Group, leases: p.Acks, op: settleAck}, byStatement(ackStmt))
+		if err != nil {
+			return err
+		}
+		res.Lost = acked.Lost
+	}
+	g, err := loadGroup(ctx, tx, p.Stream.ID, p.Group)
+	if err != nil {
+		return err
+	}
+	plan, err := driver.PlanClaim(g, p)
+	if err != nil {
+		return err
+	}
+	res.Group = g
+	if work.due {
+		if res.Deliveries, err = claimExceptions(ctx, tx, p, plan); err != nil {
+			return err
+		}
+	}
+	if !work.fresh {
+		return nil
+	}
+	// From a random partition on, so that members claiming at once start
+	// apart.
+	n := p.Stream.Partitions
+	first := rand.IntN(n)
+	for i := range n {
+		if len(res.Deliveries) >= p.Limit {
+			break
+		}
+		got, deferred, err := claimPartition(ctx, tx, partitionClaim{p: p, plan: plan, part: (first + i) % n, limit: p.Limit - len(res.Deliveries)})
+		if err != nil {
+			return err
+		}
+		res.Deliveries = append(res.Deliveries, got...)
+		res.Deferred += deferred
+	}
+	return nil
+}
+
+// partitionClaim is the main claim's work on one partition.
+type partitionClaim struct {
+	p     driver.ClaimParams
+	plan  driver.ClaimPlan
+	part  int
+	limit int // the most deliveries to take
+}
+
+// claimPartition runs the main claim on one partition: it reads past the
+// group's cursor, moves the cursor over what it read, leases what it takes
+// as one batch and leaves the rows this member cannot decode due for
+// another. It returns the deliveries and how many rows it left due.
+func claimPartition(ctx context.Context, tx querier, c partitionClaim) ([]driver.Delivery, int, error) {
+	if c.p.Ordered {
+		// Only once nothing of the partition is pending may more go out.
+		if pending, err := c.pending(ctx, tx); err != nil || pending {
 			return nil, 0, err
 		}
-		if pending {
-			return nil, 0, nil
-		}
 	}
-	var cursor int64
-	err := tx.QueryRowContext(ctx, `SELECT position FROM group_cursor WHERE stream_id = ? AND group_name = ? AND partition = ?`,
-		p.Stream.ID, p.Group, part).Scan(&cursor)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, 0, fmt.Errorf("group %q partition %d: %w", p.Group, part, driver.ErrGroupNotFound)
-	}
+	cursor, err := c.cursor(ctx, tx)
 	if err != nil {
 		return nil, 0, err
 	}
-	vf, vargs := versionFilter("m.schema_version", plan.Versions)
+	read, err := c.scan(ctx, tx, cursor)
+	if err != nil || read.cursor == cursor {
+		return nil, 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND partition = ?`,
+		read.cursor, c.p.Stream.ID, c.p.Group, c.part); err != nil {
+		return nil, 0, err
+	}
+	taken, err := c.lease(ctx, tx, read.taken)
+	if err != nil {
+		return nil, 0, err
+	}
+	deferred, err := c.deferRows(ctx, tx, read.deferred)
+	if err != nil {
+		return nil, 0, err
+	}
+	return taken, deferred, nil
+}
+
+// pending reports whether the partition has a leased or delayed delivery.
+func (c partitionClaim) pending(ctx context.Context, tx querier) (bool, error) {
+	var pending bool
+	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND partition = ? AND state IN ('leased', 'delayed'))
+		OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND partition = ?)`,
+		c.p.Stream.ID, c.p.Group, c.part, c.p.Stream.ID, c.p.Group, c.part).Scan(&pending)
+	return pending, err
+}
+
+// cursor reads the group's position in the partition.
+func (c partitionClaim) cursor(ctx context.Context, tx querier) (int64, error) {
+	var cursor int64
+	err := tx.QueryRowContext(ctx, `SELECT position FROM group_cursor WHERE stream_id = ? AND group_name = ? AND partition = ?`,
+		c.p.Stream.ID, c.p.Group, c.part).Scan(&cursor)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("group %q partition %d: %w", c.p.Group, c.part, driver.ErrGroupNotFound)
+	}
+	return cursor, err
+}
+
+// partitionRead is what the scan past a cursor found.
+type partitionRead struct {
+	taken    []driver.Delivery
+	deferred []driver.Row // at the group's versions, but this member cannot decode them
+	cursor   int64        // the last row read
+}
+
+// scan reads the partition past cursor, a window at a time, until it has
+// taken limit rows, the partition ends, or maxScan rows were read.
+func (c partitionClaim) scan(ctx context.Context, tx querier, cursor int64) (partitionRead, error) {
+	vf, vargs := versionFilter("m.schema_version", c.plan.Versions)
 	// Payloads are read only for rows at the group's versions: other rows
 	// are passed over without their payload leaving the database.
 	query := `SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank,
-		CASE WHEN ` + vf + ` THEN m.payload ELSE x'' END, m.headers, m.produced_at, ` + vf + `, ` + headExpr(p.Stream) + `
-		FROM ` + logTable(p.Stream.ID) + ` m WHERE m.partition = ? AND m.id > ? ORDER BY m.id LIMIT ?`
-	var taken []driver.Delivery
-	var deferred []driver.Row
-	start, scanned := cursor, 0
-scan:
-	for len(taken) < limit && scanned < maxScan {
-		args := append(append(append([]any{}, vargs...), vargs...), part, cursor, scanWindow)
-		rows, err := tx.QueryContext(ctx, query, args...)
+		CASE WHEN ` + vf + ` THEN m.payload ELSE x'' END, m.headers, m.produced_at, ` + vf + `, ` + headExpr(c.p.Stream) + `
+		FROM ` + logTable(c.p.Stream.ID) + ` m WHERE m.partition = ? AND m.id > ? ORDER BY m.id LIMIT ?`
+	read := partitionRead{cursor: cursor}
+	for scanned := 0; len(read.taken) < c.limit && scanned < maxScan; {
+		args := append(append(append([]any{}, vargs...), vargs...), c.part, read.cursor, scanWindow)
+		n, stop, err := c.scanWindow(ctx, tx, query, args, &read)
 		if err != nil {
-			return nil, 0, err
-		}
-		n := 0
-		for rows.Next() {
-			var versionOK, head bool
-			r, err := scanRow(rows, &versionOK, &head)
-			if err != nil {
-				rows.Close()
-				return nil, 0, err
-			}
-			n++
-			cursor = r.ID
-			if !versionOK || !head || !plan.Matches(r.RoutingKey) {
-				continue
-			}
-			if !plan.Decodes(r.SchemaVersion) {
-				// The group reads this version, this member cannot decode it:
-				// leave it due for a member that can. An ordered group stops
-				// here, so that the partition's order holds.
-				deferred = append(deferred, r)
-				if p.Ordered {
-					rows.Close()
-					break scan
-				}
-				continue
-			}
-			taken = append(taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: p.LeaseUntil})
-			if len(taken) == limit {
-				break
-			}
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return nil, 0, err
+			return read, err
 		}
 		scanned += n
-		if n < scanWindow && len(taken) < limit {
+		if stop || (n < scanWindow && len(read.taken) < c.limit) {
 			break
 		}
 	}
-	if cursor == start {
-		return nil, 0, nil
+	return read, nil
+}
+
+// scanWindow reads one window of the scan into read; it returns how many
+// rows it read and whether the scan must stop (an ordered group met a row
+// this member cannot decode).
+func (c partitionClaim) scanWindow(ctx context.Context, tx querier, query string, args []any, read *partitionRead) (int, bool, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return 0, false, err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND partition = ?`,
-		cursor, p.Stream.ID, p.Group, part); err != nil {
-		return nil, 0, err
-	}
-	type exception struct {
-		row     driver.Row
-		state   string
-		attempt int
-		due     int64
-		token   any
-	}
-	var ex []exception
-	if batches && len(taken) > 0 {
-		// A row the group already has an exception for (a cursor moved back
-		// over it) keeps that exception and is passed over.
-		held := map[int64]bool{}
-		if err := eachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id BETWEEN ? AND ?`,
-			[]any{p.Stream.ID, p.Group, taken[0].ID, taken[len(taken)-1].ID}, func(r *sql.Rows) error {
-				var id int64
-				err := r.Scan(&id)
-				held[id] = true
-				return err
-			}); err != nil {
-			return nil, 0, err
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var versionOK, head bool
+		r, err := scanRow(rows, &versionOK, &head)
+		if err != nil {
+			return n, false, err
 		}
-		if len(held) > 0 {
-			taken = slices.DeleteFunc(taken, func(d driver.Delivery) bool { return held[d.ID] })
-			deferred = slices.DeleteFunc(deferred, func(r driver.Row) bool { return held[r.ID] })
+		n++
+		read.cursor = r.ID
+		if !versionOK || !head || !c.plan.Matches(r.RoutingKey) {
+			continue
 		}
-		if len(taken) > 0 {
-			if err := insertBatch(ctx, tx, p, part, taken); err != nil {
-				return nil, 0, err
+		if !c.plan.Decodes(r.SchemaVersion) {
+			// The group reads this version, this member cannot decode it:
+			// leave it due for a member that can. An ordered group stops
+			// here, so that the partition's order holds.
+			read.deferred = append(read.deferred, r)
+			if c.p.Ordered {
+				return n, true, nil
 			}
+			continue
 		}
-	} else {
-		for _, t := range taken {
-			ex = append(ex, exception{t.Row, "leased", 1, micros(p.LeaseUntil), p.Token})
+		read.taken = append(read.taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: c.p.LeaseUntil})
+		if len(read.taken) == c.limit {
+			break
 		}
 	}
-	for _, r := range deferred {
-		ex = append(ex, exception{r, "delayed", 0, micros(p.Now), nil})
+	return n, false, errors.Join(rows.Err(), rows.Close())
+}
+
+// lease writes the batch record of the rows taken. A row the group already
+// has an exception for (a cursor moved back over it) keeps that exception
+// and is passed over.
+func (c partitionClaim) lease(ctx context.Context, tx querier, taken []driver.Delivery) ([]driver.Delivery, error) {
+	if len(taken) == 0 {
+		return nil, nil
 	}
-	// A row the group already has an exception for (a cursor moved back
-	// over it) keeps that exception: the insert passes over it.
-	inserted := map[int64]bool{}
-	const chunk = 100
-	for s := 0; s < len(ex); s += chunk {
-		part := ex[s:min(s+chunk, len(ex))]
-		var sb strings.Builder
-		sb.WriteString(`INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at) VALUES `)
-		args := make([]any, 0, len(part)*11)
-		for i, e := range part {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, p.Stream.ID, p.Group, e.row.ID, e.row.Partition, e.row.SchemaVersion, e.state, e.attempt, e.due, e.token, p.Holder, micros(p.Now))
-		}
-		sb.WriteString(` ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING RETURNING msg_id`)
-		if err := eachRow(ctx, tx, sb.String(), args, func(r *sql.Rows) error {
+	held := map[int64]bool{}
+	if err := eachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id BETWEEN ? AND ?`,
+		[]any{c.p.Stream.ID, c.p.Group, taken[0].ID, taken[len(taken)-1].ID}, func(r *sql.Rows) error {
 			var id int64
 			err := r.Scan(&id)
-			inserted[id] = true
+			held[id] = true
 			return err
 		}); err != nil {
-			return nil, 0, err
-		}
+		return nil, err
 	}
-	if len(inserted) < len(ex) {
-		if !batches {
-			taken = slices.DeleteFunc(taken, func(d driver.Delivery) bool { return !inserted[d.ID] })
-		}
-		deferred = slices.DeleteFunc(deferred, func(r driver.Row) bool { return !inserted[r.ID] })
+	taken = slices.DeleteFunc(taken, func(d driver.Delivery) bool { return held[d.ID] })
+	if len(taken) == 0 {
+		return nil, nil
 	}
-	return taken, len(deferred), nil
+	return taken, insertBatch(ctx, tx, c.p, c.part, taken)
+}
+
+// deferRows gives the rows this member cannot decode delayed exception rows,
+// due now, and returns how many it wrote: a row the group already has an
+// exception for keeps it, and the insert passes over it.
+func (c partitionClaim) deferRows(ctx context.Context, tx querier, deferred []driver.Row) (int, error) {
+	const chunkSize = 100
+	inserted := 0
+	for start := 0; start < len(deferred); start += chunkSize {
+		chunk := deferred[start:min(start+chunkSize, len(deferred))]
+		now := micros(c.p.Now)
+		args := make([]any, 0, len(chunk)*8)
+		for _, r := range chunk {
+			args = append(args, c.p.Stream.ID, c.p.Group, r.ID, r.Partition, r.SchemaVersion, now, c.p.Holder, now)
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, holder, updated_at)
+			VALUES `+tuples(len(chunk), "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)")+` ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`, args...)
+		if err != nil {
+			return 0, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return 0, err
+		}
+		inserted += int(n)
+	}
+	return inserted, nil
 }
 
 // claimExceptions leases due exceptions at the versions the member decodes.
-func (d *Driver) claimExceptions(ctx context.Context, tx queryer, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
+func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
 	if err := explodeExpired(ctx, tx, p); err != nil {
 		return nil, err
 	}
@@ -329,66 +375,10 @@ func (d *Driver) claimExceptions(ctx context.Context, tx queryer, p driver.Claim
 // claimExceptionBatch examines up to limit due exceptions: it leases those
 // still claimable and resolves or buries the others, which it counts as
 // dropped.
-func claimExceptionBatch(ctx context.Context, tx queryer, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
-	vf, vargs := versionFilter("e.schema_version", plan.Decodable)
-	ordered := ""
-	if p.Ordered {
-		// Only the lowest pending exception of a partition may be handed out.
-		ordered = ` AND NOT EXISTS (SELECT 1 FROM delivery_exception e2 WHERE e2.stream_id = e.stream_id AND e2.group_name = e.group_name
-			AND e2.partition = e.partition AND e2.state IN ('leased', 'delayed') AND e2.msg_id < e.msg_id)
-			AND NOT EXISTS (SELECT 1 FROM delivery_batch b WHERE b.stream_id = e.stream_id AND b.group_name = e.group_name
-			AND b.partition = e.partition AND b.first_id < e.msg_id)`
-	}
-	type candidate struct {
-		row     driver.Row
-		msgID   int64
-		state   string
-		attempt int
-		exists  bool
-		head    bool
-	}
-	var cands []candidate
-	// One state at a time, in due order along delivery_exception_due
-	// (stream_id, group_name, state, due_at), so that the read stops at the
-	// limit and never walks retries that are due later: in id order it
-	// read the group's every exception (45 ms behind 100k delayed retries).
-	for _, state := range []string{string(driver.StateLeased), string(driver.StateDelayed)} {
-		if len(cands) >= limit {
-			break
-		}
-		args := append([]any{p.Stream.ID, p.Group, state, micros(p.Now)}, vargs...)
-		args = append(args, limit-len(cands))
-		rows, err := tx.QueryContext(ctx, `SELECT `+rowColumns+`, e.msg_id, e.state, e.attempt, `+headExpr(p.Stream)+`
-			FROM delivery_exception e LEFT JOIN `+logTable(p.Stream.ID)+` m ON m.id = e.msg_id
-			WHERE e.stream_id = ? AND e.group_name = ? AND e.state = ? AND e.due_at <= ? AND `+vf+ordered+`
-			ORDER BY e.due_at LIMIT ?`, args...)
-		if err != nil {
-			return nil, 0, err
-		}
-		for rows.Next() {
-			var c candidate
-			var id sql.NullInt64
-			var part, version, rank sql.NullInt64
-			var key, rk, headers sql.NullString
-			var payload []byte
-			var produced sql.NullInt64
-			if err := rows.Scan(&id, &part, &version, &key, &rk, &rank, &payload, &headers, &produced, &c.msgID, &c.state, &c.attempt, &c.head); err != nil {
-				rows.Close()
-				return nil, 0, err
-			}
-			c.exists = id.Valid
-			if c.exists {
-				c.row, err = rowFromNullable(id.Int64, part.Int64, version.Int64, key, rk.String, rank.Int64, payload, headers, produced.Int64)
-				if err != nil {
-					rows.Close()
-					return nil, 0, err
-				}
-			}
-			cands = append(cands, c)
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return nil, 0, err
-		}
+func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
+	cands, err := dueCandidates(ctx, tx, p, plan, limit)
+	if err != nil {
+		return nil, 0, err
 	}
 	// The deliveries go out in id order, as the main claim hands them out.
 	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(a.msgID, b.msgID) })
@@ -405,7 +395,7 @@ func claimExceptionBatch(ctx context.Context, tx queryer, p driver.ClaimParams, 
 			if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
 				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = `+appendFailure+`
 				WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
-				p.LastError, micros(p.Now), micros(p.Now), historyError(p.LastError), historyTime(p.Now), p.Stream.ID, p.Group, c.msgID); err != nil {
+				p.LastError, micros(p.Now), micros(p.Now), driver.CutHistoryError(p.LastError), historyTime(p.Now), p.Stream.ID, p.Group, c.msgID); err != nil {
 				return nil, 0, err
 			}
 			dropped++
@@ -421,246 +411,72 @@ func claimExceptionBatch(ctx context.Context, tx queryer, p driver.ClaimParams, 
 	return out, dropped, nil
 }
 
-func rowFromNullable(id, part, version int64, key sql.NullString, rk string, rank int64, payload []byte, headers sql.NullString, produced int64) (driver.Row, error) {
-	r := driver.Row{ID: id, Partition: int(part), SchemaVersion: int(version), Key: key.String, HasKey: key.Valid,
-		RoutingKey: rk, CompactionRank: rank, Payload: payload, ProducedAt: fromMicros(produced)}
-	if headers.Valid && headers.String != "" {
-		if err := json.Unmarshal([]byte(headers.String), &r.Headers); err != nil {
-			return r, fmt.Errorf("row %d: stored headers: %w", id, err)
-		}
-	}
-	return r, nil
+// candidate is a due exception and the row it is for.
+type candidate struct {
+	row     driver.Row
+	msgID   int64
+	state   string
+	attempt int
+	exists  bool // the row is still in the log
+	head    bool // the row is claimable: on a compacted stream, its key's head
 }
 
-// leasedPairs is the predicate naming leased deliveries by (id, token), and
-// its arguments: a delivery is held only with the token of the claim that
-// leased it.
-func leasedPairs(leases []driver.Lease) (string, []any) {
-	var sb strings.Builder
-	args := make([]any, 0, 2*len(leases))
-	sb.WriteString(`state = 'leased' AND (msg_id, lease_token) IN (VALUES `)
-	for i, l := range leases {
-		if i > 0 {
-			sb.WriteString(", ")
+// dueCandidates reads up to limit due exceptions at the versions the member
+// decodes; for an ordered group, only the lowest pending one of a
+// partition.
+func dueCandidates(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) ([]candidate, error) {
+	vf, vargs := versionFilter("e.schema_version", plan.Decodable)
+	ordered := ""
+	if p.Ordered {
+		ordered = ` AND NOT EXISTS (SELECT 1 FROM delivery_exception e2 WHERE e2.stream_id = e.stream_id AND e2.group_name = e.group_name
+			AND e2.partition = e.partition AND e2.state IN ('leased', 'delayed') AND e2.msg_id < e.msg_id)
+			AND NOT EXISTS (SELECT 1 FROM delivery_batch b WHERE b.stream_id = e.stream_id AND b.group_name = e.group_name
+			AND b.partition = e.partition AND b.first_id < e.msg_id)`
+	}
+	var cands []candidate
+	// One state at a time, in due order along delivery_exception_due
+	// (stream_id, group_name, state, due_at), so that the read stops at the
+	// limit and never walks retries that are due later: in id order it
+	// read the group's every exception (45 ms behind 100k delayed retries).
+	for _, state := range []string{string(driver.StateLeased), string(driver.StateDelayed)} {
+		if len(cands) >= limit {
+			break
 		}
-		sb.WriteString("(?, ?)")
-		args = append(args, l.ID, l.Token)
-	}
-	sb.WriteString(")")
-	return sb.String(), args
-}
-
-// settle runs stmt (an UPDATE or DELETE whose WHERE clause ends where the
-// lease predicate goes, ending in RETURNING msg_id) over the leases, in
-// chunks, in one transaction, and reports the leases it did not change.
-func (d *Driver) settle(ctx context.Context, callerTx driver.Tx, streamID int64, group string, leases []driver.Lease, op batchSettle, until int64, stmt string, args ...any) (driver.SettleResult, error) {
-	if len(leases) == 0 {
-		return driver.SettleResult{}, d.check()
-	}
-	var res driver.SettleResult
-	err := d.inTxQ(ctx, callerTx, func(tx cachedTx) error {
-		var err error
-		if res, err = settleIn(ctx, tx, streamID, group, leases, op, until, stmt, args...); err != nil || callerTx == nil {
-			return err
-		}
-		return pauseLeases(ctx, tx, time.Now().UTC())
-	})
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	return res, nil
-}
-
-// settleIn is settle's work inside the transaction tx.
-func settleIn(ctx context.Context, tx queryer, streamID int64, group string, leases []driver.Lease, op batchSettle, until int64, stmt string, args ...any) (driver.SettleResult, error) {
-	changed := map[int64]bool{}
-	rest, err := settleBatches(ctx, tx, streamID, group, leases, op, until, changed)
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	const chunk = 400
-	for s := 0; s < len(rest); s += chunk {
-		pred, pargs := leasedPairs(rest[s:min(s+chunk, len(rest))])
-		all := append(append(slices.Clone(args), streamID, group), pargs...)
-		if err := eachRow(ctx, tx, stmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`, all, func(r *sql.Rows) error {
-			var id int64
-			err := r.Scan(&id)
-			changed[id] = true
+		args := append([]any{p.Stream.ID, p.Group, state, micros(p.Now)}, vargs...)
+		if err := eachRow(ctx, tx, `SELECT `+rowColumns+`, e.msg_id, e.state, e.attempt, `+headExpr(p.Stream)+`
+			FROM delivery_exception e LEFT JOIN `+logTable(p.Stream.ID)+` m ON m.id = e.msg_id
+			WHERE e.stream_id = ? AND e.group_name = ? AND e.state = ? AND e.due_at <= ? AND `+vf+ordered+`
+			ORDER BY e.due_at LIMIT ?`, append(args, limit-len(cands)), func(r *sql.Rows) error {
+			c, err := scanCandidate(r)
+			cands = append(cands, c)
 			return err
 		}); err != nil {
-			return driver.SettleResult{}, err
+			return nil, err
 		}
 	}
-	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
+	return cands, nil
 }
 
-// ackStmt is Ack's per-delivery statement.
-const ackStmt = `DELETE FROM delivery_exception`
-
-// Ack implements driver.Driver.
-func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleAck, 0, ackStmt)
-}
-
-// Fail implements driver.Driver. Each failure carries its own error and due
-// time, so each is one statement; all run in one transaction.
-func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleResult, error) {
-	if len(p.Failures) == 0 {
-		return driver.SettleResult{}, d.check()
+// scanCandidate reads rowColumns, NULL where the row is gone, and the
+// exception's columns.
+func scanCandidate(r *sql.Rows) (candidate, error) {
+	var c candidate
+	var id, part, version, rank, produced sql.NullInt64
+	var key, rk, headers sql.NullString
+	var payload []byte
+	if err := r.Scan(&id, &part, &version, &key, &rk, &rank, &payload, &headers, &produced, &c.msgID, &c.state, &c.attempt, &c.head); err != nil {
+		return c, err
 	}
-	changed := map[int64]bool{}
-	leases := make([]driver.Lease, len(p.Failures))
-	for i, f := range p.Failures {
-		leases[i] = f.Lease
+	c.exists = id.Valid
+	if !c.exists {
+		return c, nil
 	}
-	err := d.inTxQ(ctx, p.Tx, func(tx cachedTx) error {
-		clear(changed)
-		if _, err := settleBatches(ctx, tx, p.StreamID, p.Group, leases, settleCarve, 0, changed); err != nil {
-			return err
+	c.row = driver.Row{ID: id.Int64, Partition: int(part.Int64), SchemaVersion: int(version.Int64), Key: key.String, HasKey: key.Valid,
+		RoutingKey: rk.String, CompactionRank: rank.Int64, Payload: payload, ProducedAt: fromMicros(produced.Int64)}
+	if headers.Valid && headers.String != "" {
+		if err := json.Unmarshal([]byte(headers.String), &c.row.Headers); err != nil {
+			return c, fmt.Errorf("row %d: stored headers: %w", c.row.ID, err)
 		}
-		for _, f := range p.Failures {
-			state, due := driver.StateDelayed, f.Due
-			if f.Dead {
-				state, due = driver.StateDead, p.Now
-			}
-			res, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = ?, due_at = ?, lease_token = NULL, last_error = ?,
-				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = `+appendFailure+`
-				WHERE stream_id = ? AND group_name = ? AND msg_id = ? AND lease_token = ? AND state = 'leased'`,
-				string(state), micros(due), f.Error, micros(p.Now), micros(p.Now), historyError(f.Error), historyTime(p.Now),
-				p.StreamID, p.Group, f.Lease.ID, f.Lease.Token)
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n == 1 {
-				changed[f.Lease.ID] = true
-			}
-		}
-		if p.Tx == nil {
-			return nil
-		}
-		return pauseLeases(ctx, tx, time.Now().UTC())
-	})
-	if err != nil {
-		return driver.SettleResult{}, err
 	}
-	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
-}
-
-// appendFailure appends one failure to the history, with parameters
-// (error, at) and the lease's holder.
-const appendFailure = `json_insert(COALESCE(failures, '[]'), '$[#]', json_object('attempt', attempt, 'error', ?, 'at', ?, 'holder', COALESCE(holder, '')))`
-
-func historyError(s string) string { return driver.CutHistoryError(s) }
-
-func historyTime(t time.Time) string {
-	return t.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
-}
-
-const releaseSet = `UPDATE delivery_exception SET state = 'delayed', due_at = ?, attempt = attempt - 1, lease_token = NULL, updated_at = ?`
-
-// Release implements driver.Driver.
-func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.SettleResult, error) {
-	now := micros(p.Now)
-	if p.ClaimToken != "" {
-		return driver.SettleResult{}, d.inTx(ctx, nil, func(tx *sql.Tx) error {
-			if err := materializeAll(ctx, tx, p.StreamID, `SELECT `+batchColumns+` FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ?`,
-				p.StreamID, p.Group, p.ClaimToken); err != nil {
-				return err
-			}
-			_, err := tx.ExecContext(ctx, releaseSet+` WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND state = 'leased'`,
-				now, now, p.StreamID, p.Group, p.ClaimToken)
-			return err
-		})
-	}
-	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleCarve, 0, releaseSet, now, now)
-}
-
-// Extend implements driver.Driver. The new expiry counts from when the
-// extension is applied, not from p.Now: the write may have waited for the
-// database's one writer (a caller's transaction holds it until COMMIT), and
-// an expiry computed before that wait could be past by then.
-func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
-	if len(p.Leases) == 0 {
-		return driver.SettleResult{}, d.check()
-	}
-	var res driver.SettleResult
-	err := d.inTxQ(ctx, nil, func(tx cachedTx) error {
-		if err := resumeLeases(ctx, tx); err != nil {
-			return err
-		}
-		now := time.Now().UTC()
-		until := micros(p.Until.Add(max(now.Sub(p.Now), 0)))
-		var err error
-		res, err = settleIn(ctx, tx, p.StreamID, p.Group, p.Leases, settleExtend, until, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, until, micros(now))
-		return err
-	})
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	return res, nil
-}
-
-// ListDead implements driver.Driver.
-func (d *Driver) ListDead(ctx context.Context, p driver.ListDeadParams) ([]driver.DeadLetter, error) {
-	var out []driver.DeadLetter
-	err := d.readTx(ctx, func(tx *sql.Tx) error {
-		history := "NULL"
-		if p.History {
-			history = "e.failures"
-		}
-		rows, err := tx.QueryContext(ctx, `SELECT `+rowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at,
-			COALESCE(e.holder, ''), `+history+`
-			FROM delivery_exception e JOIN `+logTable(p.StreamID)+` m ON m.id = e.msg_id
-			WHERE e.stream_id = ? AND e.group_name = ? AND e.state = 'dead' AND e.msg_id > ? ORDER BY e.msg_id LIMIT ?`,
-			p.StreamID, p.Group, p.AfterID, p.Limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var dl driver.DeadLetter
-			var first, died int64
-			var failures sql.NullString
-			if dl.Row, err = scanRow(rows, &dl.Attempt, &dl.Error, &first, &died, &dl.Holder, &failures); err != nil {
-				return err
-			}
-			dl.FirstFailed, dl.DiedAt = fromMicros(first), fromMicros(died)
-			if dl.History, err = driver.ParseFailureHistory(failures.String); err != nil {
-				return fmt.Errorf("row %d: stored failure history: %w", dl.ID, err)
-			}
-			out = append(out, dl)
-		}
-		return rows.Err()
-	})
-	return out, err
-}
-
-// Replay implements driver.Driver.
-func (d *Driver) Replay(ctx context.Context, p driver.ReplayParams) (int64, error) {
-	return d.onDead(ctx, p.StreamID, p.Group, p.IDs, `UPDATE delivery_exception SET state = 'delayed', attempt = 0, due_at = ?, updated_at = ?`, micros(p.Now), micros(p.Now))
-}
-
-// Discard implements driver.Driver.
-func (d *Driver) Discard(ctx context.Context, p driver.DiscardParams) (int64, error) {
-	return d.onDead(ctx, p.StreamID, p.Group, p.IDs, `DELETE FROM delivery_exception`)
-}
-
-func (d *Driver) onDead(ctx context.Context, streamID int64, group string, ids []int64, stmt string, args ...any) (int64, error) {
-	var n int64
-	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
-		where := ` WHERE stream_id = ? AND group_name = ? AND state = 'dead'`
-		all := append(args, streamID, group)
-		if ids != nil {
-			ids = dedupe(ids)
-			where += ` AND msg_id IN (` + placeholders(len(ids)) + `)`
-			all = append(all, int64sToArgs(ids)...)
-		}
-		res, err := tx.ExecContext(ctx, stmt+where, all...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	return n, err
+	return c, nil
 }

@@ -9,27 +9,12 @@ import (
 	"github.com/sqlstreams/sqlstreams/driver/sqlite"
 )
 
-// By default a claim is leased as one batch record per partition; with
-// WithPerDeliveryLeases each claimed delivery gets a lease row of its own.
-// Deliveries are acked, retried and extended exactly alike in both modes,
-// and each mode reads the other's leases.
-func ExampleWithPerDeliveryLeases() {
-	for _, mode := range []struct {
-		name string
-		opts []sqlite.Option
-	}{{"default", nil}, {"per-delivery", []sqlite.Option{sqlite.WithPerDeliveryLeases()}}} {
-		claimAndCount(mode.name, mode.opts...)
-	}
-	// Output:
-	// default: claimed 3 deliveries, leased by 1 batch record and 0 lease rows
-	// default: claimed o-2 attempt 2
-	// per-delivery: claimed 3 deliveries, leased by 0 batch records and 3 lease rows
-	// per-delivery: claimed o-2 attempt 2
-}
-
-func claimAndCount(mode string, opts ...sqlite.Option) {
+// A claim is leased as one batch record per partition, however many
+// deliveries it takes. A delivery failed, released or extended alone gets a
+// lease row of its own; the others stay in the batch until they are acked.
+func Example_batchLeases() {
 	ctx := context.Background()
-	client, drv, done := exampleClient(opts...)
+	client, drv, done := exampleClient()
 	defer done()
 
 	stream := client.Stream[OrderPlacedV1]("orders.placed")
@@ -50,18 +35,13 @@ func claimAndCount(mode string, opts ...sqlite.Option) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var records, rows int64
-	if err := drv.DB().QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM delivery_batch),
-		(SELECT COUNT(*) FROM delivery_exception WHERE state = 'leased')`).Scan(&records, &rows); err != nil {
-		log.Fatal(err)
-	}
-	fmt.Printf("%s: claimed %d deliveries, leased by %d batch record%s and %d lease rows\n", mode, len(batch), records, plural(records), rows)
+	printLeases(ctx, drv, fmt.Sprintf("claimed %d deliveries", len(batch)))
 
-	// One delivery fails: it gets a row of its own and comes back; the
-	// others are acked.
+	// One delivery fails: it gets a row of its own and comes back.
 	if err := batch[1].Retry(ctx, 0, errors.New("ledger busy")); err != nil {
 		log.Fatal(err)
 	}
+	printLeases(ctx, drv, "retried "+batch[1].Value.OrderID)
 	if err := consumer.Ack(ctx, batch[0], batch[2]); err != nil {
 		log.Fatal(err)
 	}
@@ -70,13 +50,29 @@ func claimAndCount(mode string, opts ...sqlite.Option) {
 		log.Fatal(err)
 	}
 	for _, d := range again {
-		fmt.Println(mode+": claimed", d.Value.OrderID, "attempt", d.Attempt)
+		printLeases(ctx, drv, fmt.Sprintf("acked the others, claimed %s attempt %d", d.Value.OrderID, d.Attempt))
 	}
+	// Output:
+	// claimed 3 deliveries: 1 batch record (3 members), 0 rows of their own
+	// retried o-2: 1 batch record (2 members), 1 row of its own
+	// acked the others, claimed o-2 attempt 2: 0 batch records (0 members), 1 row of its own
 }
 
-func plural(n int64) string {
-	if n == 1 {
-		return ""
+// printLeases prints how the group's deliveries are held: batch records
+// and their members, and exception rows of their own.
+func printLeases(ctx context.Context, drv *sqlite.Driver, what string) {
+	var records, members, rows int64
+	if err := drv.DB().QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM delivery_batch),
+		(SELECT COALESCE(SUM(json_array_length(ids)), 0) FROM delivery_batch),
+		(SELECT COUNT(*) FROM delivery_exception)`).Scan(&records, &members, &rows); err != nil {
+		log.Fatal(err)
 	}
-	return "s"
+	record, own := "batch records", "rows of their own"
+	if records == 1 {
+		record = "batch record"
+	}
+	if rows == 1 {
+		own = "row of its own"
+	}
+	fmt.Printf("%s: %d %s (%d members), %d %s\n", what, records, record, members, rows, own)
 }

@@ -35,14 +35,14 @@ type OrderPlacedV2 struct {
 
 func (OrderPlacedV2) SchemaVersion() int { return 2 }
 
-// exampleClient opens a client on a new SQLite file, with the driver
-// options given; done closes it and removes the file.
-func exampleClient(opts ...sqlite.Option) (client *sqlstreams.Client, drv *sqlite.Driver, done func()) {
+// exampleClient opens a client on a new SQLite file; done closes it and
+// removes the file.
+func exampleClient() (client *sqlstreams.Client, drv *sqlite.Driver, done func()) {
 	dir, err := os.MkdirTemp("", "sqlstreams-example-")
 	if err != nil {
 		log.Fatal(err)
 	}
-	drv = sqlite.Open(filepath.Join(dir, "app.db"), opts...)
+	drv = sqlite.Open(filepath.Join(dir, "app.db"))
 	client, err = sqlstreams.Open(context.Background(), drv)
 	if err != nil {
 		log.Fatal(err)

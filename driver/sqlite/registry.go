@@ -11,9 +11,9 @@ import (
 
 var _ driver.Registry = (*Driver)(nil)
 
-func readSettings(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, streamID int64) (driver.RegistrySettings, error) {
+// readSettings reads the registry settings of a stream (0: the global
+// ones); none stored reads as the zero settings.
+func readSettings(ctx context.Context, q querier, streamID int64) (driver.RegistrySettings, error) {
 	var s driver.RegistrySettings
 	err := q.QueryRowContext(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = ?`, streamID).Scan(&s.Level, &s.Mode)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -54,53 +54,47 @@ const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.sc
 
 const revisionFrom = ` FROM schema_revision r LEFT JOIN schema_id i ON i.fingerprint = r.fingerprint `
 
-func scanRevisions(rows *sql.Rows) ([]driver.SchemaRevision, error) {
-	defer rows.Close()
+// queryRevisions reads the revisions query selects (revisionColumns).
+func queryRevisions(ctx context.Context, q querier, query string, args ...any) ([]driver.SchemaRevision, error) {
 	var out []driver.SchemaRevision
-	for rows.Next() {
-		var r driver.SchemaRevision
+	err := eachRow(ctx, q, query, args, func(r *sql.Rows) error {
+		var rev driver.SchemaRevision
 		var doc string
 		var created int64
-		if err := rows.Scan(&r.StreamID, &r.Version, &r.Revision, &r.Fingerprint, &doc, &created, &r.ID); err != nil {
-			return nil, err
-		}
-		r.Schema, r.CreatedAt = []byte(doc), fromMicros(created)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		err := r.Scan(&rev.StreamID, &rev.Version, &rev.Revision, &rev.Fingerprint, &doc, &created, &rev.ID)
+		rev.Schema, rev.CreatedAt = []byte(doc), fromMicros(created)
+		out = append(out, rev)
+		return err
+	})
+	return out, err
 }
 
 // withReferences fills the References of revisions of one stream.
-func withReferences(ctx context.Context, q queryer, streamID int64, revs []driver.SchemaRevision) error {
+func withReferences(ctx context.Context, q querier, streamID int64, revs []driver.SchemaRevision) error {
 	if len(revs) == 0 {
 		return nil
 	}
-	rows, err := q.QueryContext(ctx, `SELECT version, revision, name, ref_stream_id, ref_version, ref_revision, ref_fingerprint
-		FROM schema_reference WHERE stream_id = ? ORDER BY version, revision, position`, streamID)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
 	at := map[[2]int]int{}
 	for i, r := range revs {
 		at[[2]int{r.Version, r.Revision}] = i
 	}
-	for rows.Next() {
+	return eachRow(ctx, q, `SELECT version, revision, name, ref_stream_id, ref_version, ref_revision, ref_fingerprint
+		FROM schema_reference WHERE stream_id = ? ORDER BY version, revision, position`, []any{streamID}, func(r *sql.Rows) error {
 		var version, revision int
 		var ref driver.SchemaReference
-		if err := rows.Scan(&version, &revision, &ref.Name, &ref.StreamID, &ref.Version, &ref.Revision, &ref.Fingerprint); err != nil {
+		if err := r.Scan(&version, &revision, &ref.Name, &ref.StreamID, &ref.Version, &ref.Revision, &ref.Fingerprint); err != nil {
 			return err
 		}
 		if i, ok := at[[2]int{version, revision}]; ok {
 			revs[i].References = append(revs[i].References, ref)
 		}
-	}
-	return rows.Err()
+		return nil
+	})
 }
 
 // assignID returns the global id of a fingerprint, creating it (with the
 // wanted id when not 0) the first time any stream records it.
-func assignID(ctx context.Context, tx *sql.Tx, rev driver.SchemaRevision) (int64, error) {
+func assignID(ctx context.Context, tx querier, rev driver.SchemaRevision) (int64, error) {
 	var id int64
 	err := tx.QueryRowContext(ctx, `SELECT id FROM schema_id WHERE fingerprint = ?`, rev.Fingerprint).Scan(&id)
 	switch {
@@ -141,11 +135,7 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 	var created bool
 	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		created = false
-		rows, err := tx.QueryContext(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE r.stream_id = ? AND r.version = ? ORDER BY r.revision`, rev.StreamID, rev.Version)
-		if err != nil {
-			return err
-		}
-		existing, err := scanRevisions(rows)
+		existing, err := queryRevisions(ctx, tx, `SELECT `+revisionColumns+revisionFrom+`WHERE r.stream_id = ? AND r.version = ? ORDER BY r.revision`, rev.StreamID, rev.Version)
 		if err != nil {
 			return err
 		}
@@ -209,12 +199,9 @@ func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsPa
 	streamID, version := p.StreamID, p.Version
 	var out []driver.SchemaRevision
 	err := d.readTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE r.stream_id = ? AND (? = 0 OR r.version = ?)
-			ORDER BY r.version, r.revision`, streamID, version, version)
-		if err != nil {
-			return err
-		}
-		if out, err = scanRevisions(rows); err != nil {
+		var err error
+		if out, err = queryRevisions(ctx, tx, `SELECT `+revisionColumns+revisionFrom+`WHERE r.stream_id = ? AND (? = 0 OR r.version = ?)
+			ORDER BY r.version, r.revision`, streamID, version, version); err != nil {
 			return err
 		}
 		return withReferences(ctx, tx, streamID, out)
@@ -245,11 +232,7 @@ func (d *Driver) SchemaUsages(ctx context.Context, p driver.SchemaUsagesParams) 
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	rows, err := d.read.QueryContext(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE i.id = ? ORDER BY r.stream_id, r.version, r.revision`, p.ID)
-	if err != nil {
-		return nil, d.wrap(err)
-	}
-	out, err := scanRevisions(rows)
+	out, err := queryRevisions(ctx, d.read, `SELECT `+revisionColumns+revisionFrom+`WHERE i.id = ? ORDER BY r.stream_id, r.version, r.revision`, p.ID)
 	return out, d.wrap(err)
 }
 
@@ -259,15 +242,11 @@ func (d *Driver) ReferencedBy(ctx context.Context, p driver.ReferencedByParams) 
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	rows, err := d.read.QueryContext(ctx, `SELECT DISTINCT `+revisionColumns+revisionFrom+`
+	out, err := queryRevisions(ctx, d.read, `SELECT DISTINCT `+revisionColumns+revisionFrom+`
 		JOIN schema_reference f ON f.stream_id = r.stream_id AND f.version = r.version AND f.revision = r.revision
 		JOIN schema_revision t ON t.stream_id = f.ref_stream_id AND t.version = f.ref_version AND t.revision = f.ref_revision AND t.fingerprint = f.ref_fingerprint
 		WHERE f.ref_stream_id = ? AND f.ref_version = ? AND f.ref_revision = ?
 		ORDER BY r.stream_id, r.version, r.revision`, p.StreamID, p.Version, p.Revision)
-	if err != nil {
-		return nil, d.wrap(err)
-	}
-	out, err := scanRevisions(rows)
 	return out, d.wrap(err)
 }
 
@@ -284,47 +263,33 @@ func (d *Driver) RecordReader(ctx context.Context, p driver.RecordReaderParams) 
 
 // Readers implements driver.Registry.
 func (d *Driver) Readers(ctx context.Context, p driver.ReadersParams) ([]driver.Reader, error) {
-	streamID := p.StreamID
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	rows, err := d.read.QueryContext(ctx, `SELECT stream_id, group_name, version, revision, registered_at FROM schema_reader
-		WHERE stream_id = ? ORDER BY group_name, version`, streamID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []driver.Reader
-	for rows.Next() {
-		var r driver.Reader
+	err := eachRow(ctx, d.read, `SELECT stream_id, group_name, version, revision, registered_at FROM schema_reader
+		WHERE stream_id = ? ORDER BY group_name, version`, []any{p.StreamID}, func(r *sql.Rows) error {
+		var rd driver.Reader
 		var at int64
-		if err := rows.Scan(&r.StreamID, &r.Group, &r.Version, &r.Revision, &at); err != nil {
-			return nil, err
-		}
-		r.RegisteredAt = fromMicros(at)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		err := r.Scan(&rd.StreamID, &rd.Group, &rd.Version, &rd.Revision, &at)
+		rd.RegisteredAt = fromMicros(at)
+		out = append(out, rd)
+		return err
+	})
+	return out, d.wrap(err)
 }
 
 // LiveRevisions implements driver.Registry.
 func (d *Driver) LiveRevisions(ctx context.Context, p driver.LiveRevisionsParams) ([]int, error) {
-	streamID, version := p.StreamID, p.Version
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	rows, err := d.read.QueryContext(ctx, `SELECT DISTINCT schema_revision FROM `+logTable(streamID)+` WHERE schema_version = ? ORDER BY 1`, version)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []int
-	for rows.Next() {
-		var r int
-		if err := rows.Scan(&r); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	err := eachRow(ctx, d.read, `SELECT DISTINCT schema_revision FROM `+logTable(p.StreamID)+` WHERE schema_version = ? ORDER BY 1`, []any{p.Version}, func(r *sql.Rows) error {
+		var rev int
+		err := r.Scan(&rev)
+		out = append(out, rev)
+		return err
+	})
+	return out, d.wrap(err)
 }

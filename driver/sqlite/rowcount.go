@@ -31,7 +31,7 @@ func pastMarks(streamID int64) string {
 
 // rowCounts returns the rows per version of a stream in tx's snapshot, and
 // how many of them lay past the marks (counted from the log).
-func rowCounts(ctx context.Context, tx queryer, stream driver.StreamConfig) (map[int]int64, int64, error) {
+func rowCounts(ctx context.Context, tx querier, stream driver.StreamConfig) (map[int]int64, int64, error) {
 	rows := map[int]int64{}
 	if err := eachRow(ctx, tx, `SELECT schema_version, SUM(row_count) FROM row_count WHERE stream_id = ? GROUP BY schema_version`,
 		[]any{stream.ID}, func(r *sql.Rows) error {
@@ -96,7 +96,7 @@ func (d *Driver) catchUpRowCounts(ctx context.Context, stream driver.StreamConfi
 // subtractRowCounts takes the log rows named by ids (placeholders in, the
 // ids' arguments in ids) that lie at or below their partition's mark out of
 // row_count; the caller removes the rows in the same transaction.
-func subtractRowCounts(ctx context.Context, tx queryer, streamID int64, in string, ids []any) error {
+func subtractRowCounts(ctx context.Context, tx querier, streamID int64, in string, ids []any) error {
 	_, err := tx.ExecContext(ctx, `UPDATE row_count SET row_count = row_count - x.n
 		FROM (SELECT m.partition AS part, m.schema_version AS version, COUNT(*) AS n FROM `+logTable(streamID)+` m
 			WHERE m.id`+in+` AND m.id <= COALESCE((SELECT k.counted_to FROM row_count_mark k WHERE k.stream_id = ? AND k.partition = m.partition), 0)

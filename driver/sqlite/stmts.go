@@ -97,16 +97,9 @@ func (c *stmtCache) close() {
 	clear(c.pending)
 }
 
-// size reports how many statements are kept, for tests.
-func (c *stmtCache) size() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.stmts)
-}
-
-// queryer is what the driver's statements run on: a *sql.Tx, or a cachedTx
-// that runs kept statements in it.
-type queryer interface {
+// querier is what the driver's statements run on: a *sql.DB, a *sql.Tx, or
+// a cachedTx that runs kept statements in its transaction.
+type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row

@@ -185,3 +185,10 @@ func mustStreamID(t *testing.T, s *sqlstreams.Stream[stmtEvent]) int64 {
 	}
 	return info.ID
 }
+
+// size reports how many statements are kept, for tests.
+func (c *stmtCache) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.stmts)
+}

@@ -74,7 +74,9 @@ func (d *Driver) LookupStream(ctx context.Context, p driver.LookupStreamParams) 
 	return c, d.wrap(err)
 }
 
-func lookupStreamByID(ctx context.Context, tx *sql.Tx, id int64) (driver.StreamConfig, error) {
+// lookupStreamByID reads a stream's configuration, or fails with
+// ErrStreamNotFound.
+func lookupStreamByID(ctx context.Context, tx querier, id int64) (driver.StreamConfig, error) {
 	c, err := scanStream(tx.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, driver.ErrStreamNotFound
@@ -157,9 +159,7 @@ func scanGroup(r scanner) (driver.GroupConfig, int64, error) {
 
 // loadGroup reads a group's stored configuration, or fails with
 // ErrGroupNotFound.
-func loadGroup(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, streamID int64, name string) (driver.GroupConfig, error) {
+func loadGroup(ctx context.Context, q querier, streamID int64, name string) (driver.GroupConfig, error) {
 	g, _, err := scanGroup(q.QueryRowContext(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? AND name = ?`, streamID, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return g, fmt.Errorf("group %q: %w", name, driver.ErrGroupNotFound)
