@@ -2,6 +2,7 @@ package sqlstreamsfx_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"log/slog"
@@ -39,10 +40,11 @@ func newBilling(out billed) sqlstreams.Handler[OrderPlacedV1] {
 }
 
 // Module provides the client from the application's driver; Producer and
-// Consumer add a registered producer and a running consumer.
+// Consumer add a producer and a consumer. All three reach the database
+// when the app starts, not in fx.New.
 func ExampleModule() {
 	out := make(billed, 1)
-	var producer *sqlstreams.Producer[OrderPlacedV1]
+	var producer *sqlstreamsfx.ProducerOf[OrderPlacedV1]
 	app := fx.New(
 		fx.NopLogger,
 		fx.StopTimeout(10*time.Second+15*time.Second), // ShutdownTimeout + 15 s
@@ -57,7 +59,7 @@ func ExampleModule() {
 	if err := app.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := producer.Produce(ctx, OrderPlacedV1{OrderID: "o-1", Total: 1250}); err != nil {
+	if _, err := producer.Get().Produce(ctx, OrderPlacedV1{OrderID: "o-1", Total: 1250}); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("billed", <-out)
@@ -68,18 +70,63 @@ func ExampleModule() {
 	// billed o-1
 }
 
+// checkout is an application service: its constructor keeps the handle,
+// and its methods, which run once the app has started, call Get.
+type checkout struct {
+	orders *sqlstreamsfx.ProducerOf[OrderPlacedV1]
+}
+
+func (c *checkout) place(ctx context.Context, id string) error {
+	_, err := c.orders.Get().Produce(ctx, OrderPlacedV1{OrderID: id})
+	return err
+}
+
+// newCheckout places an order when the app starts: its hook runs after the
+// producer's registration, since the constructor depends on the producer.
+func newCheckout(lc fx.Lifecycle, orders *sqlstreamsfx.ProducerOf[OrderPlacedV1]) *checkout {
+	c := &checkout{orders: orders}
+	lc.Append(fx.StartHook(func(ctx context.Context) error { return c.place(ctx, "o-7") }))
+	return c
+}
+
+// A constructor takes *ProducerOf[T] and keeps it; Get returns the
+// registered producer in an OnStart hook, a handler or a request.
+func ExampleProducerOf() {
+	out := make(billed, 1)
+	app := fx.New(fx.NopLogger, sqlstreamsfx.Module,
+		fx.Provide(func() driver.Driver { return memdriver.Open() }),
+		fx.Supply(out),
+		sqlstreamsfx.Producer[OrderPlacedV1]("orders.placed", nil),
+		sqlstreamsfx.Consumer[OrderPlacedV1]("orders.placed", "billing", nil, newBilling),
+		fx.Provide(newCheckout),
+		fx.Invoke(func(*checkout) {}))
+	ctx := context.Background()
+	if err := app.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("billed", <-out)
+	if err := app.Stop(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// billed o-7
+}
+
 // NamedProducer provides two producers of one type, on two streams.
 func ExampleNamedProducer() {
 	type producers struct {
 		fx.In
-		EU *sqlstreams.Producer[OrderPlacedV1] `name:"eu"`
-		US *sqlstreams.Producer[OrderPlacedV1] `name:"us"`
+		Lifecycle fx.Lifecycle
+		EU        *sqlstreamsfx.ProducerOf[OrderPlacedV1] `name:"eu"`
+		US        *sqlstreamsfx.ProducerOf[OrderPlacedV1] `name:"us"`
 	}
 	app := fx.New(fx.NopLogger, sqlstreamsfx.Module,
 		fx.Provide(func() driver.Driver { return memdriver.Open() }),
 		sqlstreamsfx.NamedProducer[OrderPlacedV1]("eu", "orders.eu", nil),
 		sqlstreamsfx.NamedProducer[OrderPlacedV1]("us", "orders.us", nil),
-		fx.Invoke(func(p producers) { fmt.Println(p.EU.Stream().Name, p.US.Stream().Name) }))
+		fx.Invoke(func(p producers) {
+			p.Lifecycle.Append(fx.StartHook(func() { fmt.Println(p.EU.Get().Stream().Name, p.US.Get().Stream().Name) }))
+		}))
 	if err := app.Start(context.Background()); err != nil {
 		log.Fatal(err)
 	}
@@ -88,19 +135,19 @@ func ExampleNamedProducer() {
 	// orders.eu orders.us
 }
 
-// ClientOption contributes any client option; New applies them all.
+// ClientOption contributes any client option; New applies them all when
+// it opens the client, on start.
 func ExampleClientOption() {
-	var client *sqlstreams.Client
+	var client *sqlstreamsfx.Client
 	app := fx.New(fx.NopLogger, sqlstreamsfx.Module,
 		fx.Provide(func() driver.Driver { return memdriver.Open() }),
 		sqlstreamsfx.ClientOption(sqlstreams.WithIdentity("billing-1")),
 		sqlstreamsfx.ClientOption(sqlstreams.WithMaintenanceInterval(0)),
 		fx.Populate(&client))
-	if err := app.Err(); err != nil {
+	if err := app.Start(context.Background()); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(client.Identity())
-	_ = app.Start(context.Background())
+	fmt.Println(client.Get().Identity())
 	_ = app.Stop(context.Background())
 	// Output:
 	// billing-1
@@ -112,7 +159,7 @@ func ExampleOTel() {
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	out := make(billed, 1)
-	var producer *sqlstreams.Producer[OrderPlacedV1]
+	var producer *sqlstreamsfx.ProducerOf[OrderPlacedV1]
 	app := fx.New(fx.NopLogger, sqlstreamsfx.Module,
 		fx.Provide(func() driver.Driver { return memdriver.Open() }),
 		fx.Supply(out, fx.Annotate(tp, fx.As(new(trace.TracerProvider)))),
@@ -125,7 +172,7 @@ func ExampleOTel() {
 	if err := app.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := producer.Produce(ctx, OrderPlacedV1{OrderID: "o-1"}); err != nil {
+	if _, err := producer.Get().Produce(ctx, OrderPlacedV1{OrderID: "o-1"}); err != nil {
 		log.Fatal(err)
 	}
 	<-out
@@ -177,7 +224,7 @@ func ExampleNewRunner() {
 // New is the module's constructor, for an fx.Provide of your own (for
 // example inside another module).
 func ExampleNew() {
-	var client *sqlstreams.Client
+	var client *sqlstreamsfx.Client
 	app := fx.New(fx.NopLogger, fx.Provide(sqlstreamsfx.New),
 		fx.Provide(func() driver.Driver { return memdriver.Open() }),
 		fx.Supply(&sqlstreamsfx.Config{OpenTimeout: 5 * time.Second}),
@@ -188,8 +235,8 @@ func ExampleNew() {
 	ctx := context.Background()
 	_ = app.Start(ctx)
 	_ = app.Stop(ctx)
-	_, err := client.Streams(ctx)
-	fmt.Println("closed on stop:", err != nil)
+	_, err := client.Get().Streams(ctx)
+	fmt.Println("closed on stop:", errors.Is(err, sqlstreams.ErrClosed))
 	// Output:
 	// closed on stop: true
 }

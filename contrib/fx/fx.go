@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -25,15 +25,17 @@ const OptionsGroup = "sqlstreams.options"
 // when Config.OpenTimeout is zero.
 const DefaultOpenTimeout = 30 * time.Second
 
-// Module provides *sqlstreams.Client from the driver.Driver the application
-// provides, with the options of the "sqlstreams.options" group, and closes
-// it on stop. It provides nothing else: no driver, logger or tracer.
+// Module provides *Client, the handle on a sqlstreams client opened from
+// the driver.Driver the application provides, with the options of the
+// "sqlstreams.options" group, when the app starts, and closed when it
+// stops. It provides nothing else: no driver, logger or tracer.
 var Module = fx.Module("sqlstreams", fx.Provide(New))
 
 // Config tunes the module; provide a *Config to change it.
 type Config struct {
 	// OpenTimeout bounds sqlstreams.Open (migrations included) and each
-	// producer's and consumer's registration; 0 means DefaultOpenTimeout.
+	// producer's and consumer's registration, within fx's StartTimeout;
+	// 0 means DefaultOpenTimeout.
 	OpenTimeout time.Duration
 }
 
@@ -50,6 +52,8 @@ type Params struct {
 	Lifecycle fx.Lifecycle
 	// Driver is the application's, for example
 	// fx.Provide(fx.Annotate(postgres.Open, fx.As(new(driver.Driver)))).
+	// The drivers of this repository connect on first use, so providing
+	// one touches no database either.
 	Driver driver.Driver
 	// Options are contributed with ClientOption (OTel adds its own).
 	Options []sqlstreams.ClientOption `group:"sqlstreams.options"`
@@ -62,31 +66,74 @@ type Params struct {
 // Result is New's output.
 type Result struct {
 	fx.Out
-	Client *sqlstreams.Client
+	Client *Client
 }
 
-// New opens the client, bounded by Config.OpenTimeout, and closes it on
-// stop. Stop hooks run in reverse, so consumers (started later) stop first.
-func New(p Params) (Result, error) {
-	c, err := Open(p.Driver, p.Logger, p.Config, p.Options...)
-	if err != nil {
-		return Result{}, err
+// Client is the handle Module provides on the app's sqlstreams client.
+// Constructors run in fx.New, where nothing may touch the database, so the
+// client does not exist yet when they take the handle: it is opened
+// (sqlstreams.Open, which migrates) in an OnStart hook and closed in
+// OnStop. Keep the handle and call Get from the app's start on.
+type Client struct {
+	client atomic.Pointer[sqlstreams.Client]
+	// consumers are the app's running consumers, which stop together.
+	consumers consumerSet
+}
+
+// Get returns the open client: in an OnStart hook of a constructor that
+// took the handle (fx runs its dependencies' hooks first), in a handler, in
+// a request. Before the app started there is no client, and Get panics
+// with a message saying so: the call belongs in a hook, not a constructor.
+func (c *Client) Get() *sqlstreams.Client {
+	if cl := c.client.Load(); cl != nil {
+		return cl
 	}
-	p.Lifecycle.Append(fx.StopHook(func() error {
-		// Closed already (by the application, or a failed Run's cause):
-		// nothing is left to do.
-		if err := c.Close(); err != nil && !errors.Is(err, sqlstreams.ErrClosed) {
-			return err
-		}
-		return nil
-	}))
-	return Result{Client: c}, nil
+	panic("sqlstreamsfx: the sqlstreams client is used before the app started; " +
+		"it opens in an OnStart hook: call Client.Get from a hook, a handler or a request, not from a constructor")
+}
+
+// New provides the handle and appends the hooks that open the client on
+// start (bounded by Config.OpenTimeout) and close it on stop. Stop hooks
+// run in reverse, so consumers (started later) stop before it closes. It
+// touches no database.
+func New(p Params) (Result, error) {
+	if p.Driver == nil {
+		return Result{}, fmt.Errorf("%w: sqlstreamsfx: the driver.Driver provided is nil", sqlstreams.ErrInvalidOption)
+	}
+	h := &Client{}
+	p.Lifecycle.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			c, err := open(ctx, p.Driver, p.Logger, p.Config, p.Options)
+			if err != nil {
+				return err
+			}
+			h.client.Store(c)
+			return nil
+		},
+		OnStop: func(context.Context) error {
+			c := h.client.Load()
+			if c == nil {
+				return nil
+			}
+			// Closed already (by the application, or a failed Run's
+			// cause): nothing is left to do.
+			if err := c.Close(); err != nil && !errors.Is(err, sqlstreams.ErrClosed) {
+				return err
+			}
+			return nil
+		},
+	})
+	return Result{Client: h}, nil
 }
 
 // Open is New without fx: sqlstreams.Open bounded by the config's
 // OpenTimeout, with logger (if not nil) before opts.
 func Open(drv driver.Driver, logger *slog.Logger, cfg *Config, opts ...sqlstreams.ClientOption) (*sqlstreams.Client, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.openTimeout())
+	return open(context.Background(), drv, logger, cfg, opts)
+}
+
+func open(ctx context.Context, drv driver.Driver, logger *slog.Logger, cfg *Config, opts []sqlstreams.ClientOption) (*sqlstreams.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.openTimeout())
 	defer cancel()
 	if logger != nil {
 		opts = append([]sqlstreams.ClientOption{sqlstreams.WithLogger(logger)}, opts...)
@@ -100,21 +147,24 @@ func ClientOption(o sqlstreams.ClientOption) fx.Option {
 	return fx.Provide(fx.Annotate(func() sqlstreams.ClientOption { return o }, fx.ResultTags(`group:"sqlstreams.options"`)))
 }
 
-// otelParams are the providers OTel takes from the graph when the
-// application provides them.
+// otelParams are what OTel takes from the graph when the application
+// provides it.
 type otelParams struct {
 	fx.In
 	Lifecycle      fx.Lifecycle
 	TracerProvider trace.TracerProvider          `optional:"true"`
 	MeterProvider  metric.MeterProvider          `optional:"true"`
 	Propagator     propagation.TextMapPropagator `optional:"true"`
+	Logger         *slog.Logger                  `optional:"true"`
 }
 
 // OTel installs the OpenTelemetry middleware on the client with one option.
-// Providers and propagator not set in cfg come from the graph when the
-// application provides a trace.TracerProvider, metric.MeterProvider or
-// propagation.TextMapPropagator, else from the otel globals. The
-// middleware is closed (its backlog reader stopped) after the client.
+// Providers, propagator and logger not set in cfg come from the graph when
+// the application provides a trace.TracerProvider, metric.MeterProvider,
+// propagation.TextMapPropagator or *slog.Logger, else from the otel
+// globals (with W3C TraceContext while the global propagator is the no-op
+// default) and slog.Default(). The middleware is closed (its backlog
+// reader stopped) after the client.
 func OTel(cfg *otelsqlstreams.Config) fx.Option {
 	return fx.Provide(fx.Annotate(func(p otelParams) sqlstreams.ClientOption {
 		var c otelsqlstreams.Config
@@ -130,189 +180,11 @@ func OTel(cfg *otelsqlstreams.Config) fx.Option {
 		if c.Propagator == nil {
 			c.Propagator = p.Propagator
 		}
+		if c.Logger == nil {
+			c.Logger = p.Logger
+		}
 		m := otelsqlstreams.NewMiddleware(&c)
 		p.Lifecycle.Append(fx.StopHook(m.Close))
 		return m.ClientOption()
 	}, fx.ResultTags(`group:"sqlstreams.options"`)))
-}
-
-// NewProducer registers a producer of T on stream, bounded by the config's
-// OpenTimeout: what Producer provides, usable without fx.
-func NewProducer[T sqlstreams.Versioned](c *sqlstreams.Client, cfg *Config, stream string, opts *sqlstreams.ProducerOptions) (*sqlstreams.Producer[T], error) {
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.openTimeout())
-	defer cancel()
-	return c.Stream[T](stream).Producer().Register(ctx, opts)
-}
-
-type producerParams struct {
-	fx.In
-	Client *sqlstreams.Client
-	Config *Config `optional:"true"`
-}
-
-// Producer provides *sqlstreams.Producer[T], registered on stream when it
-// is constructed, so an incompatible schema fails the app's construction.
-func Producer[T sqlstreams.Versioned](stream string, opts *sqlstreams.ProducerOptions) fx.Option {
-	return fx.Provide(func(p producerParams) (*sqlstreams.Producer[T], error) {
-		return NewProducer[T](p.Client, p.Config, stream, opts)
-	})
-}
-
-// NamedProducer provides *sqlstreams.Producer[T] under `name:"<name>"`, for
-// two producers of one T (on two streams).
-func NamedProducer[T sqlstreams.Versioned](name, stream string, opts *sqlstreams.ProducerOptions) fx.Option {
-	return fx.Provide(fx.Annotate(func(p producerParams) (*sqlstreams.Producer[T], error) {
-		return NewProducer[T](p.Client, p.Config, stream, opts)
-	}, fx.ResultTags(fmt.Sprintf(`name:%q`, name))))
-}
-
-// Runner registers a consumer and runs it in the background: what Consumer
-// does in an fx app, usable without fx.
-type Runner[T sqlstreams.Versioned] struct {
-	client        *sqlstreams.Client
-	stream, group string
-	opts          sqlstreams.ConsumerOptions
-	handler       sqlstreams.Handler[T]
-	logger        *slog.Logger
-	onFail        func(error)
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
-}
-
-// RunnerParams configure NewRunner.
-type RunnerParams[T sqlstreams.Versioned] struct {
-	Client        *sqlstreams.Client
-	Stream, Group string
-	// Options are copied; nil uses the defaults.
-	Options *sqlstreams.ConsumerOptions
-	Handler sqlstreams.Handler[T]
-	// Logger logs a failed Run; nil uses slog.Default().
-	Logger *slog.Logger
-	// OnFail is called, from Run's goroutine, when Run ends with an error
-	// other than a stop (the client closed, the group was deleted or
-	// re-created at another version). Consumer shuts the app down with
-	// exit code 1 there.
-	OnFail func(error)
-}
-
-// NewRunner checks p; Start registers and runs.
-func NewRunner[T sqlstreams.Versioned](p RunnerParams[T]) (*Runner[T], error) {
-	if p.Client == nil || p.Handler == nil {
-		return nil, fmt.Errorf("%w: sqlstreamsfx: a consumer of %q/%q needs a client and a handler", sqlstreams.ErrInvalidOption, p.Stream, p.Group)
-	}
-	r := &Runner[T]{client: p.Client, stream: p.Stream, group: p.Group, handler: p.Handler, logger: p.Logger, onFail: p.OnFail}
-	if p.Options != nil {
-		r.opts = *p.Options
-	}
-	if r.logger == nil {
-		r.logger = slog.Default()
-	}
-	return r, nil
-}
-
-// Start registers the member (so ErrGroupVersion and ErrIncompatibleSchema
-// fail it, within ctx) and starts Run in the background.
-func (r *Runner[T]) Start(ctx context.Context) error {
-	opts := r.opts
-	c, err := r.client.Stream[T](r.stream).Consumer(r.group).Register(ctx, &opts)
-	if err != nil {
-		return fmt.Errorf("sqlstreamsfx: consumer %s/%s: %w", r.stream, r.group, err)
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	r.mu.Lock()
-	r.cancel, r.done = cancel, done
-	r.mu.Unlock()
-	go func() {
-		defer close(done)
-		err := c.Run(runCtx, r.handler)
-		r.mu.Lock()
-		r.err = err
-		r.mu.Unlock()
-		if err != nil && runCtx.Err() == nil {
-			r.logger.Error("sqlstreamsfx: consumer stopped on its own", "stream", r.stream, "group", r.group, "error", err)
-			if r.onFail != nil {
-				r.onFail(err)
-			}
-		}
-	}()
-	return nil
-}
-
-// Stop stops Run and waits for it: handlers finish (for up to the
-// consumer's ShutdownTimeout) and their acks are written. It returns
-// ctx.Err() if ctx ends first, and Run's error otherwise.
-func (r *Runner[T]) Stop(ctx context.Context) error {
-	r.mu.Lock()
-	cancel, done := r.cancel, r.done
-	r.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	shutdown := r.opts.ShutdownTimeout
-	if shutdown <= 0 {
-		shutdown = 10 * time.Second
-	}
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < shutdown {
-		r.logger.Warn("sqlstreamsfx: the stop timeout is shorter than the consumer's ShutdownTimeout; running handlers may be cut off"+
-			" (set fx.StopTimeout to ShutdownTimeout plus 15s)", "stream", r.stream, "group", r.group,
-			"stop_timeout_left", time.Until(dl).Round(time.Millisecond), "shutdown_timeout", shutdown)
-	}
-	cancel()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return fmt.Errorf("sqlstreamsfx: consumer %s/%s still stopping: %w", r.stream, r.group, ctx.Err())
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.err != nil && !errors.Is(r.err, sqlstreams.ErrClosed) {
-		return r.err
-	}
-	return nil
-}
-
-type consumerParams[T sqlstreams.Versioned] struct {
-	fx.In
-	Lifecycle  fx.Lifecycle
-	Shutdowner fx.Shutdowner
-	Client     *sqlstreams.Client
-	Handler    sqlstreams.Handler[T] `name:"handler"`
-	Logger     *slog.Logger          `optional:"true"`
-}
-
-// Consumer registers a member of group on stream when the app starts and
-// runs it until the app stops. newHandler is a constructor whose
-// parameters come from the graph: func(deps...) sqlstreams.Handler[T] or
-// func(deps...) (sqlstreams.Handler[T], error). The handler stays private
-// to this consumer's module, so any number of consumers of one T coexist.
-//
-// A registration error (ErrGroupVersion, an incompatible schema) fails
-// app.Start; a Run that ends on its own shuts the app down with exit code
-// 1. Stopping waits for running handlers for up to ShutdownTimeout (10 s by
-// default) plus their acks, more than fx's default 15 s StopTimeout leaves
-// with several consumers: set fx.StopTimeout(ShutdownTimeout + 15*time.Second).
-func Consumer[T sqlstreams.Versioned](stream, group string, opts *sqlstreams.ConsumerOptions, newHandler any) fx.Option {
-	return fx.Module("sqlstreams.consumer "+stream+"/"+group,
-		fx.Provide(fx.Private, fx.Annotate(newHandler, fx.ResultTags(`name:"handler"`))),
-		fx.Invoke(func(p consumerParams[T]) error {
-			logger := p.Logger
-			if logger == nil {
-				logger = slog.Default()
-			}
-			r, err := NewRunner(RunnerParams[T]{Client: p.Client, Stream: stream, Group: group, Options: opts, Handler: p.Handler,
-				Logger: logger, OnFail: func(error) {
-					if err := p.Shutdowner.Shutdown(fx.ExitCode(1)); err != nil {
-						logger.Error("sqlstreamsfx: could not shut the app down", "error", err)
-					}
-				}})
-			if err != nil {
-				return err
-			}
-			p.Lifecycle.Append(fx.StartStopHook(r.Start, r.Stop))
-			return nil
-		}))
 }

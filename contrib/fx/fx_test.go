@@ -67,7 +67,7 @@ func receive(t testing.TB, s *Seen, n int) map[string]bool {
 // ValidateApp finds a graph without a driver.
 func TestValidateAppMissingDriver(t *testing.T) {
 	t.Parallel()
-	err := fx.ValidateApp(fx.NopLogger, sqlstreamsfx.Module, sqlstreamsfx.Producer[EvV1]("events", nil), fx.Invoke(func(*sqlstreams.Producer[EvV1]) {}))
+	err := fx.ValidateApp(fx.NopLogger, sqlstreamsfx.Module, sqlstreamsfx.Producer[EvV1]("events", nil), fx.Invoke(func(*sqlstreamsfx.ProducerOf[EvV1]) {}))
 	if err == nil {
 		t.Fatal("ValidateApp accepted a graph without a driver.Driver")
 	}
@@ -76,12 +76,12 @@ func TestValidateAppMissingDriver(t *testing.T) {
 // A Run that fails (the client closed underneath it) shuts the app down
 // with exit code 1.
 func TestRunFailureShutsDown(t *testing.T) {
-	var client *sqlstreams.Client
+	var client *sqlstreamsfx.Client
 	app := fxtest.New(t, sqlstreamsfx.Module, fx.Provide(memDriver), fx.Supply(newSeen()), fx.NopLogger,
 		sqlstreamsfx.Consumer[EvV1]("events", "g", fast, handlerFor("g")), fx.Populate(&client))
 	app.RequireStart()
 	wait := app.Wait()
-	if err := client.Close(); err != nil {
+	if err := client.Get().Close(); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -95,37 +95,42 @@ func TestRunFailureShutsDown(t *testing.T) {
 	app.RequireStop()
 }
 
-// Two producers of one type under names; a constructor error (handler)
-// fails the app.
+// Two producers of one type under names, registered on start (a hook of a
+// constructor that takes them runs after); a constructor error (handler)
+// fails the app before anything touched the database.
 func TestNamedProducersAndHandlerError(t *testing.T) {
 	type in struct {
 		fx.In
-		A *sqlstreams.Producer[EvV1] `name:"a"`
-		B *sqlstreams.Producer[EvV1] `name:"b"`
+		Lifecycle fx.Lifecycle
+		A         *sqlstreamsfx.ProducerOf[EvV1] `name:"a"`
+		B         *sqlstreamsfx.ProducerOf[EvV1] `name:"b"`
 	}
 	var a, b string
 	app := fxtest.New(t, sqlstreamsfx.Module, fx.Provide(memDriver), fx.NopLogger,
 		sqlstreamsfx.NamedProducer[EvV1]("a", "stream-a", nil), sqlstreamsfx.NamedProducer[EvV1]("b", "stream-b", nil),
-		fx.Invoke(func(p in) { a, b = p.A.Stream().Name, p.B.Stream().Name }))
+		fx.Invoke(func(p in) {
+			p.Lifecycle.Append(fx.StartHook(func() { a, b = p.A.Get().Stream().Name, p.B.Get().Stream().Name }))
+		}))
 	app.RequireStart().RequireStop()
 	if a != "stream-a" || b != "stream-b" {
 		t.Errorf("producers on %q and %q", a, b)
 	}
 
-	// An app that fails to build runs no stop hook (fx's rule), so the
-	// client New opened is closed here; an application exits instead.
 	boom := errors.New("no handler today")
-	var opened *sqlstreams.Client
-	err := fx.New(sqlstreamsfx.Module, fx.Provide(memDriver), fx.NopLogger,
-		fx.Decorate(func(c *sqlstreams.Client) *sqlstreams.Client { opened = c; return c }),
+	drv := newWatched()
+	err := fx.New(sqlstreamsfx.Module, supplyDriver(drv), fx.NopLogger,
 		sqlstreamsfx.Consumer[EvV1]("events", "g", fast, func() (sqlstreams.Handler[EvV1], error) { return nil, boom })).Err()
 	if !errors.Is(err, boom) {
 		t.Errorf("app error %v; want the constructor's", err)
 	}
-	if opened == nil {
-		t.Fatal("the client was not built")
+	if n := drv.calls.Load(); n != 0 {
+		t.Errorf("a failed build made %d driver calls; want none", n)
 	}
-	opened.Close()
+	err = fx.New(sqlstreamsfx.Module, fx.Provide(memDriver), fx.NopLogger,
+		sqlstreamsfx.Consumer[EvV1]("events", "g", fast, func() sqlstreams.Handler[EvV1] { return nil })).Err()
+	if !errors.Is(err, sqlstreams.ErrInvalidOption) {
+		t.Errorf("a nil handler: %v; want ErrInvalidOption", err)
+	}
 }
 
 // OTel plugs in with one option and takes the tracer provider from the
@@ -135,7 +140,7 @@ func TestOTelOption(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	defer tp.Shutdown(context.Background())
 	seen := newSeen()
-	var producer *sqlstreams.Producer[EvV1]
+	var producer *sqlstreamsfx.ProducerOf[EvV1]
 	app := fxtest.New(t, sqlstreamsfx.Module, fx.Provide(memDriver), fx.Supply(seen), fx.NopLogger,
 		fx.Provide(func() trace.TracerProvider { return tp }),
 		sqlstreamsfx.OTel(nil),
@@ -143,7 +148,7 @@ func TestOTelOption(t *testing.T) {
 		sqlstreamsfx.Consumer[EvV1]("events", "g", fast, handlerFor("g")),
 		fx.Populate(&producer))
 	app.RequireStart()
-	if _, err := producer.Produce(context.Background(), EvV1{ID: "a"}); err != nil {
+	if _, err := producer.Get().Produce(context.Background(), EvV1{ID: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	receive(t, seen, 1)

@@ -77,7 +77,7 @@ func (m *Middleware) Handle(ctx context.Context, d *sqlstreams.DeliveryInfo, nex
 	switch {
 	case err == nil:
 		outcome = sqlstreams.OutcomeAck
-	case isType(err, m.retryType):
+	case hasType(err, retryType):
 		// Flow control, like a snooze: not a failure.
 		outcome = sqlstreams.OutcomeRetry
 	default:
@@ -86,7 +86,7 @@ func (m *Middleware) Handle(ctx context.Context, d *sqlstreams.DeliveryInfo, nex
 		span.SetStatus(codes.Error, err.Error())
 		span.RecordError(err)
 		mattrs = append(mattrs, semconv.ErrorTypeKey.String(et))
-		if isType(err, m.deadTyp) {
+		if hasType(err, deadType) {
 			outcome = sqlstreams.OutcomeDead
 		}
 	}

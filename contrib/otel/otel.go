@@ -1,14 +1,14 @@
 package otelsqlstreams
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
-	"reflect"
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -71,9 +71,16 @@ type Config struct {
 	MeterProvider metric.MeterProvider
 	// Propagator writes and reads the creation context in the message
 	// headers; nil uses otel.GetTextMapPropagator() at each call, so a
-	// propagator set globally after Open is honoured. Add
-	// propagation.Baggage to carry baggage too.
+	// propagator set globally after Open is honoured. While that global is
+	// OpenTelemetry's no-op default (a propagator that carries no field),
+	// W3C TraceContext is used instead, so that installing the middleware
+	// is enough to link consumers to producers, and Logger says so once.
+	// Add propagation.Baggage to carry baggage too.
 	Propagator propagation.TextMapPropagator
+	// Logger receives the middleware's one notice (the W3C TraceContext
+	// default above); nil uses slog.Default(). sqlstreamsfx.OTel passes the
+	// app's *slog.Logger when the graph has one.
+	Logger *slog.Logger
 	// ParentFromMessage parents the process span on the message's creation
 	// context, so that producer and consumer share one trace, and links to
 	// the span of Run's context instead. The default links only: one
@@ -120,21 +127,25 @@ type Middleware struct {
 	opDuration, procDuration, age      metric.Float64Histogram
 	unread, unresolved                 metric.Int64ObservableGauge
 
-	identOnce          sync.Once
-	clientMu           sync.Mutex
-	client             *sqlstreams.Client
-	clientID, drvName  string
-	identAttrs         []attribute.KeyValue
-	healthMu           sync.Mutex
-	healthPoints       []healthPoint
-	healthReg          metric.Registration
-	healthStop         chan struct{}
-	healthDone         chan struct{}
-	closeOnce          sync.Once
-	closed             bool // under healthMu
-	inflight           inflight
-	producers          sync.Map // stream name → *producerAttrs
-	retryType, deadTyp reflect.Type
+	identOnce         sync.Once
+	clientMu          sync.Mutex
+	client            *sqlstreams.Client
+	clientID, drvName string
+	identAttrs        []attribute.KeyValue
+	healthMu          sync.Mutex
+	healthPoints      []healthPoint
+	healthReg         metric.Registration
+	healthStop        chan struct{}
+	healthDone        chan struct{}
+	closeOnce         sync.Once
+	closed            bool // under healthMu
+	inflight          inflight
+	producers         sync.Map // stream name → *producerAttrs
+	// globalProp is the last global propagator seen and what it stands for
+	// (itself, or TraceContext when it carries nothing); defaultLogged
+	// makes the notice of that default a single one.
+	globalProp    atomic.Pointer[propagatorChoice]
+	defaultLogged sync.Once
 }
 
 // NewMiddleware builds the middleware; cfg may be nil. Install it with
@@ -156,8 +167,6 @@ func NewMiddleware(cfg *Config) *Middleware {
 	}
 	m.tracer = tp.Tracer(ScopeName, trace.WithInstrumentationVersion(moduleVersion()), trace.WithSchemaURL(semconv.SchemaURL))
 	m.meter = mp.Meter(ScopeName, metric.WithInstrumentationVersion(moduleVersion()), metric.WithSchemaURL(semconv.SchemaURL))
-	m.retryType = reflect.TypeOf(sqlstreams.RetryAfter(0, nil))
-	m.deadTyp = reflect.TypeOf(sqlstreams.Dead(nil))
 	m.inflight.m, m.inflight.wait = map[deliveryKey]*procState{}, settleWait
 	m.instruments()
 	return m
@@ -296,74 +305,4 @@ func (m *Middleware) ident() []attribute.KeyValue {
 	return m.identAttrs
 }
 
-func (m *Middleware) propagator() propagation.TextMapPropagator {
-	if m.cfg.Propagator != nil {
-		return m.cfg.Propagator
-	}
-	return otel.GetTextMapPropagator()
-}
-
 var systemAttr = semconv.MessagingSystemKey.String(System)
-
-// errorType is a low-cardinality name for err: "panic", the name of the
-// sqlstreams sentinel it matches, a context error, or the Go type of the
-// innermost wrapped error.
-func errorType(err error) string {
-	var pe *sqlstreams.PanicError
-	if errors.As(err, &pe) {
-		return "panic"
-	}
-	for _, s := range []struct {
-		err  error
-		name string
-	}{
-		{sqlstreams.ErrLeaseLost, "sqlstreams.ErrLeaseLost"},
-		{sqlstreams.ErrClosed, "sqlstreams.ErrClosed"},
-		{sqlstreams.ErrConflict, "sqlstreams.ErrConflict"},
-		{sqlstreams.ErrUnavailable, "sqlstreams.ErrUnavailable"},
-		{sqlstreams.ErrOutcomeUnknown, "sqlstreams.ErrOutcomeUnknown"},
-		{sqlstreams.ErrStreamNotFound, "sqlstreams.ErrStreamNotFound"},
-		{sqlstreams.ErrGroupNotFound, "sqlstreams.ErrGroupNotFound"},
-		{sqlstreams.ErrGroupVersion, "sqlstreams.ErrGroupVersion"},
-		{sqlstreams.ErrInvalidMessage, "sqlstreams.ErrInvalidMessage"},
-		{sqlstreams.ErrInvalidOption, "sqlstreams.ErrInvalidOption"},
-		{sqlstreams.ErrForeignTx, "sqlstreams.ErrForeignTx"},
-		{sqlstreams.ErrDatabase, "sqlstreams.ErrDatabase"},
-		{context.DeadlineExceeded, "context.DeadlineExceeded"},
-		{context.Canceled, "context.Canceled"},
-	} {
-		if errors.Is(err, s.err) {
-			return s.name
-		}
-	}
-	for {
-		var next error
-		switch u := err.(type) {
-		case interface{ Unwrap() error }:
-			next = u.Unwrap()
-		case interface{ Unwrap() []error }:
-			if es := u.Unwrap(); len(es) > 0 {
-				next = es[0]
-			}
-		}
-		if next == nil {
-			return fmt.Sprintf("%T", err)
-		}
-		err = next
-	}
-}
-
-// isType reports whether err or an error it wraps has type t.
-func isType(err error, t reflect.Type) bool {
-	for err != nil {
-		if reflect.TypeOf(err) == t {
-			return true
-		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			return false
-		}
-		err = u.Unwrap()
-	}
-	return false
-}

@@ -95,6 +95,7 @@ func TestHealthStopsWithClient(t *testing.T) {
 	}
 }
 
+// error.type is one of a fixed set of classes, never a Go type's name.
 func TestErrorType(t *testing.T) {
 	t.Parallel()
 	type custom struct{ error }
@@ -103,13 +104,22 @@ func TestErrorType(t *testing.T) {
 		want string
 	}{
 		{&sqlstreams.PanicError{Value: "x"}, "panic"},
-		{fmt.Errorf("settle: %w", sqlstreams.ErrLeaseLost), "sqlstreams.ErrLeaseLost"},
-		{fmt.Errorf("run: %w", sqlstreams.ErrClosed), "sqlstreams.ErrClosed"},
-		{context.DeadlineExceeded, "context.DeadlineExceeded"},
-		{sqlstreams.Dead(fmt.Errorf("ctx: %w", errBoom)), "*errors.errorString"},
-		{sqlstreams.Dead(custom{}), "otelsqlstreams_test.custom"},
-		{errors.Join(errBoom, sqlstreams.ErrInvalidMessage), "sqlstreams.ErrInvalidMessage"},
-		{errors.Join(custom{}, errBoom), "otelsqlstreams_test.custom"},
+		{fmt.Errorf("settle: %w", sqlstreams.ErrLeaseLost), "lease_lost"},
+		{fmt.Errorf("run: %w", sqlstreams.ErrClosed), "closed"},
+		{sqlstreams.ErrGroupNotFound, "group_not_found"},
+		{fmt.Errorf("append: %w", sqlstreams.ErrDatabase), "database"},
+		{context.DeadlineExceeded, "timeout"},
+		{fmt.Errorf("call: %w", context.Canceled), "canceled"},
+		{sqlstreams.Dead(fmt.Errorf("ctx: %w", errBoom)), "dead"},
+		{sqlstreams.Dead(context.DeadlineExceeded), "dead"}, // the handler's verdict wins
+		{errors.Join(errBoom, sqlstreams.Dead(errBoom)), "dead"},
+		{sqlstreams.Dead(custom{}), "dead"},
+		{errors.Join(errBoom, sqlstreams.ErrInvalidMessage), "invalid_message"},
+		{errBoom, "_OTHER"},
+		{fmt.Errorf("wrapped: %w", errBoom), "_OTHER"},
+		{custom{errBoom}, "_OTHER"},
+		{errors.Join(custom{}, errBoom), "_OTHER"},
+		{sqlstreams.RetryAfter(time.Second, errBoom), "_OTHER"}, // Handle records no error.type for it
 	} {
 		if got := otelsqlstreams.ErrorType(tc.err); got != tc.want {
 			t.Errorf("errorType(%v) = %q, want %q", tc.err, got, tc.want)

@@ -57,12 +57,13 @@ func newBilling(logger *slog.Logger, done handled) sqlstreams.Handler[OrderPlace
 }
 
 // checkout produces one order when the app starts, inside a span of its own
-// so that the send span has a parent.
-func checkout(lc fx.Lifecycle, tp trace.TracerProvider, p *sqlstreams.Producer[OrderPlacedV1]) {
+// so that the send span has a parent. Its hook runs after the producer's
+// registration (it depends on the producer), so Get has the producer.
+func checkout(lc fx.Lifecycle, tp trace.TracerProvider, p *sqlstreamsfx.ProducerOf[OrderPlacedV1]) {
 	lc.Append(fx.StartHook(func(ctx context.Context) error {
 		ctx, span := tp.Tracer("examples/observability").Start(ctx, "checkout")
 		defer span.End()
-		_, err := p.Produce(ctx, OrderPlacedV1{OrderID: "o-1", Total: 1250}, sqlstreams.Key("customer-7"))
+		_, err := p.Get().Produce(ctx, OrderPlacedV1{OrderID: "o-1", Total: 1250}, sqlstreams.Key("customer-7"))
 		return err
 	}))
 }

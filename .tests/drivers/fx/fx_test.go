@@ -68,8 +68,8 @@ func TestApp(t *testing.T) {
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 			ns := target.NewNamespace(t)
 			seen := make(received, 16)
-			var client *sqlstreams.Client
-			var producer *sqlstreams.Producer[EvV1]
+			var client *sqlstreamsfx.Client
+			var producer *sqlstreamsfx.ProducerOf[EvV1]
 			opts := []fx.Option{
 				sqlstreamsfx.Module,
 				fx.Provide(driverOf(target, ns)),
@@ -87,7 +87,7 @@ func TestApp(t *testing.T) {
 			app.RequireStart()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			if _, err := producer.Produce(ctx, EvV1{ID: "a"}); err != nil {
+			if _, err := producer.Get().Produce(ctx, EvV1{ID: "a"}); err != nil {
 				t.Fatal(err)
 			}
 			want := map[string]bool{"g1:a": true, "g2:a": true}
@@ -104,7 +104,7 @@ func TestApp(t *testing.T) {
 				}
 			}
 			app.RequireStop()
-			if _, err := client.Streams(ctx); !errors.Is(err, sqlstreams.ErrClosed) {
+			if _, err := client.Get().Streams(ctx); !errors.Is(err, sqlstreams.ErrClosed) {
 				t.Errorf("after stop, Streams: %v; want ErrClosed", err)
 			}
 			// A fresh client sees every delivery resolved: the acks were
@@ -161,6 +161,33 @@ func TestGroupVersionFailsStart(t *testing.T) {
 			err = app.Start(ctx)
 			if !errors.Is(err, sqlstreams.ErrGroupVersion) {
 				t.Fatalf("Start: %v; want ErrGroupVersion", err)
+			}
+			if err := app.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A server that cannot be reached: fx.New succeeds (no constructor touches
+// the database), app.Start fails with ErrUnavailable, and stopping the app
+// that failed to start leaves no goroutine.
+func TestUnreachableFailsStart(t *testing.T) {
+	for _, target := range []conformance.Target{targets.Postgres(), targets.MySQL()} {
+		t.Run(target.Name, func(t *testing.T) {
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			app := fx.New(sqlstreamsfx.Module, fx.NopLogger,
+				fx.Provide(func() driver.Driver { return target.Unreachable() }),
+				sqlstreamsfx.Producer[EvV1]("events", nil),
+				sqlstreamsfx.Consumer[EvV1]("events", "g", fast, recordTo("g")),
+				fx.Supply(make(received, 1)))
+			if err := app.Err(); err != nil {
+				t.Fatalf("fx.New: %v; the database is only reached on start", err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			if err := app.Start(ctx); !errors.Is(err, sqlstreams.ErrUnavailable) {
+				t.Fatalf("Start: %v; want ErrUnavailable", err)
 			}
 			if err := app.Stop(ctx); err != nil {
 				t.Fatal(err)

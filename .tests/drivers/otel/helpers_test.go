@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sqlstreams/sqlstreams/conformance"
@@ -275,6 +276,12 @@ func hasAll(set attribute.Set, match []attribute.KeyValue) bool {
 
 // noHighCardinality fails when any metric point carries a key, id or
 // partition.
+// errorTypes are the error.type values the package documents.
+var errorTypes = map[string]bool{"panic": true, "dead": true, "lease_lost": true, "closed": true, "conflict": true,
+	"unavailable": true, "outcome_unknown": true, "stream_not_found": true, "group_not_found": true, "group_version": true,
+	"invalid_message": true, "invalid_option": true, "foreign_tx": true, "database": true, "timeout": true, "canceled": true,
+	"_OTHER": true}
+
 func noHighCardinality(t testing.TB, rm metricdata.ResourceMetrics) {
 	t.Helper()
 	banned := []attribute.Key{"messaging.message.id", "messaging.destination.partition.id", "messaging.sqlstreams.message.key",
@@ -284,6 +291,9 @@ func noHighCardinality(t testing.TB, rm metricdata.ResourceMetrics) {
 			if set.HasValue(k) {
 				t.Errorf("metric %s carries %s", name, k)
 			}
+		}
+		if v, ok := set.Value(semconv.ErrorTypeKey); ok && !errorTypes[v.AsString()] {
+			t.Errorf("metric %s: error.type %q is not one of the documented classes", name, v.AsString())
 		}
 	}
 	for _, sm := range rm.ScopeMetrics {
