@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -179,7 +180,11 @@ func ExampleOTel() {
 	if err := app.Stop(ctx); err != nil { // the process span ends before Run returns
 		log.Fatal(err)
 	}
-	for _, s := range spans.GetSpans() {
+	// In the order they began: the exporter has them in the order they
+	// ended, and the handler may finish before Produce returns.
+	got := spans.GetSpans()
+	slices.SortFunc(got, func(a, b tracetest.SpanStub) int { return a.StartTime.Compare(b.StartTime) })
+	for _, s := range got {
 		fmt.Println(s.Name)
 	}
 	// Output:
