@@ -416,3 +416,43 @@ func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) er
 		return nil
 	})
 }
+
+// loadGroups reads a stream's groups with their cursors; lock locks the
+// group rows and then the cursors FOR UPDATE, in the order RegisterGroup
+// takes them.
+func (d *Driver) loadGroups(ctx context.Context, q querier, stream driver.StreamConfig, lock bool) ([]driver.GroupStats, error) {
+	var groups []driver.GroupStats
+	index := map[string]int{}
+	query := `SELECT ` + groupColumns + ` FROM consumer_group WHERE stream_id = ? ORDER BY name`
+	if lock {
+		query += ` FOR UPDATE` + d.waitClause()
+	}
+	if err := eachRow(ctx, q, query, []any{stream.ID}, func(r *sql.Rows) error {
+		g, removed, err := scanGroup(r)
+		if err != nil {
+			return err
+		}
+		index[g.Name] = len(groups)
+		groups = append(groups, driver.GroupStats{GroupConfig: g, RemovedUnread: removed, Cursors: make([]int64, stream.Partitions)})
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	query = "SELECT group_name, `partition`, position FROM group_cursor WHERE stream_id = ? ORDER BY group_name, `partition`"
+	if lock {
+		query += " FOR UPDATE" + d.waitClause()
+	}
+	err := eachRow(ctx, q, query, []any{stream.ID}, func(r *sql.Rows) error {
+		var name string
+		var p int
+		var pos int64
+		if err := r.Scan(&name, &p, &pos); err != nil {
+			return err
+		}
+		if i, ok := index[name]; ok && p >= 0 && p < stream.Partitions {
+			groups[i].Cursors[p] = pos
+		}
+		return nil
+	})
+	return groups, err
+}

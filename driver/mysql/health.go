@@ -1,0 +1,158 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// Health implements driver.Driver. It reads one snapshot.
+func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.HealthStats, error) {
+	var st driver.HealthStats
+	var uncounted int64
+	err := d.withLog(ctx, p.StreamID, func() error {
+		return d.ownTx(ctx, true, func(tx querier) error {
+			st = driver.HealthStats{}
+			return d.health(ctx, tx, p.StreamID, &st, &uncounted)
+		})
+	})
+	if err == nil && uncounted > 0 {
+		// Count the new rows once, so that the next read need not. The
+		// counts are a cache: a failure (a read-only user, a lock wait)
+		// costs the next read a longer count, never a wrong one.
+		_ = d.catchUpRowCounts(ctx, p.StreamID)
+	}
+	return st, err
+}
+
+// health reads the figures in tx; uncounted is set to the rows it counted
+// past the row count marks (rowcount.go).
+func (d *Driver) health(ctx context.Context, tx querier, streamID int64, st *driver.HealthStats, uncounted *int64) error {
+	stream, err := lookupStreamByID(ctx, tx, streamID)
+	if err != nil {
+		return err
+	}
+	table := logTable(streamID)
+	// The greatest id of each partition: the newest row's, or the mark
+	// compaction and retention left when they removed it.
+	st.HighWater = make([]int64, stream.Partitions)
+	if err := eachRow(ctx, tx, newestIDs(streamID, ""), []any{streamID}, func(r *sql.Rows) error {
+		var p int
+		var newest sql.NullInt64
+		var hw int64
+		if err := r.Scan(&p, &newest, &hw); err != nil {
+			return err
+		}
+		if p >= 0 && p < len(st.HighWater) {
+			st.HighWater[p] = max(newest.Int64, hw)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	versions := map[int]*driver.VersionStats{}
+	at := func(v int) *driver.VersionStats {
+		if versions[v] == nil {
+			versions[v] = &driver.VersionStats{Version: v}
+		}
+		return versions[v]
+	}
+	// Rows per version: the counts kept up to the marks and the rows past
+	// them (rowcount.go), not a scan of the log.
+	counts, past, err := rowCounts(ctx, tx, stream)
+	if err != nil {
+		return err
+	}
+	for v, n := range counts {
+		if n > 0 {
+			at(v).Rows = n
+		}
+	}
+	*uncounted = past
+	if err := eachRow(ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, []any{streamID}, func(r *sql.Rows) error {
+		var v int
+		var n int64
+		err := r.Scan(&v, &n)
+		at(v).Heads = n
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, v := range versions {
+		st.Versions = append(st.Versions, *v)
+	}
+	slices.SortFunc(st.Versions, func(a, b driver.VersionStats) int { return a.Version - b.Version })
+
+	if st.Groups, err = d.loadGroups(ctx, tx, stream, false); err != nil {
+		return err
+	}
+	for _, g := range st.Groups {
+		// Rows past the cursor that the group has an exception for (a cursor
+		// moved back over them) count as exceptions, not as unread. Only
+		// where the group's newest exception of a partition lies past its
+		// cursor can there be such rows, so only there is each row looked
+		// up; the normal case counts as before.
+		newestException := map[int]int64{}
+		if err := eachRow(ctx, tx, "SELECT `partition`, MAX(msg_id) FROM delivery_exception WHERE stream_id = ? AND group_name = ? GROUP BY `partition`",
+			[]any{streamID, g.Name}, func(r *sql.Rows) error {
+				var p int
+				var id int64
+				err := r.Scan(&p, &id)
+				newestException[p] = id
+				return err
+			}); err != nil {
+			return err
+		}
+		for p, cursor := range g.Cursors {
+			query := "SELECT m.schema_version, m.routing_key, COUNT(*) FROM " + table + " m WHERE m.`partition` = ? AND m.id > ? AND " + headExpr(stream)
+			args := []any{p, cursor}
+			if newest := newestException[p]; newest > cursor {
+				query += " AND (m.id > ? OR NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ? AND e.msg_id = m.id))"
+				args = append(args, newest, streamID, g.Name)
+			}
+			if err := eachRow(ctx, tx, query+" GROUP BY m.schema_version, m.routing_key", args, func(r *sql.Rows) error {
+				u := driver.UnreadCount{Group: g.Name, Partition: p}
+				err := r.Scan(&u.Version, &u.RoutingKey, &u.Rows)
+				st.Unread = append(st.Unread, u)
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	// Batch members are leased exceptions, at their rows' versions.
+	if err := eachRow(ctx, tx, `SELECT group_name, schema_version, state, SUM(n) FROM (
+		SELECT group_name, schema_version, state, COUNT(*) n FROM delivery_exception WHERE stream_id = ? GROUP BY group_name, schema_version, state
+		UNION ALL SELECT b.group_name, m.schema_version, 'leased', COUNT(*) FROM delivery_batch b JOIN `+jsonIDs+` JOIN `+table+` m ON m.id = j.id
+			WHERE b.stream_id = ? GROUP BY b.group_name, m.schema_version) x
+		GROUP BY group_name, schema_version, state ORDER BY group_name, schema_version, state`, []any{streamID, streamID}, func(r *sql.Rows) error {
+		var e driver.ExceptionCount
+		err := r.Scan(&e.Group, &e.Version, &e.State, &e.Count)
+		st.Exceptions = append(st.Exceptions, e)
+		return err
+	}); err != nil {
+		return err
+	}
+	// Leases per (group, holder), and when the last of them expires, batch
+	// members included. Through the groups, so that each is a range of the
+	// (stream, group, state) index holding its leases only, not a scan of
+	// the stream's dead letters.
+	return eachRow(ctx, tx, `SELECT group_name, holder, SUM(n), MAX(until) FROM (
+		SELECT e.group_name, COALESCE(e.holder, '') holder, COUNT(*) n, MAX(e.due_at) until FROM consumer_group g
+			JOIN delivery_exception e ON e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
+			WHERE g.stream_id = ? GROUP BY e.group_name, COALESCE(e.holder, '')
+		UNION ALL SELECT b.group_name, COALESCE(b.holder, ''), JSON_LENGTH(b.ids), b.lease_until FROM delivery_batch b WHERE b.stream_id = ?) x
+		GROUP BY group_name, holder ORDER BY group_name, holder`,
+		[]any{streamID, streamID}, func(r *sql.Rows) error {
+			var h driver.HolderCount
+			var holder []byte
+			var until time.Time
+			err := r.Scan(&h.Group, &holder, &h.Leases, &until)
+			h.Holder, h.Until = string(holder), utc(until)
+			st.Holders = append(st.Holders, h)
+			return err
+		})
+}
