@@ -30,9 +30,7 @@ func (d *Driver) claimAcking(ctx context.Context, p driver.ClaimParams, key cach
 	full := -1
 	reset := func() {
 		res, full = driver.ClaimResult{}, -1
-		if batches != nil {
-			*batches = (*batches)[:0]
-		}
+		*batches = (*batches)[:0]
 	}
 	err := d.withLog(ctx, p.Stream.ID, func() error {
 		return d.ownTx(ctx, false, func(tx querier) error {
@@ -75,9 +73,7 @@ func (d *Driver) claimAcking(ctx context.Context, p driver.ClaimParams, key cach
 	}
 	res.Lost = acked.lost
 	d.setHot(key, full)
-	if batches != nil {
-		d.batches.add(p.Stream.ID, p.Group, *batches)
-	}
+	d.batches.add(p.Stream.ID, p.Group, *batches)
 	return res, nil
 }
 

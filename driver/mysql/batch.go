@@ -11,15 +11,16 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// Batch leases (migration 0007, the default; WithPerDeliveryLeases turns them off). A delivery_batch row is
-// the compressed form of the leased exception rows one claim would have
-// written for the rows it took from one partition: same token, partition,
-// holder, attempt 1, due_at = lease_until. The fast paths act on the batch
-// itself: an ack removes members from ids, an extension naming every
-// remaining member moves lease_until. Everything else first materializes the
-// members it names (writes their leased exception rows and removes them
-// from the batch) and then runs the per-delivery SQL unchanged. Every
-// driver reads batches, whether or not it writes them.
+// Batch leases (migration 0007). The main claim leases the rows it takes
+// from a partition as one delivery_batch row: the compressed form of the
+// leased exception rows, one per row, that a claim would otherwise write
+// (same token, partition, holder, attempt 1, due_at = lease_until). The
+// fast paths act on the batch itself: an ack removes members from ids, an
+// extension naming every remaining member moves lease_until. Everything
+// else first materializes the members it names (writes their leased
+// exception rows and removes them from the batch) and then runs the
+// per-delivery SQL unchanged, which also serves every delivery with an
+// exception row of its own.
 
 // jsonIDs joins a batch b's members as rows j(id).
 const jsonIDs = `JSON_TABLE(b.ids, '$[*]' COLUMNS (id BIGINT PATH '$')) j`

@@ -64,10 +64,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	if err := d.check(); err != nil {
 		return driver.ClaimResult{}, err
 	}
-	var batches *[]heldBatch
-	if d.batchLeases {
-		batches = new([]heldBatch)
-	}
+	batches := new([]heldBatch)
 	key := cacheKey{stream: p.Stream.ID, group: p.Group}
 	if len(p.Acks) > 0 {
 		return d.claimAcking(ctx, p, key, batches)
@@ -103,9 +100,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	err = d.withLog(ctx, p.Stream.ID, func() error {
 		return d.ownTx(ctx, false, func(tx querier) error {
 			res = driver.ClaimResult{Group: pr.group, Deferred: deferred}
-			if batches != nil {
-				*batches = (*batches)[:0]
-			}
+			*batches = (*batches)[:0]
 			full = -1
 			return d.claim(ctx, tx, p, pr, &res, batches, &full)
 		})
@@ -114,9 +109,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		return driver.ClaimResult{}, err
 	}
 	d.setHot(key, full)
-	if batches != nil {
-		d.batches.add(p.Stream.ID, p.Group, *batches)
-	}
+	d.batches.add(p.Stream.ID, p.Group, *batches)
 	return res, nil
 }
 
@@ -144,9 +137,7 @@ func (d *Driver) claimHot(ctx context.Context, p driver.ClaimParams, part int, b
 	err = d.withLog(ctx, p.Stream.ID, func() error {
 		return d.ownTx(ctx, false, func(tx querier) error {
 			res, full = driver.ClaimResult{}, -1
-			if batches != nil {
-				*batches = (*batches)[:0]
-			}
+			*batches = (*batches)[:0]
 			var err error
 			ok, err = d.claimHotIn(ctx, tx, p, part, &res, batches, &full)
 			return err
@@ -155,7 +146,7 @@ func (d *Driver) claimHot(ctx context.Context, p driver.ClaimParams, part int, b
 	if err != nil {
 		return driver.ClaimResult{}, -1, false, err
 	}
-	if ok && batches != nil {
+	if ok {
 		d.batches.add(p.Stream.ID, p.Group, *batches)
 	}
 	return res, full, ok, nil
@@ -275,8 +266,8 @@ func (d *Driver) probe(ctx context.Context, q querier, p driver.ClaimParams) (pr
 	return pr, nil
 }
 
-// claim runs in the claim transaction. With batch leases on, batches
-// collects the batches the main claim wrote; full is set to the partition
+// claim runs in the claim transaction. batches collects the batches the
+// main claim wrote; full is set to the partition
 // whose new rows filled the claim, if one did.
 func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, res *driver.ClaimResult, batches *[]heldBatch, full *int) error {
 	// Only the cursors of partitions with new rows are worth locking; visit
@@ -340,13 +331,13 @@ func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimPara
 	var g driver.GroupConfig
 	var err error
 	// newestException is the group's highest exception id, read with the
-	// configuration when the main claim writes batches: only rows at or
-	// below it can have an exception row the batch must pass over. No
+	// configuration for the main claim: only rows at or below it can have
+	// an exception row the batch must pass over. No
 	// exception row past a cursor this claim holds can appear meanwhile:
 	// they are made under the cursor lock or by SetCursors, which waits for
 	// it (materialized batch members are at or below their cursor).
 	var newestException int64
-	if batches != nil && groupLock == "" {
+	if groupLock == "" {
 		var newest sql.NullInt64
 		g, _, err = scanGroup(tx.QueryRowContext(ctx, `SELECT `+groupColumns+`, (SELECT MAX(e.msg_id) FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ?)
 			FROM consumer_group WHERE stream_id = ? AND name = ?`, p.Stream.ID, p.Group, p.Stream.ID, p.Group), &newest)
@@ -365,9 +356,6 @@ func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimPara
 		return err
 	}
 	res.Group = g
-	// The rows this claim's exception pass leased: the main claim may meet
-	// them again past a cursor that was moved back.
-	var leasedNow map[int64]bool
 	if pr.due {
 		// Expired batches first become the leased exception rows they
 		// stand for, which the exception claim takes as it takes any
@@ -382,10 +370,6 @@ func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimPara
 			return err
 		}
 		res.Deliveries = append(res.Deliveries, got...)
-		leasedNow = make(map[int64]bool, len(got))
-		for _, dl := range got {
-			leasedNow[dl.ID] = true
-		}
 	}
 	for i := 0; i < len(cands); i++ {
 		part := cands[i]
@@ -406,7 +390,7 @@ func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimPara
 			}
 		}
 		want := p.Limit - len(res.Deliveries)
-		got, deferred, err := d.claimPartition(ctx, tx, p, plan, part, pos, want, leasedNow, batches, newestException)
+		got, deferred, err := d.claimPartition(ctx, tx, p, plan, part, pos, want, batches, newestException)
 		if err != nil {
 			return err
 		}
@@ -439,15 +423,14 @@ func lockCursor(ctx context.Context, tx querier, p driver.ClaimParams, part int)
 }
 
 // claimPartition claims up to limit rows of a partition whose cursor this
-// transaction holds at cursor. Rows the group reads that the member cannot
-// decode become due exceptions for members that can; they are counted in
-// deferred. A row the group already has an exception for (its cursor was
-// moved back over it with SetCursors) keeps that exception as it is: the
-// claim passes over it, and goes on reading to fill the limit. With batches
-// (batch leases on) the rows taken become one batch, appended to batches,
-// instead of leased exception rows.
+// transaction holds at cursor, as one batch appended to batches. Rows the
+// group reads that the member cannot decode become due exceptions for
+// members that can; they are counted in deferred. A row the group already
+// has an exception for (its cursor was moved back over it with SetCursors)
+// keeps that exception as it is: the claim passes over it, and goes on
+// reading to fill the limit.
 func (d *Driver) claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, part int, cursor int64, limit int,
-	leasedNow map[int64]bool, batches *[]heldBatch, newestException int64) (taken []driver.Delivery, deferred int, err error) {
+	batches *[]heldBatch, newestException int64) (taken []driver.Delivery, deferred int, err error) {
 	if p.Ordered {
 		// A pending (leased or delayed) exception or a batch holds the
 		// partition. New exceptions and batches of a partition are only
@@ -472,7 +455,7 @@ func (d *Driver) claimPartition(ctx context.Context, tx querier, p driver.ClaimP
 	query := "SELECT m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, " +
 		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(p.Stream)
 	var exArgs []any
-	excepting := batches != nil && newestException > cursor
+	excepting := newestException > cursor
 	if excepting {
 		// Whether the group has an exception row for the row (a cursor
 		// moved back over it), which the batch must not hold too: looked
@@ -489,89 +472,63 @@ func (d *Driver) claimPartition(ctx context.Context, tx querier, p driver.ClaimP
 	query += " FROM " + logTable(p.Stream.ID) + " m" + index + " WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?"
 	start, scanned := cursor, 0
 	window := min(max(limit, minWindow), maxWindow)
-	exhausted := false
-	for len(taken) < limit && scanned < maxScan && !exhausted {
-		var round []driver.Delivery
-		var later []driver.Row
-		stopped := false // an ordered group met a row it defers
-	scan:
-		for len(taken)+len(round) < limit && scanned < maxScan {
-			args := append(append(append(append(make([]any, 0, 2*len(vargs)+5), vargs...), vargs...), exArgs...), part, cursor, window)
-			rows, err := tx.QueryContext(ctx, query, args...)
-			if err != nil {
-				return nil, 0, err
-			}
-			n := 0
-			for rows.Next() {
-				var versionOK, head, excepted bool
-				dest := []any{&versionOK, &head}
-				if excepting {
-					dest = append(dest, &excepted)
-				}
-				r, err := scanRow(rows, dest...)
-				if err != nil {
-					rows.Close()
-					return nil, 0, err
-				}
-				n++
-				cursor = r.ID
-				if excepted || !versionOK || !head || !plan.Matches(r.RoutingKey) {
-					continue
-				}
-				if !plan.Decodes(r.SchemaVersion) {
-					// The group reads this version, this member cannot decode it:
-					// leave it due for a member that can. An ordered group stops
-					// here, so that the partition's order holds.
-					later = append(later, r)
-					if p.Ordered {
-						rows.Close()
-						stopped = true
-						break scan
-					}
-					continue
-				}
-				round = append(round, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: p.LeaseUntil})
-				if len(taken)+len(round) == limit {
-					break
-				}
-			}
-			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-				return nil, 0, err
-			}
-			scanned += n
-			if n < window && len(taken)+len(round) < limit {
-				exhausted = true
-				break
-			}
-			window = min(2*window, maxWindow)
-		}
-		var kept []driver.Delivery
-		var keptLater int
-		switch {
-		case batches == nil:
-			kept, keptLater, err = insertExceptions(ctx, tx, p, round, later, leasedNow)
-		case len(later) > 0:
-			// The rows passed over above have no exception row: every one
-			// taken is kept, for the batch written below.
-			_, keptLater, err = insertExceptions(ctx, tx, p, nil, later, leasedNow)
-			kept = round
-		default:
-			kept = round
-		}
+	var later []driver.Row
+scan:
+	for len(taken) < limit && scanned < maxScan {
+		args := append(append(append(append(make([]any, 0, 2*len(vargs)+5), vargs...), vargs...), exArgs...), part, cursor, window)
+		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return nil, 0, err
 		}
-		taken = append(taken, kept...)
-		deferred += keptLater
-		if stopped || (len(kept) == len(round) && keptLater == len(later)) {
-			// Nothing was passed over: the limit is met, or the scan ended.
+		n := 0
+		for rows.Next() {
+			var versionOK, head, excepted bool
+			dest := []any{&versionOK, &head}
+			if excepting {
+				dest = append(dest, &excepted)
+			}
+			r, err := scanRow(rows, dest...)
+			if err != nil {
+				rows.Close()
+				return nil, 0, err
+			}
+			n++
+			cursor = r.ID
+			if excepted || !versionOK || !head || !plan.Matches(r.RoutingKey) {
+				continue
+			}
+			if !plan.Decodes(r.SchemaVersion) {
+				// The group reads this version, this member cannot decode it:
+				// leave it due for a member that can. An ordered group stops
+				// here, so that the partition's order holds.
+				later = append(later, r)
+				if p.Ordered {
+					rows.Close()
+					break scan
+				}
+				continue
+			}
+			taken = append(taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: p.LeaseUntil})
+			if len(taken) == limit {
+				break
+			}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return nil, 0, err
+		}
+		scanned += n
+		if n < window {
 			break
 		}
+		window = min(2*window, maxWindow)
 	}
 	if cursor == start {
 		return nil, 0, nil
 	}
-	if batches != nil && len(taken) > 0 {
+	if deferred, err = insertDeferred(ctx, tx, p, later); err != nil {
+		return nil, 0, err
+	}
+	if len(taken) > 0 {
 		ids := make([]int64, len(taken))
 		for i, t := range taken {
 			ids[i] = t.ID
@@ -589,102 +546,35 @@ func (d *Driver) claimPartition(ctx context.Context, tx querier, p driver.ClaimP
 	return taken, deferred, nil
 }
 
-// insertExceptions records the rows the main claim leases (taken) and the
-// rows it defers (later), and returns those it recorded. A row the group
-// already has an exception for keeps it: INSERT IGNORE passes over its
-// primary key (the only error IGNORE can meet here: delivery_exception has
-// no other unique key, no foreign key and no CHECK, and every value fits its
-// column). In the normal case every row is inserted, which the statement's
-// row count says at no extra cost; only when it inserted fewer rows than it
-// was given (a cursor moved back over exceptions) does a second read find
-// which ones.
-func insertExceptions(ctx context.Context, tx querier, p driver.ClaimParams, taken []driver.Delivery, later []driver.Row,
-	leasedNow map[int64]bool) ([]driver.Delivery, int, error) {
-	type exception struct {
-		row     driver.Row
-		state   string
-		attempt int
-		due     string
-		token   any
-	}
-	ex := make([]exception, 0, len(taken)+len(later))
-	until, now := ts(p.LeaseUntil), ts(p.Now)
-	for _, t := range taken {
-		ex = append(ex, exception{t.Row, "leased", 1, until, p.Token})
-	}
-	for _, r := range later {
-		ex = append(ex, exception{r, "delayed", 0, now, nil})
-	}
+// insertDeferred records the rows the main claim defers (later) as delayed
+// exceptions due now, for members that decode them, and returns how many it
+// recorded. The claim passes over the rows the group has an exception for,
+// so every row is new; INSERT IGNORE would keep an exception row that is
+// there (the only error IGNORE can meet here: delivery_exception has no
+// other unique key, no foreign key and no CHECK, and every value fits its
+// column).
+func insertDeferred(ctx context.Context, tx querier, p driver.ClaimParams, later []driver.Row) (int, error) {
 	const chunk = 500
+	now := ts(p.Now)
 	var inserted int64
-	for s := 0; s < len(ex); s += chunk {
-		part := ex[s:min(s+chunk, len(ex))]
-		var sb strings.Builder
-		sb.WriteString("INSERT IGNORE INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, lease_token, holder, updated_at) VALUES ")
-		args := make([]any, 0, len(part)*11)
-		for i, e := range part {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, p.Stream.ID, p.Group, e.row.ID, e.row.Partition, e.row.SchemaVersion, e.state, e.attempt, e.due, e.token, p.Holder, now)
+	for s := 0; s < len(later); s += chunk {
+		part := later[s:min(s+chunk, len(later))]
+		args := make([]any, 0, len(part)*8)
+		for _, r := range part {
+			args = append(args, p.Stream.ID, p.Group, r.ID, r.Partition, r.SchemaVersion, now, p.Holder, now)
 		}
-		res, err := tx.ExecContext(ctx, sb.String(), args...)
+		res, err := tx.ExecContext(ctx, "INSERT IGNORE INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, holder, updated_at) VALUES "+
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?), ", len(part)), ", "), args...)
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		inserted += n
 	}
-	if inserted == int64(len(ex)) {
-		return taken, len(later), nil
-	}
-	// The rare path. A row this statement inserted carries this claim's
-	// token (unique to it) when leased; a row that was there before carries
-	// it only if this claim's exception pass leased it (leasedNow). A
-	// deferred row this claim inserted has exactly the values below; one that
-	// was there before with all the same values is counted as deferred,
-	// which is what it is.
-	mine := map[int64]bool{}
-	ids := make([]int64, len(ex))
-	deferredRow := make(map[int64]bool, len(later))
-	for i, e := range ex {
-		ids[i] = e.row.ID
-		deferredRow[e.row.ID] = e.state == "delayed"
-	}
-	for s := 0; s < len(ids); s += chunk {
-		part := ids[s:min(s+chunk, len(ids))]
-		if err := eachRow(ctx, tx, `SELECT msg_id, state, lease_token <=> ?, state = 'delayed' AND lease_token IS NULL AND attempt = 0 AND due_at = ? AND updated_at = ?
-			AND holder <=> ? AND last_error IS NULL AND first_failed_at IS NULL AND failures IS NULL
-			FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id IN (`+placeholders(len(part))+`)`,
-			append([]any{p.Token, now, now, p.Holder, p.Stream.ID, p.Group}, int64sToArgs(part)...), func(r *sql.Rows) error {
-				var id int64
-				var state string
-				var tokenOK, deferredOK bool
-				if err := r.Scan(&id, &state, &tokenOK, &deferredOK); err != nil {
-					return err
-				}
-				if deferredRow[id] {
-					mine[id] = deferredOK
-				} else {
-					mine[id] = state == string(driver.StateLeased) && tokenOK && !leasedNow[id]
-				}
-				return nil
-			}); err != nil {
-			return nil, 0, err
-		}
-	}
-	kept := slices.DeleteFunc(slices.Clone(taken), func(d driver.Delivery) bool { return !mine[d.ID] })
-	keptLater := 0
-	for _, r := range later {
-		if mine[r.ID] {
-			keptLater++
-		}
-	}
-	return kept, keptLater, nil
+	return int(inserted), nil
 }
 
 // claimExceptions leases due exceptions at the versions the member decodes,

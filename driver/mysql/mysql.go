@@ -172,10 +172,9 @@
 // pool the transaction came from, and neither commit nor roll it back: the
 // locks of the settled deliveries are held until the caller ends it.
 //
-// By default (unless WithPerDeliveryLeases) the main claim writes, per partition, one
-// delivery_batch row listing the ids it took (a JSON array in text) in the
-// transaction that moves the cursor, instead of one leased exception row
-// per delivery. A batch stands for exactly the leased exception rows the
+// The main claim writes, per partition, one delivery_batch row listing the
+// ids it took (a JSON array in text) in the transaction that moves the
+// cursor, instead of one leased exception row per delivery. A batch stands for exactly the leased exception rows the
 // claim would have written; whatever is not a fast path first writes those
 // rows for the members it names ("materializes" them) and removes them from
 // the batch, then runs the per-delivery statements. The fast paths: an Ack
@@ -192,8 +191,10 @@
 // exception of its partition; Health counts batch members as leased
 // exceptions at their rows' versions; soft retention keeps every row from a
 // stream's lowest batch member on; hard retention, compaction and
-// SetCursors materialize the batches they reach first. Every driver reads
-// batches, with the option on or off.
+// SetCursors materialize the batches they reach first. A delivery failed,
+// released or extended alone has an exception row of its own, which every
+// path reads as before (and so do the rows an older release leased that
+// way: docs/decisions.md, "One lease model").
 //
 // Every failure, and the claim's burying of a lease that expired on the last
 // attempt, appends {"attempt", "error", "at", "holder"} to the delivery's
@@ -335,8 +336,7 @@ type Driver struct {
 
 	gal galeraState // Galera Cluster (galera.go)
 
-	batchLeases bool       // main claims write batches (unless WithPerDeliveryLeases)
-	batches     batchCache // the batches this driver's claims wrote (batch.go)
+	batches batchCache // the batches this driver's claims wrote (batchcache.go)
 	// hot maps a group (cacheKey without token) to the partition whose new
 	// rows filled the driver's last claim of it (claimHot).
 	hot sync.Map
@@ -358,21 +358,11 @@ type Option func(*Driver)
 // package documentation).
 func WithLockTimeout(d time.Duration) Option { return func(drv *Driver) { drv.lockTimeout = d } }
 
-// WithPerDeliveryLeases makes the main claim lease each delivery it takes
-// with an exception row of its own, written at the claim and deleted at the
-// ack, instead of one batch record per partition (delivery_batch, the
-// default since migration 0007; see the package documentation). Both modes
-// read each other's leases, and outcomes, ordering, Health and retention
-// are the same in both; a batch acked or extended whole costs a statement
-// or two where this mode writes two rows per delivery. It is the way back
-// should a deployment need one.
-func WithPerDeliveryLeases() Option { return func(drv *Driver) { drv.batchLeases = false } }
-
 // Open returns a driver for the database named by dsn, a go-sql-driver DSN
 // such as "user:password@tcp(127.0.0.1:3306)/app". It does not connect:
 // errors, including a DSN that does not parse, surface from sqlstreams.Open.
 func Open(dsn string, opts ...Option) *Driver {
-	d := &Driver{lockTimeout: DefaultLockTimeout, batchLeases: true}
+	d := &Driver{lockTimeout: DefaultLockTimeout}
 	for _, o := range opts {
 		o(d)
 	}
