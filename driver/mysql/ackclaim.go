@@ -20,43 +20,34 @@ import (
 // the acks are recorded once, with the claim, also when nothing is left to
 // claim, and not at all when the claim fails. Deadlocks and lock wait
 // timeouts re-run the whole transaction, acks included (ownTx).
-func (d *Driver) claimAcking(ctx context.Context, p driver.ClaimParams, key cacheKey, batches *[]heldBatch) (driver.ClaimResult, error) {
-	hot := -1
-	if part, ok := d.hot.Load(key); ok && p.Limit > 0 && !p.Ordered {
-		hot = part.(int)
-	}
-	var res driver.ClaimResult
+func (d *Driver) claimAcking(ctx context.Context, p driver.ClaimParams, key cacheKey) (driver.ClaimResult, error) {
+	hot, isHot := d.hotPartition(key, p)
+	var out claimOut
 	var acked ackedIn
-	full := -1
-	reset := func() {
-		res, full = driver.ClaimResult{}, -1
-		*batches = (*batches)[:0]
-	}
 	err := d.withLog(ctx, p.Stream.ID, func() error {
 		return d.ownTx(ctx, false, func(tx querier) error {
-			reset()
+			out.reset(driver.ClaimResult{})
 			var err error
 			if acked, err = d.ackIn(ctx, tx, p.Stream.ID, p.Group, p.Acks); err != nil {
 				return err
 			}
 			deferred := 0
-			if hot >= 0 {
-				ok, err := d.claimHotIn(ctx, tx, p, hot, &res, batches, &full)
+			if isHot {
+				ok, err := d.claimHotIn(ctx, tx, p, hot, &out)
 				if err != nil || ok {
 					return err
 				}
-				deferred = res.Deferred
+				deferred = out.res.Deferred
 			}
 			pr, err := d.probe(ctx, tx, p)
 			if err != nil {
 				return err
 			}
-			reset()
-			res = driver.ClaimResult{Group: pr.group, Deferred: deferred}
-			if p.Limit <= 0 || (!pr.due && len(pr.fresh) == 0) {
+			out.reset(driver.ClaimResult{Group: pr.group, Deferred: deferred})
+			if !pr.worthClaiming(p) {
 				return nil
 			}
-			return d.claim(ctx, tx, p, pr, &res, batches, &full)
+			return d.claim(ctx, tx, p, pr, &out)
 		})
 	})
 	if err != nil {
@@ -71,10 +62,9 @@ func (d *Driver) claimAcking(ctx context.Context, p driver.ClaimParams, key cach
 	if acked.commit != nil {
 		acked.commit()
 	}
-	res.Lost = acked.lost
-	d.setHot(key, full)
-	d.batches.add(p.Stream.ID, p.Group, *batches)
-	return res, nil
+	out.res.Lost = acked.lost
+	d.claimed(key, p, &out)
+	return out.res, nil
 }
 
 // ackedIn is what ackIn did in a transaction: the leases it found lost, and

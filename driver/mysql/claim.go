@@ -64,24 +64,22 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	if err := d.check(); err != nil {
 		return driver.ClaimResult{}, err
 	}
-	batches := new([]heldBatch)
 	key := cacheKey{stream: p.Stream.ID, group: p.Group}
 	if len(p.Acks) > 0 {
-		return d.claimAcking(ctx, p, key, batches)
+		return d.claimAcking(ctx, p, key)
 	}
+	var out claimOut
 	deferred := 0
-	// Not for ordered groups: there the last claim's leases hold the
-	// partition until they are settled.
-	if part, ok := d.hot.Load(key); ok && p.Limit > 0 && !p.Ordered {
-		res, full, ok, err := d.claimHot(ctx, p, part.(int), batches)
+	if part, ok := d.hotPartition(key, p); ok {
+		ok, err := d.claimHot(ctx, p, part, &out)
 		if err != nil {
 			return driver.ClaimResult{}, err
 		}
-		d.setHot(key, full)
+		d.setHot(key, out.full)
 		if ok {
-			return res, nil
+			return out.res, nil
 		}
-		deferred = res.Deferred
+		deferred = out.res.Deferred
 	}
 	var pr probe
 	err := d.withLog(ctx, p.Stream.ID, func() error {
@@ -93,24 +91,51 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		return driver.ClaimResult{}, d.wrap(ctx, err, opRead)
 	}
 	res := driver.ClaimResult{Group: pr.group, Deferred: deferred}
-	if p.Limit <= 0 || (!pr.due && len(pr.fresh) == 0) {
+	if !pr.worthClaiming(p) {
 		return res, nil
 	}
-	full := -1
 	err = d.withLog(ctx, p.Stream.ID, func() error {
 		return d.ownTx(ctx, false, func(tx querier) error {
-			res = driver.ClaimResult{Group: pr.group, Deferred: deferred}
-			*batches = (*batches)[:0]
-			full = -1
-			return d.claim(ctx, tx, p, pr, &res, batches, &full)
+			out.reset(res)
+			return d.claim(ctx, tx, p, pr, &out)
 		})
 	})
 	if err != nil {
 		return driver.ClaimResult{}, err
 	}
-	d.setHot(key, full)
-	d.batches.add(p.Stream.ID, p.Group, *batches)
-	return res, nil
+	d.claimed(key, p, &out)
+	return out.res, nil
+}
+
+// claimOut is what a claim transaction collects. ownTx may run the
+// transaction again, so each run starts with reset.
+type claimOut struct {
+	res     driver.ClaimResult
+	batches []heldBatch // the batches the main claim wrote
+	full    int         // the partition whose new rows filled the claim, or -1
+}
+
+func (o *claimOut) reset(res driver.ClaimResult) {
+	o.res, o.batches, o.full = res, o.batches[:0], -1
+}
+
+// claimed remembers, once a claim committed, the batches it wrote and
+// whether it filled its limit from one partition's new rows.
+func (d *Driver) claimed(key cacheKey, p driver.ClaimParams, out *claimOut) {
+	d.setHot(key, out.full)
+	d.batches.add(p.Stream.ID, p.Group, out.batches)
+}
+
+// hotPartition returns the partition whose new rows filled the driver's
+// last claim of the group, when this claim may go there without the probe.
+// Not for ordered groups: there the last claim's leases hold the partition
+// until they are settled.
+func (d *Driver) hotPartition(key cacheKey, p driver.ClaimParams) (int, bool) {
+	part, ok := d.hot.Load(key)
+	if !ok || p.Limit <= 0 || p.Ordered {
+		return 0, false
+	}
+	return part.(int), true
 }
 
 // setHot remembers that the last claim of a group filled its limit from
@@ -131,30 +156,29 @@ func (d *Driver) setHot(key cacheKey, part int) {
 // nothing. It reports false when the cursor is taken or the claim got
 // nothing (the backlog ended, or moved to other partitions): then the
 // caller probes and claims as usual, so that an empty claim still means
-// that nothing was claimable. full is the partition that filled this
+// that nothing was claimable. out.full is the partition that filled this
 // claim, or -1.
-func (d *Driver) claimHot(ctx context.Context, p driver.ClaimParams, part int, batches *[]heldBatch) (res driver.ClaimResult, full int, ok bool, err error) {
+func (d *Driver) claimHot(ctx context.Context, p driver.ClaimParams, part int, out *claimOut) (ok bool, err error) {
 	err = d.withLog(ctx, p.Stream.ID, func() error {
 		return d.ownTx(ctx, false, func(tx querier) error {
-			res, full = driver.ClaimResult{}, -1
-			*batches = (*batches)[:0]
+			out.reset(driver.ClaimResult{})
 			var err error
-			ok, err = d.claimHotIn(ctx, tx, p, part, &res, batches, &full)
+			ok, err = d.claimHotIn(ctx, tx, p, part, out)
 			return err
 		})
 	})
 	if err != nil {
-		return driver.ClaimResult{}, -1, false, err
+		return false, err
 	}
 	if ok {
-		d.batches.add(p.Stream.ID, p.Group, *batches)
+		d.batches.add(p.Stream.ID, p.Group, out.batches)
 	}
-	return res, full, ok, nil
+	return ok, nil
 }
 
-// claimHotIn is claimHot's work in the transaction tx, which res, batches
-// and full start empty for. It reports whether it claimed anything.
-func (d *Driver) claimHotIn(ctx context.Context, tx querier, p driver.ClaimParams, part int, res *driver.ClaimResult, batches *[]heldBatch, full *int) (bool, error) {
+// claimHotIn is claimHot's work in the transaction tx, which out starts
+// empty for. It reports whether it claimed anything.
+func (d *Driver) claimHotIn(ctx context.Context, tx querier, p driver.ClaimParams, part int, out *claimOut) (bool, error) {
 	df, dargs := dueExprs(p, "c.stream_id", "c.group_name")
 	args := append(append([]any{}, dargs...), p.Stream.ID, p.Group, part)
 	var pr probe
@@ -171,24 +195,31 @@ func (d *Driver) claimHotIn(ctx context.Context, tx querier, p driver.ClaimParam
 	// The rest of the limit from the other partitions with new
 	// rows, as the probe would have found them.
 	more := func() ([]int, error) {
-		var out []int
+		var others []int
 		err := eachRow(ctx, tx, "SELECT c.`partition` FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` <> ? AND "+pastCursor(p.Stream.ID)+
 			" ORDER BY c.`partition`", []any{p.Stream.ID, p.Group, part}, func(r *sql.Rows) error {
 			var q int
 			err := r.Scan(&q)
-			out = append(out, q)
+			others = append(others, q)
 			return err
 		})
-		if len(out) > 1 {
-			k := rand.IntN(len(out))
-			out = append(out[k:], out[:k]...)
-		}
-		return out, err
+		return rotated(others), err
 	}
-	if err := d.claimFenced(ctx, tx, p, pr, []int{part}, map[int]int64{part: pos}, nil, "", res, batches, full, more); err != nil {
+	f := fence{cands: []int{part}, positions: map[int]int64{part: pos}, more: more}
+	if err := d.claimFenced(ctx, tx, p, pr, f, out); err != nil {
 		return false, err
 	}
-	return len(res.Deliveries) > 0, nil
+	return len(out.res.Deliveries) > 0, nil
+}
+
+// rotated returns parts starting from a random one, so that claimers spread
+// over partitions.
+func rotated(parts []int) []int {
+	if len(parts) < 2 {
+		return parts
+	}
+	k := rand.IntN(len(parts))
+	return append(parts[k:], parts[:k]...)
 }
 
 // dueExprs is two SQL columns for a group (named by the SQL expressions
@@ -232,6 +263,11 @@ type probe struct {
 	fresh []int
 }
 
+// worthClaiming reports whether the claim transaction has anything to do.
+func (pr probe) worthClaiming(p driver.ClaimParams) bool {
+	return p.Limit > 0 && (pr.due || len(pr.fresh) > 0)
+}
+
 // probe reads, in one round trip and without locks, the group, whether
 // exceptions at versions the member decodes are due, and which partitions
 // have rows past their cursor (one result row per such partition).
@@ -266,88 +302,64 @@ func (d *Driver) probe(ctx context.Context, q querier, p driver.ClaimParams) (pr
 	return pr, nil
 }
 
-// claim runs in the claim transaction. batches collects the batches the
-// main claim wrote; full is set to the partition
-// whose new rows filled the claim, if one did.
-func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, res *driver.ClaimResult, batches *[]heldBatch, full *int) error {
-	// Only the cursors of partitions with new rows are worth locking; visit
-	// them from a random one, so that claimers spread over partitions.
-	cands := slices.Clone(pr.fresh)
-	if len(cands) > 1 {
-		k := rand.IntN(len(cands))
-		cands = append(cands[k:], cands[:k]...)
-	}
-	// The first cursor lock. While this transaction holds a cursor of the
-	// group, a change to the group's configuration waits for it
-	// (RegisterGroup locks every cursor before it writes), so the
-	// configuration read after the lock is the one this claim commits under
-	// (C19).
-	positions := map[int]int64{}
-	skipped := map[int]bool{}
-	fenced := false
-	for _, part := range cands {
+// fence is what keeps the group's configuration as a claim transaction
+// read it: the first cursor lock (positions) or, when every cursor is
+// taken, the group row's shared lock (groupLock). While this transaction
+// holds a cursor of the group, a change to the group's configuration waits
+// for it (RegisterGroup locks every cursor before it writes), so the
+// configuration read after the lock is the one this claim commits under
+// (C19). It also carries the partitions the main claim visits: cands in
+// order, passing over skipped (cursors other claimers hold), and when those
+// leave the limit unmet, the further ones more names (if not nil).
+type fence struct {
+	cands     []int
+	positions map[int]int64
+	skipped   map[int]bool
+	groupLock string
+	more      func() ([]int, error)
+}
+
+// claim runs in the claim transaction, collecting in out.
+func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, out *claimOut) error {
+	// Only the cursors of partitions with new rows are worth locking.
+	f := fence{cands: rotated(slices.Clone(pr.fresh)), positions: map[int]int64{}, skipped: map[int]bool{}}
+	for _, part := range f.cands {
 		pos, ok, err := lockCursor(ctx, tx, p, part)
 		if err != nil {
 			return err
 		}
 		if ok {
-			positions[part], fenced = pos, true
-			break
+			f.positions[part] = pos
+			return d.claimFenced(ctx, tx, p, pr, f, out)
 		}
-		skipped[part] = true
+		f.skipped[part] = true
 	}
-	var groupLock string
-	if !fenced {
-		// No partition with new rows is free: any cursor serves as the fence.
-		var part int
-		var pos int64
-		err := tx.QueryRowContext(ctx, "SELECT `partition`, position FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY `partition` LIMIT 1 FOR UPDATE SKIP LOCKED",
-			p.Stream.ID, p.Group).Scan(&part, &pos)
-		switch {
-		case err == nil:
-			positions[part], fenced = pos, true
-		case !errors.Is(err, sql.ErrNoRows):
-			return err
-		case !pr.due:
-			// Every cursor is locked by other claimers, and nothing is due.
-			return nil
-		default:
-			// Every cursor is locked by other claimers, but exceptions are
-			// due: a shared lock on the group row is the fence instead
-			// (RegisterGroup locks that row FOR UPDATE first).
-			groupLock = " LOCK IN SHARE MODE" + d.waitClause()
-		}
+	// No partition with new rows is free: any cursor serves as the fence.
+	var part int
+	var pos int64
+	err := tx.QueryRowContext(ctx, "SELECT `partition`, position FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY `partition` LIMIT 1 FOR UPDATE SKIP LOCKED",
+		p.Stream.ID, p.Group).Scan(&part, &pos)
+	switch {
+	case err == nil:
+		f.positions[part] = pos
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	case !pr.due:
+		// Every cursor is locked by other claimers, and nothing is due.
+		return nil
+	default:
+		// Every cursor is locked by other claimers, but exceptions are
+		// due: a shared lock on the group row is the fence instead
+		// (RegisterGroup locks that row FOR UPDATE first).
+		f.groupLock = " LOCK IN SHARE MODE" + d.waitClause()
 	}
-	return d.claimFenced(ctx, tx, p, pr, cands, positions, skipped, groupLock, res, batches, full, nil)
+	return d.claimFenced(ctx, tx, p, pr, f, out)
 }
 
-// claimFenced goes on with a claim once its first cursor lock (positions)
-// or the group row's shared lock (groupLock) is its fence: it reads the
-// configuration, leases due exceptions, then claims new rows from cands,
-// passing over the partitions in skipped; when those leave the limit
-// unmet, more (if not nil) names further candidates.
-func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, cands []int, positions map[int]int64, skipped map[int]bool,
-	groupLock string, res *driver.ClaimResult, batches *[]heldBatch, full *int, more func() ([]int, error)) error {
-	var g driver.GroupConfig
-	var err error
-	// newestException is the group's highest exception id, read with the
-	// configuration for the main claim: only rows at or below it can have
-	// an exception row the batch must pass over. No
-	// exception row past a cursor this claim holds can appear meanwhile:
-	// they are made under the cursor lock or by SetCursors, which waits for
-	// it (materialized batch members are at or below their cursor).
-	var newestException int64
-	if groupLock == "" {
-		var newest sql.NullInt64
-		g, _, err = scanGroup(tx.QueryRowContext(ctx, `SELECT `+groupColumns+`, (SELECT MAX(e.msg_id) FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ?)
-			FROM consumer_group WHERE stream_id = ? AND name = ?`, p.Stream.ID, p.Group, p.Stream.ID, p.Group), &newest)
-		if errors.Is(err, sql.ErrNoRows) {
-			err = fmt.Errorf("group %q: %w", p.Group, driver.ErrGroupNotFound)
-		}
-		newestException = newest.Int64
-	} else {
-		g, err = loadGroup(ctx, tx, p.Stream.ID, p.Group, groupLock)
-	}
+// claimFenced goes on with a claim once f holds its fence: it reads the
+// configuration, leases due exceptions, then claims new rows.
+func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, f fence, out *claimOut) error {
+	g, newestException, err := fencedGroup(ctx, tx, p, f.groupLock)
 	if err != nil {
 		return err
 	}
@@ -355,7 +367,7 @@ func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimPara
 	if err != nil {
 		return err
 	}
-	res.Group = g
+	out.res.Group = g
 	if pr.due {
 		// Expired batches first become the leased exception rows they
 		// stand for, which the exception claim takes as it takes any
@@ -369,37 +381,57 @@ func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimPara
 		if err != nil {
 			return err
 		}
-		res.Deliveries = append(res.Deliveries, got...)
+		out.res.Deliveries = append(out.res.Deliveries, got...)
 	}
-	for i := 0; i < len(cands); i++ {
+	if f.groupLock != "" {
+		return nil
+	}
+	return d.claimNew(ctx, tx, partitionScan{p: p, plan: plan, newestException: newestException}, f, out)
+}
+
+// fencedGroup reads the group's configuration under the fence. With a
+// cursor lock as the fence it also reads newestException, the group's
+// highest exception id, for the main claim: only rows at or below it can
+// have an exception row the batch must pass over. No exception row past a
+// cursor this claim holds can appear meanwhile: they are made under the
+// cursor lock or by SetCursors, which waits for it (materialized batch
+// members are at or below their cursor). With the group row's lock
+// (groupLock) there is no main claim.
+func fencedGroup(ctx context.Context, tx querier, p driver.ClaimParams, groupLock string) (g driver.GroupConfig, newestException int64, err error) {
+	if groupLock != "" {
+		g, err = loadGroup(ctx, tx, p.Stream.ID, p.Group, groupLock)
+		return g, 0, err
+	}
+	var newest sql.NullInt64
+	g, _, err = scanGroup(tx.QueryRowContext(ctx, `SELECT `+groupColumns+`, (SELECT MAX(e.msg_id) FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ?)
+		FROM consumer_group WHERE stream_id = ? AND name = ?`, p.Stream.ID, p.Group, p.Stream.ID, p.Group), &newest)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = fmt.Errorf("group %q: %w", p.Group, driver.ErrGroupNotFound)
+	}
+	return g, newest.Int64, err
+}
+
+// claimNew is the main claim: new rows from the partitions f names, until
+// the limit is met. s carries what every partition's scan shares.
+func (d *Driver) claimNew(ctx context.Context, tx querier, s partitionScan, f fence, out *claimOut) error {
+	cands, more := f.cands, f.more
+	for i := 0; i < len(cands) && len(out.res.Deliveries) < s.p.Limit; i++ {
 		part := cands[i]
-		if len(res.Deliveries) >= p.Limit || groupLock != "" {
-			break
-		}
-		pos, ok := positions[part]
-		if !ok {
-			if skipped[part] {
-				continue
-			}
+		pos, ok := f.positions[part]
+		if !ok && !f.skipped[part] {
 			var err error
-			if pos, ok, err = lockCursor(ctx, tx, p, part); err != nil {
+			if pos, ok, err = lockCursor(ctx, tx, s.p, part); err != nil {
 				return err
 			}
-			if !ok {
-				continue
-			}
 		}
-		want := p.Limit - len(res.Deliveries)
-		got, deferred, err := d.claimPartition(ctx, tx, p, plan, part, pos, want, batches, newestException)
-		if err != nil {
+		if !ok {
+			continue
+		}
+		s.part, s.cursor, s.limit = part, pos, s.p.Limit-len(out.res.Deliveries)
+		if err := d.claimPartition(ctx, tx, s, out); err != nil {
 			return err
 		}
-		res.Deliveries = append(res.Deliveries, got...)
-		res.Deferred += deferred
-		if len(got) == want {
-			*full = part
-		}
-		if i == len(cands)-1 && more != nil && len(res.Deliveries) < p.Limit {
+		if i == len(cands)-1 && more != nil && len(out.res.Deliveries) < s.p.Limit {
 			extra, err := more()
 			if err != nil {
 				return err
@@ -422,128 +454,181 @@ func lockCursor(ctx context.Context, tx querier, p driver.ClaimParams, part int)
 	return pos, err == nil, err
 }
 
-// claimPartition claims up to limit rows of a partition whose cursor this
-// transaction holds at cursor, as one batch appended to batches. Rows the
-// group reads that the member cannot decode become due exceptions for
-// members that can; they are counted in deferred. A row the group already
-// has an exception for (its cursor was moved back over it with SetCursors)
-// keeps that exception as it is: the claim passes over it, and goes on
-// reading to fill the limit.
-func (d *Driver) claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, part int, cursor int64, limit int,
-	batches *[]heldBatch, newestException int64) (taken []driver.Delivery, deferred int, err error) {
-	if p.Ordered {
-		// A pending (leased or delayed) exception or a batch holds the
-		// partition. New exceptions and batches of a partition are only
-		// made under its cursor lock, which this transaction holds, or by
-		// materializing a batch's members in the transaction that shrinks
-		// it: one statement, one snapshot, sees the batch or the rows.
-		var pending bool
-		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `partition` = ? AND state IN ('leased', 'delayed'))"+
-			" OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND `partition` = ?)",
-			p.Stream.ID, p.Group, part, p.Stream.ID, p.Group, part).Scan(&pending); err != nil {
-			return nil, 0, err
-		}
-		if pending {
-			return nil, 0, nil
+// partitionScan is the main claim of one partition.
+type partitionScan struct {
+	p    driver.ClaimParams
+	plan driver.ClaimPlan
+	// newestException is the group's highest exception id (fencedGroup).
+	newestException int64
+	part            int
+	cursor          int64 // the position of the cursor this transaction holds
+	limit           int   // how many rows to take at most
+}
+
+// scanned is what a partition's scan read: the rows it takes, the rows it
+// defers to members that decode them, and the last row it read, where the
+// cursor moves.
+type scanned struct {
+	taken   []driver.Delivery
+	later   []driver.Row
+	last    int64
+	stopped bool // an ordered group met a row it defers
+}
+
+// claimPartition claims up to s.limit rows of partition s.part, as one
+// batch in out. Rows the group reads that the member cannot decode become
+// due exceptions for members that can; they are counted as deferred. A row
+// the group already has an exception for (its cursor was moved back over
+// it with SetCursors) keeps that exception as it is: the claim passes over
+// it, and goes on reading to fill the limit. out.full is set to the
+// partition when its rows filled the claim.
+func (d *Driver) claimPartition(ctx context.Context, tx querier, s partitionScan, out *claimOut) error {
+	if s.p.Ordered {
+		if held, err := partitionPending(ctx, tx, s.p, s.part); err != nil || held {
+			return err
 		}
 	}
-	vf, vargs := versionFilter("m.schema_version", plan.Versions)
-	// Payloads are read only for rows at the group's versions: other rows
-	// are passed over without their payload leaving the database. The read
-	// is a consistent read of committed rows; appends commit a partition's
-	// ids in increasing order, so it sees a gap-free prefix (C5).
+	rows, err := s.read(ctx, tx)
+	if err != nil || rows.last == s.cursor {
+		return err
+	}
+	deferred, err := insertDeferred(ctx, tx, s.p, rows.later)
+	if err != nil {
+		return err
+	}
+	if len(rows.taken) > 0 {
+		b, err := insertBatch(ctx, tx, s.p, s.part, rows.taken)
+		if err != nil {
+			return err
+		}
+		out.batches = append(out.batches, b)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND `partition` = ?",
+		rows.last, s.p.Stream.ID, s.p.Group, s.part); err != nil {
+		return err
+	}
+	out.res.Deliveries = append(out.res.Deliveries, rows.taken...)
+	out.res.Deferred += deferred
+	if len(rows.taken) == s.limit {
+		out.full = s.part
+	}
+	return nil
+}
+
+// partitionPending reports whether an ordered group's partition is held: a
+// pending (leased or delayed) exception or a batch holds it. New exceptions
+// and batches of a partition are only made under its cursor lock, which
+// this transaction holds, or by materializing a batch's members in the
+// transaction that shrinks it: one statement, one snapshot, sees the batch
+// or the rows.
+func partitionPending(ctx context.Context, tx querier, p driver.ClaimParams, part int) (bool, error) {
+	var pending bool
+	err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `partition` = ? AND state IN ('leased', 'delayed'))"+
+		" OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND `partition` = ?)",
+		p.Stream.ID, p.Group, part, p.Stream.ID, p.Group, part).Scan(&pending)
+	return pending, err
+}
+
+// excepting reports whether rows past the cursor may have an exception row:
+// only then is each row looked up.
+func (s partitionScan) excepting() bool { return s.newestException > s.cursor }
+
+// query is the scan's read of a window of rows past a cursor, and its
+// arguments but the last three (partition, cursor, window). Payloads are
+// read only for rows at the group's versions: other rows are passed over
+// without their payload leaving the database. The read is a consistent
+// read of committed rows; appends commit a partition's ids in increasing
+// order, so it sees a gap-free prefix (C5).
+func (s partitionScan) query() (string, []any) {
+	vf, vargs := versionFilter("m.schema_version", s.plan.Versions)
 	query := "SELECT m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, " +
-		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(p.Stream)
-	var exArgs []any
-	excepting := newestException > cursor
-	if excepting {
+		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(s.p.Stream)
+	args := append(append(make([]any, 0, 2*len(vargs)+5), vargs...), vargs...)
+	if s.excepting() {
 		// Whether the group has an exception row for the row (a cursor
-		// moved back over it), which the batch must not hold too: looked
-		// up only when the group's newest exception lies past the cursor.
-		query += ", m.id <= ? AND EXISTS (SELECT 1 FROM delivery_exception x WHERE x.stream_id = " + strconv.FormatInt(p.Stream.ID, 10) + " AND x.group_name = ? AND x.msg_id = m.id)"
-		exArgs = []any{newestException, p.Group}
+		// moved back over it), which the batch must not hold too.
+		query += ", m.id <= ? AND EXISTS (SELECT 1 FROM delivery_exception x WHERE x.stream_id = " + strconv.FormatInt(s.p.Stream.ID, 10) + " AND x.group_name = ? AND x.msg_id = m.id)"
+		args = append(args, s.newestException, s.p.Group)
 	}
 	// A stream of one partition is read along the primary key: the
 	// (partition, id) index would add a lookup of each row in it.
 	index := ""
-	if p.Stream.Partitions == 1 {
+	if s.p.Stream.Partitions == 1 {
 		index = " FORCE INDEX (PRIMARY)"
 	}
-	query += " FROM " + logTable(p.Stream.ID) + " m" + index + " WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?"
-	start, scanned := cursor, 0
-	window := min(max(limit, minWindow), maxWindow)
-	var later []driver.Row
-scan:
-	for len(taken) < limit && scanned < maxScan {
-		args := append(append(append(append(make([]any, 0, 2*len(vargs)+5), vargs...), vargs...), exArgs...), part, cursor, window)
-		rows, err := tx.QueryContext(ctx, query, args...)
+	return query + " FROM " + logTable(s.p.Stream.ID) + " m" + index + " WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?", args
+}
+
+// read reads the partition past the cursor in windows, the first about
+// the limit and each further one twice as large, until it has taken the
+// limit, reached the end, or examined maxScan rows.
+func (s partitionScan) read(ctx context.Context, tx querier) (scanned, error) {
+	query, args := s.query()
+	out := scanned{last: s.cursor}
+	window := min(max(s.limit, minWindow), maxWindow)
+	for examined := 0; len(out.taken) < s.limit && examined < maxScan && !out.stopped; {
+		n, err := s.readWindow(ctx, tx, query, append(args, s.part, out.last, window), &out)
 		if err != nil {
-			return nil, 0, err
+			return scanned{}, err
 		}
-		n := 0
-		for rows.Next() {
-			var versionOK, head, excepted bool
-			dest := []any{&versionOK, &head}
-			if excepting {
-				dest = append(dest, &excepted)
-			}
-			r, err := scanRow(rows, dest...)
-			if err != nil {
-				rows.Close()
-				return nil, 0, err
-			}
-			n++
-			cursor = r.ID
-			if excepted || !versionOK || !head || !plan.Matches(r.RoutingKey) {
-				continue
-			}
-			if !plan.Decodes(r.SchemaVersion) {
-				// The group reads this version, this member cannot decode it:
-				// leave it due for a member that can. An ordered group stops
-				// here, so that the partition's order holds.
-				later = append(later, r)
-				if p.Ordered {
-					rows.Close()
-					break scan
-				}
-				continue
-			}
-			taken = append(taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: p.LeaseUntil})
-			if len(taken) == limit {
-				break
-			}
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return nil, 0, err
-		}
-		scanned += n
+		examined += n
 		if n < window {
 			break
 		}
 		window = min(2*window, maxWindow)
 	}
-	if cursor == start {
-		return nil, 0, nil
+	return out, nil
+}
+
+// readWindow runs the scan's query for one window, adds what it reads to
+// out, and returns how many rows it examined.
+func (s partitionScan) readWindow(ctx context.Context, tx querier, query string, args []any, out *scanned) (int, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
 	}
-	if deferred, err = insertDeferred(ctx, tx, p, later); err != nil {
-		return nil, 0, err
-	}
-	if len(taken) > 0 {
-		ids := make([]int64, len(taken))
-		for i, t := range taken {
-			ids[i] = t.ID
+	defer rows.Close()
+	n := 0
+	for len(out.taken) < s.limit && rows.Next() {
+		var versionOK, head, excepted bool
+		dest := []any{&versionOK, &head}
+		if s.excepting() {
+			dest = append(dest, &excepted)
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO delivery_batch (stream_id, group_name, lease_token, `partition`, first_id, last_id, ids, holder, lease_until, created_at)"+
-			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", p.Stream.ID, p.Group, p.Token, part, ids[0], ids[len(ids)-1], encodeIDs(ids), p.Holder, ts(p.LeaseUntil), ts(p.Now)); err != nil {
-			return nil, 0, err
+		r, err := scanRow(rows, dest...)
+		if err != nil {
+			return 0, err
 		}
-		*batches = append(*batches, heldBatch{batchRef: batchRef{group: p.Group, token: p.Token, part: part}, ids: ids})
+		n++
+		out.last = r.ID
+		switch {
+		case excepted || !versionOK || !head || !s.plan.Matches(r.RoutingKey):
+		case !s.plan.Decodes(r.SchemaVersion):
+			// The group reads this version, this member cannot decode it:
+			// leave it due for a member that can. An ordered group stops
+			// here, so that the partition's order holds.
+			out.later = append(out.later, r)
+			if s.p.Ordered {
+				out.stopped = true
+				return n, nil
+			}
+		default:
+			out.taken = append(out.taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: s.p.LeaseUntil})
+		}
 	}
-	if _, err := tx.ExecContext(ctx, "UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND `partition` = ?",
-		cursor, p.Stream.ID, p.Group, part); err != nil {
-		return nil, 0, err
+	return n, errors.Join(rows.Err(), rows.Close())
+}
+
+// insertBatch writes the batch of the rows a claim took from partition
+// part, and returns it as the batch cache holds it.
+func insertBatch(ctx context.Context, tx querier, p driver.ClaimParams, part int, taken []driver.Delivery) (heldBatch, error) {
+	ids := make([]int64, len(taken))
+	for i, t := range taken {
+		ids[i] = t.ID
 	}
-	return taken, deferred, nil
+	_, err := tx.ExecContext(ctx, "INSERT INTO delivery_batch (stream_id, group_name, lease_token, `partition`, first_id, last_id, ids, holder, lease_until, created_at)"+
+		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", p.Stream.ID, p.Group, p.Token, part, ids[0], ids[len(ids)-1], encodeIDs(ids), p.Holder, ts(p.LeaseUntil), ts(p.Now))
+	return heldBatch{batchRef: batchRef{group: p.Group, token: p.Token, part: part}, ids: ids}, err
 }
 
 // insertDeferred records the rows the main claim defers (later) as delayed
