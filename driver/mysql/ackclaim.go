@@ -86,7 +86,7 @@ type ackedIn struct {
 // then their exception rows.
 func (d *Driver) ackIn(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease) (ackedIn, error) {
 	forget := func() { d.forgetTokens(streamID, group, leases) }
-	if cs, ok := d.casSettle(streamID, group, leases, batchAck, "", ""); ok {
+	if cs, ok := d.casSettle(streamID, group, leases, settleAck, "", ""); ok {
 		n, err := cs.run(ctx, tx)
 		if err != nil {
 			return ackedIn{}, err
@@ -152,7 +152,7 @@ func (d *Driver) ackLockedIn(ctx context.Context, tx querier, streamID int64, gr
 			_, err := tx.ExecContext(ctx, ackStmt+where, wargs...)
 			return err
 		}
-		if err := settleLockedIn(ctx, tx, streamID, group, rest, batchAck, "", "", apply, changed); err != nil {
+		if err := settleLockedIn(ctx, tx, streamID, group, rest, settleAck, "", "", apply, changed); err != nil {
 			return ackedIn{}, err
 		}
 		if commit == nil {

@@ -219,20 +219,20 @@ func explodeExpired(ctx context.Context, tx querier, p driver.ClaimParams) error
 	return err
 }
 
-// batchMode is what a settle does to the batch members it names.
-type batchMode int
+// settleMode is what a settle does to the batch members it names.
+type settleMode int
 
 const (
-	// batchAck removes them from their batches.
-	batchAck batchMode = iota
-	// batchExtend moves the lease of a batch whose every remaining member
+	// settleAck removes them from their batches.
+	settleAck settleMode = iota
+	// settleExtend moves the lease of a batch whose every remaining member
 	// is named; of a batch with some named, it materializes the smaller
 	// side (the named members, or the others while the batch keeps the
 	// named ones under the new lease).
-	batchExtend
-	// batchCarve materializes them (Fail, Release), for the per-delivery
+	settleExtend
+	// settleMaterialize materializes them (Fail, Release), for the per-delivery
 	// statement that follows.
-	batchCarve
+	settleMaterialize
 )
 
 // settleBatches runs first in a settle's transaction. It locks the group's
@@ -240,9 +240,9 @@ const (
 // leases that are their members, does what mode says. It marks in changed
 // the leases it settled itself (acks, whole-batch extensions, with until
 // and now as the new lease_until and created_at) and returns those left for
-// the exception rows: the leases that are no member, and for batchCarve and
+// the exception rows: the leases that are no member, and for settleMaterialize and
 // partial extensions the materialized members too.
-func settleBatches(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease, mode batchMode, until, now string,
+func settleBatches(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease, mode settleMode, until, now string,
 	changed map[int64]bool) ([]driver.Lease, error) {
 	var tokens []string
 	seen := map[string]bool{}
@@ -279,7 +279,7 @@ func settleBatches(ctx context.Context, tx querier, streamID int64, group string
 			named[batch] = map[int64]bool{}
 		}
 		named[batch][l.ID] = true
-		if mode == batchCarve {
+		if mode == settleMaterialize {
 			rest = append(rest, l)
 		}
 	}
@@ -291,7 +291,7 @@ func settleBatches(ctx context.Context, tx querier, streamID int64, group string
 			continue
 		}
 		switch {
-		case mode == batchAck:
+		case mode == settleAck:
 			if len(named[i]) == len(b.ids) {
 				emptied = append(emptied, b.batchRef)
 			} else if err := writeBatch(ctx, tx, streamID, b.batchRef, remainingAfter(b.ids, named[i])); err != nil {
@@ -300,7 +300,7 @@ func settleBatches(ctx context.Context, tx querier, streamID int64, group string
 			for id := range named[i] {
 				changed[id] = true
 			}
-		case mode == batchExtend && len(named[i]) == len(b.ids):
+		case mode == settleExtend && len(named[i]) == len(b.ids):
 			if _, err := tx.ExecContext(ctx, "UPDATE delivery_batch SET lease_until = ?, created_at = ? WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ?",
 				until, now, streamID, b.group, b.token, b.part); err != nil {
 				return nil, err
@@ -308,7 +308,7 @@ func settleBatches(ctx context.Context, tx querier, streamID int64, group string
 			for id := range named[i] {
 				changed[id] = true
 			}
-		case mode == batchExtend && 2*len(named[i]) >= len(b.ids):
+		case mode == settleExtend && 2*len(named[i]) >= len(b.ids):
 			// Most of the batch is extended: the members left out become
 			// leased exception rows with the batch's lease as it is, and the
 			// batch keeps the named ones with the new lease. Either side
@@ -340,7 +340,7 @@ func settleBatches(ctx context.Context, tx querier, streamID int64, group string
 			slices.Sort(ids)
 			carve = append(carve, materialization{ref: b.batchRef, all: len(ids) == len(b.ids), ids: ids})
 			carved = append(carved, i)
-			if mode == batchExtend {
+			if mode == settleExtend {
 				for _, id := range ids {
 					rest = append(rest, driver.Lease{ID: id, Token: b.token})
 				}

@@ -172,7 +172,7 @@ func (c *batchCache) whole(stream int64, group string, leases []driver.Lease) ([
 // none is left), an extension naming every remaining member moves its
 // lease. It reports false when that does not apply or the batch is not as
 // expected; then nothing changed, and the caller takes the locking path.
-func (d *Driver) fastSettle(ctx context.Context, streamID int64, group string, leases []driver.Lease, mode batchMode, until, now string) (bool, error) {
+func (d *Driver) fastSettle(ctx context.Context, streamID int64, group string, leases []driver.Lease, mode settleMode, until, now string) (bool, error) {
 	cs, ok := d.casSettle(streamID, group, leases, mode, until, now)
 	if !ok {
 		return false, nil
@@ -215,12 +215,12 @@ func (c casStmt) run(ctx context.Context, q querier) (int64, error) {
 }
 
 // casSettle builds fastSettle's statement, when it applies.
-func (d *Driver) casSettle(streamID int64, group string, leases []driver.Lease, mode batchMode, until, now string) (casStmt, bool) {
-	if mode == batchCarve {
+func (d *Driver) casSettle(streamID int64, group string, leases []driver.Lease, mode settleMode, until, now string) (casStmt, bool) {
+	if mode == settleMaterialize {
 		return casStmt{}, false
 	}
 	b, named, ok := d.batches.one(streamID, group, leases)
-	if !ok || (mode == batchExtend && named != len(b.ids)) {
+	if !ok || (mode == settleExtend && named != len(b.ids)) {
 		return casStmt{}, false
 	}
 	gone := make(map[int64]bool, len(leases))
@@ -228,14 +228,14 @@ func (d *Driver) casSettle(streamID int64, group string, leases []driver.Lease, 
 		gone[l.ID] = true
 	}
 	remaining := remainingAfter(b.ids, gone)
-	if mode == batchExtend {
+	if mode == settleExtend {
 		remaining = b.ids
 	}
 	pk := " WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ? AND ids = ?"
 	var stmt string
 	var args []any
 	switch {
-	case mode == batchExtend:
+	case mode == settleExtend:
 		stmt, args = "UPDATE delivery_batch SET lease_until = ?, created_at = ?"+pk, []any{until, now}
 	case len(remaining) == 0:
 		stmt = "DELETE FROM delivery_batch" + pk

@@ -66,7 +66,7 @@ func (d *Driver) settleOne(ctx context.Context, streamID int64, group string, l 
 // change exactly those, in a transaction of the driver's own (a caller's
 // transaction never locks batches: settleInCallerTx).
 func (d *Driver) settleLocked(ctx context.Context, streamID int64, group string, leases []driver.Lease,
-	mode batchMode, until, now string, apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
+	mode settleMode, until, now string, apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
 	changed := map[int64]bool{}
 	err := d.inTx(ctx, nil, func(tx querier) error {
 		clear(changed)
@@ -82,7 +82,7 @@ func (d *Driver) settleLocked(ctx context.Context, streamID int64, group string,
 // settleLockedIn is settleLocked's work in the transaction tx: it marks in
 // changed the leases it settled.
 func settleLockedIn(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease,
-	mode batchMode, until, now string, apply func(tx querier, ids []int64) error, changed map[int64]bool) error {
+	mode settleMode, until, now string, apply func(tx querier, ids []int64) error, changed map[int64]bool) error {
 	rest, err := settleBatches(ctx, tx, streamID, group, leases, mode, until, now, changed)
 	if err != nil {
 		return err
@@ -151,7 +151,7 @@ func settleRowsIn(ctx context.Context, tx querier, streamID int64, group string,
 func (d *Driver) settleInCallerTx(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease,
 	apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
 	err := d.inTx(ctx, nil, func(q querier) error {
-		_, err := settleBatches(ctx, q, streamID, group, leases, batchCarve, "", "", map[int64]bool{})
+		_, err := settleBatches(ctx, q, streamID, group, leases, settleMaterialize, "", "", map[int64]bool{})
 		return err
 	})
 	if err != nil {
@@ -189,7 +189,7 @@ func (d *Driver) forgetTokens(streamID int64, group string, leases []driver.Leas
 // members of a batch (one another process wrote, or this one no longer
 // remembers). Nothing more runs when every lease changed, the common case.
 func (d *Driver) thenBatches(ctx context.Context, res driver.SettleResult, err error, streamID int64, group string, leases []driver.Lease,
-	mode batchMode, until, now string, apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
+	mode settleMode, until, now string, apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
 	if err != nil || len(res.Lost) == 0 {
 		return res, err
 	}
@@ -219,7 +219,7 @@ func byIDs(streamID int64, group string, ids []int64) (string, []any) {
 // lease of no such batch, one statement on its exception row (then the
 // locking path if that did not change it); else the transaction of
 // settleLocked.
-func (d *Driver) settleAll(ctx context.Context, streamID int64, group string, leases []driver.Lease, mode batchMode, until, now string,
+func (d *Driver) settleAll(ctx context.Context, streamID int64, group string, leases []driver.Lease, mode settleMode, until, now string,
 	stmt string, args ...any) (driver.SettleResult, error) {
 	if len(leases) == 0 {
 		return driver.SettleResult{}, d.check()
@@ -270,10 +270,10 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 		if err != nil || len(rest) == 0 {
 			return driver.SettleResult{}, err
 		}
-		return d.settleLocked(ctx, p.StreamID, p.Group, rest, batchAck, "", "", apply)
+		return d.settleLocked(ctx, p.StreamID, p.Group, rest, settleAck, "", "", apply)
 	}
 	if len(p.Leases) < 2 || !d.returning() || d.batches.known(p.StreamID, p.Group, p.Leases) {
-		return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, batchAck, "", "", stmt)
+		return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, settleAck, "", "", stmt)
 	}
 	changed := map[int64]bool{}
 	run := func(q querier) error {
@@ -303,7 +303,7 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 	if err != nil {
 		return driver.SettleResult{}, err
 	}
-	return d.thenBatches(ctx, driver.SettleResult{Lost: driver.Lost(p.Leases, changed)}, nil, p.StreamID, p.Group, p.Leases, batchAck, "", "", apply)
+	return d.thenBatches(ctx, driver.SettleResult{Lost: driver.Lost(p.Leases, changed)}, nil, p.StreamID, p.Group, p.Leases, settleAck, "", "", apply)
 }
 
 // appendFailure appends one entry to a delivery's failure history, in the
@@ -371,12 +371,12 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 		f := p.Failures[0]
 		state, due := outcome(f)
 		res, err := d.settleOne(ctx, p.StreamID, p.Group, leases[0], set, state, due, f.Error, now, now, driver.CutHistoryError(f.Error), at)
-		return d.thenBatches(ctx, res, err, p.StreamID, p.Group, leases, batchCarve, "", "", apply)
+		return d.thenBatches(ctx, res, err, p.StreamID, p.Group, leases, settleMaterialize, "", "", apply)
 	}
 	if p.Tx != nil {
 		return d.settleInCallerTx(ctx, p.Tx, p.StreamID, p.Group, leases, apply)
 	}
-	return d.settleLocked(ctx, p.StreamID, p.Group, leases, batchCarve, "", "", apply)
+	return d.settleLocked(ctx, p.StreamID, p.Group, leases, settleMaterialize, "", "", apply)
 }
 
 const releaseSet = `UPDATE delivery_exception SET state = 'delayed', due_at = ?, attempt = attempt - 1, lease_token = NULL, updated_at = ?`
@@ -398,12 +398,12 @@ func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.Se
 		d.batches.forget(p.StreamID, p.Group, p.ClaimToken)
 		return driver.SettleResult{}, err
 	}
-	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, batchCarve, "", "", releaseSet, now, now)
+	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, settleMaterialize, "", "", releaseSet, now, now)
 }
 
 // Extend implements driver.Driver. Extending every remaining member of a
 // batch moves the batch's lease; extending some of them materializes those.
 func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
 	until, now := ts(p.Until), ts(p.Now)
-	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, batchExtend, until, now, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, until, now)
+	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, settleExtend, until, now, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, until, now)
 }
