@@ -2,9 +2,7 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"slices"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -85,8 +83,9 @@ type ackedIn struct {
 // remember, MySQL) takes the locking path: the leases' batches locked,
 // then their exception rows.
 func (d *Driver) ackIn(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease) (ackedIn, error) {
+	op := ackOp(ctx, streamID, group)
 	forget := func() { d.forgetTokens(streamID, group, leases) }
-	if cs, ok := d.casSettle(streamID, group, leases, settleAck, "", ""); ok {
+	if cs, ok := d.casSettle(op, leases); ok {
 		n, err := cs.run(ctx, tx)
 		if err != nil {
 			return ackedIn{}, err
@@ -95,7 +94,7 @@ func (d *Driver) ackIn(ctx context.Context, tx querier, streamID int64, group st
 			return ackedIn{commit: func() { d.batches.settled(streamID, cs.b.batchRef, cs.b.ids, cs.remaining) }}, nil
 		}
 		// The batch changed since the claim: the locking path reads it.
-		return d.ackLockedIn(ctx, tx, streamID, group, leases, leases, nil, forget)
+		return ackLockedIn(ctx, tx, op, leases, leases, nil, forget)
 	}
 	if parts, ok := d.batches.whole(streamID, group, leases); ok && d.returning() {
 		rest, err := ackWholeIn(ctx, tx, streamID, group, leases, parts)
@@ -109,23 +108,14 @@ func (d *Driver) ackIn(ctx context.Context, tx querier, streamID int64, group st
 		for _, l := range rest {
 			changed[l.ID] = false
 		}
-		return d.ackLockedIn(ctx, tx, streamID, group, leases, rest, changed, forget)
+		return ackLockedIn(ctx, tx, op, leases, rest, changed, forget)
 	}
 	if !d.returning() || d.batches.known(streamID, group, leases) {
-		return d.ackLockedIn(ctx, tx, streamID, group, leases, leases, nil, forget)
+		return ackLockedIn(ctx, tx, op, leases, leases, nil, forget)
 	}
 	changed := make(map[int64]bool, len(leases))
-	for s := 0; s < len(leases); s += settleChunk {
-		pred, pargs := leasedPairs(leases[s:min(s+settleChunk, len(leases))])
-		if err := eachRow(ctx, tx, ackStmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`,
-			append([]any{streamID, group}, pargs...), func(r *sql.Rows) error {
-				var id int64
-				err := r.Scan(&id)
-				changed[id] = true
-				return err
-			}); err != nil {
-			return ackedIn{}, err
-		}
+	if err := ackReturning(ctx, tx, streamID, group, leases, changed); err != nil {
+		return ackedIn{}, err
 	}
 	// Those it did not find may be members of batches another process
 	// wrote (or this one no longer remembers): nothing more runs when every
@@ -136,39 +126,21 @@ func (d *Driver) ackIn(ctx context.Context, tx querier, streamID int64, group st
 			rest = append(rest, l)
 		}
 	}
-	return d.ackLockedIn(ctx, tx, streamID, group, leases, rest, changed, nil)
+	commit := func() { d.forgetTokens(streamID, group, rest) }
+	return ackLockedIn(ctx, tx, op, leases, rest, changed, commit)
 }
 
 // ackLockedIn acks rest, of leases, on the locking path (settleLockedIn) in
-// tx, after the leases already marked in changed.
-func (d *Driver) ackLockedIn(ctx context.Context, tx querier, streamID int64, group string, leases, rest []driver.Lease, changed map[int64]bool,
-	commit func()) (ackedIn, error) {
+// tx, after the leases already marked in changed; commit is what the cache
+// learns once tx commits.
+func ackLockedIn(ctx context.Context, tx querier, op settleOp, leases, rest []driver.Lease, changed map[int64]bool, commit func()) (ackedIn, error) {
 	if changed == nil {
 		changed = make(map[int64]bool, len(leases))
 	}
 	if len(rest) > 0 {
-		apply := func(tx querier, ids []int64) error {
-			where, wargs := byIDs(streamID, group, ids)
-			_, err := tx.ExecContext(ctx, ackStmt+where, wargs...)
-			return err
-		}
-		if err := settleLockedIn(ctx, tx, streamID, group, rest, settleAck, "", "", apply, changed); err != nil {
+		if err := settleLockedIn(ctx, tx, op, rest, changed); err != nil {
 			return ackedIn{}, err
-		}
-		if commit == nil {
-			commit = func() { d.forgetTokens(streamID, group, rest) }
 		}
 	}
 	return ackedIn{lost: driver.Lost(leases, changed), commit: commit}, nil
-}
-
-// tokensOf lists the distinct tokens of leases.
-func tokensOf(leases []driver.Lease) []string {
-	var out []string
-	for _, l := range leases {
-		if !slices.Contains(out, l.Token) {
-			out = append(out, l.Token)
-		}
-	}
-	return out
 }

@@ -237,133 +237,174 @@ const (
 
 // settleBatches runs first in a settle's transaction. It locks the group's
 // batches with the tokens the leases name (FOR UPDATE) and, for the named
-// leases that are their members, does what mode says. It marks in changed
-// the leases it settled itself (acks, whole-batch extensions, with until
-// and now as the new lease_until and created_at) and returns those left for
-// the exception rows: the leases that are no member, and for settleMaterialize and
-// partial extensions the materialized members too.
-func settleBatches(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease, mode settleMode, until, now string,
-	changed map[int64]bool) ([]driver.Lease, error) {
-	var tokens []string
-	seen := map[string]bool{}
-	for _, l := range leases {
-		if !seen[l.Token] {
-			seen[l.Token] = true
-			tokens = append(tokens, l.Token)
-		}
-	}
-	held, err := lockBatches(ctx, tx, streamID, "group_name = ? AND lease_token IN ("+placeholders(len(tokens))+")",
-		append([]any{group}, stringsToArgs(tokens)...), " FOR UPDATE")
+// leases that are their members, does what op.mode says. It marks in
+// changed the leases it settled itself (acks, extensions the batch keeps)
+// and returns those left for the exception rows: the leases that are no
+// member, and the members it materialized for settleMaterialize and for
+// extensions of few of a batch's members.
+func settleBatches(ctx context.Context, tx querier, op settleOp, leases []driver.Lease, changed map[int64]bool) ([]driver.Lease, error) {
+	tokens := tokensOf(leases)
+	held, err := lockBatches(ctx, tx, op.streamID, "group_name = ? AND lease_token IN ("+placeholders(len(tokens))+")",
+		append([]any{op.group}, stringsToArgs(tokens)...), " FOR UPDATE")
 	if err != nil || len(held) == 0 {
 		return leases, err
 	}
-	byToken := map[string][]int{}
-	for i, b := range held {
-		byToken[b.token] = append(byToken[b.token], i)
-	}
-	named := make([]map[int64]bool, len(held))
-	rest := make([]driver.Lease, 0, len(leases))
-	for _, l := range leases {
-		batch := -1
-		for _, i := range byToken[l.Token] {
-			if held[i].member(l.ID) {
-				batch = i
-				break
-			}
-		}
-		if batch < 0 {
-			rest = append(rest, l)
-			continue
-		}
-		if named[batch] == nil {
-			named[batch] = map[int64]bool{}
-		}
-		named[batch][l.ID] = true
-		if mode == settleMaterialize {
-			rest = append(rest, l)
-		}
-	}
-	var carve []materialization
-	var carved []int
-	var emptied []batchRef // acked whole: deleted in one statement below
+	named, rest := namedMembers(held, leases, op.mode == settleMaterialize)
+	w := batchWrites{op: op, changed: changed}
 	for i, b := range held {
 		if named[i] == nil {
 			continue
 		}
-		switch {
-		case mode == settleAck:
-			if len(named[i]) == len(b.ids) {
-				emptied = append(emptied, b.batchRef)
-			} else if err := writeBatch(ctx, tx, streamID, b.batchRef, remainingAfter(b.ids, named[i])); err != nil {
-				return nil, err
-			}
-			for id := range named[i] {
-				changed[id] = true
-			}
-		case mode == settleExtend && len(named[i]) == len(b.ids):
-			if _, err := tx.ExecContext(ctx, "UPDATE delivery_batch SET lease_until = ?, created_at = ? WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ?",
-				until, now, streamID, b.group, b.token, b.part); err != nil {
-				return nil, err
-			}
-			for id := range named[i] {
-				changed[id] = true
-			}
-		case mode == settleExtend && 2*len(named[i]) >= len(b.ids):
-			// Most of the batch is extended: the members left out become
-			// leased exception rows with the batch's lease as it is, and the
-			// batch keeps the named ones with the new lease. Either side
-			// could be materialized; this one writes fewer rows.
-			keep := make([]int64, 0, len(named[i]))
-			out := make([]int64, 0, len(b.ids)-len(named[i]))
-			for _, id := range b.ids {
-				if named[i][id] {
-					keep = append(keep, id)
-				} else {
-					out = append(out, id)
-				}
-			}
-			if err := materialize(ctx, tx, streamID, []materialization{{ref: b.batchRef, ids: out}}); err != nil {
-				return nil, err
-			}
-			if _, err := tx.ExecContext(ctx, "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?, lease_until = ?, created_at = ? WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ?",
-				encodeIDs(keep), keep[0], keep[len(keep)-1], until, now, streamID, b.group, b.token, b.part); err != nil {
-				return nil, err
-			}
-			for _, id := range keep {
-				changed[id] = true
-			}
-		default:
-			ids := make([]int64, 0, len(named[i]))
-			for id := range named[i] {
-				ids = append(ids, id)
-			}
-			slices.Sort(ids)
-			carve = append(carve, materialization{ref: b.batchRef, all: len(ids) == len(b.ids), ids: ids})
-			carved = append(carved, i)
-			if mode == settleExtend {
-				for _, id := range ids {
-					rest = append(rest, driver.Lease{ID: id, Token: b.token})
-				}
-			}
-		}
-	}
-	if len(emptied) > 0 {
-		if err := deleteBatches(ctx, tx, streamID, emptied); err != nil {
+		if err := w.settle(ctx, tx, b, named[i]); err != nil {
 			return nil, err
 		}
 	}
-	if len(carve) == 0 {
-		return rest, nil
-	}
-	if err := materialize(ctx, tx, streamID, carve); err != nil {
+	if err := w.finish(ctx, tx); err != nil {
 		return nil, err
 	}
-	for _, i := range carved {
-		if err := writeBatch(ctx, tx, streamID, held[i].batchRef, remainingAfter(held[i].ids, named[i])); err != nil {
-			return nil, err
+	return append(rest, w.extended...), nil
+}
+
+// namedMembers finds the batch of held that each lease is a member of:
+// named[i] holds the ids of held[i] the leases name (nil: none). rest is
+// the leases that are no member, and with members also those that are.
+func namedMembers(held []heldBatch, leases []driver.Lease, members bool) (named []map[int64]bool, rest []driver.Lease) {
+	byToken := map[string][]int{}
+	for i, b := range held {
+		byToken[b.token] = append(byToken[b.token], i)
+	}
+	named = make([]map[int64]bool, len(held))
+	rest = make([]driver.Lease, 0, len(leases))
+	for _, l := range leases {
+		k := slices.IndexFunc(byToken[l.Token], func(i int) bool { return held[i].member(l.ID) })
+		if k < 0 || members {
+			rest = append(rest, l)
+		}
+		if k < 0 {
+			continue
+		}
+		batch := byToken[l.Token][k]
+		if named[batch] == nil {
+			named[batch] = map[int64]bool{}
+		}
+		named[batch][l.ID] = true
+	}
+	return named, rest
+}
+
+// batchWrites is settleBatches' work on the batches it locked. What it can
+// gather is written last, together: the batches acked whole are deleted in
+// one statement, and the members to materialize are written before their
+// batches shrink.
+type batchWrites struct {
+	op      settleOp
+	changed map[int64]bool
+	emptied []batchRef        // acked whole
+	carve   []materialization // members to materialize
+	shrunk  []heldBatch       // the batches carve takes from, with what they keep
+	// extended lists the members an extension materializes, for the
+	// exception rows' statement.
+	extended []driver.Lease
+}
+
+// settle does op.mode to the members named of batch b.
+func (w *batchWrites) settle(ctx context.Context, tx querier, b heldBatch, named map[int64]bool) error {
+	switch {
+	case w.op.mode == settleAck:
+		return w.ack(ctx, tx, b, named)
+	case w.op.mode == settleExtend && len(named) == len(b.ids):
+		return w.extend(ctx, tx, b, b.ids, nil)
+	case w.op.mode == settleExtend && 2*len(named) >= len(b.ids):
+		// Most of the batch is extended: the members left out become
+		// leased exception rows with the batch's lease as it is, and the
+		// batch keeps the named ones with the new lease. Either side
+		// could be materialized; this one writes fewer rows.
+		keep := make([]int64, 0, len(named))
+		out := make([]int64, 0, len(b.ids)-len(named))
+		for _, id := range b.ids {
+			if named[id] {
+				keep = append(keep, id)
+			} else {
+				out = append(out, id)
+			}
+		}
+		return w.extend(ctx, tx, b, keep, out)
+	default:
+		w.materializeLater(b, named)
+		return nil
+	}
+}
+
+// ack removes the named members from batch b, which goes when none is left.
+func (w *batchWrites) ack(ctx context.Context, tx querier, b heldBatch, named map[int64]bool) error {
+	if len(named) == len(b.ids) {
+		w.emptied = append(w.emptied, b.batchRef)
+	} else if err := writeBatch(ctx, tx, w.op.streamID, b.batchRef, remainingAfter(b.ids, named)); err != nil {
+		return err
+	}
+	for id := range named {
+		w.changed[id] = true
+	}
+	return nil
+}
+
+// extend gives batch b the new lease, keeping its members keep; the others
+// (out) are first materialized with the lease they had.
+func (w *batchWrites) extend(ctx context.Context, tx querier, b heldBatch, keep, out []int64) error {
+	op := w.op
+	pk := " WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ?"
+	var err error
+	if len(out) == 0 {
+		_, err = tx.ExecContext(ctx, "UPDATE delivery_batch SET lease_until = ?, created_at = ?"+pk, op.until, op.now, op.streamID, b.group, b.token, b.part)
+	} else if err = materialize(ctx, tx, op.streamID, []materialization{{ref: b.batchRef, ids: out}}); err == nil {
+		_, err = tx.ExecContext(ctx, "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?, lease_until = ?, created_at = ?"+pk,
+			encodeIDs(keep), keep[0], keep[len(keep)-1], op.until, op.now, op.streamID, b.group, b.token, b.part)
+	}
+	if err != nil {
+		return err
+	}
+	for _, id := range keep {
+		w.changed[id] = true
+	}
+	return nil
+}
+
+// materializeLater notes the named members of batch b to materialize, for
+// the exception rows' statement (with an extension, as leases of their own).
+func (w *batchWrites) materializeLater(b heldBatch, named map[int64]bool) {
+	ids := make([]int64, 0, len(named))
+	for id := range named {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	w.carve = append(w.carve, materialization{ref: b.batchRef, all: len(ids) == len(b.ids), ids: ids})
+	w.shrunk = append(w.shrunk, heldBatch{batchRef: b.batchRef, ids: remainingAfter(b.ids, named)})
+	if w.op.mode == settleExtend {
+		for _, id := range ids {
+			w.extended = append(w.extended, driver.Lease{ID: id, Token: b.token})
 		}
 	}
-	return rest, nil
+}
+
+// finish writes what the batches' visits gathered.
+func (w *batchWrites) finish(ctx context.Context, tx querier) error {
+	if len(w.emptied) > 0 {
+		if err := deleteBatches(ctx, tx, w.op.streamID, w.emptied); err != nil {
+			return err
+		}
+	}
+	if len(w.carve) == 0 {
+		return nil
+	}
+	if err := materialize(ctx, tx, w.op.streamID, w.carve); err != nil {
+		return err
+	}
+	for _, b := range w.shrunk {
+		if err := writeBatch(ctx, tx, w.op.streamID, b.batchRef, b.ids); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // remainingAfter is ids without those in gone.

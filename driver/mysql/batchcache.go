@@ -172,8 +172,8 @@ func (c *batchCache) whole(stream int64, group string, leases []driver.Lease) ([
 // none is left), an extension naming every remaining member moves its
 // lease. It reports false when that does not apply or the batch is not as
 // expected; then nothing changed, and the caller takes the locking path.
-func (d *Driver) fastSettle(ctx context.Context, streamID int64, group string, leases []driver.Lease, mode settleMode, until, now string) (bool, error) {
-	cs, ok := d.casSettle(streamID, group, leases, mode, until, now)
+func (d *Driver) fastSettle(ctx context.Context, op settleOp, leases []driver.Lease) (bool, error) {
+	cs, ok := d.casSettle(op, leases)
 	if !ok {
 		return false, nil
 	}
@@ -184,14 +184,14 @@ func (d *Driver) fastSettle(ctx context.Context, streamID int64, group string, l
 		return err
 	}
 	if err := d.autocommit(ctx, run); err != nil {
-		d.batches.forget(streamID, group, cs.b.token)
+		d.batches.forget(op.streamID, op.group, cs.b.token)
 		return false, err
 	}
 	if n != 1 {
-		d.batches.forget(streamID, group, cs.b.token)
+		d.batches.forget(op.streamID, op.group, cs.b.token)
 		return false, nil
 	}
-	d.batches.settled(streamID, cs.b.batchRef, cs.b.ids, cs.remaining)
+	d.batches.settled(op.streamID, cs.b.batchRef, cs.b.ids, cs.remaining)
 	return true, nil
 }
 
@@ -215,11 +215,12 @@ func (c casStmt) run(ctx context.Context, q querier) (int64, error) {
 }
 
 // casSettle builds fastSettle's statement, when it applies.
-func (d *Driver) casSettle(streamID int64, group string, leases []driver.Lease, mode settleMode, until, now string) (casStmt, bool) {
+func (d *Driver) casSettle(op settleOp, leases []driver.Lease) (casStmt, bool) {
+	mode := op.mode
 	if mode == settleMaterialize {
 		return casStmt{}, false
 	}
-	b, named, ok := d.batches.one(streamID, group, leases)
+	b, named, ok := d.batches.one(op.streamID, op.group, leases)
 	if !ok || (mode == settleExtend && named != len(b.ids)) {
 		return casStmt{}, false
 	}
@@ -236,13 +237,13 @@ func (d *Driver) casSettle(streamID int64, group string, leases []driver.Lease, 
 	var args []any
 	switch {
 	case mode == settleExtend:
-		stmt, args = "UPDATE delivery_batch SET lease_until = ?, created_at = ?"+pk, []any{until, now}
+		stmt, args = "UPDATE delivery_batch SET lease_until = ?, created_at = ?"+pk, []any{op.until, op.now}
 	case len(remaining) == 0:
 		stmt = "DELETE FROM delivery_batch" + pk
 	default:
 		stmt, args = "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?"+pk, []any{encodeIDs(remaining), remaining[0], remaining[len(remaining)-1]}
 	}
-	args = append(args, streamID, group, b.token, b.part, encodeIDs(b.ids))
+	args = append(args, op.streamID, op.group, b.token, b.part, encodeIDs(b.ids))
 	return casStmt{b: b, remaining: remaining, stmt: stmt, args: args}, true
 }
 

@@ -42,11 +42,40 @@ func leasedPairs(leases []driver.Lease) (string, []any) {
 // returning reports DELETE ... RETURNING (MariaDB 10.5+).
 func (d *Driver) returning() bool { return d.mariadb.Load() && !d.forceNoReturning }
 
-// settleOne settles a single delivery with one statement, whose matched-row
-// count (clientFoundRows) says exactly whether it changed.
-func (d *Driver) settleOne(ctx context.Context, streamID int64, group string, l driver.Lease, stmt string, args ...any) (driver.SettleResult, error) {
+// settleOp is one settle of a group's leases. mode says what it does to
+// those that are batch members (until and now are an extension's new
+// lease_until and its time); apply changes the exception rows of the
+// others, and of the members it materializes, named by id, in tx.
+type settleOp struct {
+	streamID   int64
+	group      string
+	mode       settleMode
+	until, now string
+	apply      func(tx querier, ids []int64) error
+}
+
+// execByIDs is an apply that runs stmt, a statement setting columns (with
+// args), on the exception rows named.
+func execByIDs(ctx context.Context, streamID int64, group, stmt string, args ...any) func(querier, []int64) error {
+	return func(tx querier, ids []int64) error {
+		where, wargs := byIDs(streamID, group, ids)
+		_, err := tx.ExecContext(ctx, stmt+where, append(slices.Clone(args), wargs...)...)
+		return err
+	}
+}
+
+// byIDs is the WHERE clause naming exception rows by id, and its arguments.
+func byIDs(streamID int64, group string, ids []int64) (string, []any) {
+	return ` WHERE stream_id = ? AND group_name = ? AND msg_id IN (` + placeholders(len(ids)) + `)`,
+		append([]any{streamID, group}, int64sToArgs(ids)...)
+}
+
+// settleOne settles a single delivery with one statement (stmt, setting
+// columns with args), whose matched-row count (clientFoundRows) says
+// exactly whether it changed.
+func (d *Driver) settleOne(ctx context.Context, op settleOp, l driver.Lease, stmt string, args ...any) (driver.SettleResult, error) {
 	res, err := d.exec(ctx, stmt+` WHERE stream_id = ? AND group_name = ? AND msg_id = ? AND lease_token = ? AND state = 'leased'`,
-		append(slices.Clone(args), streamID, group, l.ID, l.Token)...)
+		append(slices.Clone(args), op.streamID, op.group, l.ID, l.Token)...)
 	if err != nil {
 		return driver.SettleResult{}, err
 	}
@@ -60,38 +89,36 @@ func (d *Driver) settleOne(ctx context.Context, streamID int64, group string, l 
 	return driver.SettleResult{}, nil
 }
 
-// settleLocked settles leases in one transaction that first settles the
-// batch members among them (settleBatches, with mode, until and now), then
-// locks the exception rows still leased with their token and has apply
-// change exactly those, in a transaction of the driver's own (a caller's
-// transaction never locks batches: settleInCallerTx).
-func (d *Driver) settleLocked(ctx context.Context, streamID int64, group string, leases []driver.Lease,
-	mode settleMode, until, now string, apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
+// settleLocked settles leases in one transaction of the driver's own that
+// first settles the batch members among them (settleBatches), then locks
+// the exception rows still leased with their token and has op.apply change
+// exactly those (a caller's transaction never locks batches:
+// settleInCallerTx).
+func (d *Driver) settleLocked(ctx context.Context, op settleOp, leases []driver.Lease) (driver.SettleResult, error) {
 	changed := map[int64]bool{}
 	err := d.inTx(ctx, nil, func(tx querier) error {
 		clear(changed)
-		return settleLockedIn(ctx, tx, streamID, group, leases, mode, until, now, apply, changed)
+		return settleLockedIn(ctx, tx, op, leases, changed)
 	})
 	if err != nil {
 		return driver.SettleResult{}, err
 	}
-	d.forgetTokens(streamID, group, leases)
+	d.forgetTokens(op.streamID, op.group, leases)
 	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
 }
 
 // settleLockedIn is settleLocked's work in the transaction tx: it marks in
 // changed the leases it settled.
-func settleLockedIn(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease,
-	mode settleMode, until, now string, apply func(tx querier, ids []int64) error, changed map[int64]bool) error {
-	rest, err := settleBatches(ctx, tx, streamID, group, leases, mode, until, now, changed)
+func settleLockedIn(ctx context.Context, tx querier, op settleOp, leases []driver.Lease, changed map[int64]bool) error {
+	rest, err := settleBatches(ctx, tx, op, leases, changed)
 	if err != nil {
 		return err
 	}
-	return settleRowsIn(ctx, tx, streamID, group, rest, apply, changed)
+	return settleRowsIn(ctx, tx, op, rest, changed)
 }
 
 // settleRowsIn locks the exception rows of leases by primary key, and has
-// apply change those still leased with their token; it marks them in
+// op.apply change those still leased with their token; it marks them in
 // changed. The locking read names whole keys only, and the token and state
 // are checked here: a predicate on them beside the id list (a row
 // constructor IN) made MariaDB walk the group's key prefix and lock every
@@ -99,8 +126,7 @@ func settleLockedIn(ctx context.Context, tx querier, streamID int64, group strin
 // a lock stalled every member's heartbeat (issue 25). The primary key is
 // forced: on a small table the optimizer may otherwise walk the prefix (or
 // the due index) for the id list too, and wait on every row locked there.
-func settleRowsIn(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease,
-	apply func(tx querier, ids []int64) error, changed map[int64]bool) error {
+func settleRowsIn(ctx context.Context, tx querier, op settleOp, leases []driver.Lease, changed map[int64]bool) error {
 	tokens := make(map[int64][]string, len(leases))
 	for _, l := range leases {
 		tokens[l.ID] = append(tokens[l.ID], l.Token)
@@ -111,7 +137,7 @@ func settleRowsIn(ctx context.Context, tx querier, streamID int64, group string,
 		for i, l := range part {
 			keys[i] = l.ID
 		}
-		where, wargs := byIDs(streamID, group, keys)
+		where, wargs := byIDs(op.streamID, op.group, keys)
 		var ids []int64
 		if err := eachRow(ctx, tx, `SELECT msg_id, COALESCE(lease_token, ''), state FROM delivery_exception FORCE INDEX (PRIMARY)`+where+` FOR UPDATE`,
 			wargs, func(r *sql.Rows) error {
@@ -130,7 +156,7 @@ func settleRowsIn(ctx context.Context, tx querier, streamID int64, group string,
 		if len(ids) == 0 {
 			continue
 		}
-		if err := apply(tx, ids); err != nil {
+		if err := op.apply(tx, ids); err != nil {
 			return err
 		}
 		for _, id := range ids {
@@ -148,20 +174,21 @@ func settleRowsIn(ctx context.Context, tx querier, streamID int64, group string,
 // the batch are extended, acked and claimed past meanwhile (issue 25).
 // Materialized rows are what the batch stood for: when tx rolls back they
 // stay leased with their token until their lease expires.
-func (d *Driver) settleInCallerTx(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease,
-	apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
+func (d *Driver) settleInCallerTx(ctx context.Context, tx driver.Tx, op settleOp, leases []driver.Lease) (driver.SettleResult, error) {
+	materializing := op
+	materializing.mode = settleMaterialize
 	err := d.inTx(ctx, nil, func(q querier) error {
-		_, err := settleBatches(ctx, q, streamID, group, leases, settleMaterialize, "", "", map[int64]bool{})
+		_, err := settleBatches(ctx, q, materializing, leases, map[int64]bool{})
 		return err
 	})
 	if err != nil {
 		return driver.SettleResult{}, err
 	}
-	d.forgetTokens(streamID, group, leases)
+	d.forgetTokens(op.streamID, op.group, leases)
 	changed := map[int64]bool{}
 	err = d.inTx(ctx, tx, func(q querier) error {
 		clear(changed)
-		return settleRowsIn(ctx, q, streamID, group, leases, apply, changed)
+		return settleRowsIn(ctx, q, op, leases, changed)
 	})
 	if err != nil {
 		return driver.SettleResult{}, err
@@ -172,24 +199,27 @@ func (d *Driver) settleInCallerTx(ctx context.Context, tx driver.Tx, streamID in
 // forgetTokens drops the cached batches of the leases' claims after the
 // locking path changed them.
 func (d *Driver) forgetTokens(streamID int64, group string, leases []driver.Lease) {
-	if !d.batches.known(streamID, group, leases) {
-		return
+	if d.batches.known(streamID, group, leases) {
+		d.batches.forget(streamID, group, tokensOf(leases)...)
 	}
-	tokens := make([]string, 0, 1)
+}
+
+// tokensOf lists the distinct tokens of leases.
+func tokensOf(leases []driver.Lease) []string {
+	var out []string
 	for _, l := range leases {
-		if !slices.Contains(tokens, l.Token) {
-			tokens = append(tokens, l.Token)
+		if !slices.Contains(out, l.Token) {
+			out = append(out, l.Token)
 		}
 	}
-	d.batches.forget(streamID, group, tokens...)
+	return out
 }
 
 // thenBatches settles, after a statement on exception rows that reported
 // res, the leases it left unchanged on the locking path: they may be
 // members of a batch (one another process wrote, or this one no longer
 // remembers). Nothing more runs when every lease changed, the common case.
-func (d *Driver) thenBatches(ctx context.Context, res driver.SettleResult, err error, streamID int64, group string, leases []driver.Lease,
-	mode settleMode, until, now string, apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
+func (d *Driver) thenBatches(ctx context.Context, op settleOp, leases []driver.Lease, res driver.SettleResult, err error) (driver.SettleResult, error) {
 	if err != nil || len(res.Lost) == 0 {
 		return res, err
 	}
@@ -203,40 +233,28 @@ func (d *Driver) thenBatches(ctx context.Context, res driver.SettleResult, err e
 			again = append(again, l)
 		}
 	}
-	return d.settleLocked(ctx, streamID, group, again, mode, until, now, apply)
-}
-
-// byIDs is the WHERE clause naming exception rows by id, and its arguments.
-func byIDs(streamID int64, group string, ids []int64) (string, []any) {
-	return ` WHERE stream_id = ? AND group_name = ? AND msg_id IN (` + placeholders(len(ids)) + `)`,
-		append([]any{streamID, group}, int64sToArgs(ids)...)
+	return d.settleLocked(ctx, op, again)
 }
 
 // settleAll changes leases with stmt, a statement setting columns (with
-// args) to which the WHERE clause is appended, doing mode to batch members
-// (until and now for an extension): members of one batch this driver
-// claimed, when mode allows, one statement on the batch (fastSettle); one
-// lease of no such batch, one statement on its exception row (then the
-// locking path if that did not change it); else the transaction of
-// settleLocked.
-func (d *Driver) settleAll(ctx context.Context, streamID int64, group string, leases []driver.Lease, mode settleMode, until, now string,
-	stmt string, args ...any) (driver.SettleResult, error) {
+// args) to which the WHERE clause is appended, doing op.mode to batch
+// members: members of one batch this driver claimed, when the mode allows,
+// one statement on the batch (fastSettle); one lease of no such batch, one
+// statement on its exception row (then the locking path if that did not
+// change it); else the transaction of settleLocked.
+func (d *Driver) settleAll(ctx context.Context, op settleOp, leases []driver.Lease, stmt string, args ...any) (driver.SettleResult, error) {
 	if len(leases) == 0 {
 		return driver.SettleResult{}, d.check()
 	}
-	if ok, err := d.fastSettle(ctx, streamID, group, leases, mode, until, now); ok || err != nil {
+	if ok, err := d.fastSettle(ctx, op, leases); ok || err != nil {
 		return driver.SettleResult{}, err
 	}
-	apply := func(tx querier, ids []int64) error {
-		where, wargs := byIDs(streamID, group, ids)
-		_, err := tx.ExecContext(ctx, stmt+where, append(slices.Clone(args), wargs...)...)
-		return err
+	op.apply = execByIDs(ctx, op.streamID, op.group, stmt, args...)
+	if len(leases) == 1 && !d.batches.known(op.streamID, op.group, leases) {
+		res, err := d.settleOne(ctx, op, leases[0], stmt, args...)
+		return d.thenBatches(ctx, op, leases, res, err)
 	}
-	if len(leases) == 1 && !d.batches.known(streamID, group, leases) {
-		res, err := d.settleOne(ctx, streamID, group, leases[0], stmt, args...)
-		return d.thenBatches(ctx, res, err, streamID, group, leases, mode, until, now, apply)
-	}
-	return d.settleLocked(ctx, streamID, group, leases, mode, until, now, apply)
+	return d.settleLocked(ctx, op, leases)
 }
 
 // checkTx validates a caller's transaction given with nothing to settle.
@@ -248,49 +266,37 @@ func (d *Driver) checkTx(ctx context.Context, tx driver.Tx) error {
 // clause is appended.
 const ackStmt = `DELETE FROM delivery_exception`
 
+// ackOp is the settle of an ack.
+func ackOp(ctx context.Context, streamID int64, group string) settleOp {
+	return settleOp{streamID: streamID, group: group, mode: settleAck, apply: execByIDs(ctx, streamID, group, ackStmt)}
+}
+
 // Ack implements driver.Driver. On MariaDB several deliveries are one
 // DELETE ... RETURNING per chunk, which names the rows it deleted. In the
 // caller's transaction (p.Tx) the deliveries still leased with their token
 // are locked first (SELECT ... FOR UPDATE) and then deleted, whatever the
 // engine and the caller's pool settings (settleInCallerTx).
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	const stmt = ackStmt
-	apply := func(tx querier, ids []int64) error {
-		where, wargs := byIDs(p.StreamID, p.Group, ids)
-		_, err := tx.ExecContext(ctx, stmt+where, wargs...)
-		return err
-	}
+	op := ackOp(ctx, p.StreamID, p.Group)
 	if p.Tx != nil {
 		if len(p.Leases) == 0 {
 			return driver.SettleResult{}, d.checkTx(ctx, p.Tx)
 		}
-		return d.settleInCallerTx(ctx, p.Tx, p.StreamID, p.Group, p.Leases, apply)
+		return d.settleInCallerTx(ctx, p.Tx, op, p.Leases)
 	}
 	if rest, ok, err := d.fastAckWhole(ctx, p.StreamID, p.Group, p.Leases); ok || err != nil {
 		if err != nil || len(rest) == 0 {
 			return driver.SettleResult{}, err
 		}
-		return d.settleLocked(ctx, p.StreamID, p.Group, rest, settleAck, "", "", apply)
+		return d.settleLocked(ctx, op, rest)
 	}
 	if len(p.Leases) < 2 || !d.returning() || d.batches.known(p.StreamID, p.Group, p.Leases) {
-		return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, settleAck, "", "", stmt)
+		return d.settleAll(ctx, op, p.Leases, ackStmt)
 	}
 	changed := map[int64]bool{}
 	run := func(q querier) error {
 		clear(changed)
-		for s := 0; s < len(p.Leases); s += settleChunk {
-			pred, pargs := leasedPairs(p.Leases[s:min(s+settleChunk, len(p.Leases))])
-			if err := eachRow(ctx, q, stmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`,
-				append([]any{p.StreamID, p.Group}, pargs...), func(r *sql.Rows) error {
-					var id int64
-					err := r.Scan(&id)
-					changed[id] = true
-					return err
-				}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return ackReturning(ctx, q, p.StreamID, p.Group, p.Leases, changed)
 	}
 	var err error
 	if len(p.Leases) <= settleChunk {
@@ -303,7 +309,26 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 	if err != nil {
 		return driver.SettleResult{}, err
 	}
-	return d.thenBatches(ctx, driver.SettleResult{Lost: driver.Lost(p.Leases, changed)}, nil, p.StreamID, p.Group, p.Leases, settleAck, "", "", apply)
+	return d.thenBatches(ctx, op, p.Leases, driver.SettleResult{Lost: driver.Lost(p.Leases, changed)}, nil)
+}
+
+// ackReturning deletes the exception rows of leases still leased with their
+// token with DELETE ... RETURNING (MariaDB), one statement per chunk, and
+// marks in changed those it deleted.
+func ackReturning(ctx context.Context, q querier, streamID int64, group string, leases []driver.Lease, changed map[int64]bool) error {
+	for s := 0; s < len(leases); s += settleChunk {
+		pred, pargs := leasedPairs(leases[s:min(s+settleChunk, len(leases))])
+		if err := eachRow(ctx, q, ackStmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`,
+			append([]any{streamID, group}, pargs...), func(r *sql.Rows) error {
+				var id int64
+				err := r.Scan(&id)
+				changed[id] = true
+				return err
+			}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // appendFailure appends one entry to a delivery's failure history, in the
@@ -346,7 +371,8 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 	case len(p.Failures) == 0:
 		return driver.SettleResult{}, d.check()
 	}
-	apply := func(tx querier, ids []int64) error {
+	op := settleOp{streamID: p.StreamID, group: p.Group, mode: settleMaterialize}
+	op.apply = func(tx querier, ids []int64) error {
 		type values struct{ state, due, error string }
 		var order []values
 		groups := map[values][]int64{}
@@ -370,13 +396,13 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 	if len(p.Failures) == 1 && p.Tx == nil && !d.batches.known(p.StreamID, p.Group, leases) {
 		f := p.Failures[0]
 		state, due := outcome(f)
-		res, err := d.settleOne(ctx, p.StreamID, p.Group, leases[0], set, state, due, f.Error, now, now, driver.CutHistoryError(f.Error), at)
-		return d.thenBatches(ctx, res, err, p.StreamID, p.Group, leases, settleMaterialize, "", "", apply)
+		res, err := d.settleOne(ctx, op, leases[0], set, state, due, f.Error, now, now, driver.CutHistoryError(f.Error), at)
+		return d.thenBatches(ctx, op, leases, res, err)
 	}
 	if p.Tx != nil {
-		return d.settleInCallerTx(ctx, p.Tx, p.StreamID, p.Group, leases, apply)
+		return d.settleInCallerTx(ctx, p.Tx, op, leases)
 	}
-	return d.settleLocked(ctx, p.StreamID, p.Group, leases, settleMaterialize, "", "", apply)
+	return d.settleLocked(ctx, op, leases)
 }
 
 const releaseSet = `UPDATE delivery_exception SET state = 'delayed', due_at = ?, attempt = attempt - 1, lease_token = NULL, updated_at = ?`
@@ -398,12 +424,13 @@ func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.Se
 		d.batches.forget(p.StreamID, p.Group, p.ClaimToken)
 		return driver.SettleResult{}, err
 	}
-	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, settleMaterialize, "", "", releaseSet, now, now)
+	return d.settleAll(ctx, settleOp{streamID: p.StreamID, group: p.Group, mode: settleMaterialize}, p.Leases, releaseSet, now, now)
 }
 
 // Extend implements driver.Driver. Extending every remaining member of a
 // batch moves the batch's lease; extending some of them materializes those.
 func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
 	until, now := ts(p.Until), ts(p.Now)
-	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, settleExtend, until, now, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, until, now)
+	op := settleOp{streamID: p.StreamID, group: p.Group, mode: settleExtend, until: until, now: now}
+	return d.settleAll(ctx, op, p.Leases, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, until, now)
 }
