@@ -56,7 +56,7 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 			return ids, err
 		}
 	}
-	partArgs := intsToArgs(parts)
+	partArgs := toArgs(parts)
 	table := logTable(stream.ID)
 	ids := make([]int64, 0, len(rows))
 
@@ -274,16 +274,11 @@ func (d *Driver) lockPartitions(ctx context.Context, q querier, streamID int64, 
 // (InnoDB reads a small table by stream_id alone) and lock each row it
 // passes, so that an append would wait for partitions it does not write.
 func partitionRows(streamID int64, parts []int, what, lock string) (string, []any) {
-	var sb strings.Builder
 	args := make([]any, 0, 2*len(parts))
-	for i, p := range parts {
-		if i > 0 {
-			sb.WriteString(" UNION ALL ")
-		}
-		sb.WriteString("(SELECT " + what + " FROM stream_partition WHERE stream_id = ? AND `partition` = ?" + lock + ")")
+	for _, p := range parts {
 		args = append(args, streamID, p)
 	}
-	return sb.String(), args
+	return repeated(len(parts), "(SELECT "+what+" FROM stream_partition WHERE stream_id = ? AND `partition` = ?"+lock+")", " UNION ALL "), args
 }
 
 // lockWaitError is the error of a wait for the append lock of parts (all
@@ -358,9 +353,8 @@ func moveHeads(ctx context.Context, t querier, streamID int64, rows []driver.App
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	const chunk = 500
-	for start := 0; start < len(keys); start += chunk {
-		part := keys[start:min(start+chunk, len(keys))]
+	for start := 0; start < len(keys); start += idChunk {
+		part := keys[start:min(start+idChunk, len(keys))]
 		args := make([]any, 0, len(part)+1)
 		args = append(args, streamID)
 		for _, k := range part {
@@ -380,27 +374,19 @@ func moveHeads(ctx context.Context, t querier, streamID int64, rows []driver.App
 		}); err != nil {
 			return err
 		}
-		var sb strings.Builder
-		sb.WriteString(`INSERT INTO compaction_head (stream_id, msg_key, head_id, schema_version, compaction_rank) VALUES `)
 		vals := make([]any, 0, 5*len(part))
 		for _, k := range part {
-			h, ok := win[k]
-			if !ok {
-				continue
+			if h, ok := win[k]; ok {
+				vals = append(vals, streamID, k, h.id, h.version, h.rank)
 			}
-			if len(vals) > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString("(?, ?, ?, ?, ?)")
-			vals = append(vals, streamID, k, h.id, h.version, h.rank)
 		}
 		if len(vals) == 0 {
 			continue
 		}
 		// VALUES() is the spelling both engines accept (MySQL 8.0.20+
 		// prefers a row alias, which MariaDB lacks).
-		sb.WriteString(` ON DUPLICATE KEY UPDATE head_id = VALUES(head_id), schema_version = VALUES(schema_version), compaction_rank = VALUES(compaction_rank)`)
-		if _, err := t.ExecContext(ctx, sb.String(), vals...); err != nil {
+		if _, err := t.ExecContext(ctx, `INSERT INTO compaction_head (stream_id, msg_key, head_id, schema_version, compaction_rank) VALUES `+repeated(len(vals)/5, "(?, ?, ?, ?, ?)", ", ")+
+			` ON DUPLICATE KEY UPDATE head_id = VALUES(head_id), schema_version = VALUES(schema_version), compaction_rank = VALUES(compaction_rank)`, vals...); err != nil {
 			return err
 		}
 	}

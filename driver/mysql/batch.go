@@ -83,18 +83,11 @@ func (b *heldBatch) member(id int64) bool {
 // refsWhere is a predicate on the delivery_batch alias a (with a trailing
 // dot, or "") naming the batches refs, and its arguments.
 func refsWhere(alias string, refs []batchRef) (string, []any) {
-	var sb strings.Builder
 	args := make([]any, 0, 3*len(refs))
-	sb.WriteString("(")
-	for i, r := range refs {
-		if i > 0 {
-			sb.WriteString(" OR ")
-		}
-		sb.WriteString("(" + alias + "group_name = ? AND " + alias + "lease_token = ? AND " + alias + "`partition` = ?)")
+	for _, r := range refs {
 		args = append(args, r.group, r.token, r.part)
 	}
-	sb.WriteString(")")
-	return sb.String(), args
+	return "(" + repeated(len(refs), "("+alias+"group_name = ? AND "+alias+"lease_token = ? AND "+alias+"`partition` = ?)", " OR ") + ")", args
 }
 
 // lockBatches reads the stream's batches matching cond (a predicate on
@@ -245,7 +238,7 @@ const (
 func settleBatches(ctx context.Context, tx querier, op settleOp, leases []driver.Lease, changed map[int64]bool) ([]driver.Lease, error) {
 	tokens := tokensOf(leases)
 	held, err := lockBatches(ctx, tx, op.streamID, "group_name = ? AND lease_token IN ("+placeholders(len(tokens))+")",
-		append([]any{op.group}, stringsToArgs(tokens)...), " FOR UPDATE")
+		append([]any{op.group}, toArgs(tokens)...), " FOR UPDATE")
 	if err != nil || len(held) == 0 {
 		return leases, err
 	}

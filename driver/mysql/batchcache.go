@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -277,17 +276,13 @@ func (d *Driver) fastAckWhole(ctx context.Context, streamID int64, group string,
 // parts of the leases' claim: it returns the leases of the batches it did
 // not find as expected.
 func ackWholeIn(ctx context.Context, q querier, streamID int64, group string, leases []driver.Lease, parts []heldBatch) ([]driver.Lease, error) {
-	var sb strings.Builder
 	args := []any{streamID, group, leases[0].Token}
-	for i, b := range parts {
-		if i > 0 {
-			sb.WriteString(" OR ")
-		}
-		sb.WriteString("(`partition` = ? AND ids = ?)")
+	for _, b := range parts {
 		args = append(args, b.part, encodeIDs(b.ids))
 	}
 	deleted := map[int]bool{}
-	if err := eachRow(ctx, q, "DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND ("+sb.String()+") RETURNING `partition`", args,
+	if err := eachRow(ctx, q, "DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND ("+
+		repeated(len(parts), "(`partition` = ? AND ids = ?)", " OR ")+") RETURNING `partition`", args,
 		func(r *sql.Rows) error {
 			var part int
 			err := r.Scan(&part)

@@ -33,7 +33,7 @@ func versionFilter(col string, versions []int) (string, []any) {
 	if len(versions) == 0 {
 		return "0", nil
 	}
-	return col + " IN (" + placeholders(len(versions)) + ")", intsToArgs(versions)
+	return col + " IN (" + placeholders(len(versions)) + ")", toArgs(versions)
 }
 
 // headExpr is 1 when row m is claimable: on a compacted stream, only a head.
@@ -244,12 +244,28 @@ func pastCursor(streamID int64) string {
 	return "c.position < (SELECT m.id FROM " + logTable(streamID) + " m WHERE m.`partition` = c.`partition` ORDER BY m.id DESC LIMIT 1)"
 }
 
-// newestIDs is a query of each partition of a stream (partition, newest id
-// or NULL, high_water), one index dive per partition, for the partitions
-// named by the placeholders in cond ("" for all).
-func newestIDs(streamID int64, cond string) string {
-	return "SELECT p.`partition`, (SELECT m.id FROM " + logTable(streamID) + " m WHERE m.`partition` = p.`partition` ORDER BY m.id DESC LIMIT 1), p.high_water" +
-		" FROM stream_partition p WHERE p.stream_id = ?" + cond + " ORDER BY p.`partition`"
+// partitionTop is a partition's newest id (0 when it has no row) and its
+// high-water mark.
+type partitionTop struct{ newest, highWater int64 }
+
+// readTops reads the tops of a stream's partitions parts (all when nil),
+// one index dive per partition.
+func readTops(ctx context.Context, q querier, streamID int64, parts []int) (map[int]partitionTop, error) {
+	cond, args := "", []any{streamID}
+	if parts != nil {
+		cond, args = " AND p.`partition` IN ("+placeholders(len(parts))+")", append(args, toArgs(parts)...)
+	}
+	out := map[int]partitionTop{}
+	err := eachRow(ctx, q, "SELECT p.`partition`, (SELECT m.id FROM "+logTable(streamID)+" m WHERE m.`partition` = p.`partition` ORDER BY m.id DESC LIMIT 1), p.high_water"+
+		" FROM stream_partition p WHERE p.stream_id = ?"+cond+" ORDER BY p.`partition`", args, func(r *sql.Rows) error {
+		var p int
+		var newest sql.NullInt64
+		var hw int64
+		err := r.Scan(&p, &newest, &hw)
+		out[p] = partitionTop{newest: newest.Int64, highWater: hw}
+		return err
+	})
+	return out, err
 }
 
 // probe is what a claim finds out before its transaction.
@@ -639,17 +655,16 @@ func insertBatch(ctx context.Context, tx querier, p driver.ClaimParams, part int
 // other unique key, no foreign key and no CHECK, and every value fits its
 // column).
 func insertDeferred(ctx context.Context, tx querier, p driver.ClaimParams, later []driver.Row) (int, error) {
-	const chunk = 500
 	now := ts(p.Now)
 	var inserted int64
-	for s := 0; s < len(later); s += chunk {
-		part := later[s:min(s+chunk, len(later))]
+	for s := 0; s < len(later); s += idChunk {
+		part := later[s:min(s+idChunk, len(later))]
 		args := make([]any, 0, len(part)*8)
 		for _, r := range part {
 			args = append(args, p.Stream.ID, p.Group, r.ID, r.Partition, r.SchemaVersion, now, p.Holder, now)
 		}
 		res, err := tx.ExecContext(ctx, "INSERT IGNORE INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, holder, updated_at) VALUES "+
-			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?), ", len(part)), ", "), args...)
+			repeated(len(part), "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", "), args...)
 		if err != nil {
 			return 0, err
 		}
@@ -765,7 +780,7 @@ func lowestPending(ctx context.Context, tx querier, p driver.ClaimParams, parts 
 	if parts != nil {
 		q += " AND `partition` IN (" + placeholders(len(parts)) + ")"
 		qb += " AND `partition` IN (" + placeholders(len(parts)) + ")"
-		pargs = intsToArgs(parts)
+		pargs = toArgs(parts)
 	}
 	args = append(append(args, pargs...), p.Stream.ID, p.Group)
 	args = append(args, pargs...)

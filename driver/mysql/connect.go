@@ -15,6 +15,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 )
 
+// nonEmpty is s without empty strings and repeats, in order.
 func nonEmpty(s ...string) []string {
 	var out []string
 	for _, v := range s {
@@ -34,35 +35,28 @@ func nonEmpty(s ...string) []string {
 // and the password of a URL.
 func dsnSecrets(dsn string) []string {
 	var out []string
-	add := func(s string) {
-		if s != "" && !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
 	left := dsn
 	if i := strings.LastIndex(dsn, "/"); i >= 0 {
 		left = dsn[:i]
 	}
 	if j := strings.LastIndex(left, "@"); j >= 0 {
 		if k := strings.Index(left[:j], ":"); k >= 0 {
-			add(left[k+1 : j])
+			out = append(out, left[k+1:j])
 		}
 	}
 	if j := strings.LastIndex(dsn, "@"); j >= 0 {
 		if k := strings.Index(dsn[:j], ":"); k >= 0 {
 			wide := dsn[k+1 : j]
-			add(wide)
-			for _, piece := range strings.FieldsFunc(wide, func(r rune) bool { return strings.ContainsRune("/?&=@:(),", r) }) {
-				add(piece)
-			}
+			out = append(out, wide)
+			out = append(out, strings.FieldsFunc(wide, func(r rune) bool { return strings.ContainsRune("/?&=@:(),", r) })...)
 		}
 	}
 	if u, err := url.Parse(dsn); err == nil && u.User != nil {
 		if p, ok := u.User.Password(); ok {
-			add(p)
+			out = append(out, p)
 		}
 	}
-	return out
+	return nonEmpty(out...)
 }
 
 var interpolateOff = regexp.MustCompile(`[?&]interpolateParams=(false|0)(&|$)`)
@@ -143,20 +137,14 @@ func (d *Driver) detectOn(ctx context.Context, conn sqldriver.Conn) error {
 	if err := rows.Next(v); err != nil {
 		return err
 	}
-	text := func(x sqldriver.Value) string {
-		if b, ok := x.([]byte); ok {
-			return string(b)
-		}
-		return fmt.Sprint(x)
-	}
-	lockMode, err1 := strconv.ParseInt(text(v[1]), 10, 64)
-	incr, err2 := strconv.ParseInt(text(v[2]), 10, 64)
+	lockMode, err1 := strconv.ParseInt(valueText(v[1]), 10, 64)
+	incr, err2 := strconv.ParseInt(valueText(v[2]), 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
 		return fmt.Errorf("read the server's settings: %w", err)
 	}
-	mariadb, _ := supported(text(v[0])) // Migrate refuses unsupported servers
+	mariadb, _ := supported(valueText(v[0])) // Migrate refuses unsupported servers
 	rows.Close()
-	if err := d.detectCluster(ctx, q, text(v[0])); err != nil {
+	if err := d.detectCluster(ctx, q, valueText(v[0])); err != nil {
 		return err
 	}
 	d.setServer(mariadb, lockMode, incr)

@@ -61,19 +61,13 @@ func (d *Driver) health(ctx context.Context, tx querier, streamID int64, st *dri
 // highWater is the greatest id of each partition: the newest row's, or the
 // mark compaction and retention left when they removed it.
 func highWater(ctx context.Context, tx querier, stream driver.StreamConfig) ([]int64, error) {
+	tops, err := readTops(ctx, tx, stream.ID, nil)
 	out := make([]int64, stream.Partitions)
-	err := eachRow(ctx, tx, newestIDs(stream.ID, ""), []any{stream.ID}, func(r *sql.Rows) error {
-		var p int
-		var newest sql.NullInt64
-		var hw int64
-		if err := r.Scan(&p, &newest, &hw); err != nil {
-			return err
-		}
+	for p, t := range tops {
 		if p >= 0 && p < len(out) {
-			out[p] = max(newest.Int64, hw)
+			out[p] = max(t.newest, t.highWater)
 		}
-		return nil
-	})
+	}
 	return out, err
 }
 

@@ -16,11 +16,7 @@ import (
 // lockStream locks a stream's config row, so that maintenance of one stream
 // runs in one process at a time (appends do not touch this row).
 func lockStream(ctx context.Context, tx querier, streamID int64) (driver.StreamConfig, error) {
-	c, err := scanStream(tx.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE id = ? FOR UPDATE`, streamID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return c, driver.ErrStreamNotFound
-	}
-	return c, err
+	return queryStream(ctx, tx, "id = ? FOR UPDATE", streamID)
 }
 
 // Compact implements driver.Driver.
@@ -92,21 +88,13 @@ func (d *Driver) deleteRows(ctx context.Context, tx querier, stream driver.Strea
 		parts = append(parts, p)
 	}
 	slices.Sort(parts)
-	newest := map[int]int64{}
-	if err := eachRow(ctx, tx, newestIDs(stream.ID, " AND p.`partition` IN ("+placeholders(len(parts))+")"),
-		append([]any{stream.ID}, intsToArgs(parts)...), func(r *sql.Rows) error {
-			var p int
-			var id sql.NullInt64
-			var hw int64
-			err := r.Scan(&p, &id, &hw)
-			newest[p] = id.Int64
-			return err
-		}); err != nil {
+	tops, err := readTops(ctx, tx, stream.ID, parts)
+	if err != nil {
 		return err
 	}
 	var mark []int
 	for _, p := range parts {
-		if gone[p] >= newest[p] {
+		if gone[p] >= tops[p].newest {
 			mark = append(mark, p)
 		}
 	}
@@ -116,24 +104,21 @@ func (d *Driver) deleteRows(ctx context.Context, tx querier, stream driver.Strea
 				return err
 			}
 		}
-		var sb strings.Builder
 		args := make([]any, 0, 3*len(mark)+1)
-		sb.WriteString("UPDATE stream_partition SET high_water = GREATEST(high_water, CASE `partition`")
 		for _, p := range mark {
-			sb.WriteString(" WHEN ? THEN ?")
 			args = append(args, p, gone[p])
 		}
-		sb.WriteString(" ELSE 0 END) WHERE stream_id = ? AND `partition` IN (" + placeholders(len(mark)) + ")")
-		args = append(append(args, stream.ID), intsToArgs(mark)...)
-		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+		args = append(append(args, stream.ID), toArgs(mark)...)
+		if _, err := tx.ExecContext(ctx, "UPDATE stream_partition SET high_water = GREATEST(high_water, CASE `partition`"+strings.Repeat(" WHEN ? THEN ?", len(mark))+
+			" ELSE 0 END) WHERE stream_id = ? AND `partition` IN ("+placeholders(len(mark))+")", args...); err != nil {
 			return err
 		}
 	}
 	if err := subtractRowCounts(ctx, tx, stream.ID, victims); err != nil {
 		return err
 	}
-	for start := 0; start < len(ids); start += deleteChunk {
-		part := int64sToArgs(ids[start:min(start+deleteChunk, len(ids))])
+	for start := 0; start < len(ids); start += idChunk {
+		part := int64sToArgs(ids[start:min(start+idChunk, len(ids))])
 		in := ` IN (` + placeholders(len(part)) + `)`
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE id`+in, part...); err != nil {
 			return err
@@ -145,9 +130,6 @@ func (d *Driver) deleteRows(ctx context.Context, tx querier, stream driver.Strea
 	}
 	return nil
 }
-
-// deleteChunk bounds the ids one statement of deleteRows names.
-const deleteChunk = 500
 
 // deleteExceptions locks and removes the exception rows of ids, each a
 // primary-key lookup by group (a scan by stream would also wait for rows
@@ -165,10 +147,10 @@ func (d *Driver) deleteExceptions(ctx context.Context, tx querier, streamID int6
 	}); err != nil || len(groups) == 0 {
 		return err
 	}
-	for start := 0; start < len(ids); start += deleteChunk {
-		part := ids[start:min(start+deleteChunk, len(ids))]
+	for start := 0; start < len(ids); start += idChunk {
+		part := ids[start:min(start+idChunk, len(ids))]
 		where := `stream_id = ? AND group_name IN (` + placeholders(len(groups)) + `) AND msg_id IN (` + placeholders(len(part)) + `)`
-		args := append(append([]any{streamID}, stringsToArgs(groups)...), int64sToArgs(part)...)
+		args := append(append([]any{streamID}, toArgs(groups)...), int64sToArgs(part)...)
 		err := eachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE `+where+` ORDER BY group_name, msg_id FOR UPDATE`+d.waitClause(), args,
 			func(*sql.Rows) error { return nil })
 		if err != nil {

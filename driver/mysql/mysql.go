@@ -451,6 +451,18 @@ func utc(t time.Time) time.Time {
 
 func logTable(streamID int64) string { return "message_log_" + strconv.FormatInt(streamID, 10) }
 
+// repeated is n copies of s joined by sep: the rows of a VALUES list, the
+// alternatives of an OR, the queries of a UNION ALL.
+func repeated(n int, s, sep string) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat(s+sep, n-1) + s
+}
+
+// idChunk bounds the ids (or keys) one statement names.
+const idChunk = 500
+
 // placeholders returns "?, ?, ?" for n values.
 func placeholders(n int) string {
 	if n == 0 {
@@ -467,7 +479,8 @@ func int64sToArgs(ids []int64) []any {
 	return args
 }
 
-func intsToArgs(vs []int) []any {
+// toArgs passes vs as statement arguments.
+func toArgs[T int | string](vs []T) []any {
 	args := make([]any, len(vs))
 	for i, v := range vs {
 		args[i] = v
@@ -479,12 +492,4 @@ func dedupe(ids []int64) []int64 {
 	out := slices.Clone(ids)
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-func stringsToArgs(vs []string) []any {
-	args := make([]any, len(vs))
-	for i, v := range vs {
-		args[i] = v
-	}
-	return args
 }

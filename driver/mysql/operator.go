@@ -56,19 +56,16 @@ func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) erro
 		// a claim past a cursor moved back passes over them as it passes
 		// over any row with an exception.
 		if _, err := explodeWhole(ctx, tx, p.StreamID, "group_name = ? AND `partition` IN ("+placeholders(len(parts))+")",
-			append([]any{p.Group}, intsToArgs(parts)...), " FOR UPDATE"); err != nil {
+			append([]any{p.Group}, toArgs(parts)...), " FOR UPDATE"); err != nil {
 			return err
 		}
-		var sb strings.Builder
 		args := make([]any, 0, 3*len(parts)+2)
-		sb.WriteString("UPDATE group_cursor SET position = CASE `partition`")
 		for _, part := range parts {
-			sb.WriteString(" WHEN ? THEN ?")
 			args = append(args, part, p.Positions[part])
 		}
-		sb.WriteString(" ELSE position END WHERE stream_id = ? AND group_name = ? AND `partition` IN (" + placeholders(len(parts)) + ")")
-		args = append(append(args, p.StreamID, p.Group), intsToArgs(parts)...)
-		_, err = tx.ExecContext(ctx, sb.String(), args...)
+		args = append(append(args, p.StreamID, p.Group), toArgs(parts)...)
+		_, err = tx.ExecContext(ctx, "UPDATE group_cursor SET position = CASE `partition`"+strings.Repeat(" WHEN ? THEN ?", len(parts))+
+			" ELSE position END WHERE stream_id = ? AND group_name = ? AND `partition` IN ("+placeholders(len(parts))+")", args...)
 		return err
 	})
 }

@@ -10,9 +10,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// settleChunk is how many deliveries one settle statement names.
-const settleChunk = 500
-
 // leasedPairs is the predicate naming deliveries still leased with their
 // token, and its arguments. The msg_id list lets the engine find the rows by
 // primary key; the pairs check each one's token.
@@ -131,8 +128,8 @@ func settleRowsIn(ctx context.Context, tx querier, op settleOp, leases []driver.
 	for _, l := range leases {
 		tokens[l.ID] = append(tokens[l.ID], l.Token)
 	}
-	for s := 0; s < len(leases); s += settleChunk {
-		part := leases[s:min(s+settleChunk, len(leases))]
+	for s := 0; s < len(leases); s += idChunk {
+		part := leases[s:min(s+idChunk, len(leases))]
 		keys := make([]int64, len(part))
 		for i, l := range part {
 			keys[i] = l.ID
@@ -299,7 +296,7 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 		return ackReturning(ctx, q, p.StreamID, p.Group, p.Leases, changed)
 	}
 	var err error
-	if len(p.Leases) <= settleChunk {
+	if len(p.Leases) <= idChunk {
 		// One statement: exact and atomic on its own.
 		err = d.autocommit(ctx, run)
 	} else {
@@ -316,8 +313,8 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 // token with DELETE ... RETURNING (MariaDB), one statement per chunk, and
 // marks in changed those it deleted.
 func ackReturning(ctx context.Context, q querier, streamID int64, group string, leases []driver.Lease, changed map[int64]bool) error {
-	for s := 0; s < len(leases); s += settleChunk {
-		pred, pargs := leasedPairs(leases[s:min(s+settleChunk, len(leases))])
+	for s := 0; s < len(leases); s += idChunk {
+		pred, pargs := leasedPairs(leases[s:min(s+idChunk, len(leases))])
 		if err := eachRow(ctx, q, ackStmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`,
 			append([]any{streamID, group}, pargs...), func(r *sql.Rows) error {
 				var id int64

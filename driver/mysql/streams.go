@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -97,17 +96,11 @@ func (d *Driver) CreateStream(ctx context.Context, p driver.CreateStreamParams) 
 		const chunk = 256
 		for start := 0; start < cfg.Partitions; start += chunk {
 			end := min(start+chunk, cfg.Partitions)
-			var sb strings.Builder
-			sb.WriteString("INSERT INTO stream_partition (stream_id, `partition`) VALUES ")
 			args := make([]any, 0, 2*(end-start))
 			for p := start; p < end; p++ {
-				if p > start {
-					sb.WriteString(", ")
-				}
-				sb.WriteString("(?, ?)")
 				args = append(args, cfg.ID, p)
 			}
-			if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO stream_partition (stream_id, `partition`) VALUES "+repeated(end-start, "(?, ?)", ", "), args...); err != nil {
 				return err
 			}
 		}
@@ -130,19 +123,22 @@ func (d *Driver) LookupStream(ctx context.Context, p driver.LookupStreamParams) 
 	if err := d.check(); err != nil {
 		return driver.StreamConfig{}, err
 	}
-	c, err := scanStream(d.db.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE name = ?`, p.Name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return c, driver.ErrStreamNotFound
-	}
+	c, err := queryStream(ctx, d.db, "name = ?", p.Name)
 	return c, d.wrap(ctx, err, opRead)
 }
 
-func lookupStreamByID(ctx context.Context, q querier, id int64) (driver.StreamConfig, error) {
-	c, err := scanStream(q.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE id = ?`, id))
+// queryStream reads the config of the stream that where (with arg) names,
+// or fails with ErrStreamNotFound.
+func queryStream(ctx context.Context, q querier, where string, arg any) (driver.StreamConfig, error) {
+	c, err := scanStream(q.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE `+where, arg))
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, driver.ErrStreamNotFound
 	}
 	return c, err
+}
+
+func lookupStreamByID(ctx context.Context, q querier, id int64) (driver.StreamConfig, error) {
+	return queryStream(ctx, q, "id = ?", id)
 }
 
 // ListStreams implements driver.Driver.
@@ -310,32 +306,19 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 			if _, err := d.lockPartitions(ctx, tx, cfg.StreamID, nil, true, false); err != nil {
 				return err
 			}
-			if err := eachRow(ctx, tx, newestIDs(cfg.StreamID, ""), []any{cfg.StreamID}, func(r *sql.Rows) error {
-				var p int
-				var id sql.NullInt64
-				var hw int64
-				if err := r.Scan(&p, &id, &hw); err != nil {
-					return err
-				}
-				if p >= 0 && p < len(start) {
-					start[p] = id.Int64
-				}
-				return nil
-			}); err != nil {
+			tops, err := readTops(ctx, tx, cfg.StreamID, nil)
+			if err != nil {
 				return err
 			}
+			for p := range start {
+				start[p] = tops[p].newest
+			}
 		}
-		var sb strings.Builder
-		sb.WriteString("INSERT INTO group_cursor (stream_id, group_name, `partition`, position) VALUES ")
 		args := make([]any, 0, 4*len(start))
 		for p, pos := range start {
-			if p > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString("(?, ?, ?, ?)")
 			args = append(args, cfg.StreamID, cfg.Name, p, pos)
 		}
-		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO group_cursor (stream_id, group_name, `partition`, position) VALUES "+repeated(len(start), "(?, ?, ?, ?)", ", "), args...); err != nil {
 			return err
 		}
 		out = cfg
