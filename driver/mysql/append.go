@@ -80,18 +80,12 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 			if err != nil {
 				return &logInsertError{stream: stream.ID, err: err}
 			}
-			first, err := res.LastInsertId()
+			first, err := inserted(res, stream.ID, len(part))
 			if err != nil {
 				return err
 			}
-			if n, err := res.RowsAffected(); err != nil || n != int64(len(part)) {
-				return fmt.Errorf("append to stream %d: inserted %d rows of %d (%v)", stream.ID, n, len(part), err)
-			}
 			if step > 0 {
-				// One simple INSERT takes consecutive values (lock mode 0 or 1).
-				for i := range part {
-					ids = append(ids, first+int64(i)*step)
-				}
+				ids = steppedIDs(ids, first, len(part), step)
 			} else if err := readBackIDs(ctx, t, table, partArgs, first, len(part), &ids); err != nil {
 				return fmt.Errorf("append to stream %d: %w", stream.ID, err)
 			}
@@ -200,24 +194,17 @@ func (d *Driver) appendOne(ctx context.Context, stream driver.StreamConfig, rows
 			return finalError{err}
 		case n == errSubqueryRows:
 			return finalError{fmt.Errorf("append to stream %d: %w", stream.ID, driver.ErrStreamNotFound)}
-		case n == errLockWaitTimeout || n == errLockNowait:
+		case lockWaitEnded(err):
 			return finalError{d.lockWaitError(stream.ID, parts, false, err)}
 		case err != nil:
 			return &logInsertError{stream: stream.ID, err: err}
 		}
 		// The statement has committed: nothing below may run it again.
-		first, err := res.LastInsertId()
+		first, err := inserted(res, stream.ID, len(rows))
 		if err != nil {
-			return finalError{fmt.Errorf("append to stream %d: %w", stream.ID, err)}
+			return finalError{err}
 		}
-		if n, err := res.RowsAffected(); err != nil || n != int64(len(rows)) {
-			return finalError{fmt.Errorf("append to stream %d: inserted %d rows of %d (%v)", stream.ID, n, len(rows), err)}
-		}
-		ids = make([]int64, len(rows))
-		for i := range ids {
-			// One simple INSERT takes consecutive values (lock mode 0 or 1).
-			ids[i] = first + int64(i)*step
-		}
+		ids = steppedIDs(nil, first, len(rows), step)
 		return nil
 	})
 	if noTable {
@@ -259,7 +246,7 @@ func (d *Driver) lockPartitions(ctx context.Context, q querier, streamID int64, 
 		locked++
 		return nil
 	})
-	if n := mysqlErrno(err); n == errLockWaitTimeout || n == errLockNowait {
+	if lockWaitEnded(err) {
 		return 0, finalError{d.lockWaitError(streamID, parts, callerTx, err)}
 	}
 	if err != nil {
@@ -304,6 +291,28 @@ func joinInts(vs []int) string {
 		s[i] = strconv.Itoa(v)
 	}
 	return strings.Join(s, ", ")
+}
+
+// inserted checks that an INSERT of n rows inserted them all, and returns
+// the first id it took.
+func inserted(res sql.Result, streamID int64, n int) (int64, error) {
+	first, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("append to stream %d: %w", streamID, err)
+	}
+	if got, err := res.RowsAffected(); err != nil || got != int64(n) {
+		return 0, fmt.Errorf("append to stream %d: inserted %d rows of %d (%v)", streamID, got, n, err)
+	}
+	return first, nil
+}
+
+// steppedIDs appends to ids the n ids one simple INSERT took from first on:
+// consecutive values, step apart (lock mode 0 or 1).
+func steppedIDs(ids []int64, first int64, n int, step int64) []int64 {
+	for i := range n {
+		ids = append(ids, first+int64(i)*step)
+	}
+	return ids
 }
 
 // readBackIDs appends the ids of the n rows just inserted from first on.

@@ -62,6 +62,19 @@ var unavailableErrnos = map[uint16]string{
 	4031: "the server closed the idle connection",
 }
 
+// rolledBack reports the errors for which the engine rolled the
+// statement or transaction back, so that it may simply run again.
+func rolledBack(n uint16) bool {
+	return n == errDeadlock || n == errRecordChanged || n == errTableDefChanged
+}
+
+// lockWaitEnded reports a locking read whose wait for another
+// transaction's lock ran out.
+func lockWaitEnded(err error) bool {
+	n := mysqlErrno(err)
+	return n == errLockWaitTimeout || n == errLockNowait
+}
+
 func mysqlErrno(err error) uint16 {
 	var me *gomysql.MySQLError
 	if errors.As(err, &me) {

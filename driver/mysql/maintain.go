@@ -168,7 +168,7 @@ func (d *Driver) deleteExceptions(ctx context.Context, tx querier, streamID int6
 // from running it again: the holder is a caller's transaction, which may
 // stay open a while. Other errors it returns as they are.
 func (d *Driver) leaseWaitError(streamID int64, what string, err error) error {
-	if n := mysqlErrno(err); n != errLockWaitTimeout && n != errLockNowait {
+	if !lockWaitEnded(err) {
 		return err
 	}
 	return finalError{&driver.Error{Kind: driver.ErrConflict, Err: driver.Redact(fmt.Errorf("stream %d: %s: %w", streamID, what, err), d.secrets...),

@@ -147,54 +147,50 @@
 // most polls end there. A claim that follows one which filled its limit
 // from a partition's new rows (a backlog) skips that read: it locks that
 // partition's cursor at once, in a statement that also finds out whether
-// anything is due, and looks for other partitions with new rows only if
-// the first leaves the limit unmet. The claim itself locks a group's cursor row per
-// partition with FOR UPDATE SKIP LOCKED, so consumers of a group spread over
-// partitions without waiting. It reads the group's stored configuration
-// again after its first cursor lock, and RegisterGroup locks every cursor of
-// the group before it changes the configuration, so a claim filters with
-// the configuration it commits under (C19); a claim that finds every cursor
-// taken by other claimers but exceptions due reads the group row with a
-// shared lock instead. Due exceptions are locked FOR UPDATE SKIP LOCKED as
-// well. InnoDB deadlocks (1213) re-run the
-// driver's own transaction a few times, lock wait timeouts (1205) at most
-// twice, a connection lost before COMMIT was sent twice; a transaction passed
-// in by the caller is never re-run, so its error goes back to the caller.
+// anything is due. Cursor rows and due exceptions are locked FOR UPDATE
+// SKIP LOCKED, so consumers of a group spread over partitions without
+// waiting. A claim reads the group's configuration again after its first
+// cursor lock (or, when other claimers hold every cursor, with a shared
+// lock on the group row), and RegisterGroup locks every cursor before it
+// changes the configuration, so a claim filters with the configuration it
+// commits under (C19). InnoDB deadlocks (1213) re-run the driver's own
+// transaction a few times, lock wait timeouts (1205) at most twice, a
+// connection lost before COMMIT was sent twice; a transaction passed in by
+// the caller is never re-run, so its error goes back to the caller.
+//
+// The main claim leases the rows it takes from a partition as one
+// delivery_batch row listing their ids (a JSON array in text), written in
+// the transaction that moves the cursor. A batch stands for exactly the
+// leased exception rows, one per delivery, that it replaces: whatever is not
+// a fast path first writes those rows for the members it names
+// ("materializes" them) and removes them from the batch, then runs the
+// per-delivery statements. The fast paths: an Ack removes members from their
+// batch (deleting it when none is left), an Extend naming every remaining
+// member moves the batch's lease; for a batch this driver claimed that is one
+// statement naming the batch and the ids the driver expects it to hold,
+// compared as text. A claim explodes the group's expired batches (up to 100,
+// FOR UPDATE SKIP LOCKED) into leased exception rows before its exception
+// pass. Ordered groups count a batch as a pending exception of its
+// partition; Health counts members as leased exceptions at their rows'
+// versions; soft retention keeps every row from a stream's lowest batch
+// member on; hard retention, compaction and SetCursors materialize the
+// batches they reach first. A delivery failed, released or extended alone
+// has an exception row of its own, which every path reads (and so are the
+// rows an older release leased: docs/decisions.md, "One lease model").
 //
 // Ack, Fail, Release and Extend settle each delivery on its own and report
-// exactly those no longer leased with their token (C20). One delivery is one
-// statement whose matched-row count says whether it changed. Several are, on
-// MariaDB, one DELETE ... RETURNING for Ack; the updates (and Ack on MySQL,
-// which has no RETURNING) run in one transaction that first locks the
-// deliveries still leased with their token (SELECT ... FOR UPDATE) and then
-// changes exactly those. Ack and Fail given the caller's transaction (C21)
-// take that locking path in it, whatever the engine and the settings of the
-// pool the transaction came from, and neither commit nor roll it back: the
-// locks of the settled deliveries are held until the caller ends it.
-//
-// The main claim writes, per partition, one delivery_batch row listing the
-// ids it took (a JSON array in text) in the transaction that moves the
-// cursor, instead of one leased exception row per delivery. A batch stands for exactly the leased exception rows the
-// claim would have written; whatever is not a fast path first writes those
-// rows for the members it names ("materializes" them) and removes them from
-// the batch, then runs the per-delivery statements. The fast paths: an Ack
-// removes members from their batch (deleting it when none is left), an
-// Extend naming every remaining member moves the batch's lease. A settle of
-// members of one batch this driver claimed is one statement that names the
-// batch and the ids the driver expects it to hold, compared as text; any
-// other settle locks the batches of the tokens it names (FOR UPDATE) in its
-// transaction first, and a settle whose per-delivery statement left leases
-// unchanged looks for them in batches before it reports them lost. A claim
-// explodes the group's expired batches (up to 100, FOR UPDATE SKIP LOCKED)
-// into leased exception rows before its exception pass, which then takes
-// them as any expired lease. Ordered groups count a batch as a pending
-// exception of its partition; Health counts batch members as leased
-// exceptions at their rows' versions; soft retention keeps every row from a
-// stream's lowest batch member on; hard retention, compaction and
-// SetCursors materialize the batches they reach first. A delivery failed,
-// released or extended alone has an exception row of its own, which every
-// path reads as before (and so do the rows an older release leased that
-// way: docs/decisions.md, "One lease model").
+// exactly those no longer leased with their token (C20). On exception rows,
+// one delivery is one statement whose matched-row count says whether it
+// changed; several are, on MariaDB, one DELETE ... RETURNING for Ack, else
+// one transaction that first locks the batches of the tokens named and the
+// deliveries' rows (SELECT ... FOR UPDATE) and then changes exactly those
+// still leased with their token. Leases a statement left unchanged are
+// looked for in batches before they are reported lost. Ack and Fail given
+// the caller's transaction (C21) materialize their batch members in a
+// transaction of the driver's own, then take the locking path in the
+// caller's, whatever the engine and the pool it came from, and neither
+// commit nor roll it back: the settled deliveries stay locked until the
+// caller ends it.
 //
 // Every failure, and the claim's burying of a lease that expired on the last
 // attempt, appends {"attempt", "error", "at", "holder"} to the delivery's
@@ -205,11 +201,10 @@
 // SetCursors locks every cursor of the group as RegisterGroup does, waiting
 // for claims in flight (bounded like an append's wait). A cursor moved back
 // makes the main claim meet rows the group already has an exception for: it
-// records what it claims with INSERT IGNORE, which passes over them, and
-// only when the statement inserted fewer rows than it was given reads which
-// ones, then goes on reading to fill the limit. ReadRows reads the log in
-// bounded windows along the (partition, id) index or the primary key,
-// returning payloads only for the rows its filter keeps.
+// passes over them (looking rows up only where the group's newest exception
+// lies past the cursor) and goes on reading to fill the limit. ReadRows
+// reads the log in bounded windows along the (partition, id) index or the
+// primary key, returning payloads only for the rows its filter keeps.
 //
 // # Differences between MySQL and MariaDB
 //

@@ -33,7 +33,7 @@ func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) erro
 				have[part] = true
 				return err
 			})
-		if n := mysqlErrno(err); n == errLockWaitTimeout || n == errLockNowait {
+		if lockWaitEnded(err) {
 			return finalError{&driver.Error{Kind: driver.ErrConflict, Err: driver.Redact(fmt.Errorf("group %q: lock cursors: %w", p.Group, err), d.secrets...),
 				Advice: "another transaction has held the group's cursors for the whole lock timeout (a claim holds one only briefly); retry"}}
 		}

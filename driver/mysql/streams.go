@@ -262,68 +262,13 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 			return err
 		}
 		existing, err := loadGroup(ctx, tx, cfg.StreamID, cfg.Name, " FOR UPDATE"+d.waitClause())
-		if err == nil {
-			out = existing
-			if p.Update == nil {
-				return nil
-			}
-			next, err := p.Update(existing)
-			if err != nil {
-				return callerError{err}
-			}
-			bindings, convertsFrom := nilIfEmpty(slices.Clone(next.Bindings)), nilIfEmpty(slices.Clone(next.ConvertsFrom))
-			if slices.Equal(bindings, existing.Bindings) && slices.Equal(convertsFrom, existing.ConvertsFrom) {
-				return nil
-			}
-			if err := eachRow(ctx, tx, "SELECT `partition` FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY `partition` FOR UPDATE"+d.waitClause(),
-				[]any{cfg.StreamID, cfg.Name}, func(*sql.Rows) error { return nil }); err != nil {
-				return err
-			}
-			out.Bindings, out.ConvertsFrom = bindings, convertsFrom
-			b, c, err := encodeGroupLists(out)
-			if err != nil {
-				return err
-			}
-			_, err = tx.ExecContext(ctx, `UPDATE consumer_group SET bindings = ?, converts_from = ? WHERE stream_id = ? AND name = ?`,
-				b, c, cfg.StreamID, cfg.Name)
-			return err
+		switch {
+		case err == nil:
+			out, err = d.updateGroup(ctx, tx, existing, p.Update)
+		case errors.Is(err, driver.ErrGroupNotFound):
+			out, err = d.createGroup(ctx, tx, stream, cfg)
 		}
-		if !errors.Is(err, driver.ErrGroupNotFound) {
-			return err
-		}
-		bindings, convertsFrom, err := encodeGroupLists(cfg)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO consumer_group (stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, cfg.StreamID, cfg.Name, cfg.SchemaVersion, cfg.AllVersions, bindings, convertsFrom, int(cfg.Start), ts(cfg.CreatedAt)); err != nil {
-			return err
-		}
-		start := make([]int64, stream.Partitions)
-		if cfg.Start == driver.StartLatest {
-			// Wait for appends in flight (they hold their partitions), so
-			// that "the last row present" is exact per partition.
-			if _, err := d.lockPartitions(ctx, tx, cfg.StreamID, nil, true, false); err != nil {
-				return err
-			}
-			tops, err := readTops(ctx, tx, cfg.StreamID, nil)
-			if err != nil {
-				return err
-			}
-			for p := range start {
-				start[p] = tops[p].newest
-			}
-		}
-		args := make([]any, 0, 4*len(start))
-		for p, pos := range start {
-			args = append(args, cfg.StreamID, cfg.Name, p, pos)
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO group_cursor (stream_id, group_name, `partition`, position) VALUES "+repeated(len(start), "(?, ?, ?, ?)", ", "), args...); err != nil {
-			return err
-		}
-		out = cfg
-		out.Bindings, out.ConvertsFrom = nilIfEmpty(slices.Clone(cfg.Bindings)), nilIfEmpty(slices.Clone(cfg.ConvertsFrom))
-		return nil
+		return err
 	}
 	for attempt := 0; ; attempt++ {
 		err := d.withLog(ctx, cfg.StreamID, func() error { return d.inTx(ctx, nil, register) })
@@ -334,6 +279,72 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 		}
 		return out, err
 	}
+}
+
+// updateGroup stores what update makes of an existing group's bindings and
+// converter versions, locking every cursor of the group first when they
+// change.
+func (d *Driver) updateGroup(ctx context.Context, tx querier, existing driver.GroupConfig,
+	update func(driver.GroupConfig) (driver.GroupConfig, error)) (driver.GroupConfig, error) {
+	if update == nil {
+		return existing, nil
+	}
+	next, err := update(existing)
+	if err != nil {
+		return existing, callerError{err}
+	}
+	out := existing
+	out.Bindings, out.ConvertsFrom = nilIfEmpty(slices.Clone(next.Bindings)), nilIfEmpty(slices.Clone(next.ConvertsFrom))
+	if slices.Equal(out.Bindings, existing.Bindings) && slices.Equal(out.ConvertsFrom, existing.ConvertsFrom) {
+		return existing, nil
+	}
+	if err := eachRow(ctx, tx, "SELECT `partition` FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY `partition` FOR UPDATE"+d.waitClause(),
+		[]any{out.StreamID, out.Name}, func(*sql.Rows) error { return nil }); err != nil {
+		return existing, err
+	}
+	b, c, err := encodeGroupLists(out)
+	if err != nil {
+		return out, err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE consumer_group SET bindings = ?, converts_from = ? WHERE stream_id = ? AND name = ?`, b, c, out.StreamID, out.Name)
+	return out, err
+}
+
+// createGroup writes a new group and its cursors: at 0, or at the newest
+// row of each partition for StartLatest.
+func (d *Driver) createGroup(ctx context.Context, tx querier, stream driver.StreamConfig, cfg driver.GroupConfig) (driver.GroupConfig, error) {
+	bindings, convertsFrom, err := encodeGroupLists(cfg)
+	if err != nil {
+		return cfg, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO consumer_group (stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, cfg.StreamID, cfg.Name, cfg.SchemaVersion, cfg.AllVersions, bindings, convertsFrom, int(cfg.Start), ts(cfg.CreatedAt)); err != nil {
+		return cfg, err
+	}
+	start := make([]int64, stream.Partitions)
+	if cfg.Start == driver.StartLatest {
+		// Wait for appends in flight (they hold their partitions), so
+		// that "the last row present" is exact per partition.
+		if _, err := d.lockPartitions(ctx, tx, cfg.StreamID, nil, true, false); err != nil {
+			return cfg, err
+		}
+		tops, err := readTops(ctx, tx, cfg.StreamID, nil)
+		if err != nil {
+			return cfg, err
+		}
+		for p := range start {
+			start[p] = tops[p].newest
+		}
+	}
+	args := make([]any, 0, 4*len(start))
+	for p, pos := range start {
+		args = append(args, cfg.StreamID, cfg.Name, p, pos)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO group_cursor (stream_id, group_name, `partition`, position) VALUES "+repeated(len(start), "(?, ?, ?, ?)", ", "), args...); err != nil {
+		return cfg, err
+	}
+	cfg.Bindings, cfg.ConvertsFrom = nilIfEmpty(slices.Clone(cfg.Bindings)), nilIfEmpty(slices.Clone(cfg.ConvertsFrom))
+	return cfg, nil
 }
 
 // ListGroups implements driver.Driver.

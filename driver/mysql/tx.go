@@ -71,16 +71,54 @@ func (d *Driver) inTx(ctx context.Context, tx driver.Tx, fn func(querier) error)
 	if a.tx == nil {
 		return fmt.Errorf("mysql: %w: mysql.Tx was given a nil *sql.Tx", driver.ErrForeignTx)
 	}
-	err := fn(a.tx)
+	err, caller, _ := marked(fn(a.tx))
+	if caller {
+		return err
+	}
+	return d.wrap(ctx, err, opCallerTx)
+}
+
+// marked unwraps an error fn marked: a callerError goes back to the caller
+// as it is, a finalError is not run again.
+func marked(err error) (e error, caller, final bool) {
 	var ce callerError
 	if errors.As(err, &ce) {
-		return ce.err
+		return ce.err, true, false
 	}
 	var fe finalError
 	if errors.As(err, &fe) {
-		err = fe.err
+		return fe.err, false, true
 	}
-	return d.wrap(ctx, err, opCallerTx)
+	return err, false, false
+}
+
+// retries counts the failures after which the driver runs its own
+// transaction or autocommit statement again, each kind up to its limit.
+type retries struct{ deadlocks, timeouts, lost int }
+
+// again counts a failure the engine rolled back (a deadlock and the like),
+// a lock wait that ran out, or a connection lost before anything could
+// commit, and reports whether to run again, after the backoff (whose
+// error, when the context ends meanwhile, it returns).
+func (r *retries) again(ctx context.Context, rolledBack, timedOut, lost bool) (bool, error) {
+	var n, limit int
+	switch {
+	case rolledBack:
+		r.deadlocks++
+		n, limit = r.deadlocks, deadlockAttempts
+	case timedOut:
+		r.timeouts++
+		n, limit = r.timeouts, lockTimeoutAttempts
+	case lost:
+		r.lost++
+		n, limit = r.lost, lostConnAttempts
+	default:
+		return false, nil
+	}
+	if n >= limit {
+		return false, nil
+	}
+	return true, sleep(ctx, backoff(r.deadlocks+r.timeouts+r.lost))
 }
 
 // ownTx runs fn in a transaction of the driver's own, READ COMMITTED, or a
@@ -89,20 +127,15 @@ func (d *Driver) ownTx(ctx context.Context, snapshot bool, fn func(querier) erro
 	if err := d.check(); err != nil {
 		return err
 	}
-	var deadlocks, timeouts, lost int
+	var r retries
 	for {
 		at, err := d.tryTx(ctx, snapshot, fn)
 		if err == nil {
 			return nil
 		}
-		var ce callerError
-		if errors.As(err, &ce) {
-			return ce.err
-		}
-		var fe finalError
-		final := errors.As(err, &fe)
-		if final {
-			err = fe.err
+		err, caller, final := marked(err)
+		if caller {
+			return err
 		}
 		o := opRead
 		if at == stageCommit {
@@ -114,25 +147,16 @@ func (d *Driver) ownTx(ctx context.Context, snapshot bool, fn func(querier) erro
 		if final || ctx.Err() != nil || (at == stageCommit && mysqlErrno(err) == 0) {
 			return d.wrap(ctx, err, o)
 		}
-		retry := false
-		switch n := mysqlErrno(err); {
-		case n == errDeadlock || n == errRecordChanged || n == errTableDefChanged || errors.Is(err, errOutOfOrder) || d.galeraIDTaken(err):
-			deadlocks++
-			retry = deadlocks < deadlockAttempts
-		case n == errLockWaitTimeout:
-			timeouts++
-			retry = timeouts < lockTimeoutAttempts
-		case n == 0 && at != stageCommit && !driver.Classified(err) && isConnError(err):
-			// Nothing can have committed; a pooled connection found dead
-			// fails its first statement.
-			lost++
-			retry = lost < lostConnAttempts
+		// A connection lost before COMMIT committed nothing; a pooled
+		// connection found dead fails its first statement.
+		n := mysqlErrno(err)
+		again, waitErr := r.again(ctx, rolledBack(n) || errors.Is(err, errOutOfOrder) || d.galeraIDTaken(err), n == errLockWaitTimeout,
+			n == 0 && at != stageCommit && !driver.Classified(err) && isConnError(err))
+		if waitErr != nil {
+			return d.wrap(ctx, waitErr, opRead)
 		}
-		if !retry {
+		if !again {
 			return d.wrap(ctx, err, o)
-		}
-		if err := sleep(ctx, backoff(deadlocks+timeouts+lost)); err != nil {
-			return d.wrap(ctx, err, opRead)
 		}
 	}
 }
@@ -203,7 +227,7 @@ func (d *Driver) autocommit(ctx context.Context, fn func(querier) error) error {
 	if err := d.check(); err != nil {
 		return err
 	}
-	var deadlocks, timeouts, lost int
+	var r retries
 	for {
 		conn, err := d.db.Conn(ctx)
 		if err != nil {
@@ -222,24 +246,16 @@ func (d *Driver) autocommit(ctx context.Context, fn func(querier) error) error {
 		if errors.As(err, &fe) {
 			return d.wrap(ctx, fe.err, opWrite)
 		}
-		retry := false
-		switch n := mysqlErrno(err); {
-		case ctx.Err() != nil:
-		case n == errDeadlock || n == errRecordChanged || n == errTableDefChanged:
-			deadlocks++
-			retry = deadlocks < deadlockAttempts
-		case n == errLockWaitTimeout:
-			timeouts++
-			retry = timeouts < lockTimeoutAttempts
-		case n == 0 && errors.Is(err, sqldriver.ErrBadConn):
-			lost++
-			retry = lost < lostConnAttempts
-		}
-		if !retry {
+		if ctx.Err() != nil {
 			return d.wrap(ctx, err, opWrite)
 		}
-		if err := sleep(ctx, backoff(deadlocks+timeouts+lost)); err != nil {
-			return d.wrap(ctx, err, opRead)
+		n := mysqlErrno(err)
+		again, waitErr := r.again(ctx, rolledBack(n), n == errLockWaitTimeout, n == 0 && errors.Is(err, sqldriver.ErrBadConn))
+		if waitErr != nil {
+			return d.wrap(ctx, waitErr, opRead)
+		}
+		if !again {
+			return d.wrap(ctx, err, opWrite)
 		}
 	}
 }
