@@ -80,16 +80,6 @@ func (b *heldBatch) member(id int64) bool {
 	return ok
 }
 
-// refsWhere is a predicate on the delivery_batch alias a (with a trailing
-// dot, or "") naming the batches refs, and its arguments.
-func refsWhere(alias string, refs []batchRef) (string, []any) {
-	args := make([]any, 0, 3*len(refs))
-	for _, r := range refs {
-		args = append(args, r.group, r.token, r.part)
-	}
-	return "(" + repeated(len(refs), "("+alias+"group_name = ? AND "+alias+"lease_token = ? AND "+alias+"`partition` = ?)", " OR ") + ")", args
-}
-
 // lockBatches reads the stream's batches matching cond (a predicate on
 // delivery_batch, with args) FOR UPDATE, with their members; lock may add
 // SKIP LOCKED, order and limit come first.
@@ -171,8 +161,13 @@ func writeBatch(ctx context.Context, q querier, streamID int64, ref batchRef, re
 // deleteBatches deletes batches of a stream.
 func deleteBatches(ctx context.Context, q querier, streamID int64, refs []batchRef) error {
 	for s := 0; s < len(refs); s += materializeChunk {
-		cond, args := refsWhere("", refs[s:min(s+materializeChunk, len(refs))])
-		if _, err := q.ExecContext(ctx, "DELETE FROM delivery_batch WHERE stream_id = ? AND "+cond, append([]any{streamID}, args...)...); err != nil {
+		part := refs[s:min(s+materializeChunk, len(refs))]
+		args := []any{streamID}
+		for _, r := range part {
+			args = append(args, r.group, r.token, r.part)
+		}
+		if _, err := q.ExecContext(ctx, "DELETE FROM delivery_batch WHERE stream_id = ? AND ("+
+			repeated(len(part), "(group_name = ? AND lease_token = ? AND `partition` = ?)", " OR ")+")", args...); err != nil {
 			return err
 		}
 	}

@@ -244,30 +244,6 @@ func pastCursor(streamID int64) string {
 	return "c.position < (SELECT m.id FROM " + logTable(streamID) + " m WHERE m.`partition` = c.`partition` ORDER BY m.id DESC LIMIT 1)"
 }
 
-// partitionTop is a partition's newest id (0 when it has no row) and its
-// high-water mark.
-type partitionTop struct{ newest, highWater int64 }
-
-// readTops reads the tops of a stream's partitions parts (all when nil),
-// one index dive per partition.
-func readTops(ctx context.Context, q querier, streamID int64, parts []int) (map[int]partitionTop, error) {
-	cond, args := "", []any{streamID}
-	if parts != nil {
-		cond, args = " AND p.`partition` IN ("+placeholders(len(parts))+")", append(args, toArgs(parts)...)
-	}
-	out := map[int]partitionTop{}
-	err := eachRow(ctx, q, "SELECT p.`partition`, (SELECT m.id FROM "+logTable(streamID)+" m WHERE m.`partition` = p.`partition` ORDER BY m.id DESC LIMIT 1), p.high_water"+
-		" FROM stream_partition p WHERE p.stream_id = ?"+cond+" ORDER BY p.`partition`", args, func(r *sql.Rows) error {
-		var p int
-		var newest sql.NullInt64
-		var hw int64
-		err := r.Scan(&p, &newest, &hw)
-		out[p] = partitionTop{newest: newest.Int64, highWater: hw}
-		return err
-	})
-	return out, err
-}
-
 // probe is what a claim finds out before its transaction.
 type probe struct {
 	group driver.GroupConfig
@@ -835,27 +811,23 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 			out = append(out, driver.Delivery{Row: row, Attempt: c.attempt + 1, LeaseUntil: p.LeaseUntil})
 		}
 	}
-	where := ` WHERE stream_id = ? AND group_name = ? AND msg_id IN (`
-	if len(resolve) > 0 {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_exception`+where+placeholders(len(resolve))+`)`,
-			append([]any{p.Stream.ID, p.Group}, int64sToArgs(resolve)...)...); err != nil {
-			return nil, 0, err
-		}
-	}
 	now := ts(p.Now)
-	if len(bury) > 0 {
+	for _, w := range []struct {
+		ids  []int64
+		stmt string
+		args []any
+	}{
+		{resolve, `DELETE FROM delivery_exception`, nil},
 		// The expired lease's own attempt and holder go to the history.
-		if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
-			first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, `+appendFailure+where+placeholders(len(bury))+`)`,
-			append([]any{p.LastError, now, now, driver.CutHistoryError(p.LastError), historyTime(p.Now), p.Stream.ID, p.Group}, int64sToArgs(bury)...)...); err != nil {
-			return nil, 0, err
-		}
-	}
-	if len(lease) > 0 {
-		if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?,
-			holder = ?, updated_at = ?`+where+placeholders(len(lease))+`)`,
-			append([]any{ts(p.LeaseUntil), p.Token, p.Holder, now, p.Stream.ID, p.Group}, int64sToArgs(lease)...)...); err != nil {
-			return nil, 0, err
+		{bury, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?, first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, ` + appendFailure,
+			[]any{p.LastError, now, now, driver.CutHistoryError(p.LastError), historyTime(p.Now)}},
+		{lease, `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?`,
+			[]any{ts(p.LeaseUntil), p.Token, p.Holder, now}},
+	} {
+		if len(w.ids) > 0 {
+			if err := execByIDs(ctx, p.Stream.ID, p.Group, w.stmt, w.args...)(tx, w.ids); err != nil {
+				return nil, 0, err
+			}
 		}
 	}
 	return out, len(resolve) + len(bury), nil

@@ -324,22 +324,17 @@ func (d *Driver) materializeOverlapping(ctx context.Context, tx querier, streamI
 	if err != nil {
 		return d.leaseWaitError(streamID, "lock batches of rows removed", err)
 	}
+	w := batchWrites{op: settleOp{streamID: streamID, mode: settleMaterialize}}
 	for _, b := range held {
-		var ids []int64
+		named := map[int64]bool{}
 		for _, id := range b.ids {
 			if gone[id] {
-				ids = append(ids, id)
+				named[id] = true
 			}
 		}
-		if len(ids) == 0 {
-			continue
-		}
-		if err := materialize(ctx, tx, streamID, []materialization{{ref: b.batchRef, ids: ids}}); err != nil {
-			return err
-		}
-		if err := writeBatch(ctx, tx, streamID, b.batchRef, remainingAfter(b.ids, gone)); err != nil {
-			return err
+		if len(named) > 0 {
+			w.materializeLater(b, named)
 		}
 	}
-	return nil
+	return w.finish(ctx, tx)
 }

@@ -450,3 +450,27 @@ func (d *Driver) loadGroups(ctx context.Context, q querier, stream driver.Stream
 	})
 	return groups, err
 }
+
+// partitionTop is a partition's newest id (0 when it has no row) and its
+// high-water mark.
+type partitionTop struct{ newest, highWater int64 }
+
+// readTops reads the tops of a stream's partitions parts (all when nil),
+// one index dive per partition.
+func readTops(ctx context.Context, q querier, streamID int64, parts []int) (map[int]partitionTop, error) {
+	cond, args := "", []any{streamID}
+	if parts != nil {
+		cond, args = " AND p.`partition` IN ("+placeholders(len(parts))+")", append(args, toArgs(parts)...)
+	}
+	out := map[int]partitionTop{}
+	err := eachRow(ctx, q, "SELECT p.`partition`, (SELECT m.id FROM "+logTable(streamID)+" m WHERE m.`partition` = p.`partition` ORDER BY m.id DESC LIMIT 1), p.high_water"+
+		" FROM stream_partition p WHERE p.stream_id = ?"+cond+" ORDER BY p.`partition`", args, func(r *sql.Rows) error {
+		var p int
+		var newest sql.NullInt64
+		var hw int64
+		err := r.Scan(&p, &newest, &hw)
+		out[p] = partitionTop{newest: newest.Int64, highWater: hw}
+		return err
+	})
+	return out, err
+}
