@@ -74,19 +74,19 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 		step := d.autoincStep.Load()
 		for start := 0; start < len(rows); {
 			end := start + chunkLen(rows[start:])
-			part := rows[start:end]
-			query, args := insertRows(table, part, headers[start:end], "", nil)
+			chunk := rows[start:end]
+			query, args := insertRows(table, chunk, headers[start:end], "", nil)
 			res, err := t.ExecContext(ctx, query, args...)
 			if err != nil {
 				return &logInsertError{stream: stream.ID, err: err}
 			}
-			first, err := inserted(res, stream.ID, len(part))
+			first, err := inserted(res, stream.ID, len(chunk))
 			if err != nil {
 				return err
 			}
 			if step > 0 {
-				ids = steppedIDs(ids, first, len(part), step)
-			} else if err := readBackIDs(ctx, t, table, partArgs, first, len(part), &ids); err != nil {
+				ids = steppedIDs(ids, first, len(chunk), step)
+			} else if err := readBackIDs(ctx, t, table, partArgs, first, len(chunk), &ids); err != nil {
 				return fmt.Errorf("append to stream %d: %w", stream.ID, err)
 			}
 			start = end
@@ -363,14 +363,14 @@ func moveHeads(ctx context.Context, t querier, streamID int64, rows []driver.App
 	}
 	slices.Sort(keys)
 	for start := 0; start < len(keys); start += idChunk {
-		part := keys[start:min(start+idChunk, len(keys))]
-		args := make([]any, 0, len(part)+1)
+		chunk := keys[start:min(start+idChunk, len(keys))]
+		args := make([]any, 0, len(chunk)+1)
 		args = append(args, streamID)
-		for _, k := range part {
+		for _, k := range chunk {
 			args = append(args, k)
 		}
 		if err := eachRow(ctx, t, `SELECT msg_key, schema_version, compaction_rank, head_id FROM compaction_head
-			WHERE stream_id = ? AND msg_key IN (`+placeholders(len(part))+`) FOR UPDATE`, args, func(r *sql.Rows) error {
+			WHERE stream_id = ? AND msg_key IN (`+placeholders(len(chunk))+`) FOR UPDATE`, args, func(r *sql.Rows) error {
 			var k []byte
 			var cur head
 			if err := r.Scan(&k, &cur.version, &cur.rank, &cur.id); err != nil {
@@ -383,8 +383,8 @@ func moveHeads(ctx context.Context, t querier, streamID int64, rows []driver.App
 		}); err != nil {
 			return err
 		}
-		vals := make([]any, 0, 5*len(part))
-		for _, k := range part {
+		vals := make([]any, 0, 5*len(chunk))
+		for _, k := range chunk {
 			if h, ok := win[k]; ok {
 				vals = append(vals, streamID, k, h.id, h.version, h.rank)
 			}

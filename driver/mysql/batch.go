@@ -119,10 +119,10 @@ const materializeChunk = 100
 // which the invariant rules out.
 func materialize(ctx context.Context, q querier, streamID int64, ms []materialization) error {
 	for s := 0; s < len(ms); s += materializeChunk {
-		part := ms[s:min(s+materializeChunk, len(ms))]
+		chunk := ms[s:min(s+materializeChunk, len(ms))]
 		var sb strings.Builder
 		args := []any{streamID}
-		for i, m := range part {
+		for i, m := range chunk {
 			if i > 0 {
 				sb.WriteString(" OR ")
 			}
@@ -161,13 +161,13 @@ func writeBatch(ctx context.Context, q querier, streamID int64, ref batchRef, re
 // deleteBatches deletes batches of a stream.
 func deleteBatches(ctx context.Context, q querier, streamID int64, refs []batchRef) error {
 	for s := 0; s < len(refs); s += materializeChunk {
-		part := refs[s:min(s+materializeChunk, len(refs))]
+		chunk := refs[s:min(s+materializeChunk, len(refs))]
 		args := []any{streamID}
-		for _, r := range part {
+		for _, r := range chunk {
 			args = append(args, r.group, r.token, r.part)
 		}
 		if _, err := q.ExecContext(ctx, "DELETE FROM delivery_batch WHERE stream_id = ? AND ("+
-			repeated(len(part), "(group_name = ? AND lease_token = ? AND `partition` = ?)", " OR ")+")", args...); err != nil {
+			repeated(len(chunk), "(group_name = ? AND lease_token = ? AND `partition` = ?)", " OR ")+")", args...); err != nil {
 			return err
 		}
 	}

@@ -634,13 +634,13 @@ func insertDeferred(ctx context.Context, tx querier, p driver.ClaimParams, later
 	now := ts(p.Now)
 	var inserted int64
 	for s := 0; s < len(later); s += idChunk {
-		part := later[s:min(s+idChunk, len(later))]
-		args := make([]any, 0, len(part)*8)
-		for _, r := range part {
+		chunk := later[s:min(s+idChunk, len(later))]
+		args := make([]any, 0, len(chunk)*8)
+		for _, r := range chunk {
 			args = append(args, p.Stream.ID, p.Group, r.ID, r.Partition, r.SchemaVersion, now, p.Holder, now)
 		}
 		res, err := tx.ExecContext(ctx, "INSERT IGNORE INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, holder, updated_at) VALUES "+
-			repeated(len(part), "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", "), args...)
+			repeated(len(chunk), "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", "), args...)
 		if err != nil {
 			return 0, err
 		}
@@ -660,7 +660,7 @@ func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan
 	var out []driver.Delivery
 	// Candidates that are resolved (superseded or removed rows) or buried
 	// (out of attempts) do not count toward the limit: look again until the
-	// limit is met or no candidate is left, so that an empty claim means
+	// limit is met or no due exception is left, so that an empty claim means
 	// nothing is due.
 	for len(out) < p.Limit {
 		got, dropped, err := claimExceptionBatch(ctx, tx, p, plan, p.Limit-len(out))
@@ -676,7 +676,8 @@ func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan
 	return out, nil
 }
 
-type candidate struct {
+// dueException is a due exception row a claim locked, with what decides its fate.
+type dueException struct {
 	msgID     int64
 	partition int
 	state     string
@@ -685,14 +686,14 @@ type candidate struct {
 
 // lockDue locks up to limit due exceptions with SKIP LOCKED. For an ordered
 // group only the lowest pending exception of each partition qualifies.
-func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) ([]candidate, error) {
+func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) ([]dueException, error) {
 	vf, vargs := versionFilter("schema_version", plan.Decodable)
 	now := ts(p.Now)
-	var cands []candidate
+	var due []dueException
 	scan := func(r *sql.Rows) error {
-		var c candidate
+		var c dueException
 		err := r.Scan(&c.msgID, &c.partition, &c.state, &c.attempt)
-		cands = append(cands, c)
+		due = append(due, c)
 		return err
 	}
 	if !p.Ordered {
@@ -703,16 +704,16 @@ func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.
 		// to 78 ms behind 100k against 2 to 4 ms behind 1k, from one run
 		// to the next); forced, it is flat.
 		for _, state := range []string{"leased", "delayed"} {
-			if len(cands) >= limit {
+			if len(due) >= limit {
 				break
 			}
 			if err := eachRow(ctx, tx, "SELECT msg_id, `partition`, state, attempt FROM delivery_exception FORCE INDEX (delivery_exception_due) WHERE stream_id = ? AND group_name = ? AND state = ? AND due_at <= ? AND "+vf+
 				" ORDER BY due_at LIMIT ? FOR UPDATE SKIP LOCKED",
-				append(append([]any{p.Stream.ID, p.Group, state, now}, vargs...), limit-len(cands)), scan); err != nil {
+				append(append([]any{p.Stream.ID, p.Group, state, now}, vargs...), limit-len(due)), scan); err != nil {
 				return nil, err
 			}
 		}
-		return cands, nil
+		return due, nil
 	}
 	lowest, err := lowestPending(ctx, tx, p, nil)
 	if err != nil || len(lowest) == 0 {
@@ -728,19 +729,19 @@ func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.
 		append(append(append([]any{p.Stream.ID, p.Group}, int64sToArgs(ids)...), now), append(vargs, limit)...), scan); err != nil {
 		return nil, err
 	}
-	if len(cands) == 0 {
+	if len(due) == 0 {
 		return nil, nil
 	}
 	// Re-check under the locks: a replay may have made a lower row pending.
-	parts := make([]int, 0, len(cands))
-	for _, c := range cands {
+	parts := make([]int, 0, len(due))
+	for _, c := range due {
 		parts = append(parts, c.partition)
 	}
 	lowest, err = lowestPending(ctx, tx, p, parts)
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(cands, func(c candidate) bool { return lowest[c.partition] != c.msgID }), nil
+	return slices.DeleteFunc(due, func(c dueException) bool { return lowest[c.partition] != c.msgID }), nil
 }
 
 // lowestPending returns the lowest pending (leased or delayed) exception of
@@ -775,12 +776,12 @@ func lowestPending(ctx context.Context, tx querier, p driver.ClaimParams, parts 
 // still claimable and resolves or buries the others, which it counts as
 // dropped.
 func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
-	cands, err := lockDue(ctx, tx, p, plan, limit)
-	if err != nil || len(cands) == 0 {
+	due, err := lockDue(ctx, tx, p, plan, limit)
+	if err != nil || len(due) == 0 {
 		return nil, 0, err
 	}
-	ids := make([]int64, len(cands))
-	for i, c := range cands {
+	ids := make([]int64, len(due))
+	for i, c := range due {
 		ids[i] = c.msgID
 	}
 	// The log rows are read apart from the locking read: MariaDB has no
@@ -798,7 +799,7 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 		return nil, 0, err
 	}
 	var resolve, bury, lease []int64
-	for _, c := range cands {
+	for _, c := range due {
 		row, exists := found[c.msgID]
 		switch {
 		case !exists || !heads[c.msgID]:

@@ -118,12 +118,12 @@ func (d *Driver) deleteRows(ctx context.Context, tx querier, stream driver.Strea
 		return err
 	}
 	for start := 0; start < len(ids); start += idChunk {
-		part := int64sToArgs(ids[start:min(start+idChunk, len(ids))])
-		in := ` IN (` + placeholders(len(part)) + `)`
-		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE id`+in, part...); err != nil {
+		chunk := int64sToArgs(ids[start:min(start+idChunk, len(ids))])
+		in := ` IN (` + placeholders(len(chunk)) + `)`
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE id`+in, chunk...); err != nil {
 			return err
 		}
-		args := append([]any{stream.ID}, part...)
+		args := append([]any{stream.ID}, chunk...)
 		if _, err := tx.ExecContext(ctx, `DELETE FROM compaction_head WHERE stream_id = ? AND head_id`+in, args...); err != nil {
 			return err
 		}
@@ -148,9 +148,9 @@ func (d *Driver) deleteExceptions(ctx context.Context, tx querier, streamID int6
 		return err
 	}
 	for start := 0; start < len(ids); start += idChunk {
-		part := ids[start:min(start+idChunk, len(ids))]
-		where := `stream_id = ? AND group_name IN (` + placeholders(len(groups)) + `) AND msg_id IN (` + placeholders(len(part)) + `)`
-		args := append(append([]any{streamID}, toArgs(groups)...), int64sToArgs(part)...)
+		chunk := ids[start:min(start+idChunk, len(ids))]
+		where := `stream_id = ? AND group_name IN (` + placeholders(len(groups)) + `) AND msg_id IN (` + placeholders(len(chunk)) + `)`
+		args := append(append([]any{streamID}, toArgs(groups)...), int64sToArgs(chunk)...)
 		err := eachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE `+where+` ORDER BY group_name, msg_id FOR UPDATE`+d.waitClause(), args,
 			func(*sql.Rows) error { return nil })
 		if err != nil {

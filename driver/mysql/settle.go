@@ -129,9 +129,9 @@ func settleRowsIn(ctx context.Context, tx querier, op settleOp, leases []driver.
 		tokens[l.ID] = append(tokens[l.ID], l.Token)
 	}
 	for s := 0; s < len(leases); s += idChunk {
-		part := leases[s:min(s+idChunk, len(leases))]
-		keys := make([]int64, len(part))
-		for i, l := range part {
+		chunk := leases[s:min(s+idChunk, len(leases))]
+		keys := make([]int64, len(chunk))
+		for i, l := range chunk {
 			keys[i] = l.ID
 		}
 		where, wargs := byIDs(op.streamID, op.group, keys)
