@@ -71,7 +71,7 @@ func (d *Driver) inTx(ctx context.Context, tx driver.Tx, fn func(querier) error)
 	if a.tx == nil {
 		return fmt.Errorf("mysql: %w: mysql.Tx was given a nil *sql.Tx", driver.ErrForeignTx)
 	}
-	err, caller, _ := marked(fn(a.tx))
+	caller, _, err := marked(fn(a.tx))
 	if caller {
 		return err
 	}
@@ -80,16 +80,16 @@ func (d *Driver) inTx(ctx context.Context, tx driver.Tx, fn func(querier) error)
 
 // marked unwraps an error fn marked: a callerError goes back to the caller
 // as it is, a finalError is not run again.
-func marked(err error) (e error, caller, final bool) {
+func marked(err error) (caller, final bool, inner error) {
 	var ce callerError
 	if errors.As(err, &ce) {
-		return ce.err, true, false
+		return true, false, ce.err
 	}
 	var fe finalError
 	if errors.As(err, &fe) {
-		return fe.err, false, true
+		return false, true, fe.err
 	}
-	return err, false, false
+	return false, false, err
 }
 
 // retries counts the failures after which the driver runs its own
@@ -133,7 +133,7 @@ func (d *Driver) ownTx(ctx context.Context, snapshot bool, fn func(querier) erro
 		if err == nil {
 			return nil
 		}
-		err, caller, final := marked(err)
+		caller, final, err := marked(err)
 		if caller {
 			return err
 		}
