@@ -2,9 +2,7 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"slices"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -20,45 +18,34 @@ import (
 // the acks are recorded once, with the claim, also when nothing is left to
 // claim, and not at all when the claim fails. Deadlocks and lock wait
 // timeouts re-run the whole transaction, acks included (ownTx).
-func (d *Driver) claimAcking(ctx context.Context, p driver.ClaimParams, key cacheKey, batches *[]heldBatch) (driver.ClaimResult, error) {
-	hot := -1
-	if part, ok := d.hot.Load(key); ok && p.Limit > 0 && !p.Ordered {
-		hot = part.(int)
-	}
-	var res driver.ClaimResult
+func (d *Driver) claimAcking(ctx context.Context, p driver.ClaimParams, key cacheKey) (driver.ClaimResult, error) {
+	hot, isHot := d.hotPartition(key, p)
+	var out claimOut
 	var acked ackedIn
-	full := -1
-	reset := func() {
-		res, full = driver.ClaimResult{}, -1
-		if batches != nil {
-			*batches = (*batches)[:0]
-		}
-	}
 	err := d.withLog(ctx, p.Stream.ID, func() error {
 		return d.ownTx(ctx, false, func(tx querier) error {
-			reset()
+			out.reset(driver.ClaimResult{})
 			var err error
 			if acked, err = d.ackIn(ctx, tx, p.Stream.ID, p.Group, p.Acks); err != nil {
 				return err
 			}
 			deferred := 0
-			if hot >= 0 {
-				ok, err := d.claimHotIn(ctx, tx, p, hot, &res, batches, &full)
+			if isHot {
+				ok, err := d.claimHotIn(ctx, tx, p, hot, &out)
 				if err != nil || ok {
 					return err
 				}
-				deferred = res.Deferred
+				deferred = out.res.Deferred
 			}
 			pr, err := d.probe(ctx, tx, p)
 			if err != nil {
 				return err
 			}
-			reset()
-			res = driver.ClaimResult{Group: pr.group, Deferred: deferred}
-			if p.Limit <= 0 || (!pr.due && len(pr.fresh) == 0) {
+			out.reset(driver.ClaimResult{Group: pr.group, Deferred: deferred})
+			if !pr.worthClaiming(p) {
 				return nil
 			}
-			return d.claim(ctx, tx, p, pr, &res, batches, &full)
+			return d.claim(ctx, tx, p, pr, &out)
 		})
 	})
 	if err != nil {
@@ -73,12 +60,9 @@ func (d *Driver) claimAcking(ctx context.Context, p driver.ClaimParams, key cach
 	if acked.commit != nil {
 		acked.commit()
 	}
-	res.Lost = acked.lost
-	d.setHot(key, full)
-	if batches != nil {
-		d.batches.add(p.Stream.ID, p.Group, *batches)
-	}
-	return res, nil
+	out.res.Lost = acked.lost
+	d.claimed(key, p, &out)
+	return out.res, nil
 }
 
 // ackedIn is what ackIn did in a transaction: the leases it found lost, and
@@ -99,8 +83,9 @@ type ackedIn struct {
 // remember, MySQL) takes the locking path: the leases' batches locked,
 // then their exception rows.
 func (d *Driver) ackIn(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease) (ackedIn, error) {
+	op := ackOp(ctx, streamID, group)
 	forget := func() { d.forgetTokens(streamID, group, leases) }
-	if cs, ok := d.casSettle(streamID, group, leases, batchAck, "", ""); ok {
+	if cs, ok := d.casSettle(op, leases); ok {
 		n, err := cs.run(ctx, tx)
 		if err != nil {
 			return ackedIn{}, err
@@ -109,7 +94,7 @@ func (d *Driver) ackIn(ctx context.Context, tx querier, streamID int64, group st
 			return ackedIn{commit: func() { d.batches.settled(streamID, cs.b.batchRef, cs.b.ids, cs.remaining) }}, nil
 		}
 		// The batch changed since the claim: the locking path reads it.
-		return d.ackLockedIn(ctx, tx, streamID, group, leases, leases, nil, forget)
+		return ackLockedIn(ctx, tx, op, leases, leases, nil, forget)
 	}
 	if parts, ok := d.batches.whole(streamID, group, leases); ok && d.returning() {
 		rest, err := ackWholeIn(ctx, tx, streamID, group, leases, parts)
@@ -123,23 +108,14 @@ func (d *Driver) ackIn(ctx context.Context, tx querier, streamID int64, group st
 		for _, l := range rest {
 			changed[l.ID] = false
 		}
-		return d.ackLockedIn(ctx, tx, streamID, group, leases, rest, changed, forget)
+		return ackLockedIn(ctx, tx, op, leases, rest, changed, forget)
 	}
 	if !d.returning() || d.batches.known(streamID, group, leases) {
-		return d.ackLockedIn(ctx, tx, streamID, group, leases, leases, nil, forget)
+		return ackLockedIn(ctx, tx, op, leases, leases, nil, forget)
 	}
 	changed := make(map[int64]bool, len(leases))
-	for s := 0; s < len(leases); s += settleChunk {
-		pred, pargs := leasedPairs(leases[s:min(s+settleChunk, len(leases))])
-		if err := eachRow(ctx, tx, ackStmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`,
-			append([]any{streamID, group}, pargs...), func(r *sql.Rows) error {
-				var id int64
-				err := r.Scan(&id)
-				changed[id] = true
-				return err
-			}); err != nil {
-			return ackedIn{}, err
-		}
+	if err := ackReturning(ctx, tx, streamID, group, leases, changed); err != nil {
+		return ackedIn{}, err
 	}
 	// Those it did not find may be members of batches another process
 	// wrote (or this one no longer remembers): nothing more runs when every
@@ -150,39 +126,21 @@ func (d *Driver) ackIn(ctx context.Context, tx querier, streamID int64, group st
 			rest = append(rest, l)
 		}
 	}
-	return d.ackLockedIn(ctx, tx, streamID, group, leases, rest, changed, nil)
+	commit := func() { d.forgetTokens(streamID, group, rest) }
+	return ackLockedIn(ctx, tx, op, leases, rest, changed, commit)
 }
 
 // ackLockedIn acks rest, of leases, on the locking path (settleLockedIn) in
-// tx, after the leases already marked in changed.
-func (d *Driver) ackLockedIn(ctx context.Context, tx querier, streamID int64, group string, leases, rest []driver.Lease, changed map[int64]bool,
-	commit func()) (ackedIn, error) {
+// tx, after the leases already marked in changed; commit is what the cache
+// learns once tx commits.
+func ackLockedIn(ctx context.Context, tx querier, op settleOp, leases, rest []driver.Lease, changed map[int64]bool, commit func()) (ackedIn, error) {
 	if changed == nil {
 		changed = make(map[int64]bool, len(leases))
 	}
 	if len(rest) > 0 {
-		apply := func(tx querier, ids []int64) error {
-			where, wargs := byIDs(streamID, group, ids)
-			_, err := tx.ExecContext(ctx, ackStmt+where, wargs...)
-			return err
-		}
-		if err := settleLockedIn(ctx, tx, streamID, group, rest, batchAck, "", "", apply, changed); err != nil {
+		if err := settleLockedIn(ctx, tx, op, rest, changed); err != nil {
 			return ackedIn{}, err
-		}
-		if commit == nil {
-			commit = func() { d.forgetTokens(streamID, group, rest) }
 		}
 	}
 	return ackedIn{lost: driver.Lost(leases, changed), commit: commit}, nil
-}
-
-// tokensOf lists the distinct tokens of leases.
-func tokensOf(leases []driver.Lease) []string {
-	var out []string
-	for _, l := range leases {
-		if !slices.Contains(out, l.Token) {
-			out = append(out, l.Token)
-		}
-	}
-	return out
 }

@@ -43,8 +43,8 @@ func containing(stmts []string, s string) bool {
 // TestAckWithClaimOneTransaction: a claim carrying acks records them in its
 // own transaction, as its first statement after START TRANSACTION, with
 // Ack's one-statement form (the compare-and-set on a batch the driver
-// claimed, or DELETE ... RETURNING on exception rows) where it has one. A
-// claim right after one that took its limit goes on to the cursor lock
+// claimed, or DELETE ... RETURNING on leases with rows of their own) where
+// it has one. A claim right after one that took its limit goes on to the cursor lock
 // without the probe; when the cursor is taken, or the backlog ended, the
 // same transaction probes and claims as usual, and still commits the acks
 // once; a claim that fails rolls them back, and the driver's memory of
@@ -54,19 +54,21 @@ func TestAckWithClaimOneTransaction(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		opts []mysql.Option
+		// ownRows turns every claim's batch into leases with rows of their
+		// own (LeaseRowsOfTheirOwn), which the driver does not remember.
+		ownRows bool
 		// ack is how the acks' first statement begins.
 		ack         string
 		noReturning bool
 	}{
-		{"batch", nil, "DELETE FROM delivery_batch WHERE", false},
-		{"rows", []mysql.Option{mysql.WithPerDeliveryLeases()}, "DELETE FROM delivery_exception WHERE", false},
-		{"rows-no-returning", []mysql.Option{mysql.WithPerDeliveryLeases()}, lockBatchesSQL, true},
+		{"batch", false, "DELETE FROM delivery_batch WHERE", false},
+		{"rows", true, "DELETE FROM delivery_exception WHERE", false},
+		{"rows-no-returning", true, lockBatchesSQL, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dsn := newDatabase(t)
-			drv := mysql.Open(dsn, tc.opts...)
+			drv := mysql.Open(dsn)
 			log := mysql.RecordStatements(drv, dsn)
 			t.Cleanup(func() { drv.Close() })
 			if tc.noReturning {
@@ -75,14 +77,20 @@ func TestAckWithClaimOneTransaction(t *testing.T) {
 			if err := drv.Migrate(testCtx(t)); err != nil {
 				t.Fatal(err)
 			}
-			other := mysql.Open(dsn, tc.opts...)
+			other := mysql.Open(dsn)
 			t.Cleanup(func() { other.Close() })
 			st := mustStream(t, drv, "ackclaim", 1)
 			mustGroup(t, drv, driver.GroupConfig{StreamID: st.ID, Name: "g", SchemaVersion: 1})
 			ids := mustAppend(t, drv, st, make([]driver.AppendRow, 30)...)
 			claim := func(token string, acks []driver.Lease) driver.ClaimResult {
 				t.Helper()
-				return claimAs(t, drv, driver.ClaimParams{Stream: st, Group: "g", Token: token, Holder: "h", Decodes: []int{1}, Limit: 10, Acks: acks})
+				res := claimAs(t, drv, driver.ClaimParams{Stream: st, Group: "g", Token: token, Holder: "h", Decodes: []int{1}, Limit: 10, Acks: acks})
+				if tc.ownRows {
+					if err := mysql.LeaseRowsOfTheirOwn(testCtx(t), drv, other.DB(), st.ID, "g", token); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return res
 			}
 			want := func(step string, res driver.ClaimResult, ids []int64, lost ...int64) {
 				t.Helper()

@@ -56,7 +56,7 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 			return ids, err
 		}
 	}
-	partArgs := intsToArgs(parts)
+	partArgs := toArgs(parts)
 	table := logTable(stream.ID)
 	ids := make([]int64, 0, len(rows))
 
@@ -74,25 +74,19 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 		step := d.autoincStep.Load()
 		for start := 0; start < len(rows); {
 			end := start + chunkLen(rows[start:])
-			part := rows[start:end]
-			query, args := insertRows(table, part, headers[start:end], "", nil)
+			chunk := rows[start:end]
+			query, args := insertRows(table, chunk, headers[start:end], "", nil)
 			res, err := t.ExecContext(ctx, query, args...)
 			if err != nil {
 				return &logInsertError{stream: stream.ID, err: err}
 			}
-			first, err := res.LastInsertId()
+			first, err := inserted(res, stream.ID, len(chunk))
 			if err != nil {
 				return err
 			}
-			if n, err := res.RowsAffected(); err != nil || n != int64(len(part)) {
-				return fmt.Errorf("append to stream %d: inserted %d rows of %d (%v)", stream.ID, n, len(part), err)
-			}
 			if step > 0 {
-				// One simple INSERT takes consecutive values (lock mode 0 or 1).
-				for i := range part {
-					ids = append(ids, first+int64(i)*step)
-				}
-			} else if err := readBackIDs(ctx, t, table, partArgs, first, len(part), &ids); err != nil {
+				ids = steppedIDs(ids, first, len(chunk), step)
+			} else if err := readBackIDs(ctx, t, table, partArgs, first, len(chunk), &ids); err != nil {
 				return fmt.Errorf("append to stream %d: %w", stream.ID, err)
 			}
 			start = end
@@ -200,24 +194,17 @@ func (d *Driver) appendOne(ctx context.Context, stream driver.StreamConfig, rows
 			return finalError{err}
 		case n == errSubqueryRows:
 			return finalError{fmt.Errorf("append to stream %d: %w", stream.ID, driver.ErrStreamNotFound)}
-		case n == errLockWaitTimeout || n == errLockNowait:
+		case lockWaitEnded(err):
 			return finalError{d.lockWaitError(stream.ID, parts, false, err)}
 		case err != nil:
 			return &logInsertError{stream: stream.ID, err: err}
 		}
 		// The statement has committed: nothing below may run it again.
-		first, err := res.LastInsertId()
+		first, err := inserted(res, stream.ID, len(rows))
 		if err != nil {
-			return finalError{fmt.Errorf("append to stream %d: %w", stream.ID, err)}
+			return finalError{err}
 		}
-		if n, err := res.RowsAffected(); err != nil || n != int64(len(rows)) {
-			return finalError{fmt.Errorf("append to stream %d: inserted %d rows of %d (%v)", stream.ID, n, len(rows), err)}
-		}
-		ids = make([]int64, len(rows))
-		for i := range ids {
-			// One simple INSERT takes consecutive values (lock mode 0 or 1).
-			ids[i] = first + int64(i)*step
-		}
+		ids = steppedIDs(nil, first, len(rows), step)
 		return nil
 	})
 	if noTable {
@@ -259,7 +246,7 @@ func (d *Driver) lockPartitions(ctx context.Context, q querier, streamID int64, 
 		locked++
 		return nil
 	})
-	if n := mysqlErrno(err); n == errLockWaitTimeout || n == errLockNowait {
+	if lockWaitEnded(err) {
 		return 0, finalError{d.lockWaitError(streamID, parts, callerTx, err)}
 	}
 	if err != nil {
@@ -274,16 +261,11 @@ func (d *Driver) lockPartitions(ctx context.Context, q querier, streamID int64, 
 // (InnoDB reads a small table by stream_id alone) and lock each row it
 // passes, so that an append would wait for partitions it does not write.
 func partitionRows(streamID int64, parts []int, what, lock string) (string, []any) {
-	var sb strings.Builder
 	args := make([]any, 0, 2*len(parts))
-	for i, p := range parts {
-		if i > 0 {
-			sb.WriteString(" UNION ALL ")
-		}
-		sb.WriteString("(SELECT " + what + " FROM stream_partition WHERE stream_id = ? AND `partition` = ?" + lock + ")")
+	for _, p := range parts {
 		args = append(args, streamID, p)
 	}
-	return sb.String(), args
+	return repeated(len(parts), "(SELECT "+what+" FROM stream_partition WHERE stream_id = ? AND `partition` = ?"+lock+")", " UNION ALL "), args
 }
 
 // lockWaitError is the error of a wait for the append lock of parts (all
@@ -309,6 +291,28 @@ func joinInts(vs []int) string {
 		s[i] = strconv.Itoa(v)
 	}
 	return strings.Join(s, ", ")
+}
+
+// inserted checks that an INSERT of n rows inserted them all, and returns
+// the first id it took.
+func inserted(res sql.Result, streamID int64, n int) (int64, error) {
+	first, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("append to stream %d: %w", streamID, err)
+	}
+	if got, err := res.RowsAffected(); err != nil || got != int64(n) {
+		return 0, fmt.Errorf("append to stream %d: inserted %d rows of %d (%v)", streamID, got, n, err)
+	}
+	return first, nil
+}
+
+// steppedIDs appends to ids the n ids one simple INSERT took from first on:
+// consecutive values, step apart (lock mode 0 or 1).
+func steppedIDs(ids []int64, first int64, n int, step int64) []int64 {
+	for i := range n {
+		ids = append(ids, first+int64(i)*step)
+	}
+	return ids
 }
 
 // readBackIDs appends the ids of the n rows just inserted from first on.
@@ -358,16 +362,15 @@ func moveHeads(ctx context.Context, t querier, streamID int64, rows []driver.App
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	const chunk = 500
-	for start := 0; start < len(keys); start += chunk {
-		part := keys[start:min(start+chunk, len(keys))]
-		args := make([]any, 0, len(part)+1)
+	for start := 0; start < len(keys); start += idChunk {
+		chunk := keys[start:min(start+idChunk, len(keys))]
+		args := make([]any, 0, len(chunk)+1)
 		args = append(args, streamID)
-		for _, k := range part {
+		for _, k := range chunk {
 			args = append(args, k)
 		}
 		if err := eachRow(ctx, t, `SELECT msg_key, schema_version, compaction_rank, head_id FROM compaction_head
-			WHERE stream_id = ? AND msg_key IN (`+placeholders(len(part))+`) FOR UPDATE`, args, func(r *sql.Rows) error {
+			WHERE stream_id = ? AND msg_key IN (`+placeholders(len(chunk))+`) FOR UPDATE`, args, func(r *sql.Rows) error {
 			var k []byte
 			var cur head
 			if err := r.Scan(&k, &cur.version, &cur.rank, &cur.id); err != nil {
@@ -380,27 +383,19 @@ func moveHeads(ctx context.Context, t querier, streamID int64, rows []driver.App
 		}); err != nil {
 			return err
 		}
-		var sb strings.Builder
-		sb.WriteString(`INSERT INTO compaction_head (stream_id, msg_key, head_id, schema_version, compaction_rank) VALUES `)
-		vals := make([]any, 0, 5*len(part))
-		for _, k := range part {
-			h, ok := win[k]
-			if !ok {
-				continue
+		vals := make([]any, 0, 5*len(chunk))
+		for _, k := range chunk {
+			if h, ok := win[k]; ok {
+				vals = append(vals, streamID, k, h.id, h.version, h.rank)
 			}
-			if len(vals) > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString("(?, ?, ?, ?, ?)")
-			vals = append(vals, streamID, k, h.id, h.version, h.rank)
 		}
 		if len(vals) == 0 {
 			continue
 		}
 		// VALUES() is the spelling both engines accept (MySQL 8.0.20+
 		// prefers a row alias, which MariaDB lacks).
-		sb.WriteString(` ON DUPLICATE KEY UPDATE head_id = VALUES(head_id), schema_version = VALUES(schema_version), compaction_rank = VALUES(compaction_rank)`)
-		if _, err := t.ExecContext(ctx, sb.String(), vals...); err != nil {
+		if _, err := t.ExecContext(ctx, `INSERT INTO compaction_head (stream_id, msg_key, head_id, schema_version, compaction_rank) VALUES `+repeated(len(vals)/5, "(?, ?, ?, ?, ?)", ", ")+
+			` ON DUPLICATE KEY UPDATE head_id = VALUES(head_id), schema_version = VALUES(schema_version), compaction_rank = VALUES(compaction_rank)`, vals...); err != nil {
 			return err
 		}
 	}

@@ -7,20 +7,20 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// Batch leases (migration 0007, the default; WithPerDeliveryLeases turns them off). A delivery_batch row is
-// the compressed form of the leased exception rows one claim would have
-// written for the rows it took from one partition: same token, partition,
-// holder, attempt 1, due_at = lease_until. The fast paths act on the batch
-// itself: an ack removes members from ids, an extension naming every
-// remaining member moves lease_until. Everything else first materializes the
-// members it names (writes their leased exception rows and removes them
-// from the batch) and then runs the per-delivery SQL unchanged. Every
-// driver reads batches, whether or not it writes them.
+// Batch leases (migration 0007). The main claim leases the rows it takes
+// from a partition as one delivery_batch row: the compressed form of the
+// leased exception rows, one per row, that a claim would otherwise write
+// (same token, partition, holder, attempt 1, due_at = lease_until). The
+// fast paths act on the batch itself: an ack removes members from ids, an
+// extension naming every remaining member moves lease_until. Everything
+// else first materializes the members it names (writes their leased
+// exception rows and removes them from the batch) and then runs the
+// per-delivery SQL unchanged, which also serves every delivery with an
+// exception row of its own.
 
 // jsonIDs joins a batch b's members as rows j(id).
 const jsonIDs = `JSON_TABLE(b.ids, '$[*]' COLUMNS (id BIGINT PATH '$')) j`
@@ -80,23 +80,6 @@ func (b *heldBatch) member(id int64) bool {
 	return ok
 }
 
-// refsWhere is a predicate on the delivery_batch alias a (with a trailing
-// dot, or "") naming the batches refs, and its arguments.
-func refsWhere(alias string, refs []batchRef) (string, []any) {
-	var sb strings.Builder
-	args := make([]any, 0, 3*len(refs))
-	sb.WriteString("(")
-	for i, r := range refs {
-		if i > 0 {
-			sb.WriteString(" OR ")
-		}
-		sb.WriteString("(" + alias + "group_name = ? AND " + alias + "lease_token = ? AND " + alias + "`partition` = ?)")
-		args = append(args, r.group, r.token, r.part)
-	}
-	sb.WriteString(")")
-	return sb.String(), args
-}
-
 // lockBatches reads the stream's batches matching cond (a predicate on
 // delivery_batch, with args) FOR UPDATE, with their members; lock may add
 // SKIP LOCKED, order and limit come first.
@@ -136,10 +119,10 @@ const materializeChunk = 100
 // which the invariant rules out.
 func materialize(ctx context.Context, q querier, streamID int64, ms []materialization) error {
 	for s := 0; s < len(ms); s += materializeChunk {
-		part := ms[s:min(s+materializeChunk, len(ms))]
+		chunk := ms[s:min(s+materializeChunk, len(ms))]
 		var sb strings.Builder
 		args := []any{streamID}
-		for i, m := range part {
+		for i, m := range chunk {
 			if i > 0 {
 				sb.WriteString(" OR ")
 			}
@@ -178,8 +161,13 @@ func writeBatch(ctx context.Context, q querier, streamID int64, ref batchRef, re
 // deleteBatches deletes batches of a stream.
 func deleteBatches(ctx context.Context, q querier, streamID int64, refs []batchRef) error {
 	for s := 0; s < len(refs); s += materializeChunk {
-		cond, args := refsWhere("", refs[s:min(s+materializeChunk, len(refs))])
-		if _, err := q.ExecContext(ctx, "DELETE FROM delivery_batch WHERE stream_id = ? AND "+cond, append([]any{streamID}, args...)...); err != nil {
+		chunk := refs[s:min(s+materializeChunk, len(refs))]
+		args := []any{streamID}
+		for _, r := range chunk {
+			args = append(args, r.group, r.token, r.part)
+		}
+		if _, err := q.ExecContext(ctx, "DELETE FROM delivery_batch WHERE stream_id = ? AND ("+
+			repeated(len(chunk), "(group_name = ? AND lease_token = ? AND `partition` = ?)", " OR ")+")", args...); err != nil {
 			return err
 		}
 	}
@@ -219,151 +207,192 @@ func explodeExpired(ctx context.Context, tx querier, p driver.ClaimParams) error
 	return err
 }
 
-// batchMode is what a settle does to the batch members it names.
-type batchMode int
+// settleMode is what a settle does to the batch members it names.
+type settleMode int
 
 const (
-	// batchAck removes them from their batches.
-	batchAck batchMode = iota
-	// batchExtend moves the lease of a batch whose every remaining member
+	// settleAck removes them from their batches.
+	settleAck settleMode = iota
+	// settleExtend moves the lease of a batch whose every remaining member
 	// is named; of a batch with some named, it materializes the smaller
 	// side (the named members, or the others while the batch keeps the
 	// named ones under the new lease).
-	batchExtend
-	// batchCarve materializes them (Fail, Release), for the per-delivery
+	settleExtend
+	// settleMaterialize materializes them (Fail, Release), for the per-delivery
 	// statement that follows.
-	batchCarve
+	settleMaterialize
 )
 
 // settleBatches runs first in a settle's transaction. It locks the group's
 // batches with the tokens the leases name (FOR UPDATE) and, for the named
-// leases that are their members, does what mode says. It marks in changed
-// the leases it settled itself (acks, whole-batch extensions, with until
-// and now as the new lease_until and created_at) and returns those left for
-// the exception rows: the leases that are no member, and for batchCarve and
-// partial extensions the materialized members too.
-func settleBatches(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease, mode batchMode, until, now string,
-	changed map[int64]bool) ([]driver.Lease, error) {
-	var tokens []string
-	seen := map[string]bool{}
-	for _, l := range leases {
-		if !seen[l.Token] {
-			seen[l.Token] = true
-			tokens = append(tokens, l.Token)
-		}
-	}
-	held, err := lockBatches(ctx, tx, streamID, "group_name = ? AND lease_token IN ("+placeholders(len(tokens))+")",
-		append([]any{group}, stringsToArgs(tokens)...), " FOR UPDATE")
+// leases that are their members, does what op.mode says. It marks in
+// changed the leases it settled itself (acks, extensions the batch keeps)
+// and returns those left for the exception rows: the leases that are no
+// member, and the members it materialized for settleMaterialize and for
+// extensions of few of a batch's members.
+func settleBatches(ctx context.Context, tx querier, op settleOp, leases []driver.Lease, changed map[int64]bool) ([]driver.Lease, error) {
+	tokens := tokensOf(leases)
+	held, err := lockBatches(ctx, tx, op.streamID, "group_name = ? AND lease_token IN ("+placeholders(len(tokens))+")",
+		append([]any{op.group}, toArgs(tokens)...), " FOR UPDATE")
 	if err != nil || len(held) == 0 {
 		return leases, err
 	}
-	byToken := map[string][]int{}
-	for i, b := range held {
-		byToken[b.token] = append(byToken[b.token], i)
-	}
-	named := make([]map[int64]bool, len(held))
-	rest := make([]driver.Lease, 0, len(leases))
-	for _, l := range leases {
-		batch := -1
-		for _, i := range byToken[l.Token] {
-			if held[i].member(l.ID) {
-				batch = i
-				break
-			}
-		}
-		if batch < 0 {
-			rest = append(rest, l)
-			continue
-		}
-		if named[batch] == nil {
-			named[batch] = map[int64]bool{}
-		}
-		named[batch][l.ID] = true
-		if mode == batchCarve {
-			rest = append(rest, l)
-		}
-	}
-	var carve []materialization
-	var carved []int
-	var emptied []batchRef // acked whole: deleted in one statement below
+	named, rest := namedMembers(held, leases, op.mode == settleMaterialize)
+	w := batchWrites{op: op, changed: changed}
 	for i, b := range held {
 		if named[i] == nil {
 			continue
 		}
-		switch {
-		case mode == batchAck:
-			if len(named[i]) == len(b.ids) {
-				emptied = append(emptied, b.batchRef)
-			} else if err := writeBatch(ctx, tx, streamID, b.batchRef, remainingAfter(b.ids, named[i])); err != nil {
-				return nil, err
-			}
-			for id := range named[i] {
-				changed[id] = true
-			}
-		case mode == batchExtend && len(named[i]) == len(b.ids):
-			if _, err := tx.ExecContext(ctx, "UPDATE delivery_batch SET lease_until = ?, created_at = ? WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ?",
-				until, now, streamID, b.group, b.token, b.part); err != nil {
-				return nil, err
-			}
-			for id := range named[i] {
-				changed[id] = true
-			}
-		case mode == batchExtend && 2*len(named[i]) >= len(b.ids):
-			// Most of the batch is extended: the members left out become
-			// leased exception rows with the batch's lease as it is, and the
-			// batch keeps the named ones with the new lease. Either side
-			// could be materialized; this one writes fewer rows.
-			keep := make([]int64, 0, len(named[i]))
-			out := make([]int64, 0, len(b.ids)-len(named[i]))
-			for _, id := range b.ids {
-				if named[i][id] {
-					keep = append(keep, id)
-				} else {
-					out = append(out, id)
-				}
-			}
-			if err := materialize(ctx, tx, streamID, []materialization{{ref: b.batchRef, ids: out}}); err != nil {
-				return nil, err
-			}
-			if _, err := tx.ExecContext(ctx, "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?, lease_until = ?, created_at = ? WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ?",
-				encodeIDs(keep), keep[0], keep[len(keep)-1], until, now, streamID, b.group, b.token, b.part); err != nil {
-				return nil, err
-			}
-			for _, id := range keep {
-				changed[id] = true
-			}
-		default:
-			ids := make([]int64, 0, len(named[i]))
-			for id := range named[i] {
-				ids = append(ids, id)
-			}
-			slices.Sort(ids)
-			carve = append(carve, materialization{ref: b.batchRef, all: len(ids) == len(b.ids), ids: ids})
-			carved = append(carved, i)
-			if mode == batchExtend {
-				for _, id := range ids {
-					rest = append(rest, driver.Lease{ID: id, Token: b.token})
-				}
-			}
-		}
-	}
-	if len(emptied) > 0 {
-		if err := deleteBatches(ctx, tx, streamID, emptied); err != nil {
+		if err := w.settle(ctx, tx, b, named[i]); err != nil {
 			return nil, err
 		}
 	}
-	if len(carve) == 0 {
-		return rest, nil
-	}
-	if err := materialize(ctx, tx, streamID, carve); err != nil {
+	if err := w.finish(ctx, tx); err != nil {
 		return nil, err
 	}
-	for _, i := range carved {
-		if err := writeBatch(ctx, tx, streamID, held[i].batchRef, remainingAfter(held[i].ids, named[i])); err != nil {
-			return nil, err
+	return append(rest, w.extended...), nil
+}
+
+// namedMembers finds the batch of held that each lease is a member of:
+// named[i] holds the ids of held[i] the leases name (nil: none). rest is
+// the leases that are no member, and with members also those that are.
+func namedMembers(held []heldBatch, leases []driver.Lease, members bool) (named []map[int64]bool, rest []driver.Lease) {
+	byToken := map[string][]int{}
+	for i, b := range held {
+		byToken[b.token] = append(byToken[b.token], i)
+	}
+	named = make([]map[int64]bool, len(held))
+	rest = make([]driver.Lease, 0, len(leases))
+	for _, l := range leases {
+		k := slices.IndexFunc(byToken[l.Token], func(i int) bool { return held[i].member(l.ID) })
+		if k < 0 || members {
+			rest = append(rest, l)
+		}
+		if k < 0 {
+			continue
+		}
+		batch := byToken[l.Token][k]
+		if named[batch] == nil {
+			named[batch] = map[int64]bool{}
+		}
+		named[batch][l.ID] = true
+	}
+	return named, rest
+}
+
+// batchWrites is settleBatches' work on the batches it locked. What it can
+// gather is written last, together: the batches acked whole are deleted in
+// one statement, and the members to materialize are written before their
+// batches shrink.
+type batchWrites struct {
+	op      settleOp
+	changed map[int64]bool
+	emptied []batchRef        // acked whole
+	carve   []materialization // members to materialize
+	shrunk  []heldBatch       // the batches carve takes from, with what they keep
+	// extended lists the members an extension materializes, for the
+	// exception rows' statement.
+	extended []driver.Lease
+}
+
+// settle does op.mode to the members named of batch b.
+func (w *batchWrites) settle(ctx context.Context, tx querier, b heldBatch, named map[int64]bool) error {
+	switch {
+	case w.op.mode == settleAck:
+		return w.ack(ctx, tx, b, named)
+	case w.op.mode == settleExtend && len(named) == len(b.ids):
+		return w.extend(ctx, tx, b, b.ids, nil)
+	case w.op.mode == settleExtend && 2*len(named) >= len(b.ids):
+		// Most of the batch is extended: the members left out become
+		// leased exception rows with the batch's lease as it is, and the
+		// batch keeps the named ones with the new lease. Either side
+		// could be materialized; this one writes fewer rows.
+		keep := make([]int64, 0, len(named))
+		out := make([]int64, 0, len(b.ids)-len(named))
+		for _, id := range b.ids {
+			if named[id] {
+				keep = append(keep, id)
+			} else {
+				out = append(out, id)
+			}
+		}
+		return w.extend(ctx, tx, b, keep, out)
+	default:
+		w.materializeLater(b, named)
+		return nil
+	}
+}
+
+// ack removes the named members from batch b, which goes when none is left.
+func (w *batchWrites) ack(ctx context.Context, tx querier, b heldBatch, named map[int64]bool) error {
+	if len(named) == len(b.ids) {
+		w.emptied = append(w.emptied, b.batchRef)
+	} else if err := writeBatch(ctx, tx, w.op.streamID, b.batchRef, remainingAfter(b.ids, named)); err != nil {
+		return err
+	}
+	for id := range named {
+		w.changed[id] = true
+	}
+	return nil
+}
+
+// extend gives batch b the new lease, keeping its members keep; the others
+// (out) are first materialized with the lease they had.
+func (w *batchWrites) extend(ctx context.Context, tx querier, b heldBatch, keep, out []int64) error {
+	op := w.op
+	pk := " WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ?"
+	var err error
+	if len(out) == 0 {
+		_, err = tx.ExecContext(ctx, "UPDATE delivery_batch SET lease_until = ?, created_at = ?"+pk, op.until, op.now, op.streamID, b.group, b.token, b.part)
+	} else if err = materialize(ctx, tx, op.streamID, []materialization{{ref: b.batchRef, ids: out}}); err == nil {
+		_, err = tx.ExecContext(ctx, "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?, lease_until = ?, created_at = ?"+pk,
+			encodeIDs(keep), keep[0], keep[len(keep)-1], op.until, op.now, op.streamID, b.group, b.token, b.part)
+	}
+	if err != nil {
+		return err
+	}
+	for _, id := range keep {
+		w.changed[id] = true
+	}
+	return nil
+}
+
+// materializeLater notes the named members of batch b to materialize, for
+// the exception rows' statement (with an extension, as leases of their own).
+func (w *batchWrites) materializeLater(b heldBatch, named map[int64]bool) {
+	ids := make([]int64, 0, len(named))
+	for id := range named {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	w.carve = append(w.carve, materialization{ref: b.batchRef, all: len(ids) == len(b.ids), ids: ids})
+	w.shrunk = append(w.shrunk, heldBatch{batchRef: b.batchRef, ids: remainingAfter(b.ids, named)})
+	if w.op.mode == settleExtend {
+		for _, id := range ids {
+			w.extended = append(w.extended, driver.Lease{ID: id, Token: b.token})
 		}
 	}
-	return rest, nil
+}
+
+// finish writes what the batches' visits gathered.
+func (w *batchWrites) finish(ctx context.Context, tx querier) error {
+	if len(w.emptied) > 0 {
+		if err := deleteBatches(ctx, tx, w.op.streamID, w.emptied); err != nil {
+			return err
+		}
+	}
+	if len(w.carve) == 0 {
+		return nil
+	}
+	if err := materialize(ctx, tx, w.op.streamID, w.carve); err != nil {
+		return err
+	}
+	for _, b := range w.shrunk {
+		if err := writeBatch(ctx, tx, w.op.streamID, b.batchRef, b.ids); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // remainingAfter is ids without those in gone.
@@ -375,306 +404,4 @@ func remainingAfter(ids []int64, gone map[int64]bool) []int64 {
 		}
 	}
 	return out
-}
-
-func stringsToArgs(vs []string) []any {
-	args := make([]any, len(vs))
-	for i, v := range vs {
-		args[i] = v
-	}
-	return args
-}
-
-// batchCache remembers the batches this driver's claims wrote, and what its
-// settles removed from them since, so that a settle naming members of one
-// such batch can change it with one statement that compares the stored ids
-// with those it expects, without locking and reading it first. It is only
-// a hint: a batch changed meanwhile by anything else (another process, an
-// expiry, a reset) fails the comparison, and the settle then takes the
-// locking path, which reads what is stored.
-type batchCache struct {
-	mu    sync.Mutex
-	m     map[cacheKey][]heldBatch
-	order []cacheKey
-}
-
-type cacheKey struct {
-	stream int64
-	group  string
-	token  string
-}
-
-// batchCacheSize bounds the claims the cache remembers; the oldest go first.
-const batchCacheSize = 4096
-
-func (c *batchCache) add(stream int64, group string, batches []heldBatch) {
-	if len(batches) == 0 {
-		return
-	}
-	k := cacheKey{stream, group, batches[0].token}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[cacheKey][]heldBatch{}
-	}
-	for len(c.m) >= batchCacheSize && len(c.order) > 0 {
-		delete(c.m, c.order[0])
-		c.order = c.order[1:]
-	}
-	if len(c.order) > 4*batchCacheSize {
-		// Keys of entries settled away pile up in order: keep the live ones.
-		c.order = slices.DeleteFunc(c.order, func(k cacheKey) bool { _, ok := c.m[k]; return !ok })
-	}
-	c.m[k] = slices.Clone(batches)
-	c.order = append(c.order, k)
-}
-
-// known reports whether any lease's token is that of a remembered claim.
-func (c *batchCache) known(stream int64, group string, leases []driver.Lease) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, l := range leases {
-		if _, ok := c.m[cacheKey{stream, group, l.Token}]; ok {
-			return true
-		}
-	}
-	return false
-}
-
-// one returns the remembered batch holding every lease, with the ids it is
-// believed to hold, when there is one; named is how many distinct ids the
-// leases name.
-func (c *batchCache) one(stream int64, group string, leases []driver.Lease) (b heldBatch, named int, ok bool) {
-	if len(leases) == 0 {
-		return b, 0, false
-	}
-	token := leases[0].Token
-	for _, l := range leases {
-		if l.Token != token {
-			return b, 0, false
-		}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, cand := range c.m[cacheKey{stream, group, token}] {
-		if !cand.member(leases[0].ID) {
-			continue
-		}
-		seen := make(map[int64]bool, len(leases))
-		for _, l := range leases {
-			if !cand.member(l.ID) {
-				return b, 0, false
-			}
-			seen[l.ID] = true
-		}
-		return heldBatch{batchRef: cand.batchRef, ids: cand.ids}, len(seen), true
-	}
-	return b, 0, false
-}
-
-// settled records that batch b, expected to hold was, now holds remaining.
-func (c *batchCache) settled(stream int64, b batchRef, was, remaining []int64) {
-	k := cacheKey{stream, b.group, b.token}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	parts := c.m[k]
-	for i := range parts {
-		if parts[i].part != b.part {
-			continue
-		}
-		if !slices.Equal(parts[i].ids, was) {
-			// Another settle of this process changed it meanwhile.
-			parts = slices.Delete(parts, i, i+1)
-		} else if len(remaining) == 0 {
-			parts = slices.Delete(parts, i, i+1)
-		} else {
-			parts[i].ids = remaining
-		}
-		break
-	}
-	if len(parts) == 0 {
-		delete(c.m, k)
-	} else {
-		c.m[k] = parts
-	}
-}
-
-// forget drops what the cache remembers of a claim's batches.
-func (c *batchCache) forget(stream int64, group string, tokens ...string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, t := range tokens {
-		delete(c.m, cacheKey{stream, group, t})
-	}
-}
-
-// fastSettle settles leases that are all members of one batch this driver
-// claimed, with one statement that commits on its own and names the batch
-// and the ids the cache expects it to hold: an ack removes the named ids (deleting the batch when
-// none is left), an extension naming every remaining member moves its
-// lease. It reports false when that does not apply or the batch is not as
-// expected; then nothing changed, and the caller takes the locking path.
-func (d *Driver) fastSettle(ctx context.Context, streamID int64, group string, leases []driver.Lease, mode batchMode, until, now string) (bool, error) {
-	cs, ok := d.casSettle(streamID, group, leases, mode, until, now)
-	if !ok {
-		return false, nil
-	}
-	var n int64
-	run := func(q querier) error {
-		var err error
-		n, err = cs.run(ctx, q)
-		return err
-	}
-	if err := d.autocommit(ctx, run); err != nil {
-		d.batches.forget(streamID, group, cs.b.token)
-		return false, err
-	}
-	if n != 1 {
-		d.batches.forget(streamID, group, cs.b.token)
-		return false, nil
-	}
-	d.batches.settled(streamID, cs.b.batchRef, cs.b.ids, cs.remaining)
-	return true, nil
-}
-
-// casStmt is fastSettle's compare-and-set statement on the remembered
-// batch b, which leaves it holding remaining.
-type casStmt struct {
-	b         heldBatch
-	remaining []int64
-	stmt      string
-	args      []any
-}
-
-// run executes the statement on q and returns how many batches it changed:
-// 1 when the batch was as expected.
-func (c casStmt) run(ctx context.Context, q querier) (int64, error) {
-	res, err := q.ExecContext(ctx, c.stmt, c.args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-// casSettle builds fastSettle's statement, when it applies.
-func (d *Driver) casSettle(streamID int64, group string, leases []driver.Lease, mode batchMode, until, now string) (casStmt, bool) {
-	if mode == batchCarve {
-		return casStmt{}, false
-	}
-	b, named, ok := d.batches.one(streamID, group, leases)
-	if !ok || (mode == batchExtend && named != len(b.ids)) {
-		return casStmt{}, false
-	}
-	gone := make(map[int64]bool, len(leases))
-	for _, l := range leases {
-		gone[l.ID] = true
-	}
-	remaining := remainingAfter(b.ids, gone)
-	if mode == batchExtend {
-		remaining = b.ids
-	}
-	pk := " WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ? AND ids = ?"
-	var stmt string
-	var args []any
-	switch {
-	case mode == batchExtend:
-		stmt, args = "UPDATE delivery_batch SET lease_until = ?, created_at = ?"+pk, []any{until, now}
-	case len(remaining) == 0:
-		stmt = "DELETE FROM delivery_batch" + pk
-	default:
-		stmt, args = "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?"+pk, []any{encodeIDs(remaining), remaining[0], remaining[len(remaining)-1]}
-	}
-	args = append(args, streamID, group, b.token, b.part, encodeIDs(b.ids))
-	return casStmt{b: b, remaining: remaining, stmt: stmt, args: args}, true
-}
-
-// whole returns the remembered batches of one claim whose every member the
-// leases name, when the leases name those and nothing else.
-func (c *batchCache) whole(stream int64, group string, leases []driver.Lease) ([]heldBatch, bool) {
-	if len(leases) == 0 {
-		return nil, false
-	}
-	token := leases[0].Token
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	parts := c.m[cacheKey{stream, group, token}]
-	if len(parts) < 2 {
-		return nil, false
-	}
-	total := 0
-	for _, b := range parts {
-		total += len(b.ids)
-	}
-	seen := make(map[int64]bool, len(leases))
-	for _, l := range leases {
-		if l.Token != token {
-			return nil, false
-		}
-		if !seen[l.ID] && !slices.ContainsFunc(parts, func(b heldBatch) bool { return b.member(l.ID) }) {
-			return nil, false
-		}
-		seen[l.ID] = true
-	}
-	if len(seen) != total {
-		return nil, false
-	}
-	return slices.Clone(parts), true
-}
-
-// fastAckWhole acks a claim's batches on several partitions, every member
-// of each named, with one DELETE ... RETURNING (MariaDB) that names each
-// batch with the ids the cache expects it to hold. It reports false when
-// that does not apply; else the leases of the batches it did not find as
-// expected, for the locking path.
-func (d *Driver) fastAckWhole(ctx context.Context, streamID int64, group string, leases []driver.Lease) ([]driver.Lease, bool, error) {
-	if !d.returning() {
-		return nil, false, nil
-	}
-	parts, ok := d.batches.whole(streamID, group, leases)
-	if !ok {
-		return nil, false, nil
-	}
-	var rest []driver.Lease
-	err := d.autocommit(ctx, func(q querier) error {
-		var err error
-		rest, err = ackWholeIn(ctx, q, streamID, group, leases, parts)
-		return err
-	})
-	d.batches.forget(streamID, group, leases[0].Token)
-	if err != nil {
-		return nil, false, err
-	}
-	return rest, true, nil
-}
-
-// ackWholeIn is fastAckWhole's statement on q, for the remembered batches
-// parts of the leases' claim: it returns the leases of the batches it did
-// not find as expected.
-func ackWholeIn(ctx context.Context, q querier, streamID int64, group string, leases []driver.Lease, parts []heldBatch) ([]driver.Lease, error) {
-	var sb strings.Builder
-	args := []any{streamID, group, leases[0].Token}
-	for i, b := range parts {
-		if i > 0 {
-			sb.WriteString(" OR ")
-		}
-		sb.WriteString("(`partition` = ? AND ids = ?)")
-		args = append(args, b.part, encodeIDs(b.ids))
-	}
-	deleted := map[int]bool{}
-	if err := eachRow(ctx, q, "DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND ("+sb.String()+") RETURNING `partition`", args,
-		func(r *sql.Rows) error {
-			var part int
-			err := r.Scan(&part)
-			deleted[part] = true
-			return err
-		}); err != nil {
-		return nil, err
-	}
-	var rest []driver.Lease
-	for _, l := range leases {
-		if !slices.ContainsFunc(parts, func(b heldBatch) bool { return deleted[b.part] && b.member(l.ID) }) {
-			rest = append(rest, l)
-		}
-	}
-	return rest, nil
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -34,7 +33,7 @@ func versionFilter(col string, versions []int) (string, []any) {
 	if len(versions) == 0 {
 		return "0", nil
 	}
-	return col + " IN (" + placeholders(len(versions)) + ")", intsToArgs(versions)
+	return col + " IN (" + placeholders(len(versions)) + ")", toArgs(versions)
 }
 
 // headExpr is 1 when row m is claimable: on a compacted stream, only a head.
@@ -65,27 +64,22 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	if err := d.check(); err != nil {
 		return driver.ClaimResult{}, err
 	}
-	var batches *[]heldBatch
-	if d.batchLeases {
-		batches = new([]heldBatch)
-	}
 	key := cacheKey{stream: p.Stream.ID, group: p.Group}
 	if len(p.Acks) > 0 {
-		return d.claimAcking(ctx, p, key, batches)
+		return d.claimAcking(ctx, p, key)
 	}
+	var out claimOut
 	deferred := 0
-	// Not for ordered groups: there the last claim's leases hold the
-	// partition until they are settled.
-	if part, ok := d.hot.Load(key); ok && p.Limit > 0 && !p.Ordered {
-		res, full, ok, err := d.claimHot(ctx, p, part.(int), batches)
+	if part, ok := d.hotPartition(key, p); ok {
+		ok, err := d.claimHot(ctx, p, part, &out)
 		if err != nil {
 			return driver.ClaimResult{}, err
 		}
-		d.setHot(key, full)
+		d.setHot(key, out.full)
 		if ok {
-			return res, nil
+			return out.res, nil
 		}
-		deferred = res.Deferred
+		deferred = out.res.Deferred
 	}
 	var pr probe
 	err := d.withLog(ctx, p.Stream.ID, func() error {
@@ -97,28 +91,51 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		return driver.ClaimResult{}, d.wrap(ctx, err, opRead)
 	}
 	res := driver.ClaimResult{Group: pr.group, Deferred: deferred}
-	if p.Limit <= 0 || (!pr.due && len(pr.fresh) == 0) {
+	if !pr.worthClaiming(p) {
 		return res, nil
 	}
-	full := -1
 	err = d.withLog(ctx, p.Stream.ID, func() error {
 		return d.ownTx(ctx, false, func(tx querier) error {
-			res = driver.ClaimResult{Group: pr.group, Deferred: deferred}
-			if batches != nil {
-				*batches = (*batches)[:0]
-			}
-			full = -1
-			return d.claim(ctx, tx, p, pr, &res, batches, &full)
+			out.reset(res)
+			return d.claim(ctx, tx, p, pr, &out)
 		})
 	})
 	if err != nil {
 		return driver.ClaimResult{}, err
 	}
-	d.setHot(key, full)
-	if batches != nil {
-		d.batches.add(p.Stream.ID, p.Group, *batches)
+	d.claimed(key, p, &out)
+	return out.res, nil
+}
+
+// claimOut is what a claim transaction collects. ownTx may run the
+// transaction again, so each run starts with reset.
+type claimOut struct {
+	res     driver.ClaimResult
+	batches []heldBatch // the batches the main claim wrote
+	full    int         // the partition whose new rows filled the claim, or -1
+}
+
+func (o *claimOut) reset(res driver.ClaimResult) {
+	o.res, o.batches, o.full = res, o.batches[:0], -1
+}
+
+// claimed remembers, once a claim committed, the batches it wrote and
+// whether it filled its limit from one partition's new rows.
+func (d *Driver) claimed(key cacheKey, p driver.ClaimParams, out *claimOut) {
+	d.setHot(key, out.full)
+	d.batches.add(p.Stream.ID, p.Group, out.batches)
+}
+
+// hotPartition returns the partition whose new rows filled the driver's
+// last claim of the group, when this claim may go there without the probe.
+// Not for ordered groups: there the last claim's leases hold the partition
+// until they are settled.
+func (d *Driver) hotPartition(key cacheKey, p driver.ClaimParams) (int, bool) {
+	part, ok := d.hot.Load(key)
+	if !ok || p.Limit <= 0 || p.Ordered {
+		return 0, false
 	}
-	return res, nil
+	return part.(int), true
 }
 
 // setHot remembers that the last claim of a group filled its limit from
@@ -139,32 +156,29 @@ func (d *Driver) setHot(key cacheKey, part int) {
 // nothing. It reports false when the cursor is taken or the claim got
 // nothing (the backlog ended, or moved to other partitions): then the
 // caller probes and claims as usual, so that an empty claim still means
-// that nothing was claimable. full is the partition that filled this
+// that nothing was claimable. out.full is the partition that filled this
 // claim, or -1.
-func (d *Driver) claimHot(ctx context.Context, p driver.ClaimParams, part int, batches *[]heldBatch) (res driver.ClaimResult, full int, ok bool, err error) {
+func (d *Driver) claimHot(ctx context.Context, p driver.ClaimParams, part int, out *claimOut) (ok bool, err error) {
 	err = d.withLog(ctx, p.Stream.ID, func() error {
 		return d.ownTx(ctx, false, func(tx querier) error {
-			res, full = driver.ClaimResult{}, -1
-			if batches != nil {
-				*batches = (*batches)[:0]
-			}
+			out.reset(driver.ClaimResult{})
 			var err error
-			ok, err = d.claimHotIn(ctx, tx, p, part, &res, batches, &full)
+			ok, err = d.claimHotIn(ctx, tx, p, part, out)
 			return err
 		})
 	})
 	if err != nil {
-		return driver.ClaimResult{}, -1, false, err
+		return false, err
 	}
-	if ok && batches != nil {
-		d.batches.add(p.Stream.ID, p.Group, *batches)
+	if ok {
+		d.batches.add(p.Stream.ID, p.Group, out.batches)
 	}
-	return res, full, ok, nil
+	return ok, nil
 }
 
-// claimHotIn is claimHot's work in the transaction tx, which res, batches
-// and full start empty for. It reports whether it claimed anything.
-func (d *Driver) claimHotIn(ctx context.Context, tx querier, p driver.ClaimParams, part int, res *driver.ClaimResult, batches *[]heldBatch, full *int) (bool, error) {
+// claimHotIn is claimHot's work in the transaction tx, which out starts
+// empty for. It reports whether it claimed anything.
+func (d *Driver) claimHotIn(ctx context.Context, tx querier, p driver.ClaimParams, part int, out *claimOut) (bool, error) {
 	df, dargs := dueExprs(p, "c.stream_id", "c.group_name")
 	args := append(append([]any{}, dargs...), p.Stream.ID, p.Group, part)
 	var pr probe
@@ -181,24 +195,31 @@ func (d *Driver) claimHotIn(ctx context.Context, tx querier, p driver.ClaimParam
 	// The rest of the limit from the other partitions with new
 	// rows, as the probe would have found them.
 	more := func() ([]int, error) {
-		var out []int
+		var others []int
 		err := eachRow(ctx, tx, "SELECT c.`partition` FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` <> ? AND "+pastCursor(p.Stream.ID)+
 			" ORDER BY c.`partition`", []any{p.Stream.ID, p.Group, part}, func(r *sql.Rows) error {
 			var q int
 			err := r.Scan(&q)
-			out = append(out, q)
+			others = append(others, q)
 			return err
 		})
-		if len(out) > 1 {
-			k := rand.IntN(len(out))
-			out = append(out[k:], out[:k]...)
-		}
-		return out, err
+		return rotated(others), err
 	}
-	if err := d.claimFenced(ctx, tx, p, pr, []int{part}, map[int]int64{part: pos}, nil, "", res, batches, full, more); err != nil {
+	f := fence{cands: []int{part}, positions: map[int]int64{part: pos}, more: more}
+	if err := d.claimFenced(ctx, tx, p, pr, f, out); err != nil {
 		return false, err
 	}
-	return len(res.Deliveries) > 0, nil
+	return len(out.res.Deliveries) > 0, nil
+}
+
+// rotated returns parts starting from a random one, so that claimers spread
+// over partitions.
+func rotated(parts []int) []int {
+	if len(parts) < 2 {
+		return parts
+	}
+	k := rand.IntN(len(parts))
+	return append(parts[k:], parts[:k]...)
 }
 
 // dueExprs is two SQL columns for a group (named by the SQL expressions
@@ -223,14 +244,6 @@ func pastCursor(streamID int64) string {
 	return "c.position < (SELECT m.id FROM " + logTable(streamID) + " m WHERE m.`partition` = c.`partition` ORDER BY m.id DESC LIMIT 1)"
 }
 
-// newestIDs is a query of each partition of a stream (partition, newest id
-// or NULL, high_water), one index dive per partition, for the partitions
-// named by the placeholders in cond ("" for all).
-func newestIDs(streamID int64, cond string) string {
-	return "SELECT p.`partition`, (SELECT m.id FROM " + logTable(streamID) + " m WHERE m.`partition` = p.`partition` ORDER BY m.id DESC LIMIT 1), p.high_water" +
-		" FROM stream_partition p WHERE p.stream_id = ?" + cond + " ORDER BY p.`partition`"
-}
-
 // probe is what a claim finds out before its transaction.
 type probe struct {
 	group driver.GroupConfig
@@ -240,6 +253,11 @@ type probe struct {
 	expired bool
 	// fresh lists the partitions with rows past the group's cursor.
 	fresh []int
+}
+
+// worthClaiming reports whether the claim transaction has anything to do.
+func (pr probe) worthClaiming(p driver.ClaimParams) bool {
+	return p.Limit > 0 && (pr.due || len(pr.fresh) > 0)
 }
 
 // probe reads, in one round trip and without locks, the group, whether
@@ -276,88 +294,64 @@ func (d *Driver) probe(ctx context.Context, q querier, p driver.ClaimParams) (pr
 	return pr, nil
 }
 
-// claim runs in the claim transaction. With batch leases on, batches
-// collects the batches the main claim wrote; full is set to the partition
-// whose new rows filled the claim, if one did.
-func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, res *driver.ClaimResult, batches *[]heldBatch, full *int) error {
-	// Only the cursors of partitions with new rows are worth locking; visit
-	// them from a random one, so that claimers spread over partitions.
-	cands := slices.Clone(pr.fresh)
-	if len(cands) > 1 {
-		k := rand.IntN(len(cands))
-		cands = append(cands[k:], cands[:k]...)
-	}
-	// The first cursor lock. While this transaction holds a cursor of the
-	// group, a change to the group's configuration waits for it
-	// (RegisterGroup locks every cursor before it writes), so the
-	// configuration read after the lock is the one this claim commits under
-	// (C19).
-	positions := map[int]int64{}
-	skipped := map[int]bool{}
-	fenced := false
-	for _, part := range cands {
+// fence is what keeps the group's configuration as a claim transaction
+// read it: the first cursor lock (positions) or, when every cursor is
+// taken, the group row's shared lock (groupLock). While this transaction
+// holds a cursor of the group, a change to the group's configuration waits
+// for it (RegisterGroup locks every cursor before it writes), so the
+// configuration read after the lock is the one this claim commits under
+// (C19). It also carries the partitions the main claim visits: cands in
+// order, passing over skipped (cursors other claimers hold), and when those
+// leave the limit unmet, the further ones more names (if not nil).
+type fence struct {
+	cands     []int
+	positions map[int]int64
+	skipped   map[int]bool
+	groupLock string
+	more      func() ([]int, error)
+}
+
+// claim runs in the claim transaction, collecting in out.
+func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, out *claimOut) error {
+	// Only the cursors of partitions with new rows are worth locking.
+	f := fence{cands: rotated(slices.Clone(pr.fresh)), positions: map[int]int64{}, skipped: map[int]bool{}}
+	for _, part := range f.cands {
 		pos, ok, err := lockCursor(ctx, tx, p, part)
 		if err != nil {
 			return err
 		}
 		if ok {
-			positions[part], fenced = pos, true
-			break
+			f.positions[part] = pos
+			return d.claimFenced(ctx, tx, p, pr, f, out)
 		}
-		skipped[part] = true
+		f.skipped[part] = true
 	}
-	var groupLock string
-	if !fenced {
-		// No partition with new rows is free: any cursor serves as the fence.
-		var part int
-		var pos int64
-		err := tx.QueryRowContext(ctx, "SELECT `partition`, position FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY `partition` LIMIT 1 FOR UPDATE SKIP LOCKED",
-			p.Stream.ID, p.Group).Scan(&part, &pos)
-		switch {
-		case err == nil:
-			positions[part], fenced = pos, true
-		case !errors.Is(err, sql.ErrNoRows):
-			return err
-		case !pr.due:
-			// Every cursor is locked by other claimers, and nothing is due.
-			return nil
-		default:
-			// Every cursor is locked by other claimers, but exceptions are
-			// due: a shared lock on the group row is the fence instead
-			// (RegisterGroup locks that row FOR UPDATE first).
-			groupLock = " LOCK IN SHARE MODE" + d.waitClause()
-		}
+	// No partition with new rows is free: any cursor serves as the fence.
+	var part int
+	var pos int64
+	err := tx.QueryRowContext(ctx, "SELECT `partition`, position FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY `partition` LIMIT 1 FOR UPDATE SKIP LOCKED",
+		p.Stream.ID, p.Group).Scan(&part, &pos)
+	switch {
+	case err == nil:
+		f.positions[part] = pos
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	case !pr.due:
+		// Every cursor is locked by other claimers, and nothing is due.
+		return nil
+	default:
+		// Every cursor is locked by other claimers, but exceptions are
+		// due: a shared lock on the group row is the fence instead
+		// (RegisterGroup locks that row FOR UPDATE first).
+		f.groupLock = " LOCK IN SHARE MODE" + d.waitClause()
 	}
-	return d.claimFenced(ctx, tx, p, pr, cands, positions, skipped, groupLock, res, batches, full, nil)
+	return d.claimFenced(ctx, tx, p, pr, f, out)
 }
 
-// claimFenced goes on with a claim once its first cursor lock (positions)
-// or the group row's shared lock (groupLock) is its fence: it reads the
-// configuration, leases due exceptions, then claims new rows from cands,
-// passing over the partitions in skipped; when those leave the limit
-// unmet, more (if not nil) names further candidates.
-func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, cands []int, positions map[int]int64, skipped map[int]bool,
-	groupLock string, res *driver.ClaimResult, batches *[]heldBatch, full *int, more func() ([]int, error)) error {
-	var g driver.GroupConfig
-	var err error
-	// newestException is the group's highest exception id, read with the
-	// configuration when the main claim writes batches: only rows at or
-	// below it can have an exception row the batch must pass over. No
-	// exception row past a cursor this claim holds can appear meanwhile:
-	// they are made under the cursor lock or by SetCursors, which waits for
-	// it (materialized batch members are at or below their cursor).
-	var newestException int64
-	if batches != nil && groupLock == "" {
-		var newest sql.NullInt64
-		g, _, err = scanGroup(tx.QueryRowContext(ctx, `SELECT `+groupColumns+`, (SELECT MAX(e.msg_id) FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ?)
-			FROM consumer_group WHERE stream_id = ? AND name = ?`, p.Stream.ID, p.Group, p.Stream.ID, p.Group), &newest)
-		if errors.Is(err, sql.ErrNoRows) {
-			err = fmt.Errorf("group %q: %w", p.Group, driver.ErrGroupNotFound)
-		}
-		newestException = newest.Int64
-	} else {
-		g, err = loadGroup(ctx, tx, p.Stream.ID, p.Group, groupLock)
-	}
+// claimFenced goes on with a claim once f holds its fence: it reads the
+// configuration, leases due exceptions, then claims new rows.
+func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, f fence, out *claimOut) error {
+	g, newestException, err := fencedGroup(ctx, tx, p, f.groupLock)
 	if err != nil {
 		return err
 	}
@@ -365,10 +359,7 @@ func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimPara
 	if err != nil {
 		return err
 	}
-	res.Group = g
-	// The rows this claim's exception pass leased: the main claim may meet
-	// them again past a cursor that was moved back.
-	var leasedNow map[int64]bool
+	out.res.Group = g
 	if pr.due {
 		// Expired batches first become the leased exception rows they
 		// stand for, which the exception claim takes as it takes any
@@ -382,41 +373,57 @@ func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimPara
 		if err != nil {
 			return err
 		}
-		res.Deliveries = append(res.Deliveries, got...)
-		leasedNow = make(map[int64]bool, len(got))
-		for _, dl := range got {
-			leasedNow[dl.ID] = true
-		}
+		out.res.Deliveries = append(out.res.Deliveries, got...)
 	}
-	for i := 0; i < len(cands); i++ {
+	if f.groupLock != "" {
+		return nil
+	}
+	return d.claimNew(ctx, tx, partitionScan{p: p, plan: plan, newestException: newestException}, f, out)
+}
+
+// fencedGroup reads the group's configuration under the fence. With a
+// cursor lock as the fence it also reads newestException, the group's
+// highest exception id, for the main claim: only rows at or below it can
+// have an exception row the batch must pass over. No exception row past a
+// cursor this claim holds can appear meanwhile: they are made under the
+// cursor lock or by SetCursors, which waits for it (materialized batch
+// members are at or below their cursor). With the group row's lock
+// (groupLock) there is no main claim.
+func fencedGroup(ctx context.Context, tx querier, p driver.ClaimParams, groupLock string) (g driver.GroupConfig, newestException int64, err error) {
+	if groupLock != "" {
+		g, err = loadGroup(ctx, tx, p.Stream.ID, p.Group, groupLock)
+		return g, 0, err
+	}
+	var newest sql.NullInt64
+	g, _, err = scanGroup(tx.QueryRowContext(ctx, `SELECT `+groupColumns+`, (SELECT MAX(e.msg_id) FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ?)
+		FROM consumer_group WHERE stream_id = ? AND name = ?`, p.Stream.ID, p.Group, p.Stream.ID, p.Group), &newest)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = fmt.Errorf("group %q: %w", p.Group, driver.ErrGroupNotFound)
+	}
+	return g, newest.Int64, err
+}
+
+// claimNew is the main claim: new rows from the partitions f names, until
+// the limit is met. s carries what every partition's scan shares.
+func (d *Driver) claimNew(ctx context.Context, tx querier, s partitionScan, f fence, out *claimOut) error {
+	cands, more := f.cands, f.more
+	for i := 0; i < len(cands) && len(out.res.Deliveries) < s.p.Limit; i++ {
 		part := cands[i]
-		if len(res.Deliveries) >= p.Limit || groupLock != "" {
-			break
-		}
-		pos, ok := positions[part]
-		if !ok {
-			if skipped[part] {
-				continue
-			}
+		pos, ok := f.positions[part]
+		if !ok && !f.skipped[part] {
 			var err error
-			if pos, ok, err = lockCursor(ctx, tx, p, part); err != nil {
+			if pos, ok, err = lockCursor(ctx, tx, s.p, part); err != nil {
 				return err
 			}
-			if !ok {
-				continue
-			}
 		}
-		want := p.Limit - len(res.Deliveries)
-		got, deferred, err := d.claimPartition(ctx, tx, p, plan, part, pos, want, leasedNow, batches, newestException)
-		if err != nil {
+		if !ok {
+			continue
+		}
+		s.part, s.cursor, s.limit = part, pos, s.p.Limit-len(out.res.Deliveries)
+		if err := d.claimPartition(ctx, tx, s, out); err != nil {
 			return err
 		}
-		res.Deliveries = append(res.Deliveries, got...)
-		res.Deferred += deferred
-		if len(got) == want {
-			*full = part
-		}
-		if i == len(cands)-1 && more != nil && len(res.Deliveries) < p.Limit {
+		if i == len(cands)-1 && more != nil && len(out.res.Deliveries) < s.p.Limit {
 			extra, err := more()
 			if err != nil {
 				return err
@@ -439,253 +446,211 @@ func lockCursor(ctx context.Context, tx querier, p driver.ClaimParams, part int)
 	return pos, err == nil, err
 }
 
-// claimPartition claims up to limit rows of a partition whose cursor this
-// transaction holds at cursor. Rows the group reads that the member cannot
-// decode become due exceptions for members that can; they are counted in
-// deferred. A row the group already has an exception for (its cursor was
-// moved back over it with SetCursors) keeps that exception as it is: the
-// claim passes over it, and goes on reading to fill the limit. With batches
-// (batch leases on) the rows taken become one batch, appended to batches,
-// instead of leased exception rows.
-func (d *Driver) claimPartition(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, part int, cursor int64, limit int,
-	leasedNow map[int64]bool, batches *[]heldBatch, newestException int64) (taken []driver.Delivery, deferred int, err error) {
-	if p.Ordered {
-		// A pending (leased or delayed) exception or a batch holds the
-		// partition. New exceptions and batches of a partition are only
-		// made under its cursor lock, which this transaction holds, or by
-		// materializing a batch's members in the transaction that shrinks
-		// it: one statement, one snapshot, sees the batch or the rows.
-		var pending bool
-		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `partition` = ? AND state IN ('leased', 'delayed'))"+
-			" OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND `partition` = ?)",
-			p.Stream.ID, p.Group, part, p.Stream.ID, p.Group, part).Scan(&pending); err != nil {
-			return nil, 0, err
-		}
-		if pending {
-			return nil, 0, nil
+// partitionScan is the main claim of one partition.
+type partitionScan struct {
+	p    driver.ClaimParams
+	plan driver.ClaimPlan
+	// newestException is the group's highest exception id (fencedGroup).
+	newestException int64
+	part            int
+	cursor          int64 // the position of the cursor this transaction holds
+	limit           int   // how many rows to take at most
+}
+
+// scanned is what a partition's scan read: the rows it takes, the rows it
+// defers to members that decode them, and the last row it read, where the
+// cursor moves.
+type scanned struct {
+	taken   []driver.Delivery
+	later   []driver.Row
+	last    int64
+	stopped bool // an ordered group met a row it defers
+}
+
+// claimPartition claims up to s.limit rows of partition s.part, as one
+// batch in out. Rows the group reads that the member cannot decode become
+// due exceptions for members that can; they are counted as deferred. A row
+// the group already has an exception for (its cursor was moved back over
+// it with SetCursors) keeps that exception as it is: the claim passes over
+// it, and goes on reading to fill the limit. out.full is set to the
+// partition when its rows filled the claim.
+func (d *Driver) claimPartition(ctx context.Context, tx querier, s partitionScan, out *claimOut) error {
+	if s.p.Ordered {
+		if held, err := partitionPending(ctx, tx, s.p, s.part); err != nil || held {
+			return err
 		}
 	}
-	vf, vargs := versionFilter("m.schema_version", plan.Versions)
-	// Payloads are read only for rows at the group's versions: other rows
-	// are passed over without their payload leaving the database. The read
-	// is a consistent read of committed rows; appends commit a partition's
-	// ids in increasing order, so it sees a gap-free prefix (C5).
+	rows, err := s.read(ctx, tx)
+	if err != nil || rows.last == s.cursor {
+		return err
+	}
+	deferred, err := insertDeferred(ctx, tx, s.p, rows.later)
+	if err != nil {
+		return err
+	}
+	if len(rows.taken) > 0 {
+		b, err := insertBatch(ctx, tx, s.p, s.part, rows.taken)
+		if err != nil {
+			return err
+		}
+		out.batches = append(out.batches, b)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND `partition` = ?",
+		rows.last, s.p.Stream.ID, s.p.Group, s.part); err != nil {
+		return err
+	}
+	out.res.Deliveries = append(out.res.Deliveries, rows.taken...)
+	out.res.Deferred += deferred
+	if len(rows.taken) == s.limit {
+		out.full = s.part
+	}
+	return nil
+}
+
+// partitionPending reports whether an ordered group's partition is held: a
+// pending (leased or delayed) exception or a batch holds it. New exceptions
+// and batches of a partition are only made under its cursor lock, which
+// this transaction holds, or by materializing a batch's members in the
+// transaction that shrinks it: one statement, one snapshot, sees the batch
+// or the rows.
+func partitionPending(ctx context.Context, tx querier, p driver.ClaimParams, part int) (bool, error) {
+	var pending bool
+	err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `partition` = ? AND state IN ('leased', 'delayed'))"+
+		" OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND `partition` = ?)",
+		p.Stream.ID, p.Group, part, p.Stream.ID, p.Group, part).Scan(&pending)
+	return pending, err
+}
+
+// excepting reports whether rows past the cursor may have an exception row:
+// only then is each row looked up.
+func (s partitionScan) excepting() bool { return s.newestException > s.cursor }
+
+// query is the scan's read of a window of rows past a cursor, and its
+// arguments but the last three (partition, cursor, window). Payloads are
+// read only for rows at the group's versions: other rows are passed over
+// without their payload leaving the database. The read is a consistent
+// read of committed rows; appends commit a partition's ids in increasing
+// order, so it sees a gap-free prefix (C5).
+func (s partitionScan) query() (string, []any) {
+	vf, vargs := versionFilter("m.schema_version", s.plan.Versions)
 	query := "SELECT m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, " +
-		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(p.Stream)
-	var exArgs []any
-	excepting := batches != nil && newestException > cursor
-	if excepting {
+		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(s.p.Stream)
+	args := append(append(make([]any, 0, 2*len(vargs)+5), vargs...), vargs...)
+	if s.excepting() {
 		// Whether the group has an exception row for the row (a cursor
-		// moved back over it), which the batch must not hold too: looked
-		// up only when the group's newest exception lies past the cursor.
-		query += ", m.id <= ? AND EXISTS (SELECT 1 FROM delivery_exception x WHERE x.stream_id = " + strconv.FormatInt(p.Stream.ID, 10) + " AND x.group_name = ? AND x.msg_id = m.id)"
-		exArgs = []any{newestException, p.Group}
+		// moved back over it), which the batch must not hold too.
+		query += ", m.id <= ? AND EXISTS (SELECT 1 FROM delivery_exception x WHERE x.stream_id = " + strconv.FormatInt(s.p.Stream.ID, 10) + " AND x.group_name = ? AND x.msg_id = m.id)"
+		args = append(args, s.newestException, s.p.Group)
 	}
 	// A stream of one partition is read along the primary key: the
 	// (partition, id) index would add a lookup of each row in it.
 	index := ""
-	if p.Stream.Partitions == 1 {
+	if s.p.Stream.Partitions == 1 {
 		index = " FORCE INDEX (PRIMARY)"
 	}
-	query += " FROM " + logTable(p.Stream.ID) + " m" + index + " WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?"
-	start, scanned := cursor, 0
-	window := min(max(limit, minWindow), maxWindow)
-	exhausted := false
-	for len(taken) < limit && scanned < maxScan && !exhausted {
-		var round []driver.Delivery
-		var later []driver.Row
-		stopped := false // an ordered group met a row it defers
-	scan:
-		for len(taken)+len(round) < limit && scanned < maxScan {
-			args := append(append(append(append(make([]any, 0, 2*len(vargs)+5), vargs...), vargs...), exArgs...), part, cursor, window)
-			rows, err := tx.QueryContext(ctx, query, args...)
-			if err != nil {
-				return nil, 0, err
-			}
-			n := 0
-			for rows.Next() {
-				var versionOK, head, excepted bool
-				dest := []any{&versionOK, &head}
-				if excepting {
-					dest = append(dest, &excepted)
-				}
-				r, err := scanRow(rows, dest...)
-				if err != nil {
-					rows.Close()
-					return nil, 0, err
-				}
-				n++
-				cursor = r.ID
-				if excepted || !versionOK || !head || !plan.Matches(r.RoutingKey) {
-					continue
-				}
-				if !plan.Decodes(r.SchemaVersion) {
-					// The group reads this version, this member cannot decode it:
-					// leave it due for a member that can. An ordered group stops
-					// here, so that the partition's order holds.
-					later = append(later, r)
-					if p.Ordered {
-						rows.Close()
-						stopped = true
-						break scan
-					}
-					continue
-				}
-				round = append(round, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: p.LeaseUntil})
-				if len(taken)+len(round) == limit {
-					break
-				}
-			}
-			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-				return nil, 0, err
-			}
-			scanned += n
-			if n < window && len(taken)+len(round) < limit {
-				exhausted = true
-				break
-			}
-			window = min(2*window, maxWindow)
-		}
-		var kept []driver.Delivery
-		var keptLater int
-		switch {
-		case batches == nil:
-			kept, keptLater, err = insertExceptions(ctx, tx, p, round, later, leasedNow)
-		case len(later) > 0:
-			// The rows passed over above have no exception row: every one
-			// taken is kept, for the batch written below.
-			_, keptLater, err = insertExceptions(ctx, tx, p, nil, later, leasedNow)
-			kept = round
-		default:
-			kept = round
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		taken = append(taken, kept...)
-		deferred += keptLater
-		if stopped || (len(kept) == len(round) && keptLater == len(later)) {
-			// Nothing was passed over: the limit is met, or the scan ended.
-			break
-		}
-	}
-	if cursor == start {
-		return nil, 0, nil
-	}
-	if batches != nil && len(taken) > 0 {
-		ids := make([]int64, len(taken))
-		for i, t := range taken {
-			ids[i] = t.ID
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO delivery_batch (stream_id, group_name, lease_token, `partition`, first_id, last_id, ids, holder, lease_until, created_at)"+
-			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", p.Stream.ID, p.Group, p.Token, part, ids[0], ids[len(ids)-1], encodeIDs(ids), p.Holder, ts(p.LeaseUntil), ts(p.Now)); err != nil {
-			return nil, 0, err
-		}
-		*batches = append(*batches, heldBatch{batchRef: batchRef{group: p.Group, token: p.Token, part: part}, ids: ids})
-	}
-	if _, err := tx.ExecContext(ctx, "UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND `partition` = ?",
-		cursor, p.Stream.ID, p.Group, part); err != nil {
-		return nil, 0, err
-	}
-	return taken, deferred, nil
+	return query + " FROM " + logTable(s.p.Stream.ID) + " m" + index + " WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?", args
 }
 
-// insertExceptions records the rows the main claim leases (taken) and the
-// rows it defers (later), and returns those it recorded. A row the group
-// already has an exception for keeps it: INSERT IGNORE passes over its
-// primary key (the only error IGNORE can meet here: delivery_exception has
-// no other unique key, no foreign key and no CHECK, and every value fits its
-// column). In the normal case every row is inserted, which the statement's
-// row count says at no extra cost; only when it inserted fewer rows than it
-// was given (a cursor moved back over exceptions) does a second read find
-// which ones.
-func insertExceptions(ctx context.Context, tx querier, p driver.ClaimParams, taken []driver.Delivery, later []driver.Row,
-	leasedNow map[int64]bool) ([]driver.Delivery, int, error) {
-	type exception struct {
-		row     driver.Row
-		state   string
-		attempt int
-		due     string
-		token   any
-	}
-	ex := make([]exception, 0, len(taken)+len(later))
-	until, now := ts(p.LeaseUntil), ts(p.Now)
-	for _, t := range taken {
-		ex = append(ex, exception{t.Row, "leased", 1, until, p.Token})
-	}
-	for _, r := range later {
-		ex = append(ex, exception{r, "delayed", 0, now, nil})
-	}
-	const chunk = 500
-	var inserted int64
-	for s := 0; s < len(ex); s += chunk {
-		part := ex[s:min(s+chunk, len(ex))]
-		var sb strings.Builder
-		sb.WriteString("INSERT IGNORE INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, lease_token, holder, updated_at) VALUES ")
-		args := make([]any, 0, len(part)*11)
-		for i, e := range part {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, p.Stream.ID, p.Group, e.row.ID, e.row.Partition, e.row.SchemaVersion, e.state, e.attempt, e.due, e.token, p.Holder, now)
-		}
-		res, err := tx.ExecContext(ctx, sb.String(), args...)
+// read reads the partition past the cursor in windows, the first about
+// the limit and each further one twice as large, until it has taken the
+// limit, reached the end, or examined maxScan rows.
+func (s partitionScan) read(ctx context.Context, tx querier) (scanned, error) {
+	query, args := s.query()
+	out := scanned{last: s.cursor}
+	window := min(max(s.limit, minWindow), maxWindow)
+	for examined := 0; len(out.taken) < s.limit && examined < maxScan && !out.stopped; {
+		n, err := s.readWindow(ctx, tx, query, append(args, s.part, out.last, window), &out)
 		if err != nil {
-			return nil, 0, err
+			return scanned{}, err
+		}
+		examined += n
+		if n < window {
+			break
+		}
+		window = min(2*window, maxWindow)
+	}
+	return out, nil
+}
+
+// readWindow runs the scan's query for one window, adds what it reads to
+// out, and returns how many rows it examined.
+func (s partitionScan) readWindow(ctx context.Context, tx querier, query string, args []any, out *scanned) (int, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	n := 0
+	for len(out.taken) < s.limit && rows.Next() {
+		var versionOK, head, excepted bool
+		dest := []any{&versionOK, &head}
+		if s.excepting() {
+			dest = append(dest, &excepted)
+		}
+		r, err := scanRow(rows, dest...)
+		if err != nil {
+			return 0, err
+		}
+		n++
+		out.last = r.ID
+		switch {
+		case excepted || !versionOK || !head || !s.plan.Matches(r.RoutingKey):
+		case !s.plan.Decodes(r.SchemaVersion):
+			// The group reads this version, this member cannot decode it:
+			// leave it due for a member that can. An ordered group stops
+			// here, so that the partition's order holds.
+			out.later = append(out.later, r)
+			if s.p.Ordered {
+				out.stopped = true
+				return n, nil
+			}
+		default:
+			out.taken = append(out.taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: s.p.LeaseUntil})
+		}
+	}
+	return n, errors.Join(rows.Err(), rows.Close())
+}
+
+// insertBatch writes the batch of the rows a claim took from partition
+// part, and returns it as the batch cache holds it.
+func insertBatch(ctx context.Context, tx querier, p driver.ClaimParams, part int, taken []driver.Delivery) (heldBatch, error) {
+	ids := make([]int64, len(taken))
+	for i, t := range taken {
+		ids[i] = t.ID
+	}
+	_, err := tx.ExecContext(ctx, "INSERT INTO delivery_batch (stream_id, group_name, lease_token, `partition`, first_id, last_id, ids, holder, lease_until, created_at)"+
+		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", p.Stream.ID, p.Group, p.Token, part, ids[0], ids[len(ids)-1], encodeIDs(ids), p.Holder, ts(p.LeaseUntil), ts(p.Now))
+	return heldBatch{batchRef: batchRef{group: p.Group, token: p.Token, part: part}, ids: ids}, err
+}
+
+// insertDeferred records the rows the main claim defers (later) as delayed
+// exceptions due now, for members that decode them, and returns how many it
+// recorded. The claim passes over the rows the group has an exception for,
+// so every row is new; INSERT IGNORE would keep an exception row that is
+// there (the only error IGNORE can meet here: delivery_exception has no
+// other unique key, no foreign key and no CHECK, and every value fits its
+// column).
+func insertDeferred(ctx context.Context, tx querier, p driver.ClaimParams, later []driver.Row) (int, error) {
+	now := ts(p.Now)
+	var inserted int64
+	for s := 0; s < len(later); s += idChunk {
+		chunk := later[s:min(s+idChunk, len(later))]
+		args := make([]any, 0, len(chunk)*8)
+		for _, r := range chunk {
+			args = append(args, p.Stream.ID, p.Group, r.ID, r.Partition, r.SchemaVersion, now, p.Holder, now)
+		}
+		res, err := tx.ExecContext(ctx, "INSERT IGNORE INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, holder, updated_at) VALUES "+
+			repeated(len(chunk), "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", "), args...)
+		if err != nil {
+			return 0, err
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		inserted += n
 	}
-	if inserted == int64(len(ex)) {
-		return taken, len(later), nil
-	}
-	// The rare path. A row this statement inserted carries this claim's
-	// token (unique to it) when leased; a row that was there before carries
-	// it only if this claim's exception pass leased it (leasedNow). A
-	// deferred row this claim inserted has exactly the values below; one that
-	// was there before with all the same values is counted as deferred,
-	// which is what it is.
-	mine := map[int64]bool{}
-	ids := make([]int64, len(ex))
-	deferredRow := make(map[int64]bool, len(later))
-	for i, e := range ex {
-		ids[i] = e.row.ID
-		deferredRow[e.row.ID] = e.state == "delayed"
-	}
-	for s := 0; s < len(ids); s += chunk {
-		part := ids[s:min(s+chunk, len(ids))]
-		if err := eachRow(ctx, tx, `SELECT msg_id, state, lease_token <=> ?, state = 'delayed' AND lease_token IS NULL AND attempt = 0 AND due_at = ? AND updated_at = ?
-			AND holder <=> ? AND last_error IS NULL AND first_failed_at IS NULL AND failures IS NULL
-			FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id IN (`+placeholders(len(part))+`)`,
-			append([]any{p.Token, now, now, p.Holder, p.Stream.ID, p.Group}, int64sToArgs(part)...), func(r *sql.Rows) error {
-				var id int64
-				var state string
-				var tokenOK, deferredOK bool
-				if err := r.Scan(&id, &state, &tokenOK, &deferredOK); err != nil {
-					return err
-				}
-				if deferredRow[id] {
-					mine[id] = deferredOK
-				} else {
-					mine[id] = state == string(driver.StateLeased) && tokenOK && !leasedNow[id]
-				}
-				return nil
-			}); err != nil {
-			return nil, 0, err
-		}
-	}
-	kept := slices.DeleteFunc(slices.Clone(taken), func(d driver.Delivery) bool { return !mine[d.ID] })
-	keptLater := 0
-	for _, r := range later {
-		if mine[r.ID] {
-			keptLater++
-		}
-	}
-	return kept, keptLater, nil
+	return int(inserted), nil
 }
 
 // claimExceptions leases due exceptions at the versions the member decodes,
@@ -695,7 +660,7 @@ func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan
 	var out []driver.Delivery
 	// Candidates that are resolved (superseded or removed rows) or buried
 	// (out of attempts) do not count toward the limit: look again until the
-	// limit is met or no candidate is left, so that an empty claim means
+	// limit is met or no due exception is left, so that an empty claim means
 	// nothing is due.
 	for len(out) < p.Limit {
 		got, dropped, err := claimExceptionBatch(ctx, tx, p, plan, p.Limit-len(out))
@@ -711,7 +676,8 @@ func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan
 	return out, nil
 }
 
-type candidate struct {
+// dueException is a due exception row a claim locked, with what decides its fate.
+type dueException struct {
 	msgID     int64
 	partition int
 	state     string
@@ -720,14 +686,14 @@ type candidate struct {
 
 // lockDue locks up to limit due exceptions with SKIP LOCKED. For an ordered
 // group only the lowest pending exception of each partition qualifies.
-func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) ([]candidate, error) {
+func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) ([]dueException, error) {
 	vf, vargs := versionFilter("schema_version", plan.Decodable)
 	now := ts(p.Now)
-	var cands []candidate
+	var due []dueException
 	scan := func(r *sql.Rows) error {
-		var c candidate
+		var c dueException
 		err := r.Scan(&c.msgID, &c.partition, &c.state, &c.attempt)
-		cands = append(cands, c)
+		due = append(due, c)
 		return err
 	}
 	if !p.Ordered {
@@ -738,16 +704,16 @@ func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.
 		// to 78 ms behind 100k against 2 to 4 ms behind 1k, from one run
 		// to the next); forced, it is flat.
 		for _, state := range []string{"leased", "delayed"} {
-			if len(cands) >= limit {
+			if len(due) >= limit {
 				break
 			}
 			if err := eachRow(ctx, tx, "SELECT msg_id, `partition`, state, attempt FROM delivery_exception FORCE INDEX (delivery_exception_due) WHERE stream_id = ? AND group_name = ? AND state = ? AND due_at <= ? AND "+vf+
 				" ORDER BY due_at LIMIT ? FOR UPDATE SKIP LOCKED",
-				append(append([]any{p.Stream.ID, p.Group, state, now}, vargs...), limit-len(cands)), scan); err != nil {
+				append(append([]any{p.Stream.ID, p.Group, state, now}, vargs...), limit-len(due)), scan); err != nil {
 				return nil, err
 			}
 		}
-		return cands, nil
+		return due, nil
 	}
 	lowest, err := lowestPending(ctx, tx, p, nil)
 	if err != nil || len(lowest) == 0 {
@@ -763,19 +729,19 @@ func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.
 		append(append(append([]any{p.Stream.ID, p.Group}, int64sToArgs(ids)...), now), append(vargs, limit)...), scan); err != nil {
 		return nil, err
 	}
-	if len(cands) == 0 {
+	if len(due) == 0 {
 		return nil, nil
 	}
 	// Re-check under the locks: a replay may have made a lower row pending.
-	parts := make([]int, 0, len(cands))
-	for _, c := range cands {
+	parts := make([]int, 0, len(due))
+	for _, c := range due {
 		parts = append(parts, c.partition)
 	}
 	lowest, err = lowestPending(ctx, tx, p, parts)
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(cands, func(c candidate) bool { return lowest[c.partition] != c.msgID }), nil
+	return slices.DeleteFunc(due, func(c dueException) bool { return lowest[c.partition] != c.msgID }), nil
 }
 
 // lowestPending returns the lowest pending (leased or delayed) exception of
@@ -791,7 +757,7 @@ func lowestPending(ctx context.Context, tx querier, p driver.ClaimParams, parts 
 	if parts != nil {
 		q += " AND `partition` IN (" + placeholders(len(parts)) + ")"
 		qb += " AND `partition` IN (" + placeholders(len(parts)) + ")"
-		pargs = intsToArgs(parts)
+		pargs = toArgs(parts)
 	}
 	args = append(append(args, pargs...), p.Stream.ID, p.Group)
 	args = append(args, pargs...)
@@ -810,12 +776,12 @@ func lowestPending(ctx context.Context, tx querier, p driver.ClaimParams, parts 
 // still claimable and resolves or buries the others, which it counts as
 // dropped.
 func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
-	cands, err := lockDue(ctx, tx, p, plan, limit)
-	if err != nil || len(cands) == 0 {
+	due, err := lockDue(ctx, tx, p, plan, limit)
+	if err != nil || len(due) == 0 {
 		return nil, 0, err
 	}
-	ids := make([]int64, len(cands))
-	for i, c := range cands {
+	ids := make([]int64, len(due))
+	for i, c := range due {
 		ids[i] = c.msgID
 	}
 	// The log rows are read apart from the locking read: MariaDB has no
@@ -833,7 +799,7 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 		return nil, 0, err
 	}
 	var resolve, bury, lease []int64
-	for _, c := range cands {
+	for _, c := range due {
 		row, exists := found[c.msgID]
 		switch {
 		case !exists || !heads[c.msgID]:
@@ -846,504 +812,24 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 			out = append(out, driver.Delivery{Row: row, Attempt: c.attempt + 1, LeaseUntil: p.LeaseUntil})
 		}
 	}
-	where := ` WHERE stream_id = ? AND group_name = ? AND msg_id IN (`
-	if len(resolve) > 0 {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_exception`+where+placeholders(len(resolve))+`)`,
-			append([]any{p.Stream.ID, p.Group}, int64sToArgs(resolve)...)...); err != nil {
-			return nil, 0, err
-		}
-	}
 	now := ts(p.Now)
-	if len(bury) > 0 {
+	for _, w := range []struct {
+		ids  []int64
+		stmt string
+		args []any
+	}{
+		{resolve, `DELETE FROM delivery_exception`, nil},
 		// The expired lease's own attempt and holder go to the history.
-		if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
-			first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, `+appendFailure+where+placeholders(len(bury))+`)`,
-			append([]any{p.LastError, now, now, driver.CutHistoryError(p.LastError), historyTime(p.Now), p.Stream.ID, p.Group}, int64sToArgs(bury)...)...); err != nil {
-			return nil, 0, err
-		}
-	}
-	if len(lease) > 0 {
-		if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?,
-			holder = ?, updated_at = ?`+where+placeholders(len(lease))+`)`,
-			append([]any{ts(p.LeaseUntil), p.Token, p.Holder, now, p.Stream.ID, p.Group}, int64sToArgs(lease)...)...); err != nil {
-			return nil, 0, err
+		{bury, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?, first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, ` + appendFailure,
+			[]any{p.LastError, now, now, driver.CutHistoryError(p.LastError), historyTime(p.Now)}},
+		{lease, `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?`,
+			[]any{ts(p.LeaseUntil), p.Token, p.Holder, now}},
+	} {
+		if len(w.ids) > 0 {
+			if err := execByIDs(ctx, p.Stream.ID, p.Group, w.stmt, w.args...)(tx, w.ids); err != nil {
+				return nil, 0, err
+			}
 		}
 	}
 	return out, len(resolve) + len(bury), nil
-}
-
-// settleChunk is how many deliveries one settle statement names.
-const settleChunk = 500
-
-// leasedPairs is the predicate naming deliveries still leased with their
-// token, and its arguments. The msg_id list lets the engine find the rows by
-// primary key; the pairs check each one's token.
-func leasedPairs(leases []driver.Lease) (string, []any) {
-	var sb strings.Builder
-	args := make([]any, 0, 3*len(leases))
-	sb.WriteString("state = 'leased' AND msg_id IN (")
-	for i, l := range leases {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString("?")
-		args = append(args, l.ID)
-	}
-	sb.WriteString(") AND (msg_id, lease_token) IN (")
-	for i, l := range leases {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString("(?, ?)")
-		args = append(args, l.ID, l.Token)
-	}
-	sb.WriteString(")")
-	return sb.String(), args
-}
-
-// returning reports DELETE ... RETURNING (MariaDB 10.5+).
-func (d *Driver) returning() bool { return d.mariadb.Load() && !d.forceNoReturning }
-
-// settleOne settles a single delivery with one statement, whose matched-row
-// count (clientFoundRows) says exactly whether it changed.
-func (d *Driver) settleOne(ctx context.Context, streamID int64, group string, l driver.Lease, stmt string, args ...any) (driver.SettleResult, error) {
-	res, err := d.exec(ctx, stmt+` WHERE stream_id = ? AND group_name = ? AND msg_id = ? AND lease_token = ? AND state = 'leased'`,
-		append(slices.Clone(args), streamID, group, l.ID, l.Token)...)
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return driver.SettleResult{}, d.wrap(ctx, err, opRead)
-	}
-	if n != 1 {
-		return driver.SettleResult{Lost: []int64{l.ID}}, nil
-	}
-	return driver.SettleResult{}, nil
-}
-
-// settleLocked settles leases in one transaction that first settles the
-// batch members among them (settleBatches, with mode, until and now), then
-// locks the exception rows still leased with their token and has apply
-// change exactly those, in a transaction of the driver's own (a caller's
-// transaction never locks batches: settleInCallerTx).
-func (d *Driver) settleLocked(ctx context.Context, streamID int64, group string, leases []driver.Lease,
-	mode batchMode, until, now string, apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
-	changed := map[int64]bool{}
-	err := d.inTx(ctx, nil, func(tx querier) error {
-		clear(changed)
-		return settleLockedIn(ctx, tx, streamID, group, leases, mode, until, now, apply, changed)
-	})
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	d.forgetTokens(streamID, group, leases)
-	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
-}
-
-// settleLockedIn is settleLocked's work in the transaction tx: it marks in
-// changed the leases it settled.
-func settleLockedIn(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease,
-	mode batchMode, until, now string, apply func(tx querier, ids []int64) error, changed map[int64]bool) error {
-	rest, err := settleBatches(ctx, tx, streamID, group, leases, mode, until, now, changed)
-	if err != nil {
-		return err
-	}
-	return settleRowsIn(ctx, tx, streamID, group, rest, apply, changed)
-}
-
-// settleRowsIn locks the exception rows of leases by primary key, and has
-// apply change those still leased with their token; it marks them in
-// changed. The locking read names whole keys only, and the token and state
-// are checked here: a predicate on them beside the id list (a row
-// constructor IN) made MariaDB walk the group's key prefix and lock every
-// exception row of the group, so that a caller's transaction holding such
-// a lock stalled every member's heartbeat (issue 25). The primary key is
-// forced: on a small table the optimizer may otherwise walk the prefix (or
-// the due index) for the id list too, and wait on every row locked there.
-func settleRowsIn(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease,
-	apply func(tx querier, ids []int64) error, changed map[int64]bool) error {
-	tokens := make(map[int64][]string, len(leases))
-	for _, l := range leases {
-		tokens[l.ID] = append(tokens[l.ID], l.Token)
-	}
-	for s := 0; s < len(leases); s += settleChunk {
-		part := leases[s:min(s+settleChunk, len(leases))]
-		keys := make([]int64, len(part))
-		for i, l := range part {
-			keys[i] = l.ID
-		}
-		where, wargs := byIDs(streamID, group, keys)
-		var ids []int64
-		if err := eachRow(ctx, tx, `SELECT msg_id, COALESCE(lease_token, ''), state FROM delivery_exception FORCE INDEX (PRIMARY)`+where+` FOR UPDATE`,
-			wargs, func(r *sql.Rows) error {
-				var id int64
-				var token, state string
-				if err := r.Scan(&id, &token, &state); err != nil {
-					return err
-				}
-				if state == string(driver.StateLeased) && slices.Contains(tokens[id], token) && !slices.Contains(ids, id) {
-					ids = append(ids, id)
-				}
-				return nil
-			}); err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			continue
-		}
-		if err := apply(tx, ids); err != nil {
-			return err
-		}
-		for _, id := range ids {
-			changed[id] = true
-		}
-	}
-	return nil
-}
-
-// settleInCallerTx settles leases in the caller's transaction tx, which may
-// stay open long after (the inbox pattern). Their batch members are first
-// materialized in a transaction of the driver's own, committed at once;
-// the caller's transaction then locks and changes only the leases'
-// exception rows. It never locks a batch record, so the other members of
-// the batch are extended, acked and claimed past meanwhile (issue 25).
-// Materialized rows are what the batch stood for: when tx rolls back they
-// stay leased with their token until their lease expires.
-func (d *Driver) settleInCallerTx(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease,
-	apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
-	err := d.inTx(ctx, nil, func(q querier) error {
-		_, err := settleBatches(ctx, q, streamID, group, leases, batchCarve, "", "", map[int64]bool{})
-		return err
-	})
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	d.forgetTokens(streamID, group, leases)
-	changed := map[int64]bool{}
-	err = d.inTx(ctx, tx, func(q querier) error {
-		clear(changed)
-		return settleRowsIn(ctx, q, streamID, group, leases, apply, changed)
-	})
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
-}
-
-// forgetTokens drops the cached batches of the leases' claims after the
-// locking path changed them.
-func (d *Driver) forgetTokens(streamID int64, group string, leases []driver.Lease) {
-	if !d.batches.known(streamID, group, leases) {
-		return
-	}
-	tokens := make([]string, 0, 1)
-	for _, l := range leases {
-		if !slices.Contains(tokens, l.Token) {
-			tokens = append(tokens, l.Token)
-		}
-	}
-	d.batches.forget(streamID, group, tokens...)
-}
-
-// thenBatches settles, after a statement on exception rows that reported
-// res, the leases it left unchanged on the locking path: they may be
-// members of a batch (one another process wrote, or this one no longer
-// remembers). Nothing more runs when every lease changed, the common case.
-func (d *Driver) thenBatches(ctx context.Context, res driver.SettleResult, err error, streamID int64, group string, leases []driver.Lease,
-	mode batchMode, until, now string, apply func(tx querier, ids []int64) error) (driver.SettleResult, error) {
-	if err != nil || len(res.Lost) == 0 {
-		return res, err
-	}
-	lost := make(map[int64]bool, len(res.Lost))
-	for _, id := range res.Lost {
-		lost[id] = true
-	}
-	again := make([]driver.Lease, 0, len(res.Lost))
-	for _, l := range leases {
-		if lost[l.ID] {
-			again = append(again, l)
-		}
-	}
-	return d.settleLocked(ctx, streamID, group, again, mode, until, now, apply)
-}
-
-// byIDs is the WHERE clause naming exception rows by id, and its arguments.
-func byIDs(streamID int64, group string, ids []int64) (string, []any) {
-	return ` WHERE stream_id = ? AND group_name = ? AND msg_id IN (` + placeholders(len(ids)) + `)`,
-		append([]any{streamID, group}, int64sToArgs(ids)...)
-}
-
-// settleAll changes leases with stmt, a statement setting columns (with
-// args) to which the WHERE clause is appended, doing mode to batch members
-// (until and now for an extension): members of one batch this driver
-// claimed, when mode allows, one statement on the batch (fastSettle); one
-// lease of no such batch, one statement on its exception row (then the
-// locking path if that did not change it); else the transaction of
-// settleLocked.
-func (d *Driver) settleAll(ctx context.Context, streamID int64, group string, leases []driver.Lease, mode batchMode, until, now string,
-	stmt string, args ...any) (driver.SettleResult, error) {
-	if len(leases) == 0 {
-		return driver.SettleResult{}, d.check()
-	}
-	if ok, err := d.fastSettle(ctx, streamID, group, leases, mode, until, now); ok || err != nil {
-		return driver.SettleResult{}, err
-	}
-	apply := func(tx querier, ids []int64) error {
-		where, wargs := byIDs(streamID, group, ids)
-		_, err := tx.ExecContext(ctx, stmt+where, append(slices.Clone(args), wargs...)...)
-		return err
-	}
-	if len(leases) == 1 && !d.batches.known(streamID, group, leases) {
-		res, err := d.settleOne(ctx, streamID, group, leases[0], stmt, args...)
-		return d.thenBatches(ctx, res, err, streamID, group, leases, mode, until, now, apply)
-	}
-	return d.settleLocked(ctx, streamID, group, leases, mode, until, now, apply)
-}
-
-// checkTx validates a caller's transaction given with nothing to settle.
-func (d *Driver) checkTx(ctx context.Context, tx driver.Tx) error {
-	return d.inTx(ctx, tx, func(querier) error { return nil })
-}
-
-// ackStmt is the per-delivery statement of an ack, to which the WHERE
-// clause is appended.
-const ackStmt = `DELETE FROM delivery_exception`
-
-// Ack implements driver.Driver. On MariaDB several deliveries are one
-// DELETE ... RETURNING per chunk, which names the rows it deleted. In the
-// caller's transaction (p.Tx) the deliveries still leased with their token
-// are locked first (SELECT ... FOR UPDATE) and then deleted, whatever the
-// engine and the caller's pool settings (settleInCallerTx).
-func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	const stmt = ackStmt
-	apply := func(tx querier, ids []int64) error {
-		where, wargs := byIDs(p.StreamID, p.Group, ids)
-		_, err := tx.ExecContext(ctx, stmt+where, wargs...)
-		return err
-	}
-	if p.Tx != nil {
-		if len(p.Leases) == 0 {
-			return driver.SettleResult{}, d.checkTx(ctx, p.Tx)
-		}
-		return d.settleInCallerTx(ctx, p.Tx, p.StreamID, p.Group, p.Leases, apply)
-	}
-	if rest, ok, err := d.fastAckWhole(ctx, p.StreamID, p.Group, p.Leases); ok || err != nil {
-		if err != nil || len(rest) == 0 {
-			return driver.SettleResult{}, err
-		}
-		return d.settleLocked(ctx, p.StreamID, p.Group, rest, batchAck, "", "", apply)
-	}
-	if len(p.Leases) < 2 || !d.returning() || d.batches.known(p.StreamID, p.Group, p.Leases) {
-		return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, batchAck, "", "", stmt)
-	}
-	changed := map[int64]bool{}
-	run := func(q querier) error {
-		clear(changed)
-		for s := 0; s < len(p.Leases); s += settleChunk {
-			pred, pargs := leasedPairs(p.Leases[s:min(s+settleChunk, len(p.Leases))])
-			if err := eachRow(ctx, q, stmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`,
-				append([]any{p.StreamID, p.Group}, pargs...), func(r *sql.Rows) error {
-					var id int64
-					err := r.Scan(&id)
-					changed[id] = true
-					return err
-				}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var err error
-	if len(p.Leases) <= settleChunk {
-		// One statement: exact and atomic on its own.
-		err = d.autocommit(ctx, run)
-	} else {
-		// Several: one transaction, so that a failure changes none.
-		err = d.inTx(ctx, nil, run)
-	}
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	return d.thenBatches(ctx, driver.SettleResult{Lost: driver.Lost(p.Leases, changed)}, nil, p.StreamID, p.Group, p.Leases, batchAck, "", "", apply)
-}
-
-// appendFailure appends one entry to a delivery's failure history, in the
-// statement that records the failure: the attempt and holder of the lease
-// (the row's own columns, which that statement does not change) and two
-// parameters, the error cut to driver.MaxHistoryError bytes and the time
-// (historyTime). The holder is VARBINARY: converted, so that MySQL writes a
-// JSON string rather than base64 (identities are UTF-8).
-const appendFailure = `failures = JSON_ARRAY_APPEND(COALESCE(failures, '[]'), '$',
-	JSON_OBJECT('attempt', attempt, 'error', ?, 'at', ?, 'holder', COALESCE(CONVERT(holder USING utf8mb4), '')))`
-
-// historyTime is how a failure history entry records its time: RFC 3339,
-// UTC, at most microseconds.
-func historyTime(t time.Time) string {
-	return t.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
-}
-
-// Fail implements driver.Driver. Failures with the same state, due time and
-// error are one statement; all run in one transaction (the caller's, with
-// p.Tx). Each appends to its delivery's failure history.
-func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleResult, error) {
-	const set = `UPDATE delivery_exception SET state = ?, due_at = ?, lease_token = NULL, last_error = ?,
-		first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, ` + appendFailure
-	now, at := ts(p.Now), historyTime(p.Now)
-	outcome := func(f driver.Failure) (string, string) {
-		if f.Dead {
-			return string(driver.StateDead), now
-		}
-		return string(driver.StateDelayed), ts(f.Due)
-	}
-	leases := make([]driver.Lease, len(p.Failures))
-	byID := make(map[int64]driver.Failure, len(p.Failures))
-	for i, f := range p.Failures {
-		leases[i] = f.Lease
-		byID[f.Lease.ID] = f
-	}
-	switch {
-	case len(p.Failures) == 0 && p.Tx != nil:
-		return driver.SettleResult{}, d.checkTx(ctx, p.Tx)
-	case len(p.Failures) == 0:
-		return driver.SettleResult{}, d.check()
-	}
-	apply := func(tx querier, ids []int64) error {
-		type values struct{ state, due, error string }
-		var order []values
-		groups := map[values][]int64{}
-		for _, id := range ids {
-			f := byID[id]
-			state, due := outcome(f)
-			v := values{state, due, f.Error}
-			if groups[v] == nil {
-				order = append(order, v)
-			}
-			groups[v] = append(groups[v], id)
-		}
-		for _, v := range order {
-			where, wargs := byIDs(p.StreamID, p.Group, groups[v])
-			if _, err := tx.ExecContext(ctx, set+where, append([]any{v.state, v.due, v.error, now, now, driver.CutHistoryError(v.error), at}, wargs...)...); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if len(p.Failures) == 1 && p.Tx == nil && !d.batches.known(p.StreamID, p.Group, leases) {
-		f := p.Failures[0]
-		state, due := outcome(f)
-		res, err := d.settleOne(ctx, p.StreamID, p.Group, leases[0], set, state, due, f.Error, now, now, driver.CutHistoryError(f.Error), at)
-		return d.thenBatches(ctx, res, err, p.StreamID, p.Group, leases, batchCarve, "", "", apply)
-	}
-	if p.Tx != nil {
-		return d.settleInCallerTx(ctx, p.Tx, p.StreamID, p.Group, leases, apply)
-	}
-	return d.settleLocked(ctx, p.StreamID, p.Group, leases, batchCarve, "", "", apply)
-}
-
-const releaseSet = `UPDATE delivery_exception SET state = 'delayed', due_at = ?, attempt = attempt - 1, lease_token = NULL, updated_at = ?`
-
-// Release implements driver.Driver.
-func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.SettleResult, error) {
-	now := ts(p.Now)
-	if p.ClaimToken != "" {
-		// The claim's batches become leased exception rows first, which the
-		// statement then releases with the rest.
-		err := d.inTx(ctx, nil, func(tx querier) error {
-			if _, err := explodeWhole(ctx, tx, p.StreamID, "group_name = ? AND lease_token = ?", []any{p.Group, p.ClaimToken}, " FOR UPDATE"); err != nil {
-				return err
-			}
-			_, err := tx.ExecContext(ctx, releaseSet+` WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND state = 'leased'`,
-				now, now, p.StreamID, p.Group, p.ClaimToken)
-			return err
-		})
-		d.batches.forget(p.StreamID, p.Group, p.ClaimToken)
-		return driver.SettleResult{}, err
-	}
-	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, batchCarve, "", "", releaseSet, now, now)
-}
-
-// Extend implements driver.Driver. Extending every remaining member of a
-// batch moves the batch's lease; extending some of them materializes those.
-func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
-	until, now := ts(p.Until), ts(p.Now)
-	return d.settleAll(ctx, p.StreamID, p.Group, p.Leases, batchExtend, until, now, `UPDATE delivery_exception SET due_at = ?, updated_at = ?`, until, now)
-}
-
-// ListDead implements driver.Driver.
-func (d *Driver) ListDead(ctx context.Context, p driver.ListDeadParams) ([]driver.DeadLetter, error) {
-	if err := d.check(); err != nil {
-		return nil, err
-	}
-	// The history is read only when asked for: it may be long.
-	history := "NULL"
-	if p.History {
-		history = "e.failures"
-	}
-	var out []driver.DeadLetter
-	err := d.withLog(ctx, p.StreamID, func() error {
-		out = out[:0]
-		return eachRow(ctx, d.db, `SELECT `+rowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at,
-			COALESCE(e.holder, ''), `+history+`
-			FROM delivery_exception e JOIN `+logTable(p.StreamID)+` m ON m.id = e.msg_id
-			WHERE e.stream_id = ? AND e.group_name = ? AND e.state = 'dead' AND e.msg_id > ? ORDER BY e.msg_id LIMIT ?`,
-			[]any{p.StreamID, p.Group, p.AfterID, p.Limit}, func(r *sql.Rows) error {
-				var dl driver.DeadLetter
-				var first, died time.Time
-				var holder []byte
-				var failures sql.NullString
-				var err error
-				if dl.Row, err = scanRow(r, &dl.Attempt, &dl.Error, &first, &died, &holder, &failures); err != nil {
-					return err
-				}
-				dl.FirstFailed, dl.DiedAt, dl.Holder = utc(first), utc(died), string(holder)
-				if dl.History, err = parseHistory(failures.String); err != nil {
-					return fmt.Errorf("row %d: stored failure history: %w", dl.ID, err)
-				}
-				out = append(out, dl)
-				return nil
-			})
-	})
-	return out, d.wrap(ctx, err, opRead)
-}
-
-// Replay implements driver.Driver.
-func (d *Driver) Replay(ctx context.Context, p driver.ReplayParams) (int64, error) {
-	return d.onDead(ctx, p.StreamID, p.Group, p.IDs, `UPDATE delivery_exception SET state = 'delayed', attempt = 0, due_at = ?, updated_at = ?`, ts(p.Now), ts(p.Now))
-}
-
-// Discard implements driver.Driver.
-func (d *Driver) Discard(ctx context.Context, p driver.DiscardParams) (int64, error) {
-	return d.onDead(ctx, p.StreamID, p.Group, p.IDs, `DELETE FROM delivery_exception`)
-}
-
-// onDead runs one statement over dead deliveries; a single statement is
-// atomic, so it needs no transaction.
-func (d *Driver) onDead(ctx context.Context, streamID int64, group string, ids []int64, stmt string, args ...any) (int64, error) {
-	where := ` WHERE stream_id = ? AND group_name = ? AND state = 'dead'`
-	all := append(args, streamID, group)
-	if ids != nil {
-		ids = dedupe(ids)
-		if len(ids) == 0 {
-			return 0, d.check()
-		}
-		where += ` AND msg_id IN (` + placeholders(len(ids)) + `)`
-		all = append(all, int64sToArgs(ids)...)
-	}
-	res, err := d.exec(ctx, stmt+where, all...)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	return n, d.wrap(ctx, err, opRead)
-}
-
-// parseHistory reads a stored failure history, with times at microsecond
-// precision in UTC.
-func parseHistory(stored string) ([]driver.FailureRecord, error) {
-	h, err := driver.ParseFailureHistory(stored)
-	for i := range h {
-		h[i].At = h[i].At.UTC().Truncate(time.Microsecond)
-	}
-	return h, err
 }

@@ -155,3 +155,22 @@ func (c *recordingConn) IsValid() bool { return c.conn.(sqldriver.Validator).IsV
 func (c *recordingConn) CheckNamedValue(nv *sqldriver.NamedValue) error {
 	return c.conn.(sqldriver.NamedValueChecker).CheckNamedValue(nv)
 }
+
+// LeaseRowsOfTheirOwn rewrites the batches of a claim (group, token) as the
+// leased exception rows they stand for, one per delivery, through db (a
+// pool on d's database, so that a test recording d's statements does not
+// see them), and makes d forget them. That is the layout of a delivery
+// extended, failed or released alone, and the one the retired per-delivery
+// lease model wrote for every claimed delivery.
+func LeaseRowsOfTheirOwn(ctx context.Context, d *Driver, db *sql.DB, streamID int64, group, token string) error {
+	defer d.batches.forget(streamID, group, token)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := explodeWhole(ctx, tx, streamID, "group_name = ? AND lease_token = ?", []any{group, token}, " FOR UPDATE"); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

@@ -13,202 +13,10 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// loadGroups reads a stream's groups with their cursors; lock locks the
-// group rows and then the cursors FOR UPDATE, in the order RegisterGroup
-// takes them.
-func (d *Driver) loadGroups(ctx context.Context, q querier, stream driver.StreamConfig, lock bool) ([]driver.GroupStats, error) {
-	var groups []driver.GroupStats
-	index := map[string]int{}
-	query := `SELECT ` + groupColumns + ` FROM consumer_group WHERE stream_id = ? ORDER BY name`
-	if lock {
-		query += ` FOR UPDATE` + d.waitClause()
-	}
-	if err := eachRow(ctx, q, query, []any{stream.ID}, func(r *sql.Rows) error {
-		g, removed, err := scanGroup(r)
-		if err != nil {
-			return err
-		}
-		index[g.Name] = len(groups)
-		groups = append(groups, driver.GroupStats{GroupConfig: g, RemovedUnread: removed, Cursors: make([]int64, stream.Partitions)})
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	query = "SELECT group_name, `partition`, position FROM group_cursor WHERE stream_id = ? ORDER BY group_name, `partition`"
-	if lock {
-		query += " FOR UPDATE" + d.waitClause()
-	}
-	err := eachRow(ctx, q, query, []any{stream.ID}, func(r *sql.Rows) error {
-		var name string
-		var p int
-		var pos int64
-		if err := r.Scan(&name, &p, &pos); err != nil {
-			return err
-		}
-		if i, ok := index[name]; ok && p >= 0 && p < stream.Partitions {
-			groups[i].Cursors[p] = pos
-		}
-		return nil
-	})
-	return groups, err
-}
-
-// Health implements driver.Driver. It reads one snapshot.
-func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.HealthStats, error) {
-	var st driver.HealthStats
-	var uncounted int64
-	err := d.withLog(ctx, p.StreamID, func() error {
-		return d.ownTx(ctx, true, func(tx querier) error {
-			st = driver.HealthStats{}
-			return d.health(ctx, tx, p.StreamID, &st, &uncounted)
-		})
-	})
-	if err == nil && uncounted > 0 {
-		// Count the new rows once, so that the next read need not. The
-		// counts are a cache: a failure (a read-only user, a lock wait)
-		// costs the next read a longer count, never a wrong one.
-		_ = d.catchUpRowCounts(ctx, p.StreamID)
-	}
-	return st, err
-}
-
-// health reads the figures in tx; uncounted is set to the rows it counted
-// past the row count marks (rowcount.go).
-func (d *Driver) health(ctx context.Context, tx querier, streamID int64, st *driver.HealthStats, uncounted *int64) error {
-	stream, err := lookupStreamByID(ctx, tx, streamID)
-	if err != nil {
-		return err
-	}
-	table := logTable(streamID)
-	// The greatest id of each partition: the newest row's, or the mark
-	// compaction and retention left when they removed it.
-	st.HighWater = make([]int64, stream.Partitions)
-	if err := eachRow(ctx, tx, newestIDs(streamID, ""), []any{streamID}, func(r *sql.Rows) error {
-		var p int
-		var newest sql.NullInt64
-		var hw int64
-		if err := r.Scan(&p, &newest, &hw); err != nil {
-			return err
-		}
-		if p >= 0 && p < len(st.HighWater) {
-			st.HighWater[p] = max(newest.Int64, hw)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	versions := map[int]*driver.VersionStats{}
-	at := func(v int) *driver.VersionStats {
-		if versions[v] == nil {
-			versions[v] = &driver.VersionStats{Version: v}
-		}
-		return versions[v]
-	}
-	// Rows per version: the counts kept up to the marks and the rows past
-	// them (rowcount.go), not a scan of the log.
-	counts, past, err := rowCounts(ctx, tx, stream)
-	if err != nil {
-		return err
-	}
-	for v, n := range counts {
-		if n > 0 {
-			at(v).Rows = n
-		}
-	}
-	*uncounted = past
-	if err := eachRow(ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, []any{streamID}, func(r *sql.Rows) error {
-		var v int
-		var n int64
-		err := r.Scan(&v, &n)
-		at(v).Heads = n
-		return err
-	}); err != nil {
-		return err
-	}
-	for _, v := range versions {
-		st.Versions = append(st.Versions, *v)
-	}
-	slices.SortFunc(st.Versions, func(a, b driver.VersionStats) int { return a.Version - b.Version })
-
-	if st.Groups, err = d.loadGroups(ctx, tx, stream, false); err != nil {
-		return err
-	}
-	for _, g := range st.Groups {
-		// Rows past the cursor that the group has an exception for (a cursor
-		// moved back over them) count as exceptions, not as unread. Only
-		// where the group's newest exception of a partition lies past its
-		// cursor can there be such rows, so only there is each row looked
-		// up; the normal case counts as before.
-		newestException := map[int]int64{}
-		if err := eachRow(ctx, tx, "SELECT `partition`, MAX(msg_id) FROM delivery_exception WHERE stream_id = ? AND group_name = ? GROUP BY `partition`",
-			[]any{streamID, g.Name}, func(r *sql.Rows) error {
-				var p int
-				var id int64
-				err := r.Scan(&p, &id)
-				newestException[p] = id
-				return err
-			}); err != nil {
-			return err
-		}
-		for p, cursor := range g.Cursors {
-			query := "SELECT m.schema_version, m.routing_key, COUNT(*) FROM " + table + " m WHERE m.`partition` = ? AND m.id > ? AND " + headExpr(stream)
-			args := []any{p, cursor}
-			if newest := newestException[p]; newest > cursor {
-				query += " AND (m.id > ? OR NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ? AND e.msg_id = m.id))"
-				args = append(args, newest, streamID, g.Name)
-			}
-			if err := eachRow(ctx, tx, query+" GROUP BY m.schema_version, m.routing_key", args, func(r *sql.Rows) error {
-				u := driver.UnreadCount{Group: g.Name, Partition: p}
-				err := r.Scan(&u.Version, &u.RoutingKey, &u.Rows)
-				st.Unread = append(st.Unread, u)
-				return err
-			}); err != nil {
-				return err
-			}
-		}
-	}
-	// Batch members are leased exceptions, at their rows' versions.
-	if err := eachRow(ctx, tx, `SELECT group_name, schema_version, state, SUM(n) FROM (
-		SELECT group_name, schema_version, state, COUNT(*) n FROM delivery_exception WHERE stream_id = ? GROUP BY group_name, schema_version, state
-		UNION ALL SELECT b.group_name, m.schema_version, 'leased', COUNT(*) FROM delivery_batch b JOIN `+jsonIDs+` JOIN `+table+` m ON m.id = j.id
-			WHERE b.stream_id = ? GROUP BY b.group_name, m.schema_version) x
-		GROUP BY group_name, schema_version, state ORDER BY group_name, schema_version, state`, []any{streamID, streamID}, func(r *sql.Rows) error {
-		var e driver.ExceptionCount
-		err := r.Scan(&e.Group, &e.Version, &e.State, &e.Count)
-		st.Exceptions = append(st.Exceptions, e)
-		return err
-	}); err != nil {
-		return err
-	}
-	// Leases per (group, holder), and when the last of them expires, batch
-	// members included. Through the groups, so that each is a range of the
-	// (stream, group, state) index holding its leases only, not a scan of
-	// the stream's dead letters.
-	return eachRow(ctx, tx, `SELECT group_name, holder, SUM(n), MAX(until) FROM (
-		SELECT e.group_name, COALESCE(e.holder, '') holder, COUNT(*) n, MAX(e.due_at) until FROM consumer_group g
-			JOIN delivery_exception e ON e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
-			WHERE g.stream_id = ? GROUP BY e.group_name, COALESCE(e.holder, '')
-		UNION ALL SELECT b.group_name, COALESCE(b.holder, ''), JSON_LENGTH(b.ids), b.lease_until FROM delivery_batch b WHERE b.stream_id = ?) x
-		GROUP BY group_name, holder ORDER BY group_name, holder`,
-		[]any{streamID, streamID}, func(r *sql.Rows) error {
-			var h driver.HolderCount
-			var holder []byte
-			var until time.Time
-			err := r.Scan(&h.Group, &holder, &h.Leases, &until)
-			h.Holder, h.Until = string(holder), utc(until)
-			st.Holders = append(st.Holders, h)
-			return err
-		})
-}
-
 // lockStream locks a stream's config row, so that maintenance of one stream
 // runs in one process at a time (appends do not touch this row).
 func lockStream(ctx context.Context, tx querier, streamID int64) (driver.StreamConfig, error) {
-	c, err := scanStream(tx.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE id = ? FOR UPDATE`, streamID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return c, driver.ErrStreamNotFound
-	}
-	return c, err
+	return queryStream(ctx, tx, "id = ? FOR UPDATE", streamID)
 }
 
 // Compact implements driver.Driver.
@@ -280,21 +88,13 @@ func (d *Driver) deleteRows(ctx context.Context, tx querier, stream driver.Strea
 		parts = append(parts, p)
 	}
 	slices.Sort(parts)
-	newest := map[int]int64{}
-	if err := eachRow(ctx, tx, newestIDs(stream.ID, " AND p.`partition` IN ("+placeholders(len(parts))+")"),
-		append([]any{stream.ID}, intsToArgs(parts)...), func(r *sql.Rows) error {
-			var p int
-			var id sql.NullInt64
-			var hw int64
-			err := r.Scan(&p, &id, &hw)
-			newest[p] = id.Int64
-			return err
-		}); err != nil {
+	tops, err := readTops(ctx, tx, stream.ID, parts)
+	if err != nil {
 		return err
 	}
 	var mark []int
 	for _, p := range parts {
-		if gone[p] >= newest[p] {
+		if gone[p] >= tops[p].newest {
 			mark = append(mark, p)
 		}
 	}
@@ -304,38 +104,32 @@ func (d *Driver) deleteRows(ctx context.Context, tx querier, stream driver.Strea
 				return err
 			}
 		}
-		var sb strings.Builder
 		args := make([]any, 0, 3*len(mark)+1)
-		sb.WriteString("UPDATE stream_partition SET high_water = GREATEST(high_water, CASE `partition`")
 		for _, p := range mark {
-			sb.WriteString(" WHEN ? THEN ?")
 			args = append(args, p, gone[p])
 		}
-		sb.WriteString(" ELSE 0 END) WHERE stream_id = ? AND `partition` IN (" + placeholders(len(mark)) + ")")
-		args = append(append(args, stream.ID), intsToArgs(mark)...)
-		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+		args = append(append(args, stream.ID), toArgs(mark)...)
+		if _, err := tx.ExecContext(ctx, "UPDATE stream_partition SET high_water = GREATEST(high_water, CASE `partition`"+strings.Repeat(" WHEN ? THEN ?", len(mark))+
+			" ELSE 0 END) WHERE stream_id = ? AND `partition` IN ("+placeholders(len(mark))+")", args...); err != nil {
 			return err
 		}
 	}
 	if err := subtractRowCounts(ctx, tx, stream.ID, victims); err != nil {
 		return err
 	}
-	for start := 0; start < len(ids); start += deleteChunk {
-		part := int64sToArgs(ids[start:min(start+deleteChunk, len(ids))])
-		in := ` IN (` + placeholders(len(part)) + `)`
-		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE id`+in, part...); err != nil {
+	for start := 0; start < len(ids); start += idChunk {
+		chunk := int64sToArgs(ids[start:min(start+idChunk, len(ids))])
+		in := ` IN (` + placeholders(len(chunk)) + `)`
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE id`+in, chunk...); err != nil {
 			return err
 		}
-		args := append([]any{stream.ID}, part...)
+		args := append([]any{stream.ID}, chunk...)
 		if _, err := tx.ExecContext(ctx, `DELETE FROM compaction_head WHERE stream_id = ? AND head_id`+in, args...); err != nil {
 			return err
 		}
 	}
 	return nil
 }
-
-// deleteChunk bounds the ids one statement of deleteRows names.
-const deleteChunk = 500
 
 // deleteExceptions locks and removes the exception rows of ids, each a
 // primary-key lookup by group (a scan by stream would also wait for rows
@@ -353,10 +147,10 @@ func (d *Driver) deleteExceptions(ctx context.Context, tx querier, streamID int6
 	}); err != nil || len(groups) == 0 {
 		return err
 	}
-	for start := 0; start < len(ids); start += deleteChunk {
-		part := ids[start:min(start+deleteChunk, len(ids))]
-		where := `stream_id = ? AND group_name IN (` + placeholders(len(groups)) + `) AND msg_id IN (` + placeholders(len(part)) + `)`
-		args := append(append([]any{streamID}, stringsToArgs(groups)...), int64sToArgs(part)...)
+	for start := 0; start < len(ids); start += idChunk {
+		chunk := ids[start:min(start+idChunk, len(ids))]
+		where := `stream_id = ? AND group_name IN (` + placeholders(len(groups)) + `) AND msg_id IN (` + placeholders(len(chunk)) + `)`
+		args := append(append([]any{streamID}, toArgs(groups)...), int64sToArgs(chunk)...)
 		err := eachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE `+where+` ORDER BY group_name, msg_id FOR UPDATE`+d.waitClause(), args,
 			func(*sql.Rows) error { return nil })
 		if err != nil {
@@ -374,7 +168,7 @@ func (d *Driver) deleteExceptions(ctx context.Context, tx querier, streamID int6
 // from running it again: the holder is a caller's transaction, which may
 // stay open a while. Other errors it returns as they are.
 func (d *Driver) leaseWaitError(streamID int64, what string, err error) error {
-	if n := mysqlErrno(err); n != errLockWaitTimeout && n != errLockNowait {
+	if !lockWaitEnded(err) {
 		return err
 	}
 	return finalError{&driver.Error{Kind: driver.ErrConflict, Err: driver.Redact(fmt.Errorf("stream %d: %s: %w", streamID, what, err), d.secrets...),
@@ -530,22 +324,17 @@ func (d *Driver) materializeOverlapping(ctx context.Context, tx querier, streamI
 	if err != nil {
 		return d.leaseWaitError(streamID, "lock batches of rows removed", err)
 	}
+	w := batchWrites{op: settleOp{streamID: streamID, mode: settleMaterialize}}
 	for _, b := range held {
-		var ids []int64
+		named := map[int64]bool{}
 		for _, id := range b.ids {
 			if gone[id] {
-				ids = append(ids, id)
+				named[id] = true
 			}
 		}
-		if len(ids) == 0 {
-			continue
-		}
-		if err := materialize(ctx, tx, streamID, []materialization{{ref: b.batchRef, ids: ids}}); err != nil {
-			return err
-		}
-		if err := writeBatch(ctx, tx, streamID, b.batchRef, remainingAfter(b.ids, gone)); err != nil {
-			return err
+		if len(named) > 0 {
+			w.materializeLater(b, named)
 		}
 	}
-	return nil
+	return w.finish(ctx, tx)
 }

@@ -147,53 +147,50 @@
 // most polls end there. A claim that follows one which filled its limit
 // from a partition's new rows (a backlog) skips that read: it locks that
 // partition's cursor at once, in a statement that also finds out whether
-// anything is due, and looks for other partitions with new rows only if
-// the first leaves the limit unmet. The claim itself locks a group's cursor row per
-// partition with FOR UPDATE SKIP LOCKED, so consumers of a group spread over
-// partitions without waiting. It reads the group's stored configuration
-// again after its first cursor lock, and RegisterGroup locks every cursor of
-// the group before it changes the configuration, so a claim filters with
-// the configuration it commits under (C19); a claim that finds every cursor
-// taken by other claimers but exceptions due reads the group row with a
-// shared lock instead. Due exceptions are locked FOR UPDATE SKIP LOCKED as
-// well. InnoDB deadlocks (1213) re-run the
-// driver's own transaction a few times, lock wait timeouts (1205) at most
-// twice, a connection lost before COMMIT was sent twice; a transaction passed
-// in by the caller is never re-run, so its error goes back to the caller.
+// anything is due. Cursor rows and due exceptions are locked FOR UPDATE
+// SKIP LOCKED, so consumers of a group spread over partitions without
+// waiting. A claim reads the group's configuration again after its first
+// cursor lock (or, when other claimers hold every cursor, with a shared
+// lock on the group row), and RegisterGroup locks every cursor before it
+// changes the configuration, so a claim filters with the configuration it
+// commits under (C19). InnoDB deadlocks (1213) re-run the driver's own
+// transaction a few times, lock wait timeouts (1205) at most twice, a
+// connection lost before COMMIT was sent twice; a transaction passed in by
+// the caller is never re-run, so its error goes back to the caller.
+//
+// The main claim leases the rows it takes from a partition as one
+// delivery_batch row listing their ids (a JSON array in text), written in
+// the transaction that moves the cursor. A batch stands for exactly the
+// leased exception rows, one per delivery, that it replaces: whatever is not
+// a fast path first writes those rows for the members it names
+// ("materializes" them) and removes them from the batch, then runs the
+// per-delivery statements. The fast paths: an Ack removes members from their
+// batch (deleting it when none is left), an Extend naming every remaining
+// member moves the batch's lease; for a batch this driver claimed that is one
+// statement naming the batch and the ids the driver expects it to hold,
+// compared as text. A claim explodes the group's expired batches (up to 100,
+// FOR UPDATE SKIP LOCKED) into leased exception rows before its exception
+// pass. Ordered groups count a batch as a pending exception of its
+// partition; Health counts members as leased exceptions at their rows'
+// versions; soft retention keeps every row from a stream's lowest batch
+// member on; hard retention, compaction and SetCursors materialize the
+// batches they reach first. A delivery failed, released or extended alone
+// has an exception row of its own, which every path reads (and so are the
+// rows an older release leased: docs/decisions.md, "One lease model").
 //
 // Ack, Fail, Release and Extend settle each delivery on its own and report
-// exactly those no longer leased with their token (C20). One delivery is one
-// statement whose matched-row count says whether it changed. Several are, on
-// MariaDB, one DELETE ... RETURNING for Ack; the updates (and Ack on MySQL,
-// which has no RETURNING) run in one transaction that first locks the
-// deliveries still leased with their token (SELECT ... FOR UPDATE) and then
-// changes exactly those. Ack and Fail given the caller's transaction (C21)
-// take that locking path in it, whatever the engine and the settings of the
-// pool the transaction came from, and neither commit nor roll it back: the
-// locks of the settled deliveries are held until the caller ends it.
-//
-// By default (unless WithPerDeliveryLeases) the main claim writes, per partition, one
-// delivery_batch row listing the ids it took (a JSON array in text) in the
-// transaction that moves the cursor, instead of one leased exception row
-// per delivery. A batch stands for exactly the leased exception rows the
-// claim would have written; whatever is not a fast path first writes those
-// rows for the members it names ("materializes" them) and removes them from
-// the batch, then runs the per-delivery statements. The fast paths: an Ack
-// removes members from their batch (deleting it when none is left), an
-// Extend naming every remaining member moves the batch's lease. A settle of
-// members of one batch this driver claimed is one statement that names the
-// batch and the ids the driver expects it to hold, compared as text; any
-// other settle locks the batches of the tokens it names (FOR UPDATE) in its
-// transaction first, and a settle whose per-delivery statement left leases
-// unchanged looks for them in batches before it reports them lost. A claim
-// explodes the group's expired batches (up to 100, FOR UPDATE SKIP LOCKED)
-// into leased exception rows before its exception pass, which then takes
-// them as any expired lease. Ordered groups count a batch as a pending
-// exception of its partition; Health counts batch members as leased
-// exceptions at their rows' versions; soft retention keeps every row from a
-// stream's lowest batch member on; hard retention, compaction and
-// SetCursors materialize the batches they reach first. Every driver reads
-// batches, with the option on or off.
+// exactly those no longer leased with their token (C20). On exception rows,
+// one delivery is one statement whose matched-row count says whether it
+// changed; several are, on MariaDB, one DELETE ... RETURNING for Ack, else
+// one transaction that first locks the batches of the tokens named and the
+// deliveries' rows (SELECT ... FOR UPDATE) and then changes exactly those
+// still leased with their token. Leases a statement left unchanged are
+// looked for in batches before they are reported lost. Ack and Fail given
+// the caller's transaction (C21) materialize their batch members in a
+// transaction of the driver's own, then take the locking path in the
+// caller's, whatever the engine and the pool it came from, and neither
+// commit nor roll it back: the settled deliveries stay locked until the
+// caller ends it.
 //
 // Every failure, and the claim's burying of a lease that expired on the last
 // attempt, appends {"attempt", "error", "at", "holder"} to the delivery's
@@ -204,11 +201,10 @@
 // SetCursors locks every cursor of the group as RegisterGroup does, waiting
 // for claims in flight (bounded like an append's wait). A cursor moved back
 // makes the main claim meet rows the group already has an exception for: it
-// records what it claims with INSERT IGNORE, which passes over them, and
-// only when the statement inserted fewer rows than it was given reads which
-// ones, then goes on reading to fill the limit. ReadRows reads the log in
-// bounded windows along the (partition, id) index or the primary key,
-// returning payloads only for the rows its filter keeps.
+// passes over them (looking rows up only where the group's newest exception
+// lies past the cursor) and goes on reading to fill the limit. ReadRows
+// reads the log in bounded windows along the (partition, id) index or the
+// primary key, returning payloads only for the rows its filter keeps.
 //
 // # Differences between MySQL and MariaDB
 //
@@ -286,12 +282,8 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	sqldriver "database/sql/driver"
 	"embed"
-	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -339,8 +331,7 @@ type Driver struct {
 
 	gal galeraState // Galera Cluster (galera.go)
 
-	batchLeases bool       // main claims write batches (unless WithPerDeliveryLeases)
-	batches     batchCache // the batches this driver's claims wrote (batch.go)
+	batches batchCache // the batches this driver's claims wrote (batchcache.go)
 	// hot maps a group (cacheKey without token) to the partition whose new
 	// rows filled the driver's last claim of it (claimHot).
 	hot sync.Map
@@ -362,21 +353,11 @@ type Option func(*Driver)
 // package documentation).
 func WithLockTimeout(d time.Duration) Option { return func(drv *Driver) { drv.lockTimeout = d } }
 
-// WithPerDeliveryLeases makes the main claim lease each delivery it takes
-// with an exception row of its own, written at the claim and deleted at the
-// ack, instead of one batch record per partition (delivery_batch, the
-// default since migration 0007; see the package documentation). Both modes
-// read each other's leases, and outcomes, ordering, Health and retention
-// are the same in both; a batch acked or extended whole costs a statement
-// or two where this mode writes two rows per delivery. It is the way back
-// should a deployment need one.
-func WithPerDeliveryLeases() Option { return func(drv *Driver) { drv.batchLeases = false } }
-
 // Open returns a driver for the database named by dsn, a go-sql-driver DSN
 // such as "user:password@tcp(127.0.0.1:3306)/app". It does not connect:
 // errors, including a DSN that does not parse, surface from sqlstreams.Open.
 func Open(dsn string, opts ...Option) *Driver {
-	d := &Driver{lockTimeout: DefaultLockTimeout, batchLeases: true}
+	d := &Driver{lockTimeout: DefaultLockTimeout}
 	for _, o := range opts {
 		o(d)
 	}
@@ -421,193 +402,9 @@ func (d *Driver) unusable(err error, advice string) error {
 	return &driver.Error{Kind: driver.ErrUnavailable, Advice: "the database cannot be opened: " + advice, Err: driver.Redact(err, d.secrets...)}
 }
 
-func nonEmpty(s ...string) []string {
-	var out []string
-	for _, v := range s {
-		if v != "" && !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// dsnSecrets guesses the password of a DSN that does not parse, so that it
-// can be scrubbed from the parser's messages (which may quote a database
-// name or a parameter that a misplaced '/', '?' or '@' cut out of it): the
-// password as go-sql-driver would read it (after the first ':' before the
-// last '@' before the last '/'), the widest reading (from the first ':' to
-// the last '@'), its pieces between the characters the parser splits at,
-// and the password of a URL.
-func dsnSecrets(dsn string) []string {
-	var out []string
-	add := func(s string) {
-		if s != "" && !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	left := dsn
-	if i := strings.LastIndex(dsn, "/"); i >= 0 {
-		left = dsn[:i]
-	}
-	if j := strings.LastIndex(left, "@"); j >= 0 {
-		if k := strings.Index(left[:j], ":"); k >= 0 {
-			add(left[k+1 : j])
-		}
-	}
-	if j := strings.LastIndex(dsn, "@"); j >= 0 {
-		if k := strings.Index(dsn[:j], ":"); k >= 0 {
-			wide := dsn[k+1 : j]
-			add(wide)
-			for _, piece := range strings.FieldsFunc(wide, func(r rune) bool { return strings.ContainsRune("/?&=@:(),", r) }) {
-				add(piece)
-			}
-		}
-	}
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok {
-			add(p)
-		}
-	}
-	return out
-}
-
-var interpolateOff = regexp.MustCompile(`[?&]interpolateParams=(false|0)(&|$)`)
-
-// configure sets what the driver relies on, whatever the DSN said.
-func configure(cfg *gomysql.Config, dsn string) error {
-	cfg.ParseTime = true
-	cfg.Loc = time.UTC
-	cfg.ClientFoundRows = true
-	// Errors reach the caller, and Run logs them; the driver's own log
-	// would repeat them on stderr.
-	cfg.Logger = &gomysql.NopLogger{}
-	cfg.InterpolateParams = !interpolateOff.MatchString(dsn)
-	params := map[string]string{}
-	for k, v := range cfg.Params {
-		if !strings.EqualFold(k, "time_zone") {
-			params[k] = v
-		}
-	}
-	params["time_zone"] = "'+00:00'"
-	cfg.Params = params
-	collation := "utf8mb4_general_ci"
-	if strings.HasPrefix(cfg.Collation, "utf8mb4_") {
-		collation = cfg.Collation
-	}
-	return cfg.Apply(gomysql.Charset("utf8mb4", collation))
-}
-
-// connector sets the session isolation on every new connection and gives
-// failures to connect their sentinel, scrubbed of the password.
-type connector struct {
-	sqldriver.Connector
-	d *Driver
-}
-
-func (c *connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
-	conn, err := c.Connector.Connect(ctx)
-	if err != nil {
-		return nil, c.d.connectError(ctx, err)
-	}
-	ex, ok := conn.(sqldriver.ExecerContext)
-	if !ok {
-		conn.Close()
-		return nil, c.d.connectError(ctx, errors.New("connection cannot execute statements"))
-	}
-	if _, err := ex.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", nil); err != nil {
-		conn.Close()
-		return nil, c.d.connectError(ctx, err)
-	}
-	if !c.d.detected.Load() {
-		// The first connection learns what the server is, so that a driver
-		// used without Migrate (sqlstreams.WithoutMigrate) knows it too.
-		if err := c.d.detectOn(ctx, conn); err != nil {
-			conn.Close()
-			return nil, c.d.connectError(ctx, err)
-		}
-	}
-	if err := c.d.galeraSession(ctx, ex); err != nil {
-		conn.Close()
-		return nil, c.d.connectError(ctx, err)
-	}
-	return conn, nil
-}
-
-// detectOn reads the server's kind and auto-increment settings on a new
-// connection.
-func (d *Driver) detectOn(ctx context.Context, conn sqldriver.Conn) error {
-	q, ok := conn.(sqldriver.QueryerContext)
-	if !ok {
-		return errors.New("connection cannot run queries")
-	}
-	rows, err := q.QueryContext(ctx, "SELECT VERSION(), @@innodb_autoinc_lock_mode, @@auto_increment_increment", nil)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	v := make([]sqldriver.Value, 3)
-	if err := rows.Next(v); err != nil {
-		return err
-	}
-	text := func(x sqldriver.Value) string {
-		if b, ok := x.([]byte); ok {
-			return string(b)
-		}
-		return fmt.Sprint(x)
-	}
-	lockMode, err1 := strconv.ParseInt(text(v[1]), 10, 64)
-	incr, err2 := strconv.ParseInt(text(v[2]), 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return fmt.Errorf("read the server's settings: %w", err)
-	}
-	mariadb, _ := supported(text(v[0])) // Migrate refuses unsupported servers
-	rows.Close()
-	if err := d.detectCluster(ctx, q, text(v[0])); err != nil {
-		return err
-	}
-	d.setServer(mariadb, lockMode, incr)
-	return nil
-}
-
-// setServer records what the server is: MariaDB or MySQL, and whether one
-// INSERT's ids are consecutive (lock mode 0 or 1) and how far apart. A
-// Galera node always reads ids back: with wsrep_auto_increment_control ON
-// the node changes auto_increment_increment whenever the cluster's size
-// changes, so a step read once would go stale.
-func (d *Driver) setServer(mariadb bool, lockMode, incr int64) {
-	d.mariadb.Store(mariadb)
-	if lockMode == 2 || incr < 1 || d.forceReadBack || d.gal.on.Load() {
-		d.autoincStep.Store(0)
-	} else {
-		d.autoincStep.Store(incr)
-	}
-	d.detected.Store(true)
-}
-
 // DB returns the connection pool, on which to begin transactions for
 // ProduceTx. Its connections run at READ COMMITTED with UTC times.
 func (d *Driver) DB() *sql.DB { return d.db }
-
-// Tx adapts a transaction for Producer.ProduceTx and for the transactional
-// settles (Delivery.AckTx, RetryTx, DeadTx). Begin it on DB(), or on another
-// pool connected to the same database; the rows and outcomes become visible
-// when the caller commits. While it is open the transaction holds the append
-// lock of the partitions it produced to, and the locks of the deliveries it
-// settled (see the package documentation).
-func Tx(tx *sql.Tx) driver.Tx { return txAdapter{tx} }
-
-// UnwrapTx returns the *sql.Tx that Tx adapted, so that code handed a
-// driver.Tx (middleware, a handler) can write its own rows in the same
-// transaction. It reports false for a transaction of another driver or a
-// nil one.
-func UnwrapTx(tx driver.Tx) (*sql.Tx, bool) {
-	a, ok := tx.(txAdapter)
-	return a.tx, ok && a.tx != nil
-}
-
-type txAdapter struct{ tx *sql.Tx }
-
-func (txAdapter) DriverName() string { return "mysql" }
 
 // Name implements driver.Driver.
 func (d *Driver) Name() string { return "mysql" }
@@ -649,6 +446,18 @@ func utc(t time.Time) time.Time {
 
 func logTable(streamID int64) string { return "message_log_" + strconv.FormatInt(streamID, 10) }
 
+// repeated is n copies of s joined by sep: the rows of a VALUES list, the
+// alternatives of an OR, the queries of a UNION ALL.
+func repeated(n int, s, sep string) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat(s+sep, n-1) + s
+}
+
+// idChunk bounds the ids (or keys) one statement names.
+const idChunk = 500
+
 // placeholders returns "?, ?, ?" for n values.
 func placeholders(n int) string {
 	if n == 0 {
@@ -665,7 +474,8 @@ func int64sToArgs(ids []int64) []any {
 	return args
 }
 
-func intsToArgs(vs []int) []any {
+// toArgs passes vs as statement arguments.
+func toArgs[T int | string](vs []T) []any {
 	args := make([]any, len(vs))
 	for i, v := range vs {
 		args[i] = v

@@ -3,7 +3,6 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"strings"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -42,16 +41,13 @@ func pastMarks(ctx context.Context, q querier, stream driver.StreamConfig) ([]pa
 	var out []partCount
 	const chunk = 64
 	for start := 0; start < len(marks); start += chunk {
-		var sb strings.Builder
+		end := min(start+chunk, len(marks))
 		var args []any
-		for p := start; p < min(start+chunk, len(marks)); p++ {
-			if p > start {
-				sb.WriteString(" UNION ALL ")
-			}
-			sb.WriteString("SELECT ?, schema_version, COUNT(*), MAX(id) FROM " + logTable(stream.ID) + " WHERE `partition` = ? AND id > ? GROUP BY schema_version")
+		for p := start; p < end; p++ {
 			args = append(args, p, p, marks[p])
 		}
-		if err := eachRow(ctx, q, sb.String(), args, func(r *sql.Rows) error {
+		query := repeated(end-start, "SELECT ?, schema_version, COUNT(*), MAX(id) FROM "+logTable(stream.ID)+" WHERE `partition` = ? AND id > ? GROUP BY schema_version", " UNION ALL ")
+		if err := eachRow(ctx, q, query, args, func(r *sql.Rows) error {
 			var c partCount
 			err := r.Scan(&c.part, &c.version, &c.n, &c.newest)
 			out = append(out, c)
@@ -101,35 +97,21 @@ func (d *Driver) catchUpRowCounts(ctx context.Context, streamID int64) error {
 				return err
 			}
 			newest := map[int]int64{}
-			var sb strings.Builder
 			args := make([]any, 0, 4*len(past))
-			sb.WriteString("INSERT INTO row_count (stream_id, `partition`, schema_version, row_count) VALUES ")
-			for i, c := range past {
-				if i > 0 {
-					sb.WriteString(", ")
-				}
-				sb.WriteString("(?, ?, ?, ?)")
+			for _, c := range past {
 				args = append(args, streamID, c.part, c.version, c.n)
 				newest[c.part] = max(newest[c.part], c.newest)
 			}
-			sb.WriteString(" ON DUPLICATE KEY UPDATE row_count = row_count + VALUES(row_count)")
-			if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO row_count (stream_id, `partition`, schema_version, row_count) VALUES "+repeated(len(past), "(?, ?, ?, ?)", ", ")+
+				" ON DUPLICATE KEY UPDATE row_count = row_count + VALUES(row_count)", args...); err != nil {
 				return err
 			}
-			sb.Reset()
 			args = args[:0]
-			sb.WriteString("INSERT INTO row_count_mark (stream_id, `partition`, counted_to) VALUES ")
-			i := 0
 			for p, id := range newest {
-				if i > 0 {
-					sb.WriteString(", ")
-				}
-				i++
-				sb.WriteString("(?, ?, ?)")
 				args = append(args, streamID, p, id)
 			}
-			sb.WriteString(" ON DUPLICATE KEY UPDATE counted_to = GREATEST(counted_to, VALUES(counted_to))")
-			_, err = tx.ExecContext(ctx, sb.String(), args...)
+			_, err = tx.ExecContext(ctx, "INSERT INTO row_count_mark (stream_id, `partition`, counted_to) VALUES "+repeated(len(newest), "(?, ?, ?)", ", ")+
+				" ON DUPLICATE KEY UPDATE counted_to = GREATEST(counted_to, VALUES(counted_to))", args...)
 			return err
 		})
 	})

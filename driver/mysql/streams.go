@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -97,17 +96,11 @@ func (d *Driver) CreateStream(ctx context.Context, p driver.CreateStreamParams) 
 		const chunk = 256
 		for start := 0; start < cfg.Partitions; start += chunk {
 			end := min(start+chunk, cfg.Partitions)
-			var sb strings.Builder
-			sb.WriteString("INSERT INTO stream_partition (stream_id, `partition`) VALUES ")
 			args := make([]any, 0, 2*(end-start))
 			for p := start; p < end; p++ {
-				if p > start {
-					sb.WriteString(", ")
-				}
-				sb.WriteString("(?, ?)")
 				args = append(args, cfg.ID, p)
 			}
-			if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO stream_partition (stream_id, `partition`) VALUES "+repeated(end-start, "(?, ?)", ", "), args...); err != nil {
 				return err
 			}
 		}
@@ -130,19 +123,22 @@ func (d *Driver) LookupStream(ctx context.Context, p driver.LookupStreamParams) 
 	if err := d.check(); err != nil {
 		return driver.StreamConfig{}, err
 	}
-	c, err := scanStream(d.db.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE name = ?`, p.Name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return c, driver.ErrStreamNotFound
-	}
+	c, err := queryStream(ctx, d.db, "name = ?", p.Name)
 	return c, d.wrap(ctx, err, opRead)
 }
 
-func lookupStreamByID(ctx context.Context, q querier, id int64) (driver.StreamConfig, error) {
-	c, err := scanStream(q.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE id = ?`, id))
+// queryStream reads the config of the stream that where (with arg) names,
+// or fails with ErrStreamNotFound.
+func queryStream(ctx context.Context, q querier, where string, arg any) (driver.StreamConfig, error) {
+	c, err := scanStream(q.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE `+where, arg))
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, driver.ErrStreamNotFound
 	}
 	return c, err
+}
+
+func lookupStreamByID(ctx context.Context, q querier, id int64) (driver.StreamConfig, error) {
+	return queryStream(ctx, q, "id = ?", id)
 }
 
 // ListStreams implements driver.Driver.
@@ -266,81 +262,13 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 			return err
 		}
 		existing, err := loadGroup(ctx, tx, cfg.StreamID, cfg.Name, " FOR UPDATE"+d.waitClause())
-		if err == nil {
-			out = existing
-			if p.Update == nil {
-				return nil
-			}
-			next, err := p.Update(existing)
-			if err != nil {
-				return callerError{err}
-			}
-			bindings, convertsFrom := nilIfEmpty(slices.Clone(next.Bindings)), nilIfEmpty(slices.Clone(next.ConvertsFrom))
-			if slices.Equal(bindings, existing.Bindings) && slices.Equal(convertsFrom, existing.ConvertsFrom) {
-				return nil
-			}
-			if err := eachRow(ctx, tx, "SELECT `partition` FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY `partition` FOR UPDATE"+d.waitClause(),
-				[]any{cfg.StreamID, cfg.Name}, func(*sql.Rows) error { return nil }); err != nil {
-				return err
-			}
-			out.Bindings, out.ConvertsFrom = bindings, convertsFrom
-			b, c, err := encodeGroupLists(out)
-			if err != nil {
-				return err
-			}
-			_, err = tx.ExecContext(ctx, `UPDATE consumer_group SET bindings = ?, converts_from = ? WHERE stream_id = ? AND name = ?`,
-				b, c, cfg.StreamID, cfg.Name)
-			return err
+		switch {
+		case err == nil:
+			out, err = d.updateGroup(ctx, tx, existing, p.Update)
+		case errors.Is(err, driver.ErrGroupNotFound):
+			out, err = d.createGroup(ctx, tx, stream, cfg)
 		}
-		if !errors.Is(err, driver.ErrGroupNotFound) {
-			return err
-		}
-		bindings, convertsFrom, err := encodeGroupLists(cfg)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO consumer_group (stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, cfg.StreamID, cfg.Name, cfg.SchemaVersion, cfg.AllVersions, bindings, convertsFrom, int(cfg.Start), ts(cfg.CreatedAt)); err != nil {
-			return err
-		}
-		start := make([]int64, stream.Partitions)
-		if cfg.Start == driver.StartLatest {
-			// Wait for appends in flight (they hold their partitions), so
-			// that "the last row present" is exact per partition.
-			if _, err := d.lockPartitions(ctx, tx, cfg.StreamID, nil, true, false); err != nil {
-				return err
-			}
-			if err := eachRow(ctx, tx, newestIDs(cfg.StreamID, ""), []any{cfg.StreamID}, func(r *sql.Rows) error {
-				var p int
-				var id sql.NullInt64
-				var hw int64
-				if err := r.Scan(&p, &id, &hw); err != nil {
-					return err
-				}
-				if p >= 0 && p < len(start) {
-					start[p] = id.Int64
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-		var sb strings.Builder
-		sb.WriteString("INSERT INTO group_cursor (stream_id, group_name, `partition`, position) VALUES ")
-		args := make([]any, 0, 4*len(start))
-		for p, pos := range start {
-			if p > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString("(?, ?, ?, ?)")
-			args = append(args, cfg.StreamID, cfg.Name, p, pos)
-		}
-		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
-			return err
-		}
-		out = cfg
-		out.Bindings, out.ConvertsFrom = nilIfEmpty(slices.Clone(cfg.Bindings)), nilIfEmpty(slices.Clone(cfg.ConvertsFrom))
-		return nil
+		return err
 	}
 	for attempt := 0; ; attempt++ {
 		err := d.withLog(ctx, cfg.StreamID, func() error { return d.inTx(ctx, nil, register) })
@@ -351,6 +279,72 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 		}
 		return out, err
 	}
+}
+
+// updateGroup stores what update makes of an existing group's bindings and
+// converter versions, locking every cursor of the group first when they
+// change.
+func (d *Driver) updateGroup(ctx context.Context, tx querier, existing driver.GroupConfig,
+	update func(driver.GroupConfig) (driver.GroupConfig, error)) (driver.GroupConfig, error) {
+	if update == nil {
+		return existing, nil
+	}
+	next, err := update(existing)
+	if err != nil {
+		return existing, callerError{err}
+	}
+	out := existing
+	out.Bindings, out.ConvertsFrom = nilIfEmpty(slices.Clone(next.Bindings)), nilIfEmpty(slices.Clone(next.ConvertsFrom))
+	if slices.Equal(out.Bindings, existing.Bindings) && slices.Equal(out.ConvertsFrom, existing.ConvertsFrom) {
+		return existing, nil
+	}
+	if err := eachRow(ctx, tx, "SELECT `partition` FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY `partition` FOR UPDATE"+d.waitClause(),
+		[]any{out.StreamID, out.Name}, func(*sql.Rows) error { return nil }); err != nil {
+		return existing, err
+	}
+	b, c, err := encodeGroupLists(out)
+	if err != nil {
+		return out, err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE consumer_group SET bindings = ?, converts_from = ? WHERE stream_id = ? AND name = ?`, b, c, out.StreamID, out.Name)
+	return out, err
+}
+
+// createGroup writes a new group and its cursors: at 0, or at the newest
+// row of each partition for StartLatest.
+func (d *Driver) createGroup(ctx context.Context, tx querier, stream driver.StreamConfig, cfg driver.GroupConfig) (driver.GroupConfig, error) {
+	bindings, convertsFrom, err := encodeGroupLists(cfg)
+	if err != nil {
+		return cfg, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO consumer_group (stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, cfg.StreamID, cfg.Name, cfg.SchemaVersion, cfg.AllVersions, bindings, convertsFrom, int(cfg.Start), ts(cfg.CreatedAt)); err != nil {
+		return cfg, err
+	}
+	start := make([]int64, stream.Partitions)
+	if cfg.Start == driver.StartLatest {
+		// Wait for appends in flight (they hold their partitions), so
+		// that "the last row present" is exact per partition.
+		if _, err := d.lockPartitions(ctx, tx, cfg.StreamID, nil, true, false); err != nil {
+			return cfg, err
+		}
+		tops, err := readTops(ctx, tx, cfg.StreamID, nil)
+		if err != nil {
+			return cfg, err
+		}
+		for p := range start {
+			start[p] = tops[p].newest
+		}
+	}
+	args := make([]any, 0, 4*len(start))
+	for p, pos := range start {
+		args = append(args, cfg.StreamID, cfg.Name, p, pos)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO group_cursor (stream_id, group_name, `partition`, position) VALUES "+repeated(len(start), "(?, ?, ?, ?)", ", "), args...); err != nil {
+		return cfg, err
+	}
+	cfg.Bindings, cfg.ConvertsFrom = nilIfEmpty(slices.Clone(cfg.Bindings)), nilIfEmpty(slices.Clone(cfg.ConvertsFrom))
+	return cfg, nil
 }
 
 // ListGroups implements driver.Driver.
@@ -415,4 +409,68 @@ func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) er
 		}
 		return nil
 	})
+}
+
+// loadGroups reads a stream's groups with their cursors; lock locks the
+// group rows and then the cursors FOR UPDATE, in the order RegisterGroup
+// takes them.
+func (d *Driver) loadGroups(ctx context.Context, q querier, stream driver.StreamConfig, lock bool) ([]driver.GroupStats, error) {
+	var groups []driver.GroupStats
+	index := map[string]int{}
+	query := `SELECT ` + groupColumns + ` FROM consumer_group WHERE stream_id = ? ORDER BY name`
+	if lock {
+		query += ` FOR UPDATE` + d.waitClause()
+	}
+	if err := eachRow(ctx, q, query, []any{stream.ID}, func(r *sql.Rows) error {
+		g, removed, err := scanGroup(r)
+		if err != nil {
+			return err
+		}
+		index[g.Name] = len(groups)
+		groups = append(groups, driver.GroupStats{GroupConfig: g, RemovedUnread: removed, Cursors: make([]int64, stream.Partitions)})
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	query = "SELECT group_name, `partition`, position FROM group_cursor WHERE stream_id = ? ORDER BY group_name, `partition`"
+	if lock {
+		query += " FOR UPDATE" + d.waitClause()
+	}
+	err := eachRow(ctx, q, query, []any{stream.ID}, func(r *sql.Rows) error {
+		var name string
+		var p int
+		var pos int64
+		if err := r.Scan(&name, &p, &pos); err != nil {
+			return err
+		}
+		if i, ok := index[name]; ok && p >= 0 && p < stream.Partitions {
+			groups[i].Cursors[p] = pos
+		}
+		return nil
+	})
+	return groups, err
+}
+
+// partitionTop is a partition's newest id (0 when it has no row) and its
+// high-water mark.
+type partitionTop struct{ newest, highWater int64 }
+
+// readTops reads the tops of a stream's partitions parts (all when nil),
+// one index dive per partition.
+func readTops(ctx context.Context, q querier, streamID int64, parts []int) (map[int]partitionTop, error) {
+	cond, args := "", []any{streamID}
+	if parts != nil {
+		cond, args = " AND p.`partition` IN ("+placeholders(len(parts))+")", append(args, toArgs(parts)...)
+	}
+	out := map[int]partitionTop{}
+	err := eachRow(ctx, q, "SELECT p.`partition`, (SELECT m.id FROM "+logTable(streamID)+" m WHERE m.`partition` = p.`partition` ORDER BY m.id DESC LIMIT 1), p.high_water"+
+		" FROM stream_partition p WHERE p.stream_id = ?"+cond+" ORDER BY p.`partition`", args, func(r *sql.Rows) error {
+		var p int
+		var newest sql.NullInt64
+		var hw int64
+		err := r.Scan(&p, &newest, &hw)
+		out[p] = partitionTop{newest: newest.Int64, highWater: hw}
+		return err
+	})
+	return out, err
 }

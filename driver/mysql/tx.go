@@ -2,18 +2,13 @@ package mysql
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"database/sql"
 	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
@@ -35,21 +30,6 @@ const (
 // rollbackTimeout bounds the ROLLBACK after a failure, which runs even when
 // the caller's context has ended.
 const rollbackTimeout = 5 * time.Second
-
-// op says what a failed call was doing, which decides what its failure
-// means.
-type op int
-
-const (
-	// opRead: nothing the call sent can have committed (a read, a statement
-	// of the driver's own transaction before COMMIT, taking a connection).
-	opRead op = iota
-	// opWrite: a COMMIT, or a statement that commits on its own, had been
-	// sent: without the server's answer its outcome is unknown.
-	opWrite
-	// opCallerTx: a statement in the caller's transaction.
-	opCallerTx
-)
 
 // callerError carries an error from a callback of the caller (an Update or
 // Decide function) through the driver's transaction unchanged.
@@ -91,16 +71,54 @@ func (d *Driver) inTx(ctx context.Context, tx driver.Tx, fn func(querier) error)
 	if a.tx == nil {
 		return fmt.Errorf("mysql: %w: mysql.Tx was given a nil *sql.Tx", driver.ErrForeignTx)
 	}
-	err := fn(a.tx)
+	caller, _, err := marked(fn(a.tx))
+	if caller {
+		return err
+	}
+	return d.wrap(ctx, err, opCallerTx)
+}
+
+// marked unwraps an error fn marked: a callerError goes back to the caller
+// as it is, a finalError is not run again.
+func marked(err error) (caller, final bool, inner error) {
 	var ce callerError
 	if errors.As(err, &ce) {
-		return ce.err
+		return true, false, ce.err
 	}
 	var fe finalError
 	if errors.As(err, &fe) {
-		err = fe.err
+		return false, true, fe.err
 	}
-	return d.wrap(ctx, err, opCallerTx)
+	return false, false, err
+}
+
+// retries counts the failures after which the driver runs its own
+// transaction or autocommit statement again, each kind up to its limit.
+type retries struct{ deadlocks, timeouts, lost int }
+
+// again counts a failure the engine rolled back (a deadlock and the like),
+// a lock wait that ran out, or a connection lost before anything could
+// commit, and reports whether to run again, after the backoff (whose
+// error, when the context ends meanwhile, it returns).
+func (r *retries) again(ctx context.Context, rolledBack, timedOut, lost bool) (bool, error) {
+	var n, limit int
+	switch {
+	case rolledBack:
+		r.deadlocks++
+		n, limit = r.deadlocks, deadlockAttempts
+	case timedOut:
+		r.timeouts++
+		n, limit = r.timeouts, lockTimeoutAttempts
+	case lost:
+		r.lost++
+		n, limit = r.lost, lostConnAttempts
+	default:
+		return false, nil
+	}
+	if n >= limit {
+		return false, nil
+	}
+	return true, sleep(ctx, backoff(r.deadlocks+r.timeouts+r.lost))
 }
 
 // ownTx runs fn in a transaction of the driver's own, READ COMMITTED, or a
@@ -109,20 +127,15 @@ func (d *Driver) ownTx(ctx context.Context, snapshot bool, fn func(querier) erro
 	if err := d.check(); err != nil {
 		return err
 	}
-	var deadlocks, timeouts, lost int
+	var r retries
 	for {
 		at, err := d.tryTx(ctx, snapshot, fn)
 		if err == nil {
 			return nil
 		}
-		var ce callerError
-		if errors.As(err, &ce) {
-			return ce.err
-		}
-		var fe finalError
-		final := errors.As(err, &fe)
-		if final {
-			err = fe.err
+		caller, final, err := marked(err)
+		if caller {
+			return err
 		}
 		o := opRead
 		if at == stageCommit {
@@ -134,25 +147,16 @@ func (d *Driver) ownTx(ctx context.Context, snapshot bool, fn func(querier) erro
 		if final || ctx.Err() != nil || (at == stageCommit && mysqlErrno(err) == 0) {
 			return d.wrap(ctx, err, o)
 		}
-		retry := false
-		switch n := mysqlErrno(err); {
-		case n == errDeadlock || n == errRecordChanged || n == errTableDefChanged || errors.Is(err, errOutOfOrder) || d.galeraIDTaken(err):
-			deadlocks++
-			retry = deadlocks < deadlockAttempts
-		case n == errLockWaitTimeout:
-			timeouts++
-			retry = timeouts < lockTimeoutAttempts
-		case n == 0 && at != stageCommit && !driver.Classified(err) && isConnError(err):
-			// Nothing can have committed; a pooled connection found dead
-			// fails its first statement.
-			lost++
-			retry = lost < lostConnAttempts
+		// A connection lost before COMMIT committed nothing; a pooled
+		// connection found dead fails its first statement.
+		n := mysqlErrno(err)
+		again, waitErr := r.again(ctx, rolledBack(n) || errors.Is(err, errOutOfOrder) || d.galeraIDTaken(err), n == errLockWaitTimeout,
+			n == 0 && at != stageCommit && !driver.Classified(err) && isConnError(err))
+		if waitErr != nil {
+			return d.wrap(ctx, waitErr, opRead)
 		}
-		if !retry {
+		if !again {
 			return d.wrap(ctx, err, o)
-		}
-		if err := sleep(ctx, backoff(deadlocks+timeouts+lost)); err != nil {
-			return d.wrap(ctx, err, opRead)
 		}
 	}
 }
@@ -223,7 +227,7 @@ func (d *Driver) autocommit(ctx context.Context, fn func(querier) error) error {
 	if err := d.check(); err != nil {
 		return err
 	}
-	var deadlocks, timeouts, lost int
+	var r retries
 	for {
 		conn, err := d.db.Conn(ctx)
 		if err != nil {
@@ -242,24 +246,16 @@ func (d *Driver) autocommit(ctx context.Context, fn func(querier) error) error {
 		if errors.As(err, &fe) {
 			return d.wrap(ctx, fe.err, opWrite)
 		}
-		retry := false
-		switch n := mysqlErrno(err); {
-		case ctx.Err() != nil:
-		case n == errDeadlock || n == errRecordChanged || n == errTableDefChanged:
-			deadlocks++
-			retry = deadlocks < deadlockAttempts
-		case n == errLockWaitTimeout:
-			timeouts++
-			retry = timeouts < lockTimeoutAttempts
-		case n == 0 && errors.Is(err, sqldriver.ErrBadConn):
-			lost++
-			retry = lost < lostConnAttempts
-		}
-		if !retry {
+		if ctx.Err() != nil {
 			return d.wrap(ctx, err, opWrite)
 		}
-		if err := sleep(ctx, backoff(deadlocks+timeouts+lost)); err != nil {
-			return d.wrap(ctx, err, opRead)
+		n := mysqlErrno(err)
+		again, waitErr := r.again(ctx, rolledBack(n), n == errLockWaitTimeout, n == 0 && errors.Is(err, sqldriver.ErrBadConn))
+		if waitErr != nil {
+			return d.wrap(ctx, waitErr, opRead)
+		}
+		if !again {
+			return d.wrap(ctx, err, opWrite)
 		}
 	}
 }
@@ -291,158 +287,23 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// MySQL and MariaDB error numbers the driver handles.
-const (
-	errDupEntry        = 1062
-	errNoSuchTable     = 1146
-	errLockWaitTimeout = 1205
-	errDeadlock        = 1213
-	errTableDefChanged = 1412
-	errRecordChanged   = 1020 // MariaDB with innodb_snapshot_isolation
-	errLockNowait      = 3572 // MySQL: NOWAIT found the row locked
-)
+// Tx adapts a transaction for Producer.ProduceTx and for the transactional
+// settles (Delivery.AckTx, RetryTx, DeadTx). Begin it on DB(), or on another
+// pool connected to the same database; the rows and outcomes become visible
+// when the caller commits. While it is open the transaction holds the append
+// lock of the partitions it produced to, and the locks of the deliveries it
+// settled (see the package documentation).
+func Tx(tx *sql.Tx) driver.Tx { return txAdapter{tx} }
 
-// Server errors that mean the server cannot serve this client now.
-var unavailableErrnos = map[uint16]string{
-	1040: "the server has too many connections",
-	1044: "the server refused access to the database",
-	1045: "the server refused the login",
-	1049: "the database named in the DSN does not exist",
-	1053: "the server is shutting down",
-	1077: "the server is shutting down",
-	1129: "the server blocked this host after connection errors",
-	1130: "the server does not accept connections from this host",
-	1203: "the user has too many connections",
-	1226: "the user exceeded a resource limit",
-	1251: "the server wants an authentication method the client does not offer",
-	1698: "the server refused the login",
-	1820: "the user's password has expired",
-	1862: "the user's password has expired",
-	1927: "the server killed the connection",
-	3159: "the server requires a secure transport (TLS)",
-	4031: "the server closed the idle connection",
+// UnwrapTx returns the *sql.Tx that Tx adapted, so that code handed a
+// driver.Tx (middleware, a handler) can write its own rows in the same
+// transaction. It reports false for a transaction of another driver or a
+// nil one.
+func UnwrapTx(tx driver.Tx) (*sql.Tx, bool) {
+	a, ok := tx.(txAdapter)
+	return a.tx, ok && a.tx != nil
 }
 
-func mysqlErrno(err error) uint16 {
-	var me *gomysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
-	}
-	return 0
-}
+type txAdapter struct{ tx *sql.Tx }
 
-// isConnError reports a connection that failed under a call.
-func isConnError(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, sql.ErrConnDone) || errors.Is(err, gomysql.ErrMalformPkt) ||
-		errors.Is(err, gomysql.ErrPktSync) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne)
-}
-
-func isUnique(err error) bool { return mysqlErrno(err) == errDupEntry }
-
-// wrap gives an engine error the sentinel that says what it means, with the
-// DSN's password scrubbed from its text. Errors that already carry one pass
-// unchanged, and so does the caller's own cancellation of a call that has
-// not written anything.
-func (d *Driver) wrap(ctx context.Context, err error, o op) error {
-	if err == nil || driver.Classified(err) {
-		return err
-	}
-	if d.closed.Load() {
-		// database/sql says "database is closed" with an error of its own
-		// that cannot be matched; whatever failed, the client was closed.
-		return fmt.Errorf("mysql %s: %w", d.where, driver.ErrClosed)
-	}
-	e := &driver.Error{Kind: driver.ErrDatabase, Err: driver.Redact(err, d.secrets...)}
-	if errors.Is(err, errOutOfOrder) || d.galeraIDTaken(err) {
-		e.Kind, e.Advice = driver.ErrConflict, "another Galera node appended to the partition meanwhile; run the transaction again"
-		return e
-	}
-	if n := mysqlErrno(err); n != 0 {
-		// The server answered: the statement, or the transaction, failed.
-		switch {
-		case n == errDuringCommit && o == opWrite && d.gal.on.Load():
-			e.Kind = driver.ErrOutcomeUnknown
-			e.Advice = "the Galera node failed while committing (it may have left the cluster); the other nodes may have applied the change: check before retrying, or make consumers idempotent"
-		case n == errDeadlock:
-			e.Kind = driver.ErrConflict
-			e.Advice = "the database chose this transaction as the victim of a deadlock and rolled it back; retry it, and take locks in one order"
-			if o == opCallerTx {
-				e.Advice = "the database chose this transaction as the victim of a deadlock and rolled it back; run the whole transaction again " +
-					"(produce to several partitions with one ProduceBatch, which locks them in one order)"
-			}
-		case n == errLockWaitTimeout || n == errLockNowait || n == errRecordChanged || n == errTableDefChanged:
-			e.Kind = driver.ErrConflict
-		default:
-			if why, ok := unavailableErrnos[n]; ok {
-				e.Kind, e.Advice = driver.ErrUnavailable, why+"; nothing was written"
-			}
-		}
-		return e
-	}
-	ctxErr := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-	switch {
-	case o == opWrite && errors.Is(err, sqldriver.ErrBadConn):
-		// go-sql-driver says ErrBadConn only when nothing was sent.
-		e.Kind, e.Advice = driver.ErrUnavailable, "the connection to the database was lost before the statement was sent; nothing was written"
-	case o == opWrite && (ctxErr || isConnError(err)):
-		e.Kind = driver.ErrOutcomeUnknown
-		if ctxErr {
-			e.Advice = "the context ended while the database was committing; the change may or may not have been applied: check before retrying (for example by key), or make consumers idempotent"
-		} else {
-			e.Advice = "the connection was lost while the database was committing; the change may or may not have been applied: check before retrying (for example by key), or make consumers idempotent"
-		}
-	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		return err // the caller gave up; nothing was written
-	case ctxErr:
-		e.Kind, e.Advice = driver.ErrUnavailable, "the database did not answer before the context's deadline; nothing was written"
-		if o == opCallerTx {
-			e.Advice = "the database did not answer before the context's deadline, and the connection of the caller's transaction was closed, which rolls it back; begin it again"
-		}
-	case isConnError(err):
-		e.Kind, e.Advice = driver.ErrUnavailable, "the connection to the database was lost; nothing was written"
-		if o == opCallerTx {
-			e.Advice = "the connection of the caller's transaction was lost, which rolls it back; begin it again"
-		}
-	}
-	return e
-}
-
-// connectError gives a failure to connect its sentinel: every one means the
-// database cannot be used now, and nothing was written.
-func (d *Driver) connectError(ctx context.Context, err error) error {
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return err
-	}
-	advice := "check that the server at " + d.addr() + " is running and reachable; nothing was written, so retrying once it is back is safe"
-	var me *gomysql.MySQLError
-	var ce *tls.CertificateVerificationError
-	var ue x509.UnknownAuthorityError
-	var he x509.HostnameError
-	var re tls.RecordHeaderError
-	switch {
-	case errors.As(err, &me):
-		if why, ok := unavailableErrnos[me.Number]; ok {
-			advice = why + "; check the user, password and database in the DSN and the user's grants"
-		}
-	case errors.As(err, &ce), errors.As(err, &ue), errors.As(err, &he), errors.As(err, &re), errors.Is(err, gomysql.ErrNoTLS):
-		advice = "the TLS handshake failed; check the tls parameter of the DSN and the server's certificate"
-	case errors.Is(err, context.DeadlineExceeded):
-		advice = "the server at " + d.addr() + " did not answer before the context's deadline; check that it is running and reachable"
-	}
-	return &driver.Error{Kind: driver.ErrUnavailable, Advice: advice, Err: driver.Redact(fmt.Errorf("mysql %s: connect: %w", d.where, err), d.secrets...)}
-}
-
-func (d *Driver) addr() string {
-	if d.where == "" {
-		return "the DSN's address"
-	}
-	return d.where
-}
+func (txAdapter) DriverName() string { return "mysql" }

@@ -1,4 +1,4 @@
--- Batch leases: a main claim with WithBatchLeases leases the rows it takes
+-- Batch leases: a main claim leases the rows it takes
 -- from a partition as one record here instead of one leased
 -- delivery_exception row each. A batch is a compressed set of leased
 -- exception rows sharing one claim: token, partition, holder, attempt 1,

@@ -1,0 +1,301 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"sync"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// batchCache remembers the batches this driver's claims wrote, and what its
+// settles removed from them since, so that a settle naming members of one
+// such batch can change it with one statement that compares the stored ids
+// with those it expects, without locking and reading it first. It is only
+// a hint: a batch changed meanwhile by anything else (another process, an
+// expiry, a reset) fails the comparison, and the settle then takes the
+// locking path, which reads what is stored.
+type batchCache struct {
+	mu    sync.Mutex
+	m     map[cacheKey][]heldBatch
+	order []cacheKey
+}
+
+type cacheKey struct {
+	stream int64
+	group  string
+	token  string
+}
+
+// batchCacheSize bounds the claims the cache remembers; the oldest go first.
+const batchCacheSize = 4096
+
+func (c *batchCache) add(stream int64, group string, batches []heldBatch) {
+	if len(batches) == 0 {
+		return
+	}
+	k := cacheKey{stream, group, batches[0].token}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[cacheKey][]heldBatch{}
+	}
+	for len(c.m) >= batchCacheSize && len(c.order) > 0 {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+	if len(c.order) > 4*batchCacheSize {
+		// Keys of entries settled away pile up in order: keep the live ones.
+		c.order = slices.DeleteFunc(c.order, func(k cacheKey) bool { _, ok := c.m[k]; return !ok })
+	}
+	c.m[k] = slices.Clone(batches)
+	c.order = append(c.order, k)
+}
+
+// known reports whether any lease's token is that of a remembered claim.
+func (c *batchCache) known(stream int64, group string, leases []driver.Lease) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range leases {
+		if _, ok := c.m[cacheKey{stream, group, l.Token}]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// one returns the remembered batch holding every lease, with the ids it is
+// believed to hold, when there is one; named is how many distinct ids the
+// leases name.
+func (c *batchCache) one(stream int64, group string, leases []driver.Lease) (b heldBatch, named int, ok bool) {
+	if len(leases) == 0 {
+		return b, 0, false
+	}
+	token := leases[0].Token
+	for _, l := range leases {
+		if l.Token != token {
+			return b, 0, false
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cand := range c.m[cacheKey{stream, group, token}] {
+		if !cand.member(leases[0].ID) {
+			continue
+		}
+		seen := make(map[int64]bool, len(leases))
+		for _, l := range leases {
+			if !cand.member(l.ID) {
+				return b, 0, false
+			}
+			seen[l.ID] = true
+		}
+		return heldBatch{batchRef: cand.batchRef, ids: cand.ids}, len(seen), true
+	}
+	return b, 0, false
+}
+
+// settled records that batch b, expected to hold was, now holds remaining.
+func (c *batchCache) settled(stream int64, b batchRef, was, remaining []int64) {
+	k := cacheKey{stream, b.group, b.token}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	parts := c.m[k]
+	for i := range parts {
+		if parts[i].part != b.part {
+			continue
+		}
+		if !slices.Equal(parts[i].ids, was) {
+			// Another settle of this process changed it meanwhile.
+			parts = slices.Delete(parts, i, i+1)
+		} else if len(remaining) == 0 {
+			parts = slices.Delete(parts, i, i+1)
+		} else {
+			parts[i].ids = remaining
+		}
+		break
+	}
+	if len(parts) == 0 {
+		delete(c.m, k)
+	} else {
+		c.m[k] = parts
+	}
+}
+
+// forget drops what the cache remembers of a claim's batches.
+func (c *batchCache) forget(stream int64, group string, tokens ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range tokens {
+		delete(c.m, cacheKey{stream, group, t})
+	}
+}
+
+// whole returns the remembered batches of one claim whose every member the
+// leases name, when the leases name those and nothing else.
+func (c *batchCache) whole(stream int64, group string, leases []driver.Lease) ([]heldBatch, bool) {
+	if len(leases) == 0 {
+		return nil, false
+	}
+	token := leases[0].Token
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	parts := c.m[cacheKey{stream, group, token}]
+	if len(parts) < 2 {
+		return nil, false
+	}
+	total := 0
+	for _, b := range parts {
+		total += len(b.ids)
+	}
+	seen := make(map[int64]bool, len(leases))
+	for _, l := range leases {
+		if l.Token != token {
+			return nil, false
+		}
+		if !seen[l.ID] && !slices.ContainsFunc(parts, func(b heldBatch) bool { return b.member(l.ID) }) {
+			return nil, false
+		}
+		seen[l.ID] = true
+	}
+	if len(seen) != total {
+		return nil, false
+	}
+	return slices.Clone(parts), true
+}
+
+// fastSettle settles leases that are all members of one batch this driver
+// claimed, with one statement that commits on its own and names the batch
+// and the ids the cache expects it to hold: an ack removes the named ids (deleting the batch when
+// none is left), an extension naming every remaining member moves its
+// lease. It reports false when that does not apply or the batch is not as
+// expected; then nothing changed, and the caller takes the locking path.
+func (d *Driver) fastSettle(ctx context.Context, op settleOp, leases []driver.Lease) (bool, error) {
+	cs, ok := d.casSettle(op, leases)
+	if !ok {
+		return false, nil
+	}
+	var n int64
+	run := func(q querier) error {
+		var err error
+		n, err = cs.run(ctx, q)
+		return err
+	}
+	if err := d.autocommit(ctx, run); err != nil {
+		d.batches.forget(op.streamID, op.group, cs.b.token)
+		return false, err
+	}
+	if n != 1 {
+		d.batches.forget(op.streamID, op.group, cs.b.token)
+		return false, nil
+	}
+	d.batches.settled(op.streamID, cs.b.batchRef, cs.b.ids, cs.remaining)
+	return true, nil
+}
+
+// casStmt is fastSettle's compare-and-set statement on the remembered
+// batch b, which leaves it holding remaining.
+type casStmt struct {
+	b         heldBatch
+	remaining []int64
+	stmt      string
+	args      []any
+}
+
+// run executes the statement on q and returns how many batches it changed:
+// 1 when the batch was as expected.
+func (c casStmt) run(ctx context.Context, q querier) (int64, error) {
+	res, err := q.ExecContext(ctx, c.stmt, c.args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// casSettle builds fastSettle's statement, when it applies.
+func (d *Driver) casSettle(op settleOp, leases []driver.Lease) (casStmt, bool) {
+	mode := op.mode
+	if mode == settleMaterialize {
+		return casStmt{}, false
+	}
+	b, named, ok := d.batches.one(op.streamID, op.group, leases)
+	if !ok || (mode == settleExtend && named != len(b.ids)) {
+		return casStmt{}, false
+	}
+	gone := make(map[int64]bool, len(leases))
+	for _, l := range leases {
+		gone[l.ID] = true
+	}
+	remaining := remainingAfter(b.ids, gone)
+	if mode == settleExtend {
+		remaining = b.ids
+	}
+	pk := " WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ? AND ids = ?"
+	var stmt string
+	var args []any
+	switch {
+	case mode == settleExtend:
+		stmt, args = "UPDATE delivery_batch SET lease_until = ?, created_at = ?"+pk, []any{op.until, op.now}
+	case len(remaining) == 0:
+		stmt = "DELETE FROM delivery_batch" + pk
+	default:
+		stmt, args = "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?"+pk, []any{encodeIDs(remaining), remaining[0], remaining[len(remaining)-1]}
+	}
+	args = append(args, op.streamID, op.group, b.token, b.part, encodeIDs(b.ids))
+	return casStmt{b: b, remaining: remaining, stmt: stmt, args: args}, true
+}
+
+// fastAckWhole acks a claim's batches on several partitions, every member
+// of each named, with one DELETE ... RETURNING (MariaDB) that names each
+// batch with the ids the cache expects it to hold. It reports false when
+// that does not apply; else the leases of the batches it did not find as
+// expected, for the locking path.
+func (d *Driver) fastAckWhole(ctx context.Context, streamID int64, group string, leases []driver.Lease) ([]driver.Lease, bool, error) {
+	if !d.returning() {
+		return nil, false, nil
+	}
+	parts, ok := d.batches.whole(streamID, group, leases)
+	if !ok {
+		return nil, false, nil
+	}
+	var rest []driver.Lease
+	err := d.autocommit(ctx, func(q querier) error {
+		var err error
+		rest, err = ackWholeIn(ctx, q, streamID, group, leases, parts)
+		return err
+	})
+	d.batches.forget(streamID, group, leases[0].Token)
+	if err != nil {
+		return nil, false, err
+	}
+	return rest, true, nil
+}
+
+// ackWholeIn is fastAckWhole's statement on q, for the remembered batches
+// parts of the leases' claim: it returns the leases of the batches it did
+// not find as expected.
+func ackWholeIn(ctx context.Context, q querier, streamID int64, group string, leases []driver.Lease, parts []heldBatch) ([]driver.Lease, error) {
+	args := []any{streamID, group, leases[0].Token}
+	for _, b := range parts {
+		args = append(args, b.part, encodeIDs(b.ids))
+	}
+	deleted := map[int]bool{}
+	if err := eachRow(ctx, q, "DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND ("+
+		repeated(len(parts), "(`partition` = ? AND ids = ?)", " OR ")+") RETURNING `partition`", args,
+		func(r *sql.Rows) error {
+			var part int
+			err := r.Scan(&part)
+			deleted[part] = true
+			return err
+		}); err != nil {
+		return nil, err
+	}
+	var rest []driver.Lease
+	for _, l := range leases {
+		if !slices.ContainsFunc(parts, func(b heldBatch) bool { return deleted[b.part] && b.member(l.ID) }) {
+			rest = append(rest, l)
+		}
+	}
+	return rest, nil
+}
