@@ -213,21 +213,48 @@ func TestTimesAreUTC(t *testing.T) {
 					t.Errorf("row %d stored produced_at %s, want the UTC wall clock %s", d.ID, stored, want)
 				}
 			}
-			// Due times compare in UTC too: a retry 300ms out is not due at
-			// once and is due after.
-			if err := ds[0].Retry(testCtx(t), 300*time.Millisecond, errors.New("later")); err != nil {
+			// Due times are stored and compared in UTC too: a retry a minute
+			// out is stored due a minute after it was made (not hours off)
+			// and is not due at once.
+			retried := time.Now().UTC()
+			if err := ds[0].Retry(testCtx(t), time.Minute, errors.New("later")); err != nil {
 				t.Fatal(err)
 			}
-			if err := ds[1].Ack(testCtx(t)); err != nil {
+			retriedBy := time.Now().UTC()
+			var dueText string
+			if err := db.QueryRow(fmt.Sprintf("SELECT DATE_FORMAT(due_at, '%%Y-%%m-%%d %%H:%%i:%%s.%%f') FROM %s.delivery_exception WHERE msg_id = ?",
+				dbName(t, dsn)), ds[0].ID).Scan(&dueText); err != nil {
 				t.Fatal(err)
+			}
+			due, err := time.Parse("2006-01-02 15:04:05.000000", dueText)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lo, hi := retried.Add(time.Minute).Truncate(time.Microsecond), retriedBy.Add(time.Minute); due.Before(lo) || due.After(hi) {
+				t.Errorf("a retry a minute out is stored due at %s UTC, want between %v and %v", dueText, lo, hi)
 			}
 			if again, err := cons.Claim(testCtx(t), 10); err != nil || len(again) != 0 {
-				t.Fatalf("claim right after a 300ms retry: %d deliveries, %v; want none", len(again), err)
+				t.Fatalf("claim right after a retry a minute out: %d deliveries, %v; want none", len(again), err)
 			}
-			time.Sleep(350 * time.Millisecond)
-			again, err := cons.Claim(testCtx(t), 10)
-			if err != nil || len(again) != 1 || again[0].ID != ds[0].ID || again[0].Attempt != 2 {
-				t.Fatalf("claim after the retry delay: %v, %v; want row %d at attempt 2", again, err, ds[0].ID)
+			// And a retry 300ms out falls due (in a zone behind UTC it never
+			// would): claims see it within the test's bound, at attempt 2.
+			if err := ds[1].Retry(testCtx(t), 300*time.Millisecond, errors.New("soon")); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				again, err := cons.Claim(testCtx(t), 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(again) > 0 {
+					if len(again) != 1 || again[0].ID != ds[1].ID || again[0].Attempt != 2 {
+						t.Fatalf("claim after the retry delay: %v; want row %d at attempt 2", again, ds[1].ID)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("a retry 300ms out was not due within 30s")
+				}
 			}
 		})
 	}
