@@ -12,14 +12,14 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// Batch leases (migration 0007, the default; WithPerDeliveryLeases turns them off). A delivery_batch record is
-// a compressed form of the leased exception rows of one claim's rows of a
-// partition: same token, partition and holder, attempt 1, due at
-// lease_until, updated at created_at; ids holds the members still leased.
-// Every path but the two fast ones (an ack removing members, an extension
-// of every remaining member of a batch) first materializes the members it
-// needs as exactly those exception rows, removing them from the batch, and
-// then runs the per-delivery statement it always ran. A delivery is
+// Batch leases (migration 0007). A delivery_batch record is a compressed
+// form of the leased exception rows of one claim's rows of a partition:
+// same token, partition and holder, attempt 1, due at lease_until, updated
+// at created_at; ids holds the members still leased. Every path but the
+// two fast ones (an ack removing members, an extension of every remaining
+// member of a batch) first materializes the members it needs as exactly
+// those exception rows, removing them from the batch, and then runs its
+// statement on exception rows. A delivery is
 // therefore resolved, a member of one batch (and then it has no exception
 // row), or an exception row; and every member is at or below its
 // partition's cursor, as SetCursors materializes the batches of the
@@ -72,9 +72,9 @@ const (
 	settleAck settleMode = iota
 	// settleExtend moves the lease of a batch all of whose remaining
 	// members it names to $8, and materializes the named members of other
-	// batches, for the per-delivery statement to extend.
+	// batches, for the exception-row statement to extend.
 	settleExtend
-	// settleMaterialize materializes them, for the per-delivery statement
+	// settleMaterialize materializes them, for the exception-row statement
 	// to change (Fail, Release).
 	settleMaterialize
 )
@@ -91,12 +91,12 @@ const batchKey = `t.stream_id = m.stream_id AND t.group_name = m.group_name AND 
 const namedMember = `COALESCE(u.id BETWEEN $3::bigint AND $4::bigint AND ($5::bigint[])[width_bucket(u.id, $5::bigint[])] = u.id
 	AND ($7::text[])[($6::integer[])[width_bucket(u.id, $5::bigint[])]] = b.lease_token, false)`
 
-// batchSettle wraps stmt, a settle's per-delivery statement (an UPDATE or
+// batchSettle wraps stmt, a settle's exception-row statement (an UPDATE or
 // DELETE of delivery_exception d ending in leasedPairs and RETURNING
 // d.msg_id, with the leaseSet as $1 to $7), into one statement that also
 // handles the batch members among the leases, as mode says. It returns
 // pairs (id, materialized): the ids changed, and the ids materialized, which
-// the per-delivery statement (which cannot see rows its own statement
+// the exception-row statement (which cannot see rows its own statement
 // inserted) must then change in a statement of its own.
 //
 // The batches holding the tokens named are locked first (FOR UPDATE, in
@@ -152,9 +152,10 @@ func batchSettle(streamID int64, mode settleMode, stmt string) string {
 	return s
 }
 
-// batchClaim records a main claim's rows of a partition with batch leases:
-// the leased rows ($10 true) become one batch of the claim's token, the
-// deferred ones delayed exceptions, as recordClaim's insert has them; rows
+// batchClaim records a main claim's rows of a partition: the leased rows
+// ($10 true) become one batch of the claim's token (attempt 1 until the
+// lease expires), the deferred ones delayed exceptions (due now at attempt
+// 0, with no lease); rows
 // the group has an exception for (its cursor was moved back over them) are
 // skipped. It returns the ids it leased or deferred. One index probe of the
 // exceptions in the rows' id range ($11 to $12) settles the common case,
@@ -180,7 +181,7 @@ const batchClaim = `WITH u AS (SELECT u.id, u.v, u.l FROM unnest($8::bigint[], $
 	SELECT msg_id FROM d UNION ALL SELECT x.id FROM b CROSS JOIN LATERAL unnest(b.ids) AS x(id) WHERE x.id BETWEEN $11::bigint AND $12::bigint`
 
 // batchAck is Ack's batch part on its own (batchSettle's settleAck without
-// the per-delivery statement): it only reads and writes delivery_batch by
+// the exception-row statement): it only reads and writes delivery_batch by
 // the primary key's prefix, so a plan made once for every argument is as
 // good as one made for the arguments at hand, and it is prepared once per
 // connection (ackPipelined).

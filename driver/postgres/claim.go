@@ -338,7 +338,7 @@ func (d *Driver) claimUsual(ctx context.Context, p driver.ClaimParams, s claimSe
 			} else {
 				next = nil
 			}
-			got, deferred, at, cut, err := claimPartition(ctx, tx, p, plan, c.partition, c.position, p.Limit-len(res.Deliveries), d.batchLeases, n == 1, ra, next)
+			got, deferred, at, cut, err := claimPartition(ctx, tx, p, plan, c.partition, c.position, p.Limit-len(res.Deliveries), n == 1, ra, next)
 			if err != nil {
 				return err
 			}
@@ -348,10 +348,8 @@ func (d *Driver) claimUsual(ctx context.Context, p driver.ClaimParams, s claimSe
 			}
 			res.Deliveries = append(res.Deliveries, got...)
 			res.Deferred += deferred
-			if d.batchLeases {
-				for _, g := range got {
-					wrote[c.partition] = append(wrote[c.partition], g.ID)
-				}
+			for _, g := range got {
+				wrote[c.partition] = append(wrote[c.partition], g.ID)
 			}
 			if tx.ended {
 				break
@@ -477,16 +475,16 @@ func scanLockedCursor(r pgx.Row) (lockedCursor, bool, error) {
 // as due exceptions, and moves the cursor past every row it inspected.
 //
 // A row the group already has an exception for (its cursor was moved back
-// over it) is passed over as it is: the insert skips it (ON CONFLICT DO
-// NOTHING) and only the rows it returns are leased or deferred. Only then,
-// when the call is still short of limit, does it look further.
+// over it) is passed over as it is: the record skips it (batchClaim) and
+// only the rows it returns are leased or deferred. Only then, when the call
+// is still short of limit, does it look further.
 //
 // When its last write ends the claim (it takes limit rows, or reads to the
 // end of the only partition), that write carries the COMMIT (end): one
-// round trip less. short then says the insert passed over rows and the
+// round trip less. short then says the record passed over rows and the
 // claim should read on, in a transaction of its own. pre is a first window
 // read ahead (scanPartition).
-func claimPartition(ctx context.Context, t *claimTxn, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit int, batch, only bool, pre *prefetch, next *window) (taken []driver.Delivery, deferred int, at int64, short bool, err error) {
+func claimPartition(ctx context.Context, t *claimTxn, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit int, only bool, pre *prefetch, next *window) (taken []driver.Delivery, deferred int, at int64, short bool, err error) {
 	scanned := 0
 	for len(taken) < limit && scanned < maxScan {
 		s, err := scanPartition(ctx, t, p, plan, part, cursor, limit-len(taken), maxScan-scanned, pre)
@@ -503,7 +501,7 @@ func claimPartition(ctx context.Context, t *claimTxn, p driver.ClaimParams, plan
 		if !full {
 			ahead = nil
 		}
-		got, def, err := recordClaim(ctx, t, p, part, s, batch, end, ahead)
+		got, def, err := recordClaim(ctx, t, p, part, s, end, ahead)
 		if err != nil {
 			return nil, 0, 0, false, err
 		}
@@ -649,16 +647,16 @@ type prefetch struct {
 	rows      []scannedRow
 }
 
-// recordClaim moves the cursor past what s inspected and inserts the
-// exceptions of its leased and deferred rows, skipping rows the group
-// already has one for. It returns the deliveries and the count of deferred
-// rows it inserted. With batch, the leased rows become one batch instead
-// (batchClaim). When the write ends the claim (end) and next is not nil,
+// recordClaim moves the cursor past what s inspected and records its
+// leased rows as the claim's batch of the partition and its deferred rows
+// as delayed exceptions (batchClaim), skipping rows the group already has
+// an exception for. It returns the deliveries and the count of deferred
+// rows it recorded. When the write ends the claim (end) and next is not nil,
 // the window past the new cursor is read before the COMMIT, for the next
 // claim (claimFast).
-func recordClaim(ctx context.Context, t *claimTxn, p driver.ClaimParams, part int32, s partitionScan, batch, end bool, next *window) ([]driver.Delivery, int, error) {
+func recordClaim(ctx context.Context, t *claimTxn, p driver.ClaimParams, part int32, s partitionScan, end bool, next *window) ([]driver.Delivery, int, error) {
 	b := &pgx.Batch{}
-	record := queueRecord(b, p, part, s, batch)
+	record := queueRecord(b, p, part, s)
 	if end && next != nil {
 		next.queue(b, p, part, s.cursor)
 	}
@@ -685,9 +683,10 @@ func recordClaim(ctx context.Context, t *claimTxn, p driver.ClaimParams, part in
 }
 
 // queueRecord queues recordClaim's statements in b: the cursor's move past
-// what s inspected and, when s leased or deferred rows, their insert. The
-// function it returns reads their results: the ids inserted.
-func queueRecord(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan, batch bool) func(pgx.BatchResults) ([]int64, error) {
+// what s inspected and, when s leased or deferred rows, their record
+// (batchClaim). The function it returns reads their results: the ids
+// recorded.
+func queueRecord(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan) func(pgx.BatchResults) ([]int64, error) {
 	b.Queue(`UPDATE group_cursor SET position = $1::bigint WHERE stream_id = $2::bigint AND group_name = $3::text AND partition = $4::integer`,
 		s.cursor, p.Stream.ID, p.Group, part)
 	n := len(s.taken) + len(s.deferred)
@@ -703,18 +702,7 @@ func queueRecord(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan
 	for _, r := range s.deferred {
 		ids, versions, leased = append(ids, r.ID), append(versions, int32(r.SchemaVersion)), append(leased, false)
 	}
-	// Leased rows: attempt 1 until the lease expires. Deferred rows: due
-	// now at attempt 0, with no lease.
-	if batch {
-		b.Queue(batchClaim, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased, slices.Min(ids), slices.Max(ids))
-	} else {
-		b.Queue(`INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at)
-		SELECT $1::bigint, $2::text, u.id, $3::integer, u.v, CASE WHEN u.l THEN 'leased' ELSE 'delayed' END, CASE WHEN u.l THEN 1 ELSE 0 END,
-			CASE WHEN u.l THEN $4::timestamptz ELSE $6::timestamptz END, CASE WHEN u.l THEN $5::text END, $7::text, $6::timestamptz
-		FROM unnest($8::bigint[], $9::integer[], $10::boolean[]) AS u(id, v, l)
-		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING RETURNING msg_id`,
-			p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased)
-	}
+	b.Queue(batchClaim, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased, slices.Min(ids), slices.Max(ids))
 	return func(br pgx.BatchResults) ([]int64, error) {
 		if _, err := br.Exec(); err != nil {
 			return nil, err
@@ -727,7 +715,7 @@ func queueRecord(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan
 	}
 }
 
-// recorded is what a record of s took, given the ids its insert inserted:
+// recorded is what a record of s took, given the ids it recorded:
 // the deliveries, and the count of deferred rows.
 func recorded(s partitionScan, inserted []int64) ([]driver.Delivery, int) {
 	if len(inserted) == len(s.taken)+len(s.deferred) {

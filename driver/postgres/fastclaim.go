@@ -166,10 +166,10 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 		b.Queue(fastLock, p.Stream.ID, p.Group, w.partition, w.from)
 		b.Queue(fastCheck(p.Stream.ID), p.Stream.ID, p.Group, w.print, ts(p.Now), w.partition, w.from, s.cursor, int64(s.scanned))
 		var record func(pgx.BatchResults) ([]int64, error)
-		if d.batchLeases && len(s.deferred) == 0 && len(s.taken) > 0 {
+		if len(s.deferred) == 0 && len(s.taken) > 0 {
 			record = queueFastBatch(b, p, w.partition, s)
 		} else {
-			record = queueRecord(b, p, w.partition, s, d.batchLeases)
+			record = queueRecord(b, p, w.partition, s)
 		}
 		var next *window
 		if readNext {
@@ -228,9 +228,7 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 		out = claimOutcome{res: driver.ClaimResult{Group: g, Deliveries: taken, Deferred: deferred},
 			wrote: map[int32][]int64{}, short: len(inserted) < len(s.taken)+len(s.deferred), next: next}
 		for _, t := range taken {
-			if d.batchLeases {
-				out.wrote[w.partition] = append(out.wrote[w.partition], t.ID)
-			}
+			out.wrote[w.partition] = append(out.wrote[w.partition], t.ID)
 		}
 		if len(taken) > 0 {
 			out.took = busyState{ok: true, partition: w.partition, position: s.cursor, versions: slices.Clone(plan.Versions)}

@@ -91,19 +91,20 @@
 //
 // # Batch leases
 //
-// By default (unless WithPerDeliveryLeases), the main claim leases the rows it takes from a
-// partition as one delivery_batch record (token, holder, lease expiry, and
-// the ids still held, as a bigint[]) instead of one leased exception row
-// each. A batch stands for exactly those rows: an ack removes its members
+// The main claim leases the rows it takes from a partition as one
+// delivery_batch record (token, holder, lease expiry, and the ids still
+// held, as a bigint[]). A batch stands for exactly the leased exception
+// rows those deliveries would otherwise have: an ack removes its members
 // from it, and an extension naming every remaining member moves its
 // expiry, each in the settle's one statement; anything else (Fail, Release,
 // an extension of some members, expiry, SetCursors, hard retention,
-// compaction) first turns the members it needs into the leased exception
-// rows they stand for and then works as without batches. Whether the
-// option is on or not, every operation reads batches others wrote. The
-// driver remembers the batch of each of its recent claims: an Ack naming
-// exactly its members deletes it by primary key if its ids still compare
-// equal, one small statement, and otherwise settles as described below.
+// compaction) first turns the members it needs into those leased exception
+// rows ("rows of their own") and then works on them. Every operation reads
+// both, so rows of their own that an older build wrote for every claimed
+// delivery are settled, counted and expire as before (D12). The driver
+// remembers the batch of each of its recent claims: an Ack naming exactly
+// its members deletes it by primary key if its ids still compare equal, one
+// small statement, and otherwise settles as described below.
 //
 // # Settling
 //
@@ -121,10 +122,9 @@
 // never commits, rolls back or retries it.
 //
 // A cursor moved back (SetCursors, under the cursors' locks) makes the main
-// claim meet rows the group still has an exception for: its insert of
-// exceptions ends in ON CONFLICT DO NOTHING RETURNING msg_id, so such rows
-// keep their lease, retry or death and are not delivered again, at no cost
-// when there is none.
+// claim meet rows the group still has an exception for: its record of what
+// it took skips them (one index probe finds whether there is any), so such
+// rows keep their lease, retry or death and are not delivered again.
 //
 // # Migrations
 //
@@ -228,10 +228,6 @@ type Driver struct {
 	notify      bool
 	lockTimeout time.Duration
 	secrets     []string // passwords to scrub from error text
-	// batchLeases: the main claim leases the rows it takes from a
-	// partition as one delivery_batch record (unless
-	// WithPerDeliveryLeases).
-	batchLeases bool
 	// settleMode is how settles run (settleQuery): planned for their own
 	// arguments at each run, never from a cached generic plan.
 	settleMode pgx.QueryExecMode
@@ -256,7 +252,6 @@ type options struct {
 	noNotify    bool
 	listenURL   string
 	lockTimeout time.Duration
-	perDelivery bool
 	config      []func(*pgxpool.Config)
 }
 
@@ -284,16 +279,6 @@ func WithListenURL(url string) Option { return func(o *options) { o.listenURL = 
 // lock_timeout and the call's context.
 func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockTimeout = d } }
 
-// WithPerDeliveryLeases makes the main claim lease each delivery it takes
-// with an exception row of its own, written at the claim and deleted at the
-// ack, instead of one delivery_batch record per partition (the default
-// since migration 0007; see "Batch leases" in the package documentation).
-// Both modes read each other's leases, and outcomes, ordering, Health and
-// retention are the same in both; a batch acked or extended whole costs
-// one write where this mode costs two per delivery. It is the way back
-// should a deployment need one.
-func WithPerDeliveryLeases() Option { return func(o *options) { o.perDelivery = true } }
-
 // WithPoolConfig lets fn adjust the pool configuration parsed from the URL
 // (pool size, connection hooks, TLS) before the pool is created.
 func WithPoolConfig(fn func(*pgxpool.Config)) Option {
@@ -309,7 +294,7 @@ func Open(url string, opts ...Option) *Driver {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	d := &Driver{notify: !o.noNotify, lockTimeout: o.lockTimeout, batchLeases: !o.perDelivery}
+	d := &Driver{notify: !o.noNotify, lockTimeout: o.lockTimeout}
 	d.secrets = connSecrets(url)
 	if o.listenURL != "" {
 		d.secrets = sortSecrets(append(d.secrets, connSecrets(o.listenURL)...))

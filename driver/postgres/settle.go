@@ -87,8 +87,8 @@ func (d *Driver) settle(ctx context.Context, tx driver.Tx, streamID int64, group
 		return driver.SettleResult{}, err
 	}
 	if len(materialized) > 0 {
-		// The members are leased exception rows now, as they would have
-		// been without batches: settle them as such. Between the two
+		// The members are leased exception rows now (rows of their own):
+		// settle them as such. Between the two
 		// statements they are held with their token as before, so a
 		// failure here leaves them leased, never lost.
 		var rest []driver.Lease
@@ -237,13 +237,13 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleAck, ackExceptions, nil, noArgs)
 }
 
-// ackExceptions is Ack's per-delivery statement.
+// ackExceptions is Ack's exception-row statement.
 const ackExceptions = `DELETE FROM delivery_exception d`
 
 // ackPipelined is Ack as two statements in one round trip and one implicit
 // transaction: batchAck, prepared once per connection
 // (a plan for every argument; planning the whole of batchSettle's statement
-// for each ack cost more than running it), then the per-delivery DELETE,
+// for each ack cost more than running it), then the exception-row DELETE,
 // planned for its arguments at each run as settleQuery's are. Only where
 // the connection may prepare statements (settleMode is CacheDescribe: pgx's
 // default modes); otherwise Ack runs batchSettle's one statement.
