@@ -195,7 +195,7 @@ func (d *Driver) claimUsual(ctx context.Context, p driver.ClaimParams, s claimSe
 	var took busyState
 	var next *window
 	var gprint string // the group's groupPrint
-	err := d.claimTx(ctx, func(b *pgx.Batch) {
+	first1 := func(b *pgx.Batch) {
 		res = driver.ClaimResult{}
 		short = false
 		next = nil
@@ -208,14 +208,6 @@ func (d *Driver) claimUsual(ctx context.Context, p driver.ClaimParams, s claimSe
 		// registration that changed the group and held this lock has
 		// committed by then (C19). One round trip for both, and for
 		// beginning the transaction.
-		//
-		// Without bitmap scans, the scans of a partition past its
-		// cursor are read along the (partition, id) index and stop at
-		// their limit. A log that autovacuum has not analyzed yet (a new
-		// stream, a bulk load) has default selectivities that make a
-		// bitmap scan of every row past the cursor, then a sort, look
-		// cheaper: 20 ms per claim at 100k rows, growing with the log.
-		b.Queue(`SET LOCAL enable_bitmapscan = off`)
 		if acks != nil {
 			// Before anything reads: what they resolve is claimable.
 			acks.queue(b)
@@ -244,9 +236,10 @@ func (d *Driver) claimUsual(ctx context.Context, p driver.ClaimParams, s claimSe
 			query, vargs := scanQuery(p, ahead.versions)
 			b.Queue(query, append([]any{ahead.partition, ahead.position, int32(pre.window)}, vargs...)...)
 		}
-	}, func(br pgx.BatchResults) error {
-		_, err := br.Exec()
-		if err == nil && acks != nil {
+	}
+	read1 := func(br pgx.BatchResults) error {
+		var err error
+		if acks != nil {
 			err = acks.read(br)
 		}
 		var c lockedCursor
@@ -279,7 +272,13 @@ func (d *Driver) claimUsual(ctx context.Context, p driver.ClaimParams, s claimSe
 			rows = false // every partition with rows is being claimed
 		}
 		return nil
-	}, func(tx *claimTxn) error {
+	}
+	err := d.claimTx(ctx, func(tx *claimTxn) error {
+		b := &pgx.Batch{}
+		first1(b)
+		if err := tx.send(ctx, b, read1, false); err != nil {
+			return err
+		}
 		if acks != nil {
 			if err := acks.settle(ctx, tx); err != nil {
 				return err
@@ -668,15 +667,8 @@ func recordClaim(ctx context.Context, t *claimTxn, p driver.ClaimParams, part in
 		}
 		return next.read(br)
 	}
-	if end {
-		if err := t.commitWith(ctx, b, read); err != nil {
-			return nil, 0, err
-		}
-	} else {
-		br := t.SendBatch(ctx, b)
-		if err := errors.Join(read(br), br.Close()); err != nil {
-			return nil, 0, err
-		}
+	if err := t.send(ctx, b, read, end); err != nil {
+		return nil, 0, err
 	}
 	taken, deferred := recorded(s, inserted)
 	return taken, deferred, nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -152,17 +151,9 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 	if full, _ := s.inspect(p, plan, w.rows, p.Limit); !full {
 		return claimOutcome{}, false, nil
 	}
-	err = d.retry(ctx, stageTx, func() error {
+	err = d.claimTx(ctx, func(t *claimTxn) error {
 		ok = false
-		c, err := d.pool.Acquire(ctx)
-		if err != nil {
-			return &staged{err: err, stage: stageRead} // nothing was sent
-		}
-		defer c.Release() // a connection left in a transaction is closed, not reused
-		conn := c.Conn()
 		b := &pgx.Batch{}
-		b.Queue(`begin isolation level read committed`)
-		b.Queue(`SET LOCAL enable_bitmapscan = off`) // as claimTx
 		b.Queue(fastLock, p.Stream.ID, p.Group, w.partition, w.from)
 		b.Queue(fastCheck(p.Stream.ID), p.Stream.ID, p.Group, w.print, ts(p.Now), w.partition, w.from, s.cursor, int64(s.scanned))
 		var record func(pgx.BatchResults) ([]int64, error)
@@ -176,16 +167,9 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 			next = &window{versions: slices.Clone(plan.Versions)}
 			next.queue(b, p, w.partition, s.cursor)
 		}
-		b.Queue(`commit`)
-		br := conn.SendBatch(ctx, b)
 		var g driver.GroupConfig
 		var inserted []int64
-		err = func() error {
-			for range 2 { // BEGIN, SET
-				if _, err := br.Exec(); err != nil {
-					return err
-				}
-			}
+		err := t.send(ctx, b, func(br pgx.BatchResults) error {
 			var one int32
 			if err := br.QueryRow().Scan(&one); err != nil {
 				return err
@@ -198,31 +182,14 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 				return err
 			}
 			return next.read(br)
-		}()
+		}, true)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == guardFailed {
+			t.rollback(ctx) // something changed: the claim runs as usual
+			return nil
+		}
 		if err != nil {
-			_ = br.Close()
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) {
-				// The server skipped the rest, COMMIT too.
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-				_, _ = conn.Exec(rctx, `rollback`)
-				cancel()
-				if pe.Code == guardFailed {
-					return nil
-				}
-				return err
-			}
-			if pgconn.SafeToRetry(err) {
-				return err // nothing was sent
-			}
-			return &staged{err: err, stage: stageCommit} // COMMIT was sent: it may have run
-		}
-		tag, err := br.Exec()
-		if err == nil && tag.String() == "ROLLBACK" {
-			err = pgx.ErrTxCommitRollback
-		}
-		if err = errors.Join(err, br.Close()); err != nil {
-			return &staged{err: err, stage: stageCommit}
+			return err
 		}
 		taken, deferred := recorded(s, inserted)
 		out = claimOutcome{res: driver.ClaimResult{Group: g, Deliveries: taken, Deferred: deferred},

@@ -76,104 +76,118 @@ func (d *Driver) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return d.retry(ctx, stageTx, func() error { return d.runTx(ctx, pgx.TxOptions{}, fn) })
 }
 
-// claimTx is inTx for the claim, on a connection of its own, with the
-// transaction begun in the batch of statements first queues (one round trip
-// for BEGIN and them; read reads their results). It turns bitmap scans off
-// for the transaction: on a log whose statistics are missing or stale (a
-// new stream, before autovacuum's first analyze) the planner would
-// otherwise read every row past the cursor and sort them instead of walking
-// the (partition, id) index for the few rows it needs. first must queue
-// that setting first. fn may end the transaction itself, sending COMMIT
-// with its last statements (claimTxn.commitWith); otherwise claimTx
-// commits.
-func (d *Driver) claimTx(ctx context.Context, first func(*pgx.Batch), read func(pgx.BatchResults) error, fn func(*claimTxn) error) error {
+// claimTx is inTx for the claim, on a connection of its own, whose round
+// trips fn sends with claimTxn.send: the first begins the transaction, and
+// the last may end it, sending COMMIT with the claim's last statements;
+// otherwise claimTx commits.
+func (d *Driver) claimTx(ctx context.Context, fn func(*claimTxn) error) error {
 	return d.retry(ctx, stageTx, func() error {
 		c, err := d.pool.Acquire(ctx)
 		if err != nil {
 			return &staged{err: err, stage: stageRead} // nothing was sent
 		}
 		defer c.Release() // a connection left in a transaction is closed, not reused
-		t := &claimTxn{conn: c.Conn()}
-		b := &pgx.Batch{}
-		b.Queue(`begin isolation level read committed`)
-		first(b)
-		br := t.conn.SendBatch(ctx, b)
-		_, err = br.Exec() // BEGIN
-		if err == nil {
-			err = read(br)
-		}
-		err = errors.Join(err, br.Close())
-		if err == nil {
-			err = fn(t)
-		}
-		if err != nil {
-			if !t.ended {
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-				_, _ = t.conn.Exec(rctx, `rollback`)
-				cancel()
-			}
+		t := &claimTxn{Conn: c.Conn()}
+		if err := fn(t); err != nil {
+			t.rollback(ctx)
 			return err
 		}
-		if t.ended {
+		if !t.begun || t.ended {
 			return nil
 		}
-		tag, err := t.conn.Exec(ctx, `commit`)
-		if err == nil && tag.String() == "ROLLBACK" {
-			err = pgx.ErrTxCommitRollback
-		}
-		if err != nil {
+		if err := committed(t.Exec(ctx, `commit`)); err != nil {
 			return &staged{err: err, stage: stageCommit}
 		}
 		return nil
 	})
 }
 
-// claimTxn is the claim's transaction (claimTx).
+// claimTxn is the claim's transaction (claimTx) on its connection.
 type claimTxn struct {
-	conn *pgx.Conn
-	// ended: COMMIT went out with the claim's last statements.
-	ended bool
+	*pgx.Conn
+	begun bool // BEGIN was sent
+	ended bool // COMMIT or ROLLBACK was sent
 }
 
-func (t *claimTxn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	return t.conn.Query(ctx, sql, args...)
-}
+// beginClaim begins a claim's transaction. It turns bitmap scans off for
+// the transaction: on a log whose statistics are missing or stale (a new
+// stream, before autovacuum's first analyze) the planner would otherwise
+// read every row past the cursor and sort them instead of walking the
+// (partition, id) index for the few rows it needs (20 ms per claim at 100k
+// rows, growing with the log).
+var beginClaim = []string{`begin isolation level read committed`, `SET LOCAL enable_bitmapscan = off`}
 
-func (t *claimTxn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return t.conn.QueryRow(ctx, sql, args...)
-}
-
-func (t *claimTxn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	return t.conn.SendBatch(ctx, b)
-}
-
-// commitWith queues COMMIT as the last statement of b, the claim's last
-// batch of statements: one round trip for them and the commit. done reads
-// the batch's results but the last, and then commitWith reads the COMMIT's:
-// a failure of one of b's statements left the transaction aborted (the
-// server skipped the rest of the batch), which claimTx rolls back; a
-// failure of COMMIT itself may leave the outcome unknown.
-func (t *claimTxn) commitWith(ctx context.Context, b *pgx.Batch, done func(pgx.BatchResults) error) error {
-	b.Queue(`commit`)
-	br := t.conn.SendBatch(ctx, b)
-	if err := done(br); err != nil {
+// send sends b in one round trip and reads its results with read. The
+// transaction's first round trip begins it (beginClaim goes first). With
+// commit, COMMIT goes last, after the statements read reads: a failure of
+// one of b's statements left the transaction aborted (the server skipped
+// the rest of the batch, COMMIT too), which claimTx rolls back; a failure
+// of COMMIT itself may leave the outcome unknown.
+func (t *claimTxn) send(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error, commit bool) error {
+	begin := !t.begun
+	if begin {
+		first := make([]*pgx.QueuedQuery, len(beginClaim))
+		for i, sql := range beginClaim {
+			first[i] = &pgx.QueuedQuery{SQL: sql}
+		}
+		b.QueuedQueries, t.begun = append(first, b.QueuedQueries...), true
+	}
+	if commit {
+		b.Queue(`commit`)
+	}
+	br := t.SendBatch(ctx, b)
+	err := readAfterBegin(br, begin, read)
+	if err != nil {
 		_ = br.Close()
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) {
+		if !commit || errors.As(err, &pe) {
 			return err // the server skipped the rest, COMMIT too
 		}
 		t.ended = true // COMMIT was sent: it may have run
 		return &staged{err: err, stage: stageCommit}
 	}
-	t.ended = true
-	tag, err := br.Exec()
-	if err == nil && tag.String() == "ROLLBACK" {
-		err = pgx.ErrTxCommitRollback
+	if !commit {
+		return br.Close()
 	}
-	if err = errors.Join(err, br.Close()); err != nil {
+	t.ended = true
+	if err := errors.Join(committed(br.Exec()), br.Close()); err != nil {
 		return &staged{err: err, stage: stageCommit}
 	}
 	return nil
+}
+
+// readAfterBegin reads the results of beginClaim's statements when the
+// batch begins the transaction, then the batch's own with read.
+func readAfterBegin(br pgx.BatchResults, begin bool, read func(pgx.BatchResults) error) error {
+	if begin {
+		for range beginClaim {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+	}
+	return read(br)
+}
+
+// rollback ends a transaction begun and not yet ended, bounded by a second
+// however ctx ends.
+func (t *claimTxn) rollback(ctx context.Context) {
+	if !t.begun || t.ended {
+		return
+	}
+	t.ended = true
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	_, _ = t.Exec(rctx, `rollback`)
+}
+
+// committed is the outcome of a COMMIT from its tag: the server answers a
+// COMMIT of a failed transaction with ROLLBACK.
+func committed(tag pgconn.CommandTag, err error) error {
+	if err == nil && tag.String() == "ROLLBACK" {
+		return pgx.ErrTxCommitRollback
+	}
+	return err
 }
 
 // readTx runs fn in a read-only repeatable read transaction: one snapshot.
