@@ -97,16 +97,12 @@ func fresh(b *pgx.Batch) *pgx.Batch {
 	return out
 }
 
-type batchSender interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-}
-
 // runAppend sends the batch built by appendBatch and returns the ids, and
 // the transaction id when the batch asks for it (xid). bounded says the
 // batch sets the driver's lock timeout first; own says the batch runs as an
 // implicit transaction of its own, which commits as the batch ends (and
 // then nothing restores the setting: it ends with the transaction).
-func runAppend(ctx context.Context, s batchSender, batch *pgx.Batch, n int, bounded, own, xid bool) ([]int64, string, error) {
+func runAppend(ctx context.Context, s querier, batch *pgx.Batch, n int, bounded, own, xid bool) ([]int64, string, error) {
 	br := s.SendBatch(ctx, batch)
 	fail := func(err error) ([]int64, string, error) {
 		_ = br.Close()

@@ -49,36 +49,6 @@ import (
 // whole (its Limit fits one window and is the Limit of the claim before),
 // and not for a claim carrying acks (AckAndClaim runs as before).
 
-// window is the rows past a cursor that a claim read before its COMMIT,
-// for the group's next claim, with what it knew of the group.
-type window struct {
-	partition int32
-	from      int64 // the cursor position the rows follow
-	versions  []int // the versions whose payloads the read took; nil: every version
-	group     driver.GroupConfig
-	print     string // groupPrint of group
-	rows      []scannedRow
-	done      bool // the rows were read
-}
-
-// queue queues the read of the window past from, sized as the claim's
-// first window is (scanPartition).
-func (w *window) queue(b *pgx.Batch, p driver.ClaimParams, part int32, from int64) {
-	w.partition, w.from = part, from
-	query, vargs := scanQuery(p, w.versions)
-	b.Queue(query, append([]any{part, from, int32(min(max(p.Limit, 16), maxWindow))}, vargs...)...)
-}
-
-func (w *window) read(br pgx.BatchResults) error {
-	rows, err := br.Query()
-	if err != nil {
-		return err
-	}
-	w.rows, err = collectWindow(rows)
-	w.done = err == nil
-	return err
-}
-
 // groupPrint sums up the columns of group g that a claim's plan depends
 // on, and its creation time (a group deleted and created again differs).
 const groupPrint = `md5(jsonb_build_array(g.schema_version, g.all_versions, g.bindings, g.converts_from, g.start_position,

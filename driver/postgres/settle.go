@@ -149,9 +149,7 @@ func (d *Driver) settleCheck(tx driver.Tx) error {
 // rolls back.
 func (d *Driver) settleQuery(ctx context.Context, tx driver.Tx, query string, args []any) (changed, materialized map[int64]bool, err error) {
 	changed, materialized = map[int64]bool{}, map[int64]bool{}
-	run := func(q interface {
-		Query(context.Context, string, ...any) (pgx.Rows, error)
-	}) error {
+	run := func(q querier) error {
 		clear(changed)
 		clear(materialized)
 		// A settle names its leases by id range. A cached generic plan,

@@ -187,10 +187,33 @@ func encodeList[T any](list []T) (string, error) {
 	return string(b), err
 }
 
+// groupQuery reads a group (alias g, $1 its stream, $2 its name) with
+// more columns after its own; lock is "" or a locking clause.
+func groupQuery(more, lock string) string {
+	return `SELECT ` + groupColumnsOf("g") + more + ` FROM consumer_group g WHERE g.stream_id = $1::bigint AND g.name = $2::text` + lock
+}
+
 // loadGroup reads a group's stored configuration, or fails with
 // ErrGroupNotFound. lock is "" or a locking clause.
 func loadGroup(ctx context.Context, q querier, streamID int64, name, lock string) (driver.GroupConfig, error) {
-	g, _, err := scanGroup(q.QueryRow(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = $1::bigint AND name = $2::text`+lock, streamID, name))
+	return scanLoadedGroup(q.QueryRow(ctx, groupQuery("", lock), streamID, name), name)
+}
+
+// loadGroupAnd reads a group with more columns (with parameters from $3 on
+// in args) into extra destinations.
+func loadGroupAnd(ctx context.Context, q querier, streamID int64, name, more string, args []any, extra ...any) (driver.GroupConfig, error) {
+	return scanLoadedGroup(q.QueryRow(ctx, groupQuery(more, ""), append([]any{streamID, name}, args...)...), name, extra...)
+}
+
+// queueLoadGroup queues the read of a group, and of its groupPrint.
+func queueLoadGroup(b *pgx.Batch, streamID int64, name string) {
+	b.Queue(groupQuery(", "+groupPrint, ""), streamID, name)
+}
+
+// scanLoadedGroup reads a group's columns, then extra, or fails with
+// ErrGroupNotFound.
+func scanLoadedGroup(r pgx.Row, name string, extra ...any) (driver.GroupConfig, error) {
+	g, _, err := scanGroup(r, extra...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return g, fmt.Errorf("group %q: %w", name, driver.ErrGroupNotFound)
 	}

@@ -11,6 +11,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// querier is what the driver's statements run on: the pool, one of its
+// connections, a transaction (the driver's or the caller's), or a claim's
+// transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
 // maxRetries bounds how often the driver runs one of its own transactions
 // again after a serialization failure, a deadlock or a failure that
 // certainly wrote nothing.
@@ -220,7 +229,7 @@ func (d *Driver) runTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) 
 	return nil
 }
 
-func eachRow(ctx context.Context, tx pgx.Tx, query string, args []any, fn func(pgx.Rows) error) error {
+func eachRow(ctx context.Context, tx querier, query string, args []any, fn func(pgx.Rows) error) error {
 	rows, err := tx.Query(ctx, query, args...)
 	if err != nil {
 		return err
