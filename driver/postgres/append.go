@@ -330,34 +330,3 @@ const (
 	sharedInsert = `SELECT u.p, $4::integer, $5::integer, u.k, $6::text, $7::bigint, u.pl, $8::jsonb, $9::timestamptz
 		FROM unnest($1::integer[], $2::text[], $3::bytea[]) WITH ORDINALITY AS u(p, k, pl, ord)`
 )
-
-const rowColumns = `m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, m.payload, m.headers, m.produced_at`
-
-// scanRow reads rowColumns (payload possibly NULL), plus extra destinations.
-func scanRow(r pgx.Row, extra ...any) (driver.Row, error) {
-	var row driver.Row
-	var part, version int32
-	var key *string
-	var headers []byte
-	dest := append([]any{&row.ID, &part, &version, &key, &row.RoutingKey, &row.CompactionRank, &row.Payload, &headers, &row.ProducedAt}, extra...)
-	if err := r.Scan(dest...); err != nil {
-		return row, err
-	}
-	row.Partition, row.SchemaVersion = int(part), int(version)
-	if key != nil {
-		row.Key, row.HasKey = *key, true
-	}
-	row.ProducedAt = row.ProducedAt.UTC()
-	return row, decodeHeaders(row.ID, headers, &row.Headers)
-}
-
-// decodeHeaders reads a row's stored headers (jsonb, NULL for none).
-func decodeHeaders(id int64, stored []byte, headers *map[string]string) error {
-	if len(stored) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(stored, headers); err != nil {
-		return fmt.Errorf("row %d: stored headers: %w", id, err)
-	}
-	return nil
-}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -64,19 +63,12 @@ func claimExceptionsPage(ctx context.Context, tx querier, p driver.ClaimParams, 
 	var resolve, bury, lease []int64
 	var leased []driver.Delivery
 	for rows.Next() {
-		var (
-			id               *int64
-			part, version    *int32
-			rank             *int64
-			key, rk          *string
-			payload, headers []byte
-			produced         *time.Time
-			msgID            int64
-			state            string
-			attempt          int32
-			claimable        bool
-		)
-		if err := rows.Scan(&id, &part, &version, &key, &rk, &rank, &payload, &headers, &produced, &msgID, &state, &attempt, &claimable); err != nil {
+		var o optionalRow
+		var msgID int64
+		var state string
+		var attempt int32
+		var claimable bool
+		if err := rows.Scan(append(o.dest(), &msgID, &state, &attempt, &claimable)...); err != nil {
 			rows.Close()
 			return nil, false, err
 		}
@@ -87,12 +79,8 @@ func claimExceptionsPage(ctx context.Context, tx querier, p driver.ClaimParams, 
 		case state == string(driver.StateLeased) && p.MaxAttempts > 0 && int(attempt) >= p.MaxAttempts:
 			bury = append(bury, msgID)
 		default:
-			r := driver.Row{ID: *id, Partition: int(*part), SchemaVersion: int(*version), RoutingKey: *rk,
-				CompactionRank: *rank, Payload: payload, ProducedAt: produced.UTC()}
-			if key != nil {
-				r.Key, r.HasKey = *key, true
-			}
-			if err := decodeHeaders(r.ID, headers, &r.Headers); err != nil {
+			r, err := o.row()
+			if err != nil {
 				rows.Close()
 				return nil, false, err
 			}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -108,35 +107,25 @@ func (d *Driver) ReadRows(ctx context.Context, p driver.ReadRowsParams) (driver.
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var (
-					lastID           *int64
-					more             bool
-					id, rank         *int64
-					part, version    *int32
-					key, rk          *string
-					payload, headers []byte
-					produced         *time.Time
-				)
-				if err := rows.Scan(&lastID, &more, &id, &part, &version, &key, &rk, &rank, &payload, &headers, &produced); err != nil {
+				var lastID *int64
+				var more bool
+				var o optionalRow
+				if err := rows.Scan(append([]any{&lastID, &more}, o.dest()...)...); err != nil {
 					return err
 				}
 				if lastID != nil {
 					res.Last = *lastID
 				}
 				res.Done = !more
-				if id == nil {
+				if o.id == nil {
 					continue // nothing kept: the summary alone
 				}
-				r := driver.Row{ID: *id, Partition: int(*part), SchemaVersion: int(*version), RoutingKey: *rk, CompactionRank: *rank,
-					Payload: payload, ProducedAt: produced.UTC()}
+				r, err := o.row()
+				if err != nil {
+					return err
+				}
 				if r.Payload == nil {
 					r.Payload = []byte{}
-				}
-				if key != nil {
-					r.Key, r.HasKey = *key, true
-				}
-				if err := decodeHeaders(r.ID, headers, &r.Headers); err != nil {
-					return err
 				}
 				res.Rows = append(res.Rows, r)
 			}

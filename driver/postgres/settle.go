@@ -65,46 +65,65 @@ func (s leaseSet) args(streamID int64, group string) []any {
 	return []any{streamID, group, s.ids[0], s.ids[len(s.ids)-1], s.ids, s.tokIdx, s.toks}
 }
 
-// settle runs stmt (an UPDATE or DELETE of delivery_exception d whose own
-// parameters start at $8) over the deliveries leased with their tokens, in
-// one autocommit statement or in the caller's transaction tx, and reports
-// the leases it did not change. The same statement handles the leases that
-// are members of batches as mode says (batchSettle); members it
-// materialized are then settled by stmt alone, in a second statement
-// (again gives its arguments for those leases).
-func (d *Driver) settle(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, mode settleMode,
-	stmt string, args []any, again func(leases []driver.Lease) []any) (driver.SettleResult, error) {
+// settleStmt is a settle's statement on exception rows: an UPDATE or
+// DELETE of delivery_exception d whose own parameters, from $8 on, args
+// gives for the leases it runs over (nil: none), and what the settle does
+// with the batch members among them (batchSettle).
+type settleStmt struct {
+	sql  string
+	mode settleMode
+	args func(leases []driver.Lease) []any
+}
+
+// bind is the statement's arguments over leases: their leaseSet's ($1 to
+// $7), then its own.
+func (st settleStmt) bind(streamID int64, group string, leases []driver.Lease) []any {
+	args := newLeaseSet(leases).args(streamID, group)
+	if st.args != nil {
+		args = append(args, st.args(leases)...)
+	}
+	return args
+}
+
+// alone is the statement on its own, as settleQuery runs it: every id it
+// changed, none materialized.
+func (st settleStmt) alone() string { return st.sql + leasedPairs + ` RETURNING d.msg_id, false` }
+
+// settle runs st over the deliveries leased with their tokens, in one
+// autocommit statement or in the caller's transaction tx, and reports the
+// leases it did not change. The same statement handles the leases that are
+// members of batches as st.mode says (batchSettle); members it
+// materialized are then settled by st alone, in a second statement.
+func (d *Driver) settle(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, st settleStmt) (driver.SettleResult, error) {
 	if err := d.settleCheck(tx); err != nil || len(leases) == 0 {
 		return driver.SettleResult{}, err
 	}
-	set := newLeaseSet(leases)
 	if tx != nil {
-		return d.settleInTx(ctx, tx, streamID, set, group, leases, stmt, again)
+		return d.settleInTx(ctx, tx, streamID, group, leases, st)
 	}
-	changed, materialized, err := d.settleQuery(ctx, tx, batchSettle(streamID, mode, stmt+leasedPairs+` RETURNING d.msg_id`),
-		append(set.args(streamID, group), args...))
+	changed, materialized, err := d.settleQuery(ctx, tx, batchSettle(streamID, st.mode, st.sql+leasedPairs+` RETURNING d.msg_id`),
+		st.bind(streamID, group, leases))
 	if err != nil {
 		return driver.SettleResult{}, err
 	}
-	if len(materialized) > 0 {
-		// The members are leased exception rows now (rows of their own):
-		// settle them as such. Between the two
-		// statements they are held with their token as before, so a
-		// failure here leaves them leased, never lost.
-		var rest []driver.Lease
-		for _, l := range leases {
-			if materialized[l.ID] {
-				rest = append(rest, l)
-			}
+	if len(materialized) == 0 {
+		return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
+	}
+	// The members are leased exception rows now (rows of their own): settle
+	// them as such. Between the two statements they are held with their
+	// token as before, so a failure here leaves them leased, never lost.
+	var rest []driver.Lease
+	for _, l := range leases {
+		if materialized[l.ID] {
+			rest = append(rest, l)
 		}
-		more := newLeaseSet(rest)
-		done, _, err := d.settleQuery(ctx, tx, stmt+leasedPairs+` RETURNING d.msg_id, false`, append(more.args(streamID, group), again(rest)...))
-		if err != nil {
-			return driver.SettleResult{}, err
-		}
-		for id := range done {
-			changed[id] = true
-		}
+	}
+	done, _, err := d.settleQuery(ctx, tx, st.alone(), st.bind(streamID, group, rest))
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	for id := range done {
+		changed[id] = true
 	}
 	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
 }
@@ -117,13 +136,12 @@ func (d *Driver) settle(ctx context.Context, tx driver.Tx, streamID int64, group
 // extended, acked and claimed past meanwhile (issue 25). Materialized rows
 // are what the batch stood for: when tx rolls back they stay leased with
 // their token until their lease expires, as the batch would have.
-func (d *Driver) settleInTx(ctx context.Context, tx driver.Tx, streamID int64, set leaseSet, group string, leases []driver.Lease,
-	stmt string, again func(leases []driver.Lease) []any) (driver.SettleResult, error) {
+func (d *Driver) settleInTx(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, st settleStmt) (driver.SettleResult, error) {
 	carve := batchSettle(streamID, settleMaterialize, `SELECT d.msg_id FROM delivery_exception d`+leasedPairs+` AND false`)
-	if _, _, err := d.settleQuery(ctx, nil, carve, set.args(streamID, group)); err != nil {
+	if _, _, err := d.settleQuery(ctx, nil, carve, newLeaseSet(leases).args(streamID, group)); err != nil {
 		return driver.SettleResult{}, err
 	}
-	changed, _, err := d.settleQuery(ctx, tx, stmt+leasedPairs+` RETURNING d.msg_id, false`, append(set.args(streamID, group), again(leases)...))
+	changed, _, err := d.settleQuery(ctx, tx, st.alone(), st.bind(streamID, group, leases))
 	if err != nil {
 		return driver.SettleResult{}, err
 	}
@@ -208,9 +226,6 @@ func (d *Driver) callerTxError(ctx context.Context, err error) error {
 	return err
 }
 
-// noArgs is settle's again for statements without parameters of their own.
-func noArgs([]driver.Lease) []any { return nil }
-
 // Ack implements driver.Driver. With p.Tx, the deliveries are resolved in
 // the caller's transaction: they stay leased (to their token) until it
 // commits, and are leased again as before when it rolls back. Batch members
@@ -218,7 +233,7 @@ func noArgs([]driver.Lease) []any { return nil }
 // transaction (settleInTx).
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
 	if p.Tx != nil {
-		return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleAck, ackExceptions, nil, noArgs)
+		return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleStmt{sql: ackExceptions, mode: settleAck})
 	}
 	if b, ok := d.claimed.take(p.StreamID, p.Group, p.Leases); ok {
 		if err := d.check(); err != nil {
@@ -232,7 +247,7 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 	if d.settleMode == pgx.QueryExecModeCacheDescribe && len(p.Leases) > 0 {
 		return d.ackPipelined(ctx, p)
 	}
-	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleAck, ackExceptions, nil, noArgs)
+	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleStmt{sql: ackExceptions, mode: settleAck})
 }
 
 // ackExceptions is Ack's exception-row statement.
@@ -314,24 +329,20 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 		leases[i] = f.Lease
 		byID[f.Lease.ID] = f
 	}
-	args := func(leases []driver.Lease) []any {
-		failures := make([]driver.Failure, len(leases))
-		for i, l := range leases {
-			failures[i] = byID[l.ID]
-			failures[i].Lease = l
-		}
-		return failArgs(failures, p.Now)
-	}
-	if len(leases) == 0 {
-		return driver.SettleResult{}, d.settleCheck(p.Tx)
-	}
-	return d.settle(ctx, p.Tx, p.StreamID, p.Group, leases, settleMaterialize, `UPDATE delivery_exception d SET
+	return d.settle(ctx, p.Tx, p.StreamID, p.Group, leases, settleStmt{mode: settleMaterialize, sql: `UPDATE delivery_exception d SET
 			state = CASE WHEN ($8::boolean[])[`+leaseIndex+`] THEN 'dead' ELSE 'delayed' END,
 			due_at = ($9::timestamptz[])[`+leaseIndex+`],
 			last_error = ($11::text[])[($10::integer[])[`+leaseIndex+`]],
 			failures = `+appendFailure("d", `($13::text[])[($10::integer[])[`+leaseIndex+`]]`, `$14::text`)+`,
 			lease_token = NULL, first_failed_at = COALESCE(d.first_failed_at, $12::timestamptz), updated_at = $12::timestamptz`,
-		failArgs(p.Failures, p.Now), args)
+		args: func(leases []driver.Lease) []any {
+			failures := make([]driver.Failure, len(leases))
+			for i, l := range leases {
+				failures[i] = byID[l.ID]
+				failures[i].Lease = l
+			}
+			return failArgs(failures, p.Now)
+		}})
 }
 
 // failArgs are Fail's parameters from $8 on, in the order of the sorted ids
@@ -369,7 +380,7 @@ func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.Se
 	const set = `UPDATE delivery_exception d SET state = 'delayed', due_at = $8::timestamptz, attempt = d.attempt - 1, lease_token = NULL, updated_at = $8::timestamptz`
 	if p.ClaimToken == "" {
 		args := func([]driver.Lease) []any { return []any{ts(p.Now)} }
-		return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleMaterialize, set, args(nil), args)
+		return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleStmt{sql: set, mode: settleMaterialize, args: args})
 	}
 	err := d.write(ctx, func(c *pgxpool.Conn) error {
 		b := &pgx.Batch{}
@@ -388,6 +399,6 @@ func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.Se
 // the named members of other batches are materialized and extended as rows.
 func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
 	args := func([]driver.Lease) []any { return []any{ts(p.Until), ts(p.Now)} }
-	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleExtend, `UPDATE delivery_exception d SET due_at = $8::timestamptz, updated_at = $9::timestamptz`,
-		args(nil), args)
+	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleStmt{sql: `UPDATE delivery_exception d SET due_at = $8::timestamptz, updated_at = $9::timestamptz`,
+		mode: settleExtend, args: args})
 }
