@@ -12,31 +12,21 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// Batch leases (migration 0007). A delivery_batch record is a compressed
-// form of the leased exception rows of one claim's rows of a partition:
-// same token, partition and holder, attempt 1, due at lease_until, updated
-// at created_at; ids holds the members still leased. Every path but the
-// two fast ones (an ack removing members, an extension of every remaining
-// member of a batch) first materializes the members it needs as exactly
-// those exception rows, removing them from the batch, and then runs its
-// statement on exception rows. A delivery is
-// therefore resolved, a member of one batch (and then it has no exception
-// row), or an exception row; and every member is at or below its
-// partition's cursor, as SetCursors materializes the batches of the
-// partitions it moves.
+// Batch leases (migration 0007): see "Batch leases" in the package
+// documentation.
 
-// maxExplode bounds how many expired batches one claim materializes.
-const maxExplode = 100
+// maxMaterialize bounds how many expired batches one claim materializes.
+const maxMaterialize = 100
 
 // exceptionColumns are the columns a materialized exception row sets.
 const exceptionColumns = `stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at`
 
-// explodeBatches is a statement that materializes every member of the
+// materializeBatches is a statement that materializes every member of the
 // batches of stream streamID that where (a predicate on delivery_batch b,
 // with the caller's parameters) selects, locked in order with lock, and
 // deletes those batches. The schema version comes from the member's row;
 // a member whose row is gone is resolved with its batch.
-func explodeBatches(streamID int64, where, order, lock string) string {
+func materializeBatches(streamID int64, where, order, lock string) string {
 	return `WITH b AS (SELECT b.stream_id, b.group_name, b.lease_token, b.partition FROM delivery_batch b WHERE ` + where + `
 			ORDER BY ` + order + ` ` + lock + `),
 		x AS (DELETE FROM delivery_batch t USING b
@@ -48,12 +38,12 @@ func explodeBatches(streamID int64, where, order, lock string) string {
 		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`
 }
 
-// explodeExpired is explodeBatches for a claim: up to maxExplode of the
+// materializeExpired is materializeBatches for a claim: up to maxMaterialize of the
 // group's batches whose lease expired by $3, oldest first, skipping those a
 // settle holds (it may still ack them). Parameters: stream, group, now.
-func explodeExpired(streamID int64) string {
-	return explodeBatches(streamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_until <= $3::timestamptz`,
-		`b.lease_until LIMIT `+strconv.Itoa(maxExplode), `FOR UPDATE SKIP LOCKED`)
+func materializeExpired(streamID int64) string {
+	return materializeBatches(streamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_until <= $3::timestamptz`,
+		`b.lease_until LIMIT `+strconv.Itoa(maxMaterialize), `FOR UPDATE SKIP LOCKED`)
 }
 
 // batchColumns are the columns of delivery_batch, in the order inserts list
@@ -64,12 +54,12 @@ const batchColumns = `stream_id, group_name, lease_token, partition, first_id, l
 // that settles of the same batches never deadlock each other.
 const batchOrder = `b.group_name, b.lease_token, b.partition`
 
-// settleMode says what a settle does with the batch members it names.
-type settleMode int
+// memberAction says what a settle does with the batch members it names.
+type memberAction int
 
 const (
 	// settleAck resolves them: they leave their batches.
-	settleAck settleMode = iota
+	settleAck memberAction = iota
 	// settleExtend moves the lease of a batch all of whose remaining
 	// members it names to $8, and materializes the named members of other
 	// batches, for the exception-row statement to extend.
@@ -106,7 +96,7 @@ const namedMember = `COALESCE(u.id BETWEEN $3::bigint AND $4::bigint AND ($5::bi
 // (a read committed recheck). With no batch of those tokens the lock reads
 // one index range and finds nothing, and stmt runs as it always did: no
 // extra round trip.
-func batchSettle(streamID int64, mode settleMode, stmt string) string {
+func batchSettle(streamID int64, mode memberAction, stmt string) string {
 	s := `WITH b AS (SELECT b.stream_id, b.group_name, b.lease_token, b.partition, b.ids, b.holder, b.lease_until, b.created_at
 			FROM delivery_batch b
 			WHERE b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_token = ANY($7::text[]) ORDER BY ` + batchOrder + ` FOR UPDATE),

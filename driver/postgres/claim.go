@@ -18,31 +18,15 @@ const (
 	maxScan   = 20000
 )
 
-// Claim implements driver.Driver. One autocommit probe reads the group and
-// whether any exception the member can take is due and any partition has
-// rows past its cursor; most claims end there. Otherwise one transaction
-// locks a cursor with FOR UPDATE SKIP LOCKED and then reads the group's
-// stored configuration (C19), leases due exceptions, and then rows past the
-// cursors, one unlocked cursor at a time starting at a random partition,
-// until it has Limit deliveries or no unlocked partition has work. The
-// statements that record what it took go out with the COMMIT when they end
-// the claim (it has its Limit, or read to the end of the only partition).
-//
-// A claim right after one of the group that took its Limit (from this
-// driver: a consumer working through a backlog) skips the probe: the
-// transaction's first round trip, which begins it, locks a cursor and reads
-// the group, also materializes expired batches, finds out whether
-// exceptions are due, and reads the next rows from where the last claim
-// left the cursor, used if this claim locks that cursor at that position:
-// two round trips for a claim of the backlog. Such a claim that takes its
-// Limit from one partition also reads the rows past where it leaves the
-// cursor before its COMMIT, so that the next claim, if nothing changed in
-// between, sends its whole transaction in one round trip (claimFast).
-//
-// A claim carrying acks (p.Acks) skips the probe too, and resolves them
-// in that first round trip, before the statements that read (claimAcks):
-// a consumer that acks each batch as it claims the next commits once per
-// batch, in two round trips.
+// Claim implements driver.Driver, as "Claims" in the package documentation
+// describes. setUpClaim decides, from what the driver remembers of the
+// group's last claim, whether the probe can be skipped and where to start;
+// claim runs the claim in one round trip (claimFast), or after the probe
+// (probe) in a transaction of its own (claimUsual); remember keeps what the
+// next claim (its window) and Ack (the batch written) may use; readOn
+// completes a claim whose transaction ended early. The statements that
+// record what a claim took go out with the COMMIT when they end it (it has
+// its Limit, or read to the end of the only partition).
 func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimResult, error) {
 	if err := d.check(); err != nil {
 		return driver.ClaimResult{}, err
@@ -139,7 +123,7 @@ func (d *Driver) claim(ctx context.Context, p driver.ClaimParams, s claimSetup) 
 			return claimOutcome{res: res}, err
 		}
 	}
-	// Expired batches are materialized (explodeExpired) before the
+	// Expired batches are materialized (materializeExpired) before the
 	// exception claim, which then takes their members as expired leases.
 	s.due = s.due || s.expired
 	return d.claimUsual(ctx, p, s)
@@ -272,11 +256,11 @@ func (u *usualClaim) queueFirst(b *pgx.Batch) {
 	}
 	queueLoadGroup(b, p.Stream.ID, p.Group)
 	if s.expired {
-		b.Queue(explodeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
+		b.Queue(materializeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
 	}
 	if s.direct && p.Limit > 0 {
 		// Any exception due (whatever its version: the exception claim
-		// filters), after the explosion.
+		// filters), after the materialization.
 		b.Queue(`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
 			AND e.state <> 'dead' AND e.due_at <= $3::timestamptz)`, p.Stream.ID, p.Group, ts(p.Now))
 	}

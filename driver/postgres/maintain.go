@@ -72,7 +72,7 @@ func (d *Driver) deleteRows(ctx context.Context, tx pgx.Tx, streamID int64, ids 
 	// Batches holding rows in the range removed are materialized first
 	// (all their members), so that the exceptions of the removed rows go
 	// below and their holders find them lost.
-	q.bounded(waitLeases, explodeBatches(streamID, `b.stream_id = $1::bigint AND b.first_id <= $3::bigint AND b.last_id >= $2::bigint`, batchOrder, `FOR UPDATE`),
+	q.bounded(waitLeases, materializeBatches(streamID, `b.stream_id = $1::bigint AND b.first_id <= $3::bigint AND b.last_id >= $2::bigint`, batchOrder, `FOR UPDATE`),
 		streamID, slices.Min(ids), slices.Max(ids))
 	q.bounded(waitLeases, `SELECT 1 FROM delivery_exception WHERE stream_id = $1::bigint AND msg_id = ANY($2::bigint[])
 		ORDER BY group_name, msg_id FOR UPDATE`, streamID, ids)

@@ -69,7 +69,7 @@ func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) erro
 			return nil
 		}
 		b = &pgx.Batch{}
-		b.Queue(explodeBatches(p.StreamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.partition = ANY($3::integer[])`, batchOrder, `FOR UPDATE`),
+		b.Queue(materializeBatches(p.StreamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.partition = ANY($3::integer[])`, batchOrder, `FOR UPDATE`),
 			p.StreamID, p.Group, partitions)
 		b.Queue(`UPDATE group_cursor c SET position = u.pos FROM unnest($3::integer[], $4::bigint[]) AS u(p, pos)
 			WHERE c.stream_id = $1::bigint AND c.group_name = $2::text AND c.partition = u.p`, p.StreamID, p.Group, partitions, positions)

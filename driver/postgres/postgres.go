@@ -93,18 +93,23 @@
 //
 // The main claim leases the rows it takes from a partition as one
 // delivery_batch record (token, holder, lease expiry, and the ids still
-// held, as a bigint[]). A batch stands for exactly the leased exception
-// rows those deliveries would otherwise have: an ack removes its members
-// from it, and an extension naming every remaining member moves its
-// expiry, each in the settle's one statement; anything else (Fail, Release,
-// an extension of some members, expiry, SetCursors, hard retention,
-// compaction) first turns the members it needs into those leased exception
-// rows ("rows of their own") and then works on them. Every operation reads
-// both, so rows of their own that an older build wrote for every claimed
-// delivery are settled, counted and expire as before (D12). The driver
-// remembers the batch of each of its recent claims: an Ack naming exactly
-// its members deletes it by primary key if its ids still compare equal, one
-// small statement, and otherwise settles as described below.
+// held, as a bigint[]). A batch stands for exactly the leased exception rows
+// those deliveries would otherwise have: an ack removes its members from it,
+// and an extension naming every remaining member moves its expiry, each in
+// the settle's one statement; anything else (Fail, Release, an extension of
+// some members, expiry, SetCursors, hard retention, compaction) first turns
+// the members it needs into those leased exception rows ("rows of their
+// own": attempt 1, due at the batch's lease_until, updated at its
+// created_at), removing them from the batch, and then works on them. So a
+// delivery a group has passed is resolved, a member of one batch (and then
+// it has no exception row), or an exception row; and every member is at or
+// below its partition's cursor, as SetCursors materializes the batches of
+// the partitions it moves. Every operation reads both, so rows of their own
+// that an older build wrote for every claimed delivery are settled, counted
+// and expire as before (D12). The driver remembers the batch of each of its
+// recent claims: an Ack naming exactly its members deletes it by primary key
+// if its ids still compare equal, one small statement, and otherwise settles
+// as described below.
 //
 // # Settling
 //

@@ -71,7 +71,7 @@ func (s leaseSet) args(streamID int64, group string) []any {
 // with the batch members among them (batchSettle).
 type settleStmt struct {
 	sql  string
-	mode settleMode
+	mode memberAction
 	args func(leases []driver.Lease) []any
 }
 
@@ -330,10 +330,10 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 		byID[f.Lease.ID] = f
 	}
 	return d.settle(ctx, p.Tx, p.StreamID, p.Group, leases, settleStmt{mode: settleMaterialize, sql: `UPDATE delivery_exception d SET
-			state = CASE WHEN ($8::boolean[])[`+leaseIndex+`] THEN 'dead' ELSE 'delayed' END,
-			due_at = ($9::timestamptz[])[`+leaseIndex+`],
-			last_error = ($11::text[])[($10::integer[])[`+leaseIndex+`]],
-			failures = `+appendFailure("d", `($13::text[])[($10::integer[])[`+leaseIndex+`]]`, `$14::text`)+`,
+			state = CASE WHEN ($8::boolean[])[` + leaseIndex + `] THEN 'dead' ELSE 'delayed' END,
+			due_at = ($9::timestamptz[])[` + leaseIndex + `],
+			last_error = ($11::text[])[($10::integer[])[` + leaseIndex + `]],
+			failures = ` + appendFailure("d", `($13::text[])[($10::integer[])[`+leaseIndex+`]]`, `$14::text`) + `,
 			lease_token = NULL, first_failed_at = COALESCE(d.first_failed_at, $12::timestamptz), updated_at = $12::timestamptz`,
 		args: func(leases []driver.Lease) []any {
 			failures := make([]driver.Failure, len(leases))
@@ -384,7 +384,7 @@ func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.Se
 	}
 	err := d.write(ctx, func(c *pgxpool.Conn) error {
 		b := &pgx.Batch{}
-		b.Queue(explodeBatches(p.StreamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_token = $3::text`, batchOrder, `FOR UPDATE`),
+		b.Queue(materializeBatches(p.StreamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_token = $3::text`, batchOrder, `FOR UPDATE`),
 			p.StreamID, p.Group, p.ClaimToken)
 		b.Queue(`UPDATE delivery_exception SET state = 'delayed', due_at = $4::timestamptz, attempt = attempt - 1, lease_token = NULL, updated_at = $4::timestamptz
 			WHERE stream_id = $1::bigint AND group_name = $2::text AND lease_token = $3::text AND state = 'leased'`,
