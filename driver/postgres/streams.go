@@ -178,13 +178,14 @@ func scanGroup(r pgx.Row, extra ...any) (driver.GroupConfig, int64, error) {
 	return g, removed, nil
 }
 
-// encodeList stores a list as a JSON array, [] when empty.
-func encodeList[T any](list []T) (string, error) {
+// encodeList stores a list of bindings or versions as a JSON array, []
+// when empty. Strings and integers always encode.
+func encodeList[T ~string | ~int](list []T) string {
 	if len(list) == 0 {
-		return "[]", nil
+		return "[]"
 	}
-	b, err := json.Marshal(list)
-	return string(b), err
+	b, _ := json.Marshal(list)
+	return string(b)
 }
 
 // groupQuery reads a group (alias g, $1 its stream, $2 its name) with
@@ -229,16 +230,9 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 	cfg := p.Group
 	cfg.CreatedAt = ts(cfg.CreatedAt)
 	cfg.Bindings, cfg.ConvertsFrom = nilIfEmpty(cfg.Bindings), nilIfEmpty(cfg.ConvertsFrom)
-	bindings, err := encodeList(cfg.Bindings)
-	if err != nil {
-		return driver.GroupConfig{}, &driver.Error{Kind: driver.ErrDatabase, Err: err}
-	}
-	convertsFrom, err := encodeList(cfg.ConvertsFrom)
-	if err != nil {
-		return driver.GroupConfig{}, &driver.Error{Kind: driver.ErrDatabase, Err: err}
-	}
+	bindings, convertsFrom := encodeList(cfg.Bindings), encodeList(cfg.ConvertsFrom)
 	var out driver.GroupConfig
-	err = d.inTx(ctx, func(tx pgx.Tx) error {
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		stream, err := lookupStreamByID(ctx, tx, cfg.StreamID)
 		if err != nil {
 			return err
@@ -272,17 +266,9 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 			if slices.Equal(out.Bindings, stored.Bindings) && slices.Equal(out.ConvertsFrom, stored.ConvertsFrom) {
 				return nil
 			}
-			nb, err := encodeList(out.Bindings)
-			if err != nil {
-				return err
-			}
-			nc, err := encodeList(out.ConvertsFrom)
-			if err != nil {
-				return err
-			}
 			b := &pgx.Batch{}
 			b.Queue(`UPDATE consumer_group SET bindings = $1::jsonb, converts_from = $2::jsonb WHERE stream_id = $3::bigint AND name = $4::text`,
-				nb, nc, cfg.StreamID, cfg.Name)
+				encodeList(out.Bindings), encodeList(out.ConvertsFrom), cfg.StreamID, cfg.Name)
 			b.Queue(`SELECT partition FROM group_cursor WHERE stream_id = $1::bigint AND group_name = $2::text ORDER BY partition FOR UPDATE`,
 				cfg.StreamID, cfg.Name)
 			return tx.SendBatch(ctx, b).Close()
