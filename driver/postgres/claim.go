@@ -431,10 +431,19 @@ type lockedCursor struct {
 
 // lockCursor is the statement that locks the cursor of a partition not yet
 // visited that has rows past it and that no other claimer holds.
+//
+// Whether rows lie past the cursor is a scalar subquery, a filter on each
+// cursor row that the read committed recheck of a cursor moved meanwhile
+// evaluates again at the new position. As an EXISTS it was planned as a
+// semi-join, whose recheck keeps the log row the old position found: it
+// failed once another claim had moved the cursor past that row, so the
+// statement returned nothing but kept the cursor locked to the end of the
+// transaction, and every other claim of the group skipped it and came back
+// empty meanwhile (D12 saw all four of its members stop with rows left).
 func lockCursor(p driver.ClaimParams, visited []int32, first int32) (string, []any) {
 	return `SELECT c.partition, c.position FROM group_cursor c
 		WHERE c.stream_id = $1::bigint AND c.group_name = $2::text AND NOT (c.partition = ANY($3::integer[]))
-			AND EXISTS (SELECT 1 FROM ` + logTable(p.Stream.ID) + ` m WHERE m.partition = c.partition AND m.id > c.position)
+			AND COALESCE((SELECT TRUE FROM ` + logTable(p.Stream.ID) + ` m WHERE m.partition = c.partition AND m.id > c.position LIMIT 1), FALSE)
 		ORDER BY (c.partition + $4::integer - $5::integer) % $4::integer
 		LIMIT 1 FOR UPDATE OF c SKIP LOCKED`,
 		[]any{p.Stream.ID, p.Group, slices.Clone(visited), int32(p.Stream.Partitions), first}
