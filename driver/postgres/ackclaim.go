@@ -17,7 +17,7 @@ import (
 //     key with its ids compared (ackWholeQuery), as Ack's fast path does: one
 //     small statement, and when it deletes the batch every ack is resolved.
 //   - Otherwise Ack's two statements: batchAck (the named batch members)
-//     and the per-delivery DELETE, which reports exactly what it resolved.
+//     and the exception-row DELETE, which reports exactly what it resolved.
 //
 // When the fast path's delete finds nothing (the batch changed since the
 // claim: some members settled, materialized, claimed again elsewhere), the
@@ -108,7 +108,7 @@ func (a *claimAcks) failed() {
 
 // queueAck queues Ack's statements for leases: batchAck (a plan for every
 // argument, cached with the connection's statements), then the
-// per-delivery DELETE. Where the connection caches its statements' plans,
+// exception-row DELETE. Where the connection caches its statements' plans,
 // the DELETE is planned for its arguments (plan_cache_mode, for it alone),
 // as settles are (settleMode): a generic plan of it could walk the group's
 // every exception.

@@ -11,15 +11,15 @@ import (
 )
 
 // A claim carrying the acks of a whole earlier claim resolves them before
-// it reads. With batch leases it first tries to delete that claim's batch
-// whole; when the batch changed since (here through another driver, which
-// does not know the claim), the delete finds nothing and the claim settles
-// the acks with Ack's statements, still before it reads: it reports exactly
-// the lost ones, leaves the others' rows as they were, and an ordered
-// partition the acks free is claimed by that same claim.
+// it reads. It first tries to delete that claim's batch whole; when the
+// batch changed since (here through another driver, which does not know the
+// claim), the delete finds nothing and the claim settles the acks with
+// Ack's statements, still before it reads: it reports exactly the lost
+// ones, leaves the others' rows as they were, and an ordered partition the
+// acks free is claimed by that same claim.
 func TestClaimAcksFallBack(t *testing.T) {
 	eachMode(t, func(t *testing.T, opts ...postgres.Option) {
-		// With batch leases, extended members become exception rows of the
+		// Extended members become exception rows (rows of their own) of the
 		// same token: still leased, so acked, but no longer in the batch.
 		extended := batchChange{"some members extended", func(f *fixture, other *postgres.Driver, ls []driver.Lease) ([]int64, int64) {
 			if got, err := other.Extend(tctx(f.t), driver.ExtendParams{StreamID: f.stream.ID, Group: "g", Leases: ls[2:5], Until: f.now.Add(2 * time.Hour), Now: f.now}); err != nil || len(got.Lost) != 0 {
@@ -123,15 +123,16 @@ func TestClaimAcksReadOnPastExceptions(t *testing.T) {
 }
 
 // Where connections cache their statements (pgx's default mode), a claim
-// carrying acks runs Ack's per-delivery DELETE planned for its arguments
+// carrying acks runs Ack's exception-row DELETE planned for its arguments
 // at every run, as settles are, and leaves the claim's own statements to
 // their cached plans: the setting is for that statement alone.
 func TestClaimAcksPlannedPerRun(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 1)
-	// Every ack goes through the per-delivery DELETE when every lease is a
-	// row of its own.
-	drv := postgres.Open(f.ns, postgres.WithPerDeliveryLeases(), postgres.WithPoolConfig(func(c *pgxpool.Config) { c.MaxConns = 1 }))
+	// Acks go through the exception-row DELETE when they are not a claim's
+	// whole batch: here each claim's first four deliveries, extended alone
+	// (by another driver) into rows of their own.
+	drv := postgres.Open(f.ns, postgres.WithPoolConfig(func(c *pgxpool.Config) { c.MaxConns = 1 }))
 	t.Cleanup(func() { _ = drv.Close() })
 	f.group("g", driver.GroupConfig{})
 	f.appendN(0, 100)
@@ -143,7 +144,10 @@ func TestClaimAcksPlannedPerRun(t *testing.T) {
 		if err != nil || len(res.Deliveries) != 5 || len(res.Lost) != 0 {
 			t.Fatalf("claim %d: %d deliveries, lost %v, %v", i, len(res.Deliveries), res.Lost, err)
 		}
-		acks = leases(res.Deliveries, tok)
+		acks = leases(res.Deliveries, tok)[:4]
+		if got, err := f.drv.Extend(tctx(t), driver.ExtendParams{StreamID: f.stream.ID, Group: "g", Leases: acks, Until: f.now.Add(2 * time.Hour), Now: f.now}); err != nil || len(got.Lost) != 0 {
+			t.Fatalf("extend %d: lost %v, %v", i, got.Lost, err)
+		}
 	}
 	conn, err := drv.Pool().Acquire(tctx(t))
 	if err != nil {

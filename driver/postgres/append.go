@@ -97,16 +97,12 @@ func fresh(b *pgx.Batch) *pgx.Batch {
 	return out
 }
 
-type batchSender interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-}
-
 // runAppend sends the batch built by appendBatch and returns the ids, and
 // the transaction id when the batch asks for it (xid). bounded says the
 // batch sets the driver's lock timeout first; own says the batch runs as an
 // implicit transaction of its own, which commits as the batch ends (and
 // then nothing restores the setting: it ends with the transaction).
-func runAppend(ctx context.Context, s batchSender, batch *pgx.Batch, n int, bounded, own, xid bool) ([]int64, string, error) {
+func runAppend(ctx context.Context, s querier, batch *pgx.Batch, n int, bounded, own, xid bool) ([]int64, string, error) {
 	br := s.SendBatch(ctx, batch)
 	fail := func(err error) ([]int64, string, error) {
 		_ = br.Close()
@@ -194,78 +190,19 @@ const (
 
 // appendBatch builds the statements of an append: set the driver's lock
 // timeout, then one statement that locks the partitions in partition order
-// and only then inserts the rows (ids are taken in input order, so the
-// sorted ids map to the rows in order) and moves compaction heads; then
-// restore the caller's lock timeout (not in an implicit transaction of the
-// driver's own, own: the setting ends with it), notify, or report the
-// transaction id (xid). It returns the partitions it locks.
-//
-// When every row has the same schema version and revision, routing key,
-// rank, headers and production time (one ProduceBatch of one producer
-// usually does), those six are sent once as scalars and only partition, key
-// and payload as arrays (sharedInsert); otherwise each column is an array
-// (rowsInsert).
+// and only then inserts the rows and moves compaction heads
+// (appendStatement); then restore the caller's lock timeout (not in an
+// implicit transaction of the driver's own, own: the setting ends with
+// it), notify, or report the transaction id (xid). It returns the
+// partitions it locks.
 func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow, notify, xid, own bool) (*pgx.Batch, []int32, error) {
-	n := len(rows)
-	partitions := make([]int32, n)
-	keys := make([]*string, n)
-	payloads := make([][]byte, n)
-	headers := make([]string, n)
-	shared := driver.SharesValues(rows)
-	first := rows[0]
-	firstAt := ts(first.ProducedAt)
-	for i, r := range rows {
-		if r.Partition < 0 || r.Partition >= stream.Partitions {
-			return nil, nil, &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("append to stream %d: partition %d out of range 0..%d", stream.ID, r.Partition, stream.Partitions-1)}
-		}
-		partitions[i] = int32(r.Partition)
-		if r.HasKey {
-			keys[i] = &rows[i].Key
-		}
-		payloads[i] = r.Payload
-		if payloads[i] == nil {
-			payloads[i] = []byte{}
-		}
-		if len(r.Headers) > 0 && (i == 0 || !shared) { // shared: the first row's stand for all
-			h, err := json.Marshal(r.Headers)
-			if err != nil {
-				return nil, nil, &driver.Error{Kind: driver.ErrDatabase, Err: err}
-			}
-			headers[i] = string(h)
-		}
+	values, err := appendValuesOf(stream, rows)
+	if err != nil {
+		return nil, nil, err
 	}
-	// $1 to $9 are the rows' columns, $10 to $12 the partition locks.
-	var sel string
-	var args []any
-	if shared {
-		var h *string // NULL: no headers
-		if headers[0] != "" {
-			h = &headers[0]
-		}
-		sel = sharedInsert
-		args = []any{partitions, keys, payloads, int32(first.SchemaVersion), int32(first.SchemaRevision), first.RoutingKey,
-			first.CompactionRank, h, firstAt}
-	} else {
-		versions := make([]int32, n)
-		revisions := make([]int32, n)
-		routing := make([]string, n)
-		ranks := make([]int64, n)
-		produced := make([]time.Time, n)
-		for i, r := range rows {
-			versions[i] = int32(r.SchemaVersion)
-			revisions[i] = int32(r.SchemaRevision)
-			routing[i] = r.RoutingKey
-			ranks[i] = r.CompactionRank
-			produced[i] = ts(r.ProducedAt)
-		}
-		sel = rowsInsert
-		args = []any{partitions, versions, revisions, keys, routing, ranks, payloads, headers, produced}
-	}
-	locks := slices.Clone(partitions)
+	locks := slices.Clone(values.partitions)
 	slices.Sort(locks)
 	locks = slices.Compact(locks)
-
-	table := logTable(stream.ID)
 	b := &pgx.Batch{}
 	lt := d.lockTimeoutValue()
 	switch {
@@ -274,39 +211,7 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 	case lt != "":
 		b.Queue(saveAndSetLockTimeout, lt)
 	}
-	// The partition locks are a CTE that the insert's guard counts: the
-	// guard is evaluated once, before the insert's first row takes an id, so
-	// every id of the batch is taken under the locks (C5). The guard writes
-	// nothing when the stream's partitions are gone (it was destroyed).
-	locked := `WITH l AS (SELECT partition FROM stream_partition WHERE stream_id = $10::bigint AND partition = ANY($11::integer[])
-		ORDER BY partition FOR NO KEY UPDATE)`
-	insert := `INSERT INTO ` + table + ` (partition, schema_version, schema_revision, msg_key, routing_key, compaction_rank, payload, headers, produced_at)
-		` + sel + `
-		WHERE (SELECT count(*) FROM l) = $12::bigint
-		ORDER BY u.ord`
-	args = append(args, stream.ID, locks, int64(len(locks)))
-	if !stream.Compacted {
-		b.Queue(locked+` `+insert+` RETURNING id`, args...)
-	} else {
-		for _, k := range keys {
-			if k == nil {
-				return nil, nil, &driver.Error{Kind: driver.ErrDatabase, Err: errors.New("a compacted stream needs a key on every row")}
-			}
-		}
-		// The best row of each key in the batch replaces the head when it
-		// beats it by (schema_version, compaction_rank, id) (C11). Keys map
-		// to partitions, so the partition locks serialize head moves of a key.
-		b.Queue(locked+`, ins AS (`+insert+` RETURNING id, msg_key, schema_version, compaction_rank),
-			best AS (SELECT DISTINCT ON (msg_key) msg_key, id, schema_version, compaction_rank FROM ins
-				ORDER BY msg_key, schema_version DESC, compaction_rank DESC, id DESC),
-			heads AS (INSERT INTO compaction_head (stream_id, msg_key, head_id, schema_version, compaction_rank)
-				SELECT `+strconv.FormatInt(stream.ID, 10)+`, msg_key, id, schema_version, compaction_rank FROM best
-				ON CONFLICT (stream_id, msg_key) DO UPDATE SET head_id = excluded.head_id,
-					schema_version = excluded.schema_version, compaction_rank = excluded.compaction_rank
-				WHERE (excluded.schema_version, excluded.compaction_rank, excluded.head_id) >
-					(compaction_head.schema_version, compaction_head.compaction_rank, compaction_head.head_id))
-			SELECT id FROM ins ORDER BY id`, args...)
-	}
+	b.Queue(appendStatement(stream, values.sel), append(values.args, stream.ID, locks, int64(len(locks)))...)
 	if lt != "" && !own {
 		b.Queue(restoreLockTimeout)
 	}
@@ -319,8 +224,102 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 	return b, locks, nil
 }
 
+// appendValues are an append's rows as its insert's parameters $1 to $9,
+// with the SELECT that reads them.
+type appendValues struct {
+	sel        string // sharedInsert or rowsInsert
+	args       []any
+	partitions []int32 // each row's
+}
+
+// appendValuesOf checks an append's rows and binds them. When every row has
+// the same schema version and revision, routing key, rank, headers and
+// production time (one ProduceBatch of one producer usually does), those
+// six are sent once as scalars and only partition, key and payload as
+// arrays (sharedInsert); otherwise each column is an array (rowsInsert).
+func appendValuesOf(stream driver.StreamConfig, rows []driver.AppendRow) (appendValues, error) {
+	n := len(rows)
+	partitions := make([]int32, n)
+	keys := make([]*string, n)
+	payloads := make([][]byte, n)
+	headers := make([]string, n)
+	shared := driver.SharesValues(rows)
+	for i, r := range rows {
+		if r.Partition < 0 || r.Partition >= stream.Partitions {
+			return appendValues{}, &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("append to stream %d: partition %d out of range 0..%d", stream.ID, r.Partition, stream.Partitions-1)}
+		}
+		partitions[i] = int32(r.Partition)
+		if r.HasKey {
+			keys[i] = &rows[i].Key
+		}
+		payloads[i] = r.Payload
+		if payloads[i] == nil {
+			payloads[i] = []byte{}
+		}
+		if len(r.Headers) > 0 && (i == 0 || !shared) { // shared: the first row's stand for all
+			h, err := json.Marshal(r.Headers)
+			if err != nil {
+				return appendValues{}, &driver.Error{Kind: driver.ErrDatabase, Err: err}
+			}
+			headers[i] = string(h)
+		}
+	}
+	if stream.Compacted && slices.Contains(keys, nil) {
+		return appendValues{}, &driver.Error{Kind: driver.ErrDatabase, Err: errors.New("a compacted stream needs a key on every row")}
+	}
+	if shared {
+		var h *string // NULL: no headers
+		if headers[0] != "" {
+			h = &headers[0]
+		}
+		first := rows[0]
+		return appendValues{sel: sharedInsert, partitions: partitions, args: []any{partitions, keys, payloads, int32(first.SchemaVersion),
+			int32(first.SchemaRevision), first.RoutingKey, first.CompactionRank, h, ts(first.ProducedAt)}}, nil
+	}
+	versions, revisions := make([]int32, n), make([]int32, n)
+	routing, ranks, produced := make([]string, n), make([]int64, n), make([]time.Time, n)
+	for i, r := range rows {
+		versions[i], revisions[i] = int32(r.SchemaVersion), int32(r.SchemaRevision)
+		routing[i], ranks[i], produced[i] = r.RoutingKey, r.CompactionRank, ts(r.ProducedAt)
+	}
+	return appendValues{sel: rowsInsert, partitions: partitions,
+		args: []any{partitions, versions, revisions, keys, routing, ranks, payloads, headers, produced}}, nil
+}
+
+// appendStatement is an append's insert of the rows sel reads, whose ids
+// are taken in input order (so the sorted ids map to the rows in order),
+// under the locks of the partitions $11 of the stream $10, which it counts
+// ($12). The locks are a CTE that the insert's guard counts: the guard is
+// evaluated once, before the insert's first row takes an id, so every id
+// of the batch is taken under the locks (C5). The guard writes nothing when
+// the stream's partitions are gone (it was destroyed).
+func appendStatement(stream driver.StreamConfig, sel string) string {
+	locked := `WITH l AS (SELECT partition FROM stream_partition WHERE stream_id = $10::bigint AND partition = ANY($11::integer[])
+		ORDER BY partition FOR NO KEY UPDATE)`
+	insert := `INSERT INTO ` + logTable(stream.ID) + ` (partition, schema_version, schema_revision, msg_key, routing_key, compaction_rank, payload, headers, produced_at)
+		` + sel + `
+		WHERE (SELECT count(*) FROM l) = $12::bigint
+		ORDER BY u.ord`
+	if !stream.Compacted {
+		return locked + ` ` + insert + ` RETURNING id`
+	}
+	// The best row of each key in the batch replaces the head when it beats
+	// it by (schema_version, compaction_rank, id) (C11). Keys map to
+	// partitions, so the partition locks serialize head moves of a key.
+	return locked + `, ins AS (` + insert + ` RETURNING id, msg_key, schema_version, compaction_rank),
+		best AS (SELECT DISTINCT ON (msg_key) msg_key, id, schema_version, compaction_rank FROM ins
+			ORDER BY msg_key, schema_version DESC, compaction_rank DESC, id DESC),
+		heads AS (INSERT INTO compaction_head (stream_id, msg_key, head_id, schema_version, compaction_rank)
+			SELECT ` + strconv.FormatInt(stream.ID, 10) + `, msg_key, id, schema_version, compaction_rank FROM best
+			ON CONFLICT (stream_id, msg_key) DO UPDATE SET head_id = excluded.head_id,
+				schema_version = excluded.schema_version, compaction_rank = excluded.compaction_rank
+			WHERE (excluded.schema_version, excluded.compaction_rank, excluded.head_id) >
+				(compaction_head.schema_version, compaction_head.compaction_rank, compaction_head.head_id))
+		SELECT id FROM ins ORDER BY id`
+}
+
 // rowsInsert and sharedInsert are the SELECT of an append's insert, which
-// appendBatch completes with its guard and order: rowsInsert takes every
+// appendStatement completes with its guard and order: rowsInsert takes every
 // column from an array of one element per row; sharedInsert takes
 // partition ($1), key ($2) and payload ($3) from arrays and the values all
 // rows share from scalars ($4 to $9). Both keep the input order (u.ord).
@@ -331,34 +330,3 @@ const (
 	sharedInsert = `SELECT u.p, $4::integer, $5::integer, u.k, $6::text, $7::bigint, u.pl, $8::jsonb, $9::timestamptz
 		FROM unnest($1::integer[], $2::text[], $3::bytea[]) WITH ORDINALITY AS u(p, k, pl, ord)`
 )
-
-const rowColumns = `m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, m.payload, m.headers, m.produced_at`
-
-// scanRow reads rowColumns (payload possibly NULL), plus extra destinations.
-func scanRow(r pgx.Row, extra ...any) (driver.Row, error) {
-	var row driver.Row
-	var part, version int32
-	var key *string
-	var headers []byte
-	dest := append([]any{&row.ID, &part, &version, &key, &row.RoutingKey, &row.CompactionRank, &row.Payload, &headers, &row.ProducedAt}, extra...)
-	if err := r.Scan(dest...); err != nil {
-		return row, err
-	}
-	row.Partition, row.SchemaVersion = int(part), int(version)
-	if key != nil {
-		row.Key, row.HasKey = *key, true
-	}
-	row.ProducedAt = row.ProducedAt.UTC()
-	return row, decodeHeaders(row.ID, headers, &row.Headers)
-}
-
-// decodeHeaders reads a row's stored headers (jsonb, NULL for none).
-func decodeHeaders(id int64, stored []byte, headers *map[string]string) error {
-	if len(stored) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(stored, headers); err != nil {
-		return fmt.Errorf("row %d: stored headers: %w", id, err)
-	}
-	return nil
-}

@@ -12,31 +12,21 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// Batch leases (migration 0007, the default; WithPerDeliveryLeases turns them off). A delivery_batch record is
-// a compressed form of the leased exception rows of one claim's rows of a
-// partition: same token, partition and holder, attempt 1, due at
-// lease_until, updated at created_at; ids holds the members still leased.
-// Every path but the two fast ones (an ack removing members, an extension
-// of every remaining member of a batch) first materializes the members it
-// needs as exactly those exception rows, removing them from the batch, and
-// then runs the per-delivery statement it always ran. A delivery is
-// therefore resolved, a member of one batch (and then it has no exception
-// row), or an exception row; and every member is at or below its
-// partition's cursor, as SetCursors materializes the batches of the
-// partitions it moves.
+// Batch leases (migration 0007): see "Batch leases" in the package
+// documentation.
 
-// maxExplode bounds how many expired batches one claim materializes.
-const maxExplode = 100
+// maxMaterialize bounds how many expired batches one claim materializes.
+const maxMaterialize = 100
 
 // exceptionColumns are the columns a materialized exception row sets.
 const exceptionColumns = `stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at`
 
-// explodeBatches is a statement that materializes every member of the
+// materializeBatches is a statement that materializes every member of the
 // batches of stream streamID that where (a predicate on delivery_batch b,
 // with the caller's parameters) selects, locked in order with lock, and
 // deletes those batches. The schema version comes from the member's row;
 // a member whose row is gone is resolved with its batch.
-func explodeBatches(streamID int64, where, order, lock string) string {
+func materializeBatches(streamID int64, where, order, lock string) string {
 	return `WITH b AS (SELECT b.stream_id, b.group_name, b.lease_token, b.partition FROM delivery_batch b WHERE ` + where + `
 			ORDER BY ` + order + ` ` + lock + `),
 		x AS (DELETE FROM delivery_batch t USING b
@@ -48,12 +38,12 @@ func explodeBatches(streamID int64, where, order, lock string) string {
 		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`
 }
 
-// explodeExpired is explodeBatches for a claim: up to maxExplode of the
+// materializeExpired is materializeBatches for a claim: up to maxMaterialize of the
 // group's batches whose lease expired by $3, oldest first, skipping those a
 // settle holds (it may still ack them). Parameters: stream, group, now.
-func explodeExpired(streamID int64) string {
-	return explodeBatches(streamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_until <= $3::timestamptz`,
-		`b.lease_until LIMIT `+strconv.Itoa(maxExplode), `FOR UPDATE SKIP LOCKED`)
+func materializeExpired(streamID int64) string {
+	return materializeBatches(streamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_until <= $3::timestamptz`,
+		`b.lease_until LIMIT `+strconv.Itoa(maxMaterialize), `FOR UPDATE SKIP LOCKED`)
 }
 
 // batchColumns are the columns of delivery_batch, in the order inserts list
@@ -64,17 +54,17 @@ const batchColumns = `stream_id, group_name, lease_token, partition, first_id, l
 // that settles of the same batches never deadlock each other.
 const batchOrder = `b.group_name, b.lease_token, b.partition`
 
-// settleMode says what a settle does with the batch members it names.
-type settleMode int
+// memberAction says what a settle does with the batch members it names.
+type memberAction int
 
 const (
 	// settleAck resolves them: they leave their batches.
-	settleAck settleMode = iota
+	settleAck memberAction = iota
 	// settleExtend moves the lease of a batch all of whose remaining
 	// members it names to $8, and materializes the named members of other
-	// batches, for the per-delivery statement to extend.
+	// batches, for the exception-row statement to extend.
 	settleExtend
-	// settleMaterialize materializes them, for the per-delivery statement
+	// settleMaterialize materializes them, for the exception-row statement
 	// to change (Fail, Release).
 	settleMaterialize
 )
@@ -91,12 +81,12 @@ const batchKey = `t.stream_id = m.stream_id AND t.group_name = m.group_name AND 
 const namedMember = `COALESCE(u.id BETWEEN $3::bigint AND $4::bigint AND ($5::bigint[])[width_bucket(u.id, $5::bigint[])] = u.id
 	AND ($7::text[])[($6::integer[])[width_bucket(u.id, $5::bigint[])]] = b.lease_token, false)`
 
-// batchSettle wraps stmt, a settle's per-delivery statement (an UPDATE or
+// batchSettle wraps stmt, a settle's exception-row statement (an UPDATE or
 // DELETE of delivery_exception d ending in leasedPairs and RETURNING
 // d.msg_id, with the leaseSet as $1 to $7), into one statement that also
 // handles the batch members among the leases, as mode says. It returns
 // pairs (id, materialized): the ids changed, and the ids materialized, which
-// the per-delivery statement (which cannot see rows its own statement
+// the exception-row statement (which cannot see rows its own statement
 // inserted) must then change in a statement of its own.
 //
 // The batches holding the tokens named are locked first (FOR UPDATE, in
@@ -106,7 +96,7 @@ const namedMember = `COALESCE(u.id BETWEEN $3::bigint AND $4::bigint AND ($5::bi
 // (a read committed recheck). With no batch of those tokens the lock reads
 // one index range and finds nothing, and stmt runs as it always did: no
 // extra round trip.
-func batchSettle(streamID int64, mode settleMode, stmt string) string {
+func batchSettle(streamID int64, mode memberAction, stmt string) string {
 	s := `WITH b AS (SELECT b.stream_id, b.group_name, b.lease_token, b.partition, b.ids, b.holder, b.lease_until, b.created_at
 			FROM delivery_batch b
 			WHERE b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_token = ANY($7::text[]) ORDER BY ` + batchOrder + ` FOR UPDATE),
@@ -152,9 +142,10 @@ func batchSettle(streamID int64, mode settleMode, stmt string) string {
 	return s
 }
 
-// batchClaim records a main claim's rows of a partition with batch leases:
-// the leased rows ($10 true) become one batch of the claim's token, the
-// deferred ones delayed exceptions, as recordClaim's insert has them; rows
+// batchClaim records a main claim's rows of a partition: the leased rows
+// ($10 true) become one batch of the claim's token (attempt 1 until the
+// lease expires), the deferred ones delayed exceptions (due now at attempt
+// 0, with no lease); rows
 // the group has an exception for (its cursor was moved back over them) are
 // skipped. It returns the ids it leased or deferred. One index probe of the
 // exceptions in the rows' id range ($11 to $12) settles the common case,
@@ -180,7 +171,7 @@ const batchClaim = `WITH u AS (SELECT u.id, u.v, u.l FROM unnest($8::bigint[], $
 	SELECT msg_id FROM d UNION ALL SELECT x.id FROM b CROSS JOIN LATERAL unnest(b.ids) AS x(id) WHERE x.id BETWEEN $11::bigint AND $12::bigint`
 
 // batchAck is Ack's batch part on its own (batchSettle's settleAck without
-// the per-delivery statement): it only reads and writes delivery_batch by
+// the exception-row statement): it only reads and writes delivery_batch by
 // the primary key's prefix, so a plan made once for every argument is as
 // good as one made for the arguments at hand, and it is prepared once per
 // connection (ackPipelined).

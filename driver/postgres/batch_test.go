@@ -57,7 +57,7 @@ func (f *fixture) count(query string) int64 {
 // rows with the new expiry; the others keep the batch's lease (and expire
 // with it), and the batch's first_id and last_id follow its members.
 func TestBatchLeasesPartialExtend(t *testing.T) {
-	eachExecMode(t, func(t *testing.T, opts ...postgres.Option) {
+	eachMode(t, func(t *testing.T, opts ...postgres.Option) {
 		f := newFixture(t, 1, opts...)
 		f.group("g", driver.GroupConfig{})
 		all := f.appendN(0, 10)
@@ -247,8 +247,8 @@ func TestBatchLeasesDown(t *testing.T) {
 }
 
 // A claim right after one that took its Limit skips the probe: it still
-// takes expired leases (and, with batch leases, explodes their batches)
-// and due retries before new rows, and still finds a deleted group gone.
+// takes expired leases (materializing their batches) and due retries before
+// new rows, and still finds a deleted group gone.
 func TestClaimAfterFullClaim(t *testing.T) {
 	eachMode(t, func(t *testing.T, opts ...postgres.Option) {
 		f := newFixture(t, 1, opts...)

@@ -1,18 +1,12 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
@@ -24,78 +18,129 @@ const (
 	maxScan   = 20000
 )
 
-// Claim implements driver.Driver. One autocommit probe reads the group and
-// whether any exception the member can take is due and any partition has
-// rows past its cursor; most claims end there. Otherwise one transaction
-// locks a cursor with FOR UPDATE SKIP LOCKED and then reads the group's
-// stored configuration (C19), leases due exceptions, and then rows past the
-// cursors, one unlocked cursor at a time starting at a random partition,
-// until it has Limit deliveries or no unlocked partition has work. The
-// statements that record what it took go out with the COMMIT when they end
-// the claim (it has its Limit, or read to the end of the only partition).
-//
-// A claim right after one of the group that took its Limit (from this
-// driver: a consumer working through a backlog) skips the probe: the
-// transaction's first round trip, which begins it, locks a cursor and reads
-// the group, also materializes expired batches, finds out whether
-// exceptions are due, and reads the next rows from where the last claim
-// left the cursor, used if this claim locks that cursor at that position:
-// two round trips for a claim of the backlog. Such a claim that takes its
-// Limit from one partition also reads the rows past where it leaves the
-// cursor before its COMMIT, so that the next claim, if nothing changed in
-// between, sends its whole transaction in one round trip (claimFast).
-//
-// A claim carrying acks (p.Acks) skips the probe too, and resolves them
-// in that first round trip, before the statements that read (claimAcks):
-// a consumer that acks each batch as it claims the next commits once per
-// batch, in two round trips.
+// Claim implements driver.Driver, as "Claims" in the package documentation
+// describes. setUpClaim decides, from what the driver remembers of the
+// group's last claim, whether the probe can be skipped and where to start;
+// claim runs the claim in one round trip (claimFast), or after the probe
+// (probe) in a transaction of its own (claimUsual); remember keeps what the
+// next claim (its window) and Ack (the batch written) may use; readOn
+// completes a claim whose transaction ended early. The statements that
+// record what a claim took go out with the COMMIT when they end it (it has
+// its Limit, or read to the end of the only partition).
 func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimResult, error) {
 	if err := d.check(); err != nil {
 		return driver.ClaimResult{}, err
 	}
-	var res driver.ClaimResult
-	var due, fresh, expired bool
-	ahead, hot := d.busy(p.Stream.ID, p.Group)
-	hot = hot && p.Limit > 0
-	// A claim carrying acks writes whatever the probe would say: its
-	// transaction records them and finds out what is claimable itself.
-	acks := d.newClaimAcks(p)
-	direct := hot || acks != nil
-	first := int32(rand.IntN(p.Stream.Partitions))
-	if hot && ahead.drawn && ahead.first < int32(p.Stream.Partitions) {
+	s := d.setUpClaim(p)
+	c, err := d.claim(ctx, p, s)
+	if err == nil {
+		d.remember(p, c)
+		if c.short {
+			c.res = d.readOn(ctx, p, c.res)
+		}
+	}
+	took := c.took
+	took.first, took.drawn, took.limit = s.nextFirst, true, p.Limit
+	d.setBusy(p.Stream.ID, p.Group, err == nil && p.Limit > 0 && len(c.res.Deliveries) >= p.Limit, took)
+	if err != nil {
+		s.acks.failed()
+		return driver.ClaimResult{}, err
+	}
+	return c.res, nil
+}
+
+// claimSetup is what Claim decides before its transaction.
+type claimSetup struct {
+	acks *claimAcks
+	// hot: the group's last claim (of this driver) took its Limit; ahead
+	// is where it left the cursor of the one partition it took rows from,
+	// and win the rows past it that it read for this claim (claimFast).
+	hot   bool
+	ahead busyState
+	win   *window
+	// direct: no probe runs (the claim is hot, or carries acks, which it
+	// writes whatever the probe would say): the transaction finds out
+	// itself what is claimable.
+	direct bool
+	// What the probe found, or direct may find: rows past a cursor,
+	// batches expired, exceptions due (or expired).
+	fresh, expired, due bool
+	first, nextFirst    int32 // the partition to lock first, and the next claim's
+	readNext            bool  // read the window past the cursor for the next claim
+}
+
+// setUpClaim decides, from what this driver remembers of the group's last
+// claim, whether the claim may skip the probe, where it starts, and
+// whether it reads a window for the next claim.
+func (d *Driver) setUpClaim(p driver.ClaimParams) claimSetup {
+	var s claimSetup
+	s.ahead, s.hot = d.busy(p.Stream.ID, p.Group)
+	s.hot = s.hot && p.Limit > 0
+	s.acks = d.newClaimAcks(p)
+	s.direct = s.hot || s.acks != nil
+	s.first = int32(rand.IntN(p.Stream.Partitions))
+	if s.hot && s.ahead.drawn && s.ahead.first < int32(p.Stream.Partitions) {
 		// Drawn by the claim before, which read the window past its cursor
 		// only when it drew that cursor's partition.
-		first = ahead.first
+		s.first = s.ahead.first
 	}
-	nextFirst := int32(rand.IntN(p.Stream.Partitions)) // the next claim's
+	s.nextFirst = int32(rand.IntN(p.Stream.Partitions))
 	// A window is read for the next claim only when it may take it whole:
 	// the claims of the group take one window's worth at most and as many
 	// as the claim before (a loop of Claim(n); Run's claims vary).
-	readNext := p.Limit <= maxWindow && (!hot || ahead.limit == p.Limit)
-	var win *window
-	if hot {
-		win = d.takeWindow(p.Stream.ID, p.Group)
+	s.readNext = p.Limit <= maxWindow && (!s.hot || s.ahead.limit == p.Limit) && windowed(p)
+	if s.hot {
+		s.win = d.takeWindow(p.Stream.ID, p.Group)
 	}
-	var fast claimOutcome
-	var fastOK bool
-	if win != nil && win.partition == first && acks == nil && !p.Ordered && !p.Stream.Compacted {
-		var err error
-		if fast, fastOK, err = d.claimFast(ctx, p, win, readNext && win.partition == nextFirst); err != nil {
-			d.setBusy(p.Stream.ID, p.Group, false, busyState{})
-			return driver.ClaimResult{}, err
+	return s
+}
+
+// windowed reports whether a claim may take a window in one round trip
+// (claimFast) and read one for the next claim: not a claim carrying acks
+// (it runs as usual), nor an ordered group's, nor one of a compacted
+// stream, whose rows stop being claimable when a newer row of their key
+// arrives.
+func windowed(p driver.ClaimParams) bool {
+	return len(p.Acks) == 0 && !p.Ordered && !p.Stream.Compacted
+}
+
+// claim runs the claim: in one round trip when the group's last claim read
+// the window this one starts at and nothing changed since (claimFast);
+// otherwise, unless the probe finds nothing to do, in claimUsual's
+// transaction.
+func (d *Driver) claim(ctx context.Context, p driver.ClaimParams, s claimSetup) (claimOutcome, error) {
+	if s.win != nil && s.win.partition == s.first && windowed(p) {
+		c, ok, err := d.claimFast(ctx, p, s.win, s.readNext && s.win.partition == s.nextFirst)
+		if err != nil || ok {
+			return c, err
 		}
 	}
-	if fastOK {
-		direct = false // no probe: claimed
-	} else if direct {
-		fresh, expired = p.Limit > 0, p.Limit > 0
+	if s.direct {
+		s.fresh, s.expired = p.Limit > 0, p.Limit > 0
 	} else {
-		var decodes []int32
-		if p.Decodes != nil {
-			decodes = int32s(p.Decodes)
+		res, err := d.probe(ctx, p, &s)
+		if err != nil || p.Limit <= 0 || !(s.due || s.fresh || s.expired) {
+			return claimOutcome{res: res}, err
 		}
-		err := d.read(ctx, func() error {
-			g, err := loadGroupAnd(ctx, d.pool, p.Stream.ID, p.Group, `,
+	}
+	// Expired batches are materialized (materializeExpired) before the
+	// exception claim, which then takes their members as expired leases.
+	s.due = s.due || s.expired
+	return d.claimUsual(ctx, p, s)
+}
+
+// probe reads the group and finds out, in one autocommit statement, what
+// the claim has to do: whether an exception the member can take is due
+// (s.due), a partition has rows past its cursor (s.fresh) or a batch
+// expired (s.expired). The claim of an idle group ends here.
+func (d *Driver) probe(ctx context.Context, p driver.ClaimParams, s *claimSetup) (driver.ClaimResult, error) {
+	var decodes []int32
+	if p.Decodes != nil {
+		decodes = int32s(p.Decodes)
+	}
+	var res driver.ClaimResult
+	err := d.read(ctx, func() error {
+		g, err := loadGroupAnd(ctx, d.pool, p.Stream.ID, p.Group, `,
 			EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = g.stream_id AND e.group_name = g.name
 				AND e.state <> 'dead' AND e.due_at <= $3::timestamptz
 				AND (g.all_versions OR e.schema_version = g.schema_version OR g.converts_from @> to_jsonb(e.schema_version))
@@ -103,71 +148,17 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 			EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = g.stream_id AND c.group_name = g.name
 				AND EXISTS (SELECT 1 FROM `+logTable(p.Stream.ID)+` m WHERE m.partition = c.partition AND m.id > c.position)),
 			EXISTS (SELECT 1 FROM delivery_batch b WHERE b.stream_id = g.stream_id AND b.group_name = g.name AND b.lease_until <= $3::timestamptz)`,
-				[]any{ts(p.Now), decodes}, &due, &fresh, &expired)
-			if err != nil {
-				return err
-			}
-			if _, err := driver.PlanClaim(g, p); err != nil {
-				return err
-			}
-			res.Group = g
-			return nil
-		})
-		if err != nil || p.Limit <= 0 || (!due && !fresh && !expired) {
-			d.setBusy(p.Stream.ID, p.Group, false, busyState{})
-			return res, err
+			[]any{ts(p.Now), decodes}, &s.due, &s.fresh, &s.expired)
+		if err != nil {
+			return err
 		}
-	}
-	// Expired batches are materialized (explodeExpired) before the
-	// exception claim, which then takes their members as expired leases.
-	due = due || expired
-	var c claimOutcome
-	var err error
-	if fastOK {
-		c = fast
-	} else {
-		c, err = d.claimUsual(ctx, p, claimSetup{acks: acks, fresh: fresh, expired: expired, due: due, direct: direct, hot: hot,
-			ahead: ahead, first: first, nextFirst: nextFirst, readNext: readNext})
-	}
-	res, short, took, next := c.res, c.short, c.took, c.next
-	if err == nil && next != nil && next.done && !short && len(res.Deliveries) == p.Limit && took.ok &&
-		took.partition == next.partition && took.position == next.from {
-		d.windows.Store(busyKey{p.Stream.ID, p.Group}, next)
-	}
-	if err == nil && len(c.wrote) == 1 {
-		for part, ids := range c.wrote {
-			slices.Sort(ids)
-			d.claimed.add(claimKey{p.Stream.ID, p.Group, p.Token}, claimedBatch{partition: part, ids: ids})
+		if _, err := driver.PlanClaim(g, p); err != nil {
+			return err
 		}
-	}
-	if err == nil && short {
-		// Rare: rows past the cursor had exceptions (it was moved back over
-		// them). What was taken is leased and committed; read on.
-		rest := p
-		rest.Limit -= len(res.Deliveries)
-		rest.Acks = nil // recorded with what was taken
-		if more, err := d.Claim(ctx, rest); err == nil {
-			res.Deliveries = append(res.Deliveries, more.Deliveries...)
-			res.Deferred += more.Deferred
-		}
-	}
-	took.first, took.drawn, took.limit = nextFirst, true, p.Limit
-	d.setBusy(p.Stream.ID, p.Group, err == nil && p.Limit > 0 && len(res.Deliveries) >= p.Limit, took)
-	if err != nil {
-		acks.failed()
-		return driver.ClaimResult{}, err
-	}
-	return res, nil
-}
-
-// claimSetup is what Claim decided before its transaction, for claimUsual.
-type claimSetup struct {
-	acks                *claimAcks
-	fresh, expired, due bool // rows past a cursor, batches expired, exceptions due (or expired) by the probe
-	direct, hot         bool // no probe ran; the group's last claim took its Limit
-	ahead               busyState
-	first, nextFirst    int32 // the partition to lock first, and the next claim's
-	readNext            bool  // read the window past the cursor for the next claim
+		res.Group = g
+		return nil
+	})
+	return res, err
 }
 
 // claimOutcome is what a claim's transaction did (claimFast's or claimUsual's).
@@ -179,189 +170,292 @@ type claimOutcome struct {
 	next  *window           // read past the cursor for the next claim
 }
 
-// claimUsual runs a claim's transaction when the claim in one round trip
-// (claimFast) did not: acks, exceptions due, then partitions past their
-// cursors.
+// remember keeps what a claim's transaction leaves for later calls: the
+// window it read for the next claim, when that claim may take it whole
+// (claimFast), and the batch it wrote, when it wrote one, for Ack's
+// whole-batch delete (ackWhole).
+func (d *Driver) remember(p driver.ClaimParams, c claimOutcome) {
+	if n := c.next; n != nil && n.done && !c.short && len(c.res.Deliveries) == p.Limit && c.took.ok &&
+		c.took.partition == n.partition && c.took.position == n.from {
+		d.windows.Store(busyKey{p.Stream.ID, p.Group}, n)
+	}
+	if len(c.wrote) == 1 {
+		for part, ids := range c.wrote {
+			slices.Sort(ids)
+			d.claimed.add(claimKey{p.Stream.ID, p.Group, p.Token}, claimedBatch{partition: part, ids: ids})
+		}
+	}
+}
+
+// readOn completes a claim whose transaction ended early, rarely: rows past
+// the cursor had exceptions (it was moved back over them). What was taken
+// is leased and committed; a claim of its own reads on.
+func (d *Driver) readOn(ctx context.Context, p driver.ClaimParams, res driver.ClaimResult) driver.ClaimResult {
+	rest := p
+	rest.Limit -= len(res.Deliveries)
+	rest.Acks = nil // recorded with what was taken
+	if more, err := d.Claim(ctx, rest); err == nil {
+		res.Deliveries = append(res.Deliveries, more.Deliveries...)
+		res.Deferred += more.Deferred
+	}
+	return res
+}
+
+// usualClaim is a claim's transaction when the claim in one round trip
+// (claimFast) did not run: acks, exceptions due, then partitions past
+// their cursors. Its fields but p and s are those of one attempt of the
+// transaction, which may run again.
+type usualClaim struct {
+	p driver.ClaimParams
+	s claimSetup
+	// What the first round trip read.
+	g       driver.GroupConfig
+	gprint  string        // the group's groupPrint
+	rows    bool          // partitions may have rows past their cursors
+	locked  *lockedCursor // the cursor it locked, if any
+	pending bool          // exceptions are due
+	ahead   *window       // the rows past where the group's last claim left its cursor
+	plan    driver.ClaimPlan
+	visited []int32 // the partitions whose cursors it locked
+	out     claimOutcome
+}
+
+// claimUsual runs a claim's transaction: its first round trip begins it
+// and reads what queueFirst queues, then it settles the acks, leases due
+// exceptions and claims partitions past their cursors (run).
 func (d *Driver) claimUsual(ctx context.Context, p driver.ClaimParams, s claimSetup) (claimOutcome, error) {
-	acks, fresh, expired, due, direct, hot, ahead := s.acks, s.fresh, s.expired, s.due, s.direct, s.hot, s.ahead
-	first, nextFirst, readNext := s.first, s.nextFirst, s.readNext
-	n := int32(p.Stream.Partitions)
-	var res driver.ClaimResult
-	var visited []int32
-	var g driver.GroupConfig
-	var locked *lockedCursor
-	var rows, pending bool
-	var wrote map[int32][]int64
-	var short bool
-	var pre *prefetch // read ahead in the first round trip
-	var took busyState
-	var next *window
-	var gprint string // the group's groupPrint
-	err := d.claimTx(ctx, func(b *pgx.Batch) {
-		res = driver.ClaimResult{}
-		short = false
-		next = nil
-		wrote = map[int32][]int64{}
-		visited = []int32{}
-		locked = nil
-		rows = fresh // this attempt's, as the transaction may run again
-		// The group is read after the first cursor lock is granted, in
-		// a statement of its own (a snapshot taken after the lock): a
-		// registration that changed the group and held this lock has
-		// committed by then (C19). One round trip for both, and for
-		// beginning the transaction.
-		//
-		// Without bitmap scans, the scans of a partition past its
-		// cursor are read along the (partition, id) index and stop at
-		// their limit. A log that autovacuum has not analyzed yet (a new
-		// stream, a bulk load) has default selectivities that make a
-		// bitmap scan of every row past the cursor, then a sort, look
-		// cheaper: 20 ms per claim at 100k rows, growing with the log.
-		b.Queue(`SET LOCAL enable_bitmapscan = off`)
-		if acks != nil {
-			// Before anything reads: what they resolve is claimable.
-			acks.queue(b)
+	u := &usualClaim{}
+	err := d.claimTx(ctx, func(t *claimTxn) error {
+		*u = usualClaim{p: p, s: s, rows: s.fresh, visited: []int32{}, out: claimOutcome{wrote: map[int32][]int64{}}}
+		b := &pgx.Batch{}
+		u.queueFirst(b)
+		if err := t.send(ctx, b, u.readFirst, false); err != nil {
+			return err
 		}
-		if rows {
-			query, args := lockCursor(p, visited, first)
-			b.Queue(query, args...)
-		}
-		queueLoadGroup(b, p.Stream.ID, p.Group)
-		if expired {
-			b.Queue(explodeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
-		}
-		if direct && p.Limit > 0 {
-			// Any exception due (whatever its version: the exception claim
-			// filters), after the explosion.
-			b.Queue(`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
+		return u.run(ctx, t)
+	})
+	return u.out, err
+}
+
+// queueFirst queues the statements of the first round trip: the acks,
+// before anything reads (what they resolve is claimable); the lock of a
+// first cursor; the group, read after the lock is granted in a statement
+// of its own (a snapshot taken after the lock: a registration that changed
+// the group and held this lock has committed by then, C19); the
+// materialization of expired batches; whether exceptions are due, unless
+// the probe said; and the window past where the group's last claim left
+// its cursor.
+func (u *usualClaim) queueFirst(b *pgx.Batch) {
+	p, s := u.p, u.s
+	if s.acks != nil {
+		s.acks.queue(b)
+	}
+	if u.rows {
+		query, args := lockCursor(p, u.visited, s.first)
+		b.Queue(query, args...)
+	}
+	queueLoadGroup(b, p.Stream.ID, p.Group)
+	if s.expired {
+		b.Queue(materializeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
+	}
+	if s.direct && p.Limit > 0 {
+		// Any exception due (whatever its version: the exception claim
+		// filters), after the materialization.
+		b.Queue(`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
 			AND e.state <> 'dead' AND e.due_at <= $3::timestamptz)`, p.Stream.ID, p.Group, ts(p.Now))
-		}
-		pre = nil
-		if rows && hot && ahead.ok && !p.Ordered {
-			// Read ahead where the last claim left off, after the lock (a
-			// snapshot that sees what the lock's holder did): used when this
-			// claim locks that cursor again, at that position, reading the
-			// same versions.
-			pre = &prefetch{partition: ahead.partition, from: ahead.position, window: min(max(p.Limit, 16), maxWindow), versions: ahead.versions}
-			query, vargs := scanQuery(p, ahead.versions)
-			b.Queue(query, append([]any{ahead.partition, ahead.position, int32(pre.window)}, vargs...)...)
-		}
-	}, func(br pgx.BatchResults) error {
-		_, err := br.Exec()
-		if err == nil && acks != nil {
-			err = acks.read(br)
-		}
-		var c lockedCursor
-		var ok bool
-		if err == nil && rows {
-			c, ok, err = scanLockedCursor(br.QueryRow())
-		}
-		if err == nil {
-			g, err = scanLoadedGroup(br.QueryRow(), p.Group, &gprint)
-		}
-		if err == nil && expired {
-			_, err = br.Exec()
-		}
-		pending = due
-		if err == nil && direct && p.Limit > 0 {
-			err = br.QueryRow().Scan(&pending)
-		}
-		if err == nil && pre != nil {
-			var rs pgx.Rows
-			if rs, err = br.Query(); err == nil {
-				pre.rows, err = collectWindow(rs)
-			}
-		}
-		if err != nil {
+	}
+	if u.rows && s.hot && s.ahead.ok && !p.Ordered {
+		// Read after the lock (a snapshot that sees what the lock's holder
+		// did), and used when this claim locks that cursor again, at that
+		// position, reading the same versions (nextCursor).
+		u.ahead = &window{versions: s.ahead.versions}
+		u.ahead.queue(b, p, s.ahead.partition, s.ahead.position)
+	}
+}
+
+// readFirst reads the results of what queueFirst queued.
+func (u *usualClaim) readFirst(br pgx.BatchResults) error {
+	if u.s.acks != nil {
+		if err := u.s.acks.read(br); err != nil {
 			return err
 		}
-		if ok {
-			locked = &c
-		} else {
-			rows = false // every partition with rows is being claimed
-		}
-		return nil
-	}, func(tx *claimTxn) error {
-		if acks != nil {
-			if err := acks.settle(ctx, tx); err != nil {
-				return err
-			}
-			res.Lost = acks.lost()
-		}
-		plan, err := driver.PlanClaim(g, p)
-		if err != nil {
+	}
+	var locked lockedCursor
+	var ok bool
+	var err error
+	if u.rows {
+		if locked, ok, err = scanLockedCursor(br.QueryRow()); err != nil {
 			return err
 		}
-		res.Group = g
-		if pending {
-			if res.Deliveries, err = d.claimExceptions(ctx, tx, p, plan); err != nil {
-				return err
-			}
+	}
+	if u.g, err = scanLoadedGroup(br.QueryRow(), u.p.Group, &u.gprint); err != nil {
+		return err
+	}
+	if u.s.expired {
+		if _, err := br.Exec(); err != nil {
+			return err
 		}
-		took = busyState{}
-		for rows && len(res.Deliveries) < p.Limit && len(visited) < int(n) {
-			c, ra := locked, pre
-			locked, pre = nil, nil
-			if c == nil || ra == nil || pending || c.partition != ra.partition || c.position != ra.from || !sameVersions(plan.Versions, ra.versions) {
-				ra = nil
-			}
-			if c == nil {
-				query, args := lockCursor(p, visited, first)
-				lc, ok, err := scanLockedCursor(tx.QueryRow(ctx, query, args...))
-				if err != nil {
-					return err
-				}
-				if !ok {
-					break
-				}
-				c = &lc
-			}
-			visited = append(visited, c.partition)
-			if p.Ordered {
-				// Exceptions and batches of a partition are created only under
-				// its cursor lock, which this transaction now holds: this read
-				// is current. (Materializing a batch turns it into exceptions
-				// in one transaction: one of the two is seen.)
-				var pending bool
-				if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = $1::bigint AND group_name = $2::text
-				AND partition = $3::integer AND state <> 'dead')
-				OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = $1::bigint AND group_name = $2::text AND partition = $3::integer)`,
-					p.Stream.ID, p.Group, c.partition).Scan(&pending); err != nil {
-					return err
-				}
-				if pending {
-					continue
-				}
-			}
-			if readNext && len(res.Deliveries) == 0 && c.partition == nextFirst && acks == nil && !p.Ordered && !p.Stream.Compacted {
-				// Should this partition give the claim its Limit, the next
-				// claim may take the rows past it in one round trip.
-				next = &window{versions: slices.Clone(plan.Versions), group: g, print: gprint}
-			} else {
-				next = nil
-			}
-			got, deferred, at, cut, err := claimPartition(ctx, tx, p, plan, c.partition, c.position, p.Limit-len(res.Deliveries), d.batchLeases, n == 1, ra, next)
+	}
+	u.pending = u.s.due
+	if u.s.direct && u.p.Limit > 0 {
+		if err := br.QueryRow().Scan(&u.pending); err != nil {
+			return err
+		}
+	}
+	if u.ahead != nil {
+		if err := u.ahead.read(br); err != nil {
+			return err
+		}
+	}
+	if ok {
+		u.locked = &locked
+	} else {
+		u.rows = false // every partition with rows is being claimed
+	}
+	return nil
+}
+
+// run settles the acks, plans the claim for the group as the first round
+// trip read it, leases due exceptions and claims partitions.
+func (u *usualClaim) run(ctx context.Context, t *claimTxn) error {
+	res := &u.out.res
+	if a := u.s.acks; a != nil {
+		if err := a.settle(ctx, t); err != nil {
+			return err
+		}
+		res.Lost = a.lost()
+	}
+	var err error
+	if u.plan, err = driver.PlanClaim(u.g, u.p); err != nil {
+		return err
+	}
+	res.Group = u.g
+	if u.pending {
+		if res.Deliveries, err = claimExceptions(ctx, t, u.p, u.plan); err != nil {
+			return err
+		}
+	}
+	return u.claimPartitions(ctx, t)
+}
+
+// claimPartitions claims rows past the cursors, one free cursor at a time,
+// until the claim has its Limit, no free cursor has rows, or the write of
+// what a partition gave ended the transaction.
+func (u *usualClaim) claimPartitions(ctx context.Context, t *claimTxn) error {
+	p, res := u.p, &u.out.res
+	for u.rows && len(res.Deliveries) < p.Limit && len(u.visited) < p.Stream.Partitions {
+		c, ahead, err := u.nextCursor(ctx, t)
+		if err != nil || c == nil {
+			return err
+		}
+		u.visited = append(u.visited, c.partition)
+		if p.Ordered {
+			held, err := partitionHeld(ctx, t, p, c.partition)
 			if err != nil {
 				return err
 			}
-			short = cut
-			if len(got) > 0 {
-				took = busyState{ok: !took.ok && len(res.Deliveries) == 0, partition: c.partition, position: at, versions: slices.Clone(plan.Versions)}
-			}
-			res.Deliveries = append(res.Deliveries, got...)
-			res.Deferred += deferred
-			if d.batchLeases {
-				for _, g := range got {
-					wrote[c.partition] = append(wrote[c.partition], g.ID)
-				}
-			}
-			if tx.ended {
-				break
+			if held {
+				continue
 			}
 		}
-		return nil
-	})
-	return claimOutcome{res: res, wrote: wrote, short: short, took: took, next: next}, err
+		u.out.next = nil
+		if u.s.readNext && len(res.Deliveries) == 0 && c.partition == u.s.nextFirst {
+			// Should this partition give the claim its Limit, the next
+			// claim may take the rows past it in one round trip.
+			u.out.next = &window{versions: slices.Clone(u.plan.Versions), group: u.g, print: u.gprint}
+		}
+		got, err := u.claimPartition(ctx, t, *c, ahead)
+		if err != nil {
+			return err
+		}
+		u.out.short = got.short
+		if len(got.taken) > 0 {
+			u.out.took = busyState{ok: !u.out.took.ok && len(res.Deliveries) == 0, partition: c.partition, position: got.cursor,
+				versions: slices.Clone(u.plan.Versions)}
+		}
+		for _, d := range got.taken {
+			u.out.wrote[c.partition] = append(u.out.wrote[c.partition], d.ID)
+		}
+		res.Deliveries = append(res.Deliveries, got.taken...)
+		res.Deferred += got.deferred
+		if t.ended {
+			break
+		}
+	}
+	return nil
+}
+
+// nextCursor is the cursor to claim rows past next: the one the first round
+// trip locked, with the window it read when that follows the cursor at its
+// position for the versions planned (and no exception was due, which the
+// claim took first), or else the next free cursor with rows, locked now
+// (nil: none).
+func (u *usualClaim) nextCursor(ctx context.Context, t *claimTxn) (*lockedCursor, *window, error) {
+	c, ahead := u.locked, u.ahead
+	u.locked, u.ahead = nil, nil
+	if c == nil || ahead == nil || u.pending || c.partition != ahead.partition || c.position != ahead.from ||
+		!sameVersions(u.plan.Versions, ahead.versions) {
+		ahead = nil
+	}
+	if c != nil {
+		return c, ahead, nil
+	}
+	query, args := lockCursor(u.p, u.visited, u.s.first)
+	locked, ok, err := scanLockedCursor(t.QueryRow(ctx, query, args...))
+	if err != nil || !ok {
+		return nil, nil, err
+	}
+	return &locked, nil, nil
+}
+
+// partitionHeld reports whether an ordered group's partition is held (C10):
+// an exception of it is not dead, or a batch of it is leased. Exceptions
+// and batches of a partition are created only under its cursor lock, which
+// the claim's transaction holds: this read is current. (Materializing a
+// batch turns it into exceptions in one transaction: one of the two is
+// seen.)
+func partitionHeld(ctx context.Context, q querier, p driver.ClaimParams, part int32) (bool, error) {
+	var held bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = $1::bigint AND group_name = $2::text
+			AND partition = $3::integer AND state <> 'dead')
+		OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = $1::bigint AND group_name = $2::text AND partition = $3::integer)`,
+		p.Stream.ID, p.Group, part).Scan(&held)
+	return held, err
+}
+
+// lockedCursor is a cursor the claim's transaction holds, at its position.
+type lockedCursor struct {
+	partition int32
+	position  int64
+}
+
+// lockCursor is the statement that locks the cursor of a partition not yet
+// visited that has rows past it and that no other claimer holds.
+//
+// Whether rows lie past the cursor is a scalar subquery, a filter on each
+// cursor row that the read committed recheck of a cursor moved meanwhile
+// evaluates again at the new position. As an EXISTS it was planned as a
+// semi-join, whose recheck keeps the log row the old position found: it
+// failed once another claim had moved the cursor past that row, so the
+// statement returned nothing but kept the cursor locked to the end of the
+// transaction, and every other claim of the group skipped it and came back
+// empty meanwhile (D12 saw all four of its members stop with rows left).
+func lockCursor(p driver.ClaimParams, visited []int32, first int32) (string, []any) {
+	return `SELECT c.partition, c.position FROM group_cursor c
+		WHERE c.stream_id = $1::bigint AND c.group_name = $2::text AND NOT (c.partition = ANY($3::integer[]))
+			AND COALESCE((SELECT TRUE FROM ` + logTable(p.Stream.ID) + ` m WHERE m.partition = c.partition AND m.id > c.position LIMIT 1), FALSE)
+		ORDER BY (c.partition + $4::integer - $5::integer) % $4::integer
+		LIMIT 1 FOR UPDATE OF c SKIP LOCKED`,
+		[]any{p.Stream.ID, p.Group, slices.Clone(visited), int32(p.Stream.Partitions), first}
+}
+
+func scanLockedCursor(r pgx.Row) (lockedCursor, bool, error) {
+	var c lockedCursor
+	err := r.Scan(&c.partition, &c.position)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, false, nil
+	}
+	return c, err == nil, err
 }
 
 // busy reports whether this driver's last claim of the group took its
@@ -410,906 +504,4 @@ func (b busyState) same(o busyState) bool {
 type busyKey struct {
 	streamID int64
 	group    string
-}
-
-// rowIsHead is headExpr for a claim's select list: whether the row m is its
-// key's head, as one index lookup per row. A scalar subquery, because an
-// EXISTS there is planned as a hashed subplan that reads every head of the
-// stream at each claim (50 ms at 100k keys, 500 ms at 1M).
-func rowIsHead(stream driver.StreamConfig) string {
-	if !stream.Compacted {
-		return "TRUE"
-	}
-	return `COALESCE((SELECT TRUE FROM compaction_head h WHERE h.stream_id = ` + strconv.FormatInt(stream.ID, 10) + `
-		AND h.msg_key = m.msg_key AND h.head_id = m.id LIMIT 1), FALSE)`
-}
-
-// loadGroupAnd reads a group with extra columns (more, with parameters
-// from $3 on in args) into extra destinations.
-func loadGroupAnd(ctx context.Context, q querier, streamID int64, name, more string, args []any, extra ...any) (driver.GroupConfig, error) {
-	g, _, err := scanGroup(q.QueryRow(ctx, `SELECT `+groupColumnsOf("g")+more+` FROM consumer_group g WHERE g.stream_id = $1::bigint AND g.name = $2::text`,
-		append([]any{streamID, name}, args...)...), extra...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return g, fmt.Errorf("group %q: %w", name, driver.ErrGroupNotFound)
-	}
-	return g, err
-}
-
-// queueLoadGroup queues the read of a group, and of its groupPrint.
-func queueLoadGroup(b *pgx.Batch, streamID int64, name string) {
-	b.Queue(`SELECT `+groupColumnsOf("g")+`, `+groupPrint+` FROM consumer_group g WHERE g.stream_id = $1::bigint AND g.name = $2::text`, streamID, name)
-}
-
-// scanLoadedGroup reads a group's columns, then extra.
-func scanLoadedGroup(r pgx.Row, name string, extra ...any) (driver.GroupConfig, error) {
-	g, _, err := scanGroup(r, extra...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return g, fmt.Errorf("group %q: %w", name, driver.ErrGroupNotFound)
-	}
-	return g, err
-}
-
-type lockedCursor struct {
-	partition int32
-	position  int64
-}
-
-// lockCursor is the statement that locks the cursor of a partition not yet
-// visited that has rows past it and that no other claimer holds.
-func lockCursor(p driver.ClaimParams, visited []int32, first int32) (string, []any) {
-	return `SELECT c.partition, c.position FROM group_cursor c
-		WHERE c.stream_id = $1::bigint AND c.group_name = $2::text AND NOT (c.partition = ANY($3::integer[]))
-			AND EXISTS (SELECT 1 FROM ` + logTable(p.Stream.ID) + ` m WHERE m.partition = c.partition AND m.id > c.position)
-		ORDER BY (c.partition + $4::integer - $5::integer) % $4::integer
-		LIMIT 1 FOR UPDATE OF c SKIP LOCKED`,
-		[]any{p.Stream.ID, p.Group, slices.Clone(visited), int32(p.Stream.Partitions), first}
-}
-
-func scanLockedCursor(r pgx.Row) (lockedCursor, bool, error) {
-	var c lockedCursor
-	err := r.Scan(&c.partition, &c.position)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return c, false, nil
-	}
-	return c, err == nil, err
-}
-
-// claimPartition leases up to limit rows past the cursor of a partition
-// whose cursor this transaction holds, leaves rows the member cannot decode
-// as due exceptions, and moves the cursor past every row it inspected.
-//
-// A row the group already has an exception for (its cursor was moved back
-// over it) is passed over as it is: the insert skips it (ON CONFLICT DO
-// NOTHING) and only the rows it returns are leased or deferred. Only then,
-// when the call is still short of limit, does it look further.
-//
-// When its last write ends the claim (it takes limit rows, or reads to the
-// end of the only partition), that write carries the COMMIT (end): one
-// round trip less. short then says the insert passed over rows and the
-// claim should read on, in a transaction of its own. pre is a first window
-// read ahead (scanPartition).
-func claimPartition(ctx context.Context, t *claimTxn, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit int, batch, only bool, pre *prefetch, next *window) (taken []driver.Delivery, deferred int, at int64, short bool, err error) {
-	scanned := 0
-	for len(taken) < limit && scanned < maxScan {
-		s, err := scanPartition(ctx, t, p, plan, part, cursor, limit-len(taken), maxScan-scanned, pre)
-		if err != nil {
-			return nil, 0, 0, false, err
-		}
-		pre = nil
-		if s.cursor == cursor {
-			break
-		}
-		full := len(taken)+len(s.taken) == limit
-		end := full || (!s.more && only)
-		ahead := next
-		if !full {
-			ahead = nil
-		}
-		got, def, err := recordClaim(ctx, t, p, part, s, batch, end, ahead)
-		if err != nil {
-			return nil, 0, 0, false, err
-		}
-		taken, deferred = append(taken, got...), deferred+def
-		cursor, scanned = s.cursor, scanned+s.scanned
-		skipped := len(got)+def < len(s.taken)+len(s.deferred)
-		if !skipped || !s.more {
-			break
-		}
-		if t.ended {
-			return taken, deferred, cursor, true, nil
-		}
-	}
-	return taken, deferred, cursor, false, nil
-}
-
-// claimQuerier runs the claim's statements: its transaction's connection.
-type claimQuerier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-}
-
-// partitionScan is what scanPartition found.
-type partitionScan struct {
-	taken    []driver.Delivery
-	deferred []driver.Row
-	cursor   int64 // the last row inspected
-	scanned  int
-	// more: the scan stopped at limit or its bound, not at the end of the
-	// partition or at an ordered group's deferred row.
-	more bool
-}
-
-// scanPartition reads up to limit claimable rows past cursor, inspecting at
-// most bound rows. pre, when it holds the first window this scan would
-// read (from cursor, of the same size), stands in for that window's query.
-func scanPartition(ctx context.Context, tx claimQuerier, p driver.ClaimParams, plan driver.ClaimPlan, part int32, cursor int64, limit, bound int, pre *prefetch) (partitionScan, error) {
-	query, vargs := scanQuery(p, plan.Versions)
-	s := partitionScan{cursor: cursor, more: true}
-	window := min(max(limit, 16), maxWindow)
-	for len(s.taken) < limit && s.scanned < bound {
-		var win []scannedRow
-		if pre != nil && pre.from == s.cursor && pre.window == window {
-			win = pre.rows
-		} else {
-			rows, err := tx.Query(ctx, query, append([]any{part, s.cursor, int32(window)}, vargs...)...)
-			if err != nil {
-				return s, err
-			}
-			if win, err = collectWindow(rows); err != nil {
-				return s, err
-			}
-		}
-		pre = nil
-		full, stop := s.inspect(p, plan, win, limit)
-		if full {
-			break
-		}
-		if stop || len(win) < window {
-			s.more = false
-			break
-		}
-		window = min(window*2, maxWindow)
-	}
-	return s, nil
-}
-
-// inspect takes the claimable rows of a window in order until the scan has
-// limit, leaving the rows the member cannot decode as deferred, and moves
-// the scan's cursor to the last row it looked at. full: it has limit; stop:
-// an ordered group met a deferred row.
-func (s *partitionScan) inspect(p driver.ClaimParams, plan driver.ClaimPlan, win []scannedRow, limit int) (full, stop bool) {
-	for _, w := range win {
-		r := w.row
-		s.scanned++
-		s.cursor = r.ID
-		if !w.versionOK || !w.head || !plan.Matches(r.RoutingKey) {
-			continue
-		}
-		if !plan.Decodes(r.SchemaVersion) {
-			// The group reads this version, this member cannot decode it:
-			// leave it due for a member that can. An ordered group stops
-			// here, so that the partition's order holds.
-			s.deferred = append(s.deferred, r)
-			if p.Ordered {
-				return false, true
-			}
-			continue
-		}
-		s.taken = append(s.taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: ts(p.LeaseUntil)})
-		if len(s.taken) == limit {
-			return true, false
-		}
-	}
-	return false, false
-}
-
-// scanQuery is the statement that reads a window of rows past a cursor
-// ($1 partition, $2 cursor, $3 window), with its version filter's
-// argument. Payloads are read only for rows at the group's versions: other
-// rows are passed over without their payload leaving the database.
-func scanQuery(p driver.ClaimParams, versions []int) (string, []any) {
-	vf, vargs := versionFilter("m.schema_version", versions, 4)
-	return `SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank,
-		CASE WHEN ` + vf + ` THEN m.payload END, m.headers, m.produced_at, ` + vf + `, ` + rowIsHead(p.Stream) + `
-		FROM ` + logTable(p.Stream.ID) + ` m WHERE m.partition = $1::integer AND m.id > $2::bigint ORDER BY m.id LIMIT $3::integer`, vargs
-}
-
-// scannedRow is a row of a window, with whether it is at the group's
-// versions and its key's head.
-type scannedRow struct {
-	row             driver.Row
-	versionOK, head bool
-}
-
-func collectWindow(rows pgx.Rows) ([]scannedRow, error) {
-	defer rows.Close()
-	var out []scannedRow
-	for rows.Next() {
-		var w scannedRow
-		var err error
-		if w.row, err = scanRow(rows, &w.versionOK, &w.head); err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
-}
-
-// sameVersions reports whether two version lists (nil: every version) are
-// the same.
-func sameVersions(a, b []int) bool { return (a == nil) == (b == nil) && slices.Equal(a, b) }
-
-// prefetch is a window read in the claim's first round trip, from where
-// the group's last claim left the cursor of the partition it took from,
-// in the hope that this claim locks that cursor again.
-type prefetch struct {
-	partition int32
-	from      int64
-	window    int
-	versions  []int // the versions its query read; nil: every version
-	rows      []scannedRow
-}
-
-// recordClaim moves the cursor past what s inspected and inserts the
-// exceptions of its leased and deferred rows, skipping rows the group
-// already has one for. It returns the deliveries and the count of deferred
-// rows it inserted. With batch, the leased rows become one batch instead
-// (batchClaim). When the write ends the claim (end) and next is not nil,
-// the window past the new cursor is read before the COMMIT, for the next
-// claim (claimFast).
-func recordClaim(ctx context.Context, t *claimTxn, p driver.ClaimParams, part int32, s partitionScan, batch, end bool, next *window) ([]driver.Delivery, int, error) {
-	b := &pgx.Batch{}
-	record := queueRecord(b, p, part, s, batch)
-	if end && next != nil {
-		next.queue(b, p, part, s.cursor)
-	}
-	var inserted []int64
-	read := func(br pgx.BatchResults) error {
-		var err error
-		if inserted, err = record(br); err != nil || !end || next == nil {
-			return err
-		}
-		return next.read(br)
-	}
-	if end {
-		if err := t.commitWith(ctx, b, read); err != nil {
-			return nil, 0, err
-		}
-	} else {
-		br := t.SendBatch(ctx, b)
-		if err := errors.Join(read(br), br.Close()); err != nil {
-			return nil, 0, err
-		}
-	}
-	taken, deferred := recorded(s, inserted)
-	return taken, deferred, nil
-}
-
-// queueRecord queues recordClaim's statements in b: the cursor's move past
-// what s inspected and, when s leased or deferred rows, their insert. The
-// function it returns reads their results: the ids inserted.
-func queueRecord(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan, batch bool) func(pgx.BatchResults) ([]int64, error) {
-	b.Queue(`UPDATE group_cursor SET position = $1::bigint WHERE stream_id = $2::bigint AND group_name = $3::text AND partition = $4::integer`,
-		s.cursor, p.Stream.ID, p.Group, part)
-	n := len(s.taken) + len(s.deferred)
-	if n == 0 {
-		return func(br pgx.BatchResults) ([]int64, error) { _, err := br.Exec(); return nil, err }
-	}
-	ids := make([]int64, 0, n)
-	versions := make([]int32, 0, n)
-	leased := make([]bool, 0, n)
-	for _, t := range s.taken {
-		ids, versions, leased = append(ids, t.ID), append(versions, int32(t.SchemaVersion)), append(leased, true)
-	}
-	for _, r := range s.deferred {
-		ids, versions, leased = append(ids, r.ID), append(versions, int32(r.SchemaVersion)), append(leased, false)
-	}
-	// Leased rows: attempt 1 until the lease expires. Deferred rows: due
-	// now at attempt 0, with no lease.
-	if batch {
-		b.Queue(batchClaim, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased, slices.Min(ids), slices.Max(ids))
-	} else {
-		b.Queue(`INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at)
-		SELECT $1::bigint, $2::text, u.id, $3::integer, u.v, CASE WHEN u.l THEN 'leased' ELSE 'delayed' END, CASE WHEN u.l THEN 1 ELSE 0 END,
-			CASE WHEN u.l THEN $4::timestamptz ELSE $6::timestamptz END, CASE WHEN u.l THEN $5::text END, $7::text, $6::timestamptz
-		FROM unnest($8::bigint[], $9::integer[], $10::boolean[]) AS u(id, v, l)
-		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING RETURNING msg_id`,
-			p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased)
-	}
-	return func(br pgx.BatchResults) ([]int64, error) {
-		if _, err := br.Exec(); err != nil {
-			return nil, err
-		}
-		rows, err := br.Query()
-		if err != nil {
-			return nil, err
-		}
-		return pgx.CollectRows(rows, pgx.RowTo[int64])
-	}
-}
-
-// recorded is what a record of s took, given the ids its insert inserted:
-// the deliveries, and the count of deferred rows.
-func recorded(s partitionScan, inserted []int64) ([]driver.Delivery, int) {
-	if len(inserted) == len(s.taken)+len(s.deferred) {
-		return s.taken, len(s.deferred)
-	}
-	// The rare path: the group had exceptions for some of these rows.
-	kept := make(map[int64]bool, len(inserted))
-	for _, id := range inserted {
-		kept[id] = true
-	}
-	var taken []driver.Delivery
-	for _, t := range s.taken {
-		if kept[t.ID] {
-			taken = append(taken, t)
-		}
-	}
-	deferred := 0
-	for _, r := range s.deferred {
-		if kept[r.ID] {
-			deferred++
-		}
-	}
-	return taken, deferred
-}
-
-// claimExceptions leases due exceptions at the versions the member decodes.
-// Candidates are locked with FOR UPDATE SKIP LOCKED, so concurrent claimers
-// take different ones.
-func (d *Driver) claimExceptions(ctx context.Context, tx claimQuerier, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
-	if plan.Decodable != nil && len(plan.Decodable) == 0 {
-		return nil, nil
-	}
-	vf, vargs := versionFilter("e.schema_version", plan.Decodable, 5)
-	ordered := ""
-	if p.Ordered {
-		// Only the lowest pending exception of a partition may be handed out.
-		ordered = ` AND NOT EXISTS (SELECT 1 FROM delivery_exception e2 WHERE e2.stream_id = e.stream_id AND e2.group_name = e.group_name
-			AND e2.partition = e.partition AND e2.state <> 'dead' AND e2.msg_id < e.msg_id)
-			AND NOT EXISTS (SELECT 1 FROM delivery_batch b2 WHERE b2.stream_id = e.stream_id AND b2.group_name = e.group_name
-				AND b2.partition = e.partition AND b2.first_id < e.msg_id)`
-	}
-	// Superseded or removed rows are resolved and buried ones leave the due
-	// set as they are found; look past them until Limit deliveries are
-	// leased or nothing due is left.
-	//
-	// Candidates are taken in due order, along the delivery_exception_due
-	// index, so that a claim reads what is due and stops at its limit
-	// however many retries wait for later: in id order the planner walks
-	// the group's every exception (20 ms behind 100k delayed retries). The
-	// deliveries are returned in id order, as the main claim returns them.
-	var out []driver.Delivery
-	for len(out) < p.Limit {
-		more, full, err := claimExceptionsPage(ctx, tx, p, vf, vargs, ordered, p.Limit-len(out))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, more...)
-		if !full {
-			break
-		}
-	}
-	slices.SortFunc(out, func(a, b driver.Delivery) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
-}
-
-// claimExceptionsPage handles up to limit due exceptions and reports whether
-// it found that many candidates.
-func claimExceptionsPage(ctx context.Context, tx claimQuerier, p driver.ClaimParams, vf string, vargs []any, ordered string, limit int) ([]driver.Delivery, bool, error) {
-	args := append([]any{p.Stream.ID, p.Group, ts(p.Now), int32(limit)}, vargs...)
-	rows, err := tx.Query(ctx, `SELECT `+rowColumns+`, e.msg_id, e.state, e.attempt, m.id IS NOT NULL AND `+rowIsHead(p.Stream)+`
-		FROM delivery_exception e LEFT JOIN `+logTable(p.Stream.ID)+` m ON m.id = e.msg_id
-		WHERE e.stream_id = $1::bigint AND e.group_name = $2::text AND e.state <> 'dead' AND e.due_at <= $3::timestamptz AND `+vf+ordered+`
-		ORDER BY e.due_at LIMIT $4::integer FOR UPDATE OF e SKIP LOCKED`, args...)
-	if err != nil {
-		return nil, false, err
-	}
-	var resolve, bury, lease []int64
-	var leased []driver.Delivery
-	for rows.Next() {
-		var (
-			id               *int64
-			part, version    *int32
-			rank             *int64
-			key, rk          *string
-			payload, headers []byte
-			produced         *time.Time
-			msgID            int64
-			state            string
-			attempt          int32
-			claimable        bool
-		)
-		if err := rows.Scan(&id, &part, &version, &key, &rk, &rank, &payload, &headers, &produced, &msgID, &state, &attempt, &claimable); err != nil {
-			rows.Close()
-			return nil, false, err
-		}
-		switch {
-		case !claimable:
-			// The row was removed or superseded: nothing is left to deliver.
-			resolve = append(resolve, msgID)
-		case state == string(driver.StateLeased) && p.MaxAttempts > 0 && int(attempt) >= p.MaxAttempts:
-			bury = append(bury, msgID)
-		default:
-			r := driver.Row{ID: *id, Partition: int(*part), SchemaVersion: int(*version), RoutingKey: *rk,
-				CompactionRank: *rank, Payload: payload, ProducedAt: produced.UTC()}
-			if key != nil {
-				r.Key, r.HasKey = *key, true
-			}
-			if err := decodeHeaders(r.ID, headers, &r.Headers); err != nil {
-				rows.Close()
-				return nil, false, err
-			}
-			lease = append(lease, msgID)
-			leased = append(leased, driver.Delivery{Row: r, Attempt: int(attempt) + 1, LeaseUntil: ts(p.LeaseUntil)})
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, false, err
-	}
-	b := &pgx.Batch{}
-	where := ` WHERE stream_id = $1::bigint AND group_name = $2::text AND msg_id = ANY($3::bigint[])`
-	if len(resolve) > 0 {
-		b.Queue(`DELETE FROM delivery_exception`+where, p.Stream.ID, p.Group, resolve)
-	}
-	if len(bury) > 0 {
-		// The expired lease's attempt and holder go to the failure history.
-		b.Queue(`UPDATE delivery_exception e SET state = 'dead', lease_token = NULL, last_error = $4::text,
-			failures = `+appendFailure("e", `$6::text`, `$7::text`)+`,
-			first_failed_at = COALESCE(first_failed_at, $5::timestamptz), updated_at = $5::timestamptz`+where,
-			p.Stream.ID, p.Group, bury, storableText(p.LastError), ts(p.Now), historyError(p.LastError), historyTime(p.Now))
-	}
-	if len(lease) > 0 {
-		b.Queue(`UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = $4::timestamptz, lease_token = $5::text,
-			holder = $6::text, updated_at = $7::timestamptz`+where, p.Stream.ID, p.Group, lease, ts(p.LeaseUntil), p.Token, p.Holder, ts(p.Now))
-	}
-	if b.Len() > 0 {
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return nil, false, err
-		}
-	}
-	return leased, len(resolve)+len(bury)+len(lease) == limit, nil
-}
-
-// leasedPairs is the predicate naming deliveries leased with their own
-// tokens, with a leaseSet as parameters $3 to $7. A row matches when its id
-// is in the sorted id list (width_bucket: a binary search) and its token is
-// the one listed for that id. The plan is an index range scan whatever the
-// planner knows: an (id, token) IN (SELECT * FROM unnest(...)) semi-join
-// becomes a nested loop over the array for each row on a table without
-// statistics, quadratic in the batch (13s for 10000 leases).
-const leasedPairs = ` WHERE d.stream_id = $1::bigint AND d.group_name = $2::text AND d.state = 'leased'
-	AND d.msg_id BETWEEN $3::bigint AND $4::bigint
-	AND ($5::bigint[])[width_bucket(d.msg_id, $5::bigint[])] = d.msg_id
-	AND d.lease_token = ($7::text[])[($6::integer[])[width_bucket(d.msg_id, $5::bigint[])]]`
-
-// leaseIndex is the position of row d's id in the sorted id list $5.
-const leaseIndex = `width_bucket(d.msg_id, $5::bigint[])`
-
-// leaseSet is a list of leases as leasedPairs takes them: sorted by id, each
-// with the index (from 1) of its token among the distinct tokens. order[i]
-// is the input position of the i-th lease in id order.
-type leaseSet struct {
-	ids    []int64
-	tokIdx []int32
-	toks   []string
-	order  []int
-}
-
-func newLeaseSet(leases []driver.Lease) leaseSet {
-	s := leaseSet{ids: make([]int64, len(leases)), tokIdx: make([]int32, len(leases)), order: make([]int, len(leases))}
-	for i := range leases {
-		s.order[i] = i
-	}
-	slices.SortStableFunc(s.order, func(a, b int) int { return cmp.Compare(leases[a].ID, leases[b].ID) })
-	index := map[string]int32{}
-	for i, j := range s.order {
-		l := leases[j]
-		k, ok := index[l.Token]
-		if !ok {
-			s.toks = append(s.toks, l.Token)
-			k = int32(len(s.toks))
-			index[l.Token] = k
-		}
-		s.ids[i], s.tokIdx[i] = l.ID, k
-	}
-	return s
-}
-
-// args returns $1 to $7.
-func (s leaseSet) args(streamID int64, group string) []any {
-	return []any{streamID, group, s.ids[0], s.ids[len(s.ids)-1], s.ids, s.tokIdx, s.toks}
-}
-
-// settle runs stmt (an UPDATE or DELETE of delivery_exception d whose own
-// parameters start at $8) over the deliveries leased with their tokens, in
-// one autocommit statement or in the caller's transaction tx, and reports
-// the leases it did not change. The same statement handles the leases that
-// are members of batches as mode says (batchSettle); members it
-// materialized are then settled by stmt alone, in a second statement
-// (again gives its arguments for those leases).
-func (d *Driver) settle(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, mode settleMode,
-	stmt string, args []any, again func(leases []driver.Lease) []any) (driver.SettleResult, error) {
-	if err := d.settleCheck(tx); err != nil || len(leases) == 0 {
-		return driver.SettleResult{}, err
-	}
-	set := newLeaseSet(leases)
-	if tx != nil {
-		return d.settleInTx(ctx, tx, streamID, set, group, leases, stmt, again)
-	}
-	changed, materialized, err := d.settleQuery(ctx, tx, batchSettle(streamID, mode, stmt+leasedPairs+` RETURNING d.msg_id`),
-		append(set.args(streamID, group), args...))
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	if len(materialized) > 0 {
-		// The members are leased exception rows now, as they would have
-		// been without batches: settle them as such. Between the two
-		// statements they are held with their token as before, so a
-		// failure here leaves them leased, never lost.
-		var rest []driver.Lease
-		for _, l := range leases {
-			if materialized[l.ID] {
-				rest = append(rest, l)
-			}
-		}
-		more := newLeaseSet(rest)
-		done, _, err := d.settleQuery(ctx, tx, stmt+leasedPairs+` RETURNING d.msg_id, false`, append(more.args(streamID, group), again(rest)...))
-		if err != nil {
-			return driver.SettleResult{}, err
-		}
-		for id := range done {
-			changed[id] = true
-		}
-	}
-	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
-}
-
-// settleInTx settles leases in the caller's transaction tx, which may stay
-// open long after (the inbox pattern). Their batch members are first
-// materialized in a statement of the driver's own, committed at once; the
-// caller's transaction then changes only the leases' exception rows. It
-// never locks a batch record, so the other members of the batch are
-// extended, acked and claimed past meanwhile (issue 25). Materialized rows
-// are what the batch stood for: when tx rolls back they stay leased with
-// their token until their lease expires, as the batch would have.
-func (d *Driver) settleInTx(ctx context.Context, tx driver.Tx, streamID int64, set leaseSet, group string, leases []driver.Lease,
-	stmt string, again func(leases []driver.Lease) []any) (driver.SettleResult, error) {
-	carve := batchSettle(streamID, settleMaterialize, `SELECT d.msg_id FROM delivery_exception d`+leasedPairs+` AND false`)
-	if _, _, err := d.settleQuery(ctx, nil, carve, set.args(streamID, group)); err != nil {
-		return driver.SettleResult{}, err
-	}
-	changed, _, err := d.settleQuery(ctx, tx, stmt+leasedPairs+` RETURNING d.msg_id, false`, append(set.args(streamID, group), again(leases)...))
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
-}
-
-// settleCheck fails when the driver is closed or tx is not nil and not
-// this driver's.
-func (d *Driver) settleCheck(tx driver.Tx) error {
-	if err := d.check(); err != nil {
-		return err
-	}
-	if tx != nil {
-		_, err := callerTx(tx)
-		return err
-	}
-	return nil
-}
-
-// settleQuery runs a statement returning (msg_id, materialized) for each
-// delivery it changed or materialized: autocommit (retried while that is
-// safe), or once in the caller's transaction tx, which it never commits or
-// rolls back.
-func (d *Driver) settleQuery(ctx context.Context, tx driver.Tx, query string, args []any) (changed, materialized map[int64]bool, err error) {
-	changed, materialized = map[int64]bool{}, map[int64]bool{}
-	run := func(q interface {
-		Query(context.Context, string, ...any) (pgx.Rows, error)
-	}) error {
-		clear(changed)
-		clear(materialized)
-		// A settle names its leases by id range. A cached generic plan,
-		// made before the planner knew the table (a new group, a backlog
-		// loaded before autovacuum's analyze), read the group's every
-		// exception along the due index to find them (13 ms for one
-		// lease behind 100k retries); planned for the ids at hand, it is
-		// a primary-key range. Settles run once per batch, so planning
-		// each costs little.
-		rows, err := q.Query(ctx, query, append([]any{d.settleMode}, args...)...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			var m bool
-			if err := rows.Scan(&id, &m); err != nil {
-				return err
-			}
-			if m {
-				materialized[id] = true
-			} else {
-				changed[id] = true
-			}
-		}
-		return rows.Err()
-	}
-	if tx != nil {
-		caller, _ := callerTx(tx)
-		err = d.callerTxError(ctx, run(caller))
-	} else {
-		err = d.write(ctx, func(c *pgxpool.Conn) error { return run(c) })
-	}
-	return changed, materialized, err
-}
-
-// callerTxError classifies the failure of a write in the caller's
-// transaction: the caller must roll it back, and retry it whole after a
-// conflict.
-func (d *Driver) callerTxError(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
-	}
-	err = d.wrap(ctx, err, stageWrite)
-	var de *driver.Error
-	var pe *pgconn.PgError
-	if errors.As(err, &de) && de.Kind == driver.ErrConflict && de.Advice == "" && errors.As(err, &pe) {
-		switch pe.Code {
-		case "55P03":
-			de.Advice = "a lock wait of this transaction ran out (its lock_timeout): another transaction holds a delivery it settles; roll it back and retry it whole"
-		default:
-			de.Advice = adviceCallerRetry
-		}
-	}
-	return err
-}
-
-// noArgs is settle's again for statements without parameters of their own.
-func noArgs([]driver.Lease) []any { return nil }
-
-// Ack implements driver.Driver. With p.Tx, the deliveries are resolved in
-// the caller's transaction: they stay leased (to their token) until it
-// commits, and are leased again as before when it rolls back. Batch members
-// leave their batches in the same statement, except in the caller's
-// transaction (settleInTx).
-func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	if p.Tx != nil {
-		return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleAck, ackExceptions, nil, noArgs)
-	}
-	if b, ok := d.claimed.take(p.StreamID, p.Group, p.Leases); ok {
-		if err := d.check(); err != nil {
-			return driver.SettleResult{}, err
-		}
-		done, err := d.ackWhole(ctx, p.StreamID, p.Group, p.Leases[0].Token, b)
-		if err != nil || done {
-			return driver.SettleResult{}, err
-		}
-	}
-	if d.settleMode == pgx.QueryExecModeCacheDescribe && len(p.Leases) > 0 {
-		return d.ackPipelined(ctx, p)
-	}
-	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleAck, ackExceptions, nil, noArgs)
-}
-
-// ackExceptions is Ack's per-delivery statement.
-const ackExceptions = `DELETE FROM delivery_exception d`
-
-// ackPipelined is Ack as two statements in one round trip and one implicit
-// transaction: batchAck, prepared once per connection
-// (a plan for every argument; planning the whole of batchSettle's statement
-// for each ack cost more than running it), then the per-delivery DELETE,
-// planned for its arguments at each run as settleQuery's are. Only where
-// the connection may prepare statements (settleMode is CacheDescribe: pgx's
-// default modes); otherwise Ack runs batchSettle's one statement.
-func (d *Driver) ackPipelined(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	if err := d.check(); err != nil {
-		return driver.SettleResult{}, err
-	}
-	set := newLeaseSet(p.Leases)
-	args := set.args(p.StreamID, p.Group)
-	query := ackExceptions + leasedPairs + ` RETURNING d.msg_id`
-	changed := map[int64]bool{}
-	run := func(conn *pgx.Conn) error {
-		clear(changed)
-		sd, err := conn.Prepare(ctx, batchAck, batchAck)
-		if err != nil {
-			return err
-		}
-		var bq, eq pgx.ExtendedQueryBuilder
-		if err := bq.Build(conn.TypeMap(), sd, args); err != nil {
-			return err
-		}
-		if err := eq.Build(conn.TypeMap(), nil, args); err != nil {
-			return err
-		}
-		pl := conn.PgConn().StartPipeline(ctx)
-		pl.SendQueryPrepared(sd.Name, bq.ParamValues, bq.ParamFormats, nil)
-		pl.SendQueryParams(query, eq.ParamValues, nil, eq.ParamFormats, nil)
-		err = pl.Sync()
-		for n := 0; err == nil && n < 2; n++ {
-			var res any
-			if res, err = pl.GetResults(); err != nil {
-				break
-			}
-			rr, ok := res.(*pgconn.ResultReader)
-			if !ok {
-				err = fmt.Errorf("postgres: ack: unexpected pipeline result %T", res)
-				break
-			}
-			for rr.NextRow() {
-				id, perr := strconv.ParseInt(string(rr.Values()[0]), 10, 64)
-				if perr != nil {
-					err = perr
-				}
-				changed[id] = true
-			}
-			if _, cerr := rr.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if cerr := pl.Close(); err == nil {
-			err = cerr
-		}
-		return err
-	}
-	if err := d.write(ctx, func(c *pgxpool.Conn) error { return run(c.Conn()) }); err != nil {
-		return driver.SettleResult{}, err
-	}
-	return driver.SettleResult{Lost: driver.Lost(p.Leases, changed)}, nil
-}
-
-// Fail implements driver.Driver. Each failure carries its own state, due
-// time and error, passed as arrays in the order of the sorted ids, so one
-// statement records them all and appends each to its delivery's failure
-// history (with the attempt and holder of the lease). With p.Tx it runs in
-// the caller's transaction.
-func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleResult, error) {
-	leases := make([]driver.Lease, len(p.Failures))
-	byID := make(map[int64]driver.Failure, len(p.Failures))
-	for i, f := range p.Failures {
-		leases[i] = f.Lease
-		byID[f.Lease.ID] = f
-	}
-	args := func(leases []driver.Lease) []any {
-		failures := make([]driver.Failure, len(leases))
-		for i, l := range leases {
-			failures[i] = byID[l.ID]
-			failures[i].Lease = l
-		}
-		return failArgs(failures, p.Now)
-	}
-	if len(leases) == 0 {
-		return driver.SettleResult{}, d.settleCheck(p.Tx)
-	}
-	return d.settle(ctx, p.Tx, p.StreamID, p.Group, leases, settleMaterialize, `UPDATE delivery_exception d SET
-			state = CASE WHEN ($8::boolean[])[`+leaseIndex+`] THEN 'dead' ELSE 'delayed' END,
-			due_at = ($9::timestamptz[])[`+leaseIndex+`],
-			last_error = ($11::text[])[($10::integer[])[`+leaseIndex+`]],
-			failures = `+appendFailure("d", `($13::text[])[($10::integer[])[`+leaseIndex+`]]`, `$14::text`)+`,
-			lease_token = NULL, first_failed_at = COALESCE(d.first_failed_at, $12::timestamptz), updated_at = $12::timestamptz`,
-		failArgs(p.Failures, p.Now), args)
-}
-
-// failArgs are Fail's parameters from $8 on, in the order of the sorted ids
-// (newLeaseSet's order).
-func failArgs(failures []driver.Failure, now time.Time) []any {
-	n := len(failures)
-	leases := make([]driver.Lease, n)
-	for i, f := range failures {
-		leases[i] = f.Lease
-	}
-	set := newLeaseSet(leases)
-	dead, dues, errIdx := make([]bool, n), make([]time.Time, n), make([]int32, n)
-	var errs, cut []string
-	index := map[string]int32{}
-	for i, j := range set.order {
-		f := failures[j]
-		dead[i], dues[i] = f.Dead, ts(f.Due)
-		if f.Dead {
-			dues[i] = ts(now)
-		}
-		k, ok := index[f.Error]
-		if !ok {
-			errs, cut = append(errs, storableText(f.Error)), append(cut, historyError(f.Error))
-			k = int32(len(errs))
-			index[f.Error] = k
-		}
-		errIdx[i] = k
-	}
-	return []any{dead, dues, errIdx, errs, ts(now), cut, historyTime(now)}
-}
-
-// Release implements driver.Driver. With p.ClaimToken, the batches of that
-// token are materialized first, in the same implicit transaction.
-func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.SettleResult, error) {
-	const set = `UPDATE delivery_exception d SET state = 'delayed', due_at = $8::timestamptz, attempt = d.attempt - 1, lease_token = NULL, updated_at = $8::timestamptz`
-	if p.ClaimToken == "" {
-		args := func([]driver.Lease) []any { return []any{ts(p.Now)} }
-		return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleMaterialize, set, args(nil), args)
-	}
-	err := d.write(ctx, func(c *pgxpool.Conn) error {
-		b := &pgx.Batch{}
-		b.Queue(explodeBatches(p.StreamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_token = $3::text`, batchOrder, `FOR UPDATE`),
-			p.StreamID, p.Group, p.ClaimToken)
-		b.Queue(`UPDATE delivery_exception SET state = 'delayed', due_at = $4::timestamptz, attempt = attempt - 1, lease_token = NULL, updated_at = $4::timestamptz
-			WHERE stream_id = $1::bigint AND group_name = $2::text AND lease_token = $3::text AND state = 'leased'`,
-			p.StreamID, p.Group, p.ClaimToken, ts(p.Now))
-		return c.SendBatch(ctx, b).Close()
-	})
-	return driver.SettleResult{}, err
-}
-
-// Extend implements driver.Driver. A batch all of whose remaining members
-// are named (Run's heartbeat extends all it holds) moves its lease_until;
-// the named members of other batches are materialized and extended as rows.
-func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
-	args := func([]driver.Lease) []any { return []any{ts(p.Until), ts(p.Now)} }
-	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleExtend, `UPDATE delivery_exception d SET due_at = $8::timestamptz, updated_at = $9::timestamptz`,
-		args(nil), args)
-}
-
-// ListDead implements driver.Driver. The failure history is read only when
-// p.History asks for it.
-func (d *Driver) ListDead(ctx context.Context, p driver.ListDeadParams) ([]driver.DeadLetter, error) {
-	var out []driver.DeadLetter
-	err := d.read(ctx, func() error {
-		out = out[:0]
-		rows, err := d.pool.Query(ctx, `SELECT `+rowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at,
-				COALESCE(e.holder, ''), CASE WHEN $5::boolean THEN e.failures END
-			FROM delivery_exception e JOIN `+logTable(p.StreamID)+` m ON m.id = e.msg_id
-			WHERE e.stream_id = $1::bigint AND e.group_name = $2::text AND e.state = 'dead' AND e.msg_id > $3::bigint ORDER BY e.msg_id LIMIT $4::integer`,
-			p.StreamID, p.Group, p.AfterID, int32(p.Limit), p.History)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var dl driver.DeadLetter
-			var attempt int32
-			var history []byte
-			if dl.Row, err = scanRow(rows, &attempt, &dl.Error, &dl.FirstFailed, &dl.DiedAt, &dl.Holder, &history); err != nil {
-				return err
-			}
-			dl.Attempt = int(attempt)
-			dl.FirstFailed, dl.DiedAt = dl.FirstFailed.UTC(), dl.DiedAt.UTC()
-			if dl.History, err = parseHistory(dl.ID, history); err != nil {
-				return err
-			}
-			out = append(out, dl)
-		}
-		return rows.Err()
-	})
-	return out, err
-}
-
-// Replay implements driver.Driver.
-func (d *Driver) Replay(ctx context.Context, p driver.ReplayParams) (int64, error) {
-	return d.onDead(ctx, p.StreamID, p.Group, p.IDs, `UPDATE delivery_exception SET state = 'delayed', attempt = 0, due_at = $4::timestamptz, updated_at = $4::timestamptz`, ts(p.Now))
-}
-
-// Discard implements driver.Driver.
-func (d *Driver) Discard(ctx context.Context, p driver.DiscardParams) (int64, error) {
-	return d.onDead(ctx, p.StreamID, p.Group, p.IDs, `DELETE FROM delivery_exception`)
-}
-
-// onDead runs stmt over the group's dead deliveries, all of them when ids is
-// nil. stmt's own parameters start at $4.
-func (d *Driver) onDead(ctx context.Context, streamID int64, group string, ids []int64, stmt string, args ...any) (int64, error) {
-	where := ` WHERE stream_id = $1::bigint AND group_name = $2::text AND state = 'dead' AND ($3::bigint[] IS NULL OR msg_id = ANY($3::bigint[]))`
-	var list []int64 // nil: every dead delivery
-	if ids != nil {
-		list = dedupe(ids)
-	}
-	all := append([]any{streamID, group, list}, args...)
-	var n int64
-	err := d.write(ctx, func(c *pgxpool.Conn) error {
-		tag, err := c.Exec(ctx, stmt+where, all...)
-		n = tag.RowsAffected()
-		return err
-	})
-	return n, err
 }

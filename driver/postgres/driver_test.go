@@ -748,8 +748,7 @@ func TestAppendToMissingPartitions(t *testing.T) {
 func TestHolder(t *testing.T) {
 	t.Parallel()
 	ns := newSchema(t, nil)
-	// The holder is read from the delivery's own lease row.
-	c, err := sqlstreams.Open(tctx(t), postgres.Open(ns, postgres.WithPerDeliveryLeases()), sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithIdentity("worker-7:42"),
+	c, err := sqlstreams.Open(tctx(t), postgres.Open(ns), sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithIdentity("worker-7:42"),
 		sqlstreams.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
@@ -771,7 +770,8 @@ func TestHolder(t *testing.T) {
 		t.Fatalf("claim: %d deliveries, %v", len(ds), err)
 	}
 	var holder string
-	if err := c.Driver().(*postgres.Driver).Pool().QueryRow(tctx(t), `SELECT holder FROM delivery_exception WHERE msg_id = $1`, ds[0].ID).Scan(&holder); err != nil {
+	// The holder is read from the delivery's lease: the claim's batch.
+	if err := c.Driver().(*postgres.Driver).Pool().QueryRow(tctx(t), `SELECT holder FROM delivery_batch WHERE $1 = ANY(ids)`, ds[0].ID).Scan(&holder); err != nil {
 		t.Fatal(err)
 	}
 	if holder != "worker-7:42" {
@@ -871,18 +871,15 @@ func TestMigrationConvertsExistingStreams(t *testing.T) {
 
 // Settling applies to each delivery leased with its own token, whatever
 // order and mix of tokens a call brings, and reports exactly the others as
-// lost; Fail stores each failure's own state, due time and error.
+// lost; Fail stores each failure's own state, due time and error. The
+// deliveries failed, extended or released alone become rows of their own,
+// which the test reads; the others stay members of their claim's batch.
 func TestSettlePerDelivery(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []struct {
-		name string
-		opts []postgres.Option
-	}{{"default", nil}, {"simple-protocol", []postgres.Option{postgres.WithSimpleProtocol()}}} {
+	for _, mode := range execModes {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
-			// Every lease a row of its own, which the test reads (batch
-			// leases settle alike: C20 in the conformance suite).
-			c := open(t, newSchema(t, nil), append(mode.opts, postgres.WithPerDeliveryLeases())...)
+			c := open(t, newSchema(t, nil), mode.opts...)
 			drv := c.Driver().(*postgres.Driver)
 			p, err := c.Stream[event]("settle").Producer().Register(tctx(t), nil)
 			if err != nil {
@@ -915,7 +912,8 @@ func TestSettlePerDelivery(t *testing.T) {
 			a, b := claim("tok-a", 6), claim("tok-b", 6)
 			lease := func(d driver.Delivery, tok string) driver.Lease { return driver.Lease{ID: d.ID, Token: tok} }
 			state := func(id int64) (st string, due time.Time, lastErr string, token *string) {
-				if err := drv.Pool().QueryRow(tctx(t), `SELECT state, due_at, COALESCE(last_error, ''), lease_token FROM delivery_exception WHERE msg_id = $1`, id).
+				if err := drv.Pool().QueryRow(tctx(t), `SELECT state, due_at, COALESCE(last_error, ''), lease_token FROM delivery_exception WHERE msg_id = $1
+					UNION ALL SELECT 'leased', lease_until, '', lease_token FROM delivery_batch WHERE $1 = ANY(ids)`, id).
 					Scan(&st, &due, &lastErr, &token); err != nil {
 					return "gone", time.Time{}, "", nil
 				}

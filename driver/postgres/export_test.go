@@ -1,6 +1,10 @@
 package postgres
 
-import "context"
+import (
+	"context"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
 
 // ReadRowsQuery exposes ReadRows' statement and the options of its
 // transaction, for plan tests.
@@ -23,3 +27,9 @@ func TxWakePass(d *Driver) (int, error) { return d.txWakePass(context.Background
 
 // Channel is the notification channel of a stream.
 func Channel(d *Driver, streamID int64) string { return d.channel(streamID) }
+
+// LockCursorQuery exposes the statement with which a claim locks a cursor,
+// for plan tests.
+func LockCursorQuery(stream driver.StreamConfig, group string) (string, []any) {
+	return lockCursor(driver.ClaimParams{Stream: stream, Group: group}, []int32{}, 0)
+}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -70,7 +69,7 @@ func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) erro
 			return nil
 		}
 		b = &pgx.Batch{}
-		b.Queue(explodeBatches(p.StreamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.partition = ANY($3::integer[])`, batchOrder, `FOR UPDATE`),
+		b.Queue(materializeBatches(p.StreamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.partition = ANY($3::integer[])`, batchOrder, `FOR UPDATE`),
 			p.StreamID, p.Group, partitions)
 		b.Queue(`UPDATE group_cursor c SET position = u.pos FROM unnest($3::integer[], $4::bigint[]) AS u(p, pos)
 			WHERE c.stream_id = $1::bigint AND c.group_name = $2::text AND c.partition = u.p`, p.StreamID, p.Group, partitions, positions)
@@ -108,35 +107,25 @@ func (d *Driver) ReadRows(ctx context.Context, p driver.ReadRowsParams) (driver.
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var (
-					lastID           *int64
-					more             bool
-					id, rank         *int64
-					part, version    *int32
-					key, rk          *string
-					payload, headers []byte
-					produced         *time.Time
-				)
-				if err := rows.Scan(&lastID, &more, &id, &part, &version, &key, &rk, &rank, &payload, &headers, &produced); err != nil {
+				var lastID *int64
+				var more bool
+				var o optionalRow
+				if err := rows.Scan(append([]any{&lastID, &more}, o.dest()...)...); err != nil {
 					return err
 				}
 				if lastID != nil {
 					res.Last = *lastID
 				}
 				res.Done = !more
-				if id == nil {
+				if o.id == nil {
 					continue // nothing kept: the summary alone
 				}
-				r := driver.Row{ID: *id, Partition: int(*part), SchemaVersion: int(*version), RoutingKey: *rk, CompactionRank: *rank,
-					Payload: payload, ProducedAt: produced.UTC()}
+				r, err := o.row()
+				if err != nil {
+					return err
+				}
 				if r.Payload == nil {
 					r.Payload = []byte{}
-				}
-				if key != nil {
-					r.Key, r.HasKey = *key, true
-				}
-				if err := decodeHeaders(r.ID, headers, &r.Headers); err != nil {
-					return err
 				}
 				res.Rows = append(res.Rows, r)
 			}

@@ -91,19 +91,25 @@
 //
 // # Batch leases
 //
-// By default (unless WithPerDeliveryLeases), the main claim leases the rows it takes from a
-// partition as one delivery_batch record (token, holder, lease expiry, and
-// the ids still held, as a bigint[]) instead of one leased exception row
-// each. A batch stands for exactly those rows: an ack removes its members
-// from it, and an extension naming every remaining member moves its
-// expiry, each in the settle's one statement; anything else (Fail, Release,
-// an extension of some members, expiry, SetCursors, hard retention,
-// compaction) first turns the members it needs into the leased exception
-// rows they stand for and then works as without batches. Whether the
-// option is on or not, every operation reads batches others wrote. The
-// driver remembers the batch of each of its recent claims: an Ack naming
-// exactly its members deletes it by primary key if its ids still compare
-// equal, one small statement, and otherwise settles as described below.
+// The main claim leases the rows it takes from a partition as one
+// delivery_batch record (token, holder, lease expiry, and the ids still
+// held, as a bigint[]). A batch stands for exactly the leased exception rows
+// those deliveries would otherwise have: an ack removes its members from it,
+// and an extension naming every remaining member moves its expiry, each in
+// the settle's one statement; anything else (Fail, Release, an extension of
+// some members, expiry, SetCursors, hard retention, compaction) first turns
+// the members it needs into those leased exception rows ("rows of their
+// own": attempt 1, due at the batch's lease_until, updated at its
+// created_at), removing them from the batch, and then works on them. So a
+// delivery a group has passed is resolved, a member of one batch (and then
+// it has no exception row), or an exception row; and every member is at or
+// below its partition's cursor, as SetCursors materializes the batches of
+// the partitions it moves. Every operation reads both, so rows of their own
+// that an older build wrote for every claimed delivery are settled, counted
+// and expire as before (D12). The driver remembers the batch of each of its
+// recent claims: an Ack naming exactly its members deletes it by primary key
+// if its ids still compare equal, one small statement, and otherwise settles
+// as described below.
 //
 // # Settling
 //
@@ -121,10 +127,9 @@
 // never commits, rolls back or retries it.
 //
 // A cursor moved back (SetCursors, under the cursors' locks) makes the main
-// claim meet rows the group still has an exception for: its insert of
-// exceptions ends in ON CONFLICT DO NOTHING RETURNING msg_id, so such rows
-// keep their lease, retry or death and are not delivered again, at no cost
-// when there is none.
+// claim meet rows the group still has an exception for: its record of what
+// it took skips them (one index probe finds whether there is any), so such
+// rows keep their lease, retry or death and are not delivered again.
 //
 // # Migrations
 //
@@ -197,7 +202,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -230,10 +234,6 @@ type Driver struct {
 	notify      bool
 	lockTimeout time.Duration
 	secrets     []string // passwords to scrub from error text
-	// batchLeases: the main claim leases the rows it takes from a
-	// partition as one delivery_batch record (unless
-	// WithPerDeliveryLeases).
-	batchLeases bool
 	// settleMode is how settles run (settleQuery): planned for their own
 	// arguments at each run, never from a cached generic plan.
 	settleMode pgx.QueryExecMode
@@ -258,7 +258,6 @@ type options struct {
 	noNotify    bool
 	listenURL   string
 	lockTimeout time.Duration
-	perDelivery bool
 	config      []func(*pgxpool.Config)
 }
 
@@ -286,16 +285,6 @@ func WithListenURL(url string) Option { return func(o *options) { o.listenURL = 
 // lock_timeout and the call's context.
 func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockTimeout = d } }
 
-// WithPerDeliveryLeases makes the main claim lease each delivery it takes
-// with an exception row of its own, written at the claim and deleted at the
-// ack, instead of one delivery_batch record per partition (the default
-// since migration 0007; see "Batch leases" in the package documentation).
-// Both modes read each other's leases, and outcomes, ordering, Health and
-// retention are the same in both; a batch acked or extended whole costs
-// one write where this mode costs two per delivery. It is the way back
-// should a deployment need one.
-func WithPerDeliveryLeases() Option { return func(o *options) { o.perDelivery = true } }
-
 // WithPoolConfig lets fn adjust the pool configuration parsed from the URL
 // (pool size, connection hooks, TLS) before the pool is created.
 func WithPoolConfig(fn func(*pgxpool.Config)) Option {
@@ -311,7 +300,7 @@ func Open(url string, opts ...Option) *Driver {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	d := &Driver{notify: !o.noNotify, lockTimeout: o.lockTimeout, batchLeases: !o.perDelivery}
+	d := &Driver{notify: !o.noNotify, lockTimeout: o.lockTimeout}
 	d.secrets = connSecrets(url)
 	if o.listenURL != "" {
 		d.secrets = sortSecrets(append(d.secrets, connSecrets(o.listenURL)...))
@@ -485,201 +474,6 @@ func (d *Driver) channel(streamID int64) string {
 		return ""
 	}
 	return d.prefix + strconv.FormatInt(streamID, 10)
-}
-
-// maxRetries bounds how often the driver runs one of its own transactions
-// again after a serialization failure, a deadlock or a failure that
-// certainly wrote nothing.
-const maxRetries = 20
-
-// retry runs fn, one attempt of the driver's own statement or transaction,
-// until it succeeds, fails for good, or ctx ends, and classifies its error.
-// stage says what a failure means when fn does not say it itself (see
-// staged).
-func (d *Driver) retry(ctx context.Context, stage stage, fn func() error) error {
-	if err := d.check(); err != nil {
-		return err
-	}
-	for attempt := 0; ; attempt++ {
-		err := fn()
-		if err == nil {
-			return nil
-		}
-		st := stage
-		if s, ok := err.(*staged); ok {
-			err, st = s.err, s.stage
-		}
-		if sentNothing(err) {
-			st = stageRead
-		}
-		if attempt >= maxRetries || ctx.Err() != nil || d.closed.Load() || !retryable(err, st) {
-			return d.wrap(ctx, err, st)
-		}
-		backoff := time.Duration(1+rand.IntN(1<<min(attempt, 6))) * time.Millisecond
-		select {
-		case <-ctx.Done():
-			return d.wrap(ctx, err, st)
-		case <-time.After(backoff):
-		}
-	}
-}
-
-// write runs fn, an autocommit write (one statement, or a batch that runs
-// as one implicit transaction), on a connection of the pool. A failure to
-// get the connection sent nothing; a failure of fn after it sent its
-// statement leaves the outcome unknown unless the server answered with an
-// error.
-func (d *Driver) write(ctx context.Context, fn func(c *pgxpool.Conn) error) error {
-	return d.retry(ctx, stageWrite, func() error {
-		c, err := d.pool.Acquire(ctx)
-		if err != nil {
-			return &staged{err: err, stage: stageRead}
-		}
-		defer c.Release()
-		return fn(c)
-	})
-}
-
-// read runs fn, which only reads, with the pool.
-func (d *Driver) read(ctx context.Context, fn func() error) error {
-	return d.retry(ctx, stageRead, fn)
-}
-
-// inTx runs fn in a new read committed transaction that commits when fn
-// succeeds, retrying the whole transaction after serialization failures,
-// deadlocks and failures that certainly left nothing written.
-func (d *Driver) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return d.retry(ctx, stageTx, func() error { return d.runTx(ctx, pgx.TxOptions{}, fn) })
-}
-
-// claimTx is inTx for the claim, on a connection of its own, with the
-// transaction begun in the batch of statements first queues (one round trip
-// for BEGIN and them; read reads their results). It turns bitmap scans off
-// for the transaction: on a log whose statistics are missing or stale (a
-// new stream, before autovacuum's first analyze) the planner would
-// otherwise read every row past the cursor and sort them instead of walking
-// the (partition, id) index for the few rows it needs. first must queue
-// that setting first. fn may end the transaction itself, sending COMMIT
-// with its last statements (claimTxn.commitWith); otherwise claimTx
-// commits.
-func (d *Driver) claimTx(ctx context.Context, first func(*pgx.Batch), read func(pgx.BatchResults) error, fn func(*claimTxn) error) error {
-	return d.retry(ctx, stageTx, func() error {
-		c, err := d.pool.Acquire(ctx)
-		if err != nil {
-			return &staged{err: err, stage: stageRead} // nothing was sent
-		}
-		defer c.Release() // a connection left in a transaction is closed, not reused
-		t := &claimTxn{conn: c.Conn()}
-		b := &pgx.Batch{}
-		b.Queue(`begin isolation level read committed`)
-		first(b)
-		br := t.conn.SendBatch(ctx, b)
-		_, err = br.Exec() // BEGIN
-		if err == nil {
-			err = read(br)
-		}
-		err = errors.Join(err, br.Close())
-		if err == nil {
-			err = fn(t)
-		}
-		if err != nil {
-			if !t.ended {
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-				_, _ = t.conn.Exec(rctx, `rollback`)
-				cancel()
-			}
-			return err
-		}
-		if t.ended {
-			return nil
-		}
-		tag, err := t.conn.Exec(ctx, `commit`)
-		if err == nil && tag.String() == "ROLLBACK" {
-			err = pgx.ErrTxCommitRollback
-		}
-		if err != nil {
-			return &staged{err: err, stage: stageCommit}
-		}
-		return nil
-	})
-}
-
-// claimTxn is the claim's transaction (claimTx).
-type claimTxn struct {
-	conn *pgx.Conn
-	// ended: COMMIT went out with the claim's last statements.
-	ended bool
-}
-
-func (t *claimTxn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	return t.conn.Query(ctx, sql, args...)
-}
-
-func (t *claimTxn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return t.conn.QueryRow(ctx, sql, args...)
-}
-
-func (t *claimTxn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	return t.conn.SendBatch(ctx, b)
-}
-
-// commitWith queues COMMIT as the last statement of b, the claim's last
-// batch of statements: one round trip for them and the commit. done reads
-// the batch's results but the last, and then commitWith reads the COMMIT's:
-// a failure of one of b's statements left the transaction aborted (the
-// server skipped the rest of the batch), which claimTx rolls back; a
-// failure of COMMIT itself may leave the outcome unknown.
-func (t *claimTxn) commitWith(ctx context.Context, b *pgx.Batch, done func(pgx.BatchResults) error) error {
-	b.Queue(`commit`)
-	br := t.conn.SendBatch(ctx, b)
-	if err := done(br); err != nil {
-		_ = br.Close()
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) {
-			return err // the server skipped the rest, COMMIT too
-		}
-		t.ended = true // COMMIT was sent: it may have run
-		return &staged{err: err, stage: stageCommit}
-	}
-	t.ended = true
-	tag, err := br.Exec()
-	if err == nil && tag.String() == "ROLLBACK" {
-		err = pgx.ErrTxCommitRollback
-	}
-	if err = errors.Join(err, br.Close()); err != nil {
-		return &staged{err: err, stage: stageCommit}
-	}
-	return nil
-}
-
-// readTx runs fn in a read-only repeatable read transaction: one snapshot.
-func (d *Driver) readTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return d.retry(ctx, stageRead, func() error {
-		return d.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
-	})
-}
-
-// runTx is one attempt of a transaction. A failure before COMMIT leaves
-// nothing written (the server rolls back a transaction whose connection
-// drops); a failure of COMMIT itself may leave the outcome unknown.
-func (d *Driver) runTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
-	tx, err := d.pool.BeginTx(ctx, opts)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		_ = tx.Rollback(rctx)
-		cancel()
-		return err
-	}
-	if opts.AccessMode == pgx.ReadOnly {
-		return tx.Commit(ctx)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return &staged{err: err, stage: stageCommit}
-	}
-	return nil
 }
 
 // ts is the form in which times are stored: UTC at microsecond precision.

@@ -10,10 +10,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 func readSettings(ctx context.Context, q querier, streamID int64) (driver.RegistrySettings, error) {
 	var s driver.RegistrySettings
 	err := q.QueryRow(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = $1::bigint`, streamID).Scan(&s.Level, &s.Mode)
@@ -60,10 +56,6 @@ const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.sc
 
 const revisionFrom = ` FROM schema_revision r LEFT JOIN schema_id i ON i.fingerprint = r.fingerprint `
 
-type rowsQuerier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 func scanRevisions(rows pgx.Rows) ([]driver.SchemaRevision, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.SchemaRevision, error) {
 		var rev driver.SchemaRevision
@@ -76,7 +68,7 @@ func scanRevisions(rows pgx.Rows) ([]driver.SchemaRevision, error) {
 }
 
 // withReferences fills the References of revisions of one stream.
-func withReferences(ctx context.Context, q rowsQuerier, streamID int64, revs []driver.SchemaRevision) error {
+func withReferences(ctx context.Context, q querier, streamID int64, revs []driver.SchemaRevision) error {
 	if len(revs) == 0 {
 		return nil
 	}

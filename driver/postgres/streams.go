@@ -178,19 +178,43 @@ func scanGroup(r pgx.Row, extra ...any) (driver.GroupConfig, int64, error) {
 	return g, removed, nil
 }
 
-// encodeList stores a list as a JSON array, [] when empty.
-func encodeList[T any](list []T) (string, error) {
+// encodeList stores a list of bindings or versions as a JSON array, []
+// when empty. Strings and integers always encode.
+func encodeList[T ~string | ~int](list []T) string {
 	if len(list) == 0 {
-		return "[]", nil
+		return "[]"
 	}
-	b, err := json.Marshal(list)
-	return string(b), err
+	b, _ := json.Marshal(list)
+	return string(b)
+}
+
+// groupQuery reads a group (alias g, $1 its stream, $2 its name) with
+// more columns after its own; lock is "" or a locking clause.
+func groupQuery(more, lock string) string {
+	return `SELECT ` + groupColumnsOf("g") + more + ` FROM consumer_group g WHERE g.stream_id = $1::bigint AND g.name = $2::text` + lock
 }
 
 // loadGroup reads a group's stored configuration, or fails with
 // ErrGroupNotFound. lock is "" or a locking clause.
 func loadGroup(ctx context.Context, q querier, streamID int64, name, lock string) (driver.GroupConfig, error) {
-	g, _, err := scanGroup(q.QueryRow(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = $1::bigint AND name = $2::text`+lock, streamID, name))
+	return scanLoadedGroup(q.QueryRow(ctx, groupQuery("", lock), streamID, name), name)
+}
+
+// loadGroupAnd reads a group with more columns (with parameters from $3 on
+// in args) into extra destinations.
+func loadGroupAnd(ctx context.Context, q querier, streamID int64, name, more string, args []any, extra ...any) (driver.GroupConfig, error) {
+	return scanLoadedGroup(q.QueryRow(ctx, groupQuery(more, ""), append([]any{streamID, name}, args...)...), name, extra...)
+}
+
+// queueLoadGroup queues the read of a group, and of its groupPrint.
+func queueLoadGroup(b *pgx.Batch, streamID int64, name string) {
+	b.Queue(groupQuery(", "+groupPrint, ""), streamID, name)
+}
+
+// scanLoadedGroup reads a group's columns, then extra, or fails with
+// ErrGroupNotFound.
+func scanLoadedGroup(r pgx.Row, name string, extra ...any) (driver.GroupConfig, error) {
+	g, _, err := scanGroup(r, extra...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return g, fmt.Errorf("group %q: %w", name, driver.ErrGroupNotFound)
 	}
@@ -206,16 +230,9 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 	cfg := p.Group
 	cfg.CreatedAt = ts(cfg.CreatedAt)
 	cfg.Bindings, cfg.ConvertsFrom = nilIfEmpty(cfg.Bindings), nilIfEmpty(cfg.ConvertsFrom)
-	bindings, err := encodeList(cfg.Bindings)
-	if err != nil {
-		return driver.GroupConfig{}, &driver.Error{Kind: driver.ErrDatabase, Err: err}
-	}
-	convertsFrom, err := encodeList(cfg.ConvertsFrom)
-	if err != nil {
-		return driver.GroupConfig{}, &driver.Error{Kind: driver.ErrDatabase, Err: err}
-	}
+	bindings, convertsFrom := encodeList(cfg.Bindings), encodeList(cfg.ConvertsFrom)
 	var out driver.GroupConfig
-	err = d.inTx(ctx, func(tx pgx.Tx) error {
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		stream, err := lookupStreamByID(ctx, tx, cfg.StreamID)
 		if err != nil {
 			return err
@@ -249,17 +266,9 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 			if slices.Equal(out.Bindings, stored.Bindings) && slices.Equal(out.ConvertsFrom, stored.ConvertsFrom) {
 				return nil
 			}
-			nb, err := encodeList(out.Bindings)
-			if err != nil {
-				return err
-			}
-			nc, err := encodeList(out.ConvertsFrom)
-			if err != nil {
-				return err
-			}
 			b := &pgx.Batch{}
 			b.Queue(`UPDATE consumer_group SET bindings = $1::jsonb, converts_from = $2::jsonb WHERE stream_id = $3::bigint AND name = $4::text`,
-				nb, nc, cfg.StreamID, cfg.Name)
+				encodeList(out.Bindings), encodeList(out.ConvertsFrom), cfg.StreamID, cfg.Name)
 			b.Queue(`SELECT partition FROM group_cursor WHERE stream_id = $1::bigint AND group_name = $2::text ORDER BY partition FOR UPDATE`,
 				cfg.StreamID, cfg.Name)
 			return tx.SendBatch(ctx, b).Close()

@@ -26,21 +26,11 @@ type testMode struct {
 }
 
 // execModes are pgx's default exec mode and the simple protocol (as behind
-// PgBouncer), both with batch leases, the default.
+// PgBouncer).
 var execModes = []testMode{{"default", nil}, {"simple-protocol", []postgres.Option{postgres.WithSimpleProtocol()}}}
 
-// allModes are execModes and, in the default exec mode, a lease row per
-// delivery instead of batch records.
-var allModes = append(slices.Clip(execModes), testMode{"per-delivery-leases", []postgres.Option{postgres.WithPerDeliveryLeases()}})
-
-// eachMode runs test in allModes.
+// eachMode runs test in execModes.
 func eachMode(t *testing.T, test func(*testing.T, ...postgres.Option)) {
-	runModes(t, allModes, test)
-}
-
-// eachExecMode runs test in both exec modes only: for tests of batch leases
-// themselves.
-func eachExecMode(t *testing.T, test func(*testing.T, ...postgres.Option)) {
 	runModes(t, execModes, test)
 }
 

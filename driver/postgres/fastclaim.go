@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -49,36 +48,6 @@ import (
 // partitions as before. It reads one only when the next claim may take it
 // whole (its Limit fits one window and is the Limit of the claim before),
 // and not for a claim carrying acks (AckAndClaim runs as before).
-
-// window is the rows past a cursor that a claim read before its COMMIT,
-// for the group's next claim, with what it knew of the group.
-type window struct {
-	partition int32
-	from      int64 // the cursor position the rows follow
-	versions  []int // the versions whose payloads the read took; nil: every version
-	group     driver.GroupConfig
-	print     string // groupPrint of group
-	rows      []scannedRow
-	done      bool // the rows were read
-}
-
-// queue queues the read of the window past from, sized as the claim's
-// first window is (scanPartition).
-func (w *window) queue(b *pgx.Batch, p driver.ClaimParams, part int32, from int64) {
-	w.partition, w.from = part, from
-	query, vargs := scanQuery(p, w.versions)
-	b.Queue(query, append([]any{part, from, int32(min(max(p.Limit, 16), maxWindow))}, vargs...)...)
-}
-
-func (w *window) read(br pgx.BatchResults) error {
-	rows, err := br.Query()
-	if err != nil {
-		return err
-	}
-	w.rows, err = collectWindow(rows)
-	w.done = err == nil
-	return err
-}
 
 // groupPrint sums up the columns of group g that a claim's plan depends
 // on, and its creation time (a group deleted and created again differs).
@@ -152,40 +121,25 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 	if full, _ := s.inspect(p, plan, w.rows, p.Limit); !full {
 		return claimOutcome{}, false, nil
 	}
-	err = d.retry(ctx, stageTx, func() error {
+	err = d.claimTx(ctx, func(t *claimTxn) error {
 		ok = false
-		c, err := d.pool.Acquire(ctx)
-		if err != nil {
-			return &staged{err: err, stage: stageRead} // nothing was sent
-		}
-		defer c.Release() // a connection left in a transaction is closed, not reused
-		conn := c.Conn()
 		b := &pgx.Batch{}
-		b.Queue(`begin isolation level read committed`)
-		b.Queue(`SET LOCAL enable_bitmapscan = off`) // as claimTx
 		b.Queue(fastLock, p.Stream.ID, p.Group, w.partition, w.from)
 		b.Queue(fastCheck(p.Stream.ID), p.Stream.ID, p.Group, w.print, ts(p.Now), w.partition, w.from, s.cursor, int64(s.scanned))
 		var record func(pgx.BatchResults) ([]int64, error)
-		if d.batchLeases && len(s.deferred) == 0 && len(s.taken) > 0 {
+		if len(s.deferred) == 0 && len(s.taken) > 0 {
 			record = queueFastBatch(b, p, w.partition, s)
 		} else {
-			record = queueRecord(b, p, w.partition, s, d.batchLeases)
+			record = queueRecord(b, p, w.partition, s)
 		}
 		var next *window
 		if readNext {
 			next = &window{versions: slices.Clone(plan.Versions)}
 			next.queue(b, p, w.partition, s.cursor)
 		}
-		b.Queue(`commit`)
-		br := conn.SendBatch(ctx, b)
 		var g driver.GroupConfig
 		var inserted []int64
-		err = func() error {
-			for range 2 { // BEGIN, SET
-				if _, err := br.Exec(); err != nil {
-					return err
-				}
-			}
+		err := t.send(ctx, b, func(br pgx.BatchResults) error {
 			var one int32
 			if err := br.QueryRow().Scan(&one); err != nil {
 				return err
@@ -198,39 +152,20 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 				return err
 			}
 			return next.read(br)
-		}()
+		}, true)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == guardFailed {
+			t.rollback(ctx) // something changed: the claim runs as usual
+			return nil
+		}
 		if err != nil {
-			_ = br.Close()
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) {
-				// The server skipped the rest, COMMIT too.
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-				_, _ = conn.Exec(rctx, `rollback`)
-				cancel()
-				if pe.Code == guardFailed {
-					return nil
-				}
-				return err
-			}
-			if pgconn.SafeToRetry(err) {
-				return err // nothing was sent
-			}
-			return &staged{err: err, stage: stageCommit} // COMMIT was sent: it may have run
-		}
-		tag, err := br.Exec()
-		if err == nil && tag.String() == "ROLLBACK" {
-			err = pgx.ErrTxCommitRollback
-		}
-		if err = errors.Join(err, br.Close()); err != nil {
-			return &staged{err: err, stage: stageCommit}
+			return err
 		}
 		taken, deferred := recorded(s, inserted)
 		out = claimOutcome{res: driver.ClaimResult{Group: g, Deliveries: taken, Deferred: deferred},
 			wrote: map[int32][]int64{}, short: len(inserted) < len(s.taken)+len(s.deferred), next: next}
 		for _, t := range taken {
-			if d.batchLeases {
-				out.wrote[w.partition] = append(out.wrote[w.partition], t.ID)
-			}
+			out.wrote[w.partition] = append(out.wrote[w.partition], t.ID)
 		}
 		if len(taken) > 0 {
 			out.took = busyState{ok: true, partition: w.partition, position: s.cursor, versions: slices.Clone(plan.Versions)}

@@ -1,0 +1,117 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// claimExceptions leases due exceptions at the versions the member decodes.
+// Candidates are locked with FOR UPDATE SKIP LOCKED, so concurrent claimers
+// take different ones.
+func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
+	if plan.Decodable != nil && len(plan.Decodable) == 0 {
+		return nil, nil
+	}
+	vf, vargs := versionFilter("e.schema_version", plan.Decodable, 5)
+	ordered := ""
+	if p.Ordered {
+		// Only the lowest pending exception of a partition may be handed out.
+		ordered = ` AND NOT EXISTS (SELECT 1 FROM delivery_exception e2 WHERE e2.stream_id = e.stream_id AND e2.group_name = e.group_name
+			AND e2.partition = e.partition AND e2.state <> 'dead' AND e2.msg_id < e.msg_id)
+			AND NOT EXISTS (SELECT 1 FROM delivery_batch b2 WHERE b2.stream_id = e.stream_id AND b2.group_name = e.group_name
+				AND b2.partition = e.partition AND b2.first_id < e.msg_id)`
+	}
+	// Superseded or removed rows are resolved and buried ones leave the due
+	// set as they are found; look past them until Limit deliveries are
+	// leased or nothing due is left.
+	//
+	// Candidates are taken in due order, along the delivery_exception_due
+	// index, so that a claim reads what is due and stops at its limit
+	// however many retries wait for later: in id order the planner walks
+	// the group's every exception (20 ms behind 100k delayed retries). The
+	// deliveries are returned in id order, as the main claim returns them.
+	var out []driver.Delivery
+	for len(out) < p.Limit {
+		more, full, err := claimExceptionsPage(ctx, tx, p, vf, vargs, ordered, p.Limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more...)
+		if !full {
+			break
+		}
+	}
+	slices.SortFunc(out, func(a, b driver.Delivery) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// claimExceptionsPage handles up to limit due exceptions and reports whether
+// it found that many candidates.
+func claimExceptionsPage(ctx context.Context, tx querier, p driver.ClaimParams, vf string, vargs []any, ordered string, limit int) ([]driver.Delivery, bool, error) {
+	args := append([]any{p.Stream.ID, p.Group, ts(p.Now), int32(limit)}, vargs...)
+	rows, err := tx.Query(ctx, `SELECT `+rowColumns+`, e.msg_id, e.state, e.attempt, m.id IS NOT NULL AND `+rowIsHead(p.Stream)+`
+		FROM delivery_exception e LEFT JOIN `+logTable(p.Stream.ID)+` m ON m.id = e.msg_id
+		WHERE e.stream_id = $1::bigint AND e.group_name = $2::text AND e.state <> 'dead' AND e.due_at <= $3::timestamptz AND `+vf+ordered+`
+		ORDER BY e.due_at LIMIT $4::integer FOR UPDATE OF e SKIP LOCKED`, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	var resolve, bury, lease []int64
+	var leased []driver.Delivery
+	for rows.Next() {
+		var o optionalRow
+		var msgID int64
+		var state string
+		var attempt int32
+		var claimable bool
+		if err := rows.Scan(append(o.dest(), &msgID, &state, &attempt, &claimable)...); err != nil {
+			rows.Close()
+			return nil, false, err
+		}
+		switch {
+		case !claimable:
+			// The row was removed or superseded: nothing is left to deliver.
+			resolve = append(resolve, msgID)
+		case state == string(driver.StateLeased) && p.MaxAttempts > 0 && int(attempt) >= p.MaxAttempts:
+			bury = append(bury, msgID)
+		default:
+			r, err := o.row()
+			if err != nil {
+				rows.Close()
+				return nil, false, err
+			}
+			lease = append(lease, msgID)
+			leased = append(leased, driver.Delivery{Row: r, Attempt: int(attempt) + 1, LeaseUntil: ts(p.LeaseUntil)})
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	b := &pgx.Batch{}
+	where := ` WHERE stream_id = $1::bigint AND group_name = $2::text AND msg_id = ANY($3::bigint[])`
+	if len(resolve) > 0 {
+		b.Queue(`DELETE FROM delivery_exception`+where, p.Stream.ID, p.Group, resolve)
+	}
+	if len(bury) > 0 {
+		// The expired lease's attempt and holder go to the failure history.
+		b.Queue(`UPDATE delivery_exception e SET state = 'dead', lease_token = NULL, last_error = $4::text,
+			failures = `+appendFailure("e", `$6::text`, `$7::text`)+`,
+			first_failed_at = COALESCE(first_failed_at, $5::timestamptz), updated_at = $5::timestamptz`+where,
+			p.Stream.ID, p.Group, bury, storableText(p.LastError), ts(p.Now), historyError(p.LastError), historyTime(p.Now))
+	}
+	if len(lease) > 0 {
+		b.Queue(`UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = $4::timestamptz, lease_token = $5::text,
+			holder = $6::text, updated_at = $7::timestamptz`+where, p.Stream.ID, p.Group, lease, ts(p.LeaseUntil), p.Token, p.Holder, ts(p.Now))
+	}
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return nil, false, err
+		}
+	}
+	return leased, len(resolve)+len(bury)+len(lease) == limit, nil
+}

@@ -1,0 +1,321 @@
+package postgres
+
+import (
+	"context"
+	"slices"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// partitionClaim is what claimPartition took from a partition.
+type partitionClaim struct {
+	taken    []driver.Delivery
+	deferred int
+	cursor   int64 // where it left the cursor
+	// short: the record passed over rows and its write ended the
+	// transaction: the claim reads on in a transaction of its own.
+	short bool
+}
+
+// claimPartition leases as many of the rows past cursor c (which this
+// transaction holds) as the claim still lacks, leaves rows the member
+// cannot decode as due exceptions, and moves the cursor past every row it
+// inspected.
+//
+// A row the group already has an exception for (its cursor was moved back
+// over it) is passed over as it is: the record skips it (batchClaim) and
+// only the rows it returns are leased or deferred. Only then, when the call
+// is still short of limit, does it look further.
+//
+// When its last write ends the claim (it takes what the claim lacks, or
+// reads to the end of the only partition), that write carries the COMMIT:
+// one round trip less. short then says the record passed over rows and the
+// claim should read on, in a transaction of its own. ahead is a first
+// window read ahead (scanPartition).
+func (u *usualClaim) claimPartition(ctx context.Context, t *claimTxn, c lockedCursor, ahead *window) (partitionClaim, error) {
+	limit := u.p.Limit - len(u.out.res.Deliveries)
+	only := u.p.Stream.Partitions == 1
+	out := partitionClaim{cursor: c.position}
+	scanned := 0
+	for len(out.taken) < limit && scanned < maxScan {
+		s, err := u.scanPartition(ctx, t, lockedCursor{c.partition, out.cursor}, limit-len(out.taken), maxScan-scanned, ahead)
+		if err != nil {
+			return partitionClaim{}, err
+		}
+		ahead = nil
+		if s.cursor == out.cursor {
+			break
+		}
+		full := len(out.taken)+len(s.taken) == limit
+		var next *window // read for the next claim when this one has its limit
+		if full {
+			next = u.out.next
+		}
+		got, deferred, err := u.recordClaim(ctx, t, c.partition, s, full || (!s.more && only), next)
+		if err != nil {
+			return partitionClaim{}, err
+		}
+		out.taken, out.deferred = append(out.taken, got...), out.deferred+deferred
+		out.cursor, scanned = s.cursor, scanned+s.scanned
+		skipped := len(got)+deferred < len(s.taken)+len(s.deferred)
+		if !skipped || !s.more {
+			break
+		}
+		if t.ended {
+			out.short = true
+			break
+		}
+	}
+	return out, nil
+}
+
+// partitionScan is what scanPartition found.
+type partitionScan struct {
+	taken    []driver.Delivery
+	deferred []driver.Row
+	cursor   int64 // the last row inspected
+	scanned  int
+	// more: the scan stopped at limit or its bound, not at the end of the
+	// partition or at an ordered group's deferred row.
+	more bool
+}
+
+// scanPartition reads up to limit claimable rows past cursor from,
+// inspecting at most bound rows. ahead, when it holds the first window this
+// scan would read (past from, of the same size), stands in for that
+// window's query.
+func (u *usualClaim) scanPartition(ctx context.Context, t *claimTxn, from lockedCursor, limit, bound int, ahead *window) (partitionScan, error) {
+	query, vargs := scanQuery(u.p, u.plan.Versions)
+	s := partitionScan{cursor: from.position, more: true}
+	size := windowSize(limit)
+	for len(s.taken) < limit && s.scanned < bound {
+		var win []scannedRow
+		if ahead != nil && ahead.from == s.cursor && ahead.size == size {
+			win = ahead.rows
+		} else {
+			rows, err := t.Query(ctx, query, append([]any{from.partition, s.cursor, int32(size)}, vargs...)...)
+			if err != nil {
+				return s, err
+			}
+			if win, err = collectWindow(rows); err != nil {
+				return s, err
+			}
+		}
+		ahead = nil
+		full, stop := s.inspect(u.p, u.plan, win, limit)
+		if full {
+			break
+		}
+		if stop || len(win) < size {
+			s.more = false
+			break
+		}
+		size = min(size*2, maxWindow)
+	}
+	return s, nil
+}
+
+// inspect takes the claimable rows of a window in order until the scan has
+// limit, leaving the rows the member cannot decode as deferred, and moves
+// the scan's cursor to the last row it looked at. full: it has limit; stop:
+// an ordered group met a deferred row.
+func (s *partitionScan) inspect(p driver.ClaimParams, plan driver.ClaimPlan, win []scannedRow, limit int) (full, stop bool) {
+	for _, w := range win {
+		r := w.row
+		s.scanned++
+		s.cursor = r.ID
+		if !w.versionOK || !w.head || !plan.Matches(r.RoutingKey) {
+			continue
+		}
+		if !plan.Decodes(r.SchemaVersion) {
+			// The group reads this version, this member cannot decode it:
+			// leave it due for a member that can. An ordered group stops
+			// here, so that the partition's order holds.
+			s.deferred = append(s.deferred, r)
+			if p.Ordered {
+				return false, true
+			}
+			continue
+		}
+		s.taken = append(s.taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: ts(p.LeaseUntil)})
+		if len(s.taken) == limit {
+			return true, false
+		}
+	}
+	return false, false
+}
+
+// scanQuery is the statement that reads a window of rows past a cursor
+// ($1 partition, $2 cursor, $3 window), with its version filter's
+// argument. Payloads are read only for rows at the group's versions: other
+// rows are passed over without their payload leaving the database.
+func scanQuery(p driver.ClaimParams, versions []int) (string, []any) {
+	vf, vargs := versionFilter("m.schema_version", versions, 4)
+	return `SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank,
+		CASE WHEN ` + vf + ` THEN m.payload END, m.headers, m.produced_at, ` + vf + `, ` + rowIsHead(p.Stream) + `
+		FROM ` + logTable(p.Stream.ID) + ` m WHERE m.partition = $1::integer AND m.id > $2::bigint ORDER BY m.id LIMIT $3::integer`, vargs
+}
+
+// scannedRow is a row of a window, with whether it is at the group's
+// versions and its key's head.
+type scannedRow struct {
+	row             driver.Row
+	versionOK, head bool
+}
+
+func collectWindow(rows pgx.Rows) ([]scannedRow, error) {
+	defer rows.Close()
+	var out []scannedRow
+	for rows.Next() {
+		var w scannedRow
+		var err error
+		if w.row, err = scanRow(rows, &w.versionOK, &w.head); err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// sameVersions reports whether two version lists (nil: every version) are
+// the same.
+func sameVersions(a, b []int) bool { return (a == nil) == (b == nil) && slices.Equal(a, b) }
+
+// rowIsHead is headExpr for a claim's select list: whether the row m is its
+// key's head, as one index lookup per row. A scalar subquery, because an
+// EXISTS there is planned as a hashed subplan that reads every head of the
+// stream at each claim (50 ms at 100k keys, 500 ms at 1M).
+func rowIsHead(stream driver.StreamConfig) string {
+	if !stream.Compacted {
+		return "TRUE"
+	}
+	return `COALESCE((SELECT TRUE FROM compaction_head h WHERE h.stream_id = ` + strconv.FormatInt(stream.ID, 10) + `
+		AND h.msg_key = m.msg_key AND h.head_id = m.id LIMIT 1), FALSE)`
+}
+
+// window is rows past a cursor read ahead of the claim that takes them: by
+// a claim before its COMMIT, for the group's next claim (claimFast), or in
+// a claim's first round trip, past where the group's last claim left the
+// cursor (usualClaim.ahead).
+type window struct {
+	partition int32
+	from      int64 // the cursor position the rows follow
+	size      int   // the most rows read (windowSize)
+	versions  []int // the versions whose payloads the read took; nil: every version
+	rows      []scannedRow
+	done      bool // the rows were read
+	// For claimFast: the group as the claim that read the window knew it.
+	group driver.GroupConfig
+	print string // groupPrint of group
+}
+
+// windowSize is the size of a scan's first window for a claim of limit
+// rows; the windows after it double, up to maxWindow.
+func windowSize(limit int) int { return min(max(limit, 16), maxWindow) }
+
+// queue queues the read of the window past from, sized as the first
+// window of a claim of p.Limit rows.
+func (w *window) queue(b *pgx.Batch, p driver.ClaimParams, part int32, from int64) {
+	w.partition, w.from, w.size = part, from, windowSize(p.Limit)
+	query, vargs := scanQuery(p, w.versions)
+	b.Queue(query, append([]any{part, from, int32(w.size)}, vargs...)...)
+}
+
+func (w *window) read(br pgx.BatchResults) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	w.rows, err = collectWindow(rows)
+	w.done = err == nil
+	return err
+}
+
+// recordClaim moves the cursor past what s inspected and records its
+// leased rows as the claim's batch of the partition and its deferred rows
+// as delayed exceptions (batchClaim), skipping rows the group already has
+// an exception for. It returns the deliveries and the count of deferred
+// rows it recorded. With end, the write ends the claim, carrying the
+// COMMIT; with next, the window past the new cursor is read before it, for
+// the next claim (claimFast).
+func (u *usualClaim) recordClaim(ctx context.Context, t *claimTxn, part int32, s partitionScan, end bool, next *window) ([]driver.Delivery, int, error) {
+	b := &pgx.Batch{}
+	record := queueRecord(b, u.p, part, s)
+	if next != nil {
+		next.queue(b, u.p, part, s.cursor)
+	}
+	var recordedIDs []int64
+	read := func(br pgx.BatchResults) error {
+		var err error
+		if recordedIDs, err = record(br); err != nil || next == nil {
+			return err
+		}
+		return next.read(br)
+	}
+	if err := t.send(ctx, b, read, end); err != nil {
+		return nil, 0, err
+	}
+	taken, deferred := recorded(s, recordedIDs)
+	return taken, deferred, nil
+}
+
+// queueRecord queues recordClaim's statements in b: the cursor's move past
+// what s inspected and, when s leased or deferred rows, their record
+// (batchClaim). The function it returns reads their results: the ids
+// recorded.
+func queueRecord(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan) func(pgx.BatchResults) ([]int64, error) {
+	b.Queue(`UPDATE group_cursor SET position = $1::bigint WHERE stream_id = $2::bigint AND group_name = $3::text AND partition = $4::integer`,
+		s.cursor, p.Stream.ID, p.Group, part)
+	n := len(s.taken) + len(s.deferred)
+	if n == 0 {
+		return func(br pgx.BatchResults) ([]int64, error) { _, err := br.Exec(); return nil, err }
+	}
+	ids := make([]int64, 0, n)
+	versions := make([]int32, 0, n)
+	leased := make([]bool, 0, n)
+	for _, t := range s.taken {
+		ids, versions, leased = append(ids, t.ID), append(versions, int32(t.SchemaVersion)), append(leased, true)
+	}
+	for _, r := range s.deferred {
+		ids, versions, leased = append(ids, r.ID), append(versions, int32(r.SchemaVersion)), append(leased, false)
+	}
+	b.Queue(batchClaim, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased, slices.Min(ids), slices.Max(ids))
+	return func(br pgx.BatchResults) ([]int64, error) {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, pgx.RowTo[int64])
+	}
+}
+
+// recorded is what a record of s took, given the ids it recorded:
+// the deliveries, and the count of deferred rows.
+func recorded(s partitionScan, inserted []int64) ([]driver.Delivery, int) {
+	if len(inserted) == len(s.taken)+len(s.deferred) {
+		return s.taken, len(s.deferred)
+	}
+	// The rare path: the group had exceptions for some of these rows.
+	kept := make(map[int64]bool, len(inserted))
+	for _, id := range inserted {
+		kept[id] = true
+	}
+	var taken []driver.Delivery
+	for _, t := range s.taken {
+		if kept[t.ID] {
+			taken = append(taken, t)
+		}
+	}
+	deferred := 0
+	for _, r := range s.deferred {
+		if kept[r.ID] {
+			deferred++
+		}
+	}
+	return taken, deferred
+}

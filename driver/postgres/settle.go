@@ -1,0 +1,404 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// leasedPairs is the predicate naming deliveries leased with their own
+// tokens, with a leaseSet as parameters $3 to $7. A row matches when its id
+// is in the sorted id list (width_bucket: a binary search) and its token is
+// the one listed for that id. The plan is an index range scan whatever the
+// planner knows: an (id, token) IN (SELECT * FROM unnest(...)) semi-join
+// becomes a nested loop over the array for each row on a table without
+// statistics, quadratic in the batch (13s for 10000 leases).
+const leasedPairs = ` WHERE d.stream_id = $1::bigint AND d.group_name = $2::text AND d.state = 'leased'
+	AND d.msg_id BETWEEN $3::bigint AND $4::bigint
+	AND ($5::bigint[])[width_bucket(d.msg_id, $5::bigint[])] = d.msg_id
+	AND d.lease_token = ($7::text[])[($6::integer[])[width_bucket(d.msg_id, $5::bigint[])]]`
+
+// leaseIndex is the position of row d's id in the sorted id list $5.
+const leaseIndex = `width_bucket(d.msg_id, $5::bigint[])`
+
+// leaseSet is a list of leases as leasedPairs takes them: sorted by id, each
+// with the index (from 1) of its token among the distinct tokens. order[i]
+// is the input position of the i-th lease in id order.
+type leaseSet struct {
+	ids    []int64
+	tokIdx []int32
+	toks   []string
+	order  []int
+}
+
+func newLeaseSet(leases []driver.Lease) leaseSet {
+	s := leaseSet{ids: make([]int64, len(leases)), tokIdx: make([]int32, len(leases)), order: make([]int, len(leases))}
+	for i := range leases {
+		s.order[i] = i
+	}
+	slices.SortStableFunc(s.order, func(a, b int) int { return cmp.Compare(leases[a].ID, leases[b].ID) })
+	index := map[string]int32{}
+	for i, j := range s.order {
+		l := leases[j]
+		k, ok := index[l.Token]
+		if !ok {
+			s.toks = append(s.toks, l.Token)
+			k = int32(len(s.toks))
+			index[l.Token] = k
+		}
+		s.ids[i], s.tokIdx[i] = l.ID, k
+	}
+	return s
+}
+
+// args returns $1 to $7.
+func (s leaseSet) args(streamID int64, group string) []any {
+	return []any{streamID, group, s.ids[0], s.ids[len(s.ids)-1], s.ids, s.tokIdx, s.toks}
+}
+
+// settleStmt is a settle's statement on exception rows: an UPDATE or
+// DELETE of delivery_exception d whose own parameters, from $8 on, args
+// gives for the leases it runs over (nil: none), and what the settle does
+// with the batch members among them (batchSettle).
+type settleStmt struct {
+	sql  string
+	mode memberAction
+	args func(leases []driver.Lease) []any
+}
+
+// bind is the statement's arguments over leases: their leaseSet's ($1 to
+// $7), then its own.
+func (st settleStmt) bind(streamID int64, group string, leases []driver.Lease) []any {
+	args := newLeaseSet(leases).args(streamID, group)
+	if st.args != nil {
+		args = append(args, st.args(leases)...)
+	}
+	return args
+}
+
+// alone is the statement on its own, as settleQuery runs it: every id it
+// changed, none materialized.
+func (st settleStmt) alone() string { return st.sql + leasedPairs + ` RETURNING d.msg_id, false` }
+
+// settle runs st over the deliveries leased with their tokens, in one
+// autocommit statement or in the caller's transaction tx, and reports the
+// leases it did not change. The same statement handles the leases that are
+// members of batches as st.mode says (batchSettle); members it
+// materialized are then settled by st alone, in a second statement.
+func (d *Driver) settle(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, st settleStmt) (driver.SettleResult, error) {
+	if err := d.settleCheck(tx); err != nil || len(leases) == 0 {
+		return driver.SettleResult{}, err
+	}
+	if tx != nil {
+		return d.settleInTx(ctx, tx, streamID, group, leases, st)
+	}
+	changed, materialized, err := d.settleQuery(ctx, tx, batchSettle(streamID, st.mode, st.sql+leasedPairs+` RETURNING d.msg_id`),
+		st.bind(streamID, group, leases))
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	if len(materialized) == 0 {
+		return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
+	}
+	// The members are leased exception rows now (rows of their own): settle
+	// them as such. Between the two statements they are held with their
+	// token as before, so a failure here leaves them leased, never lost.
+	var rest []driver.Lease
+	for _, l := range leases {
+		if materialized[l.ID] {
+			rest = append(rest, l)
+		}
+	}
+	done, _, err := d.settleQuery(ctx, tx, st.alone(), st.bind(streamID, group, rest))
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	for id := range done {
+		changed[id] = true
+	}
+	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
+}
+
+// settleInTx settles leases in the caller's transaction tx, which may stay
+// open long after (the inbox pattern). Their batch members are first
+// materialized in a statement of the driver's own, committed at once; the
+// caller's transaction then changes only the leases' exception rows. It
+// never locks a batch record, so the other members of the batch are
+// extended, acked and claimed past meanwhile (issue 25). Materialized rows
+// are what the batch stood for: when tx rolls back they stay leased with
+// their token until their lease expires, as the batch would have.
+func (d *Driver) settleInTx(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, st settleStmt) (driver.SettleResult, error) {
+	carve := batchSettle(streamID, settleMaterialize, `SELECT d.msg_id FROM delivery_exception d`+leasedPairs+` AND false`)
+	if _, _, err := d.settleQuery(ctx, nil, carve, newLeaseSet(leases).args(streamID, group)); err != nil {
+		return driver.SettleResult{}, err
+	}
+	changed, _, err := d.settleQuery(ctx, tx, st.alone(), st.bind(streamID, group, leases))
+	if err != nil {
+		return driver.SettleResult{}, err
+	}
+	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
+}
+
+// settleCheck fails when the driver is closed or tx is not nil and not
+// this driver's.
+func (d *Driver) settleCheck(tx driver.Tx) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	if tx != nil {
+		_, err := callerTx(tx)
+		return err
+	}
+	return nil
+}
+
+// settleQuery runs a statement returning (msg_id, materialized) for each
+// delivery it changed or materialized: autocommit (retried while that is
+// safe), or once in the caller's transaction tx, which it never commits or
+// rolls back.
+func (d *Driver) settleQuery(ctx context.Context, tx driver.Tx, query string, args []any) (changed, materialized map[int64]bool, err error) {
+	changed, materialized = map[int64]bool{}, map[int64]bool{}
+	run := func(q querier) error {
+		clear(changed)
+		clear(materialized)
+		// A settle names its leases by id range. A cached generic plan,
+		// made before the planner knew the table (a new group, a backlog
+		// loaded before autovacuum's analyze), read the group's every
+		// exception along the due index to find them (13 ms for one
+		// lease behind 100k retries); planned for the ids at hand, it is
+		// a primary-key range. Settles run once per batch, so planning
+		// each costs little.
+		rows, err := q.Query(ctx, query, append([]any{d.settleMode}, args...)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			var m bool
+			if err := rows.Scan(&id, &m); err != nil {
+				return err
+			}
+			if m {
+				materialized[id] = true
+			} else {
+				changed[id] = true
+			}
+		}
+		return rows.Err()
+	}
+	if tx != nil {
+		caller, _ := callerTx(tx)
+		err = d.callerTxError(ctx, run(caller))
+	} else {
+		err = d.write(ctx, func(c *pgxpool.Conn) error { return run(c) })
+	}
+	return changed, materialized, err
+}
+
+// callerTxError classifies the failure of a write in the caller's
+// transaction: the caller must roll it back, and retry it whole after a
+// conflict.
+func (d *Driver) callerTxError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	err = d.wrap(ctx, err, stageWrite)
+	var de *driver.Error
+	var pe *pgconn.PgError
+	if errors.As(err, &de) && de.Kind == driver.ErrConflict && de.Advice == "" && errors.As(err, &pe) {
+		switch pe.Code {
+		case "55P03":
+			de.Advice = "a lock wait of this transaction ran out (its lock_timeout): another transaction holds a delivery it settles; roll it back and retry it whole"
+		default:
+			de.Advice = adviceCallerRetry
+		}
+	}
+	return err
+}
+
+// Ack implements driver.Driver. With p.Tx, the deliveries are resolved in
+// the caller's transaction: they stay leased (to their token) until it
+// commits, and are leased again as before when it rolls back. Batch members
+// leave their batches in the same statement, except in the caller's
+// transaction (settleInTx).
+func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
+	if p.Tx != nil {
+		return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleStmt{sql: ackExceptions, mode: settleAck})
+	}
+	if b, ok := d.claimed.take(p.StreamID, p.Group, p.Leases); ok {
+		if err := d.check(); err != nil {
+			return driver.SettleResult{}, err
+		}
+		done, err := d.ackWhole(ctx, p.StreamID, p.Group, p.Leases[0].Token, b)
+		if err != nil || done {
+			return driver.SettleResult{}, err
+		}
+	}
+	if d.settleMode == pgx.QueryExecModeCacheDescribe && len(p.Leases) > 0 {
+		return d.ackPipelined(ctx, p)
+	}
+	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleStmt{sql: ackExceptions, mode: settleAck})
+}
+
+// ackExceptions is Ack's exception-row statement.
+const ackExceptions = `DELETE FROM delivery_exception d`
+
+// ackPipelined is Ack as two statements in one round trip and one implicit
+// transaction: batchAck, prepared once per connection
+// (a plan for every argument; planning the whole of batchSettle's statement
+// for each ack cost more than running it), then the exception-row DELETE,
+// planned for its arguments at each run as settleQuery's are. Only where
+// the connection may prepare statements (settleMode is CacheDescribe: pgx's
+// default modes); otherwise Ack runs batchSettle's one statement.
+func (d *Driver) ackPipelined(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
+	if err := d.check(); err != nil {
+		return driver.SettleResult{}, err
+	}
+	set := newLeaseSet(p.Leases)
+	args := set.args(p.StreamID, p.Group)
+	query := ackExceptions + leasedPairs + ` RETURNING d.msg_id`
+	changed := map[int64]bool{}
+	run := func(conn *pgx.Conn) error {
+		clear(changed)
+		sd, err := conn.Prepare(ctx, batchAck, batchAck)
+		if err != nil {
+			return err
+		}
+		var bq, eq pgx.ExtendedQueryBuilder
+		if err := bq.Build(conn.TypeMap(), sd, args); err != nil {
+			return err
+		}
+		if err := eq.Build(conn.TypeMap(), nil, args); err != nil {
+			return err
+		}
+		pl := conn.PgConn().StartPipeline(ctx)
+		pl.SendQueryPrepared(sd.Name, bq.ParamValues, bq.ParamFormats, nil)
+		pl.SendQueryParams(query, eq.ParamValues, nil, eq.ParamFormats, nil)
+		err = pl.Sync()
+		for n := 0; err == nil && n < 2; n++ {
+			var res any
+			if res, err = pl.GetResults(); err != nil {
+				break
+			}
+			rr, ok := res.(*pgconn.ResultReader)
+			if !ok {
+				err = fmt.Errorf("postgres: ack: unexpected pipeline result %T", res)
+				break
+			}
+			for rr.NextRow() {
+				id, perr := strconv.ParseInt(string(rr.Values()[0]), 10, 64)
+				if perr != nil {
+					err = perr
+				}
+				changed[id] = true
+			}
+			if _, cerr := rr.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if cerr := pl.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	if err := d.write(ctx, func(c *pgxpool.Conn) error { return run(c.Conn()) }); err != nil {
+		return driver.SettleResult{}, err
+	}
+	return driver.SettleResult{Lost: driver.Lost(p.Leases, changed)}, nil
+}
+
+// Fail implements driver.Driver. Each failure carries its own state, due
+// time and error, passed as arrays in the order of the sorted ids, so one
+// statement records them all and appends each to its delivery's failure
+// history (with the attempt and holder of the lease). With p.Tx it runs in
+// the caller's transaction.
+func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleResult, error) {
+	leases := make([]driver.Lease, len(p.Failures))
+	byID := make(map[int64]driver.Failure, len(p.Failures))
+	for i, f := range p.Failures {
+		leases[i] = f.Lease
+		byID[f.Lease.ID] = f
+	}
+	return d.settle(ctx, p.Tx, p.StreamID, p.Group, leases, settleStmt{mode: settleMaterialize, sql: `UPDATE delivery_exception d SET
+			state = CASE WHEN ($8::boolean[])[` + leaseIndex + `] THEN 'dead' ELSE 'delayed' END,
+			due_at = ($9::timestamptz[])[` + leaseIndex + `],
+			last_error = ($11::text[])[($10::integer[])[` + leaseIndex + `]],
+			failures = ` + appendFailure("d", `($13::text[])[($10::integer[])[`+leaseIndex+`]]`, `$14::text`) + `,
+			lease_token = NULL, first_failed_at = COALESCE(d.first_failed_at, $12::timestamptz), updated_at = $12::timestamptz`,
+		args: func(leases []driver.Lease) []any {
+			failures := make([]driver.Failure, len(leases))
+			for i, l := range leases {
+				failures[i] = byID[l.ID]
+				failures[i].Lease = l
+			}
+			return failArgs(failures, p.Now)
+		}})
+}
+
+// failArgs are Fail's parameters from $8 on, in the order of the sorted ids
+// (newLeaseSet's order).
+func failArgs(failures []driver.Failure, now time.Time) []any {
+	n := len(failures)
+	leases := make([]driver.Lease, n)
+	for i, f := range failures {
+		leases[i] = f.Lease
+	}
+	set := newLeaseSet(leases)
+	dead, dues, errIdx := make([]bool, n), make([]time.Time, n), make([]int32, n)
+	var errs, cut []string
+	index := map[string]int32{}
+	for i, j := range set.order {
+		f := failures[j]
+		dead[i], dues[i] = f.Dead, ts(f.Due)
+		if f.Dead {
+			dues[i] = ts(now)
+		}
+		k, ok := index[f.Error]
+		if !ok {
+			errs, cut = append(errs, storableText(f.Error)), append(cut, historyError(f.Error))
+			k = int32(len(errs))
+			index[f.Error] = k
+		}
+		errIdx[i] = k
+	}
+	return []any{dead, dues, errIdx, errs, ts(now), cut, historyTime(now)}
+}
+
+// Release implements driver.Driver. With p.ClaimToken, the batches of that
+// token are materialized first, in the same implicit transaction.
+func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.SettleResult, error) {
+	const set = `UPDATE delivery_exception d SET state = 'delayed', due_at = $8::timestamptz, attempt = d.attempt - 1, lease_token = NULL, updated_at = $8::timestamptz`
+	if p.ClaimToken == "" {
+		args := func([]driver.Lease) []any { return []any{ts(p.Now)} }
+		return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleStmt{sql: set, mode: settleMaterialize, args: args})
+	}
+	err := d.write(ctx, func(c *pgxpool.Conn) error {
+		b := &pgx.Batch{}
+		b.Queue(materializeBatches(p.StreamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_token = $3::text`, batchOrder, `FOR UPDATE`),
+			p.StreamID, p.Group, p.ClaimToken)
+		b.Queue(`UPDATE delivery_exception SET state = 'delayed', due_at = $4::timestamptz, attempt = attempt - 1, lease_token = NULL, updated_at = $4::timestamptz
+			WHERE stream_id = $1::bigint AND group_name = $2::text AND lease_token = $3::text AND state = 'leased'`,
+			p.StreamID, p.Group, p.ClaimToken, ts(p.Now))
+		return c.SendBatch(ctx, b).Close()
+	})
+	return driver.SettleResult{}, err
+}
+
+// Extend implements driver.Driver. A batch all of whose remaining members
+// are named (Run's heartbeat extends all it holds) moves its lease_until;
+// the named members of other batches are materialized and extended as rows.
+func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
+	args := func([]driver.Lease) []any { return []any{ts(p.Until), ts(p.Now)} }
+	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleStmt{sql: `UPDATE delivery_exception d SET due_at = $8::timestamptz, updated_at = $9::timestamptz`,
+		mode: settleExtend, args: args})
+}
