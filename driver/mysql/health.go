@@ -3,7 +3,6 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"slices"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -74,37 +73,13 @@ func highWater(ctx context.Context, tx querier, stream driver.StreamConfig) ([]i
 // versionStats counts rows and compaction heads per version, the rows from
 // the counts kept up to the marks and the rows past them (rowcount.go), not
 // a scan of the log; uncounted is how many lay past the marks.
-func versionStats(ctx context.Context, tx querier, stream driver.StreamConfig) (out []driver.VersionStats, uncounted int64, err error) {
-	versions := map[int]*driver.VersionStats{}
-	at := func(v int) *driver.VersionStats {
-		if versions[v] == nil {
-			versions[v] = &driver.VersionStats{Version: v}
-		}
-		return versions[v]
-	}
+func versionStats(ctx context.Context, tx querier, stream driver.StreamConfig) ([]driver.VersionStats, int64, error) {
 	counts, uncounted, err := rowCounts(ctx, tx, stream)
 	if err != nil {
 		return nil, 0, err
 	}
-	for v, n := range counts {
-		if n > 0 {
-			at(v).Rows = n
-		}
-	}
-	if err := eachRow(ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, []any{stream.ID}, func(r *sql.Rows) error {
-		var v int
-		var n int64
-		err := r.Scan(&v, &n)
-		at(v).Heads = n
-		return err
-	}); err != nil {
-		return nil, 0, err
-	}
-	for _, v := range versions {
-		out = append(out, *v)
-	}
-	slices.SortFunc(out, func(a, b driver.VersionStats) int { return a.Version - b.Version })
-	return out, uncounted, nil
+	heads, err := headsPerVersion(ctx, tx, stream.ID)
+	return driver.VersionStatsOf(counts, heads), uncounted, err
 }
 
 // unreadRows counts a group's rows past its cursors by partition, version
@@ -184,4 +159,17 @@ func holderCounts(ctx context.Context, tx querier, stream driver.StreamConfig) (
 			return err
 		})
 	return out, err
+}
+
+// headsPerVersion counts a stream's compaction heads per version.
+func headsPerVersion(ctx context.Context, tx querier, streamID int64) (map[int]int64, error) {
+	heads := map[int]int64{}
+	err := eachRow(ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, []any{streamID}, func(r *sql.Rows) error {
+		var v int
+		var n int64
+		err := r.Scan(&v, &n)
+		heads[v] = n
+		return err
+	})
+	return heads, err
 }

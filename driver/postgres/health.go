@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -109,38 +108,20 @@ func highWaters(ctx context.Context, tx pgx.Tx, stream driver.StreamConfig) ([]i
 // many rows lay past the marks of the row counts (rowcount.go): the counts
 // kept up to the marks and the rows past them, not a scan of the log.
 func versionStats(ctx context.Context, tx pgx.Tx, streamID int64) ([]driver.VersionStats, int64, error) {
-	versions := map[int]*driver.VersionStats{}
-	at := func(v int32) *driver.VersionStats {
-		if versions[int(v)] == nil {
-			versions[int(v)] = &driver.VersionStats{Version: int(v)}
-		}
-		return versions[int(v)]
-	}
 	counts, past, err := rowCounts(ctx, tx, streamID)
 	if err != nil {
 		return nil, 0, err
 	}
-	for v, n := range counts {
-		if n > 0 {
-			at(int32(v)).Rows = n
-		}
-	}
-	if err := eachRow(ctx, tx, `SELECT schema_version, count(*) FROM compaction_head WHERE stream_id = $1::bigint GROUP BY schema_version`,
+	heads := map[int]int64{}
+	err = eachRow(ctx, tx, `SELECT schema_version, count(*) FROM compaction_head WHERE stream_id = $1::bigint GROUP BY schema_version`,
 		[]any{streamID}, func(r pgx.Rows) error {
 			var v int32
 			var n int64
 			err := r.Scan(&v, &n)
-			at(v).Heads = n
+			heads[int(v)] = n
 			return err
-		}); err != nil {
-		return nil, 0, err
-	}
-	var out []driver.VersionStats
-	for _, v := range versions {
-		out = append(out, *v)
-	}
-	slices.SortFunc(out, func(a, b driver.VersionStats) int { return a.Version - b.Version })
-	return out, past, nil
+		})
+	return driver.VersionStatsOf(counts, heads), past, err
 }
 
 // unreadCounts counts the rows past each group's cursors, by partition,

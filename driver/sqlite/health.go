@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"slices"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -99,37 +98,12 @@ func highWaters(ctx context.Context, tx querier, stream driver.StreamConfig) ([]
 // many rows lay past the row count marks. The rows are the counts kept up
 // to the marks and the rows past them (rowcount.go), not a scan of the log.
 func versionStats(ctx context.Context, tx querier, stream driver.StreamConfig) ([]driver.VersionStats, int64, error) {
-	versions := map[int]*driver.VersionStats{}
-	at := func(v int) *driver.VersionStats {
-		if versions[v] == nil {
-			versions[v] = &driver.VersionStats{Version: v}
-		}
-		return versions[v]
-	}
 	counts, past, err := rowCounts(ctx, tx, stream)
 	if err != nil {
 		return nil, 0, err
 	}
-	for v, n := range counts {
-		if n > 0 {
-			at(v).Rows = n
-		}
-	}
-	if err := eachRow(ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, []any{stream.ID}, func(r *sql.Rows) error {
-		var v int
-		var n int64
-		err := r.Scan(&v, &n)
-		at(v).Heads = n
-		return err
-	}); err != nil {
-		return nil, 0, err
-	}
-	var out []driver.VersionStats
-	for _, v := range versions {
-		out = append(out, *v)
-	}
-	slices.SortFunc(out, func(a, b driver.VersionStats) int { return a.Version - b.Version })
-	return out, past, nil
+	heads, err := headsPerVersion(ctx, tx, stream.ID)
+	return driver.VersionStatsOf(counts, heads), past, err
 }
 
 // unreadCounts counts, per group, partition, version and routing key, the
@@ -193,4 +167,17 @@ func holderCounts(ctx context.Context, tx querier, streamID int64) ([]driver.Hol
 		return err
 	})
 	return out, err
+}
+
+// headsPerVersion counts a stream's compaction heads per version.
+func headsPerVersion(ctx context.Context, tx querier, streamID int64) (map[int]int64, error) {
+	heads := map[int]int64{}
+	err := eachRow(ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, []any{streamID}, func(r *sql.Rows) error {
+		var v int
+		var n int64
+		err := r.Scan(&v, &n)
+		heads[v] = n
+		return err
+	})
+	return heads, err
 }
