@@ -26,14 +26,7 @@ func testDriverBatchLeaseStorage(t *testing.T, h *harness) {
 		t.Fatalf("target %s has no QueryInt", h.target.Name)
 	}
 	f := newDriverFixture(t, h)
-	count := func(table string) int64 {
-		t.Helper()
-		n, err := h.target.QueryInt(ctx(t), f.drv, "SELECT COUNT(*) FROM "+table)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	count := func(table string) int64 { return f.count(h, table) }
 	f.append(1, 100)
 	res, token := f.claim(100, time.Hour)
 	if len(res.Deliveries) != 100 {
@@ -79,14 +72,7 @@ func testDriverBatchLeaseStorage(t *testing.T, h *harness) {
 // "One lease model").
 func testDriverLeaseRowsOfTheirOwn(t *testing.T, h *harness) {
 	f := newDriverFixture(t, h)
-	count := func(table string) int64 {
-		t.Helper()
-		n, err := h.target.QueryInt(ctx(t), f.drv, "SELECT COUNT(*) FROM "+table)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	count := func(table string) int64 { return f.count(h, table) }
 	f.append(1, 300)
 	held := f.claimLeases(100)
 	for _, l := range held[:99] {
@@ -159,6 +145,16 @@ func testDriverLeaseRowsOfTheirOwn(t *testing.T, h *harness) {
 	if exceptions, batches := count("delivery_exception"), count("delivery_batch"); exceptions != 0 || batches != 0 {
 		t.Errorf("after every delivery was acked %d exception rows and %d batches are left; want none", exceptions, batches)
 	}
+}
+
+// count counts the rows of one of the driver's tables.
+func (f *driverFixture) count(h *harness, table string) int64 {
+	f.t.Helper()
+	n, err := h.target.QueryInt(ctx(f.t), f.drv, "SELECT COUNT(*) FROM "+table)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return n
 }
 
 // testDriverLeasedRowsUnderMaintenance pins what cursor resets, Health,
