@@ -37,11 +37,15 @@ func (l *lockedBuffer) String() string {
 
 // While the global propagator is OpenTelemetry's no-op default, the
 // creation context travels as W3C TraceContext, and the logger says so
-// once; a propagator set globally later takes over. Not parallel: it reads
-// the global propagator before any test sets it, and sets it last.
+// once; a propagator set globally later takes over. Not parallel: it sets
+// the global propagator. It starts from one that carries no fields, as the
+// no-op default does, whatever another test (or an earlier -count run) set.
 func TestDefaultPropagator(t *testing.T) {
+	prev := otel.GetTextMapPropagator()
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
+	t.Cleanup(func() { otel.SetTextMapPropagator(prev) })
 	if f := otel.GetTextMapPropagator().Fields(); len(f) != 0 {
-		t.Fatalf("the global propagator was set before this test (fields %v); this test needs the no-op default", f)
+		t.Fatalf("the global propagator carries fields %v; this test needs one with none, as the no-op default", f)
 	}
 	var logs lockedBuffer
 	e := newMemEnv(t, otelsqlstreams.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
