@@ -56,7 +56,7 @@ func testGroupAdmin(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	var dead int64
-	eventually(t, 10*time.Second, "the retry", func() bool {
+	eventually(t, 30*time.Second, "the retry", func() bool {
 		again, err := cons.Claim(ctx(t), 1)
 		if err != nil {
 			t.Fatal(err)

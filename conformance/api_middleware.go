@@ -212,7 +212,7 @@ func testMiddleware(t *testing.T, h *harness) {
 		})
 	}()
 	<-started
-	eventually(t, 10*time.Second, "Run to hold three", func() bool { return groupAt(t, health(t, c, out), 1, "hold").Leased == 3 })
+	eventually(t, 30*time.Second, "Run to hold three", func() bool { return groupAt(t, health(t, c, out), 1, "hold").Leased == 3 })
 	cancel()
 	if err := <-runDone; err != nil {
 		t.Fatal(err)

@@ -201,7 +201,7 @@ func testNoSkip(t *testing.T, h *harness) {
 		mu.Unlock()
 	}
 	var abandoned []sqlstreams.Delivery[EventV1]
-	eventually(t, 10*time.Second, "rows to abandon in a lease", func() bool {
+	eventually(t, 30*time.Second, "rows to abandon in a lease", func() bool {
 		ds, err := ga.Claim(ctx(t), 2)
 		if err != nil {
 			t.Fatalf("claim to abandon: %v", err)

@@ -35,7 +35,7 @@ func testGracefulStop(t *testing.T, h *harness) {
 	if first != ids[0] {
 		t.Errorf("with Concurrency 1 the first handled row is %d, want the first claimed, %d", first, ids[0])
 	}
-	eventually(t, 10*time.Second, "Run to hold the whole batch", func() bool {
+	eventually(t, 30*time.Second, "Run to hold the whole batch", func() bool {
 		g := groupAt(t, health(t, c, "c8-stop"), 1, "g")
 		return g.Leased == 5
 	})

@@ -107,7 +107,7 @@ func testDecodeFailure(t *testing.T, h *harness) {
 				handled = append(handled, d.ID)
 				return nil
 			})
-			eventually(t, 5*time.Second, "every decodable row to be handled", func() bool {
+			eventually(t, 30*time.Second, "every decodable row to be handled", func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				return len(handled) >= len(good)

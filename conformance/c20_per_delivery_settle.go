@@ -347,7 +347,7 @@ func takeOver(t *testing.T, a, b *sqlstreams.Consumer[EventV1], ids []int64) (fi
 	if err := first[0].Extend(ctx(t), time.Millisecond); err != nil {
 		t.Fatalf("cutting the first lease short: %v", err)
 	}
-	eventually(t, 10*time.Second, "B to take the expired delivery", func() bool {
+	eventually(t, 30*time.Second, "B to take the expired delivery", func() bool {
 		var err error
 		if taken, err = b.Claim(ctx(t), len(ids)); err != nil {
 			t.Fatal(err)

@@ -73,7 +73,7 @@ func testTransactionalSettle(t *testing.T, h *harness) {
 	claimOne := func() sqlstreams.Delivery[EventV1] {
 		t.Helper()
 		var got []sqlstreams.Delivery[EventV1]
-		eventually(t, 10*time.Second, "a delivery", func() bool {
+		eventually(t, 30*time.Second, "a delivery", func() bool {
 			var err error
 			if got, err = cons.Claim(ctx(t), 1); err != nil {
 				t.Fatal(err)
@@ -146,7 +146,7 @@ func testTransactionalSettle(t *testing.T, h *harness) {
 		produceV1(t, p, 1)
 		d := claimOne()
 		var taken []sqlstreams.Delivery[EventV1]
-		eventually(t, 10*time.Second, "the other member to take the expired lease", func() bool {
+		eventually(t, 30*time.Second, "the other member to take the expired lease", func() bool {
 			var err error
 			taken, err = other.Claim(ctx(t), 1)
 			if err != nil {

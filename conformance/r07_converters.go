@@ -128,7 +128,7 @@ func testConverters(t *testing.T, h *harness) {
 		if gh := groupAt(t, health(t, c, stream), 1, "flaky"); gh.Delayed != int64(1-len(retried)) || gh.Dead != 0 {
 			t.Errorf("after a converter error, health of flaky at v1: %+v, want %d delayed and none dead", gh, 1-len(retried))
 		}
-		eventually(t, 5*time.Second, "the retry of the failed conversion", func() bool {
+		eventually(t, 30*time.Second, "the retry of the failed conversion", func() bool {
 			retried = append(retried, drain(t, cons)...)
 			return len(retried) > 0
 		})
@@ -148,7 +148,7 @@ func testConverters(t *testing.T, h *harness) {
 		})
 		cons := consumer[EventV2](t, c, stream, "broken", fastRetry(sqlstreams.ConsumerOptions{
 			Converters: []sqlstreams.Converter{broken}, MaxAttempts: 3}))
-		eventually(t, 10*time.Second, "three converter failures to go dead", func() bool {
+		eventually(t, 30*time.Second, "three converter failures to go dead", func() bool {
 			drain(t, cons)
 			return groupAt(t, health(t, c, stream), 1, "broken").Dead == 3
 		})

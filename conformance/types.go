@@ -159,10 +159,12 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 	}
 }
 
-// fastRetry are consumer options for tests: short leases and backoff.
+// fastRetry are consumer options for tests: short polls and backoff.
 func fastRetry(o sqlstreams.ConsumerOptions) *sqlstreams.ConsumerOptions {
 	if o.LeaseDuration == 0 {
-		o.LeaseDuration = 2 * time.Second
+		// Long enough that a heartbeat late on a loaded machine does not
+		// lapse it: tests that need a lease to lapse set their own.
+		o.LeaseDuration = 10 * time.Second
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = 20 * time.Millisecond
