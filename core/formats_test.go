@@ -57,3 +57,27 @@ func TestWithFormatsRefusesBadFormats(t *testing.T) {
 		})
 	}
 }
+
+// TestRegistryWithFormats: a view of a client's registry accepts the
+// formats it adds, keeps the client's own for a type both name, and
+// refuses what the option refuses; the client's registry is unchanged.
+func TestRegistryWithFormats(t *testing.T) {
+	c, err := sqlstreams.Open(context.Background(), memdriver.Open(), sqlstreams.WithFormats(namedFormat("PROTOBUF")), sqlstreams.WithMaintenanceInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	view, err := c.Registry().WithFormats(namedFormat("AVRO"), namedFormat("PROTOBUF"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := view.Types(); len(got) != 3 || got[1] != schema.TypeAvro || got[2] != schema.TypeProtobuf {
+		t.Errorf("view types %v, want [JSON AVRO PROTOBUF]", got)
+	}
+	if got := c.Registry().Types(); len(got) != 2 {
+		t.Errorf("the client's registry changed: %v", got)
+	}
+	if _, err := c.Registry().WithFormats(namedFormat("JSON")); !errors.Is(err, sqlstreams.ErrInvalidOption) {
+		t.Errorf("WithFormats(JSON): %v, want ErrInvalidOption", err)
+	}
+}

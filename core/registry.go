@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -69,11 +70,34 @@ func ParseMode(s string) (Mode, error) {
 
 // Registry is the schema registry of a client's database.
 type Registry struct {
-	client *Client
+	client  *Client
+	formats map[schema.Type]schema.Format // the client's, or WithFormats'
 }
 
 // Registry returns the client's schema registry.
-func (c *Client) Registry() *Registry { return &Registry{client: c} }
+func (c *Client) Registry() *Registry { return &Registry{client: c, formats: c.formats} }
+
+// WithFormats returns a view of the registry that also accepts documents of
+// these formats, for a component that serves documents on a client it was
+// handed (contrib/ccompat enables AVRO this way). A type the client already
+// enables keeps the client's format. The formats are checked as the client
+// option's are.
+func (r *Registry) WithFormats(formats ...schema.Format) (*Registry, error) {
+	c := &Client{formatList: formats}
+	if err := c.checkFormats(); err != nil {
+		return nil, err
+	}
+	out := &Registry{client: r.client, formats: maps.Clone(r.formats)}
+	if out.formats == nil {
+		out.formats = map[schema.Type]schema.Format{}
+	}
+	for t, f := range c.formats {
+		if _, ok := out.formats[t]; !ok {
+			out.formats[t] = f
+		}
+	}
+	return out, nil
+}
 
 func (r *Registry) store() (driver.Registry, error) {
 	if err := r.client.checkOpen(); err != nil {

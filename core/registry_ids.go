@@ -179,7 +179,7 @@ func (r *Registry) document(ctx context.Context, store driver.Registry, p Schema
 		reg.refs, err = r.driverRefs(ctx, store, p.References)
 		return reg, err
 	}
-	f, ok := r.client.formats[t]
+	f, ok := r.formats[t]
 	if !ok {
 		return reg, fmt.Errorf("%w: schema type %s is not enabled; enable it with sqlstreams.WithFormats (%s)", ErrInvalidOption, t, r.typeList())
 	}
@@ -200,7 +200,7 @@ func (r *Registry) document(ctx context.Context, store driver.Registry, p Schema
 // enabled with WithFormats, by name.
 func (r *Registry) Types() []schema.Type {
 	out := []schema.Type{schema.TypeJSON}
-	for t := range r.client.formats {
+	for t := range r.formats {
 		out = append(out, t)
 	}
 	slices.Sort(out[1:])
@@ -208,7 +208,7 @@ func (r *Registry) Types() []schema.Type {
 }
 
 func (r *Registry) typeList() string {
-	names := make([]string, 0, len(r.client.formats)+1)
+	names := make([]string, 0, len(r.formats)+1)
 	for _, t := range r.Types() {
 		names = append(names, string(t))
 	}
@@ -660,7 +660,7 @@ type resolver struct {
 }
 
 func (r *Registry) newResolver(store driver.Registry) *resolver {
-	return &resolver{store: store, formats: r.client.formats, revs: map[int64][]driver.SchemaRevision{}}
+	return &resolver{store: store, formats: r.formats, revs: map[int64][]driver.SchemaRevision{}}
 }
 
 // document is a stored revision as the judge reads it: a JSON Schema with
