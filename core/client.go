@@ -24,10 +24,12 @@ type Client struct {
 	identity  string        // stored with every lease this client takes
 	opTimeout time.Duration // bounds each call Run and maintenance make
 
-	noMigrate  bool          // WithoutMigrate: check the schema instead
-	docPolicy  schema.Policy // WithDocumentPolicy: rules for hand-written schemas
-	middleware []Middleware  // as given to WithMiddleware
-	chain      chain         // the same, sorted
+	noMigrate  bool                          // WithoutMigrate: check the schema instead
+	docPolicy  schema.Policy                 // WithDocumentPolicy: rules for hand-written schemas
+	formatList []schema.Format               // as given to WithFormats
+	formats    map[schema.Type]schema.Format // the same, by type, checked by Open
+	middleware []Middleware                  // as given to WithMiddleware
+	chain      chain                         // the same, sorted
 	produceMW  []ProduceMiddleware
 
 	maintainEvery time.Duration
@@ -71,6 +73,41 @@ func WithIdentity(id string) ClientOption {
 // judged GoAware.
 func WithDocumentPolicy(p schema.Policy) ClientOption {
 	return func(c *Client) { c.docPolicy = p }
+}
+
+// WithFormats enables schema languages besides JSON Schema in the registry,
+// such as contrib/avro's Format for AVRO documents: RegisterSchema, the dry
+// runs and the Confluent-compatible API then accept documents of those
+// types, and judge them by each format's own rules. JSON Schema is built
+// in. Core imports no parser (it is standard library only), which is why a
+// format is an option: a program that registers only Go types links none.
+// A client without a format still lists, serves and counts documents of
+// its type; it refuses to register or check them.
+func WithFormats(formats ...schema.Format) ClientOption {
+	return func(c *Client) { c.formatList = append(c.formatList, formats...) }
+}
+
+// checkFormats indexes the formats WithFormats gave by type: each must be
+// non-nil, of a valid type other than JSON, and given once.
+func (c *Client) checkFormats() error {
+	c.formats = map[schema.Type]schema.Format{}
+	for _, f := range c.formatList {
+		if f == nil {
+			return fmt.Errorf("%w: WithFormats got a nil format", ErrInvalidOption)
+		}
+		t, err := schema.ParseType(string(f.Type()))
+		switch {
+		case err != nil || t != f.Type():
+			return fmt.Errorf("%w: WithFormats: format type %q; types are upper-case names such as AVRO", ErrInvalidOption, f.Type())
+		case t == schema.TypeJSON:
+			return fmt.Errorf("%w: WithFormats: JSON Schema is built in; leave it out", ErrInvalidOption)
+		}
+		if _, dup := c.formats[t]; dup {
+			return fmt.Errorf("%w: WithFormats: two formats for %s; give one", ErrInvalidOption, t)
+		}
+		c.formats[t] = f
+	}
+	return nil
 }
 
 // WithOperationTimeout bounds every database call Run and background
@@ -117,6 +154,9 @@ func Open(ctx context.Context, drv driver.Driver, opts ...ClientOption) (*Client
 		return nil, fmt.Errorf("%w: operation timeout %v; use a positive duration", ErrInvalidOption, c.opTimeout)
 	}
 	if err := validateIdentity(c.identity); err != nil {
+		return nil, err
+	}
+	if err := c.checkFormats(); err != nil {
 		return nil, err
 	}
 	var err error

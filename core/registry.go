@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -69,11 +70,34 @@ func ParseMode(s string) (Mode, error) {
 
 // Registry is the schema registry of a client's database.
 type Registry struct {
-	client *Client
+	client  *Client
+	formats map[schema.Type]schema.Format // the client's, or WithFormats'
 }
 
 // Registry returns the client's schema registry.
-func (c *Client) Registry() *Registry { return &Registry{client: c} }
+func (c *Client) Registry() *Registry { return &Registry{client: c, formats: c.formats} }
+
+// WithFormats returns a view of the registry that also accepts documents of
+// these formats, for a component that serves documents on a client it was
+// handed (contrib/ccompat enables AVRO this way). A type the client already
+// enables keeps the client's format. The formats are checked as the client
+// option's are.
+func (r *Registry) WithFormats(formats ...schema.Format) (*Registry, error) {
+	c := &Client{formatList: formats}
+	if err := c.checkFormats(); err != nil {
+		return nil, err
+	}
+	out := &Registry{client: r.client, formats: maps.Clone(r.formats)}
+	if out.formats == nil {
+		out.formats = map[schema.Type]schema.Format{}
+	}
+	for t, f := range c.formats {
+		if _, ok := out.formats[t]; !ok {
+			out.formats[t] = f
+		}
+	}
+	return out, nil
+}
 
 func (r *Registry) store() (driver.Registry, error) {
 	if err := r.client.checkOpen(); err != nil {
@@ -236,8 +260,14 @@ type Revision struct {
 	Version     int
 	Revision    int
 	Fingerprint string
-	Schema      *schema.Schema
-	CreatedAt   time.Time
+	// Type is the document's language: JSON for every schema of a Go type.
+	Type schema.Type
+	// Text is the document as stored: a JSON Schema's canonical form, the
+	// text as registered for other types.
+	Text []byte
+	// Schema is the parsed JSON Schema of a JSON revision, nil for others.
+	Schema    *schema.Schema
+	CreatedAt time.Time
 	// ID is the global schema id of the revision's fingerprint: one id per
 	// distinct schema across every stream, stable for the database's life
 	// (0 from a driver without global ids).
@@ -263,13 +293,8 @@ func (r *Registry) Revisions(ctx context.Context, stream string, version int) ([
 	}
 	out := make([]Revision, len(revs))
 	for i, rv := range revs {
-		s, err := schema.Parse(rv.Schema)
-		if err != nil {
+		if out[i], err = r.publicRevision(ctx, rv); err != nil {
 			return nil, fmt.Errorf("sqlstreams: stored schema %q v%d r%d: %w", stream, rv.Version, rv.Revision, err)
-		}
-		out[i] = Revision{Version: rv.Version, Revision: rv.Revision, Fingerprint: rv.Fingerprint, Schema: s, CreatedAt: rv.CreatedAt, ID: rv.ID}
-		if out[i].References, err = r.publicRefs(ctx, rv.References); err != nil {
-			return nil, err
 		}
 	}
 	return out, nil
@@ -361,11 +386,35 @@ type registration struct {
 	// policy judges the candidate: GoAware for a schema reflected from a Go
 	// type, the client's WithDocumentPolicy for a document.
 	policy schema.Policy
+	// doc is a document of another type than JSON (schema is then nil),
+	// and text its registered text, which is what is stored.
+	doc  schema.Document
+	text []byte
+}
+
+// docType is the type of the registration's document.
+func (reg registration) docType() schema.Type {
+	if reg.doc != nil {
+		return reg.doc.Type()
+	}
+	return schema.TypeJSON
+}
+
+// stored is the text RecordSchema stores: a JSON Schema's canonical form,
+// a document of another type as it was registered.
+func (reg registration) stored() []byte {
+	if reg.doc != nil {
+		return reg.text
+	}
+	return reg.schema.Canonical()
 }
 
 // fingerprint is the schema's own, or, with references, one that also
 // covers the names and the content they are bound to.
 func (reg registration) fingerprint() string {
+	if reg.doc != nil { // references are JSON Schema's only
+		return schema.Fingerprint(reg.doc)
+	}
 	fp := reg.schema.Fingerprint()
 	if len(reg.refs) == 0 {
 		return fp
@@ -407,9 +456,9 @@ func (r *Registry) recordRevision(ctx context.Context, reg registration) (driver
 	if err := r.precheck(ctx, store, reg); err != nil {
 		return driver.SchemaRevision{}, err
 	}
-	res := newResolver(store)
+	res := r.newResolver(store)
 	rev, _, err := store.RecordSchema(ctx, driver.RecordSchemaParams{Revision: driver.SchemaRevision{StreamID: reg.stream.ID, Version: reg.version,
-		Fingerprint: reg.fingerprint(), Schema: reg.schema.Canonical(), CreatedAt: time.Now().UTC(), ID: reg.id, Revision: reg.rev, References: reg.refs},
+		Fingerprint: reg.fingerprint(), Type: string(reg.docType()), Schema: reg.stored(), CreatedAt: time.Now().UTC(), ID: reg.id, Revision: reg.rev, References: reg.refs},
 		Decide: func(existing []driver.SchemaRevision, streamSet, global driver.RegistrySettings) error {
 			// Checked again inside the driver's transaction, against what a
 			// concurrent registration may have recorded since the precheck.
@@ -497,7 +546,7 @@ func (r *Registry) precheck(ctx context.Context, store driver.Registry, reg regi
 	if level == schema.None && reg.against == nil {
 		return nil
 	}
-	res := newResolver(store)
+	res := r.newResolver(store)
 	var problems []SchemaProblem
 	if !recorded || reg.against != nil {
 		if problems, err = gateProblems(ctx, res, reg, level, existing); err != nil {
@@ -539,7 +588,7 @@ func incompatible(reg registration, level schema.Level, problems []SchemaProblem
 // version under the level (R2), or, for CheckAgainst, against the chosen
 // revisions in the level's directions.
 func gateProblems(ctx context.Context, res *resolver, reg registration, level schema.Level, existing []driver.SchemaRevision) ([]SchemaProblem, error) {
-	candidate, err := res.candidate(ctx, reg)
+	candidate, err := res.candidateDoc(ctx, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -549,9 +598,9 @@ func gateProblems(ctx context.Context, res *resolver, reg registration, level sc
 			compared = append(compared, e)
 		}
 	}
-	schemas := make([]*schema.Schema, len(compared))
+	docs := make([]schema.Document, len(compared))
 	for i, e := range compared {
-		if schemas[i], err = res.bundled(ctx, e, nil); err != nil {
+		if docs[i], err = res.document(ctx, e, nil, reg.policy); err != nil {
 			return nil, err
 		}
 	}
@@ -559,7 +608,7 @@ func gateProblems(ctx context.Context, res *resolver, reg registration, level sc
 		level = transitive(level)
 	}
 	var out []SchemaProblem
-	for _, p := range schema.Check(level, schemas, candidate, reg.policy).Problems {
+	for _, p := range schema.Judge(level, docs, candidate).Problems {
 		out = append(out, SchemaProblem{Against: fmt.Sprintf("revision %d", compared[p.Against].Revision), Problem: p})
 	}
 	return out, nil
@@ -589,7 +638,7 @@ func pairProblems(ctx context.Context, store driver.Registry, res *resolver, reg
 	for _, rv := range revs {
 		byRevision[rv.Revision] = rv
 	}
-	candidate, err := res.candidate(ctx, reg)
+	candidate, err := res.candidateDoc(ctx, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -598,7 +647,7 @@ func pairProblems(ctx context.Context, store driver.Registry, res *resolver, reg
 		if stored.Fingerprint == reg.fingerprint() {
 			return nil
 		}
-		other, err := res.bundled(ctx, stored, nil)
+		other, err := res.document(ctx, stored, nil, reg.policy)
 		if err != nil {
 			return err
 		}
@@ -606,7 +655,7 @@ func pairProblems(ctx context.Context, store driver.Registry, res *resolver, reg
 		if !candidateReads {
 			direction = schema.Forward // the other reads the candidate's data
 		}
-		for _, p := range schema.Check(direction, []*schema.Schema{other}, candidate, reg.policy).Problems {
+		for _, p := range schema.Judge(direction, []schema.Document{other}, candidate).Problems {
 			out = append(out, SchemaProblem{Against: against, Problem: p})
 		}
 		return nil
@@ -663,14 +712,7 @@ func (s *Stream[T]) CheckSchema(ctx context.Context) error {
 // revision of the stream at version and records nothing. A malformed
 // document fails with the parse error and its position.
 func (r *Registry) Check(ctx context.Context, stream string, version int, doc []byte) error {
-	if version < 1 {
-		return fmt.Errorf("%w: version %d; versions start at 1", ErrInvalidOption, version)
-	}
-	sch, err := schema.Parse(doc)
-	if err != nil {
-		return fmt.Errorf("%w: schema document: %v", ErrInvalidOption, err)
-	}
-	return r.dryRun(ctx, stream, registration{typ: "schema document", version: version, schema: sch, policy: r.client.docPolicy})
+	return r.CheckDocument(ctx, SchemaRegistration{Stream: stream, Version: version, Schema: doc})
 }
 
 func (r *Registry) dryRun(ctx context.Context, stream string, reg registration) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/schema"
@@ -43,8 +44,12 @@ type Reference struct {
 type SchemaRegistration struct {
 	Stream  string
 	Version int
-	Schema  []byte // a JSON Schema document
-	// References bind the document's "$ref" names to shared schemas.
+	// Type is the document's language; empty is JSON. Types other than
+	// JSON need their format enabled with WithFormats.
+	Type   schema.Type
+	Schema []byte // the document
+	// References bind a JSON Schema document's "$ref" names to shared
+	// schemas. Documents of other types take none yet.
 	References []Reference
 	// ID and Revision ask for an explicit global id and revision number,
 	// for restoring a registry's history; both need IMPORT mode.
@@ -76,11 +81,7 @@ func (r *Registry) RegisterSchema(ctx context.Context, p SchemaRegistration) (Re
 	if p.ID < 0 || p.Revision < 0 {
 		return Revision{}, fmt.Errorf("%w: id %d, revision %d; explicit ones must be positive", ErrInvalidOption, p.ID, p.Revision)
 	}
-	sch, err := schema.Parse(p.Schema)
-	if err != nil {
-		return Revision{}, fmt.Errorf("%w: schema document: %v", ErrInvalidOption, err)
-	}
-	refs, err := r.driverRefs(ctx, store, p.References)
+	reg, err := r.document(ctx, store, p)
 	if err != nil {
 		return Revision{}, err
 	}
@@ -89,7 +90,8 @@ func (r *Registry) RegisterSchema(ctx context.Context, p SchemaRegistration) (Re
 	if err != nil {
 		return Revision{}, err
 	}
-	rev, err := r.recordRevision(ctx, registration{stream: cfg, typ: "schema document", version: p.Version, schema: sch, refs: refs, id: p.ID, rev: p.Revision, policy: r.client.docPolicy})
+	reg.stream, reg.id, reg.rev = cfg, p.ID, p.Revision
+	rev, err := r.recordRevision(ctx, reg)
 	if err != nil {
 		s.undoCreate(ctx, cfg, created)
 		return Revision{}, err
@@ -103,18 +105,21 @@ func (r *Registry) RegisterSchema(ctx context.Context, p SchemaRegistration) (Re
 // level, and records nothing. Deployed readers are not consulted; Check
 // does that. A missing revision fails with ErrRevisionNotFound.
 func (r *Registry) CheckAgainst(ctx context.Context, stream string, version, revision int, doc []byte, refs ...Reference) error {
+	return r.CheckDocumentAgainst(ctx, SchemaRegistration{Stream: stream, Version: version, Schema: doc, References: refs}, revision)
+}
+
+// CheckDocumentAgainst is CheckAgainst for a document of any type
+// (p.Type); p.ID and p.Revision are ignored.
+func (r *Registry) CheckDocumentAgainst(ctx context.Context, p SchemaRegistration, revision int) error {
 	store, err := r.store()
 	if err != nil {
 		return err
 	}
-	sch, err := schema.Parse(doc)
-	if err != nil {
-		return fmt.Errorf("%w: schema document: %v", ErrInvalidOption, err)
-	}
-	drefs, err := r.driverRefs(ctx, store, refs)
+	reg, err := r.document(ctx, store, p)
 	if err != nil {
 		return err
 	}
+	stream, version := p.Stream, p.Version
 	cfg, err := r.client.Stream[RawPayload](stream).lookup(ctx, false)
 	if err != nil {
 		return err
@@ -130,28 +135,99 @@ func (r *Registry) CheckAgainst(ctx context.Context, stream string, version, rev
 		}
 		against = []int{revision}
 	}
-	return r.precheck(ctx, store, registration{stream: cfg, typ: "schema document", version: version, schema: sch, refs: drefs, dryRun: true, against: against, policy: r.client.docPolicy})
+	reg.stream, reg.dryRun, reg.against = cfg, true, against
+	return r.precheck(ctx, store, reg)
 }
 
 // CheckWithReferences is Check for a document that refers to shared
 // schemas.
 func (r *Registry) CheckWithReferences(ctx context.Context, stream string, version int, doc []byte, refs []Reference) error {
+	return r.CheckDocument(ctx, SchemaRegistration{Stream: stream, Version: version, Schema: doc, References: refs})
+}
+
+// CheckDocument is the dry run of RegisterSchema for a document of any type
+// (p.Type): the level against the revisions at the version and the
+// deployed readers, as Check does for a JSON Schema; it records nothing.
+// p.ID and p.Revision are ignored.
+func (r *Registry) CheckDocument(ctx context.Context, p SchemaRegistration) error {
 	store, err := r.store()
 	if err != nil {
 		return err
 	}
-	if version < 1 {
-		return fmt.Errorf("%w: version %d; versions start at 1", ErrInvalidOption, version)
+	if p.Version < 1 {
+		return fmt.Errorf("%w: version %d; versions start at 1", ErrInvalidOption, p.Version)
 	}
-	sch, err := schema.Parse(doc)
-	if err != nil {
-		return fmt.Errorf("%w: schema document: %v", ErrInvalidOption, err)
-	}
-	drefs, err := r.driverRefs(ctx, store, refs)
+	reg, err := r.document(ctx, store, p)
 	if err != nil {
 		return err
 	}
-	return r.dryRun(ctx, stream, registration{typ: "schema document", version: version, schema: sch, refs: drefs, policy: r.client.docPolicy})
+	return r.dryRun(ctx, p.Stream, reg)
+}
+
+// document parses a hand-written document by its type and resolves its
+// references: a registration of it, without its stream.
+func (r *Registry) document(ctx context.Context, store driver.Registry, p SchemaRegistration) (registration, error) {
+	reg := registration{typ: "schema document", version: p.Version, policy: r.client.docPolicy}
+	t, err := schema.ParseType(string(p.Type))
+	if err != nil {
+		return reg, fmt.Errorf("%w: %v", ErrInvalidOption, err)
+	}
+	if t == schema.TypeJSON {
+		if reg.schema, err = schema.Parse(p.Schema); err != nil {
+			return reg, fmt.Errorf("%w: schema document: %v", ErrInvalidOption, err)
+		}
+		reg.refs, err = r.driverRefs(ctx, store, p.References)
+		return reg, err
+	}
+	f, ok := r.formats[t]
+	if !ok {
+		return reg, fmt.Errorf("%w: schema type %s is not enabled; enable it with sqlstreams.WithFormats (%s)", ErrInvalidOption, t, r.typeList())
+	}
+	if len(p.References) > 0 {
+		return reg, fmt.Errorf("%w: references are supported for JSON Schema documents only; inline the named types of this %s document", ErrInvalidOption, t)
+	}
+	if reg.doc, err = f.Parse(p.Schema); err != nil {
+		return reg, fmt.Errorf("%w: %s schema document: %v", ErrInvalidOption, t, err)
+	}
+	if reg.doc.Type() != t {
+		return reg, fmt.Errorf("%w: the %s format parsed a document of type %s", ErrInvalidOption, t, reg.doc.Type())
+	}
+	reg.typ, reg.text = strings.ToLower(string(t))+" schema document", slices.Clone(p.Schema)
+	return reg, nil
+}
+
+// Types lists the document types the registry accepts: JSON, then those
+// enabled with WithFormats, by name.
+func (r *Registry) Types() []schema.Type {
+	out := []schema.Type{schema.TypeJSON}
+	for t := range r.formats {
+		out = append(out, t)
+	}
+	slices.Sort(out[1:])
+	return out
+}
+
+func (r *Registry) typeList() string {
+	names := make([]string, 0, len(r.formats)+1)
+	for _, t := range r.Types() {
+		names = append(names, string(t))
+	}
+	return "enabled: " + strings.Join(names, ", ")
+}
+
+// Fingerprint is the fingerprint a document of type t without references
+// is recorded under, for finding its revision: the registry deduplicates
+// documents by it. A malformed document fails as RegisterSchema would.
+func (r *Registry) Fingerprint(ctx context.Context, t schema.Type, text []byte) (string, error) {
+	store, err := r.store()
+	if err != nil {
+		return "", err
+	}
+	reg, err := r.document(ctx, store, SchemaRegistration{Type: t, Schema: text})
+	if err != nil {
+		return "", err
+	}
+	return reg.fingerprint(), nil
 }
 
 // Subject is a (stream, version) pair with at least one recorded revision.
@@ -190,7 +266,9 @@ func (r *Registry) Subjects(ctx context.Context) ([]Subject, error) {
 type SchemaDocument struct {
 	ID          int64
 	Fingerprint string
-	Schema      *schema.Schema
+	Type        schema.Type    // as Revision.Type
+	Text        []byte         // as Revision.Text
+	Schema      *schema.Schema // the parsed JSON Schema, nil for other types
 }
 
 // SchemaUsage is a revision recorded with a global id's schema.
@@ -225,11 +303,13 @@ func (r *Registry) SchemaByID(ctx context.Context, id int64) (SchemaDocument, er
 	if err != nil {
 		return SchemaDocument{}, fmt.Errorf("sqlstreams: schema id %d: %w", id, classify(err))
 	}
-	sch, err := schema.Parse(doc.Schema)
-	if err != nil {
-		return SchemaDocument{}, fmt.Errorf("sqlstreams: stored schema id %d: %w", id, err)
+	out := SchemaDocument{ID: doc.ID, Fingerprint: doc.Fingerprint, Type: docType(doc.Type), Text: doc.Schema}
+	if out.Type == schema.TypeJSON {
+		if out.Schema, err = schema.Parse(doc.Schema); err != nil {
+			return SchemaDocument{}, fmt.Errorf("sqlstreams: stored schema id %d: %w", id, err)
+		}
 	}
-	return SchemaDocument{ID: doc.ID, Fingerprint: doc.Fingerprint, Schema: sch}, nil
+	return out, nil
 }
 
 // SchemaUsages lists the revisions, in any stream, recorded with a global
@@ -304,15 +384,26 @@ func (r *Registry) streamNames(ctx context.Context) (map[int64]string, error) {
 }
 
 func (r *Registry) publicRevision(ctx context.Context, rv driver.SchemaRevision) (Revision, error) {
-	s, err := schema.Parse(rv.Schema)
-	if err != nil {
+	out := Revision{Version: rv.Version, Revision: rv.Revision, Fingerprint: rv.Fingerprint, Type: docType(rv.Type), Text: rv.Schema,
+		CreatedAt: rv.CreatedAt, ID: rv.ID}
+	var err error
+	if out.Type == schema.TypeJSON {
+		if out.Schema, err = schema.Parse(rv.Schema); err != nil {
+			return Revision{}, err
+		}
+	}
+	if out.References, err = r.publicRefs(ctx, rv.References); err != nil {
 		return Revision{}, err
 	}
-	refs, err := r.publicRefs(ctx, rv.References)
-	if err != nil {
-		return Revision{}, err
+	return out, nil
+}
+
+// docType is a stored type; empty (a driver that predates types) is JSON.
+func docType(t string) schema.Type {
+	if t == "" {
+		return schema.TypeJSON
 	}
-	return Revision{Version: rv.Version, Revision: rv.Revision, Fingerprint: rv.Fingerprint, Schema: s, CreatedAt: rv.CreatedAt, ID: rv.ID, References: refs}, nil
+	return schema.Type(t)
 }
 
 func (r *Registry) publicRefs(ctx context.Context, refs []driver.SchemaReference) ([]Reference, error) {
@@ -359,6 +450,10 @@ func (r *Registry) driverRefs(ctx context.Context, store driver.Registry, refs [
 		if found == nil {
 			return nil, fmt.Errorf("sqlstreams: reference %q: %w: stream %q version %d revision %d; register the shared schema first",
 				ref.Name, ErrReferenceNotFound, ref.Stream, ref.Version, ref.Revision)
+		}
+		if t := docType(found.Type); t != schema.TypeJSON {
+			return nil, fmt.Errorf("%w: reference %q names stream %q version %d revision %d, a %s document; a JSON Schema refers to JSON Schemas only",
+				ErrInvalidOption, ref.Name, ref.Stream, found.Version, found.Revision, t)
 		}
 		out = append(out, driver.SchemaReference{Name: ref.Name, StreamID: cfg.ID, Version: found.Version, Revision: found.Revision, Fingerprint: found.Fingerprint})
 	}
@@ -443,7 +538,7 @@ func (r *Registry) recordedAs(ctx context.Context, sh schema.SharedRef) (driver.
 	}
 	want := sh.Schema.Canonical()
 	for _, rv := range revs {
-		if len(rv.References) == 0 && string(rv.Schema.Canonical()) == string(want) {
+		if rv.Type == schema.TypeJSON && len(rv.References) == 0 && string(rv.Schema.Canonical()) == string(want) {
 			return driver.SchemaReference{Name: sh.Name.Ref(), StreamID: cfg.ID, Version: rv.Version, Revision: rv.Revision, Fingerprint: rv.Fingerprint}, true, nil
 		}
 	}
@@ -457,7 +552,7 @@ func (r *Registry) recordedAs(ctx context.Context, sh schema.SharedRef) (driver.
 // and be readable by its stream's readers at that version.
 func (r *Registry) referencerProblems(ctx context.Context, store driver.Registry, res *resolver, reg registration, existing []driver.SchemaRevision, global driver.RegistrySettings) ([]SchemaProblem, error) {
 	ids, ok := store.(driver.SchemaIDs)
-	if !ok || len(existing) == 0 {
+	if !ok || len(existing) == 0 || reg.doc != nil { // only JSON Schemas are referenced
 		return nil, nil
 	}
 	type key struct {
@@ -559,12 +654,49 @@ type refTarget struct {
 // resolver bundles stored revisions with the shared schemas they refer
 // to, reading each referenced stream's revisions once.
 type resolver struct {
-	store driver.Registry
-	revs  map[int64][]driver.SchemaRevision
+	store   driver.Registry
+	formats map[schema.Type]schema.Format
+	revs    map[int64][]driver.SchemaRevision
 }
 
-func newResolver(store driver.Registry) *resolver {
-	return &resolver{store: store, revs: map[int64][]driver.SchemaRevision{}}
+func (r *Registry) newResolver(store driver.Registry) *resolver {
+	return &resolver{store: store, formats: r.formats, revs: map[int64][]driver.SchemaRevision{}}
+}
+
+// document is a stored revision as the judge reads it: a JSON Schema with
+// its references resolved (override as in bundled) under policy; a
+// document of an enabled format parsed; one of a format this client lacks
+// opaque, which is enough to tell it from a candidate of another type.
+func (res *resolver) document(ctx context.Context, rv driver.SchemaRevision, override map[refTarget]*schema.Schema, policy schema.Policy) (schema.Document, error) {
+	t := docType(rv.Type)
+	if t == schema.TypeJSON {
+		s, err := res.bundled(ctx, rv, override)
+		if err != nil {
+			return nil, err
+		}
+		return schema.JSONDocument(s, policy), nil
+	}
+	f, ok := res.formats[t]
+	if !ok {
+		return schema.Opaque(t, rv.Schema), nil
+	}
+	d, err := f.Parse(rv.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstreams: stored %s schema version %d revision %d: %w", t, rv.Version, rv.Revision, err)
+	}
+	return d, nil
+}
+
+// candidateDoc is the registration's document as the judge reads it.
+func (res *resolver) candidateDoc(ctx context.Context, reg registration) (schema.Document, error) {
+	if reg.doc != nil {
+		return reg.doc, nil
+	}
+	s, err := res.candidate(ctx, reg)
+	if err != nil {
+		return nil, err
+	}
+	return schema.JSONDocument(s, reg.policy), nil
 }
 
 func (res *resolver) revision(ctx context.Context, ref driver.SchemaReference) (driver.SchemaRevision, error) {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sqlstreams/sqlstreams/contrib/avro"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/schema"
 )
@@ -151,12 +152,26 @@ func (h *handler) refs(refs []sqlstreams.Reference) []reference {
 }
 
 func (h *handler) subjectSchema(s subjectRef, rv sqlstreams.Revision) subjectSchema {
-	return subjectSchema{Subject: h.opts.SubjectName(s.stream, s.version), Version: rv.Revision, ID: rv.ID, SchemaType: "JSON",
-		References: h.refs(rv.References), Schema: string(rv.Schema.Canonical())}
+	return subjectSchema{Subject: h.opts.SubjectName(s.stream, s.version), Version: rv.Revision, ID: rv.ID, SchemaType: string(rv.Type),
+		References: h.refs(rv.References), Schema: string(docText(rv.Type, rv.Schema, rv.Text))}
 }
 
+// docText is the text a document is served as: a JSON Schema's canonical
+// form (it is stored so), a document of another type as registered.
+func docText(t schema.Type, s *schema.Schema, text []byte) []byte {
+	if t == schema.TypeJSON && s != nil {
+		return s.Canonical()
+	}
+	return text
+}
+
+// types lists the schema types the registry accepts.
 func (h *handler) types(w http.ResponseWriter, r *http.Request) {
-	h.write(w, http.StatusOK, []string{"JSON"})
+	out := []string{}
+	for _, t := range h.reg.Types() {
+		out = append(out, string(t))
+	}
+	h.write(w, http.StatusOK, out)
 }
 
 func (h *handler) subjects(w http.ResponseWriter, r *http.Request) {
@@ -222,13 +237,13 @@ func (h *handler) versionSchema(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.raw(w, rv.Schema)
+	h.raw(w, docText(rv.Type, rv.Schema, rv.Text))
 }
 
-func (h *handler) raw(w http.ResponseWriter, s *schema.Schema) {
+func (h *handler) raw(w http.ResponseWriter, text []byte) {
 	w.Header().Set("Content-Type", ContentType)
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(s.Canonical())
+	_, _ = w.Write(text)
 }
 
 // referencedBy lists the ids of the schemas that reference the revision.
@@ -278,12 +293,17 @@ func (h *handler) body(r *http.Request) (request, error) {
 	if err := dec.Decode(&req); err != nil {
 		return req, errorf(http.StatusUnprocessableEntity, 422, "Unrecognized request body: %v; send {\"schemaType\":\"JSON\",\"schema\":\"...\"}", err)
 	}
-	switch strings.ToUpper(req.SchemaType) {
-	case "", "JSON":
-	default:
+	// Confluent reads a body without a schemaType as AVRO.
+	t, err := schema.ParseType(cmp.Or(req.SchemaType, string(schema.TypeAvro)))
+	if err != nil || !slices.Contains(h.reg.Types(), t) {
+		var names []string
+		for _, t := range h.reg.Types() {
+			names = append(names, string(t))
+		}
 		return req, errorf(http.StatusUnprocessableEntity, codeInvalidSchema,
-			"Invalid schema: schemaType %s is not supported; this registry stores JSON Schema only (schemaType JSON)", req.SchemaType)
+			"Invalid schema: schemaType %s is not supported; this registry stores %s", cmp.Or(req.SchemaType, "AVRO (no schemaType)"), strings.Join(names, ", "))
 	}
+	req.SchemaType = string(t)
 	if strings.TrimSpace(req.Schema) == "" {
 		return req, errorf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: the body has no \"schema\"")
 	}
@@ -346,8 +366,15 @@ func (h *handler) register(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rv, err := h.reg.RegisterSchema(r.Context(), sqlstreams.SchemaRegistration{Stream: s.stream, Version: s.version, Schema: []byte(req.Schema),
-		References: refs, ID: req.ID, Revision: req.Version})
+	text := []byte(req.Schema)
+	if r.URL.Query().Get("normalize") == "true" {
+		if text, err = normalized(req); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
+	rv, err := h.reg.RegisterSchema(r.Context(), sqlstreams.SchemaRegistration{Stream: s.stream, Version: s.version, Type: schema.Type(req.SchemaType),
+		Schema: text, References: refs, ID: req.ID, Revision: req.Version})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -374,19 +401,31 @@ func (h *handler) lookup(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	sch, err := schema.Parse([]byte(req.Schema))
-	if err != nil {
-		h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: %v", err))
-		return
+	t := schema.Type(req.SchemaType)
+	var want []byte
+	if t == schema.TypeJSON {
+		sch, err := schema.Parse([]byte(req.Schema))
+		if err != nil {
+			h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: %v", err))
+			return
+		}
+		want = sch.Canonical()
+	} else {
+		fp, err := h.reg.Fingerprint(r.Context(), t, []byte(req.Schema))
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		want = []byte(fp)
 	}
 	revs, err := h.revisions(r.Context(), s)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	want := sch.Canonical()
 	for _, rv := range revs {
-		if bytes.Equal(rv.Schema.Canonical(), want) && sameRefs(rv.References, refs) {
+		same := rv.Type == t && (t == schema.TypeJSON && bytes.Equal(rv.Schema.Canonical(), want) || t != schema.TypeJSON && rv.Fingerprint == string(want))
+		if same && sameRefs(rv.References, refs) {
 			h.write(w, http.StatusOK, h.subjectSchema(s, rv))
 			return
 		}
@@ -469,7 +508,7 @@ func (h *handler) schemaByID(w http.ResponseWriter, r *http.Request) {
 		SchemaType string      `json:"schemaType"`
 		References []reference `json:"references,omitempty"`
 		Schema     string      `json:"schema"`
-	}{SchemaType: "JSON", Schema: string(doc.Schema.Canonical())}
+	}{SchemaType: string(doc.Type), Schema: string(docText(doc.Type, doc.Schema, doc.Text))}
 	// The references of an id are those of the revisions that use it.
 	usages, err := h.usages(r, doc.ID)
 	if err != nil {
@@ -498,7 +537,7 @@ func (h *handler) schemaTextByID(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.raw(w, doc.Schema)
+	h.raw(w, docText(doc.Type, doc.Schema, doc.Text))
 }
 
 func (h *handler) idVersions(w http.ResponseWriter, r *http.Request) {
@@ -741,14 +780,14 @@ func (h *handler) compatibility(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	doc := []byte(req.Schema)
+	doc := sqlstreams.SchemaRegistration{Stream: s.stream, Version: s.version, Type: schema.Type(req.SchemaType), Schema: []byte(req.Schema), References: refs}
 	v := r.PathValue("version")
 	switch {
 	case v == "latest" || v == "-1":
-		err = h.reg.CheckWithReferences(r.Context(), s.stream, s.version, doc, refs)
+		err = h.reg.CheckDocument(r.Context(), doc)
 	case v == "":
 		if _, err = h.revisions(r.Context(), s); err == nil {
-			err = h.reg.CheckAgainst(r.Context(), s.stream, s.version, 0, doc, refs...)
+			err = h.reg.CheckDocumentAgainst(r.Context(), doc, 0)
 		}
 	default:
 		n, perr := strconv.Atoi(v)
@@ -758,7 +797,7 @@ func (h *handler) compatibility(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if _, err = h.revisions(r.Context(), s); err == nil {
-			err = h.reg.CheckAgainst(r.Context(), s.stream, s.version, n, doc, refs...)
+			err = h.reg.CheckDocumentAgainst(r.Context(), doc, n)
 		}
 		if errors.Is(err, sqlstreams.ErrRevisionNotFound) {
 			err = errorf(http.StatusNotFound, codeVersionNotFound, "Version %d not found for subject %q", n, s.name)
@@ -787,4 +826,18 @@ func (h *handler) compatibility(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.write(w, http.StatusOK, out)
+}
+
+// normalized is a document's canonical form, which normalize=true
+// registers in place of the text sent. A JSON Schema is stored canonical
+// anyway.
+func normalized(req request) ([]byte, error) {
+	if req.SchemaType != string(schema.TypeAvro) {
+		return []byte(req.Schema), nil
+	}
+	doc, err := avro.Parse([]byte(req.Schema))
+	if err != nil {
+		return nil, errorf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: %v", err)
+	}
+	return doc.Canonical(), nil
 }

@@ -115,7 +115,10 @@ func (c *CLI) schemaCmd() *cobra.Command {
 					return fmt.Errorf("sqlstreams: stream %q has no revision %d at version %d (it has 1 to %d)", args[0], revision, v, revs[len(revs)-1].Revision)
 				}
 			}
-			canonical := rev.Schema.Canonical()
+			canonical := rev.Text // a document of another type than JSON, as registered
+			if rev.Schema != nil {
+				canonical = rev.Schema.Canonical()
+			}
 			if c.JSON() {
 				return c.WriteJSON(struct {
 					Stream      string  `json:"stream"`

@@ -90,8 +90,12 @@ type SchemaRevision struct {
 	Version     int
 	Revision    int
 	Fingerprint string
-	Schema      []byte // canonical JSON
-	CreatedAt   time.Time
+	// Type is the document's language ("JSON", "AVRO", ...); empty on
+	// input means JSON. Every revision recorded before types existed is
+	// JSON.
+	Type      string
+	Schema    []byte // the document: canonical JSON for JSON, the registered text otherwise
+	CreatedAt time.Time
 	// ID is the global schema id of Fingerprint (see SchemaIDs). On
 	// RecordSchema's input a non-zero ID asks for that id (IMPORT mode) and
 	// a non-zero Revision for that revision number.

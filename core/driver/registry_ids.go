@@ -58,7 +58,8 @@ type ReferencedByParams struct {
 type SchemaDocument struct {
 	ID          int64
 	Fingerprint string
-	Schema      []byte // canonical JSON
+	Type        string // as SchemaRevision.Type
+	Schema      []byte // as SchemaRevision.Schema
 	CreatedAt   time.Time
 }
 

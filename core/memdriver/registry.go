@@ -55,6 +55,7 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 			return err
 		}
 		out = rev
+		out.Type = cmp.Or(rev.Type, "JSON")
 		out.Schema, out.References = slices.Clone(rev.Schema), slices.Clone(rev.References)
 		out.CreatedAt, out.Revision = micro(rev.CreatedAt), 1
 		if len(existing) > 0 {
@@ -96,7 +97,7 @@ func (b *db) assignID(rev driver.SchemaRevision) (int64, error) {
 		return 0, fmt.Errorf("%w: id %d belongs to another schema", driver.ErrSchemaIDTaken, id)
 	}
 	b.nextDoc = max(b.nextDoc, id)
-	b.docs[id] = driver.SchemaDocument{ID: id, Fingerprint: rev.Fingerprint, Schema: slices.Clone(rev.Schema), CreatedAt: micro(rev.CreatedAt)}
+	b.docs[id] = driver.SchemaDocument{ID: id, Fingerprint: rev.Fingerprint, Type: rev.Type, Schema: slices.Clone(rev.Schema), CreatedAt: micro(rev.CreatedAt)}
 	b.byFingerprint[rev.Fingerprint] = id
 	return id, nil
 }

@@ -186,26 +186,15 @@ func (r *Report) String() string {
 // given level under policy. With NONE nothing is compared. A plain level
 // compares the candidate with the last existing schema only; a transitive
 // level with each of them. Backward directions diff existing→candidate,
-// forward directions diff candidate→existing; FULL does both.
+// forward directions diff candidate→existing; FULL does both. It is Judge
+// with JSON documents.
 func Check(level Level, existing []*Schema, candidate *Schema, policy Policy) *Report {
-	level = level.effective()
-	r := &Report{Level: level, Policy: policy, Compared: []int{}, Problems: []Problem{}}
-	if level == None || len(existing) == 0 {
-		return r
+	docs := make([]Document, len(existing))
+	for i, s := range existing {
+		docs[i] = JSONDocument(s, policy)
 	}
-	first := len(existing) - 1
-	if level.transitive() {
-		first = 0
-	}
-	for i := first; i < len(existing); i++ {
-		r.Compared = append(r.Compared, i)
-		if level.backward() {
-			r.add(Diff(existing[i], candidate, policy), i, NewReadsOld)
-		}
-		if level.forward() {
-			r.add(Diff(candidate, existing[i], policy), i, OldReadsNew)
-		}
-	}
+	r := Judge(level, docs, JSONDocument(candidate, policy))
+	r.Policy = policy
 	return r
 }
 

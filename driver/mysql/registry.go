@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -65,7 +66,7 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegi
 
 // revisionColumns reads a revision with its global id (r: schema_revision,
 // i: schema_id joined on the fingerprint).
-const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.schema_json, r.created_at, COALESCE(i.id, 0)`
+const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.schema_type, r.schema_json, r.created_at, COALESCE(i.id, 0)`
 
 const revisionFrom = ` FROM schema_revision r LEFT JOIN schema_id i ON i.fingerprint = r.fingerprint `
 
@@ -73,7 +74,7 @@ func scanRevision(r scanner) (driver.SchemaRevision, error) {
 	var rev driver.SchemaRevision
 	var doc string
 	var created time.Time
-	err := r.Scan(&rev.StreamID, &rev.Version, &rev.Revision, &rev.Fingerprint, &doc, &created, &rev.ID)
+	err := r.Scan(&rev.StreamID, &rev.Version, &rev.Revision, &rev.Fingerprint, &rev.Type, &doc, &created, &rev.ID)
 	rev.Schema, rev.CreatedAt = []byte(doc), utc(created)
 	return rev, err
 }
@@ -125,12 +126,12 @@ func assignID(ctx context.Context, tx querier, rev driver.SchemaRevision) (int64
 		case err != nil && !errors.Is(err, sql.ErrNoRows):
 			return 0, err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT IGNORE INTO schema_id (id, fingerprint, schema_json, created_at) VALUES (?, ?, ?, ?)`,
-			rev.ID, rev.Fingerprint, string(rev.Schema), ts(rev.CreatedAt)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT IGNORE INTO schema_id (id, fingerprint, schema_type, schema_json, created_at) VALUES (?, ?, ?, ?, ?)`,
+			rev.ID, rev.Fingerprint, rev.Type, string(rev.Schema), ts(rev.CreatedAt)); err != nil {
 			return 0, err
 		}
-	} else if _, err := tx.ExecContext(ctx, `INSERT IGNORE INTO schema_id (fingerprint, schema_json, created_at) VALUES (?, ?, ?)`,
-		rev.Fingerprint, string(rev.Schema), ts(rev.CreatedAt)); err != nil {
+	} else if _, err := tx.ExecContext(ctx, `INSERT IGNORE INTO schema_id (fingerprint, schema_type, schema_json, created_at) VALUES (?, ?, ?, ?)`,
+		rev.Fingerprint, rev.Type, string(rev.Schema), ts(rev.CreatedAt)); err != nil {
 		return 0, err
 	}
 	var id int64
@@ -183,6 +184,7 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 			return callerError{err}
 		}
 		out = rev
+		out.Type = cmp.Or(rev.Type, "JSON")
 		out.Revision = 1
 		if len(existing) > 0 {
 			out.Revision = existing[len(existing)-1].Revision + 1
@@ -197,8 +199,8 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 		if out.ID, err = assignID(ctx, tx, out); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_revision (stream_id, version, revision, fingerprint, schema_json, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			out.StreamID, out.Version, out.Revision, out.Fingerprint, string(out.Schema), ts(out.CreatedAt)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_revision (stream_id, version, revision, fingerprint, schema_type, schema_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			out.StreamID, out.Version, out.Revision, out.Fingerprint, out.Type, string(out.Schema), ts(out.CreatedAt)); err != nil {
 			return err
 		}
 		// Rows left by a deleted stream whose id was reused go first.
@@ -246,7 +248,7 @@ func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (dri
 	doc := driver.SchemaDocument{ID: p.ID}
 	var text string
 	var created time.Time
-	err := d.db.QueryRowContext(ctx, `SELECT fingerprint, schema_json, created_at FROM schema_id WHERE id = ?`, p.ID).Scan(&doc.Fingerprint, &text, &created)
+	err := d.db.QueryRowContext(ctx, `SELECT fingerprint, schema_type, schema_json, created_at FROM schema_id WHERE id = ?`, p.ID).Scan(&doc.Fingerprint, &doc.Type, &text, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return doc, fmt.Errorf("mysql: schema id %d: %w", p.ID, driver.ErrSchemaNotFound)
 	}

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,7 +53,7 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegi
 
 // revisionColumns reads a revision with its global id (r: schema_revision,
 // i: schema_id joined on the fingerprint).
-const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.schema_json, r.created_at, COALESCE(i.id, 0)`
+const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.schema_type, r.schema_json, r.created_at, COALESCE(i.id, 0)`
 
 const revisionFrom = ` FROM schema_revision r LEFT JOIN schema_id i ON i.fingerprint = r.fingerprint `
 
@@ -61,7 +62,7 @@ func scanRevisions(rows pgx.Rows) ([]driver.SchemaRevision, error) {
 		var rev driver.SchemaRevision
 		var version, revision int32
 		var doc string
-		err := r.Scan(&rev.StreamID, &version, &revision, &rev.Fingerprint, &doc, &rev.CreatedAt, &rev.ID)
+		err := r.Scan(&rev.StreamID, &version, &revision, &rev.Fingerprint, &rev.Type, &doc, &rev.CreatedAt, &rev.ID)
 		rev.Version, rev.Revision, rev.Schema, rev.CreatedAt = int(version), int(revision), []byte(doc), rev.CreatedAt.UTC()
 		return rev, err
 	})
@@ -111,16 +112,16 @@ func assignID(ctx context.Context, tx pgx.Tx, rev driver.SchemaRevision) (int64,
 	}
 	var err error
 	if rev.ID != 0 {
-		err = tx.QueryRow(ctx, `INSERT INTO schema_id (id, fingerprint, schema_json, created_at) VALUES ($1::bigint, $2::text, $3::text, $4::timestamptz)
-			ON CONFLICT DO NOTHING RETURNING id`, rev.ID, rev.Fingerprint, string(rev.Schema), rev.CreatedAt).Scan(&id)
+		err = tx.QueryRow(ctx, `INSERT INTO schema_id (id, fingerprint, schema_type, schema_json, created_at) VALUES ($1::bigint, $2::text, $3::text, $4::text, $5::timestamptz)
+			ON CONFLICT DO NOTHING RETURNING id`, rev.ID, rev.Fingerprint, rev.Type, string(rev.Schema), rev.CreatedAt).Scan(&id)
 		if err == nil {
 			// An identity column does not follow explicit ids by itself.
 			_, err = tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence('schema_id', 'id'), (SELECT MAX(id) FROM schema_id))`)
 			return id, err
 		}
 	} else {
-		err = tx.QueryRow(ctx, `INSERT INTO schema_id (fingerprint, schema_json, created_at) VALUES ($1::text, $2::text, $3::timestamptz)
-			ON CONFLICT (fingerprint) DO NOTHING RETURNING id`, rev.Fingerprint, string(rev.Schema), rev.CreatedAt).Scan(&id)
+		err = tx.QueryRow(ctx, `INSERT INTO schema_id (fingerprint, schema_type, schema_json, created_at) VALUES ($1::text, $2::text, $3::text, $4::timestamptz)
+			ON CONFLICT (fingerprint) DO NOTHING RETURNING id`, rev.Fingerprint, rev.Type, string(rev.Schema), rev.CreatedAt).Scan(&id)
 		if err == nil {
 			return id, nil
 		}
@@ -184,6 +185,7 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 			return callback(err)
 		}
 		out = rev
+		out.Type = cmp.Or(rev.Type, "JSON")
 		out.Revision = 1
 		if len(existing) > 0 {
 			out.Revision = existing[len(existing)-1].Revision + 1
@@ -198,9 +200,9 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 		if out.ID, err = assignID(ctx, tx, out); err != nil {
 			return err
 		}
-		if _, err = tx.Exec(ctx, `INSERT INTO schema_revision (stream_id, version, revision, fingerprint, schema_json, created_at)
-			VALUES ($1::bigint, $2::integer, $3::integer, $4::text, $5::text, $6::timestamptz)`,
-			out.StreamID, int32(out.Version), int32(out.Revision), out.Fingerprint, string(out.Schema), out.CreatedAt); err != nil {
+		if _, err = tx.Exec(ctx, `INSERT INTO schema_revision (stream_id, version, revision, fingerprint, schema_type, schema_json, created_at)
+			VALUES ($1::bigint, $2::integer, $3::integer, $4::text, $5::text, $6::text, $7::timestamptz)`,
+			out.StreamID, int32(out.Version), int32(out.Revision), out.Fingerprint, out.Type, string(out.Schema), out.CreatedAt); err != nil {
 			return err
 		}
 		for i, ref := range out.References {
@@ -240,7 +242,7 @@ func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (dri
 	doc := driver.SchemaDocument{ID: p.ID}
 	err := d.read(ctx, func() error {
 		var text string
-		err := d.pool.QueryRow(ctx, `SELECT fingerprint, schema_json, created_at FROM schema_id WHERE id = $1::bigint`, p.ID).Scan(&doc.Fingerprint, &text, &doc.CreatedAt)
+		err := d.pool.QueryRow(ctx, `SELECT fingerprint, schema_type, schema_json, created_at FROM schema_id WHERE id = $1::bigint`, p.ID).Scan(&doc.Fingerprint, &doc.Type, &text, &doc.CreatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return callback(fmt.Errorf("postgres: schema id %d: %w", p.ID, driver.ErrSchemaNotFound))
 		}

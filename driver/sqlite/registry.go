@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -50,7 +51,7 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegi
 
 // revisionColumns reads a revision with its global id (r: schema_revision,
 // i: schema_id joined on the fingerprint).
-const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.schema_json, r.created_at, COALESCE(i.id, 0)`
+const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.schema_type, r.schema_json, r.created_at, COALESCE(i.id, 0)`
 
 const revisionFrom = ` FROM schema_revision r LEFT JOIN schema_id i ON i.fingerprint = r.fingerprint `
 
@@ -61,7 +62,7 @@ func queryRevisions(ctx context.Context, q querier, query string, args ...any) (
 		var rev driver.SchemaRevision
 		var doc string
 		var created int64
-		err := r.Scan(&rev.StreamID, &rev.Version, &rev.Revision, &rev.Fingerprint, &doc, &created, &rev.ID)
+		err := r.Scan(&rev.StreamID, &rev.Version, &rev.Revision, &rev.Fingerprint, &rev.Type, &doc, &created, &rev.ID)
 		rev.Schema, rev.CreatedAt = []byte(doc), fromMicros(created)
 		out = append(out, rev)
 		return err
@@ -114,12 +115,12 @@ func assignID(ctx context.Context, tx querier, rev driver.SchemaRevision) (int64
 		if n > 0 {
 			return 0, fmt.Errorf("%w: id %d belongs to another schema", driver.ErrSchemaIDTaken, rev.ID)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO schema_id (id, fingerprint, schema_json, created_at) VALUES (?, ?, ?, ?)`,
-			rev.ID, rev.Fingerprint, string(rev.Schema), micros(rev.CreatedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO schema_id (id, fingerprint, schema_type, schema_json, created_at) VALUES (?, ?, ?, ?, ?)`,
+			rev.ID, rev.Fingerprint, rev.Type, string(rev.Schema), micros(rev.CreatedAt))
 		return rev.ID, err
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO schema_id (fingerprint, schema_json, created_at) VALUES (?, ?, ?)`,
-		rev.Fingerprint, string(rev.Schema), micros(rev.CreatedAt))
+	res, err := tx.ExecContext(ctx, `INSERT INTO schema_id (fingerprint, schema_type, schema_json, created_at) VALUES (?, ?, ?, ?)`,
+		rev.Fingerprint, rev.Type, string(rev.Schema), micros(rev.CreatedAt))
 	if err != nil {
 		return 0, err
 	}
@@ -160,6 +161,7 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 			return err
 		}
 		out = rev
+		out.Type = cmp.Or(rev.Type, "JSON")
 		out.Revision = 1
 		if len(existing) > 0 {
 			out.Revision = existing[len(existing)-1].Revision + 1
@@ -174,8 +176,8 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 		if out.ID, err = assignID(ctx, tx, out); err != nil {
 			return err
 		}
-		if _, err = tx.ExecContext(ctx, `INSERT INTO schema_revision (stream_id, version, revision, fingerprint, schema_json, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			out.StreamID, out.Version, out.Revision, out.Fingerprint, string(out.Schema), micros(out.CreatedAt)); err != nil {
+		if _, err = tx.ExecContext(ctx, `INSERT INTO schema_revision (stream_id, version, revision, fingerprint, schema_type, schema_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			out.StreamID, out.Version, out.Revision, out.Fingerprint, out.Type, string(out.Schema), micros(out.CreatedAt)); err != nil {
 			return err
 		}
 		// Rows left by a deleted stream whose id was reused go first.
@@ -219,7 +221,7 @@ func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (dri
 	doc := driver.SchemaDocument{ID: p.ID}
 	var text string
 	var created int64
-	err := d.read.QueryRowContext(ctx, `SELECT fingerprint, schema_json, created_at FROM schema_id WHERE id = ?`, p.ID).Scan(&doc.Fingerprint, &text, &created)
+	err := d.read.QueryRowContext(ctx, `SELECT fingerprint, schema_type, schema_json, created_at FROM schema_id WHERE id = ?`, p.ID).Scan(&doc.Fingerprint, &doc.Type, &text, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return doc, fmt.Errorf("sqlite: schema id %d: %w", p.ID, driver.ErrSchemaNotFound)
 	}

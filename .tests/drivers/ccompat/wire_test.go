@@ -101,7 +101,7 @@ func TestJavaClientWire(t *testing.T) {
 	const subj = "/subjects/orders.placed-v2"
 	fixtures := []fixture{
 		{name: "GET / (health)", method: "GET", path: "/", status: 200, want: `{}`},
-		{name: "RestService.getSchemaTypes", method: "GET", path: "/schemas/types", status: 200, dto: &[]string{}, want: `["JSON"]`},
+		{name: "RestService.getSchemaTypes", method: "GET", path: "/schemas/types", status: 200, dto: &[]string{}, want: `["JSON","AVRO"]`},
 		{name: "RestService.getAllSubjects", method: "GET", path: "/subjects?deleted=false", ctype: javaContentType, status: 200, dto: &[]string{}, want: `["orders.placed-v2"]`},
 		{name: "RestService.getAllVersions", method: "GET", path: subj + "/versions", ctype: javaContentType, status: 200, dto: &[]int{}, want: `[1]`},
 		{name: "RestService.getVersion", method: "GET", path: subj + "/versions/1?deleted=false", ctype: javaContentType, status: 200, dto: &javaSchema{},
@@ -128,9 +128,9 @@ func TestJavaClientWire(t *testing.T) {
 		{name: "RestService.setMode(READONLY_OVERRIDE)", method: "PUT", path: "/mode", ctype: javaContentType, body: `{"mode":"READONLY_OVERRIDE"}`, status: 422,
 			dto: &javaError{}, code: 42204, says: "READONLY_OVERRIDE"},
 		{name: "RestService.getMode(subject)", method: "GET", path: "/mode/orders.placed-v2", ctype: javaContentType, status: 404, dto: &javaError{}, code: 40409},
-		{name: "RestService.lookUpSubjectVersion", method: "POST", path: subj + "?deleted=false", ctype: javaContentType, body: `{"schema":{goText}}`, status: 200,
+		{name: "RestService.lookUpSubjectVersion", method: "POST", path: subj + "?deleted=false", ctype: javaContentType, body: `{"schemaType":"JSON","schema":{goText}}`, status: 200,
 			dto: &javaSchema{}, want: `{"subject":"orders.placed-v2","version":1,"id":{id},"schemaType":"JSON","schema":{goText}}`},
-		{name: "RestService.testCompatibility(1)", method: "POST", path: "/compatibility" + subj + "/versions/1", ctype: javaContentType, body: `{"schema":{note}}`, status: 200,
+		{name: "RestService.testCompatibility(1)", method: "POST", path: "/compatibility" + subj + "/versions/1", ctype: javaContentType, body: `{"schemaType":"JSON","schema":{note}}`, status: 200,
 			dto: &javaCompatibilityResponse{}, want: `{"is_compatible":true}`},
 
 		// The maven plugin's test-compatibility goal: verbose, the type from
@@ -157,9 +157,9 @@ func TestJavaClientWire(t *testing.T) {
 		{name: "version not found", method: "GET", path: subj + "/versions/9", ctype: javaContentType, status: 404, dto: &javaError{}, code: 40402},
 		{name: "invalid version", method: "GET", path: subj + "/versions/abc", ctype: javaContentType, status: 422, dto: &javaError{}, code: 42202},
 		{name: "schema not found", method: "GET", path: "/schemas/ids/999999", ctype: javaContentType, status: 404, dto: &javaError{}, code: 40403},
-		{name: "lookup of an unregistered schema", method: "POST", path: subj, ctype: javaContentType, body: `{"schema":{edited}}`, status: 404, dto: &javaError{}, code: 40403},
-		{name: "AVRO refused", method: "POST", path: subj + "/versions", ctype: javaContentType, body: `{"schemaType":"AVRO","schema":"\"string\""}`, status: 422,
-			dto: &javaError{}, code: 42201, says: "JSON"},
+		{name: "lookup of an unregistered schema", method: "POST", path: subj, ctype: javaContentType, body: `{"schemaType":"JSON","schema":{edited}}`, status: 404, dto: &javaError{}, code: 40403},
+		{name: "PROTOBUF refused", method: "POST", path: subj + "/versions", ctype: javaContentType, body: `{"schemaType":"PROTOBUF","schema":"syntax = \"proto3\";"}`, status: 422,
+			dto: &javaError{}, code: 42201, says: "JSON, AVRO"},
 		{name: "invalid subject", method: "POST", path: "/subjects/no_version/versions", ctype: javaContentType, body: `{"schema":{note}}`, status: 422, dto: &javaError{}, code: 42208},
 		{name: "RestService.deleteSubject", method: "DELETE", path: subj, ctype: javaContentType, status: 422, dto: &javaError{}, code: 42205, says: "retire with DeleteGroup and retention"},
 		{name: "RestService.deleteSchemaVersion", method: "DELETE", path: subj + "/versions/1?permanent=true", ctype: javaContentType, status: 422, dto: &javaError{}, code: 42205,
@@ -168,7 +168,7 @@ func TestJavaClientWire(t *testing.T) {
 	}
 	// Every accepted body type reads the same.
 	for _, ct := range []string{"application/vnd.schemaregistry.v1+json", "application/vnd.schemaregistry+json", "application/json", "application/octet-stream"} {
-		fixtures = append(fixtures, fixture{name: "lookup as " + ct, method: "POST", path: subj, ctype: ct, body: `{"schema":{goText}}`, status: 200, dto: &javaSchema{},
+		fixtures = append(fixtures, fixture{name: "lookup as " + ct, method: "POST", path: subj, ctype: ct, body: `{"schemaType":"JSON","schema":{goText}}`, status: 200, dto: &javaSchema{},
 			want: `{"subject":"orders.placed-v2","version":1,"id":{id},"schemaType":"JSON","schema":{goText}}`})
 	}
 	for _, f := range fixtures { // in order: later fixtures see earlier changes
