@@ -2,6 +2,7 @@ package sqlstreamscli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -32,7 +33,6 @@ type groupVersionJSON struct {
 
 type groupDescriptionJSON struct {
 	groupJSON
-	Stream        string               `json:"stream"`
 	Leased        int64                `json:"leased"`
 	Delayed       int64                `json:"delayed"`
 	RemovedUnread int64                `json:"removed_unread"`
@@ -42,27 +42,19 @@ type groupDescriptionJSON struct {
 }
 
 func (c *CLI) groupsCmd() *cobra.Command {
-	list := &cobra.Command{Use: "list STREAM", Short: "List a stream's consumer groups with their backlog", Args: cobra.ExactArgs(1),
+	list := &cobra.Command{Use: "list [STREAM]", Short: "List consumer groups with their backlog: of every stream, or of STREAM",
+		Args: cobra.MaximumNArgs(1),
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			_, s, err := c.raw(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			groups, err := s.Groups(ctx)
-			if err != nil {
-				return err
-			}
-			h, err := s.Health(ctx)
+			rows, err := c.listGroups(ctx, args)
 			if err != nil {
 				return err
 			}
 			if c.JSON() {
 				return c.WriteJSON(struct {
-					Stream string      `json:"stream"`
 					Groups []groupJSON `json:"groups"`
-				}{args[0], groupsOut(groups, h)})
+				}{rows})
 			}
-			return c.writeGroups(groups, h)
+			return c.writeGroups(rows, true)
 		})}
 
 	describe := &cobra.Command{Use: "describe STREAM GROUP", Short: "Show a group's cursors, lag, lease holders and backlog per version", Args: cobra.ExactArgs(2),
@@ -205,7 +197,7 @@ reads (health --retirable shows them), unless --force.`,
 func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Health) error {
 	info := sqlstreams.GroupInfo{Name: d.Group, SchemaVersion: d.SchemaVersion, AllVersions: d.AllVersions, ConvertsFrom: d.ConvertsFrom,
 		Bindings: d.Bindings, Start: d.Start, CreatedAt: d.CreatedAt}
-	out := groupDescriptionJSON{groupJSON: groupsOut([]sqlstreams.GroupInfo{info}, h)[0], Stream: d.Stream, Leased: d.Leased, Delayed: d.Delayed,
+	out := groupDescriptionJSON{groupJSON: groupsOut(d.Stream, []sqlstreams.GroupInfo{info}, h)[0], Leased: d.Leased, Delayed: d.Delayed,
 		RemovedUnread: d.RemovedUnread, Partitions: []groupPartitionJSON{}, Holders: []holderJSON{}, Versions: []groupVersionJSON{}}
 	for _, p := range d.Partitions {
 		out.Partitions = append(out.Partitions, groupPartitionJSON{p.Partition, p.Cursor, p.HighWater, p.Lag, p.Distance})
@@ -263,4 +255,39 @@ func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Healt
 		fmt.Fprintf(tw, "v%d\t%d\t%d\t%d\t%d\t%s\n", v.Version, v.Unread, v.Leased, v.Delayed, v.Dead, v.Verdict)
 	}
 	return tw.Flush()
+}
+
+// listGroups reads the groups of the stream named in args, or of every
+// stream when args is empty, with their backlog from each stream's health
+// read. A stream destroyed while every stream is listed is left out.
+func (c *CLI) listGroups(ctx context.Context, args []string) ([]groupJSON, error) {
+	client, err := c.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := args
+	if len(args) == 0 {
+		streams, err := client.Streams(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range streams {
+			names = append(names, s.Name)
+		}
+	}
+	rows := []groupJSON{}
+	for _, name := range names {
+		s := client.Stream[sqlstreams.RawPayload](name)
+		groups, err := s.Groups(ctx)
+		if err == nil && len(groups) > 0 {
+			var h sqlstreams.Health
+			if h, err = s.Health(ctx); err == nil {
+				rows = append(rows, groupsOut(name, groups, h)...)
+			}
+		}
+		if err != nil && (len(args) > 0 || !errors.Is(err, sqlstreams.ErrStreamNotFound)) {
+			return nil, err
+		}
+	}
+	return rows, nil
 }

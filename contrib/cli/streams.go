@@ -127,13 +127,13 @@ func (c *CLI) streamsCmd() *cobra.Command {
 					Stream streamJSON  `json:"stream"`
 					Groups []groupJSON `json:"groups"`
 					Health healthJSON  `json:"health"`
-				}{streamOut(info), groupsOut(groups, h), healthOut(h)})
+				}{streamOut(info), groupsOut(info.Name, groups, h), healthOut(h)})
 			}
 			if err := c.writeStreams([]sqlstreams.StreamInfo{info}); err != nil {
 				return err
 			}
 			fmt.Fprintln(c.opts.Stdout)
-			if err := c.writeGroups(groups, h); err != nil {
+			if err := c.writeGroups(groupsOut(info.Name, groups, h), false); err != nil {
 				return err
 			}
 			fmt.Fprintln(c.opts.Stdout)
@@ -308,6 +308,7 @@ has; one retired already (rows gone, groups deleted, schema registered) passes.`
 }
 
 type groupJSON struct {
+	Stream        string   `json:"stream"`
 	Name          string   `json:"name"`
 	Reads         string   `json:"reads"`
 	SchemaVersion int      `json:"schema_version"`
@@ -335,10 +336,10 @@ func start(p sqlstreams.StartPosition) string {
 	return "earliest"
 }
 
-func groupsOut(groups []sqlstreams.GroupInfo, h sqlstreams.Health) []groupJSON {
+func groupsOut(stream string, groups []sqlstreams.GroupInfo, h sqlstreams.Health) []groupJSON {
 	out := []groupJSON{}
 	for _, g := range groups {
-		j := groupJSON{Name: g.Name, Reads: reads(g.AllVersions, g.SchemaVersion), SchemaVersion: g.SchemaVersion, AllVersions: g.AllVersions,
+		j := groupJSON{Stream: stream, Name: g.Name, Reads: reads(g.AllVersions, g.SchemaVersion), SchemaVersion: g.SchemaVersion, AllVersions: g.AllVersions,
 			Bindings: g.Bindings, ConvertsFrom: g.ConvertsFrom, Start: start(g.Start), CreatedAt: jsonTime(g.CreatedAt)}
 		if j.Bindings == nil {
 			j.Bindings = []string{}
@@ -366,11 +367,18 @@ func joinInts(vs []int) string {
 	return dash(strings.Join(s, ","))
 }
 
-func (c *CLI) writeGroups(groups []sqlstreams.GroupInfo, h sqlstreams.Health) error {
+// writeGroups prints groups as a table, with a STREAM column when they may
+// come from several streams.
+func (c *CLI) writeGroups(groups []groupJSON, withStream bool) error {
 	tw := c.table()
-	fmt.Fprintln(tw, "GROUP\tREADS\tBINDINGS\tCONVERTS-FROM\tUNREAD\tUNRESOLVED\tDEAD")
-	for _, g := range groupsOut(groups, h) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", g.Name, g.Reads, dash(strings.Join(g.Bindings, ",")), joinInts(g.ConvertsFrom), g.Unread, g.Unresolved, g.Dead)
+	stream := func(g groupJSON) string { return g.Stream + "\t" }
+	head := "STREAM\t"
+	if !withStream {
+		stream, head = func(groupJSON) string { return "" }, ""
+	}
+	fmt.Fprintln(tw, head+"GROUP\tREADS\tBINDINGS\tCONVERTS-FROM\tUNREAD\tUNRESOLVED\tDEAD")
+	for _, g := range groups {
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%d\t%d\t%d\n", stream(g), g.Name, g.Reads, dash(strings.Join(g.Bindings, ",")), joinInts(g.ConvertsFrom), g.Unread, g.Unresolved, g.Dead)
 	}
 	return tw.Flush()
 }
