@@ -60,6 +60,13 @@ var goldenCases = []struct {
 	{"health-missing-stream", []string{"health", "nope"}},
 	{"destroy-without-yes", []string{"streams", "destroy", "orders"}},
 	{"reset-two-targets", []string{"groups", "reset", "orders", "audit", "--to-earliest", "--to-latest"}},
+	{"groups-create-latest", []string{"groups", "create", "orders", "fresh", "--version", "v1", "--at", "latest"}},
+	{"groups-create-at-id-json", []string{"groups", "create", "orders", "from-4", "--version", "1", "--at", "4", "-o", "json"}},
+	{"groups-create-exists", []string{"groups", "create", "orders", "billing", "--version", "1"}},
+	{"groups-create-if-not-exists", []string{"groups", "create", "orders", "billing", "--version", "1", "--if-not-exists"}},
+	{"groups-create-other-version", []string{"groups", "create", "orders", "billing", "--version", "2", "--if-not-exists"}},
+	{"groups-create-bad-at", []string{"groups", "create", "orders", "x", "--version", "1", "--at", "yesterday"}},
+	{"groups-create-no-version", []string{"groups", "create", "orders", "x"}},
 	{"destroy-refused", []string{"streams", "destroy", "orders", "--yes"}},
 	// Last: they destroy what the cases above read.
 	{"destroy-forced", []string{"streams", "destroy", "orders", "--yes", "--force"}},

@@ -191,7 +191,7 @@ reads (health --retirable shows them), unless --force.`,
 		})}
 	del.Flags().BoolVar(&yes, "yes", false, "confirm")
 	del.Flags().BoolVar(&force, "force", false, "delete even though the group has deliveries left")
-	return group("groups", "List, describe, reset and delete consumer groups", list, describe, resetCmd, del)
+	return group("groups", "List, create, describe, reset and delete consumer groups", list, c.groupsCreateCmd(), describe, resetCmd, del)
 }
 
 func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Health) error {

@@ -910,3 +910,89 @@ func TestTailFollowTable(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupsCreate: a group created by the CLI before any consumer runs is
+// the group a typed consumer of its version then joins, and that consumer
+// reads from where --at put it: after the rows present (latest), from a
+// time, from an id.
+func TestGroupsCreate(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, url string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		client := goClient(t, url)
+		stream := client.Stream[OrderV1]("payments")
+		producer, err := stream.Producer().Register(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		produce := func(id string) int64 {
+			n, err := producer.Produce(ctx, OrderV1{OrderID: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		produce("P-1")
+		produce("P-2")
+		third := produce("P-3")
+		var browse sqlstreams.BrowsePage
+		if browse, err = client.Stream[sqlstreams.RawPayload]("payments").Browse(ctx, sqlstreams.BrowseOptions{AfterID: third - 1, Limit: 1}); err != nil || len(browse.Records) != 1 {
+			t.Fatalf("browse row %d: %v %+v", third, err, browse)
+		}
+		at := browse.Records[0].ProducedAt.Format(time.RFC3339Nano)
+		must(t, url, "groups", "create", "payments", "late", "--version", "1", "--at", "latest")
+		must(t, url, "groups", "create", "payments", "by-id", "--version", "v1", "--at", fmt.Sprint(third))
+		must(t, url, "groups", "create", "payments", "by-time", "--version", "1", "--at", at)
+		must(t, url, "groups", "create", "payments", "all", "--version", "1")
+		fourth := produce("P-4")
+		for _, c := range []struct {
+			group string
+			want  []string
+		}{{"late", []string{"P-4"}}, {"by-id", []string{"P-3", "P-4"}}, {"all", []string{"P-1", "P-2", "P-3", "P-4"}}} {
+			consumer, err := stream.Consumer(c.group).Register(ctx, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", c.group, err)
+			}
+			var got []string
+			for _, d := range claimAll(t, consumer, len(c.want)) {
+				got = append(got, d.Value.OrderID)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("group %s read %v, want %v", c.group, got, c.want)
+			}
+		}
+		// Rows produced in the same second may share the time: by-time reads
+		// P-3 and everything after it, and nothing produced before P-3's time.
+		consumer, err := stream.Consumer("by-time").Register(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for range 50 {
+			ds, err := consumer.Claim(ctx, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				ids = append(ids, d.ID)
+			}
+			if slices.Contains(ids, fourth) {
+				break
+			}
+		}
+		if !slices.Contains(ids, third) || !slices.Contains(ids, fourth) {
+			t.Fatalf("by-time claimed ids %v; want %d and %d among them", ids, third, fourth)
+		}
+		if _, err := client.Stream[OrderV2]("payments").Consumer("late").Register(ctx, nil); !errors.Is(err, sqlstreams.ErrGroupVersion) {
+			t.Fatalf("a v2 consumer joining the v1 group the CLI made: %v", err)
+		}
+		if r := cli(t, url, "groups", "create", "nope", "g", "--version", "1"); r.code != 1 || !strings.Contains(r.stderr, "stream not found") {
+			t.Fatalf("a group on a missing stream: %v", r)
+		}
+		if r := cli(t, url, "groups", "create", "payments", "bad name", "--version", "1"); r.code != 1 || !strings.Contains(r.stderr, "invalid name") {
+			t.Fatalf("a bad group name: %v", r)
+		}
+	})
+}
