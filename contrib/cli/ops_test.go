@@ -278,8 +278,8 @@ func TestProduce(t *testing.T) {
 		}](t, out).ID; id != 1 {
 			t.Fatalf("produce: %s", out)
 		}
-		r := cliWith(t, &sqlstreamscli.Options{Stdin: strings.NewReader("{\"b\":\n 2}\n")}, url, "produce", "raw", "--version", "3")
-		if r.code != 0 || r.stdout != "ID\n2\n" {
+		r := cliWith(t, &sqlstreamscli.Options{Stdin: strings.NewReader("\n{\"b\": 2}\n")}, url, "produce", "raw", "--version", "3")
+		if r.code != 0 || r.stdout != "PRODUCED  FIRST-ID  LAST-ID\n1         2         2\n" || r.stderr != "" {
 			t.Fatalf("produce from stdin: %v", r)
 		}
 		recs := decode[struct {
@@ -993,6 +993,97 @@ func TestGroupsCreate(t *testing.T) {
 		}
 		if r := cli(t, url, "groups", "create", "payments", "bad name", "--version", "1"); r.code != 1 || !strings.Contains(r.stderr, "invalid name") {
 			t.Fatalf("a bad group name: %v", r)
+		}
+	})
+}
+
+// jsonLines makes n lines {"acct":"a<i%7>","n":<i>}, with bad in place of
+// line badAt (1-based) when badAt > 0.
+func jsonLines(n, badAt int, bad string) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if i == badAt {
+			b.WriteString(bad + "\n")
+			continue
+		}
+		fmt.Fprintf(&b, "{\"acct\":\"a%d\",\"n\":%d}\n", i%7, i)
+	}
+	return b.String()
+}
+
+// TestProduceLines: produce reads JSON Lines from stdin in batches, with the
+// key from a field and headers on every line; a bad line fails naming it,
+// with every batch before it written and nothing of its own batch.
+func TestProduceLines(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, url string) {
+		must(t, url, "streams", "create", "lines", "--partitions", "2")
+		count := func() int {
+			page := decode[struct {
+				Records []struct {
+					ID      int64             `json:"id"`
+					Key     *string           `json:"key"`
+					Headers map[string]string `json:"headers"`
+				} `json:"records"`
+			}](t, must(t, url, "-o", "json", "tail", "lines", "--limit", "5000"))
+			for _, r := range page.Records {
+				if r.Key == nil || !strings.HasPrefix(*r.Key, "a") || r.Headers["source"] != "import" {
+					t.Fatalf("row %d: key %v headers %v", r.ID, r.Key, r.Headers)
+				}
+			}
+			return len(page.Records)
+		}
+		r := cliWith(t, &sqlstreamscli.Options{Stdin: strings.NewReader(jsonLines(1203, 0, ""))}, url,
+			"-o", "json", "produce", "lines", "--version", "1", "--key-field", "acct", "--header", "source=import", "--progress")
+		out := decode[struct {
+			Produced        int64 `json:"produced"`
+			FirstID, LastID int64
+		}](t, r.stdout)
+		if r.code != 0 || out.Produced != 1203 || strings.Count(r.stderr, "produced ") != 3 {
+			t.Fatalf("1203 lines with --progress: %v", r)
+		}
+		if n := count(); n != 1203 {
+			t.Fatalf("tail shows %d rows, want 1203", n)
+		}
+		// On a terminal: a line rewritten in place, ended once.
+		r = cliWith(t, &sqlstreamscli.Options{Stdin: strings.NewReader(jsonLines(600, 0, "")), Terminal: func(io.Writer) bool { return true }},
+			url, "produce", "lines", "--version", "1", "--key-field", "acct", "--header", "source=import")
+		if r.code != 0 || !strings.HasPrefix(r.stderr, "\rproduced 500 messages") || !strings.HasSuffix(r.stderr, "\rproduced 600 messages (line 600, last id 1803)\n") {
+			t.Fatalf("600 lines on a terminal: %q", r.stderr)
+		}
+		for _, c := range []struct {
+			name, input string
+			want        []string
+			added       int
+		}{
+			{"bad JSON in the second batch", jsonLines(900, 702, `{"acct": "a1", n: 2}`),
+				[]string{"stdin line 702: invalid message: not a JSON document: invalid character 'n'", "lines 1 to 500 were written before it", "from line 501"}, 500},
+			{"no key field", jsonLines(10, 3, `{"n": 3}`), []string{"stdin line 3: invalid message: no top-level field \"acct\"", "nothing was written"}, 0},
+			{"a key that is an object", jsonLines(10, 4, `{"acct": {"x": 1}}`), []string{"stdin line 4:", "a key is a string or a number", "nothing was written"}, 0},
+			{"invalid UTF-8 core refuses", jsonLines(10, 5, "{\"acct\": \"a1\", \"s\": \"\xff\"}"), []string{"stdin line 5:", "not valid UTF-8", "nothing was written"}, 0},
+		} {
+			before := count()
+			r := cliWith(t, &sqlstreamscli.Options{Stdin: strings.NewReader(c.input)}, url,
+				"produce", "lines", "--version", "1", "--key-field", "acct", "--header", "source=import")
+			if r.code != 1 {
+				t.Fatalf("%s: %v", c.name, r)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Fatalf("%s: stderr lacks %q: %v", c.name, w, r)
+				}
+			}
+			if added := count() - before; added != c.added {
+				t.Fatalf("%s: %d rows written, want %d", c.name, added, c.added)
+			}
+		}
+		for _, args := range [][]string{{"--key", "k", "--key-field", "acct"}, {"--key-field", "acct", "--data", "{}"}, {"--progress", "--data", "{}"}} {
+			if r := cli(t, url, append([]string{"produce", "lines", "--version", "1"}, args...)...); r.code != 2 {
+				t.Fatalf("produce %v: %v", args, r)
+			}
+		}
+		if r := cli(t, url, "produce", "lines", "--version", "1"); r.code != 2 || !strings.Contains(r.stderr, "stdin had none") {
+			t.Fatalf("empty stdin: %v", r)
 		}
 	})
 }
