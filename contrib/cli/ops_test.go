@@ -581,6 +581,9 @@ func TestJSONKeys(t *testing.T) {
 	seed(t, url)
 	n := 0
 	for _, c := range goldenCases {
+		if c.args[0] == "__complete" {
+			continue // the shell's protocol, not a document
+		}
 		args := append(slices.Clone(c.args), "-o", "json")
 		r := cli(t, url, args...)
 		if r.code != 0 && r.code != 3 {
@@ -1086,4 +1089,22 @@ func TestProduceLines(t *testing.T) {
 			t.Fatalf("empty stdin: %v", r)
 		}
 	})
+}
+
+// TestCompletion: the completion scripts for each shell, and name completion
+// that never migrates a database.
+func TestCompletion(t *testing.T) {
+	t.Parallel()
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		if r := cli(t, "", "completion", shell); r.code != 0 || !strings.Contains(r.stdout, "sqlstreams") {
+			t.Fatalf("completion %s: exit %d, %d bytes", shell, r.code, len(r.stdout))
+		}
+	}
+	url := "sqlite:" + filepath.Join(t.TempDir(), "fresh.db")
+	if r := cli(t, url, "__complete", "health", ""); r.code != 0 || !strings.Contains(r.stdout, ":") {
+		t.Fatalf("completing on a database that is not migrated: %v", r)
+	}
+	if r := cli(t, url, "migrate", "validate"); r.code != 3 {
+		t.Fatalf("completion migrated the database: migrate validate %v", r)
+	}
 }

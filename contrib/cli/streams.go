@@ -2,6 +2,7 @@ package sqlstreamscli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -65,7 +66,7 @@ func (c *CLI) writeStreams(streams []sqlstreams.StreamInfo) error {
 }
 
 func group(use, short string, cmds ...*cobra.Command) *cobra.Command {
-	g := &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs,
+	g := &cobra.Command{Use: use, Short: short, Args: subcommandArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() }}
 	g.AddCommand(cmds...)
 	return g
@@ -86,18 +87,28 @@ func (c *CLI) streamsCmd() *cobra.Command {
 		})}
 
 	var opts sqlstreams.StreamOptions
-	create := &cobra.Command{Use: "create NAME", Short: "Create a stream", Args: cobra.ExactArgs(1),
+	var ifNotExists bool
+	create := &cobra.Command{Use: "create NAME [--if-not-exists]", Short: "Create a stream", Args: cobra.ExactArgs(1),
+		Long: `create makes a stream. A stream that exists is an error, unless --if-not-exists: then it is left
+as it is (its options are not compared with the flags, as kafka-topics --if-not-exists does) and
+printed.`,
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			_, s, err := c.raw(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			info, err := s.Create(ctx, &opts)
+			if ifNotExists && errors.Is(err, sqlstreams.ErrStreamExists) {
+				if info, err = s.Get(ctx); err == nil {
+					c.note("stream %s exists; left as it is (--if-not-exists)", args[0])
+				}
+			}
 			if err != nil {
 				return err
 			}
 			return c.writeStreams([]sqlstreams.StreamInfo{info})
 		})}
+	create.Flags().BoolVar(&ifNotExists, "if-not-exists", false, "succeed, changing nothing, when the stream exists")
 	create.Flags().IntVar(&opts.Partitions, "partitions", 0, "number of partitions (default 1; fixed for the stream's life)")
 	create.Flags().BoolVar(&opts.Compacted, "compacted", false, "keep the current value per key")
 	create.Flags().DurationVar(&opts.Retention.MaxAge, "max-age", 0, "retention: remove resolved rows older than this")
