@@ -331,7 +331,7 @@ func (c *CLI) run(body func(ctx context.Context, cmd *cobra.Command, args []stri
 		start := time.Now()
 		err := body(ctx, cmd, args)
 		if err != nil {
-			err = c.didYouMean(ctx, cmd, args, err)
+			err = c.didYouMean(ctx, cmd, args, advise(cmd, args, err))
 		}
 		c.logger().Debug("sqlstreams: command done", "command", cmd.CommandPath(), "took", time.Since(start), "error", err)
 		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {

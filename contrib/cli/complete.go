@@ -28,6 +28,20 @@ const (
 // line. A name that a command makes (streams create NAME, groups create's
 // GROUP) is not an existing one, so it completes to nothing.
 func argKinds(cmd *cobra.Command) []argKind {
+	kinds := argNames(cmd)
+	if cmd.Name() == "create" {
+		for i := range kinds {
+			if i > 0 || cmd.Parent() != nil && cmd.Parent().Name() == "streams" {
+				kinds[i] = argOther
+			}
+		}
+	}
+	return kinds
+}
+
+// argNames reads what each positional argument names, whether it exists or
+// is being made.
+func argNames(cmd *cobra.Command) []argKind {
 	words := strings.Fields(cmd.Use)
 	var kinds []argKind
 	for _, w := range words[1:] {
@@ -43,13 +57,6 @@ func argKinds(cmd *cobra.Command) []argKind {
 			k = argGroup
 		}
 		kinds = append(kinds, k)
-	}
-	if cmd.Name() == "create" {
-		for i := range kinds {
-			if i > 0 || cmd.Parent() != nil && cmd.Parent().Name() == "streams" {
-				kinds[i] = argOther
-			}
-		}
 	}
 	return kinds
 }

@@ -28,7 +28,7 @@ func ExampleNew() {
 	code := run(os.Stdout, "health", "orders", "--retirable", "v1")
 	fmt.Println("exit", code)
 	// Output:
-	// sqlstreams: stream "orders": stream not found; create it first or check the name
+	// sqlstreams: stream "orders": stream not found; 'sqlstreams streams list' lists the streams, 'sqlstreams streams create orders' makes one
 	// ID
 	// 1
 	// stream orders (high-water id 1)

@@ -135,10 +135,10 @@ func (c *CLI) createGroup(ctx context.Context, stream, group string, version int
 		return false, fmt.Errorf("sqlstreams: create group %q of %q: %w", group, stream, err)
 	case existing == nil:
 	case existing.AllVersions || existing.SchemaVersion != version:
-		return false, fmt.Errorf("sqlstreams: group %q of %q reads %s, not v%d: %w; pick another group name, or delete that group first (groups delete)",
-			group, stream, reads(existing.AllVersions, existing.SchemaVersion), version, sqlstreams.ErrGroupVersion)
+		return false, fmt.Errorf("sqlstreams: group %q of %q reads %s, not v%d: %w; pick another group name, or delete that group first ('sqlstreams groups delete %s %s')",
+			group, stream, reads(existing.AllVersions, existing.SchemaVersion), version, sqlstreams.ErrGroupVersion, stream, group)
 	case !ifNotExists:
-		return false, fmt.Errorf("sqlstreams: group %q of %q: %w; move its cursors with groups reset %s %s, or add --if-not-exists",
+		return false, fmt.Errorf("sqlstreams: group %q of %q: %w; move its cursors with 'sqlstreams groups reset %s %s', or add --if-not-exists",
 			group, stream, errGroupExists, stream, group)
 	default:
 		return false, nil
