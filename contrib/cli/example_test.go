@@ -32,8 +32,10 @@ func ExampleNew() {
 	// ID
 	// 1
 	// stream orders (high-water id 1)
-	// VERSION  ROWS  HEADS  GROUP  UNREAD  LEASED  DELAYED  DEAD  DISTANCE  VERDICT
-	// v1       1     0      -      -       -       -        -     -         retirable; no group reads version 1 (1 rows)
+	// VERSION  ROWS  HEADS  GROUP  UNREAD  LEASED  DELAYED  DEAD
+	// v1       1     0      -      -       -       -        -
+	//
+	// v1: retirable; no group reads version 1 (1 rows)
 	//
 	// v1 is retirable
 	// exit 0

@@ -231,7 +231,7 @@ func TestGroupsReset(t *testing.T) {
 		type desc struct {
 			Partitions []struct {
 				Partition int   `json:"partition"`
-				Cursor    int64 `json:"cursor"`
+				NextID    int64 `json:"next_id"`
 			} `json:"partitions"`
 		}
 		before := must(t, url, "-o", "json", "groups", "describe", "orders", "billing")
@@ -239,10 +239,10 @@ func TestGroupsReset(t *testing.T) {
 			Executed bool `json:"executed"`
 			Changes  []struct {
 				Partition int   `json:"partition"`
-				NewCursor int64 `json:"new_cursor"`
+				NewNextID int64 `json:"new_next_id"`
 			} `json:"changes"`
 		}](t, must(t, url, "-o", "json", "groups", "reset", "orders", "billing", "--to-earliest"))
-		if plan.Executed || len(plan.Changes) != 2 || plan.Changes[0].NewCursor != 0 {
+		if plan.Executed || len(plan.Changes) != 2 || plan.Changes[0].NewNextID != 1 {
 			t.Fatalf("plan: %+v", plan)
 		}
 		if after := must(t, url, "-o", "json", "groups", "describe", "orders", "billing"); normalize(after, url) != normalize(before, url) {
@@ -250,12 +250,12 @@ func TestGroupsReset(t *testing.T) {
 		}
 		must(t, url, "groups", "reset", "orders", "billing", "--to-earliest", "--partition", "1", "--execute")
 		d := decode[desc](t, must(t, url, "-o", "json", "groups", "describe", "orders", "billing"))
-		if d.Partitions[0].Cursor != 5 || d.Partitions[1].Cursor != 3 { // partition 1 holds row 4 alone
+		if d.Partitions[0].NextID != 6 || d.Partitions[1].NextID != 4 { // partition 1 holds row 4 alone
 			t.Fatalf("after --execute on partition 1: %+v", d)
 		}
 		must(t, url, "groups", "reset", "orders", "billing", "--shift-by", "1", "--partition", "1", "--execute")
 		d = decode[desc](t, must(t, url, "-o", "json", "groups", "describe", "orders", "billing"))
-		if d.Partitions[0].Cursor != 5 || d.Partitions[1].Cursor != 4 {
+		if d.Partitions[0].NextID != 6 || d.Partitions[1].NextID != 5 {
 			t.Fatalf("after --shift-by 1: %+v", d)
 		}
 		if r := cli(t, url, "groups", "reset", "orders", "billing", "--to-time", "yesterday"); r.code != 2 {

@@ -148,7 +148,7 @@ printed.`,
 				return err
 			}
 			fmt.Fprintln(c.opts.Stdout)
-			return h.WriteTable(c.opts.Stdout)
+			return c.writeHealth(h)
 		})}
 
 	rename := &cobra.Command{Use: "rename OLD NEW", Short: "Rename a stream (its id, rows and groups stay)", Args: cobra.ExactArgs(2),
@@ -198,7 +198,7 @@ type reasonJSON struct {
 
 type partitionHealthJSON struct {
 	Partition int   `json:"partition"`
-	Cursor    int64 `json:"cursor"`
+	NextID    int64 `json:"next_id"`
 	HighWater int64 `json:"high_water"`
 	Distance  int64 `json:"distance"`
 	Unread    int64 `json:"unread"`
@@ -249,7 +249,7 @@ func groupHealthOut(g sqlstreams.GroupHealth) groupHealthJSON {
 		Dead: g.Dead, Unresolved: g.Unresolved, CursorDistance: g.CursorDistance, RemovedUnread: g.RemovedUnread,
 		Partitions: []partitionHealthJSON{}}
 	for _, p := range g.Partitions {
-		out.Partitions = append(out.Partitions, partitionHealthJSON{p.Partition, p.Cursor, p.HighWater, p.Distance, p.Unread})
+		out.Partitions = append(out.Partitions, partitionHealthJSON{p.Partition, p.Cursor + 1, p.HighWater, p.Distance, p.Unread})
 	}
 	return out
 }
@@ -267,11 +267,53 @@ func healthOut(h sqlstreams.Health) healthJSON {
 	return out
 }
 
+// writeHealth prints the health read: a row per version and group with its
+// backlog, then one verdict line per version. The verdicts stand apart, one
+// per version, because a version's verdict is long and not a group's; the
+// cursor distance (high-water minus cursor, over every version and key) is
+// left to groups describe and the JSON, where it sits beside LAG.
+func (c *CLI) writeHealth(h sqlstreams.Health) error {
+	fmt.Fprintf(c.opts.Stdout, "stream %s (high-water id %d)\n", h.Stream, h.HighWater)
+	tw := c.table()
+	fmt.Fprintln(tw, "VERSION\tROWS\tHEADS\tGROUP\tUNREAD\tLEASED\tDELAYED\tDEAD")
+	for _, vh := range h.Versions {
+		if len(vh.Groups) == 0 {
+			fmt.Fprintf(tw, "v%d\t%d\t%d\t-\t-\t-\t-\t-\n", vh.Version, vh.Rows, vh.Heads)
+		}
+		for i, g := range vh.Groups {
+			v, rows, heads := fmt.Sprintf("v%d", vh.Version), fmt.Sprint(vh.Rows), fmt.Sprint(vh.Heads)
+			if i > 0 {
+				v, rows, heads = "", "", ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", v, rows, heads, g.Group, g.Unread, g.Leased, g.Delayed, g.Dead)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(h.Versions) > 0 {
+		fmt.Fprintln(c.opts.Stdout)
+	}
+	for _, vh := range h.Versions {
+		verdict := "retirable"
+		if !vh.Retirable {
+			verdict = "not retirable: " + vh.Verdict()
+		}
+		for _, n := range vh.Notes {
+			verdict += "; " + n.Text
+		}
+		if _, err := fmt.Fprintf(c.opts.Stdout, "v%d: %s\n", vh.Version, verdict); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (c *CLI) healthCmd() *cobra.Command {
 	var retirable string
 	cmd := &cobra.Command{Use: "health STREAM [--retirable vN]", Short: "Show a stream's health per version; --retirable gates on one version",
-		Long: `health prints, per schema version, the rows, compaction heads and each group's backlog, with the
-retirement verdict. With --retirable vN it exits 3 unless version N is retirable, printing the
+		Long: `health prints, per schema version, the rows, compaction heads and each group's backlog, then one
+line per version with its retirement verdict. With --retirable vN it exits 3 unless version N is retirable, printing the
 reasons: the CI/CD gate before stopping a version's consumers. A version the stream has never had
 (no rows, heads or group at it, no registered schema) fails the gate too, listing the versions it
 has; one retired already (rows gone, groups deleted, schema registered) passes.`,
@@ -306,7 +348,7 @@ has; one retired already (rows gone, groups deleted, schema registered) passes.`
 				}{healthOut(h), gate}); err != nil {
 					return err
 				}
-			} else if err := h.WriteTable(c.opts.Stdout); err != nil {
+			} else if err := c.writeHealth(h); err != nil {
 				return err
 			}
 			if gate == nil {
