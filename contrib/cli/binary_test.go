@@ -102,7 +102,7 @@ func TestBinary(t *testing.T) {
 		{"unknown flag", env, []string{"streams", "list", "--colour"}, 2, "", "unknown flag: --colour"},
 		{"unknown command", env, []string{"stream", "list"}, 2, "", "unknown command \"stream\""},
 		{"missing argument", env, []string{"health"}, 2, "", "accepts 1 arg(s)"},
-		{"library error", env, []string{"health", "nope"}, 1, "", "sqlstreams: stream \"nope\": stream not found; create it first or check the name"},
+		{"library error", env, []string{"health", "nope"}, 1, "", "sqlstreams: stream \"nope\": stream not found; 'sqlstreams streams list' lists the streams"},
 		{"not retirable", env, []string{"health", "orders", "--retirable", "v1"}, 3, "v1 is not retirable", "group billing has 1 dead"},
 		{"never had", env, []string{"health", "orders", "--retirable", "v3"}, 3, "v3 is not a version of orders", "has never had version 3"},
 		{"offline incompatible", nil, []string{"schema", "check", "--offline", good, bad}, 3, "TYPE_CHANGED", "is not compatible at level BACKWARD"},

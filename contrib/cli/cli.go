@@ -154,14 +154,14 @@ The database comes from --url or ` + EnvURL + `; the scheme picks the driver:
 Exit codes: 0 ok, 1 error, 2 usage, 3 check failed (CI gates).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Args:          cobra.NoArgs,
+		Args:          subcommandArgs,
 		RunE:          func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	root.SetIn(c.opts.Stdin)
 	root.SetOut(c.opts.Stdout)
 	root.SetErr(c.opts.Stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return Usagef("%v", err) })
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.CompletionOptions.HiddenDefaultCmd = false
 	pf := root.PersistentFlags()
 	pf.StringVar(&c.url, "url", "", "database URL (default $"+EnvURL+")")
 	pf.StringVarP(&c.output, "output", "o", "table", "output format: table, json (one document) or jsonl (one object per line)")
@@ -171,6 +171,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 check failed (CI gates).`,
 	c.root = root
 	root.AddCommand(c.streamsCmd(), c.healthCmd(), c.groupsCmd(), c.deadCmd(), c.tailCmd(), c.produceCmd(),
 		c.schemaCmd(), c.migrateCmd(), c.maintainCmd(), c.consoleCmd(), c.registryCmd(), c.versionCmd())
+	root.InitDefaultCompletionCmd()
 	return c
 }
 
@@ -199,6 +200,7 @@ func (c *CLI) Execute(ctx context.Context, args []string) int {
 	}
 	c.executed = true
 	ran := false
+	c.addCompletion(c.root)
 	wrap(c.root, &ran)
 	c.root.SetArgs(args)
 	err := c.root.ExecuteContext(ctx)
@@ -328,6 +330,9 @@ func (c *CLI) run(body func(ctx context.Context, cmd *cobra.Command, args []stri
 		}
 		start := time.Now()
 		err := body(ctx, cmd, args)
+		if err != nil {
+			err = c.didYouMean(ctx, cmd, args, advise(cmd, args, err))
+		}
 		c.logger().Debug("sqlstreams: command done", "command", cmd.CommandPath(), "took", time.Since(start), "error", err)
 		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 			err = fmt.Errorf("%w (the command ran longer than --timeout %v; raise --timeout)", err, c.timeout)

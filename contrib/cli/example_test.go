@@ -28,12 +28,14 @@ func ExampleNew() {
 	code := run(os.Stdout, "health", "orders", "--retirable", "v1")
 	fmt.Println("exit", code)
 	// Output:
-	// sqlstreams: stream "orders": stream not found; create it first or check the name
+	// sqlstreams: stream "orders": stream not found; 'sqlstreams streams list' lists the streams, 'sqlstreams streams create orders' makes one
 	// ID
 	// 1
 	// stream orders (high-water id 1)
-	// VERSION  ROWS  HEADS  GROUP  UNREAD  LEASED  DELAYED  DEAD  DISTANCE  VERDICT
-	// v1       1     0      -      -       -       -        -     -         retirable; no group reads version 1 (1 rows)
+	// VERSION  ROWS  HEADS  GROUP  UNREAD  LEASED  DELAYED  DEAD
+	// v1       1     0      -      -       -       -        -
+	//
+	// v1: retirable; no group reads version 1 (1 rows)
 	//
 	// v1 is retirable
 	// exit 0

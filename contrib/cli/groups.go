@@ -2,6 +2,7 @@ package sqlstreamscli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,9 +11,12 @@ import (
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
 
+// Cursors are shown as the next id the group reads (the stored cursor, the
+// last id passed, plus one), as Kafka shows an offset: in groups describe,
+// groups reset's plan and the health JSON alike.
 type groupPartitionJSON struct {
 	Partition int   `json:"partition"`
-	Cursor    int64 `json:"cursor"`
+	NextID    int64 `json:"next_id"`
 	HighWater int64 `json:"high_water"`
 	Lag       int64 `json:"lag"`
 	Distance  int64 `json:"distance"`
@@ -32,7 +36,6 @@ type groupVersionJSON struct {
 
 type groupDescriptionJSON struct {
 	groupJSON
-	Stream        string               `json:"stream"`
 	Leased        int64                `json:"leased"`
 	Delayed       int64                `json:"delayed"`
 	RemovedUnread int64                `json:"removed_unread"`
@@ -42,30 +45,27 @@ type groupDescriptionJSON struct {
 }
 
 func (c *CLI) groupsCmd() *cobra.Command {
-	list := &cobra.Command{Use: "list STREAM", Short: "List a stream's consumer groups with their backlog", Args: cobra.ExactArgs(1),
+	list := &cobra.Command{Use: "list [STREAM]", Short: "List consumer groups with their backlog: of every stream, or of STREAM",
+		Args: cobra.MaximumNArgs(1),
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			_, s, err := c.raw(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			groups, err := s.Groups(ctx)
-			if err != nil {
-				return err
-			}
-			h, err := s.Health(ctx)
+			rows, err := c.listGroups(ctx, args)
 			if err != nil {
 				return err
 			}
 			if c.JSON() {
 				return c.WriteJSON(struct {
-					Stream string      `json:"stream"`
 					Groups []groupJSON `json:"groups"`
-				}{args[0], groupsOut(groups, h)})
+				}{rows})
 			}
-			return c.writeGroups(groups, h)
+			return c.writeGroups(rows, true)
 		})}
 
 	describe := &cobra.Command{Use: "describe STREAM GROUP", Short: "Show a group's cursors, lag, lease holders and backlog per version", Args: cobra.ExactArgs(2),
+		Long: `describe shows what a group reads, then per partition: NEXT-ID, the next id the group reads there
+(its cursor), HIGH-WATER, the greatest id the partition has had, LAG, the rows past the cursor the
+group reads (its versions and bindings: work still to do), and DISTANCE, HIGH-WATER minus the last
+id read (every row past the cursor, at any version or key, so it may be larger than LAG). Then the
+clients holding its leases, and its backlog per version with that version's verdict.`,
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			_, s, err := c.raw(ctx, args[0])
 			if err != nil {
@@ -92,7 +92,11 @@ func (c *CLI) groupsCmd() *cobra.Command {
 	resetCmd := &cobra.Command{Use: "reset STREAM GROUP (--to-earliest | --to-latest | --to-id N | --to-time T | --shift-by N) [--execute]",
 		Short: "Move a group's cursors; prints the plan unless --execute",
 		Long: `reset moves a group's cursors, as kafka-consumer-groups --reset-offsets does. Without --execute it
-only prints the plan (a dry run). Leased, delayed and dead deliveries keep their state.`,
+only prints the plan (a dry run). Leased, delayed and dead deliveries keep their state.
+
+The plan shows each partition's cursor as the next id the group reads there, before (NEXT-ID) and
+after (NEW-NEXT-ID), as groups describe shows it: ids are unique across partitions, so the next row
+read in a partition is the first one there with an id at or above it.`,
 		Args: cobra.ExactArgs(2),
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			var to []sqlstreams.ResetTo
@@ -129,8 +133,8 @@ only prints the plan (a dry run). Leased, delayed and dead deliveries keep their
 			if c.JSON() {
 				type change struct {
 					Partition int   `json:"partition"`
-					Cursor    int64 `json:"cursor"`
-					NewCursor int64 `json:"new_cursor"`
+					NextID    int64 `json:"next_id"`
+					NewNextID int64 `json:"new_next_id"`
 				}
 				out := struct {
 					Stream   string   `json:"stream"`
@@ -139,14 +143,14 @@ only prints the plan (a dry run). Leased, delayed and dead deliveries keep their
 					Changes  []change `json:"changes"`
 				}{args[0], args[1], reset.execute, []change{}}
 				for _, ch := range changes {
-					out.Changes = append(out.Changes, change{ch.Partition, ch.From, ch.To})
+					out.Changes = append(out.Changes, change{ch.Partition, ch.From + 1, ch.To + 1})
 				}
 				return c.WriteJSON(out)
 			}
 			tw := c.table()
-			fmt.Fprintln(tw, "PARTITION\tCURSOR\tNEW-CURSOR")
+			fmt.Fprintln(tw, "PARTITION\tNEXT-ID\tNEW-NEXT-ID")
 			for _, ch := range changes {
-				fmt.Fprintf(tw, "%d\t%d\t%d\n", ch.Partition, ch.From, ch.To)
+				fmt.Fprintf(tw, "%d\t%d\t%d\n", ch.Partition, ch.From+1, ch.To+1)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -199,16 +203,16 @@ reads (health --retirable shows them), unless --force.`,
 		})}
 	del.Flags().BoolVar(&yes, "yes", false, "confirm")
 	del.Flags().BoolVar(&force, "force", false, "delete even though the group has deliveries left")
-	return group("groups", "List, describe, reset and delete consumer groups", list, describe, resetCmd, del)
+	return group("groups", "List, create, describe, reset and delete consumer groups", list, c.groupsCreateCmd(), describe, resetCmd, del)
 }
 
 func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Health) error {
 	info := sqlstreams.GroupInfo{Name: d.Group, SchemaVersion: d.SchemaVersion, AllVersions: d.AllVersions, ConvertsFrom: d.ConvertsFrom,
 		Bindings: d.Bindings, Start: d.Start, CreatedAt: d.CreatedAt}
-	out := groupDescriptionJSON{groupJSON: groupsOut([]sqlstreams.GroupInfo{info}, h)[0], Stream: d.Stream, Leased: d.Leased, Delayed: d.Delayed,
+	out := groupDescriptionJSON{groupJSON: groupsOut(d.Stream, []sqlstreams.GroupInfo{info}, h)[0], Leased: d.Leased, Delayed: d.Delayed,
 		RemovedUnread: d.RemovedUnread, Partitions: []groupPartitionJSON{}, Holders: []holderJSON{}, Versions: []groupVersionJSON{}}
 	for _, p := range d.Partitions {
-		out.Partitions = append(out.Partitions, groupPartitionJSON{p.Partition, p.Cursor, p.HighWater, p.Lag, p.Distance})
+		out.Partitions = append(out.Partitions, groupPartitionJSON{p.Partition, p.Cursor + 1, p.HighWater, p.Lag, p.Distance})
 	}
 	for _, hd := range d.Holders {
 		out.Holders = append(out.Holders, holderJSON{hd.Holder, hd.Leases, jsonTime(hd.Until)})
@@ -237,9 +241,9 @@ func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Healt
 	}
 	fmt.Fprintln(c.opts.Stdout)
 	tw = c.table()
-	fmt.Fprintln(tw, "PARTITION\tCURSOR\tHIGH-WATER\tLAG\tDISTANCE")
+	fmt.Fprintln(tw, "PARTITION\tNEXT-ID\tHIGH-WATER\tLAG\tDISTANCE")
 	for _, p := range out.Partitions {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\n", p.Partition, p.Cursor, p.HighWater, p.Lag, p.Distance)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\n", p.Partition, p.NextID, p.HighWater, p.Lag, p.Distance)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -263,4 +267,39 @@ func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Healt
 		fmt.Fprintf(tw, "v%d\t%d\t%d\t%d\t%d\t%s\n", v.Version, v.Unread, v.Leased, v.Delayed, v.Dead, v.Verdict)
 	}
 	return tw.Flush()
+}
+
+// listGroups reads the groups of the stream named in args, or of every
+// stream when args is empty, with their backlog from each stream's health
+// read. A stream destroyed while every stream is listed is left out.
+func (c *CLI) listGroups(ctx context.Context, args []string) ([]groupJSON, error) {
+	client, err := c.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := args
+	if len(args) == 0 {
+		streams, err := client.Streams(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range streams {
+			names = append(names, s.Name)
+		}
+	}
+	rows := []groupJSON{}
+	for _, name := range names {
+		s := client.Stream[sqlstreams.RawPayload](name)
+		groups, err := s.Groups(ctx)
+		if err == nil && len(groups) > 0 {
+			var h sqlstreams.Health
+			if h, err = s.Health(ctx); err == nil {
+				rows = append(rows, groupsOut(name, groups, h)...)
+			}
+		}
+		if err != nil && (len(args) > 0 || !errors.Is(err, sqlstreams.ErrStreamNotFound)) {
+			return nil, err
+		}
+	}
+	return rows, nil
 }

@@ -170,7 +170,7 @@ func claimAll[T sqlstreams.Versioned](t *testing.T, c *sqlstreams.Consumer[T], n
 // two v2 rows then three v1 rows (so that billing's cursors end at the
 // high-water marks whatever the driver's claim scan passes over); group billing (v1) has one dead letter and
 // one leased delivery held by worker-1; group audit (v2) has not read
-// anything; stream accounts is compacted.
+// anything; stream accounts is compacted, with group snapshot (v1).
 func seed(t *testing.T, url string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -209,6 +209,9 @@ func seed(t *testing.T, url string) {
 		t.Fatal(err)
 	}
 	if _, err := client.Stream[OrderV2]("orders").Consumer("audit").Register(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Stream[OrderV1]("accounts").Consumer("snapshot").Register(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	ds := claimAll(t, billing, 3)

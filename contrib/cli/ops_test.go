@@ -231,7 +231,7 @@ func TestGroupsReset(t *testing.T) {
 		type desc struct {
 			Partitions []struct {
 				Partition int   `json:"partition"`
-				Cursor    int64 `json:"cursor"`
+				NextID    int64 `json:"next_id"`
 			} `json:"partitions"`
 		}
 		before := must(t, url, "-o", "json", "groups", "describe", "orders", "billing")
@@ -239,10 +239,10 @@ func TestGroupsReset(t *testing.T) {
 			Executed bool `json:"executed"`
 			Changes  []struct {
 				Partition int   `json:"partition"`
-				NewCursor int64 `json:"new_cursor"`
+				NewNextID int64 `json:"new_next_id"`
 			} `json:"changes"`
 		}](t, must(t, url, "-o", "json", "groups", "reset", "orders", "billing", "--to-earliest"))
-		if plan.Executed || len(plan.Changes) != 2 || plan.Changes[0].NewCursor != 0 {
+		if plan.Executed || len(plan.Changes) != 2 || plan.Changes[0].NewNextID != 1 {
 			t.Fatalf("plan: %+v", plan)
 		}
 		if after := must(t, url, "-o", "json", "groups", "describe", "orders", "billing"); normalize(after, url) != normalize(before, url) {
@@ -250,12 +250,12 @@ func TestGroupsReset(t *testing.T) {
 		}
 		must(t, url, "groups", "reset", "orders", "billing", "--to-earliest", "--partition", "1", "--execute")
 		d := decode[desc](t, must(t, url, "-o", "json", "groups", "describe", "orders", "billing"))
-		if d.Partitions[0].Cursor != 5 || d.Partitions[1].Cursor != 3 { // partition 1 holds row 4 alone
+		if d.Partitions[0].NextID != 6 || d.Partitions[1].NextID != 4 { // partition 1 holds row 4 alone
 			t.Fatalf("after --execute on partition 1: %+v", d)
 		}
 		must(t, url, "groups", "reset", "orders", "billing", "--shift-by", "1", "--partition", "1", "--execute")
 		d = decode[desc](t, must(t, url, "-o", "json", "groups", "describe", "orders", "billing"))
-		if d.Partitions[0].Cursor != 5 || d.Partitions[1].Cursor != 4 {
+		if d.Partitions[0].NextID != 6 || d.Partitions[1].NextID != 5 {
 			t.Fatalf("after --shift-by 1: %+v", d)
 		}
 		if r := cli(t, url, "groups", "reset", "orders", "billing", "--to-time", "yesterday"); r.code != 2 {
@@ -278,8 +278,8 @@ func TestProduce(t *testing.T) {
 		}](t, out).ID; id != 1 {
 			t.Fatalf("produce: %s", out)
 		}
-		r := cliWith(t, &sqlstreamscli.Options{Stdin: strings.NewReader("{\"b\":\n 2}\n")}, url, "produce", "raw", "--version", "3")
-		if r.code != 0 || r.stdout != "ID\n2\n" {
+		r := cliWith(t, &sqlstreamscli.Options{Stdin: strings.NewReader("\n{\"b\": 2}\n")}, url, "produce", "raw", "--version", "3")
+		if r.code != 0 || r.stdout != "PRODUCED  FIRST-ID  LAST-ID\n1         2         2\n" || r.stderr != "" {
 			t.Fatalf("produce from stdin: %v", r)
 		}
 		recs := decode[struct {
@@ -581,6 +581,9 @@ func TestJSONKeys(t *testing.T) {
 	seed(t, url)
 	n := 0
 	for _, c := range goldenCases {
+		if c.args[0] == "__complete" {
+			continue // the shell's protocol, not a document
+		}
 		args := append(slices.Clone(c.args), "-o", "json")
 		r := cli(t, url, args...)
 		if r.code != 0 && r.code != 3 {
@@ -908,5 +911,200 @@ func TestTailFollowTable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGroupsCreate: a group created by the CLI before any consumer runs is
+// the group a typed consumer of its version then joins, and that consumer
+// reads from where --at put it: after the rows present (latest), from a
+// time, from an id.
+func TestGroupsCreate(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, url string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		client := goClient(t, url)
+		stream := client.Stream[OrderV1]("payments")
+		producer, err := stream.Producer().Register(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		produce := func(id string) int64 {
+			n, err := producer.Produce(ctx, OrderV1{OrderID: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		produce("P-1")
+		produce("P-2")
+		third := produce("P-3")
+		var browse sqlstreams.BrowsePage
+		if browse, err = client.Stream[sqlstreams.RawPayload]("payments").Browse(ctx, sqlstreams.BrowseOptions{AfterID: third - 1, Limit: 1}); err != nil || len(browse.Records) != 1 {
+			t.Fatalf("browse row %d: %v %+v", third, err, browse)
+		}
+		at := browse.Records[0].ProducedAt.Format(time.RFC3339Nano)
+		must(t, url, "groups", "create", "payments", "late", "--version", "1", "--at", "latest")
+		must(t, url, "groups", "create", "payments", "by-id", "--version", "v1", "--at", fmt.Sprint(third))
+		must(t, url, "groups", "create", "payments", "by-time", "--version", "1", "--at", at)
+		must(t, url, "groups", "create", "payments", "all", "--version", "1")
+		fourth := produce("P-4")
+		for _, c := range []struct {
+			group string
+			want  []string
+		}{{"late", []string{"P-4"}}, {"by-id", []string{"P-3", "P-4"}}, {"all", []string{"P-1", "P-2", "P-3", "P-4"}}} {
+			consumer, err := stream.Consumer(c.group).Register(ctx, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", c.group, err)
+			}
+			var got []string
+			for _, d := range claimAll(t, consumer, len(c.want)) {
+				got = append(got, d.Value.OrderID)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("group %s read %v, want %v", c.group, got, c.want)
+			}
+		}
+		// Rows produced in the same second may share the time: by-time reads
+		// P-3 and everything after it, and nothing produced before P-3's time.
+		consumer, err := stream.Consumer("by-time").Register(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for range 50 {
+			ds, err := consumer.Claim(ctx, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				ids = append(ids, d.ID)
+			}
+			if slices.Contains(ids, fourth) {
+				break
+			}
+		}
+		if !slices.Contains(ids, third) || !slices.Contains(ids, fourth) {
+			t.Fatalf("by-time claimed ids %v; want %d and %d among them", ids, third, fourth)
+		}
+		if _, err := client.Stream[OrderV2]("payments").Consumer("late").Register(ctx, nil); !errors.Is(err, sqlstreams.ErrGroupVersion) {
+			t.Fatalf("a v2 consumer joining the v1 group the CLI made: %v", err)
+		}
+		if r := cli(t, url, "groups", "create", "nope", "g", "--version", "1"); r.code != 1 || !strings.Contains(r.stderr, "stream not found") {
+			t.Fatalf("a group on a missing stream: %v", r)
+		}
+		if r := cli(t, url, "groups", "create", "payments", "bad name", "--version", "1"); r.code != 1 || !strings.Contains(r.stderr, "invalid name") {
+			t.Fatalf("a bad group name: %v", r)
+		}
+	})
+}
+
+// jsonLines makes n lines {"acct":"a<i%7>","n":<i>}, with bad in place of
+// line badAt (1-based) when badAt > 0.
+func jsonLines(n, badAt int, bad string) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if i == badAt {
+			b.WriteString(bad + "\n")
+			continue
+		}
+		fmt.Fprintf(&b, "{\"acct\":\"a%d\",\"n\":%d}\n", i%7, i)
+	}
+	return b.String()
+}
+
+// TestProduceLines: produce reads JSON Lines from stdin in batches, with the
+// key from a field and headers on every line; a bad line fails naming it,
+// with every batch before it written and nothing of its own batch.
+func TestProduceLines(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, url string) {
+		must(t, url, "streams", "create", "lines", "--partitions", "2")
+		count := func() int {
+			page := decode[struct {
+				Records []struct {
+					ID      int64             `json:"id"`
+					Key     *string           `json:"key"`
+					Headers map[string]string `json:"headers"`
+				} `json:"records"`
+			}](t, must(t, url, "-o", "json", "tail", "lines", "--limit", "5000"))
+			for _, r := range page.Records {
+				if r.Key == nil || !strings.HasPrefix(*r.Key, "a") || r.Headers["source"] != "import" {
+					t.Fatalf("row %d: key %v headers %v", r.ID, r.Key, r.Headers)
+				}
+			}
+			return len(page.Records)
+		}
+		r := cliWith(t, &sqlstreamscli.Options{Stdin: strings.NewReader(jsonLines(1203, 0, ""))}, url,
+			"-o", "json", "produce", "lines", "--version", "1", "--key-field", "acct", "--header", "source=import", "--progress")
+		out := decode[struct {
+			Produced        int64 `json:"produced"`
+			FirstID, LastID int64
+		}](t, r.stdout)
+		if r.code != 0 || out.Produced != 1203 || strings.Count(r.stderr, "produced ") != 3 {
+			t.Fatalf("1203 lines with --progress: %v", r)
+		}
+		if n := count(); n != 1203 {
+			t.Fatalf("tail shows %d rows, want 1203", n)
+		}
+		// On a terminal: a line rewritten in place, ended once.
+		r = cliWith(t, &sqlstreamscli.Options{Stdin: strings.NewReader(jsonLines(600, 0, "")), Terminal: func(io.Writer) bool { return true }},
+			url, "produce", "lines", "--version", "1", "--key-field", "acct", "--header", "source=import")
+		if r.code != 0 || !strings.HasPrefix(r.stderr, "\rproduced 500 messages") || !strings.HasSuffix(r.stderr, "\rproduced 600 messages (line 600, last id 1803)\n") {
+			t.Fatalf("600 lines on a terminal: %q", r.stderr)
+		}
+		for _, c := range []struct {
+			name, input string
+			want        []string
+			added       int
+		}{
+			{"bad JSON in the second batch", jsonLines(900, 702, `{"acct": "a1", n: 2}`),
+				[]string{"stdin line 702: invalid message: not a JSON document: invalid character 'n'", "lines 1 to 500 were written before it", "from line 501"}, 500},
+			{"no key field", jsonLines(10, 3, `{"n": 3}`), []string{"stdin line 3: invalid message: no top-level field \"acct\"", "nothing was written"}, 0},
+			{"a key that is an object", jsonLines(10, 4, `{"acct": {"x": 1}}`), []string{"stdin line 4:", "a key is a string or a number", "nothing was written"}, 0},
+			{"invalid UTF-8 core refuses", jsonLines(10, 5, "{\"acct\": \"a1\", \"s\": \"\xff\"}"), []string{"stdin line 5:", "not valid UTF-8", "nothing was written"}, 0},
+		} {
+			before := count()
+			r := cliWith(t, &sqlstreamscli.Options{Stdin: strings.NewReader(c.input)}, url,
+				"produce", "lines", "--version", "1", "--key-field", "acct", "--header", "source=import")
+			if r.code != 1 {
+				t.Fatalf("%s: %v", c.name, r)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Fatalf("%s: stderr lacks %q: %v", c.name, w, r)
+				}
+			}
+			if added := count() - before; added != c.added {
+				t.Fatalf("%s: %d rows written, want %d", c.name, added, c.added)
+			}
+		}
+		for _, args := range [][]string{{"--key", "k", "--key-field", "acct"}, {"--key-field", "acct", "--data", "{}"}, {"--progress", "--data", "{}"}} {
+			if r := cli(t, url, append([]string{"produce", "lines", "--version", "1"}, args...)...); r.code != 2 {
+				t.Fatalf("produce %v: %v", args, r)
+			}
+		}
+		if r := cli(t, url, "produce", "lines", "--version", "1"); r.code != 2 || !strings.Contains(r.stderr, "stdin had none") {
+			t.Fatalf("empty stdin: %v", r)
+		}
+	})
+}
+
+// TestCompletion: the completion scripts for each shell, and name completion
+// that never migrates a database.
+func TestCompletion(t *testing.T) {
+	t.Parallel()
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		if r := cli(t, "", "completion", shell); r.code != 0 || !strings.Contains(r.stdout, "sqlstreams") {
+			t.Fatalf("completion %s: exit %d, %d bytes", shell, r.code, len(r.stdout))
+		}
+	}
+	url := "sqlite:" + filepath.Join(t.TempDir(), "fresh.db")
+	if r := cli(t, url, "__complete", "health", ""); r.code != 0 || !strings.Contains(r.stdout, ":") {
+		t.Fatalf("completing on a database that is not migrated: %v", r)
+	}
+	if r := cli(t, url, "migrate", "validate"); r.code != 3 {
+		t.Fatalf("completion migrated the database: migrate validate %v", r)
 	}
 }

@@ -2,6 +2,7 @@ package sqlstreamscli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -65,7 +66,7 @@ func (c *CLI) writeStreams(streams []sqlstreams.StreamInfo) error {
 }
 
 func group(use, short string, cmds ...*cobra.Command) *cobra.Command {
-	g := &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs,
+	g := &cobra.Command{Use: use, Short: short, Args: subcommandArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() }}
 	g.AddCommand(cmds...)
 	return g
@@ -86,18 +87,28 @@ func (c *CLI) streamsCmd() *cobra.Command {
 		})}
 
 	var opts sqlstreams.StreamOptions
-	create := &cobra.Command{Use: "create NAME", Short: "Create a stream", Args: cobra.ExactArgs(1),
+	var ifNotExists bool
+	create := &cobra.Command{Use: "create NAME [--if-not-exists]", Short: "Create a stream", Args: cobra.ExactArgs(1),
+		Long: `create makes a stream. A stream that exists is an error, unless --if-not-exists: then it is left
+as it is (its options are not compared with the flags, as kafka-topics --if-not-exists does) and
+printed.`,
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			_, s, err := c.raw(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			info, err := s.Create(ctx, &opts)
+			if ifNotExists && errors.Is(err, sqlstreams.ErrStreamExists) {
+				if info, err = s.Get(ctx); err == nil {
+					c.note("stream %s exists; left as it is (--if-not-exists)", args[0])
+				}
+			}
 			if err != nil {
 				return err
 			}
 			return c.writeStreams([]sqlstreams.StreamInfo{info})
 		})}
+	create.Flags().BoolVar(&ifNotExists, "if-not-exists", false, "succeed, changing nothing, when the stream exists")
 	create.Flags().IntVar(&opts.Partitions, "partitions", 0, "number of partitions (default 1; fixed for the stream's life)")
 	create.Flags().BoolVar(&opts.Compacted, "compacted", false, "keep the current value per key")
 	create.Flags().DurationVar(&opts.Retention.MaxAge, "max-age", 0, "retention: remove resolved rows older than this")
@@ -127,17 +138,17 @@ func (c *CLI) streamsCmd() *cobra.Command {
 					Stream streamJSON  `json:"stream"`
 					Groups []groupJSON `json:"groups"`
 					Health healthJSON  `json:"health"`
-				}{streamOut(info), groupsOut(groups, h), healthOut(h)})
+				}{streamOut(info), groupsOut(info.Name, groups, h), healthOut(h)})
 			}
 			if err := c.writeStreams([]sqlstreams.StreamInfo{info}); err != nil {
 				return err
 			}
 			fmt.Fprintln(c.opts.Stdout)
-			if err := c.writeGroups(groups, h); err != nil {
+			if err := c.writeGroups(groupsOut(info.Name, groups, h), false); err != nil {
 				return err
 			}
 			fmt.Fprintln(c.opts.Stdout)
-			return h.WriteTable(c.opts.Stdout)
+			return c.writeHealth(h)
 		})}
 
 	rename := &cobra.Command{Use: "rename OLD NEW", Short: "Rename a stream (its id, rows and groups stay)", Args: cobra.ExactArgs(2),
@@ -187,7 +198,7 @@ type reasonJSON struct {
 
 type partitionHealthJSON struct {
 	Partition int   `json:"partition"`
-	Cursor    int64 `json:"cursor"`
+	NextID    int64 `json:"next_id"`
 	HighWater int64 `json:"high_water"`
 	Distance  int64 `json:"distance"`
 	Unread    int64 `json:"unread"`
@@ -238,7 +249,7 @@ func groupHealthOut(g sqlstreams.GroupHealth) groupHealthJSON {
 		Dead: g.Dead, Unresolved: g.Unresolved, CursorDistance: g.CursorDistance, RemovedUnread: g.RemovedUnread,
 		Partitions: []partitionHealthJSON{}}
 	for _, p := range g.Partitions {
-		out.Partitions = append(out.Partitions, partitionHealthJSON{p.Partition, p.Cursor, p.HighWater, p.Distance, p.Unread})
+		out.Partitions = append(out.Partitions, partitionHealthJSON{p.Partition, p.Cursor + 1, p.HighWater, p.Distance, p.Unread})
 	}
 	return out
 }
@@ -256,11 +267,53 @@ func healthOut(h sqlstreams.Health) healthJSON {
 	return out
 }
 
+// writeHealth prints the health read: a row per version and group with its
+// backlog, then one verdict line per version. The verdicts stand apart, one
+// per version, because a version's verdict is long and not a group's; the
+// cursor distance (high-water minus cursor, over every version and key) is
+// left to groups describe and the JSON, where it sits beside LAG.
+func (c *CLI) writeHealth(h sqlstreams.Health) error {
+	fmt.Fprintf(c.opts.Stdout, "stream %s (high-water id %d)\n", h.Stream, h.HighWater)
+	tw := c.table()
+	fmt.Fprintln(tw, "VERSION\tROWS\tHEADS\tGROUP\tUNREAD\tLEASED\tDELAYED\tDEAD")
+	for _, vh := range h.Versions {
+		if len(vh.Groups) == 0 {
+			fmt.Fprintf(tw, "v%d\t%d\t%d\t-\t-\t-\t-\t-\n", vh.Version, vh.Rows, vh.Heads)
+		}
+		for i, g := range vh.Groups {
+			v, rows, heads := fmt.Sprintf("v%d", vh.Version), fmt.Sprint(vh.Rows), fmt.Sprint(vh.Heads)
+			if i > 0 {
+				v, rows, heads = "", "", ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", v, rows, heads, g.Group, g.Unread, g.Leased, g.Delayed, g.Dead)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(h.Versions) > 0 {
+		fmt.Fprintln(c.opts.Stdout)
+	}
+	for _, vh := range h.Versions {
+		verdict := "retirable"
+		if !vh.Retirable {
+			verdict = "not retirable: " + vh.Verdict()
+		}
+		for _, n := range vh.Notes {
+			verdict += "; " + n.Text
+		}
+		if _, err := fmt.Fprintf(c.opts.Stdout, "v%d: %s\n", vh.Version, verdict); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (c *CLI) healthCmd() *cobra.Command {
 	var retirable string
 	cmd := &cobra.Command{Use: "health STREAM [--retirable vN]", Short: "Show a stream's health per version; --retirable gates on one version",
-		Long: `health prints, per schema version, the rows, compaction heads and each group's backlog, with the
-retirement verdict. With --retirable vN it exits 3 unless version N is retirable, printing the
+		Long: `health prints, per schema version, the rows, compaction heads and each group's backlog, then one
+line per version with its retirement verdict. With --retirable vN it exits 3 unless version N is retirable, printing the
 reasons: the CI/CD gate before stopping a version's consumers. A version the stream has never had
 (no rows, heads or group at it, no registered schema) fails the gate too, listing the versions it
 has; one retired already (rows gone, groups deleted, schema registered) passes.`,
@@ -295,7 +348,7 @@ has; one retired already (rows gone, groups deleted, schema registered) passes.`
 				}{healthOut(h), gate}); err != nil {
 					return err
 				}
-			} else if err := h.WriteTable(c.opts.Stdout); err != nil {
+			} else if err := c.writeHealth(h); err != nil {
 				return err
 			}
 			if gate == nil {
@@ -308,6 +361,7 @@ has; one retired already (rows gone, groups deleted, schema registered) passes.`
 }
 
 type groupJSON struct {
+	Stream        string   `json:"stream"`
 	Name          string   `json:"name"`
 	Reads         string   `json:"reads"`
 	SchemaVersion int      `json:"schema_version"`
@@ -335,10 +389,10 @@ func start(p sqlstreams.StartPosition) string {
 	return "earliest"
 }
 
-func groupsOut(groups []sqlstreams.GroupInfo, h sqlstreams.Health) []groupJSON {
+func groupsOut(stream string, groups []sqlstreams.GroupInfo, h sqlstreams.Health) []groupJSON {
 	out := []groupJSON{}
 	for _, g := range groups {
-		j := groupJSON{Name: g.Name, Reads: reads(g.AllVersions, g.SchemaVersion), SchemaVersion: g.SchemaVersion, AllVersions: g.AllVersions,
+		j := groupJSON{Stream: stream, Name: g.Name, Reads: reads(g.AllVersions, g.SchemaVersion), SchemaVersion: g.SchemaVersion, AllVersions: g.AllVersions,
 			Bindings: g.Bindings, ConvertsFrom: g.ConvertsFrom, Start: start(g.Start), CreatedAt: jsonTime(g.CreatedAt)}
 		if j.Bindings == nil {
 			j.Bindings = []string{}
@@ -366,11 +420,18 @@ func joinInts(vs []int) string {
 	return dash(strings.Join(s, ","))
 }
 
-func (c *CLI) writeGroups(groups []sqlstreams.GroupInfo, h sqlstreams.Health) error {
+// writeGroups prints groups as a table, with a STREAM column when they may
+// come from several streams.
+func (c *CLI) writeGroups(groups []groupJSON, withStream bool) error {
 	tw := c.table()
-	fmt.Fprintln(tw, "GROUP\tREADS\tBINDINGS\tCONVERTS-FROM\tUNREAD\tUNRESOLVED\tDEAD")
-	for _, g := range groupsOut(groups, h) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", g.Name, g.Reads, dash(strings.Join(g.Bindings, ",")), joinInts(g.ConvertsFrom), g.Unread, g.Unresolved, g.Dead)
+	stream := func(g groupJSON) string { return g.Stream + "\t" }
+	head := "STREAM\t"
+	if !withStream {
+		stream, head = func(groupJSON) string { return "" }, ""
+	}
+	fmt.Fprintln(tw, head+"GROUP\tREADS\tBINDINGS\tCONVERTS-FROM\tUNREAD\tUNRESOLVED\tDEAD")
+	for _, g := range groups {
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%d\t%d\t%d\n", stream(g), g.Name, g.Reads, dash(strings.Join(g.Bindings, ",")), joinInts(g.ConvertsFrom), g.Unread, g.Unresolved, g.Dead)
 	}
 	return tw.Flush()
 }

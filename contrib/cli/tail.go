@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -212,75 +210,4 @@ func (c *CLI) writeRecords(recs []sqlstreams.Record, header bool) error {
 		fmt.Fprintf(tw, "%d\t%d\tv%d\t%s\t%s\t%s\t%s\n", r.ID, r.Partition, r.SchemaVersion, key, dash(r.RoutingKey), tableTime(r.ProducedAt), cut(compactJSON(r.Payload), 120))
 	}
 	return tw.Flush()
-}
-
-func (c *CLI) produceCmd() *cobra.Command {
-	var o struct {
-		version, key, routingKey, data string
-		headers                        []string
-	}
-	cmd := &cobra.Command{Use: "produce STREAM --version V [--key K] [--routing-key RK] [--header k=v]... [--data JSON | stdin]",
-		Short: "Append one raw JSON payload at a schema version (records no schema)",
-		Args:  cobra.ExactArgs(1),
-		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			if o.version == "" {
-				return Usagef("produce needs --version: the schema version the payload is written at (2 or v2)")
-			}
-			v, err := parseVersion(o.version)
-			if err != nil {
-				return err
-			}
-			var popts []sqlstreams.ProduceOption
-			if cmd.Flags().Changed("key") {
-				popts = append(popts, sqlstreams.Key(o.key))
-			}
-			if o.routingKey != "" {
-				popts = append(popts, sqlstreams.RoutingKey(o.routingKey))
-			}
-			for _, h := range o.headers {
-				k, val, ok := strings.Cut(h, "=")
-				if !ok || k == "" {
-					return Usagef("--header %q: write name=value", h)
-				}
-				popts = append(popts, sqlstreams.Header(k, val))
-			}
-			data := []byte(o.data)
-			if !cmd.Flags().Changed("data") {
-				if data, err = io.ReadAll(io.LimitReader(c.opts.Stdin, sqlstreams.MaxPayloadBytes+1)); err != nil {
-					return fmt.Errorf("sqlstreams: read the payload from stdin: %w", err)
-				}
-			}
-			data = bytes.TrimSpace(data)
-			if len(data) == 0 {
-				return Usagef("produce needs a payload: --data '{\"...\"}' or JSON on stdin")
-			}
-			_, s, err := c.raw(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if _, err := s.Get(ctx); err != nil {
-				return err // produce never creates a stream: a typo would make a new one
-			}
-			p, err := s.Producer().Register(ctx, nil)
-			if err != nil {
-				return err
-			}
-			id, err := p.Produce(ctx, sqlstreams.RawPayload{Version: v, Data: data}, popts...)
-			if err != nil {
-				return err
-			}
-			if c.JSON() {
-				return c.WriteJSON(map[string]any{"stream": args[0], "id": id})
-			}
-			tw := c.table()
-			fmt.Fprintf(tw, "ID\n%d\n", id)
-			return tw.Flush()
-		})}
-	f := cmd.Flags()
-	f.StringVar(&o.version, "version", "", "schema version of the payload (required)")
-	f.StringVar(&o.key, "key", "", "message key (partition and compaction)")
-	f.StringVar(&o.routingKey, "routing-key", "", "routing key (group bindings)")
-	f.StringArrayVar(&o.headers, "header", nil, "header name=value (repeatable)")
-	f.StringVar(&o.data, "data", "", "the JSON payload (default: read stdin)")
-	return cmd
 }
