@@ -34,6 +34,7 @@ type Client struct {
 
 	maintainEvery time.Duration
 	stopMaintain  context.CancelFunc
+	beat          heartbeat // the client's record of itself (members.go)
 	background    sync.WaitGroup
 
 	closeOnce sync.Once
@@ -141,6 +142,7 @@ func Open(ctx context.Context, drv driver.Driver, opts ...ClientOption) (*Client
 		maintainEvery: time.Minute,
 		opTimeout:     defaultOpTimeout,
 		identity:      defaultIdentity(),
+		beat:          heartbeat{every: DefaultHeartbeatInterval},
 		closed:        make(chan struct{}),
 		wakers:        map[int64]map[*waker]struct{}{},
 	}
@@ -149,6 +151,9 @@ func Open(ctx context.Context, drv driver.Driver, opts ...ClientOption) (*Client
 	}
 	if c.maintainEvery < 0 {
 		return nil, fmt.Errorf("%w: maintenance interval %v is negative; use 0 to turn maintenance off", ErrInvalidOption, c.maintainEvery)
+	}
+	if c.beat.every < 0 {
+		return nil, fmt.Errorf("%w: heartbeat interval %v is negative; use 0 to record none", ErrInvalidOption, c.beat.every)
 	}
 	if c.opTimeout <= 0 {
 		return nil, fmt.Errorf("%w: operation timeout %v; use a positive duration", ErrInvalidOption, c.opTimeout)
@@ -188,6 +193,7 @@ func Open(ctx context.Context, drv driver.Driver, opts ...ClientOption) (*Client
 		c.background.Add(1)
 		go c.maintainLoop(mctx)
 	}
+	c.startHeartbeat(ctx)
 	return c, nil
 }
 
@@ -226,8 +232,12 @@ func (c *Client) Close() error {
 		if c.stopMaintain != nil {
 			c.stopMaintain()
 		}
+		if c.beat.stop != nil {
+			c.beat.stop()
+		}
 		c.background.Wait()
 		c.runs.Wait()
+		c.recordClose()
 		c.runMu.Lock()
 		stuck := c.stuck
 		c.runMu.Unlock()
@@ -303,6 +313,9 @@ type MaintenanceReport struct {
 	Compacted     int64
 	Retained      int64
 	RemovedUnread int64
+	// Members counts the records of clients last seen over
+	// MemberRetention ago that the pass removed.
+	Members int64
 }
 
 // Maintain enforces retention and compaction on every stream once.
@@ -336,6 +349,11 @@ func (c *Client) Maintain(ctx context.Context) (MaintenanceReport, error) {
 				errs = append(errs, fmt.Errorf("retain %q: %w", s.Name, classify(err)))
 			}
 		}
+	}
+	n, err := c.pruneMembers(ctx, time.Now())
+	rep.Members = n
+	if err != nil {
+		errs = append(errs, fmt.Errorf("prune client records: %w", classify(err)))
 	}
 	err = errors.Join(errs...)
 	if err != nil {

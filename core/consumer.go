@@ -326,6 +326,7 @@ func (b *ConsumerBuilder[T]) Register(ctx context.Context, opts *ConsumerOptions
 	if !raw {
 		c.decodes = append([]int{version}, convertsFrom...)
 	}
+	b.stream.client.joinGroup(cfg.ID, b.group)
 	return c, nil
 }
 

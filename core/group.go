@@ -132,6 +132,10 @@ type GroupDescription struct {
 	Leased, Delayed, Dead int64
 	// RemovedUnread counts rows a hard retention limit removed unread.
 	RemovedUnread int64
+	// Members are the clients that registered consumers of the group and
+	// were seen within MemberRetention: live, left or gone (none when the
+	// driver keeps no heartbeats).
+	Members []MemberInfo
 }
 
 // GroupPartition is a group's cursor in one partition.
@@ -210,6 +214,15 @@ func (g *GroupAdmin) Describe(ctx context.Context) (GroupDescription, error) {
 	for _, h := range st.Holders {
 		if h.Group == g.name {
 			d.Holders = append(d.Holders, Holder{Holder: h.Holder, Leases: h.Leases, Until: h.Until})
+		}
+	}
+	members, err := g.client.Members(ctx)
+	if err != nil && !errors.Is(err, ErrUnsupported) {
+		return GroupDescription{}, err
+	}
+	for _, m := range members {
+		if slices.Contains(m.Groups, MemberGroup{Stream: cfg.Name, Group: g.name}) {
+			d.Members = append(d.Members, m)
 		}
 	}
 	return d, nil

@@ -96,6 +96,9 @@ var (
 	// ErrShutdownTimeout: handlers ignored cancellation after
 	// ShutdownTimeout; their leases are left to expire.
 	ErrShutdownTimeout = errors.New("handlers still running after the shutdown timeout")
+	// ErrUnsupported: the driver does not offer an optional feature (such
+	// as Client.Members). It also matches errors.ErrUnsupported.
+	ErrUnsupported = fmt.Errorf("not supported by this driver: %w", errors.ErrUnsupported)
 )
 
 // Bounds on what a message may carry. They are the same on every driver:
