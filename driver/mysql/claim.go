@@ -1,7 +1,6 @@
 package mysql
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -654,26 +653,13 @@ func insertDeferred(ctx context.Context, tx querier, p driver.ClaimParams, later
 }
 
 // claimExceptions leases due exceptions at the versions the member decodes,
-// in id order. Due exception rows are locked FOR UPDATE SKIP LOCKED, so
-// concurrent claimers take different ones.
+// in id order (driver.ClaimDue looks again past those it drops). Due
+// exception rows are locked FOR UPDATE SKIP LOCKED, so concurrent claimers
+// take different ones.
 func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
-	var out []driver.Delivery
-	// Candidates that are resolved (superseded or removed rows) or buried
-	// (out of attempts) do not count toward the limit: look again until the
-	// limit is met or no due exception is left, so that an empty claim means
-	// nothing is due.
-	for len(out) < p.Limit {
-		got, dropped, err := claimExceptionBatch(ctx, tx, p, plan, p.Limit-len(out))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, got...)
-		if dropped == 0 {
-			break
-		}
-	}
-	slices.SortFunc(out, func(a, b driver.Delivery) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
+	return driver.ClaimDue(p.Limit, func(limit int) ([]driver.Delivery, int, error) {
+		return claimExceptionBatch(ctx, tx, p, plan, limit)
+	})
 }
 
 // dueException is a due exception row a claim locked, with what decides its fate.
@@ -773,8 +759,8 @@ func lowestPending(ctx context.Context, tx querier, p driver.ClaimParams, parts 
 }
 
 // claimExceptionBatch examines up to limit due exceptions: it leases those
-// still claimable and resolves or buries the others, which it counts as
-// dropped.
+// still claimable and resolves or buries the others (driver.FateOfDue),
+// which it counts as dropped.
 func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
 	due, err := lockDue(ctx, tx, p, plan, limit)
 	if err != nil || len(due) == 0 {
@@ -801,11 +787,10 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 	var resolve, bury, lease []int64
 	for _, c := range due {
 		row, exists := found[c.msgID]
-		switch {
-		case !exists || !heads[c.msgID]:
-			// The row was removed or superseded: nothing is left to deliver.
+		switch driver.FateOfDue(p, driver.ExceptionState(c.state), c.attempt, exists && heads[c.msgID]) {
+		case driver.ResolveDue:
 			resolve = append(resolve, c.msgID)
-		case c.state == string(driver.StateLeased) && p.MaxAttempts > 0 && c.attempt >= p.MaxAttempts:
+		case driver.BuryDue:
 			bury = append(bury, c.msgID)
 		default:
 			lease = append(lease, c.msgID)

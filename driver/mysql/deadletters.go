@@ -62,7 +62,7 @@ func (d *Driver) onDead(ctx context.Context, streamID int64, group string, ids [
 	where := ` WHERE stream_id = ? AND group_name = ? AND state = 'dead'`
 	all := append(args, streamID, group)
 	if ids != nil {
-		ids = dedupe(ids)
+		ids = driver.DistinctIDs(ids)
 		if len(ids) == 0 {
 			return 0, d.check()
 		}

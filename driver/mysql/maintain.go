@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -219,8 +220,7 @@ func (d *Driver) retain(ctx context.Context, tx querier, req driver.RetainParams
 	var victims []driver.RetainCandidate
 	if err := eachRow(ctx, tx, "SELECT m.id, m.`partition`, m.schema_version, m.routing_key FROM "+table+" m WHERE "+where+" ORDER BY m.id LIMIT ?",
 		append(args, req.Limit), func(rs *sql.Rows) error {
-			var v driver.RetainCandidate
-			err := rs.Scan(&v.ID, &v.Partition, &v.Version, &v.RoutingKey)
+			v, err := driver.ScanRetainCandidate(rs)
 			victims = append(victims, v)
 			return err
 		}); err != nil {
@@ -242,30 +242,15 @@ func (d *Driver) retain(ctx context.Context, tx querier, req driver.RetainParams
 		if err := d.materializeOverlapping(ctx, tx, stream.ID, victims); err != nil {
 			return err
 		}
-		held := map[string]map[int64]bool{}
+		held := driver.Held{}
 		if err := eachRow(ctx, tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = ? AND msg_id BETWEEN ? AND ?`,
-			[]any{stream.ID, victims[0].ID, victims[len(victims)-1].ID}, func(rs *sql.Rows) error {
-				var g string
-				var id int64
-				if err := rs.Scan(&g, &id); err != nil {
-					return err
-				}
-				if held[g] == nil {
-					held[g] = map[int64]bool{}
-				}
-				held[g][id] = true
-				return nil
-			}); err != nil {
+			[]any{stream.ID, victims[0].ID, victims[len(victims)-1].ID}, func(rs *sql.Rows) error { return held.Scan(rs) }); err != nil {
 			return err
 		}
 		res.RemovedUnread = driver.CountRemovedUnread(groups, victims, held, req.Match)
-		for _, g := range groups {
-			n := res.RemovedUnread[g.Name]
-			if n == 0 {
-				continue
-			}
+		for _, name := range slices.Sorted(maps.Keys(res.RemovedUnread)) {
 			if _, err := tx.ExecContext(ctx, `UPDATE consumer_group SET removed_unread = removed_unread + ? WHERE stream_id = ? AND name = ?`,
-				n, stream.ID, g.Name); err != nil {
+				res.RemovedUnread[name], stream.ID, name); err != nil {
 				return err
 			}
 		}

@@ -284,7 +284,6 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -481,10 +480,4 @@ func toArgs[T int | string](vs []T) []any {
 		args[i] = v
 	}
 	return args
-}
-
-func dedupe(ids []int64) []int64 {
-	out := slices.Clone(ids)
-	slices.Sort(out)
-	return slices.Compact(out)
 }

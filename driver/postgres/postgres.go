@@ -481,12 +481,6 @@ func ts(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
 func logTable(streamID int64) string { return "message_log_" + strconv.FormatInt(streamID, 10) }
 
-func dedupe(ids []int64) []int64 {
-	out := slices.Clone(ids)
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
 // versionFilter returns an SQL predicate on col for versions ("TRUE" when
 // every version is read, nil) and the argument it needs, if any, as
 // parameter $n.

@@ -349,49 +349,36 @@ func (c partitionClaim) deferRows(ctx context.Context, tx querier, deferred []dr
 	return inserted, nil
 }
 
-// claimExceptions leases due exceptions at the versions the member decodes.
+// claimExceptions leases due exceptions at the versions the member decodes
+// (driver.ClaimDue looks again past those it drops).
 func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
 	if err := explodeExpired(ctx, tx, p); err != nil {
 		return nil, err
 	}
-	var out []driver.Delivery
-	// Candidates that are resolved (superseded or removed rows) or buried
-	// (out of attempts) do not count toward the limit: look again until the
-	// limit is met or no candidate is left, so that an empty claim means
-	// nothing is due.
-	for len(out) < p.Limit {
-		got, dropped, err := claimExceptionBatch(ctx, tx, p, plan, p.Limit-len(out))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, got...)
-		if dropped == 0 {
-			break
-		}
-	}
-	return out, nil
+	return driver.ClaimDue(p.Limit, func(limit int) ([]driver.Delivery, int, error) {
+		return claimExceptionBatch(ctx, tx, p, plan, limit)
+	})
 }
 
 // claimExceptionBatch examines up to limit due exceptions: it leases those
-// still claimable and resolves or buries the others, which it counts as
-// dropped.
+// still claimable and resolves or buries the others (driver.FateOfDue),
+// which it counts as dropped.
 func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
 	cands, err := dueCandidates(ctx, tx, p, plan, limit)
 	if err != nil {
 		return nil, 0, err
 	}
-	// The deliveries go out in id order, as the main claim hands them out.
+	// The statements run in id order, as the deliveries go out.
 	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(a.msgID, b.msgID) })
 	for _, c := range cands {
-		switch {
-		case !c.exists || !c.head:
-			// The row was removed or superseded: nothing is left to deliver.
+		switch driver.FateOfDue(p, driver.ExceptionState(c.state), c.attempt, c.exists && c.head) {
+		case driver.ResolveDue:
 			if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
 				p.Stream.ID, p.Group, c.msgID); err != nil {
 				return nil, 0, err
 			}
 			dropped++
-		case c.state == string(driver.StateLeased) && p.MaxAttempts > 0 && c.attempt >= p.MaxAttempts:
+		case driver.BuryDue:
 			if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
 				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = `+appendFailure+`
 				WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,

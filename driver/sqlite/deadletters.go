@@ -55,7 +55,7 @@ func (d *Driver) onDead(ctx context.Context, streamID int64, group string, ids [
 		where := ` WHERE stream_id = ? AND group_name = ? AND state = 'dead'`
 		all := append(args, streamID, group)
 		if ids != nil {
-			ids = dedupe(ids)
+			ids = driver.DistinctIDs(ids)
 			where += ` AND msg_id IN (` + placeholders(len(ids)) + `)`
 			all = append(all, int64sToArgs(ids)...)
 		}

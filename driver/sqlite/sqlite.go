@@ -38,7 +38,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -217,10 +216,4 @@ func int64sToArgs(ids []int64) []any {
 		args[i] = id
 	}
 	return args
-}
-
-func dedupe(ids []int64) []int64 {
-	out := slices.Clone(ids)
-	slices.Sort(out)
-	return slices.Compact(out)
 }
