@@ -63,18 +63,17 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	if err := d.check(); err != nil {
 		return driver.ClaimResult{}, err
 	}
-	key := cacheKey{stream: p.Stream.ID, group: p.Group}
 	if len(p.Acks) > 0 {
-		return d.claimAcking(ctx, p, key)
+		return d.claimAcking(ctx, p)
 	}
 	var out claimOut
 	deferred := 0
-	if part, ok := d.hotPartition(key, p); ok {
+	if part, ok := d.hotPartition(p); ok {
 		ok, err := d.claimHot(ctx, p, part, &out)
 		if err != nil {
 			return driver.ClaimResult{}, err
 		}
-		d.setHot(key, out.full)
+		d.setHot(p, out.full)
 		if ok {
 			return out.res, nil
 		}
@@ -102,7 +101,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	if err != nil {
 		return driver.ClaimResult{}, err
 	}
-	d.claimed(key, p, &out)
+	d.claimed(p, &out)
 	return out.res, nil
 }
 
@@ -120,8 +119,8 @@ func (o *claimOut) reset(res driver.ClaimResult) {
 
 // claimed remembers, once a claim committed, the batches it wrote and
 // whether it filled its limit from one partition's new rows.
-func (d *Driver) claimed(key cacheKey, p driver.ClaimParams, out *claimOut) {
-	d.setHot(key, out.full)
+func (d *Driver) claimed(p driver.ClaimParams, out *claimOut) {
+	d.setHot(p, out.full)
 	d.batches.add(p.Stream.ID, p.Group, out.batches)
 }
 
@@ -129,22 +128,22 @@ func (d *Driver) claimed(key cacheKey, p driver.ClaimParams, out *claimOut) {
 // last claim of the group, when this claim may go there without the probe.
 // Not for ordered groups: there the last claim's leases hold the partition
 // until they are settled.
-func (d *Driver) hotPartition(key cacheKey, p driver.ClaimParams) (int, bool) {
-	part, ok := d.hot.Load(key)
+func (d *Driver) hotPartition(p driver.ClaimParams) (int, bool) {
+	part, ok := d.next.Hint(p.Stream.ID, p.Group)
 	if !ok || p.Limit <= 0 || p.Ordered {
 		return 0, false
 	}
-	return part.(int), true
+	return part, true
 }
 
-// setHot remembers that the last claim of a group filled its limit from
+// setHot notes that the last claim of a group filled its limit from
 // partition part's new rows (-1: it did not), so that the next claim goes
 // there without the probe (claimHot).
-func (d *Driver) setHot(key cacheKey, part int) {
+func (d *Driver) setHot(p driver.ClaimParams, part int) {
 	if part < 0 {
-		d.hot.Delete(key)
+		d.next.Forget(p.Stream.ID, p.Group)
 	} else {
-		d.hot.Store(key, part)
+		d.next.Set(p.Stream.ID, p.Group, part)
 	}
 }
 

@@ -286,7 +286,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -331,9 +330,9 @@ type Driver struct {
 	gal galeraState // Galera Cluster (galera.go)
 
 	batches batchCache // the batches this driver's claims wrote (batchcache.go)
-	// hot maps a group (cacheKey without token) to the partition whose new
-	// rows filled the driver's last claim of it (claimHot).
-	hot sync.Map
+	// next notes, per group, the partition whose new rows filled the
+	// driver's last claim of it (claimHot).
+	next driver.NextClaim[int]
 
 	// Test hooks, set before Migrate.
 	forceReadBack    bool // always read new ids back

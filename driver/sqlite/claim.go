@@ -56,8 +56,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	}
 	var res driver.ClaimResult
 	var work claimWork
-	busy := claimKey{p.Stream.ID, p.Group}
-	if _, ok := d.fullClaims.Load(busy); (ok && p.Limit > 0) || len(p.Acks) > 0 {
+	if _, ok := d.next.Hint(p.Stream.ID, p.Group); (ok && p.Limit > 0) || len(p.Acks) > 0 {
 		// After a claim that filled its limit, more work is likely: the probe
 		// would only cost a read transaction, so the claim goes straight to
 		// the write transaction, which finds out the same itself. A claim
@@ -71,17 +70,11 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	}
 	err := d.inTxQ(ctx, nil, func(tx cachedTx) error { return claimIn(ctx, tx, p, work, &res) })
 	if err == nil && len(res.Deliveries) >= p.Limit {
-		d.fullClaims.Store(busy, struct{}{})
+		d.next.Set(p.Stream.ID, p.Group, struct{}{})
 	} else {
-		d.fullClaims.Delete(busy)
+		d.next.Forget(p.Stream.ID, p.Group)
 	}
 	return res, err
-}
-
-// claimKey names a group's claims for Driver.fullClaims.
-type claimKey struct {
-	stream int64
-	group  string
 }
 
 // claimWork is what a claim looks for: due exceptions or batches whose

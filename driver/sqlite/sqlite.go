@@ -40,7 +40,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,8 +55,8 @@ type Driver struct {
 	write       *sql.DB // one connection: SQLite has one writer
 	read        *sql.DB // WAL readers
 	wstmts      *stmtCache
-	rstmts      *stmtCache // wstmts when read is write
-	fullClaims  sync.Map   // claimKey: the group's last claim here filled its limit
+	rstmts      *stmtCache                 // wstmts when read is write
+	next        driver.NextClaim[struct{}] // the group's last claim here filled its limit
 	closed      atomic.Bool
 	opened      error
 }
