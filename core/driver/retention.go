@@ -27,6 +27,9 @@ type RetentionProbe struct {
 // Drivers call it inside the transaction that removes the rows, so that
 // every engine draws the line alike.
 func RetainBound(r Retention, now time.Time, p RetentionProbe) (int64, error) {
+	if r.MaxAge <= 0 && r.MaxRows <= 0 {
+		return 0, nil // no limit: nothing to probe
+	}
 	oldest, newest, ok, err := p.Span()
 	if err != nil || !ok {
 		return 0, err

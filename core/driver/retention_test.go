@@ -113,3 +113,13 @@ func TestHeldAndCandidatesScan(t *testing.T) {
 		t.Fatalf("RetainIDs = %v", ids)
 	}
 }
+
+// Without limits RetainBound asks the log nothing: a stream without
+// retention costs its maintenance pass no read.
+func TestRetainBoundWithoutLimitsProbesNothing(t *testing.T) {
+	t.Parallel()
+	fail := func() (int64, int64, bool, error) { return 0, 0, false, errors.New("probed") }
+	if b, err := RetainBound(Retention{Hard: true}, time.Now(), RetentionProbe{Span: fail}); b != 0 || err != nil {
+		t.Fatalf("RetainBound = %d, %v; want 0 without probing", b, err)
+	}
+}

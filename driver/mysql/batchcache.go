@@ -2,10 +2,10 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
 	"slices"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // batchCache remembers the batches this driver's claims wrote, and what its
@@ -232,14 +232,8 @@ func ackWholeIn(ctx context.Context, q querier, streamID int64, group string, le
 		args = append(args, b.part, encodeIDs(b.ids))
 	}
 	deleted := map[int]bool{}
-	if err := eachRow(ctx, q, "DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND ("+
-		repeated(len(parts), "(`partition` = ? AND ids = ?)", " OR ")+") RETURNING `partition`", args,
-		func(r *sql.Rows) error {
-			var part int
-			err := r.Scan(&part)
-			deleted[part] = true
-			return err
-		}); err != nil {
+	if err := sqldb.Mark(ctx, q, "DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND ("+
+		sqldb.Repeated(len(parts), "(`partition` = ? AND ids = ?)", " OR ")+") RETURNING `partition`", args, deleted); err != nil {
 		return nil, err
 	}
 	var rest []driver.Lease

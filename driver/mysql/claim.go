@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // The main claim reads a partition in windows of rows after the cursor:
@@ -22,18 +23,6 @@ const (
 	maxWindow = 512
 	maxScan   = 20000
 )
-
-// versionFilter returns an SQL predicate on column col for versions ("1"
-// when every version is read) and its arguments.
-func versionFilter(col string, versions []int) (string, []any) {
-	if versions == nil {
-		return "1", nil
-	}
-	if len(versions) == 0 {
-		return "0", nil
-	}
-	return col + " IN (" + placeholders(len(versions)) + ")", toArgs(versions)
-}
 
 // headExpr is 1 when row m is claimable: on a compacted stream, only a head.
 //
@@ -194,7 +183,7 @@ func (d *Driver) claimHotIn(ctx context.Context, tx querier, p driver.ClaimParam
 	// rows, as the probe would have found them.
 	more := func() ([]int, error) {
 		var others []int
-		err := eachRow(ctx, tx, "SELECT c.`partition` FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` <> ? AND "+pastCursor(p.Stream.ID)+
+		err := sqldb.EachRow(ctx, tx, "SELECT c.`partition` FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` <> ? AND "+pastCursor(p.Stream.ID)+
 			" ORDER BY c.`partition`", []any{p.Stream.ID, p.Group, part}, func(r *sql.Rows) error {
 			var q int
 			err := r.Scan(&q)
@@ -226,7 +215,7 @@ func rotated(parts []int) []int {
 // versions: the claim explodes it into exception rows, which the version
 // filter then sees). Both read along their due indexes.
 func dueExprs(p driver.ClaimParams, stream, group string) (string, []any) {
-	df, dargs := versionFilter("e.schema_version", p.Decodes)
+	df, dargs := sqldb.VersionFilter("e.schema_version", p.Decodes)
 	now := ts(p.Now)
 	return `EXISTS (SELECT 1 FROM delivery_exception e FORCE INDEX (delivery_exception_due) WHERE e.stream_id = ` + stream + ` AND e.group_name = ` + group + `
 			AND e.state IN ('leased', 'delayed') AND e.due_at <= ? AND ` + df + `),
@@ -266,7 +255,7 @@ func (d *Driver) probe(ctx context.Context, q querier, p driver.ClaimParams) (pr
 	df, args := dueExprs(p, "g.stream_id", "g.name")
 	args = append(args, p.Stream.ID, p.Group)
 	found := false
-	err := eachRow(ctx, q, `SELECT g.`+strings.ReplaceAll(groupColumns, ", ", ", g.")+`, `+df+`, c.`+"`partition`"+`
+	err := sqldb.EachRow(ctx, q, `SELECT g.`+strings.ReplaceAll(sqldb.GroupColumns, ", ", ", g.")+`, `+df+`, c.`+"`partition`"+`
 		FROM consumer_group g LEFT JOIN group_cursor c ON c.stream_id = g.stream_id AND c.group_name = g.name AND `+pastCursor(p.Stream.ID)+`
 		WHERE g.stream_id = ? AND g.name = ? ORDER BY c.`+"`partition`", args, func(r *sql.Rows) error {
 		var part sql.NullInt64
@@ -393,7 +382,7 @@ func fencedGroup(ctx context.Context, tx querier, p driver.ClaimParams, groupLoc
 		return g, 0, err
 	}
 	var newest sql.NullInt64
-	g, _, err = scanGroup(tx.QueryRowContext(ctx, `SELECT `+groupColumns+`, (SELECT MAX(e.msg_id) FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ?)
+	g, _, err = scanGroup(tx.QueryRowContext(ctx, `SELECT `+sqldb.GroupColumns+`, (SELECT MAX(e.msg_id) FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ?)
 		FROM consumer_group WHERE stream_id = ? AND name = ?`, p.Stream.ID, p.Group, p.Stream.ID, p.Group), &newest)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = fmt.Errorf("group %q: %w", p.Group, driver.ErrGroupNotFound)
@@ -530,7 +519,7 @@ func (s partitionScan) excepting() bool { return s.newestException > s.cursor }
 // read of committed rows; appends commit a partition's ids in increasing
 // order, so it sees a gap-free prefix (C5).
 func (s partitionScan) query() (string, []any) {
-	vf, vargs := versionFilter("m.schema_version", s.plan.Versions)
+	vf, vargs := sqldb.VersionFilter("m.schema_version", s.plan.Versions)
 	query := "SELECT m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, " +
 		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(s.p.Stream)
 	args := append(append(make([]any, 0, 2*len(vargs)+5), vargs...), vargs...)
@@ -638,7 +627,7 @@ func insertDeferred(ctx context.Context, tx querier, p driver.ClaimParams, later
 			args = append(args, p.Stream.ID, p.Group, r.ID, r.Partition, r.SchemaVersion, now, p.Holder, now)
 		}
 		res, err := tx.ExecContext(ctx, "INSERT IGNORE INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, holder, updated_at) VALUES "+
-			repeated(len(chunk), "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", "), args...)
+			sqldb.Repeated(len(chunk), "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", "), args...)
 		if err != nil {
 			return 0, err
 		}
@@ -672,7 +661,7 @@ type dueException struct {
 // lockDue locks up to limit due exceptions with SKIP LOCKED. For an ordered
 // group only the lowest pending exception of each partition qualifies.
 func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) ([]dueException, error) {
-	vf, vargs := versionFilter("schema_version", plan.Decodable)
+	vf, vargs := sqldb.VersionFilter("schema_version", plan.Decodable)
 	now := ts(p.Now)
 	var due []dueException
 	scan := func(r *sql.Rows) error {
@@ -692,7 +681,7 @@ func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.
 			if len(due) >= limit {
 				break
 			}
-			if err := eachRow(ctx, tx, "SELECT msg_id, `partition`, state, attempt FROM delivery_exception FORCE INDEX (delivery_exception_due) WHERE stream_id = ? AND group_name = ? AND state = ? AND due_at <= ? AND "+vf+
+			if err := sqldb.EachRow(ctx, tx, "SELECT msg_id, `partition`, state, attempt FROM delivery_exception FORCE INDEX (delivery_exception_due) WHERE stream_id = ? AND group_name = ? AND state = ? AND due_at <= ? AND "+vf+
 				" ORDER BY due_at LIMIT ? FOR UPDATE SKIP LOCKED",
 				append(append([]any{p.Stream.ID, p.Group, state, now}, vargs...), limit-len(due)), scan); err != nil {
 				return nil, err
@@ -709,9 +698,9 @@ func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	if err := eachRow(ctx, tx, "SELECT msg_id, `partition`, state, attempt FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id IN ("+placeholders(len(ids))+
+	if err := sqldb.EachRow(ctx, tx, "SELECT msg_id, `partition`, state, attempt FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id IN ("+sqldb.Placeholders(len(ids))+
 		") AND state IN ('leased', 'delayed') AND due_at <= ? AND "+vf+" ORDER BY msg_id LIMIT ? FOR UPDATE SKIP LOCKED",
-		append(append(append([]any{p.Stream.ID, p.Group}, int64sToArgs(ids)...), now), append(vargs, limit)...), scan); err != nil {
+		append(append(append([]any{p.Stream.ID, p.Group}, sqldb.Args(ids)...), now), append(vargs, limit)...), scan); err != nil {
 		return nil, err
 	}
 	if len(due) == 0 {
@@ -740,14 +729,14 @@ func lowestPending(ctx context.Context, tx querier, p driver.ClaimParams, parts 
 	args := []any{p.Stream.ID, p.Group}
 	var pargs []any
 	if parts != nil {
-		q += " AND `partition` IN (" + placeholders(len(parts)) + ")"
-		qb += " AND `partition` IN (" + placeholders(len(parts)) + ")"
-		pargs = toArgs(parts)
+		q += " AND `partition` IN (" + sqldb.Placeholders(len(parts)) + ")"
+		qb += " AND `partition` IN (" + sqldb.Placeholders(len(parts)) + ")"
+		pargs = sqldb.Args(parts)
 	}
 	args = append(append(args, pargs...), p.Stream.ID, p.Group)
 	args = append(args, pargs...)
 	out := map[int]int64{}
-	err := eachRow(ctx, tx, "SELECT `partition`, MIN(msg_id) FROM ("+q+" UNION ALL "+qb+") x GROUP BY `partition`", args, func(r *sql.Rows) error {
+	err := sqldb.EachRow(ctx, tx, "SELECT `partition`, MIN(msg_id) FROM ("+q+" UNION ALL "+qb+") x GROUP BY `partition`", args, func(r *sql.Rows) error {
 		var part int
 		var id int64
 		err := r.Scan(&part, &id)
@@ -773,8 +762,8 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 	// FOR UPDATE OF, and log rows must not be locked.
 	found := map[int64]driver.Row{}
 	heads := map[int64]bool{}
-	if err := eachRow(ctx, tx, `SELECT `+rowColumns+`, `+headExpr(p.Stream)+` FROM `+logTable(p.Stream.ID)+` m WHERE m.id IN (`+placeholders(len(ids))+`)`,
-		int64sToArgs(ids), func(r *sql.Rows) error {
+	if err := sqldb.EachRow(ctx, tx, `SELECT `+rowColumns+`, `+headExpr(p.Stream)+` FROM `+logTable(p.Stream.ID)+` m WHERE m.id IN (`+sqldb.Placeholders(len(ids))+`)`,
+		sqldb.Args(ids), func(r *sql.Rows) error {
 			var head bool
 			row, err := scanRow(r, &head)
 			found[row.ID] = row

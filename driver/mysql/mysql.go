@@ -285,7 +285,6 @@ import (
 	"embed"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -444,39 +443,5 @@ func utc(t time.Time) time.Time {
 
 func logTable(streamID int64) string { return "message_log_" + strconv.FormatInt(streamID, 10) }
 
-// repeated is n copies of s joined by sep: the rows of a VALUES list, the
-// alternatives of an OR, the queries of a UNION ALL.
-func repeated(n int, s, sep string) string {
-	if n <= 0 {
-		return ""
-	}
-	return strings.Repeat(s+sep, n-1) + s
-}
-
 // idChunk bounds the ids (or keys) one statement names.
 const idChunk = 500
-
-// placeholders returns "?, ?, ?" for n values.
-func placeholders(n int) string {
-	if n == 0 {
-		return ""
-	}
-	return strings.Repeat("?, ", n-1) + "?"
-}
-
-func int64sToArgs(ids []int64) []any {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	return args
-}
-
-// toArgs passes vs as statement arguments.
-func toArgs[T int | string](vs []T) []any {
-	args := make([]any, len(vs))
-	for i, v := range vs {
-		args[i] = v
-	}
-	return args
-}

@@ -183,14 +183,11 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 		if err != nil {
 			return err
 		}
-		r := stream.Retention
-		if r.MaxAge <= 0 && r.MaxRows <= 0 {
-			return nil
-		}
 		bound, err := retainBound(ctx, tx, stream, req.Now)
 		if err != nil || bound == 0 {
 			return err
 		}
+		r := stream.Retention
 		table := logTable(stream.ID)
 		sid := strconv.FormatInt(stream.ID, 10)
 		args := []any{int32(req.Limit), bound}

@@ -191,28 +191,3 @@ func isUnique(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
 }
-
-// placeholders returns "?, ?, ?" for n values.
-func placeholders(n int) string {
-	if n == 0 {
-		return ""
-	}
-	return strings.Repeat("?, ", n-1) + "?"
-}
-
-// tuples returns n copies of tuple separated by commas: the VALUES of a
-// statement on n rows.
-func tuples(n int, tuple string) string {
-	if n == 0 {
-		return ""
-	}
-	return strings.Repeat(tuple+", ", n-1) + tuple
-}
-
-func int64sToArgs(ids []int64) []any {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	return args
-}
