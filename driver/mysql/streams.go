@@ -17,7 +17,7 @@ import (
 type scanner = driver.RowScanner
 
 // scanStream reads sqldb.StreamColumns as MySQL stores them.
-func scanStream(r driver.RowScanner) (driver.StreamConfig, error) { return scanStream(r) }
+func scanStream(r driver.RowScanner) (driver.StreamConfig, error) { return sqldb.ScanStream(r, utc) }
 
 // logDDL is the CREATE TABLE statement of a stream log named table.
 func logDDL(table string) string {
