@@ -792,6 +792,14 @@ func Lost(leases []Lease, settled map[int64]bool) []int64 {
 	return lost
 }
 
+// DistinctIDs returns ids sorted, each once, leaving ids as they are: a
+// statement naming rows by id names each once.
+func DistinctIDs(ids []int64) []int64 {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // ClaimPlan is what a claim filters with, taken from the group's stored
 // configuration and the claiming member (C19).
 type ClaimPlan struct {

@@ -27,6 +27,9 @@ type RetentionProbe struct {
 // Drivers call it inside the transaction that removes the rows, so that
 // every engine draws the line alike.
 func RetainBound(r Retention, now time.Time, p RetentionProbe) (int64, error) {
+	if r.MaxAge <= 0 && r.MaxRows <= 0 {
+		return 0, nil // no limit: nothing to probe
+	}
 	oldest, newest, ok, err := p.Span()
 	if err != nil || !ok {
 		return 0, err
@@ -56,4 +59,43 @@ func RetainBound(r Retention, now time.Time, p RetentionProbe) (int64, error) {
 		return 0, nil
 	}
 	return bound, nil
+}
+
+// RowScanner reads the columns of one result row: *sql.Rows, *sql.Row,
+// pgx.Rows and pgx.Row all are one.
+type RowScanner interface{ Scan(dest ...any) error }
+
+// ScanRetainCandidate reads a retention candidate from a result row of its
+// id, partition, schema version and routing key, in that order.
+func ScanRetainCandidate(r RowScanner) (RetainCandidate, error) {
+	var c RetainCandidate
+	err := r.Scan(&c.ID, &c.Partition, &c.Version, &c.RoutingKey)
+	return c, err
+}
+
+// Held is what CountRemovedUnread counts as held: by group name, the ids of
+// the rows the group has an exception or a lease for.
+type Held map[string]map[int64]bool
+
+// Scan adds the (group name, row id) of one result row.
+func (h Held) Scan(r RowScanner) error {
+	var group string
+	var id int64
+	if err := r.Scan(&group, &id); err != nil {
+		return err
+	}
+	if h[group] == nil {
+		h[group] = map[int64]bool{}
+	}
+	h[group][id] = true
+	return nil
+}
+
+// RetainIDs returns the ids of rows, in their order.
+func RetainIDs(rows []RetainCandidate) []int64 {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	return ids
 }

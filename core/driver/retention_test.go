@@ -2,6 +2,7 @@ package driver
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -65,5 +66,60 @@ func TestRetainBound(t *testing.T) {
 	p.FirstYoung = func(time.Time) (int64, bool, error) { return 0, false, boom }
 	if _, err := RetainBound(Retention{MaxAge: time.Hour}, now, p); !errors.Is(err, boom) {
 		t.Errorf("a failed probe: %v, want it returned", err)
+	}
+}
+
+// scanned is a result row for the scanners' tests.
+type scanned []any
+
+func (r scanned) Scan(dest ...any) error {
+	if len(dest) != len(r) {
+		return errors.New("wrong column count")
+	}
+	for i, v := range r {
+		switch d := dest[i].(type) {
+		case *string:
+			*d = v.(string)
+		case *int64:
+			*d = v.(int64)
+		case *int:
+			*d = v.(int)
+		default:
+			return errors.New("unexpected destination")
+		}
+	}
+	return nil
+}
+
+func TestHeldAndCandidatesScan(t *testing.T) {
+	t.Parallel()
+	held := Held{}
+	for _, r := range []scanned{{"a", int64(3)}, {"b", int64(3)}, {"a", int64(7)}, {"a", int64(3)}} {
+		if err := held.Scan(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(held) != 2 || len(held["a"]) != 2 || !held["a"][7] || !held["b"][3] || held["b"][7] {
+		t.Fatalf("held = %v", held)
+	}
+	if err := held.Scan(scanned{"a"}); err == nil {
+		t.Fatal("a short row scanned")
+	}
+	c, err := ScanRetainCandidate(scanned{int64(9), 2, 3, "eu.web"})
+	if err != nil || c != (RetainCandidate{ID: 9, Partition: 2, Version: 3, RoutingKey: "eu.web"}) {
+		t.Fatalf("candidate %+v, %v", c, err)
+	}
+	if ids := RetainIDs([]RetainCandidate{{ID: 4}, {ID: 2}}); !slices.Equal(ids, []int64{4, 2}) {
+		t.Fatalf("RetainIDs = %v", ids)
+	}
+}
+
+// Without limits RetainBound asks the log nothing: a stream without
+// retention costs its maintenance pass no read.
+func TestRetainBoundWithoutLimitsProbesNothing(t *testing.T) {
+	t.Parallel()
+	fail := func() (int64, int64, bool, error) { return 0, 0, false, errors.New("probed") }
+	if b, err := RetainBound(Retention{Hard: true}, time.Now(), RetentionProbe{Span: fail}); b != 0 || err != nil {
+		t.Fatalf("RetainBound = %d, %v; want 0 without probing", b, err)
 	}
 }

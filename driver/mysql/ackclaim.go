@@ -18,8 +18,8 @@ import (
 // the acks are recorded once, with the claim, also when nothing is left to
 // claim, and not at all when the claim fails. Deadlocks and lock wait
 // timeouts re-run the whole transaction, acks included (ownTx).
-func (d *Driver) claimAcking(ctx context.Context, p driver.ClaimParams, key cacheKey) (driver.ClaimResult, error) {
-	hot, isHot := d.hotPartition(key, p)
+func (d *Driver) claimAcking(ctx context.Context, p driver.ClaimParams) (driver.ClaimResult, error) {
+	hot, isHot := d.hotPartition(p)
 	var out claimOut
 	var acked ackedIn
 	err := d.withLog(ctx, p.Stream.ID, func() error {
@@ -61,7 +61,7 @@ func (d *Driver) claimAcking(ctx context.Context, p driver.ClaimParams, key cach
 		acked.commit()
 	}
 	out.res.Lost = acked.lost
-	d.claimed(key, p, &out)
+	d.claimed(p, &out)
 	return out.res, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // Chunking of multi-row INSERTs: at most appendChunkRows rows and about
@@ -56,7 +57,7 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 			return ids, err
 		}
 	}
-	partArgs := toArgs(parts)
+	partArgs := sqldb.Args(parts)
 	table := logTable(stream.ID)
 	ids := make([]int64, 0, len(rows))
 
@@ -242,7 +243,7 @@ func (d *Driver) lockPartitions(ctx context.Context, q querier, streamID int64, 
 		query, args = partitionRows(streamID, parts, "`partition`", lock)
 	}
 	locked := 0
-	err := eachRow(ctx, q, query, args, func(*sql.Rows) error {
+	err := sqldb.EachRow(ctx, q, query, args, func(*sql.Rows) error {
 		locked++
 		return nil
 	})
@@ -265,7 +266,7 @@ func partitionRows(streamID int64, parts []int, what, lock string) (string, []an
 	for _, p := range parts {
 		args = append(args, streamID, p)
 	}
-	return repeated(len(parts), "(SELECT "+what+" FROM stream_partition WHERE stream_id = ? AND `partition` = ?"+lock+")", " UNION ALL "), args
+	return sqldb.Repeated(len(parts), "(SELECT "+what+" FROM stream_partition WHERE stream_id = ? AND `partition` = ?"+lock+")", " UNION ALL "), args
 }
 
 // lockWaitError is the error of a wait for the append lock of parts (all
@@ -321,7 +322,7 @@ func steppedIDs(ids []int64, first int64, n int, step int64) []int64 {
 // ids in VALUES order.
 func readBackIDs(ctx context.Context, t querier, table string, partArgs []any, first int64, n int, ids *[]int64) error {
 	got := 0
-	err := eachRow(ctx, t, "SELECT id FROM "+table+" WHERE `partition` IN ("+placeholders(len(partArgs))+") AND id >= ? ORDER BY id LIMIT ?",
+	err := sqldb.EachRow(ctx, t, "SELECT id FROM "+table+" WHERE `partition` IN ("+sqldb.Placeholders(len(partArgs))+") AND id >= ? ORDER BY id LIMIT ?",
 		append(append(append([]any{}, partArgs...), first), n), func(r *sql.Rows) error {
 			var id int64
 			got++
@@ -369,8 +370,8 @@ func moveHeads(ctx context.Context, t querier, streamID int64, rows []driver.App
 		for _, k := range chunk {
 			args = append(args, k)
 		}
-		if err := eachRow(ctx, t, `SELECT msg_key, schema_version, compaction_rank, head_id FROM compaction_head
-			WHERE stream_id = ? AND msg_key IN (`+placeholders(len(chunk))+`) FOR UPDATE`, args, func(r *sql.Rows) error {
+		if err := sqldb.EachRow(ctx, t, `SELECT msg_key, schema_version, compaction_rank, head_id FROM compaction_head
+			WHERE stream_id = ? AND msg_key IN (`+sqldb.Placeholders(len(chunk))+`) FOR UPDATE`, args, func(r *sql.Rows) error {
 			var k []byte
 			var cur head
 			if err := r.Scan(&k, &cur.version, &cur.rank, &cur.id); err != nil {
@@ -394,7 +395,7 @@ func moveHeads(ctx context.Context, t querier, streamID int64, rows []driver.App
 		}
 		// VALUES() is the spelling both engines accept (MySQL 8.0.20+
 		// prefers a row alias, which MariaDB lacks).
-		if _, err := t.ExecContext(ctx, `INSERT INTO compaction_head (stream_id, msg_key, head_id, schema_version, compaction_rank) VALUES `+repeated(len(vals)/5, "(?, ?, ?, ?, ?)", ", ")+
+		if _, err := t.ExecContext(ctx, `INSERT INTO compaction_head (stream_id, msg_key, head_id, schema_version, compaction_rank) VALUES `+sqldb.Repeated(len(vals)/5, "(?, ?, ?, ?, ?)", ", ")+
 			` ON DUPLICATE KEY UPDATE head_id = VALUES(head_id), schema_version = VALUES(schema_version), compaction_rank = VALUES(compaction_rank)`, vals...); err != nil {
 			return err
 		}
@@ -405,7 +406,7 @@ func moveHeads(ctx context.Context, t querier, streamID int64, rows []driver.App
 const rowColumns = "m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, m.payload, m.headers, m.produced_at"
 
 // scanRow reads rowColumns, plus extra destinations after them.
-func scanRow(r scanner, extra ...any) (driver.Row, error) {
+func scanRow(r driver.RowScanner, extra ...any) (driver.Row, error) {
 	var row driver.Row
 	var key, headers sql.NullString
 	var payload []byte

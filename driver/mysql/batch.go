@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // Batch leases (migration 0007). The main claim leases the rows it takes
@@ -85,7 +86,7 @@ func (b *heldBatch) member(id int64) bool {
 // SKIP LOCKED, order and limit come first.
 func lockBatches(ctx context.Context, q querier, streamID int64, cond string, args []any, tail string) ([]heldBatch, error) {
 	var out []heldBatch
-	err := eachRow(ctx, q, "SELECT group_name, lease_token, `partition`, ids FROM delivery_batch WHERE stream_id = ? AND "+cond+tail,
+	err := sqldb.EachRow(ctx, q, "SELECT group_name, lease_token, `partition`, ids FROM delivery_batch WHERE stream_id = ? AND "+cond+tail,
 		append([]any{streamID}, args...), func(r *sql.Rows) error {
 			var b heldBatch
 			var ids string
@@ -132,8 +133,8 @@ func materialize(ctx context.Context, q querier, streamID int64, ms []materializ
 				if len(m.ids) == 0 {
 					sb.WriteString(" AND 0")
 				} else {
-					sb.WriteString(" AND j.id IN (" + placeholders(len(m.ids)) + ")")
-					args = append(args, int64sToArgs(m.ids)...)
+					sb.WriteString(" AND j.id IN (" + sqldb.Placeholders(len(m.ids)) + ")")
+					args = append(args, sqldb.Args(m.ids)...)
 				}
 			}
 			sb.WriteString(")")
@@ -167,7 +168,7 @@ func deleteBatches(ctx context.Context, q querier, streamID int64, refs []batchR
 			args = append(args, r.group, r.token, r.part)
 		}
 		if _, err := q.ExecContext(ctx, "DELETE FROM delivery_batch WHERE stream_id = ? AND ("+
-			repeated(len(chunk), "(group_name = ? AND lease_token = ? AND `partition` = ?)", " OR ")+")", args...); err != nil {
+			sqldb.Repeated(len(chunk), "(group_name = ? AND lease_token = ? AND `partition` = ?)", " OR ")+")", args...); err != nil {
 			return err
 		}
 	}
@@ -232,8 +233,8 @@ const (
 // extensions of few of a batch's members.
 func settleBatches(ctx context.Context, tx querier, op settleOp, leases []driver.Lease, changed map[int64]bool) ([]driver.Lease, error) {
 	tokens := tokensOf(leases)
-	held, err := lockBatches(ctx, tx, op.streamID, "group_name = ? AND lease_token IN ("+placeholders(len(tokens))+")",
-		append([]any{op.group}, toArgs(tokens)...), " FOR UPDATE")
+	held, err := lockBatches(ctx, tx, op.streamID, "group_name = ? AND lease_token IN ("+sqldb.Placeholders(len(tokens))+")",
+		append([]any{op.group}, sqldb.Args(tokens)...), " FOR UPDATE")
 	if err != nil || len(held) == 0 {
 		return leases, err
 	}

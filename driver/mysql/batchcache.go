@@ -2,67 +2,35 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
 	"slices"
-	"sync"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // batchCache remembers the batches this driver's claims wrote, and what its
 // settles removed from them since, so that a settle naming members of one
 // such batch can change it with one statement that compares the stored ids
-// with those it expects, without locking and reading it first. It is only
-// a hint: a batch changed meanwhile by anything else (another process, an
-// expiry, a reset) fails the comparison, and the settle then takes the
-// locking path, which reads what is stored.
+// with those it expects, without locking and reading it first. It is a
+// driver.ClaimMemo (a hint, bounded): a batch changed meanwhile by anything
+// else (another process, an expiry, a reset) fails the comparison, and the
+// settle then takes the locking path, which reads what is stored.
 type batchCache struct {
-	mu    sync.Mutex
-	m     map[cacheKey][]heldBatch
-	order []cacheKey
+	memo driver.ClaimMemo[[]heldBatch] // a claim's batches, one per partition
 }
-
-type cacheKey struct {
-	stream int64
-	group  string
-	token  string
-}
-
-// batchCacheSize bounds the claims the cache remembers; the oldest go first.
-const batchCacheSize = 4096
 
 func (c *batchCache) add(stream int64, group string, batches []heldBatch) {
-	if len(batches) == 0 {
-		return
+	if len(batches) > 0 {
+		c.memo.Add(stream, group, batches[0].token, slices.Clone(batches))
 	}
-	k := cacheKey{stream, group, batches[0].token}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[cacheKey][]heldBatch{}
-	}
-	for len(c.m) >= batchCacheSize && len(c.order) > 0 {
-		delete(c.m, c.order[0])
-		c.order = c.order[1:]
-	}
-	if len(c.order) > 4*batchCacheSize {
-		// Keys of entries settled away pile up in order: keep the live ones.
-		c.order = slices.DeleteFunc(c.order, func(k cacheKey) bool { _, ok := c.m[k]; return !ok })
-	}
-	c.m[k] = slices.Clone(batches)
-	c.order = append(c.order, k)
 }
 
 // known reports whether any lease's token is that of a remembered claim.
 func (c *batchCache) known(stream int64, group string, leases []driver.Lease) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, l := range leases {
-		if _, ok := c.m[cacheKey{stream, group, l.Token}]; ok {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(leases, func(l driver.Lease) bool {
+		_, ok := c.memo.Peek(stream, group, l.Token)
+		return ok
+	})
 }
 
 // one returns the remembered batch holding every lease, with the ids it is
@@ -78,9 +46,8 @@ func (c *batchCache) one(stream int64, group string, leases []driver.Lease) (b h
 			return b, 0, false
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, cand := range c.m[cacheKey{stream, group, token}] {
+	parts, _ := c.memo.Peek(stream, group, token)
+	for _, cand := range parts {
 		if !cand.member(leases[0].ID) {
 			continue
 		}
@@ -98,38 +65,24 @@ func (c *batchCache) one(stream int64, group string, leases []driver.Lease) (b h
 
 // settled records that batch b, expected to hold was, now holds remaining.
 func (c *batchCache) settled(stream int64, b batchRef, was, remaining []int64) {
-	k := cacheKey{stream, b.group, b.token}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	parts := c.m[k]
-	for i := range parts {
-		if parts[i].part != b.part {
-			continue
-		}
-		if !slices.Equal(parts[i].ids, was) {
-			// Another settle of this process changed it meanwhile.
-			parts = slices.Delete(parts, i, i+1)
-		} else if len(remaining) == 0 {
-			parts = slices.Delete(parts, i, i+1)
-		} else {
+	c.memo.Update(stream, b.group, b.token, func(parts []heldBatch) ([]heldBatch, bool) {
+		i := slices.IndexFunc(parts, func(h heldBatch) bool { return h.part == b.part })
+		switch {
+		case i < 0:
+		case !slices.Equal(parts[i].ids, was) || len(remaining) == 0:
+			// Gone, or another settle of this process changed it meanwhile.
+			parts = slices.Delete(slices.Clone(parts), i, i+1)
+		default:
+			parts = slices.Clone(parts)
 			parts[i].ids = remaining
 		}
-		break
-	}
-	if len(parts) == 0 {
-		delete(c.m, k)
-	} else {
-		c.m[k] = parts
-	}
+		return parts, len(parts) > 0
+	})
 }
 
 // forget drops what the cache remembers of a claim's batches.
 func (c *batchCache) forget(stream int64, group string, tokens ...string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, t := range tokens {
-		delete(c.m, cacheKey{stream, group, t})
-	}
+	c.memo.Forget(stream, group, tokens...)
 }
 
 // whole returns the remembered batches of one claim whose every member the
@@ -139,9 +92,7 @@ func (c *batchCache) whole(stream int64, group string, leases []driver.Lease) ([
 		return nil, false
 	}
 	token := leases[0].Token
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	parts := c.m[cacheKey{stream, group, token}]
+	parts, _ := c.memo.Peek(stream, group, token)
 	if len(parts) < 2 {
 		return nil, false
 	}
@@ -281,14 +232,8 @@ func ackWholeIn(ctx context.Context, q querier, streamID int64, group string, le
 		args = append(args, b.part, encodeIDs(b.ids))
 	}
 	deleted := map[int]bool{}
-	if err := eachRow(ctx, q, "DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND ("+
-		repeated(len(parts), "(`partition` = ? AND ids = ?)", " OR ")+") RETURNING `partition`", args,
-		func(r *sql.Rows) error {
-			var part int
-			err := r.Scan(&part)
-			deleted[part] = true
-			return err
-		}); err != nil {
+	if err := sqldb.Mark(ctx, q, "DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND ("+
+		sqldb.Repeated(len(parts), "(`partition` = ? AND ids = ?)", " OR ")+") RETURNING `partition`", args, deleted); err != nil {
 		return nil, err
 	}
 	var rest []driver.Lease

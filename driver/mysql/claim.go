@@ -1,7 +1,6 @@
 package mysql
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // The main claim reads a partition in windows of rows after the cursor:
@@ -23,18 +23,6 @@ const (
 	maxWindow = 512
 	maxScan   = 20000
 )
-
-// versionFilter returns an SQL predicate on column col for versions ("1"
-// when every version is read) and its arguments.
-func versionFilter(col string, versions []int) (string, []any) {
-	if versions == nil {
-		return "1", nil
-	}
-	if len(versions) == 0 {
-		return "0", nil
-	}
-	return col + " IN (" + placeholders(len(versions)) + ")", toArgs(versions)
-}
 
 // headExpr is 1 when row m is claimable: on a compacted stream, only a head.
 //
@@ -64,18 +52,17 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	if err := d.check(); err != nil {
 		return driver.ClaimResult{}, err
 	}
-	key := cacheKey{stream: p.Stream.ID, group: p.Group}
 	if len(p.Acks) > 0 {
-		return d.claimAcking(ctx, p, key)
+		return d.claimAcking(ctx, p)
 	}
 	var out claimOut
 	deferred := 0
-	if part, ok := d.hotPartition(key, p); ok {
+	if part, ok := d.hotPartition(p); ok {
 		ok, err := d.claimHot(ctx, p, part, &out)
 		if err != nil {
 			return driver.ClaimResult{}, err
 		}
-		d.setHot(key, out.full)
+		d.setHot(p, out.full)
 		if ok {
 			return out.res, nil
 		}
@@ -103,7 +90,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	if err != nil {
 		return driver.ClaimResult{}, err
 	}
-	d.claimed(key, p, &out)
+	d.claimed(p, &out)
 	return out.res, nil
 }
 
@@ -121,8 +108,8 @@ func (o *claimOut) reset(res driver.ClaimResult) {
 
 // claimed remembers, once a claim committed, the batches it wrote and
 // whether it filled its limit from one partition's new rows.
-func (d *Driver) claimed(key cacheKey, p driver.ClaimParams, out *claimOut) {
-	d.setHot(key, out.full)
+func (d *Driver) claimed(p driver.ClaimParams, out *claimOut) {
+	d.setHot(p, out.full)
 	d.batches.add(p.Stream.ID, p.Group, out.batches)
 }
 
@@ -130,22 +117,22 @@ func (d *Driver) claimed(key cacheKey, p driver.ClaimParams, out *claimOut) {
 // last claim of the group, when this claim may go there without the probe.
 // Not for ordered groups: there the last claim's leases hold the partition
 // until they are settled.
-func (d *Driver) hotPartition(key cacheKey, p driver.ClaimParams) (int, bool) {
-	part, ok := d.hot.Load(key)
+func (d *Driver) hotPartition(p driver.ClaimParams) (int, bool) {
+	part, ok := d.next.Hint(p.Stream.ID, p.Group)
 	if !ok || p.Limit <= 0 || p.Ordered {
 		return 0, false
 	}
-	return part.(int), true
+	return part, true
 }
 
-// setHot remembers that the last claim of a group filled its limit from
+// setHot notes that the last claim of a group filled its limit from
 // partition part's new rows (-1: it did not), so that the next claim goes
 // there without the probe (claimHot).
-func (d *Driver) setHot(key cacheKey, part int) {
+func (d *Driver) setHot(p driver.ClaimParams, part int) {
 	if part < 0 {
-		d.hot.Delete(key)
+		d.next.Forget(p.Stream.ID, p.Group)
 	} else {
-		d.hot.Store(key, part)
+		d.next.Set(p.Stream.ID, p.Group, part)
 	}
 }
 
@@ -196,7 +183,7 @@ func (d *Driver) claimHotIn(ctx context.Context, tx querier, p driver.ClaimParam
 	// rows, as the probe would have found them.
 	more := func() ([]int, error) {
 		var others []int
-		err := eachRow(ctx, tx, "SELECT c.`partition` FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` <> ? AND "+pastCursor(p.Stream.ID)+
+		err := sqldb.EachRow(ctx, tx, "SELECT c.`partition` FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` <> ? AND "+pastCursor(p.Stream.ID)+
 			" ORDER BY c.`partition`", []any{p.Stream.ID, p.Group, part}, func(r *sql.Rows) error {
 			var q int
 			err := r.Scan(&q)
@@ -228,7 +215,7 @@ func rotated(parts []int) []int {
 // versions: the claim explodes it into exception rows, which the version
 // filter then sees). Both read along their due indexes.
 func dueExprs(p driver.ClaimParams, stream, group string) (string, []any) {
-	df, dargs := versionFilter("e.schema_version", p.Decodes)
+	df, dargs := sqldb.VersionFilter("e.schema_version", p.Decodes)
 	now := ts(p.Now)
 	return `EXISTS (SELECT 1 FROM delivery_exception e FORCE INDEX (delivery_exception_due) WHERE e.stream_id = ` + stream + ` AND e.group_name = ` + group + `
 			AND e.state IN ('leased', 'delayed') AND e.due_at <= ? AND ` + df + `),
@@ -268,7 +255,7 @@ func (d *Driver) probe(ctx context.Context, q querier, p driver.ClaimParams) (pr
 	df, args := dueExprs(p, "g.stream_id", "g.name")
 	args = append(args, p.Stream.ID, p.Group)
 	found := false
-	err := eachRow(ctx, q, `SELECT g.`+strings.ReplaceAll(groupColumns, ", ", ", g.")+`, `+df+`, c.`+"`partition`"+`
+	err := sqldb.EachRow(ctx, q, `SELECT g.`+strings.ReplaceAll(sqldb.GroupColumns, ", ", ", g.")+`, `+df+`, c.`+"`partition`"+`
 		FROM consumer_group g LEFT JOIN group_cursor c ON c.stream_id = g.stream_id AND c.group_name = g.name AND `+pastCursor(p.Stream.ID)+`
 		WHERE g.stream_id = ? AND g.name = ? ORDER BY c.`+"`partition`", args, func(r *sql.Rows) error {
 		var part sql.NullInt64
@@ -395,7 +382,7 @@ func fencedGroup(ctx context.Context, tx querier, p driver.ClaimParams, groupLoc
 		return g, 0, err
 	}
 	var newest sql.NullInt64
-	g, _, err = scanGroup(tx.QueryRowContext(ctx, `SELECT `+groupColumns+`, (SELECT MAX(e.msg_id) FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ?)
+	g, _, err = scanGroup(tx.QueryRowContext(ctx, `SELECT `+sqldb.GroupColumns+`, (SELECT MAX(e.msg_id) FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ?)
 		FROM consumer_group WHERE stream_id = ? AND name = ?`, p.Stream.ID, p.Group, p.Stream.ID, p.Group), &newest)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = fmt.Errorf("group %q: %w", p.Group, driver.ErrGroupNotFound)
@@ -532,7 +519,7 @@ func (s partitionScan) excepting() bool { return s.newestException > s.cursor }
 // read of committed rows; appends commit a partition's ids in increasing
 // order, so it sees a gap-free prefix (C5).
 func (s partitionScan) query() (string, []any) {
-	vf, vargs := versionFilter("m.schema_version", s.plan.Versions)
+	vf, vargs := sqldb.VersionFilter("m.schema_version", s.plan.Versions)
 	query := "SELECT m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, " +
 		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(s.p.Stream)
 	args := append(append(make([]any, 0, 2*len(vargs)+5), vargs...), vargs...)
@@ -640,7 +627,7 @@ func insertDeferred(ctx context.Context, tx querier, p driver.ClaimParams, later
 			args = append(args, p.Stream.ID, p.Group, r.ID, r.Partition, r.SchemaVersion, now, p.Holder, now)
 		}
 		res, err := tx.ExecContext(ctx, "INSERT IGNORE INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, holder, updated_at) VALUES "+
-			repeated(len(chunk), "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", "), args...)
+			sqldb.Repeated(len(chunk), "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", "), args...)
 		if err != nil {
 			return 0, err
 		}
@@ -654,26 +641,13 @@ func insertDeferred(ctx context.Context, tx querier, p driver.ClaimParams, later
 }
 
 // claimExceptions leases due exceptions at the versions the member decodes,
-// in id order. Due exception rows are locked FOR UPDATE SKIP LOCKED, so
-// concurrent claimers take different ones.
+// in id order (driver.ClaimDue looks again past those it drops). Due
+// exception rows are locked FOR UPDATE SKIP LOCKED, so concurrent claimers
+// take different ones.
 func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
-	var out []driver.Delivery
-	// Candidates that are resolved (superseded or removed rows) or buried
-	// (out of attempts) do not count toward the limit: look again until the
-	// limit is met or no due exception is left, so that an empty claim means
-	// nothing is due.
-	for len(out) < p.Limit {
-		got, dropped, err := claimExceptionBatch(ctx, tx, p, plan, p.Limit-len(out))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, got...)
-		if dropped == 0 {
-			break
-		}
-	}
-	slices.SortFunc(out, func(a, b driver.Delivery) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
+	return driver.ClaimDue(p.Limit, func(limit int) ([]driver.Delivery, int, error) {
+		return claimExceptionBatch(ctx, tx, p, plan, limit)
+	})
 }
 
 // dueException is a due exception row a claim locked, with what decides its fate.
@@ -687,7 +661,7 @@ type dueException struct {
 // lockDue locks up to limit due exceptions with SKIP LOCKED. For an ordered
 // group only the lowest pending exception of each partition qualifies.
 func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) ([]dueException, error) {
-	vf, vargs := versionFilter("schema_version", plan.Decodable)
+	vf, vargs := sqldb.VersionFilter("schema_version", plan.Decodable)
 	now := ts(p.Now)
 	var due []dueException
 	scan := func(r *sql.Rows) error {
@@ -707,7 +681,7 @@ func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.
 			if len(due) >= limit {
 				break
 			}
-			if err := eachRow(ctx, tx, "SELECT msg_id, `partition`, state, attempt FROM delivery_exception FORCE INDEX (delivery_exception_due) WHERE stream_id = ? AND group_name = ? AND state = ? AND due_at <= ? AND "+vf+
+			if err := sqldb.EachRow(ctx, tx, "SELECT msg_id, `partition`, state, attempt FROM delivery_exception FORCE INDEX (delivery_exception_due) WHERE stream_id = ? AND group_name = ? AND state = ? AND due_at <= ? AND "+vf+
 				" ORDER BY due_at LIMIT ? FOR UPDATE SKIP LOCKED",
 				append(append([]any{p.Stream.ID, p.Group, state, now}, vargs...), limit-len(due)), scan); err != nil {
 				return nil, err
@@ -724,9 +698,9 @@ func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	if err := eachRow(ctx, tx, "SELECT msg_id, `partition`, state, attempt FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id IN ("+placeholders(len(ids))+
+	if err := sqldb.EachRow(ctx, tx, "SELECT msg_id, `partition`, state, attempt FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id IN ("+sqldb.Placeholders(len(ids))+
 		") AND state IN ('leased', 'delayed') AND due_at <= ? AND "+vf+" ORDER BY msg_id LIMIT ? FOR UPDATE SKIP LOCKED",
-		append(append(append([]any{p.Stream.ID, p.Group}, int64sToArgs(ids)...), now), append(vargs, limit)...), scan); err != nil {
+		append(append(append([]any{p.Stream.ID, p.Group}, sqldb.Args(ids)...), now), append(vargs, limit)...), scan); err != nil {
 		return nil, err
 	}
 	if len(due) == 0 {
@@ -755,14 +729,14 @@ func lowestPending(ctx context.Context, tx querier, p driver.ClaimParams, parts 
 	args := []any{p.Stream.ID, p.Group}
 	var pargs []any
 	if parts != nil {
-		q += " AND `partition` IN (" + placeholders(len(parts)) + ")"
-		qb += " AND `partition` IN (" + placeholders(len(parts)) + ")"
-		pargs = toArgs(parts)
+		q += " AND `partition` IN (" + sqldb.Placeholders(len(parts)) + ")"
+		qb += " AND `partition` IN (" + sqldb.Placeholders(len(parts)) + ")"
+		pargs = sqldb.Args(parts)
 	}
 	args = append(append(args, pargs...), p.Stream.ID, p.Group)
 	args = append(args, pargs...)
 	out := map[int]int64{}
-	err := eachRow(ctx, tx, "SELECT `partition`, MIN(msg_id) FROM ("+q+" UNION ALL "+qb+") x GROUP BY `partition`", args, func(r *sql.Rows) error {
+	err := sqldb.EachRow(ctx, tx, "SELECT `partition`, MIN(msg_id) FROM ("+q+" UNION ALL "+qb+") x GROUP BY `partition`", args, func(r *sql.Rows) error {
 		var part int
 		var id int64
 		err := r.Scan(&part, &id)
@@ -773,8 +747,8 @@ func lowestPending(ctx context.Context, tx querier, p driver.ClaimParams, parts 
 }
 
 // claimExceptionBatch examines up to limit due exceptions: it leases those
-// still claimable and resolves or buries the others, which it counts as
-// dropped.
+// still claimable and resolves or buries the others (driver.FateOfDue),
+// which it counts as dropped.
 func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
 	due, err := lockDue(ctx, tx, p, plan, limit)
 	if err != nil || len(due) == 0 {
@@ -788,8 +762,8 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 	// FOR UPDATE OF, and log rows must not be locked.
 	found := map[int64]driver.Row{}
 	heads := map[int64]bool{}
-	if err := eachRow(ctx, tx, `SELECT `+rowColumns+`, `+headExpr(p.Stream)+` FROM `+logTable(p.Stream.ID)+` m WHERE m.id IN (`+placeholders(len(ids))+`)`,
-		int64sToArgs(ids), func(r *sql.Rows) error {
+	if err := sqldb.EachRow(ctx, tx, `SELECT `+rowColumns+`, `+headExpr(p.Stream)+` FROM `+logTable(p.Stream.ID)+` m WHERE m.id IN (`+sqldb.Placeholders(len(ids))+`)`,
+		sqldb.Args(ids), func(r *sql.Rows) error {
 			var head bool
 			row, err := scanRow(r, &head)
 			found[row.ID] = row
@@ -801,11 +775,10 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 	var resolve, bury, lease []int64
 	for _, c := range due {
 		row, exists := found[c.msgID]
-		switch {
-		case !exists || !heads[c.msgID]:
-			// The row was removed or superseded: nothing is left to deliver.
+		switch driver.FateOfDue(p, driver.ExceptionState(c.state), c.attempt, exists && heads[c.msgID]) {
+		case driver.ResolveDue:
 			resolve = append(resolve, c.msgID)
-		case c.state == string(driver.StateLeased) && p.MaxAttempts > 0 && c.attempt >= p.MaxAttempts:
+		case driver.BuryDue:
 			bury = append(bury, c.msgID)
 		default:
 			lease = append(lease, c.msgID)

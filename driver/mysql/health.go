@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // Health implements driver.Driver. It reads one snapshot.
@@ -90,7 +91,7 @@ func versionStats(ctx context.Context, tx querier, stream driver.StreamConfig) (
 // normal case counts as before.
 func unreadRows(ctx context.Context, tx querier, stream driver.StreamConfig, g driver.GroupStats) ([]driver.UnreadCount, error) {
 	newestException := map[int]int64{}
-	if err := eachRow(ctx, tx, "SELECT `partition`, MAX(msg_id) FROM delivery_exception WHERE stream_id = ? AND group_name = ? GROUP BY `partition`",
+	if err := sqldb.EachRow(ctx, tx, "SELECT `partition`, MAX(msg_id) FROM delivery_exception WHERE stream_id = ? AND group_name = ? GROUP BY `partition`",
 		[]any{stream.ID, g.Name}, func(r *sql.Rows) error {
 			var p int
 			var id int64
@@ -108,7 +109,7 @@ func unreadRows(ctx context.Context, tx querier, stream driver.StreamConfig, g d
 			query += " AND (m.id > ? OR NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ? AND e.msg_id = m.id))"
 			args = append(args, newest, stream.ID, g.Name)
 		}
-		if err := eachRow(ctx, tx, query+" GROUP BY m.schema_version, m.routing_key", args, func(r *sql.Rows) error {
+		if err := sqldb.EachRow(ctx, tx, query+" GROUP BY m.schema_version, m.routing_key", args, func(r *sql.Rows) error {
 			u := driver.UnreadCount{Group: g.Name, Partition: p}
 			err := r.Scan(&u.Version, &u.RoutingKey, &u.Rows)
 			out = append(out, u)
@@ -124,7 +125,7 @@ func unreadRows(ctx context.Context, tx querier, stream driver.StreamConfig, g d
 // batch members as leased exceptions at their rows' versions.
 func exceptionCounts(ctx context.Context, tx querier, stream driver.StreamConfig) ([]driver.ExceptionCount, error) {
 	var out []driver.ExceptionCount
-	err := eachRow(ctx, tx, `SELECT group_name, schema_version, state, SUM(n) FROM (
+	err := sqldb.EachRow(ctx, tx, `SELECT group_name, schema_version, state, SUM(n) FROM (
 		SELECT group_name, schema_version, state, COUNT(*) n FROM delivery_exception WHERE stream_id = ? GROUP BY group_name, schema_version, state
 		UNION ALL SELECT b.group_name, m.schema_version, 'leased', COUNT(*) FROM delivery_batch b JOIN `+jsonIDs+` JOIN `+logTable(stream.ID)+` m ON m.id = j.id
 			WHERE b.stream_id = ? GROUP BY b.group_name, m.schema_version) x
@@ -143,7 +144,7 @@ func exceptionCounts(ctx context.Context, tx querier, stream driver.StreamConfig
 // scan of the stream's dead letters.
 func holderCounts(ctx context.Context, tx querier, stream driver.StreamConfig) ([]driver.HolderCount, error) {
 	var out []driver.HolderCount
-	err := eachRow(ctx, tx, `SELECT group_name, holder, SUM(n), MAX(until) FROM (
+	err := sqldb.EachRow(ctx, tx, `SELECT group_name, holder, SUM(n), MAX(until) FROM (
 		SELECT e.group_name, COALESCE(e.holder, '') holder, COUNT(*) n, MAX(e.due_at) until FROM consumer_group g
 			JOIN delivery_exception e ON e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
 			WHERE g.stream_id = ? GROUP BY e.group_name, COALESCE(e.holder, '')
@@ -163,13 +164,5 @@ func holderCounts(ctx context.Context, tx querier, stream driver.StreamConfig) (
 
 // headsPerVersion counts a stream's compaction heads per version.
 func headsPerVersion(ctx context.Context, tx querier, streamID int64) (map[int]int64, error) {
-	heads := map[int]int64{}
-	err := eachRow(ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, []any{streamID}, func(r *sql.Rows) error {
-		var v int
-		var n int64
-		err := r.Scan(&v, &n)
-		heads[v] = n
-		return err
-	})
-	return heads, err
+	return sqldb.Map[int, int64](ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, streamID)
 }

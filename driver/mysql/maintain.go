@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // lockStream locks a stream's config row, so that maintenance of one stream
@@ -30,7 +32,7 @@ func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, er
 				return err
 			}
 			var victims []driver.RetainCandidate
-			if err := eachRow(ctx, tx, "SELECT m.id, m.`partition`, m.schema_version FROM "+logTable(p.StreamID)+" m WHERE NOT "+headExpr(stream)+" ORDER BY m.id LIMIT ?",
+			if err := sqldb.EachRow(ctx, tx, "SELECT m.id, m.`partition`, m.schema_version FROM "+logTable(p.StreamID)+" m WHERE NOT "+headExpr(stream)+" ORDER BY m.id LIMIT ?",
 				[]any{p.Limit}, func(r *sql.Rows) error {
 					var v driver.RetainCandidate
 					err := r.Scan(&v.ID, &v.Partition, &v.Version)
@@ -108,9 +110,9 @@ func (d *Driver) deleteRows(ctx context.Context, tx querier, stream driver.Strea
 		for _, p := range mark {
 			args = append(args, p, gone[p])
 		}
-		args = append(append(args, stream.ID), toArgs(mark)...)
+		args = append(append(args, stream.ID), sqldb.Args(mark)...)
 		if _, err := tx.ExecContext(ctx, "UPDATE stream_partition SET high_water = GREATEST(high_water, CASE `partition`"+strings.Repeat(" WHEN ? THEN ?", len(mark))+
-			" ELSE 0 END) WHERE stream_id = ? AND `partition` IN ("+placeholders(len(mark))+")", args...); err != nil {
+			" ELSE 0 END) WHERE stream_id = ? AND `partition` IN ("+sqldb.Placeholders(len(mark))+")", args...); err != nil {
 			return err
 		}
 	}
@@ -118,8 +120,8 @@ func (d *Driver) deleteRows(ctx context.Context, tx querier, stream driver.Strea
 		return err
 	}
 	for start := 0; start < len(ids); start += idChunk {
-		chunk := int64sToArgs(ids[start:min(start+idChunk, len(ids))])
-		in := ` IN (` + placeholders(len(chunk)) + `)`
+		chunk := sqldb.Args(ids[start:min(start+idChunk, len(ids))])
+		in := ` IN (` + sqldb.Placeholders(len(chunk)) + `)`
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE id`+in, chunk...); err != nil {
 			return err
 		}
@@ -139,7 +141,7 @@ func (d *Driver) deleteRows(ctx context.Context, tx querier, stream driver.Strea
 // what it waited for.
 func (d *Driver) deleteExceptions(ctx context.Context, tx querier, streamID int64, ids []int64) error {
 	var groups []string
-	if err := eachRow(ctx, tx, `SELECT name FROM consumer_group WHERE stream_id = ? ORDER BY name`, []any{streamID}, func(r *sql.Rows) error {
+	if err := sqldb.EachRow(ctx, tx, `SELECT name FROM consumer_group WHERE stream_id = ? ORDER BY name`, []any{streamID}, func(r *sql.Rows) error {
 		var g string
 		err := r.Scan(&g)
 		groups = append(groups, g)
@@ -149,9 +151,9 @@ func (d *Driver) deleteExceptions(ctx context.Context, tx querier, streamID int6
 	}
 	for start := 0; start < len(ids); start += idChunk {
 		chunk := ids[start:min(start+idChunk, len(ids))]
-		where := `stream_id = ? AND group_name IN (` + placeholders(len(groups)) + `) AND msg_id IN (` + placeholders(len(chunk)) + `)`
-		args := append(append([]any{streamID}, toArgs(groups)...), int64sToArgs(chunk)...)
-		err := eachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE `+where+` ORDER BY group_name, msg_id FOR UPDATE`+d.waitClause(), args,
+		where := `stream_id = ? AND group_name IN (` + sqldb.Placeholders(len(groups)) + `) AND msg_id IN (` + sqldb.Placeholders(len(chunk)) + `)`
+		args := append(append([]any{streamID}, sqldb.Args(groups)...), sqldb.Args(chunk)...)
+		err := sqldb.EachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE `+where+` ORDER BY group_name, msg_id FOR UPDATE`+d.waitClause(), args,
 			func(*sql.Rows) error { return nil })
 		if err != nil {
 			return d.leaseWaitError(streamID, "lock exceptions of rows removed", err)
@@ -196,14 +198,11 @@ func (d *Driver) retain(ctx context.Context, tx querier, req driver.RetainParams
 	if err != nil {
 		return err
 	}
-	r := stream.Retention
-	if r.MaxAge <= 0 && r.MaxRows <= 0 {
-		return nil
-	}
 	bound, err := retainBound(ctx, tx, stream, req.Now)
 	if err != nil || bound == 0 {
 		return err
 	}
+	r := stream.Retention
 	table := logTable(stream.ID)
 	where := `m.id < ?`
 	args := []any{bound}
@@ -216,18 +215,10 @@ func (d *Driver) retain(ctx context.Context, tx querier, req driver.RetainParams
 			// the rows materialized from it).
 			" AND m.id < COALESCE((SELECT MIN(b.first_id) FROM delivery_batch b WHERE b.stream_id = " + sid + "), m.id + 1)"
 	}
-	var victims []driver.RetainCandidate
-	if err := eachRow(ctx, tx, "SELECT m.id, m.`partition`, m.schema_version, m.routing_key FROM "+table+" m WHERE "+where+" ORDER BY m.id LIMIT ?",
-		append(args, req.Limit), func(rs *sql.Rows) error {
-			var v driver.RetainCandidate
-			err := rs.Scan(&v.ID, &v.Partition, &v.Version, &v.RoutingKey)
-			victims = append(victims, v)
-			return err
-		}); err != nil {
+	victims, err := sqldb.Collect(ctx, tx, "SELECT m.id, m.`partition`, m.schema_version, m.routing_key FROM "+table+" m WHERE "+where+" ORDER BY m.id LIMIT ?",
+		append(args, req.Limit), driver.ScanRetainCandidate)
+	if err != nil || len(victims) == 0 {
 		return err
-	}
-	if len(victims) == 0 {
-		return nil
 	}
 	if r.Hard {
 		// Lock the groups and their cursors so that the count of unread rows
@@ -242,30 +233,15 @@ func (d *Driver) retain(ctx context.Context, tx querier, req driver.RetainParams
 		if err := d.materializeOverlapping(ctx, tx, stream.ID, victims); err != nil {
 			return err
 		}
-		held := map[string]map[int64]bool{}
-		if err := eachRow(ctx, tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = ? AND msg_id BETWEEN ? AND ?`,
-			[]any{stream.ID, victims[0].ID, victims[len(victims)-1].ID}, func(rs *sql.Rows) error {
-				var g string
-				var id int64
-				if err := rs.Scan(&g, &id); err != nil {
-					return err
-				}
-				if held[g] == nil {
-					held[g] = map[int64]bool{}
-				}
-				held[g][id] = true
-				return nil
-			}); err != nil {
+		held := driver.Held{}
+		if err := sqldb.EachRow(ctx, tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = ? AND msg_id BETWEEN ? AND ?`,
+			[]any{stream.ID, victims[0].ID, victims[len(victims)-1].ID}, func(rs *sql.Rows) error { return held.Scan(rs) }); err != nil {
 			return err
 		}
 		res.RemovedUnread = driver.CountRemovedUnread(groups, victims, held, req.Match)
-		for _, g := range groups {
-			n := res.RemovedUnread[g.Name]
-			if n == 0 {
-				continue
-			}
+		for _, name := range slices.Sorted(maps.Keys(res.RemovedUnread)) {
 			if _, err := tx.ExecContext(ctx, `UPDATE consumer_group SET removed_unread = removed_unread + ? WHERE stream_id = ? AND name = ?`,
-				n, stream.ID, g.Name); err != nil {
+				res.RemovedUnread[name], stream.ID, name); err != nil {
 				return err
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // Migrate implements driver.Driver: it applies every pending migration, in
@@ -71,7 +72,7 @@ func (d *Driver) AppliedMigrations(ctx context.Context, _ driver.AppliedMigratio
 		return nil, err
 	}
 	var out []driver.AppliedMigration
-	err := eachRow(ctx, d.db, `SELECT version, applied_at FROM sqlstreams_migration ORDER BY version`, nil, func(r *sql.Rows) error {
+	err := sqldb.EachRow(ctx, d.db, `SELECT version, applied_at FROM sqlstreams_migration ORDER BY version`, nil, func(r *sql.Rows) error {
 		var m driver.AppliedMigration
 		var at time.Time
 		err := r.Scan(&m.Version, &at)
@@ -200,7 +201,7 @@ func (d *Driver) withMigrationLock(ctx context.Context, fn func(conn *sql.Conn, 
 		return err
 	}
 	applied := map[int]bool{}
-	if err := eachRow(ctx, conn, `SELECT version FROM sqlstreams_migration`, nil, func(r *sql.Rows) error {
+	if err := sqldb.EachRow(ctx, conn, `SELECT version FROM sqlstreams_migration`, nil, func(r *sql.Rows) error {
 		var v int
 		err := r.Scan(&v)
 		applied[v] = true
@@ -378,7 +379,7 @@ func (d *Driver) runStep(ctx context.Context, conn *sql.Conn, s step) error {
 // streamLogs lists the log tables of existing streams.
 func streamLogs(ctx context.Context, conn *sql.Conn) ([]string, error) {
 	tables := map[string]bool{}
-	if err := eachRow(ctx, conn, `SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'message\_log\_%'`, nil,
+	if err := sqldb.EachRow(ctx, conn, `SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'message\_log\_%'`, nil,
 		func(r *sql.Rows) error {
 			var name string
 			err := r.Scan(&name)
@@ -388,7 +389,7 @@ func streamLogs(ctx context.Context, conn *sql.Conn) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	err := eachRow(ctx, conn, `SELECT id FROM stream_config ORDER BY id`, nil, func(r *sql.Rows) error {
+	err := sqldb.EachRow(ctx, conn, `SELECT id FROM stream_config ORDER BY id`, nil, func(r *sql.Rows) error {
 		var id int64
 		if err := r.Scan(&id); err != nil {
 			return err
@@ -432,10 +433,10 @@ func (d *Driver) dropChecks(ctx context.Context, conn *sql.Conn, table, column, 
 	}
 	var err error
 	if d.mariadb.Load() {
-		err = eachRow(ctx, conn, `SELECT CONSTRAINT_NAME, CHECK_CLAUSE, LEVEL FROM information_schema.CHECK_CONSTRAINTS
+		err = sqldb.EachRow(ctx, conn, `SELECT CONSTRAINT_NAME, CHECK_CLAUSE, LEVEL FROM information_schema.CHECK_CONSTRAINTS
 			WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = ?`, []any{table}, scan)
 	} else {
-		err = eachRow(ctx, conn, `SELECT tc.CONSTRAINT_NAME, cc.CHECK_CLAUSE, 'Table' FROM information_schema.TABLE_CONSTRAINTS tc
+		err = sqldb.EachRow(ctx, conn, `SELECT tc.CONSTRAINT_NAME, cc.CHECK_CLAUSE, 'Table' FROM information_schema.TABLE_CONSTRAINTS tc
 			JOIN information_schema.CHECK_CONSTRAINTS cc ON cc.CONSTRAINT_SCHEMA = tc.CONSTRAINT_SCHEMA AND cc.CONSTRAINT_NAME = tc.CONSTRAINT_NAME
 			WHERE tc.TABLE_SCHEMA = DATABASE() AND tc.TABLE_NAME = ? AND tc.CONSTRAINT_TYPE = 'CHECK'`, []any{table}, scan)
 	}

@@ -284,10 +284,7 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -332,9 +329,9 @@ type Driver struct {
 	gal galeraState // Galera Cluster (galera.go)
 
 	batches batchCache // the batches this driver's claims wrote (batchcache.go)
-	// hot maps a group (cacheKey without token) to the partition whose new
-	// rows filled the driver's last claim of it (claimHot).
-	hot sync.Map
+	// next notes, per group, the partition whose new rows filled the
+	// driver's last claim of it (claimHot).
+	next driver.NextClaim[int]
 
 	// Test hooks, set before Migrate.
 	forceReadBack    bool // always read new ids back
@@ -446,45 +443,5 @@ func utc(t time.Time) time.Time {
 
 func logTable(streamID int64) string { return "message_log_" + strconv.FormatInt(streamID, 10) }
 
-// repeated is n copies of s joined by sep: the rows of a VALUES list, the
-// alternatives of an OR, the queries of a UNION ALL.
-func repeated(n int, s, sep string) string {
-	if n <= 0 {
-		return ""
-	}
-	return strings.Repeat(s+sep, n-1) + s
-}
-
 // idChunk bounds the ids (or keys) one statement names.
 const idChunk = 500
-
-// placeholders returns "?, ?, ?" for n values.
-func placeholders(n int) string {
-	if n == 0 {
-		return ""
-	}
-	return strings.Repeat("?, ", n-1) + "?"
-}
-
-func int64sToArgs(ids []int64) []any {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	return args
-}
-
-// toArgs passes vs as statement arguments.
-func toArgs[T int | string](vs []T) []any {
-	args := make([]any, len(vs))
-	for i, v := range vs {
-		args[i] = v
-	}
-	return args
-}
-
-func dedupe(ids []int64) []int64 {
-	out := slices.Clone(ids)
-	slices.Sort(out)
-	return slices.Compact(out)
-}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // SetCursors implements driver.Driver. In one transaction it locks every
@@ -26,7 +27,7 @@ func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) erro
 	slices.Sort(parts)
 	return d.inTx(ctx, nil, func(tx querier) error {
 		have := map[int]bool{}
-		err := eachRow(ctx, tx, "SELECT `partition` FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY `partition` FOR UPDATE"+d.waitClause(),
+		err := sqldb.EachRow(ctx, tx, "SELECT `partition` FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY `partition` FOR UPDATE"+d.waitClause(),
 			[]any{p.StreamID, p.Group}, func(r *sql.Rows) error {
 				var part int
 				err := r.Scan(&part)
@@ -55,17 +56,17 @@ func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) erro
 		// rows, so that every batch member stays at or below its cursor and
 		// a claim past a cursor moved back passes over them as it passes
 		// over any row with an exception.
-		if _, err := explodeWhole(ctx, tx, p.StreamID, "group_name = ? AND `partition` IN ("+placeholders(len(parts))+")",
-			append([]any{p.Group}, toArgs(parts)...), " FOR UPDATE"); err != nil {
+		if _, err := explodeWhole(ctx, tx, p.StreamID, "group_name = ? AND `partition` IN ("+sqldb.Placeholders(len(parts))+")",
+			append([]any{p.Group}, sqldb.Args(parts)...), " FOR UPDATE"); err != nil {
 			return err
 		}
 		args := make([]any, 0, 3*len(parts)+2)
 		for _, part := range parts {
 			args = append(args, part, p.Positions[part])
 		}
-		args = append(append(args, p.StreamID, p.Group), toArgs(parts)...)
+		args = append(append(args, p.StreamID, p.Group), sqldb.Args(parts)...)
 		_, err = tx.ExecContext(ctx, "UPDATE group_cursor SET position = CASE `partition`"+strings.Repeat(" WHEN ? THEN ?", len(parts))+
-			" ELSE position END WHERE stream_id = ? AND group_name = ? AND `partition` IN ("+placeholders(len(parts))+")", args...)
+			" ELSE position END WHERE stream_id = ? AND group_name = ? AND `partition` IN ("+sqldb.Placeholders(len(parts))+")", args...)
 		return err
 	})
 }
@@ -104,7 +105,7 @@ func (d *Driver) readRows(ctx context.Context, p driver.ReadRowsParams, res *dri
 	if budget <= 0 {
 		budget = p.Limit
 	}
-	filter, fargs := versionFilter("m.schema_version", p.Versions)
+	filter, fargs := sqldb.VersionFilter("m.schema_version", p.Versions)
 	if p.HasKey {
 		filter += " AND m.msg_key <=> ?"
 		fargs = append(fargs, []byte(p.Key))
@@ -140,7 +141,7 @@ func (d *Driver) readRows(ctx context.Context, p driver.ReadRowsParams, res *dri
 		w := min(window, remaining)
 		args := append(append(append(append(append(make([]any, 0, 3*len(fargs)+4), fargs...), fargs...), fargs...), partArgs...), lo, hi, w)
 		var got []read
-		if err := eachRow(ctx, d.db, query, args, func(r *sql.Rows) error {
+		if err := sqldb.EachRow(ctx, d.db, query, args, func(r *sql.Rows) error {
 			var rd read
 			var err error
 			rd.row, err = scanRow(r, &rd.match)

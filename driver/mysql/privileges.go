@@ -12,6 +12,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // MySQL and MariaDB errors of the privilege probe.
@@ -59,7 +60,7 @@ func (d *Driver) checkPrivileges(ctx context.Context) error {
 		grantee = "'" + grantee[:i] + "'@'" + grantee[i+1:] + "'"
 	}
 	held := map[string]bool{}
-	if err := eachRow(ctx, conn, `SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = ? AND PRIVILEGE_TYPE IN ('CREATE', 'DROP')
+	if err := sqldb.EachRow(ctx, conn, `SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = ? AND PRIVILEGE_TYPE IN ('CREATE', 'DROP')
 		UNION SELECT PRIVILEGE_TYPE FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = ? AND CAST(TABLE_SCHEMA AS BINARY) IN (?, ?)
 			AND PRIVILEGE_TYPE IN ('CREATE', 'DROP')`,
 		[]any{grantee, grantee, db.String, likeEscape(db.String)}, func(r *sql.Rows) error {

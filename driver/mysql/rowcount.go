@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // Health's rows per version come from row_count, which holds each
@@ -27,7 +28,7 @@ type partCount struct {
 // partition, in statements of up to 64 partitions.
 func pastMarks(ctx context.Context, q querier, stream driver.StreamConfig) ([]partCount, error) {
 	marks := make([]int64, stream.Partitions)
-	if err := eachRow(ctx, q, "SELECT `partition`, counted_to FROM row_count_mark WHERE stream_id = ?", []any{stream.ID}, func(r *sql.Rows) error {
+	if err := sqldb.EachRow(ctx, q, "SELECT `partition`, counted_to FROM row_count_mark WHERE stream_id = ?", []any{stream.ID}, func(r *sql.Rows) error {
 		var p int
 		var to int64
 		err := r.Scan(&p, &to)
@@ -46,8 +47,8 @@ func pastMarks(ctx context.Context, q querier, stream driver.StreamConfig) ([]pa
 		for p := start; p < end; p++ {
 			args = append(args, p, p, marks[p])
 		}
-		query := repeated(end-start, "SELECT ?, schema_version, COUNT(*), MAX(id) FROM "+logTable(stream.ID)+" WHERE `partition` = ? AND id > ? GROUP BY schema_version", " UNION ALL ")
-		if err := eachRow(ctx, q, query, args, func(r *sql.Rows) error {
+		query := sqldb.Repeated(end-start, "SELECT ?, schema_version, COUNT(*), MAX(id) FROM "+logTable(stream.ID)+" WHERE `partition` = ? AND id > ? GROUP BY schema_version", " UNION ALL ")
+		if err := sqldb.EachRow(ctx, q, query, args, func(r *sql.Rows) error {
 			var c partCount
 			err := r.Scan(&c.part, &c.version, &c.n, &c.newest)
 			out = append(out, c)
@@ -62,15 +63,8 @@ func pastMarks(ctx context.Context, q querier, stream driver.StreamConfig) ([]pa
 // rowCounts returns the rows per version of a stream in q's snapshot, and
 // how many of them lay past the marks (counted from the log).
 func rowCounts(ctx context.Context, q querier, stream driver.StreamConfig) (map[int]int64, int64, error) {
-	rows := map[int]int64{}
-	if err := eachRow(ctx, q, `SELECT schema_version, SUM(row_count) FROM row_count WHERE stream_id = ? GROUP BY schema_version`,
-		[]any{stream.ID}, func(r *sql.Rows) error {
-			var v int
-			var n int64
-			err := r.Scan(&v, &n)
-			rows[v] += n
-			return err
-		}); err != nil {
+	rows, err := sqldb.Map[int, int64](ctx, q, `SELECT schema_version, SUM(row_count) FROM row_count WHERE stream_id = ? GROUP BY schema_version`, stream.ID)
+	if err != nil {
 		return nil, 0, err
 	}
 	past, err := pastMarks(ctx, q, stream)
@@ -102,7 +96,7 @@ func (d *Driver) catchUpRowCounts(ctx context.Context, streamID int64) error {
 				args = append(args, streamID, c.part, c.version, c.n)
 				newest[c.part] = max(newest[c.part], c.newest)
 			}
-			if _, err := tx.ExecContext(ctx, "INSERT INTO row_count (stream_id, `partition`, schema_version, row_count) VALUES "+repeated(len(past), "(?, ?, ?, ?)", ", ")+
+			if _, err := tx.ExecContext(ctx, "INSERT INTO row_count (stream_id, `partition`, schema_version, row_count) VALUES "+sqldb.Repeated(len(past), "(?, ?, ?, ?)", ", ")+
 				" ON DUPLICATE KEY UPDATE row_count = row_count + VALUES(row_count)", args...); err != nil {
 				return err
 			}
@@ -110,7 +104,7 @@ func (d *Driver) catchUpRowCounts(ctx context.Context, streamID int64) error {
 			for p, id := range newest {
 				args = append(args, streamID, p, id)
 			}
-			_, err = tx.ExecContext(ctx, "INSERT INTO row_count_mark (stream_id, `partition`, counted_to) VALUES "+repeated(len(newest), "(?, ?, ?)", ", ")+
+			_, err = tx.ExecContext(ctx, "INSERT INTO row_count_mark (stream_id, `partition`, counted_to) VALUES "+sqldb.Repeated(len(newest), "(?, ?, ?)", ", ")+
 				" ON DUPLICATE KEY UPDATE counted_to = GREATEST(counted_to, VALUES(counted_to))", args...)
 			return err
 		})
@@ -122,7 +116,7 @@ func (d *Driver) catchUpRowCounts(ctx context.Context, streamID int64) error {
 // the victims in the same transaction.
 func subtractRowCounts(ctx context.Context, tx querier, streamID int64, victims []driver.RetainCandidate) error {
 	marks := map[int]int64{}
-	if err := eachRow(ctx, tx, "SELECT `partition`, counted_to FROM row_count_mark WHERE stream_id = ?", []any{streamID}, func(r *sql.Rows) error {
+	if err := sqldb.EachRow(ctx, tx, "SELECT `partition`, counted_to FROM row_count_mark WHERE stream_id = ?", []any{streamID}, func(r *sql.Rows) error {
 		var p int
 		var to int64
 		err := r.Scan(&p, &to)

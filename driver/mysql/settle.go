@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // leasedPairs is the predicate naming deliveries still leased with their
@@ -63,8 +64,8 @@ func execByIDs(ctx context.Context, streamID int64, group, stmt string, args ...
 
 // byIDs is the WHERE clause naming exception rows by id, and its arguments.
 func byIDs(streamID int64, group string, ids []int64) (string, []any) {
-	return ` WHERE stream_id = ? AND group_name = ? AND msg_id IN (` + placeholders(len(ids)) + `)`,
-		append([]any{streamID, group}, int64sToArgs(ids)...)
+	return ` WHERE stream_id = ? AND group_name = ? AND msg_id IN (` + sqldb.Placeholders(len(ids)) + `)`,
+		append([]any{streamID, group}, sqldb.Args(ids)...)
 }
 
 // settleOne settles a single delivery with one statement (stmt, setting
@@ -136,7 +137,7 @@ func settleRowsIn(ctx context.Context, tx querier, op settleOp, leases []driver.
 		}
 		where, wargs := byIDs(op.streamID, op.group, keys)
 		var ids []int64
-		if err := eachRow(ctx, tx, `SELECT msg_id, COALESCE(lease_token, ''), state FROM delivery_exception FORCE INDEX (PRIMARY)`+where+` FOR UPDATE`,
+		if err := sqldb.EachRow(ctx, tx, `SELECT msg_id, COALESCE(lease_token, ''), state FROM delivery_exception FORCE INDEX (PRIMARY)`+where+` FOR UPDATE`,
 			wargs, func(r *sql.Rows) error {
 				var id int64
 				var token, state string
@@ -315,13 +316,8 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 func ackReturning(ctx context.Context, q querier, streamID int64, group string, leases []driver.Lease, changed map[int64]bool) error {
 	for s := 0; s < len(leases); s += idChunk {
 		pred, pargs := leasedPairs(leases[s:min(s+idChunk, len(leases))])
-		if err := eachRow(ctx, q, ackStmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`,
-			append([]any{streamID, group}, pargs...), func(r *sql.Rows) error {
-				var id int64
-				err := r.Scan(&id)
-				changed[id] = true
-				return err
-			}); err != nil {
+		if err := sqldb.Mark(ctx, q, ackStmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`,
+			append([]any{streamID, group}, pargs...), changed); err != nil {
 			return err
 		}
 	}

@@ -3,28 +3,21 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-const streamColumns = `id, name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at`
+// scanner is registry.go's name for driver.RowScanner (the registry's own
+// change renames it).
+type scanner = driver.RowScanner
 
-type scanner interface{ Scan(...any) error }
-
-func scanStream(r scanner) (driver.StreamConfig, error) {
-	var c driver.StreamConfig
-	var maxAge int64
-	var created time.Time
-	err := r.Scan(&c.ID, &c.Name, &c.Partitions, &c.Compacted, &maxAge, &c.Retention.MaxRows, &c.Retention.Hard, &created)
-	c.Retention.MaxAge = time.Duration(maxAge) * time.Microsecond
-	c.CreatedAt = utc(created)
-	return c, err
-}
+// scanStream reads sqldb.StreamColumns as MySQL stores them.
+func scanStream(r driver.RowScanner) (driver.StreamConfig, error) { return sqldb.ScanStream(r, utc) }
 
 // logDDL is the CREATE TABLE statement of a stream log named table.
 func logDDL(table string) string {
@@ -100,7 +93,7 @@ func (d *Driver) CreateStream(ctx context.Context, p driver.CreateStreamParams) 
 			for p := start; p < end; p++ {
 				args = append(args, cfg.ID, p)
 			}
-			if _, err := tx.ExecContext(ctx, "INSERT INTO stream_partition (stream_id, `partition`) VALUES "+repeated(end-start, "(?, ?)", ", "), args...); err != nil {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO stream_partition (stream_id, `partition`) VALUES "+sqldb.Repeated(end-start, "(?, ?)", ", "), args...); err != nil {
 				return err
 			}
 		}
@@ -130,7 +123,7 @@ func (d *Driver) LookupStream(ctx context.Context, p driver.LookupStreamParams) 
 // queryStream reads the config of the stream that where (with arg) names,
 // or fails with ErrStreamNotFound.
 func queryStream(ctx context.Context, q querier, where string, arg any) (driver.StreamConfig, error) {
-	c, err := scanStream(q.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE `+where, arg))
+	c, err := scanStream(q.QueryRowContext(ctx, `SELECT `+sqldb.StreamColumns+` FROM stream_config WHERE `+where, arg))
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, driver.ErrStreamNotFound
 	}
@@ -146,12 +139,7 @@ func (d *Driver) ListStreams(ctx context.Context, _ driver.ListStreamsParams) ([
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	var out []driver.StreamConfig
-	err := eachRow(ctx, d.db, `SELECT `+streamColumns+` FROM stream_config ORDER BY name`, nil, func(r *sql.Rows) error {
-		c, err := scanStream(r)
-		out = append(out, c)
-		return err
-	})
+	out, err := sqldb.Collect(ctx, d.db, `SELECT `+sqldb.StreamColumns+` FROM stream_config ORDER BY name`, nil, scanStream)
 	return out, d.wrap(ctx, err, opRead)
 }
 
@@ -161,13 +149,7 @@ func (d *Driver) RenameStream(ctx context.Context, p driver.RenameStreamParams) 
 	if isUnique(err) {
 		return driver.ErrStreamExists
 	}
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return driver.ErrStreamNotFound
-	}
-	return nil
+	return sqldb.Changed(res, err, driver.ErrStreamNotFound)
 }
 
 // DestroyStream implements driver.Driver. The config, partitions, groups,
@@ -181,11 +163,8 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 	streamID := p.StreamID
 	err := d.inTx(ctx, nil, func(tx querier) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM stream_config WHERE id = ?`, streamID)
-		if err != nil {
+		if err := sqldb.Changed(res, err, driver.ErrStreamNotFound); err != nil {
 			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return driver.ErrStreamNotFound
 		}
 		if _, err := d.lockPartitions(ctx, tx, streamID, nil, false, false); err != nil {
 			return err
@@ -205,47 +184,21 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 	return d.wrap(ctx, err, opWrite)
 }
 
-const groupColumns = `stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at, removed_unread`
-
-// scanGroup reads groupColumns, plus extra destinations after them.
-func scanGroup(r scanner, extra ...any) (driver.GroupConfig, int64, error) {
-	var g driver.GroupConfig
-	var bindings, convertsFrom string
-	var created time.Time
-	var removed int64
-	err := r.Scan(append([]any{&g.StreamID, &g.Name, &g.SchemaVersion, &g.AllVersions, &bindings, &convertsFrom, &g.Start, &created, &removed}, extra...)...)
-	if err != nil {
-		return g, 0, err
-	}
-	g.CreatedAt = utc(created)
-	if err := json.Unmarshal([]byte(bindings), &g.Bindings); err != nil {
-		return g, 0, fmt.Errorf("group %q: stored bindings: %w", g.Name, err)
-	}
-	if err := json.Unmarshal([]byte(convertsFrom), &g.ConvertsFrom); err != nil {
-		return g, 0, fmt.Errorf("group %q: stored converter versions: %w", g.Name, err)
-	}
-	g.Bindings, g.ConvertsFrom = nilIfEmpty(g.Bindings), nilIfEmpty(g.ConvertsFrom)
-	return g, removed, nil
+// scanGroup reads sqldb.GroupColumns as MySQL stores them, plus extra
+// destinations after them.
+func scanGroup(r driver.RowScanner, extra ...any) (driver.GroupConfig, int64, error) {
+	return sqldb.ScanGroup(r, utc, extra...)
 }
 
 // loadGroup reads a group's stored configuration with the locking clause
 // lock ("" for a plain read, which at READ COMMITTED sees the latest
 // commit), or fails with ErrGroupNotFound.
 func loadGroup(ctx context.Context, q querier, streamID int64, name, lock string) (driver.GroupConfig, error) {
-	g, _, err := scanGroup(q.QueryRowContext(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? AND name = ?`+lock, streamID, name))
+	g, _, err := scanGroup(q.QueryRowContext(ctx, `SELECT `+sqldb.GroupColumns+` FROM consumer_group WHERE stream_id = ? AND name = ?`+lock, streamID, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return g, fmt.Errorf("group %q: %w", name, driver.ErrGroupNotFound)
 	}
 	return g, err
-}
-
-func encodeGroupLists(g driver.GroupConfig) (bindings, convertsFrom string, err error) {
-	b, err := json.Marshal(nonNil(g.Bindings))
-	if err != nil {
-		return "", "", err
-	}
-	c, err := json.Marshal(nonNil(g.ConvertsFrom))
-	return string(b), string(c), err
 }
 
 // RegisterGroup implements driver.Driver. An existing group's row is locked
@@ -294,15 +247,15 @@ func (d *Driver) updateGroup(ctx context.Context, tx querier, existing driver.Gr
 		return existing, callerError{err}
 	}
 	out := existing
-	out.Bindings, out.ConvertsFrom = nilIfEmpty(slices.Clone(next.Bindings)), nilIfEmpty(slices.Clone(next.ConvertsFrom))
+	out.Bindings, out.ConvertsFrom = sqldb.NilIfEmpty(slices.Clone(next.Bindings)), sqldb.NilIfEmpty(slices.Clone(next.ConvertsFrom))
 	if slices.Equal(out.Bindings, existing.Bindings) && slices.Equal(out.ConvertsFrom, existing.ConvertsFrom) {
 		return existing, nil
 	}
-	if err := eachRow(ctx, tx, "SELECT `partition` FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY `partition` FOR UPDATE"+d.waitClause(),
+	if err := sqldb.EachRow(ctx, tx, "SELECT `partition` FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY `partition` FOR UPDATE"+d.waitClause(),
 		[]any{out.StreamID, out.Name}, func(*sql.Rows) error { return nil }); err != nil {
 		return existing, err
 	}
-	b, c, err := encodeGroupLists(out)
+	b, c, err := sqldb.EncodeGroupLists(out)
 	if err != nil {
 		return out, err
 	}
@@ -313,7 +266,7 @@ func (d *Driver) updateGroup(ctx context.Context, tx querier, existing driver.Gr
 // createGroup writes a new group and its cursors: at 0, or at the newest
 // row of each partition for StartLatest.
 func (d *Driver) createGroup(ctx context.Context, tx querier, stream driver.StreamConfig, cfg driver.GroupConfig) (driver.GroupConfig, error) {
-	bindings, convertsFrom, err := encodeGroupLists(cfg)
+	bindings, convertsFrom, err := sqldb.EncodeGroupLists(cfg)
 	if err != nil {
 		return cfg, err
 	}
@@ -340,10 +293,10 @@ func (d *Driver) createGroup(ctx context.Context, tx querier, stream driver.Stre
 	for p, pos := range start {
 		args = append(args, cfg.StreamID, cfg.Name, p, pos)
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO group_cursor (stream_id, group_name, `partition`, position) VALUES "+repeated(len(start), "(?, ?, ?, ?)", ", "), args...); err != nil {
+	if _, err := tx.ExecContext(ctx, "INSERT INTO group_cursor (stream_id, group_name, `partition`, position) VALUES "+sqldb.Repeated(len(start), "(?, ?, ?, ?)", ", "), args...); err != nil {
 		return cfg, err
 	}
-	cfg.Bindings, cfg.ConvertsFrom = nilIfEmpty(slices.Clone(cfg.Bindings)), nilIfEmpty(slices.Clone(cfg.ConvertsFrom))
+	cfg.Bindings, cfg.ConvertsFrom = sqldb.NilIfEmpty(slices.Clone(cfg.Bindings)), sqldb.NilIfEmpty(slices.Clone(cfg.ConvertsFrom))
 	return cfg, nil
 }
 
@@ -352,43 +305,15 @@ func (d *Driver) ListGroups(ctx context.Context, p driver.ListGroupsParams) ([]d
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	var out []driver.GroupConfig
-	err := eachRow(ctx, d.db, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? ORDER BY name`, []any{p.StreamID}, func(r *sql.Rows) error {
-		g, _, err := scanGroup(r)
-		out = append(out, g)
-		return err
-	})
+	out, err := sqldb.Collect(ctx, d.db, `SELECT `+sqldb.GroupColumns+` FROM consumer_group WHERE stream_id = ? ORDER BY name`, []any{p.StreamID},
+		func(r driver.RowScanner) (driver.GroupConfig, error) { g, _, err := scanGroup(r); return g, err })
 	return out, d.wrap(ctx, err, opRead)
 }
 
+// eachRow is registry.go's name for sqldb.EachRow (the registry's own
+// change renames it).
 func eachRow(ctx context.Context, q querier, query string, args []any, fn func(*sql.Rows) error) error {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return errors.Join(rows.Err(), rows.Close())
-}
-
-// nonNil makes a nil slice encode as [] rather than null.
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
-// nilIfEmpty reads an empty stored list as none.
-func nilIfEmpty[T any](s []T) []T {
-	if len(s) == 0 {
-		return nil
-	}
-	return s
+	return sqldb.EachRow(ctx, q, query, args, fn)
 }
 
 // DeleteGroup implements driver.Driver.
@@ -396,11 +321,8 @@ func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) er
 	streamID, group := p.StreamID, p.Group
 	return d.inTx(ctx, nil, func(tx querier) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM consumer_group WHERE stream_id = ? AND name = ?`, streamID, group)
-		if err != nil {
+		if err := sqldb.Changed(res, err, driver.ErrGroupNotFound); err != nil {
 			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return driver.ErrGroupNotFound
 		}
 		for _, table := range []string{"group_cursor", "delivery_exception", "delivery_batch", "schema_reader"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ? AND group_name = ?`, streamID, group); err != nil {
@@ -417,11 +339,11 @@ func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) er
 func (d *Driver) loadGroups(ctx context.Context, q querier, stream driver.StreamConfig, lock bool) ([]driver.GroupStats, error) {
 	var groups []driver.GroupStats
 	index := map[string]int{}
-	query := `SELECT ` + groupColumns + ` FROM consumer_group WHERE stream_id = ? ORDER BY name`
+	query := `SELECT ` + sqldb.GroupColumns + ` FROM consumer_group WHERE stream_id = ? ORDER BY name`
 	if lock {
 		query += ` FOR UPDATE` + d.waitClause()
 	}
-	if err := eachRow(ctx, q, query, []any{stream.ID}, func(r *sql.Rows) error {
+	if err := sqldb.EachRow(ctx, q, query, []any{stream.ID}, func(r *sql.Rows) error {
 		g, removed, err := scanGroup(r)
 		if err != nil {
 			return err
@@ -436,7 +358,7 @@ func (d *Driver) loadGroups(ctx context.Context, q querier, stream driver.Stream
 	if lock {
 		query += " FOR UPDATE" + d.waitClause()
 	}
-	err := eachRow(ctx, q, query, []any{stream.ID}, func(r *sql.Rows) error {
+	err := sqldb.EachRow(ctx, q, query, []any{stream.ID}, func(r *sql.Rows) error {
 		var name string
 		var p int
 		var pos int64
@@ -460,10 +382,10 @@ type partitionTop struct{ newest, highWater int64 }
 func readTops(ctx context.Context, q querier, streamID int64, parts []int) (map[int]partitionTop, error) {
 	cond, args := "", []any{streamID}
 	if parts != nil {
-		cond, args = " AND p.`partition` IN ("+placeholders(len(parts))+")", append(args, toArgs(parts)...)
+		cond, args = " AND p.`partition` IN ("+sqldb.Placeholders(len(parts))+")", append(args, sqldb.Args(parts)...)
 	}
 	out := map[int]partitionTop{}
-	err := eachRow(ctx, q, "SELECT p.`partition`, (SELECT m.id FROM "+logTable(streamID)+" m WHERE m.`partition` = p.`partition` ORDER BY m.id DESC LIMIT 1), p.high_water"+
+	err := sqldb.EachRow(ctx, q, "SELECT p.`partition`, (SELECT m.id FROM "+logTable(streamID)+" m WHERE m.`partition` = p.`partition` ORDER BY m.id DESC LIMIT 1), p.high_water"+
 		" FROM stream_partition p WHERE p.stream_id = ?"+cond+" ORDER BY p.`partition`", args, func(r *sql.Rows) error {
 		var p int
 		var newest sql.NullInt64

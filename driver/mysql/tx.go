@@ -10,15 +10,12 @@ import (
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // querier is what statements run on: a connection of the pool holding one
 // of the driver's transactions, or the caller's *sql.Tx.
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
+type querier = sqldb.Querier
 
 // Retry limits for the driver's own transactions and autocommit statements.
 const (

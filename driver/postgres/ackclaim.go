@@ -48,7 +48,7 @@ func (d *Driver) newClaimAcks(p driver.ClaimParams) *claimAcks {
 		return nil
 	}
 	a := &claimAcks{d: d, stream: p.Stream.ID, group: p.Group, leases: p.Acks}
-	a.whole, a.fast = d.claimed.take(p.Stream.ID, p.Group, p.Acks)
+	a.whole, a.fast = takeClaimed(&d.claimed, p.Stream.ID, p.Group, p.Acks)
 	return a
 }
 
@@ -102,7 +102,7 @@ func (a *claimAcks) lost() []int64 {
 // fast path took it.
 func (a *claimAcks) failed() {
 	if a != nil && a.fast {
-		a.d.claimed.add(claimKey{a.stream, a.group, a.leases[0].Token}, a.whole)
+		a.d.claimed.Add(a.stream, a.group, a.leases[0].Token, a.whole)
 	}
 }
 

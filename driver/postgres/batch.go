@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -181,70 +180,32 @@ var batchAck = func() string {
 		SELECT g.id FROM m CROSS JOIN LATERAL unnest(m.gone) AS g(id)`
 }()
 
-// claimedBatches remembers the batch each recent claim of this driver
-// wrote, when it wrote one (its rows came from one partition), so that an
-// Ack naming exactly its members deletes it by primary key with the ids
-// compared (ackWhole): a claim acked whole, the common case, costs one
-// small statement. The memory is a hint: a batch changed since (by a
+// claimedBatch is the batch a recent claim of this driver wrote, when it
+// wrote one (its rows came from one partition), remembered in the driver's
+// driver.ClaimMemo so that an Ack naming exactly its members deletes it by
+// primary key with the ids compared (ackWhole): a claim acked whole, the
+// common case, costs one small statement. A batch changed since (by a
 // settle of some members, an expiry, a reset, another process) no longer
 // matches, the delete finds nothing, and the Ack runs as it always did.
-type claimedBatches struct {
-	mu    sync.Mutex
-	m     map[claimKey]claimedBatch
-	order []claimKey
-}
-
-type claimKey struct {
-	stream int64
-	group  string
-	token  string
-}
-
 type claimedBatch struct {
 	partition int32
 	ids       []int64 // sorted, as delivery_batch.ids holds them
 }
 
-// claimedBatchesSize bounds the claims remembered; the oldest go first.
-const claimedBatchesSize = 4096
-
-func (c *claimedBatches) add(k claimKey, b claimedBatch) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[claimKey]claimedBatch{}
-	}
-	for len(c.m) >= claimedBatchesSize && len(c.order) > 0 {
-		delete(c.m, c.order[0])
-		c.order = c.order[1:]
-	}
-	if len(c.order) > 4*claimedBatchesSize {
-		// Keys of entries acked away pile up in order: keep the live ones.
-		c.order = slices.DeleteFunc(c.order, func(k claimKey) bool { _, ok := c.m[k]; return !ok })
-	}
-	c.m[k] = b
-	c.order = append(c.order, k)
-}
-
-// take removes and returns the batch of the claim whose token every lease
-// carries, when the leases name exactly its ids.
-func (c *claimedBatches) take(stream int64, group string, leases []driver.Lease) (claimedBatch, bool) {
+// takeClaimed takes from the memo the batch of the claim whose token every
+// lease carries, and returns it when the leases name exactly its ids.
+func takeClaimed(memo *driver.ClaimMemo[claimedBatch], stream int64, group string, leases []driver.Lease) (claimedBatch, bool) {
 	if len(leases) == 0 {
 		return claimedBatch{}, false
 	}
-	k := claimKey{stream, group, leases[0].Token}
-	c.mu.Lock()
-	b, ok := c.m[k]
-	if ok {
-		delete(c.m, k)
-	}
-	c.mu.Unlock()
+	token := leases[0].Token
+	b, ok := memo.Take(stream, group, token)
 	if !ok || len(b.ids) != len(leases) {
 		return claimedBatch{}, false
 	}
 	ids := make([]int64, len(leases))
 	for i, l := range leases {
-		if l.Token != k.token {
+		if l.Token != token {
 			return claimedBatch{}, false
 		}
 		ids[i] = l.ID

@@ -177,12 +177,12 @@ type claimOutcome struct {
 func (d *Driver) remember(p driver.ClaimParams, c claimOutcome) {
 	if n := c.next; n != nil && n.done && !c.short && len(c.res.Deliveries) == p.Limit && c.took.ok &&
 		c.took.partition == n.partition && c.took.position == n.from {
-		d.windows.Store(busyKey{p.Stream.ID, p.Group}, n)
+		d.windows.Set(p.Stream.ID, p.Group, n)
 	}
 	if len(c.wrote) == 1 {
 		for part, ids := range c.wrote {
 			slices.Sort(ids)
-			d.claimed.add(claimKey{p.Stream.ID, p.Group, p.Token}, claimedBatch{partition: part, ids: ids})
+			d.claimed.Add(p.Stream.ID, p.Group, p.Token, claimedBatch{partition: part, ids: ids})
 		}
 	}
 }
@@ -463,20 +463,15 @@ func scanLockedCursor(r pgx.Row) (lockedCursor, bool, error) {
 // probe), and where that claim left the cursor of the one partition it
 // took rows from, if it took from one (ahead.ok).
 func (d *Driver) busy(streamID int64, group string) (ahead busyState, ok bool) {
-	v, ok := d.busyGroups.Load(busyKey{streamID, group})
-	if ok {
-		ahead = v.(busyState)
-	}
-	return ahead, ok
+	return d.busyGroups.Hint(streamID, group)
 }
 
 func (d *Driver) setBusy(streamID int64, group string, busy bool, ahead busyState) {
-	k := busyKey{streamID, group}
 	if !busy {
-		d.busyGroups.Delete(k)
-		d.windows.Delete(k)
-	} else if v, ok := d.busyGroups.Load(k); !ok || !v.(busyState).same(ahead) {
-		d.busyGroups.Store(k, ahead)
+		d.busyGroups.Forget(streamID, group)
+		d.windows.Forget(streamID, group)
+	} else if v, ok := d.busyGroups.Hint(streamID, group); !ok || !v.same(ahead) {
+		d.busyGroups.Set(streamID, group, ahead)
 	}
 }
 
@@ -499,9 +494,4 @@ type busyState struct {
 func (b busyState) same(o busyState) bool {
 	return b.ok == o.ok && b.partition == o.partition && b.position == o.position && sameVersions(b.versions, o.versions) &&
 		b.first == o.first && b.drawn == o.drawn && b.limit == o.limit
-}
-
-type busyKey struct {
-	streamID int64
-	group    string
 }

@@ -1,9 +1,7 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -34,31 +32,22 @@ func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan
 	// however many retries wait for later: in id order the planner walks
 	// the group's every exception (20 ms behind 100k delayed retries). The
 	// deliveries are returned in id order, as the main claim returns them.
-	var out []driver.Delivery
-	for len(out) < p.Limit {
-		more, full, err := claimExceptionsPage(ctx, tx, p, vf, vargs, ordered, p.Limit-len(out))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, more...)
-		if !full {
-			break
-		}
-	}
-	slices.SortFunc(out, func(a, b driver.Delivery) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
+	return driver.ClaimDue(p.Limit, func(limit int) ([]driver.Delivery, int, error) {
+		return claimExceptionsPage(ctx, tx, p, vf, vargs, ordered, limit)
+	})
 }
 
-// claimExceptionsPage handles up to limit due exceptions and reports whether
-// it found that many candidates.
-func claimExceptionsPage(ctx context.Context, tx querier, p driver.ClaimParams, vf string, vargs []any, ordered string, limit int) ([]driver.Delivery, bool, error) {
+// claimExceptionsPage handles up to limit due exceptions (driver.FateOfDue)
+// and returns what it leased and, when it found that many candidates, how
+// many it resolved or buried: then more may be due past them.
+func claimExceptionsPage(ctx context.Context, tx querier, p driver.ClaimParams, vf string, vargs []any, ordered string, limit int) ([]driver.Delivery, int, error) {
 	args := append([]any{p.Stream.ID, p.Group, ts(p.Now), int32(limit)}, vargs...)
 	rows, err := tx.Query(ctx, `SELECT `+rowColumns+`, e.msg_id, e.state, e.attempt, m.id IS NOT NULL AND `+rowIsHead(p.Stream)+`
 		FROM delivery_exception e LEFT JOIN `+logTable(p.Stream.ID)+` m ON m.id = e.msg_id
 		WHERE e.stream_id = $1::bigint AND e.group_name = $2::text AND e.state <> 'dead' AND e.due_at <= $3::timestamptz AND `+vf+ordered+`
 		ORDER BY e.due_at LIMIT $4::integer FOR UPDATE OF e SKIP LOCKED`, args...)
 	if err != nil {
-		return nil, false, err
+		return nil, 0, err
 	}
 	var resolve, bury, lease []int64
 	var leased []driver.Delivery
@@ -70,19 +59,18 @@ func claimExceptionsPage(ctx context.Context, tx querier, p driver.ClaimParams, 
 		var claimable bool
 		if err := rows.Scan(append(o.dest(), &msgID, &state, &attempt, &claimable)...); err != nil {
 			rows.Close()
-			return nil, false, err
+			return nil, 0, err
 		}
-		switch {
-		case !claimable:
-			// The row was removed or superseded: nothing is left to deliver.
+		switch driver.FateOfDue(p, driver.ExceptionState(state), int(attempt), claimable) {
+		case driver.ResolveDue:
 			resolve = append(resolve, msgID)
-		case state == string(driver.StateLeased) && p.MaxAttempts > 0 && int(attempt) >= p.MaxAttempts:
+		case driver.BuryDue:
 			bury = append(bury, msgID)
 		default:
 			r, err := o.row()
 			if err != nil {
 				rows.Close()
-				return nil, false, err
+				return nil, 0, err
 			}
 			lease = append(lease, msgID)
 			leased = append(leased, driver.Delivery{Row: r, Attempt: int(attempt) + 1, LeaseUntil: ts(p.LeaseUntil)})
@@ -90,7 +78,7 @@ func claimExceptionsPage(ctx context.Context, tx querier, p driver.ClaimParams, 
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, false, err
+		return nil, 0, err
 	}
 	b := &pgx.Batch{}
 	where := ` WHERE stream_id = $1::bigint AND group_name = $2::text AND msg_id = ANY($3::bigint[])`
@@ -110,8 +98,11 @@ func claimExceptionsPage(ctx context.Context, tx querier, p driver.ClaimParams, 
 	}
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return nil, false, err
+			return nil, 0, err
 		}
 	}
-	return leased, len(resolve)+len(bury)+len(lease) == limit, nil
+	if len(resolve)+len(bury)+len(lease) < limit {
+		return leased, 0, nil // nothing more is due
+	}
+	return leased, len(resolve) + len(bury), nil
 }

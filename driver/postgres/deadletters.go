@@ -57,7 +57,7 @@ func (d *Driver) onDead(ctx context.Context, streamID int64, group string, ids [
 	where := ` WHERE stream_id = $1::bigint AND group_name = $2::text AND state = 'dead' AND ($3::bigint[] IS NULL OR msg_id = ANY($3::bigint[]))`
 	var list []int64 // nil: every dead delivery
 	if ids != nil {
-		list = dedupe(ids)
+		list = driver.DistinctIDs(ids)
 	}
 	all := append([]any{streamID, group, list}, args...)
 	var n int64

@@ -181,9 +181,6 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 
 // takeWindow takes the window the group's last claim read, if any.
 func (d *Driver) takeWindow(streamID int64, group string) *window {
-	v, ok := d.windows.LoadAndDelete(busyKey{streamID, group})
-	if !ok {
-		return nil
-	}
-	return v.(*window)
+	w, _ := d.windows.Take(streamID, group)
+	return w
 }

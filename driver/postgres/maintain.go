@@ -183,14 +183,11 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 		if err != nil {
 			return err
 		}
-		r := stream.Retention
-		if r.MaxAge <= 0 && r.MaxRows <= 0 {
-			return nil
-		}
 		bound, err := retainBound(ctx, tx, stream, req.Now)
 		if err != nil || bound == 0 {
 			return err
 		}
+		r := stream.Retention
 		table := logTable(stream.ID)
 		sid := strconv.FormatInt(stream.ID, 10)
 		args := []any{int32(req.Limit), bound}
@@ -205,15 +202,11 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 		var victims []driver.RetainCandidate
 		if err := eachRow(ctx, tx, `SELECT m.id, m.partition, m.schema_version, m.routing_key FROM `+table+` m WHERE `+where+` ORDER BY m.id LIMIT $1::integer`,
 			args, func(rs pgx.Rows) error {
-				var v driver.RetainCandidate
-				err := rs.Scan(&v.ID, &v.Partition, &v.Version, &v.RoutingKey)
+				v, err := driver.ScanRetainCandidate(rs)
 				victims = append(victims, v)
 				return err
-			}); err != nil {
+			}); err != nil || len(victims) == 0 {
 			return err
-		}
-		if len(victims) == 0 {
-			return nil
 		}
 		ids := make([]int64, len(victims))
 		parts := make([]int32, len(victims))
@@ -225,23 +218,12 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 			if err != nil {
 				return err
 			}
-			held := map[string]map[int64]bool{}
+			held := driver.Held{}
 			// Batch members are held too (deleteRows materializes them).
 			if err := eachRow(ctx, tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = $1::bigint AND msg_id = ANY($2::bigint[])
 				UNION ALL SELECT b.group_name, u.id FROM delivery_batch b CROSS JOIN LATERAL unnest(b.ids) AS u(id)
 				WHERE b.stream_id = $1::bigint AND b.first_id <= $4::bigint AND b.last_id >= $3::bigint AND u.id = ANY($2::bigint[])`,
-				[]any{stream.ID, ids, slices.Min(ids), slices.Max(ids)}, func(rs pgx.Rows) error {
-					var g string
-					var id int64
-					if err := rs.Scan(&g, &id); err != nil {
-						return err
-					}
-					if held[g] == nil {
-						held[g] = map[int64]bool{}
-					}
-					held[g][id] = true
-					return nil
-				}); err != nil {
+				[]any{stream.ID, ids, slices.Min(ids), slices.Max(ids)}, func(rs pgx.Rows) error { return held.Scan(rs) }); err != nil {
 				return err
 			}
 			res.RemovedUnread = driver.CountRemovedUnread(groups, victims, held, req.Match)

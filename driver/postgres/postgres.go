@@ -243,11 +243,14 @@ type Driver struct {
 	mu           sync.Mutex
 	prefix       string // notification channel prefix, known after Migrate
 	lis          *listener
-	notifyStates sync.Map       // stream id -> *notifyState
-	busyGroups   sync.Map       // busyKey -> struct{}: the last claim took its Limit
-	claimed      claimedBatches // the batches of recent claims (batch.go)
-	windows      sync.Map       // busyKey -> *window: read by the group's last claim (fast.go)
-	txWakes      txWakes        // wake-ups for rows of callers' transactions (notify.go)
+	notifyStates sync.Map // stream id -> *notifyState
+	// What the group's last claim here left for the next one (claim.go):
+	// where it left its cursor, when it took its Limit, and the window it
+	// read past it (fastclaim.go).
+	busyGroups driver.NextClaim[busyState]
+	windows    driver.NextClaim[*window]
+	claimed    driver.ClaimMemo[claimedBatch] // the batches of recent claims (batch.go)
+	txWakes    txWakes                        // wake-ups for rows of callers' transactions (notify.go)
 }
 
 // Option configures Open.
@@ -480,12 +483,6 @@ func (d *Driver) channel(streamID int64) string {
 func ts(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
 func logTable(streamID int64) string { return "message_log_" + strconv.FormatInt(streamID, 10) }
-
-func dedupe(ids []int64) []int64 {
-	out := slices.Clone(ids)
-	slices.Sort(out)
-	return slices.Compact(out)
-}
 
 // versionFilter returns an SQL predicate on col for versions ("TRUE" when
 // every version is read, nil) and the argument it needs, if any, as

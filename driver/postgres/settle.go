@@ -235,7 +235,7 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 	if p.Tx != nil {
 		return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleStmt{sql: ackExceptions, mode: settleAck})
 	}
-	if b, ok := d.claimed.take(p.StreamID, p.Group, p.Leases); ok {
+	if b, ok := takeClaimed(&d.claimed, p.StreamID, p.Group, p.Leases); ok {
 		if err := d.check(); err != nil {
 			return driver.SettleResult{}, err
 		}

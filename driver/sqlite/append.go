@@ -130,7 +130,7 @@ func key(r driver.AppendRow) any {
 const rowColumns = `m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, m.payload, m.headers, m.produced_at`
 
 // scanRow reads rowColumns, plus extra destinations after them.
-func scanRow(r scanner, extra ...any) (driver.Row, error) {
+func scanRow(r driver.RowScanner, extra ...any) (driver.Row, error) {
 	var row driver.Row
 	var key, headers sql.NullString
 	var payload []byte

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // A batch lease (delivery_batch, migration 0007) is how the main claim
@@ -37,7 +38,7 @@ type batch struct {
 
 const batchColumns = `group_name, lease_token, partition, ids, versions, holder, lease_until, created_at`
 
-func scanBatch(r scanner) (batch, error) {
+func scanBatch(r driver.RowScanner) (batch, error) {
 	var b batch
 	var ids, versions string
 	if err := r.Scan(&b.group, &b.token, &b.partition, &ids, &versions, &b.holder, &b.leaseUntil, &b.createdAt); err != nil {
@@ -111,13 +112,7 @@ func insertBatch(ctx context.Context, tx querier, p driver.ClaimParams, part int
 
 // queryBatches reads the batches query selects (batchColumns first).
 func queryBatches(ctx context.Context, tx querier, query string, args ...any) ([]batch, error) {
-	var out []batch
-	err := eachRow(ctx, tx, query, args, func(r *sql.Rows) error {
-		b, err := scanBatch(r)
-		out = append(out, b)
-		return err
-	})
-	return out, err
+	return sqldb.Collect(ctx, tx, query, args, scanBatch)
 }
 
 // split parts b's members into those in ids (all of them when ids is nil)

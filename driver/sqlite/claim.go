@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // scanWindow is how many rows the main claim reads per query while looking
@@ -21,22 +22,6 @@ const (
 	scanWindow = 512
 	maxScan    = 20000
 )
-
-// versionFilter returns an SQL predicate on column col for versions ("1"
-// when every version is read) and its arguments.
-func versionFilter(col string, versions []int) (string, []any) {
-	if versions == nil {
-		return "1", nil
-	}
-	if len(versions) == 0 {
-		return "0", nil
-	}
-	args := make([]any, len(versions))
-	for i, v := range versions {
-		args[i] = v
-	}
-	return col + " IN (" + placeholders(len(versions)) + ")", args
-}
 
 // headExpr is 1 when row m is claimable: on a compacted stream, only a head.
 func headExpr(stream driver.StreamConfig) string {
@@ -56,8 +41,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	}
 	var res driver.ClaimResult
 	var work claimWork
-	busy := claimKey{p.Stream.ID, p.Group}
-	if _, ok := d.fullClaims.Load(busy); (ok && p.Limit > 0) || len(p.Acks) > 0 {
+	if _, ok := d.next.Hint(p.Stream.ID, p.Group); (ok && p.Limit > 0) || len(p.Acks) > 0 {
 		// After a claim that filled its limit, more work is likely: the probe
 		// would only cost a read transaction, so the claim goes straight to
 		// the write transaction, which finds out the same itself. A claim
@@ -71,17 +55,11 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	}
 	err := d.inTxQ(ctx, nil, func(tx cachedTx) error { return claimIn(ctx, tx, p, work, &res) })
 	if err == nil && len(res.Deliveries) >= p.Limit {
-		d.fullClaims.Store(busy, struct{}{})
+		d.next.Set(p.Stream.ID, p.Group, struct{}{})
 	} else {
-		d.fullClaims.Delete(busy)
+		d.next.Forget(p.Stream.ID, p.Group)
 	}
 	return res, err
-}
-
-// claimKey names a group's claims for Driver.fullClaims.
-type claimKey struct {
-	stream int64
-	group  string
 }
 
 // claimWork is what a claim looks for: due exceptions or batches whose
@@ -238,7 +216,7 @@ type partitionRead struct {
 // scan reads the partition past cursor, a window at a time, until it has
 // taken limit rows, the partition ends, or maxScan rows were read.
 func (c partitionClaim) scan(ctx context.Context, tx querier, cursor int64) (partitionRead, error) {
-	vf, vargs := versionFilter("m.schema_version", c.plan.Versions)
+	vf, vargs := sqldb.VersionFilter("m.schema_version", c.plan.Versions)
 	// Payloads are read only for rows at the group's versions: other rows
 	// are passed over without their payload leaving the database.
 	query := `SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank,
@@ -306,7 +284,7 @@ func (c partitionClaim) lease(ctx context.Context, tx querier, taken []driver.De
 		return nil, nil
 	}
 	held := map[int64]bool{}
-	if err := eachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id BETWEEN ? AND ?`,
+	if err := sqldb.EachRow(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id BETWEEN ? AND ?`,
 		[]any{c.p.Stream.ID, c.p.Group, taken[0].ID, taken[len(taken)-1].ID}, func(r *sql.Rows) error {
 			var id int64
 			err := r.Scan(&id)
@@ -336,7 +314,7 @@ func (c partitionClaim) deferRows(ctx context.Context, tx querier, deferred []dr
 			args = append(args, c.p.Stream.ID, c.p.Group, r.ID, r.Partition, r.SchemaVersion, now, c.p.Holder, now)
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, holder, updated_at)
-			VALUES `+tuples(len(chunk), "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)")+` ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`, args...)
+			VALUES `+sqldb.Repeated(len(chunk), "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", ")+` ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`, args...)
 		if err != nil {
 			return 0, err
 		}
@@ -349,49 +327,36 @@ func (c partitionClaim) deferRows(ctx context.Context, tx querier, deferred []dr
 	return inserted, nil
 }
 
-// claimExceptions leases due exceptions at the versions the member decodes.
+// claimExceptions leases due exceptions at the versions the member decodes
+// (driver.ClaimDue looks again past those it drops).
 func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
 	if err := explodeExpired(ctx, tx, p); err != nil {
 		return nil, err
 	}
-	var out []driver.Delivery
-	// Candidates that are resolved (superseded or removed rows) or buried
-	// (out of attempts) do not count toward the limit: look again until the
-	// limit is met or no candidate is left, so that an empty claim means
-	// nothing is due.
-	for len(out) < p.Limit {
-		got, dropped, err := claimExceptionBatch(ctx, tx, p, plan, p.Limit-len(out))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, got...)
-		if dropped == 0 {
-			break
-		}
-	}
-	return out, nil
+	return driver.ClaimDue(p.Limit, func(limit int) ([]driver.Delivery, int, error) {
+		return claimExceptionBatch(ctx, tx, p, plan, limit)
+	})
 }
 
 // claimExceptionBatch examines up to limit due exceptions: it leases those
-// still claimable and resolves or buries the others, which it counts as
-// dropped.
+// still claimable and resolves or buries the others (driver.FateOfDue),
+// which it counts as dropped.
 func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
 	cands, err := dueCandidates(ctx, tx, p, plan, limit)
 	if err != nil {
 		return nil, 0, err
 	}
-	// The deliveries go out in id order, as the main claim hands them out.
+	// The statements run in id order, as the deliveries go out.
 	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(a.msgID, b.msgID) })
 	for _, c := range cands {
-		switch {
-		case !c.exists || !c.head:
-			// The row was removed or superseded: nothing is left to deliver.
+		switch driver.FateOfDue(p, driver.ExceptionState(c.state), c.attempt, c.exists && c.head) {
+		case driver.ResolveDue:
 			if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
 				p.Stream.ID, p.Group, c.msgID); err != nil {
 				return nil, 0, err
 			}
 			dropped++
-		case c.state == string(driver.StateLeased) && p.MaxAttempts > 0 && c.attempt >= p.MaxAttempts:
+		case driver.BuryDue:
 			if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
 				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = `+appendFailure+`
 				WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
@@ -425,7 +390,7 @@ type candidate struct {
 // decodes; for an ordered group, only the lowest pending one of a
 // partition.
 func dueCandidates(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) ([]candidate, error) {
-	vf, vargs := versionFilter("e.schema_version", plan.Decodable)
+	vf, vargs := sqldb.VersionFilter("e.schema_version", plan.Decodable)
 	ordered := ""
 	if p.Ordered {
 		ordered = ` AND NOT EXISTS (SELECT 1 FROM delivery_exception e2 WHERE e2.stream_id = e.stream_id AND e2.group_name = e.group_name
@@ -443,7 +408,7 @@ func dueCandidates(ctx context.Context, tx querier, p driver.ClaimParams, plan d
 			break
 		}
 		args := append([]any{p.Stream.ID, p.Group, state, micros(p.Now)}, vargs...)
-		if err := eachRow(ctx, tx, `SELECT `+rowColumns+`, e.msg_id, e.state, e.attempt, `+headExpr(p.Stream)+`
+		if err := sqldb.EachRow(ctx, tx, `SELECT `+rowColumns+`, e.msg_id, e.state, e.attempt, `+headExpr(p.Stream)+`
 			FROM delivery_exception e LEFT JOIN `+logTable(p.Stream.ID)+` m ON m.id = e.msg_id
 			WHERE e.stream_id = ? AND e.group_name = ? AND e.state = ? AND e.due_at <= ? AND `+vf+ordered+`
 			ORDER BY e.due_at LIMIT ?`, append(args, limit-len(cands)), func(r *sql.Rows) error {

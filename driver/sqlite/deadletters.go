@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // ListDead implements driver.Driver.
@@ -16,7 +17,7 @@ func (d *Driver) ListDead(ctx context.Context, p driver.ListDeadParams) ([]drive
 		if p.History {
 			history = "e.failures"
 		}
-		return eachRow(ctx, tx, `SELECT `+rowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at,
+		return sqldb.EachRow(ctx, tx, `SELECT `+rowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at,
 			COALESCE(e.holder, ''), `+history+`
 			FROM delivery_exception e JOIN `+logTable(p.StreamID)+` m ON m.id = e.msg_id
 			WHERE e.stream_id = ? AND e.group_name = ? AND e.state = 'dead' AND e.msg_id > ? ORDER BY e.msg_id LIMIT ?`,
@@ -55,9 +56,9 @@ func (d *Driver) onDead(ctx context.Context, streamID int64, group string, ids [
 		where := ` WHERE stream_id = ? AND group_name = ? AND state = 'dead'`
 		all := append(args, streamID, group)
 		if ids != nil {
-			ids = dedupe(ids)
-			where += ` AND msg_id IN (` + placeholders(len(ids)) + `)`
-			all = append(all, int64sToArgs(ids)...)
+			ids = driver.DistinctIDs(ids)
+			where += ` AND msg_id IN (` + sqldb.Placeholders(len(ids)) + `)`
+			all = append(all, sqldb.Args(ids)...)
 		}
 		res, err := tx.ExecContext(ctx, stmt+where, all...)
 		if err != nil {

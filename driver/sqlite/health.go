@@ -5,13 +5,14 @@ import (
 	"database/sql"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // loadGroups reads the stream's groups, each with its cursors.
 func loadGroups(ctx context.Context, tx querier, stream driver.StreamConfig) ([]driver.GroupStats, error) {
 	var groups []driver.GroupStats
-	if err := eachRow(ctx, tx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? ORDER BY name`, []any{stream.ID}, func(r *sql.Rows) error {
-		g, removed, err := scanGroup(r)
+	if err := sqldb.EachRow(ctx, tx, `SELECT `+sqldb.GroupColumns+` FROM consumer_group WHERE stream_id = ? ORDER BY name`, []any{stream.ID}, func(r *sql.Rows) error {
+		g, removed, err := sqldb.ScanGroup(r, fromMicros)
 		groups = append(groups, driver.GroupStats{GroupConfig: g, RemovedUnread: removed, Cursors: make([]int64, stream.Partitions)})
 		return err
 	}); err != nil {
@@ -19,7 +20,7 @@ func loadGroups(ctx context.Context, tx querier, stream driver.StreamConfig) ([]
 	}
 	for i := range groups {
 		cursors := groups[i].Cursors
-		if err := eachRow(ctx, tx, `SELECT partition, position FROM group_cursor WHERE stream_id = ? AND group_name = ?`, []any{stream.ID, groups[i].Name}, func(r *sql.Rows) error {
+		if err := sqldb.EachRow(ctx, tx, `SELECT partition, position FROM group_cursor WHERE stream_id = ? AND group_name = ?`, []any{stream.ID, groups[i].Name}, func(r *sql.Rows) error {
 			var part int
 			var pos int64
 			if err := r.Scan(&part, &pos); err != nil {
@@ -79,7 +80,7 @@ func highWaters(ctx context.Context, tx querier, stream driver.StreamConfig) ([]
 	hws := make([]int64, stream.Partitions)
 	// One index dive per partition: a GROUP BY partition, and even a
 	// correlated MAX(id), would read the whole (partition, id) index.
-	err := eachRow(ctx, tx, partitionsCTE+`SELECT p.n, (SELECT m.id FROM `+logTable(stream.ID)+` m WHERE m.partition = p.n ORDER BY m.id DESC LIMIT 1) FROM p
+	err := sqldb.EachRow(ctx, tx, partitionsCTE+`SELECT p.n, (SELECT m.id FROM `+logTable(stream.ID)+` m WHERE m.partition = p.n ORDER BY m.id DESC LIMIT 1) FROM p
 		UNION ALL SELECT partition, high_water FROM partition_mark WHERE stream_id = ?`, []any{stream.Partitions, stream.ID}, func(r *sql.Rows) error {
 		var part int
 		var hw sql.NullInt64 // NULL: a partition without rows
@@ -112,7 +113,7 @@ func unreadCounts(ctx context.Context, tx querier, stream driver.StreamConfig, g
 	var out []driver.UnreadCount
 	for _, g := range groups {
 		for part, cursor := range g.Cursors {
-			if err := eachRow(ctx, tx, `SELECT m.schema_version, m.routing_key, COUNT(*) FROM `+logTable(stream.ID)+` m
+			if err := sqldb.EachRow(ctx, tx, `SELECT m.schema_version, m.routing_key, COUNT(*) FROM `+logTable(stream.ID)+` m
 				WHERE m.partition = ? AND m.id > ? AND `+headExpr(stream)+`
 					AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ? AND e.msg_id = m.id)
 				GROUP BY m.schema_version, m.routing_key`,
@@ -133,7 +134,7 @@ func unreadCounts(ctx context.Context, tx querier, stream driver.StreamConfig, g
 // members are leased deliveries at their versions.
 func exceptionCounts(ctx context.Context, tx querier, streamID int64) ([]driver.ExceptionCount, error) {
 	var out []driver.ExceptionCount
-	err := eachRow(ctx, tx, `SELECT group_name, schema_version, state, SUM(n) FROM (
+	err := sqldb.EachRow(ctx, tx, `SELECT group_name, schema_version, state, SUM(n) FROM (
 		SELECT group_name, schema_version, state, COUNT(*) AS n FROM delivery_exception WHERE stream_id = ? GROUP BY group_name, schema_version, state
 		UNION ALL SELECT b.group_name, v.value, 'leased', COUNT(*) FROM delivery_batch b, json_each(b.versions) v WHERE b.stream_id = ? GROUP BY b.group_name, v.value)
 		GROUP BY group_name, schema_version, state ORDER BY group_name, schema_version, state`, []any{streamID, streamID}, func(r *sql.Rows) error {
@@ -152,7 +153,7 @@ func exceptionCounts(ctx context.Context, tx querier, streamID int64) ([]driver.
 // JOIN: SQLite keeps the groups as the outer loop).
 func holderCounts(ctx context.Context, tx querier, streamID int64) ([]driver.HolderCount, error) {
 	var out []driver.HolderCount
-	err := eachRow(ctx, tx, `SELECT group_name, holder, SUM(n), MAX(until) FROM (
+	err := sqldb.EachRow(ctx, tx, `SELECT group_name, holder, SUM(n), MAX(until) FROM (
 		SELECT e.group_name, COALESCE(e.holder, '') AS holder, COUNT(*) AS n, MAX(e.due_at) AS until FROM consumer_group g
 			CROSS JOIN delivery_exception e
 			WHERE g.stream_id = ? AND e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
@@ -171,13 +172,5 @@ func holderCounts(ctx context.Context, tx querier, streamID int64) ([]driver.Hol
 
 // headsPerVersion counts a stream's compaction heads per version.
 func headsPerVersion(ctx context.Context, tx querier, streamID int64) (map[int]int64, error) {
-	heads := map[int]int64{}
-	err := eachRow(ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, []any{streamID}, func(r *sql.Rows) error {
-		var v int
-		var n int64
-		err := r.Scan(&v, &n)
-		heads[v] = n
-		return err
-	})
-	return heads, err
+	return sqldb.Map[int, int64](ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, streamID)
 }

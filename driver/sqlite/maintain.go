@@ -4,25 +4,19 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-func eachRow(ctx context.Context, tx querier, query string, args []any, fn func(*sql.Rows) error) error {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+// eachRow is registry.go's name for sqldb.EachRow (the registry's own
+// change renames it).
+func eachRow(ctx context.Context, q querier, query string, args []any, fn func(*sql.Rows) error) error {
+	return sqldb.EachRow(ctx, q, query, args, fn)
 }
 
 // Compact implements driver.Driver.
@@ -34,14 +28,9 @@ func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, er
 		if err != nil || !stream.Compacted {
 			return err
 		}
-		var ids []int64
-		if err := eachRow(ctx, tx, `SELECT m.id FROM `+logTable(streamID)+` m WHERE NOT `+headExpr(stream)+` ORDER BY m.id LIMIT ?`,
-			[]any{limit}, func(r *sql.Rows) error {
-				var id int64
-				err := r.Scan(&id)
-				ids = append(ids, id)
-				return err
-			}); err != nil {
+		ids, err := sqldb.Collect(ctx, tx, `SELECT m.id FROM `+logTable(streamID)+` m WHERE NOT `+headExpr(stream)+` ORDER BY m.id LIMIT ?`,
+			[]any{limit}, sqldb.Column[int64])
+		if err != nil {
 			return err
 		}
 		removed = int64(len(ids))
@@ -68,8 +57,8 @@ func deleteRows(ctx context.Context, tx querier, streamID int64, ids []int64) er
 	}
 	const chunk = 500
 	for start := 0; start < len(ids); start += chunk {
-		part := int64sToArgs(ids[start:min(start+chunk, len(ids))])
-		in := ` IN (` + placeholders(len(part)) + `)`
+		part := sqldb.Args(ids[start:min(start+chunk, len(ids))])
+		in := ` IN (` + sqldb.Placeholders(len(part)) + `)`
 		if err := subtractRowCounts(ctx, tx, streamID, in, part); err != nil {
 			return err
 		}
@@ -98,14 +87,11 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 		if err != nil {
 			return err
 		}
-		r := stream.Retention
-		if r.MaxAge <= 0 && r.MaxRows <= 0 {
-			return nil
-		}
 		bound, err := retainBound(ctx, tx, stream, req.Now)
 		if err != nil || bound == 0 {
 			return err
 		}
+		r := stream.Retention
 		table := logTable(stream.ID)
 		where := `m.id < ?`
 		args := []any{bound}
@@ -114,23 +100,12 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 				AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ` + strconv.FormatInt(stream.ID, 10) + ` AND e.msg_id = m.id)
 				AND m.id < COALESCE((SELECT MIN(b.first_id) FROM delivery_batch b WHERE b.stream_id = ` + strconv.FormatInt(stream.ID, 10) + `), 9223372036854775807)`
 		}
-		var victims []driver.RetainCandidate
-		if err := eachRow(ctx, tx, `SELECT m.id, m.partition, m.schema_version, m.routing_key FROM `+table+` m WHERE `+where+` ORDER BY m.id LIMIT ?`,
-			append(args, req.Limit), func(rs *sql.Rows) error {
-				var v driver.RetainCandidate
-				err := rs.Scan(&v.ID, &v.Partition, &v.Version, &v.RoutingKey)
-				victims = append(victims, v)
-				return err
-			}); err != nil {
+		victims, err := sqldb.Collect(ctx, tx, `SELECT m.id, m.partition, m.schema_version, m.routing_key FROM `+table+` m WHERE `+where+` ORDER BY m.id LIMIT ?`,
+			append(args, req.Limit), driver.ScanRetainCandidate)
+		if err != nil || len(victims) == 0 {
 			return err
 		}
-		if len(victims) == 0 {
-			return nil
-		}
-		ids := make([]int64, len(victims))
-		for i, v := range victims {
-			ids[i] = v.ID
-		}
+		ids := driver.RetainIDs(victims)
 		if r.Hard {
 			groups, err := loadGroups(ctx, tx, stream)
 			if err != nil {
@@ -140,30 +115,15 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 			if err := materializeRange(ctx, tx, stream.ID, ids[0], ids[len(ids)-1]); err != nil {
 				return err
 			}
-			held := map[string]map[int64]bool{}
-			if err := eachRow(ctx, tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = ? AND msg_id BETWEEN ? AND ?`,
-				[]any{stream.ID, ids[0], ids[len(ids)-1]}, func(rs *sql.Rows) error {
-					var g string
-					var id int64
-					if err := rs.Scan(&g, &id); err != nil {
-						return err
-					}
-					if held[g] == nil {
-						held[g] = map[int64]bool{}
-					}
-					held[g][id] = true
-					return nil
-				}); err != nil {
+			held := driver.Held{}
+			if err := sqldb.EachRow(ctx, tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = ? AND msg_id BETWEEN ? AND ?`,
+				[]any{stream.ID, ids[0], ids[len(ids)-1]}, func(rs *sql.Rows) error { return held.Scan(rs) }); err != nil {
 				return err
 			}
 			res.RemovedUnread = driver.CountRemovedUnread(groups, victims, held, req.Match)
-			for _, g := range groups {
-				n := res.RemovedUnread[g.Name]
-				if n == 0 {
-					continue
-				}
+			for _, name := range slices.Sorted(maps.Keys(res.RemovedUnread)) {
 				if _, err := tx.ExecContext(ctx, `UPDATE consumer_group SET removed_unread = removed_unread + ? WHERE stream_id = ? AND name = ?`,
-					n, stream.ID, g.Name); err != nil {
+					res.RemovedUnread[name], stream.ID, name); err != nil {
 					return err
 				}
 			}

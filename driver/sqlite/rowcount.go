@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // Health's rows per version come from row_count, which holds each
@@ -32,19 +33,12 @@ func pastMarks(streamID int64) string {
 // rowCounts returns the rows per version of a stream in tx's snapshot, and
 // how many of them lay past the marks (counted from the log).
 func rowCounts(ctx context.Context, tx querier, stream driver.StreamConfig) (map[int]int64, int64, error) {
-	rows := map[int]int64{}
-	if err := eachRow(ctx, tx, `SELECT schema_version, SUM(row_count) FROM row_count WHERE stream_id = ? GROUP BY schema_version`,
-		[]any{stream.ID}, func(r *sql.Rows) error {
-			var v int
-			var n int64
-			err := r.Scan(&v, &n)
-			rows[v] += n
-			return err
-		}); err != nil {
+	rows, err := sqldb.Map[int, int64](ctx, tx, `SELECT schema_version, SUM(row_count) FROM row_count WHERE stream_id = ? GROUP BY schema_version`, stream.ID)
+	if err != nil {
 		return nil, 0, err
 	}
 	var past int64
-	err := eachRow(ctx, tx, pastMarks(stream.ID), []any{stream.Partitions, stream.ID}, func(r *sql.Rows) error {
+	err = sqldb.EachRow(ctx, tx, pastMarks(stream.ID), []any{stream.Partitions, stream.ID}, func(r *sql.Rows) error {
 		var part, v int
 		var n, newest int64
 		err := r.Scan(&part, &v, &n, &newest)
@@ -65,7 +59,7 @@ func (d *Driver) catchUpRowCounts(ctx context.Context, stream driver.StreamConfi
 		}
 		var counts []count
 		newest := map[int]int64{}
-		if err := eachRow(ctx, tx, pastMarks(stream.ID), []any{stream.Partitions, stream.ID}, func(r *sql.Rows) error {
+		if err := sqldb.EachRow(ctx, tx, pastMarks(stream.ID), []any{stream.Partitions, stream.ID}, func(r *sql.Rows) error {
 			var c count
 			var id int64
 			err := r.Scan(&c.part, &c.version, &c.n, &id)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // settlement is one settle: the leases of a group it names, and what it
@@ -66,12 +67,7 @@ func byStatement(stmt string, args ...any) settleRows {
 		for start := 0; start < len(rest); start += chunkSize {
 			pred, pargs := leasedPairs(rest[start:min(start+chunkSize, len(rest))])
 			all := append(append(slices.Clone(args), s.streamID, s.group), pargs...)
-			if err := eachRow(ctx, tx, stmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`, all, func(r *sql.Rows) error {
-				var id int64
-				err := r.Scan(&id)
-				changed[id] = true
-				return err
-			}); err != nil {
+			if err := sqldb.Mark(ctx, tx, stmt+` WHERE stream_id = ? AND group_name = ? AND `+pred+` RETURNING msg_id`, all, changed); err != nil {
 				return err
 			}
 		}
@@ -87,7 +83,7 @@ func leasedPairs(leases []driver.Lease) (string, []any) {
 	for _, l := range leases {
 		args = append(args, l.ID, l.Token)
 	}
-	return `state = 'leased' AND (msg_id, lease_token) IN (VALUES ` + tuples(len(leases), "(?, ?)") + `)`, args
+	return `state = 'leased' AND (msg_id, lease_token) IN (VALUES ` + sqldb.Repeated(len(leases), "(?, ?)", ", ") + `)`, args
 }
 
 // ackStmt is Ack's statement on rows of their own.

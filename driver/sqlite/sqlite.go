@@ -38,10 +38,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,8 +55,8 @@ type Driver struct {
 	write       *sql.DB // one connection: SQLite has one writer
 	read        *sql.DB // WAL readers
 	wstmts      *stmtCache
-	rstmts      *stmtCache // wstmts when read is write
-	fullClaims  sync.Map   // claimKey: the group's last claim here filled its limit
+	rstmts      *stmtCache                 // wstmts when read is write
+	next        driver.NextClaim[struct{}] // the group's last claim here filled its limit
 	closed      atomic.Bool
 	opened      error
 }
@@ -192,35 +190,4 @@ func logTable(streamID int64) string { return "message_log_" + strconv.FormatInt
 func isUnique(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
-}
-
-// placeholders returns "?, ?, ?" for n values.
-func placeholders(n int) string {
-	if n == 0 {
-		return ""
-	}
-	return strings.Repeat("?, ", n-1) + "?"
-}
-
-// tuples returns n copies of tuple separated by commas: the VALUES of a
-// statement on n rows.
-func tuples(n int, tuple string) string {
-	if n == 0 {
-		return ""
-	}
-	return strings.Repeat(tuple+", ", n-1) + tuple
-}
-
-func int64sToArgs(ids []int64) []any {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	return args
-}
-
-func dedupe(ids []int64) []int64 {
-	out := slices.Clone(ids)
-	slices.Sort(out)
-	return slices.Compact(out)
 }

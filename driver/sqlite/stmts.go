@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // maxStmts bounds the prepared statements kept per database handle; past it
@@ -99,11 +101,7 @@ func (c *stmtCache) close() {
 
 // querier is what the driver's statements run on: a *sql.DB, a *sql.Tx, or
 // a cachedTx that runs kept statements in its transaction.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+type querier = sqldb.Querier
 
 // cachedTx runs statements in a transaction the driver began, through the
 // kept prepared statements of its DB.

@@ -160,8 +160,8 @@ func TestClaimAfterFullClaim(t *testing.T) {
 		}
 		return got
 	}
-	key := claimKey{stream: mustStreamID(t, s), group: "g"}
-	full := func() bool { _, ok := d.fullClaims.Load(key); return ok }
+	stream := mustStreamID(t, s)
+	full := func() bool { _, ok := d.next.Hint(stream, "g"); return ok }
 	if got := claim(2); len(got) != 2 || got[0] != 0 || got[1] != 1 || !full() {
 		t.Fatalf("first claim: %v (full %v), want [0 1] and full", got, full())
 	}

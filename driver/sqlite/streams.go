@@ -3,27 +3,24 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-const streamColumns = `id, name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at`
+// scanStream reads sqldb.StreamColumns as SQLite stores them.
+func scanStream(r driver.RowScanner) (driver.StreamConfig, error) {
+	return sqldb.ScanStream(r, fromMicros)
+}
 
-type scanner interface{ Scan(...any) error }
-
-func scanStream(r scanner) (driver.StreamConfig, error) {
-	var c driver.StreamConfig
-	var maxAge, created int64
-	err := r.Scan(&c.ID, &c.Name, &c.Partitions, &c.Compacted, &maxAge, &c.Retention.MaxRows, &c.Retention.Hard, &created)
-	c.Retention.MaxAge = time.Duration(maxAge) * time.Microsecond
-	c.CreatedAt = fromMicros(created)
-	return c, err
+// scanGroup reads sqldb.GroupColumns as SQLite stores them.
+func scanGroup(r driver.RowScanner) (driver.GroupConfig, error) {
+	g, _, err := sqldb.ScanGroup(r, fromMicros)
+	return g, err
 }
 
 // CreateStream implements driver.Driver.
@@ -67,7 +64,7 @@ func (d *Driver) LookupStream(ctx context.Context, p driver.LookupStreamParams) 
 	if err := d.check(); err != nil {
 		return driver.StreamConfig{}, err
 	}
-	c, err := scanStream(d.read.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE name = ?`, p.Name))
+	c, err := sqldb.ScanStream(d.read.QueryRowContext(ctx, `SELECT `+sqldb.StreamColumns+` FROM stream_config WHERE name = ?`, p.Name), fromMicros)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, driver.ErrStreamNotFound
 	}
@@ -77,7 +74,7 @@ func (d *Driver) LookupStream(ctx context.Context, p driver.LookupStreamParams) 
 // lookupStreamByID reads a stream's configuration, or fails with
 // ErrStreamNotFound.
 func lookupStreamByID(ctx context.Context, tx querier, id int64) (driver.StreamConfig, error) {
-	c, err := scanStream(tx.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE id = ?`, id))
+	c, err := sqldb.ScanStream(tx.QueryRowContext(ctx, `SELECT `+sqldb.StreamColumns+` FROM stream_config WHERE id = ?`, id), fromMicros)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, driver.ErrStreamNotFound
 	}
@@ -88,11 +85,9 @@ func lookupStreamByID(ctx context.Context, tx querier, id int64) (driver.StreamC
 func (d *Driver) ListStreams(ctx context.Context, _ driver.ListStreamsParams) ([]driver.StreamConfig, error) {
 	var out []driver.StreamConfig
 	err := d.readTx(ctx, func(tx *sql.Tx) error {
-		return eachRow(ctx, tx, `SELECT `+streamColumns+` FROM stream_config ORDER BY name`, nil, func(r *sql.Rows) error {
-			c, err := scanStream(r)
-			out = append(out, c)
-			return err
-		})
+		var err error
+		out, err = sqldb.Collect(ctx, tx, `SELECT `+sqldb.StreamColumns+` FROM stream_config ORDER BY name`, nil, scanStream)
+		return err
 	})
 	return out, err
 }
@@ -104,13 +99,7 @@ func (d *Driver) RenameStream(ctx context.Context, p driver.RenameStreamParams) 
 		if isUnique(err) {
 			return driver.ErrStreamExists
 		}
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return driver.ErrStreamNotFound
-		}
-		return nil
+		return sqldb.Changed(res, err, driver.ErrStreamNotFound)
 	})
 }
 
@@ -119,11 +108,8 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 	streamID := p.StreamID
 	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM stream_config WHERE id = ?`, streamID)
-		if err != nil {
+		if err := sqldb.Changed(res, err, driver.ErrStreamNotFound); err != nil {
 			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return driver.ErrStreamNotFound
 		}
 		for _, table := range []string{"consumer_group", "group_cursor", "delivery_exception", "delivery_batch", "compaction_head",
 			"schema_revision", "schema_reader", "registry_setting", "partition_mark", "row_count", "row_count_mark"} {
@@ -136,44 +122,14 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 	})
 }
 
-const groupColumns = `stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at, removed_unread`
-
-func scanGroup(r scanner) (driver.GroupConfig, int64, error) {
-	var g driver.GroupConfig
-	var bindings, convertsFrom string
-	var created, removed int64
-	err := r.Scan(&g.StreamID, &g.Name, &g.SchemaVersion, &g.AllVersions, &bindings, &convertsFrom, &g.Start, &created, &removed)
-	if err != nil {
-		return g, 0, err
-	}
-	g.CreatedAt = fromMicros(created)
-	if err := json.Unmarshal([]byte(bindings), &g.Bindings); err != nil {
-		return g, 0, fmt.Errorf("group %q: stored bindings: %w", g.Name, err)
-	}
-	if err := json.Unmarshal([]byte(convertsFrom), &g.ConvertsFrom); err != nil {
-		return g, 0, fmt.Errorf("group %q: stored converter versions: %w", g.Name, err)
-	}
-	g.Bindings, g.ConvertsFrom = nilIfEmpty(g.Bindings), nilIfEmpty(g.ConvertsFrom)
-	return g, removed, nil
-}
-
 // loadGroup reads a group's stored configuration, or fails with
 // ErrGroupNotFound.
 func loadGroup(ctx context.Context, q querier, streamID int64, name string) (driver.GroupConfig, error) {
-	g, _, err := scanGroup(q.QueryRowContext(ctx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? AND name = ?`, streamID, name))
+	g, _, err := sqldb.ScanGroup(q.QueryRowContext(ctx, `SELECT `+sqldb.GroupColumns+` FROM consumer_group WHERE stream_id = ? AND name = ?`, streamID, name), fromMicros)
 	if errors.Is(err, sql.ErrNoRows) {
 		return g, fmt.Errorf("group %q: %w", name, driver.ErrGroupNotFound)
 	}
 	return g, err
-}
-
-func encodeGroupLists(g driver.GroupConfig) (bindings, convertsFrom string, err error) {
-	b, err := json.Marshal(nonNil(g.Bindings))
-	if err != nil {
-		return "", "", err
-	}
-	c, err := json.Marshal(nonNil(g.ConvertsFrom))
-	return string(b), string(c), err
 }
 
 // RegisterGroup implements driver.Driver. SQLite's single writer orders it
@@ -196,8 +152,8 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 			if err != nil {
 				return err
 			}
-			out.Bindings, out.ConvertsFrom = nilIfEmpty(next.Bindings), nilIfEmpty(next.ConvertsFrom)
-			bindings, convertsFrom, err := encodeGroupLists(out)
+			out.Bindings, out.ConvertsFrom = sqldb.NilIfEmpty(next.Bindings), sqldb.NilIfEmpty(next.ConvertsFrom)
+			bindings, convertsFrom, err := sqldb.EncodeGroupLists(out)
 			if err != nil {
 				return err
 			}
@@ -208,7 +164,7 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 		if !errors.Is(err, driver.ErrGroupNotFound) {
 			return err
 		}
-		bindings, convertsFrom, err := encodeGroupLists(cfg)
+		bindings, convertsFrom, err := sqldb.EncodeGroupLists(cfg)
 		if err != nil {
 			return err
 		}
@@ -229,7 +185,7 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 			}
 		}
 		out = cfg
-		out.Bindings, out.ConvertsFrom = nilIfEmpty(cfg.Bindings), nilIfEmpty(cfg.ConvertsFrom)
+		out.Bindings, out.ConvertsFrom = sqldb.NilIfEmpty(cfg.Bindings), sqldb.NilIfEmpty(cfg.ConvertsFrom)
 		out.CreatedAt = fromMicros(micros(cfg.CreatedAt))
 		return nil
 	})
@@ -240,29 +196,11 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 func (d *Driver) ListGroups(ctx context.Context, p driver.ListGroupsParams) ([]driver.GroupConfig, error) {
 	var out []driver.GroupConfig
 	err := d.readTx(ctx, func(tx *sql.Tx) error {
-		return eachRow(ctx, tx, `SELECT `+groupColumns+` FROM consumer_group WHERE stream_id = ? ORDER BY name`, []any{p.StreamID}, func(r *sql.Rows) error {
-			g, _, err := scanGroup(r)
-			out = append(out, g)
-			return err
-		})
+		var err error
+		out, err = sqldb.Collect(ctx, tx, `SELECT `+sqldb.GroupColumns+` FROM consumer_group WHERE stream_id = ? ORDER BY name`, []any{p.StreamID}, scanGroup)
+		return err
 	})
 	return out, err
-}
-
-// nonNil makes a nil slice encode as [] rather than null.
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
-// nilIfEmpty reads an empty stored list as none.
-func nilIfEmpty[T any](s []T) []T {
-	if len(s) == 0 {
-		return nil
-	}
-	return s
 }
 
 // DeleteGroup implements driver.Driver.
@@ -270,11 +208,8 @@ func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) er
 	streamID, group := p.StreamID, p.Group
 	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM consumer_group WHERE stream_id = ? AND name = ?`, streamID, group)
-		if err != nil {
+		if err := sqldb.Changed(res, err, driver.ErrGroupNotFound); err != nil {
 			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return driver.ErrGroupNotFound
 		}
 		for _, table := range []string{"group_cursor", "delivery_exception", "delivery_batch", "schema_reader"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ? AND group_name = ?`, streamID, group); err != nil {
@@ -341,7 +276,7 @@ func (d *Driver) ReadRows(ctx context.Context, p driver.ReadRowsParams) (driver.
 		inner := `SELECT ` + rowColumns + ` FROM ` + logTable(p.StreamID) + ` m WHERE ` + strings.Join(where, " AND ") +
 			` ORDER BY m.id ` + order + ` LIMIT ?`
 		scanned := 0
-		err := eachRow(ctx, tx, inner, append(args, maxScan), func(r *sql.Rows) error {
+		err := sqldb.EachRow(ctx, tx, inner, append(args, maxScan), func(r *sql.Rows) error {
 			row, err := scanRow(r)
 			if err != nil {
 				return err

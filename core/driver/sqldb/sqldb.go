@@ -1,0 +1,210 @@
+// Package sqldb is what the database/sql drivers (MySQL and SQLite) do
+// alike, written once: running a query row by row, the pieces of statement
+// text that name values by placeholder, and reading streams and groups from
+// the columns both schemas give them. It imports the standard library and
+// package driver only, so that each driver, a module of its own, can use it
+// without compiling another driver's code. What stays in each driver is its
+// SQL, its locks and transactions, and its error classification
+// (docs/internals.md).
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// Querier is what a driver's statements run on: a *sql.DB, *sql.Conn or
+// *sql.Tx, or a driver's own wrapper of one (SQLite's kept statements).
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// EachRow runs query and calls fn for each row, stopping at fn's first
+// error; it also reports an error closing the rows, which a driver may
+// otherwise not see (a lost connection after the last row).
+func EachRow(ctx context.Context, q Querier, query string, args []any, fn func(*sql.Rows) error) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return errors.Join(rows.Err(), rows.Close())
+}
+
+// Collect runs query and returns each row as scan reads it.
+func Collect[T any](ctx context.Context, q Querier, query string, args []any, scan func(driver.RowScanner) (T, error)) ([]T, error) {
+	var out []T
+	err := EachRow(ctx, q, query, args, func(r *sql.Rows) error {
+		v, err := scan(r)
+		out = append(out, v)
+		return err
+	})
+	return out, err
+}
+
+// Column reads a row of one column as a T: Collect's scan for a list of
+// ids.
+func Column[T any](r driver.RowScanner) (T, error) {
+	var v T
+	err := r.Scan(&v)
+	return v, err
+}
+
+// Map runs query, whose rows are (key, value) pairs with distinct keys (a
+// GROUP BY), and returns them as a map.
+func Map[K comparable, V any](ctx context.Context, q Querier, query string, args ...any) (map[K]V, error) {
+	out := map[K]V{}
+	err := EachRow(ctx, q, query, args, func(r *sql.Rows) error {
+		var k K
+		var v V
+		err := r.Scan(&k, &v)
+		out[k] = v
+		return err
+	})
+	return out, err
+}
+
+// Mark runs query, whose rows have one column (the ids a statement's
+// RETURNING names), and marks each value in marked.
+func Mark[K comparable](ctx context.Context, q Querier, query string, args []any, marked map[K]bool) error {
+	return EachRow(ctx, q, query, args, func(r *sql.Rows) error {
+		var k K
+		err := r.Scan(&k)
+		marked[k] = true
+		return err
+	})
+}
+
+// Changed reports the outcome of a statement that must change a row: its
+// error, else none when it changed nothing.
+func Changed(res sql.Result, err, none error) error {
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return none
+	}
+	return nil
+}
+
+// Placeholders returns "?, ?, ?" for n values.
+func Placeholders(n int) string {
+	return Repeated(n, "?", ", ")
+}
+
+// Repeated is n copies of s joined by sep: the rows of a VALUES list, the
+// alternatives of an OR, the queries of a UNION ALL.
+func Repeated(n int, s, sep string) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat(s+sep, n-1) + s
+}
+
+// Args passes vs as statement arguments.
+func Args[T any](vs []T) []any {
+	args := make([]any, len(vs))
+	for i, v := range vs {
+		args[i] = v
+	}
+	return args
+}
+
+// VersionFilter returns an SQL predicate on column col for versions ("1"
+// when every version is read, "0" when none is) and its arguments.
+func VersionFilter(col string, versions []int) (string, []any) {
+	if versions == nil {
+		return "1", nil
+	}
+	if len(versions) == 0 {
+		return "0", nil
+	}
+	return col + " IN (" + Placeholders(len(versions)) + ")", Args(versions)
+}
+
+// StreamColumns are the stream_config columns ScanStream reads, in its
+// order.
+const StreamColumns = `id, name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at`
+
+// ScanStream reads StreamColumns; the creation time is stored as a T, which
+// at turns into UTC.
+func ScanStream[T any](r driver.RowScanner, at func(T) time.Time) (driver.StreamConfig, error) {
+	var c driver.StreamConfig
+	var maxAge int64
+	var created T
+	err := r.Scan(&c.ID, &c.Name, &c.Partitions, &c.Compacted, &maxAge, &c.Retention.MaxRows, &c.Retention.Hard, &created)
+	if err != nil {
+		return c, err
+	}
+	c.Retention.MaxAge = time.Duration(maxAge) * time.Microsecond
+	c.CreatedAt = at(created)
+	return c, nil
+}
+
+// GroupColumns are the consumer_group columns ScanGroup reads, in its
+// order.
+const GroupColumns = `stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at, removed_unread`
+
+// ScanGroup reads GroupColumns, then the extra destinations after them,
+// and returns the group and its removed_unread; the creation time is stored
+// as a T, which at turns into UTC.
+func ScanGroup[T any](r driver.RowScanner, at func(T) time.Time, extra ...any) (driver.GroupConfig, int64, error) {
+	var g driver.GroupConfig
+	var bindings, convertsFrom string
+	var created T
+	var removed int64
+	err := r.Scan(append([]any{&g.StreamID, &g.Name, &g.SchemaVersion, &g.AllVersions, &bindings, &convertsFrom, &g.Start, &created, &removed}, extra...)...)
+	if err != nil {
+		return g, 0, err
+	}
+	g.CreatedAt = at(created)
+	if err := json.Unmarshal([]byte(bindings), &g.Bindings); err != nil {
+		return g, 0, fmt.Errorf("group %q: stored bindings: %w", g.Name, err)
+	}
+	if err := json.Unmarshal([]byte(convertsFrom), &g.ConvertsFrom); err != nil {
+		return g, 0, fmt.Errorf("group %q: stored converter versions: %w", g.Name, err)
+	}
+	g.Bindings, g.ConvertsFrom = NilIfEmpty(g.Bindings), NilIfEmpty(g.ConvertsFrom)
+	return g, removed, nil
+}
+
+// EncodeGroupLists writes a group's bindings and converter versions as the
+// JSON arrays consumer_group stores ([] for none, never null).
+func EncodeGroupLists(g driver.GroupConfig) (bindings, convertsFrom string, err error) {
+	b, err := json.Marshal(nonNil(g.Bindings))
+	if err != nil {
+		return "", "", err
+	}
+	c, err := json.Marshal(nonNil(g.ConvertsFrom))
+	return string(b), string(c), err
+}
+
+// nonNil makes a nil slice encode as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// NilIfEmpty reads an empty stored list as none.
+func NilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}

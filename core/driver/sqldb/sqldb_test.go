@@ -1,0 +1,122 @@
+package sqldb
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+func TestStatementText(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, got, want string
+	}{
+		{"no placeholders", Placeholders(0), ""},
+		{"three placeholders", Placeholders(3), "?, ?, ?"},
+		{"rows of a VALUES list", Repeated(2, "(?, ?)", ", "), "(?, ?), (?, ?)"},
+		{"alternatives", Repeated(3, "x", " OR "), "x OR x OR x"},
+		{"none repeated", Repeated(-1, "x", ","), ""},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+func TestVersionFilter(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		versions []int
+		pred     string
+		args     []any
+	}{
+		{"every version", nil, "1", nil},
+		{"no version", []int{}, "0", nil},
+		{"two versions", []int{2, 5}, "v IN (?, ?)", []any{2, 5}},
+	} {
+		pred, args := VersionFilter("v", tc.versions)
+		if pred != tc.pred || !slices.Equal(args, tc.args) {
+			t.Errorf("%s: %q %v, want %q %v", tc.name, pred, args, tc.pred, tc.args)
+		}
+	}
+}
+
+type result int64
+
+func (r result) LastInsertId() (int64, error) { return 0, nil }
+func (r result) RowsAffected() (int64, error) { return int64(r), nil }
+
+func TestChanged(t *testing.T) {
+	t.Parallel()
+	errNone, errFailed := errors.New("none"), errors.New("failed")
+	for _, tc := range []struct {
+		name string
+		n    result
+		err  error
+		want error
+	}{
+		{"one row changed", 1, nil, nil},
+		{"nothing changed", 0, nil, errNone},
+		{"the statement failed", 0, errFailed, errFailed},
+	} {
+		if got := Changed(tc.n, tc.err, errNone); !errors.Is(got, tc.want) || (tc.want == nil && got != nil) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// row is a result row whose columns are assigned to the destinations as
+// database/sql would convert them for these tests' types.
+type row []any
+
+func (r row) Scan(dest ...any) error {
+	if len(dest) != len(r) {
+		return errors.New("wrong column count")
+	}
+	for i, v := range r {
+		switch d := dest[i].(type) {
+		case *int64:
+			*d = v.(int64)
+		case *int:
+			*d = v.(int)
+		case *string:
+			*d = v.(string)
+		case *bool:
+			*d = v.(bool)
+		case *driver.StartPosition:
+			*d = driver.StartPosition(v.(int))
+		default:
+			return errors.New("unexpected destination")
+		}
+	}
+	return nil
+}
+
+func micros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+func TestScanStreamAndGroup(t *testing.T) {
+	t.Parallel()
+	c, err := ScanStream(row{int64(7), "orders", 4, true, int64(90e6), int64(1000), true, int64(1e6)}, micros)
+	want := driver.StreamConfig{ID: 7, Name: "orders", Partitions: 4, Compacted: true, CreatedAt: micros(1e6),
+		Retention: driver.Retention{MaxAge: 90 * time.Second, MaxRows: 1000, Hard: true}}
+	if err != nil || c != want {
+		t.Fatalf("stream %+v, %v; want %+v", c, err, want)
+	}
+	var extra bool
+	g, removed, err := ScanGroup(row{int64(7), "fraud", 2, false, `["eu.#"]`, `[]`, 1, int64(2e6), int64(3), true}, micros, &extra)
+	if err != nil || removed != 3 || !extra || g.Name != "fraud" || g.SchemaVersion != 2 || !slices.Equal(g.Bindings, []string{"eu.#"}) ||
+		g.ConvertsFrom != nil || g.Start != driver.StartPosition(1) || !g.CreatedAt.Equal(micros(2e6)) {
+		t.Fatalf("group %+v, removed %d, extra %v, %v", g, removed, extra, err)
+	}
+	if _, _, err := ScanGroup(row{int64(7), "bad", 2, false, `not json`, `[]`, 1, int64(0), int64(0)}, micros); err == nil {
+		t.Fatal("stored bindings that are not JSON were read")
+	}
+	b, cv, err := EncodeGroupLists(driver.GroupConfig{ConvertsFrom: []int{1}})
+	if err != nil || b != "[]" || cv != "[1]" {
+		t.Fatalf("EncodeGroupLists = %q %q %v", b, cv, err)
+	}
+}
