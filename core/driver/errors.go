@@ -98,6 +98,24 @@ func Classified(err error) bool {
 	return false
 }
 
+// CallerError carries an error that a callback of the caller returned (a
+// RegisterGroupParams.Update, a registry decision) out of a driver's
+// transaction: the driver rolls back and returns Err as it is, instead of
+// classifying it as a database failure.
+type CallerError struct{ Err error }
+
+func (e CallerError) Error() string { return e.Err.Error() }
+func (e CallerError) Unwrap() error { return e.Err }
+
+// FromCaller returns the caller's own error that err carries, if any.
+func FromCaller(err error) (error, bool) {
+	var ce CallerError
+	if errors.As(err, &ce) {
+		return ce.Err, true
+	}
+	return err, false
+}
+
 // DefaultAdvice is the advice of each kind when a driver gives none.
 func DefaultAdvice(kind error) string {
 	switch kind {

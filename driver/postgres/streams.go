@@ -260,7 +260,7 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 			copied.Bindings, copied.ConvertsFrom = slices.Clone(stored.Bindings), slices.Clone(stored.ConvertsFrom)
 			next, err := p.Update(copied)
 			if err != nil {
-				return callback(err)
+				return driver.CallerError{Err: err}
 			}
 			out.Bindings, out.ConvertsFrom = nilIfEmpty(next.Bindings), nilIfEmpty(next.ConvertsFrom)
 			if slices.Equal(out.Bindings, stored.Bindings) && slices.Equal(out.ConvertsFrom, stored.ConvertsFrom) {
