@@ -17,6 +17,9 @@ var (
 	ErrLeaseLost      = errors.New("lease lost")
 	ErrClosed         = errors.New("client is closed")
 	ErrForeignTx      = errors.New("transaction belongs to another driver")
+	// ErrGroupPaused: an operator paused the group; its claims lease
+	// nothing until it is resumed.
+	ErrGroupPaused = errors.New("consumer group is paused")
 
 	// ErrUnavailable: the database could not be reached or did not answer in
 	// time. Nothing was written.
@@ -85,7 +88,7 @@ type redacted struct {
 func (r *redacted) Error() string { return r.text }
 func (r *redacted) Unwrap() error { return r.cause }
 
-var sentinels = []error{ErrStreamNotFound, ErrStreamExists, ErrGroupNotFound, ErrGroupVersion, ErrLeaseLost, ErrClosed,
+var sentinels = []error{ErrStreamNotFound, ErrStreamExists, ErrGroupNotFound, ErrGroupVersion, ErrGroupPaused, ErrLeaseLost, ErrClosed,
 	ErrForeignTx, ErrUnavailable, ErrConflict, ErrOutcomeUnknown, ErrDatabase}
 
 // Classified reports whether err matches one of this package's sentinels.
