@@ -74,8 +74,16 @@ func TestBatchLeasesDown(t *testing.T) {
 			t.Fatalf("ack in %s: lost %v, %v", group, res.Lost, err)
 		}
 	}
-	if err := drv.ApplyMigration(testCtx(t), driver.ApplyMigrationParams{Version: 7, Down: true}); err != nil {
+	// Later migrations go down first, newest first: a down step refuses to
+	// run under them.
+	ms, err := drv.Migrations()
+	if err != nil {
 		t.Fatal(err)
+	}
+	for i := len(ms) - 1; i >= 0 && ms[i].Version >= 7; i-- {
+		if err := drv.ApplyMigration(testCtx(t), driver.ApplyMigrationParams{Version: ms[i].Version, Down: true}); err != nil {
+			t.Fatalf("migration %d down: %v", ms[i].Version, err)
+		}
 	}
 	if tableExists(t, dsn, "delivery_batch") {
 		t.Fatal("0007 down left delivery_batch")

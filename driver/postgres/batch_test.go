@@ -214,9 +214,7 @@ func TestBatchLeasesDown(t *testing.T) {
 	if bs := f.batches("g"); len(bs) != 2 {
 		t.Fatalf("batches of a claim over two partitions: %+v", bs)
 	}
-	if err := f.drv.ApplyMigration(tctx(t), driver.ApplyMigrationParams{Version: 7, Down: true}); err != nil {
-		t.Fatal(err)
-	}
+	downTo(t, f.drv, 7)
 	until := f.now.Add(time.Minute).Truncate(time.Microsecond)
 	for _, d := range res.Deliveries[3:] {
 		var state, token, holder string
@@ -465,5 +463,20 @@ func batchChanges(lease time.Duration) []batchChange {
 			}
 			return ids(res.Deliveries), int64(len(ls))
 		}},
+	}
+}
+
+// downTo takes every migration from the newest down to version v (v too)
+// down, newest first, as a down step requires.
+func downTo(t *testing.T, drv driver.Driver, v int) {
+	t.Helper()
+	ms, err := drv.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(ms) - 1; i >= 0 && ms[i].Version >= v; i-- {
+		if err := drv.ApplyMigration(tctx(t), driver.ApplyMigrationParams{Version: ms[i].Version, Down: true}); err != nil {
+			t.Fatalf("migration %d down: %v", ms[i].Version, err)
+		}
 	}
 }

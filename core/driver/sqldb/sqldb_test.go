@@ -89,6 +89,13 @@ func (r row) Scan(dest ...any) error {
 			*d = v.(bool)
 		case *driver.StartPosition:
 			*d = driver.StartPosition(v.(int))
+		case **int64: // a nullable column: nil is NULL
+			if v == nil {
+				*d = nil
+			} else {
+				x := v.(int64)
+				*d = &x
+			}
 		default:
 			return errors.New("unexpected destination")
 		}
@@ -107,12 +114,15 @@ func TestScanStreamAndGroup(t *testing.T) {
 		t.Fatalf("stream %+v, %v; want %+v", c, err, want)
 	}
 	var extra bool
-	g, removed, err := ScanGroup(row{int64(7), "fraud", 2, false, `["eu.#"]`, `[]`, 1, int64(2e6), int64(3), true}, micros, &extra)
+	g, removed, err := ScanGroup(row{int64(7), "fraud", 2, false, `["eu.#"]`, `[]`, 1, int64(2e6), int64(3), nil, true}, micros, &extra)
 	if err != nil || removed != 3 || !extra || g.Name != "fraud" || g.SchemaVersion != 2 || !slices.Equal(g.Bindings, []string{"eu.#"}) ||
-		g.ConvertsFrom != nil || g.Start != driver.StartPosition(1) || !g.CreatedAt.Equal(micros(2e6)) {
+		g.ConvertsFrom != nil || g.Start != driver.StartPosition(1) || !g.CreatedAt.Equal(micros(2e6)) || !g.PausedAt.IsZero() {
 		t.Fatalf("group %+v, removed %d, extra %v, %v", g, removed, extra, err)
 	}
-	if _, _, err := ScanGroup(row{int64(7), "bad", 2, false, `not json`, `[]`, 1, int64(0), int64(0)}, micros); err == nil {
+	if g, _, err := ScanGroup(row{int64(7), "paused", 2, false, `[]`, `[]`, 1, int64(2e6), int64(0), int64(5e6)}, micros); err != nil || !g.PausedAt.Equal(micros(5e6)) {
+		t.Fatalf("a paused group read as %+v, %v; want paused at %v", g, err, micros(5e6))
+	}
+	if _, _, err := ScanGroup(row{int64(7), "bad", 2, false, `not json`, `[]`, 1, int64(0), int64(0), nil}, micros); err == nil {
 		t.Fatal("stored bindings that are not JSON were read")
 	}
 	b, cv, err := EncodeGroupLists(driver.GroupConfig{ConvertsFrom: []int{1}})
