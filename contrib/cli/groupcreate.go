@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -136,7 +137,7 @@ func (c *CLI) createGroup(ctx context.Context, stream, group string, version int
 	case existing == nil:
 	case existing.AllVersions || existing.SchemaVersion != version:
 		return false, fmt.Errorf("sqlstreams: group %q of %q reads %s, not v%d: %w; pick another group name, or delete that group first ('sqlstreams groups delete %s %s')",
-			group, stream, reads(existing.AllVersions, existing.SchemaVersion), version, sqlstreams.ErrGroupVersion, stream, group)
+			group, stream, view.Reads(existing.AllVersions, existing.SchemaVersion), version, sqlstreams.ErrGroupVersion, stream, group)
 	case !ifNotExists:
 		return false, fmt.Errorf("sqlstreams: group %q of %q: %w; move its cursors with 'sqlstreams groups reset %s %s', or add --if-not-exists",
 			group, stream, errGroupExists, stream, group)

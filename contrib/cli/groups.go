@@ -8,41 +8,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
-
-// Cursors are shown as the next id the group reads (the stored cursor, the
-// last id passed, plus one), as Kafka shows an offset: in groups describe,
-// groups reset's plan and the health JSON alike.
-type groupPartitionJSON struct {
-	Partition int   `json:"partition"`
-	NextID    int64 `json:"next_id"`
-	HighWater int64 `json:"high_water"`
-	Lag       int64 `json:"lag"`
-	Distance  int64 `json:"distance"`
-}
-
-type holderJSON struct {
-	Holder string  `json:"holder"`
-	Leases int64   `json:"leases"`
-	Until  *string `json:"until"`
-}
-
-type groupVersionJSON struct {
-	Version int `json:"version"`
-	groupHealthJSON
-	Verdict string `json:"verdict"`
-}
-
-type groupDescriptionJSON struct {
-	groupJSON
-	Leased        int64                `json:"leased"`
-	Delayed       int64                `json:"delayed"`
-	RemovedUnread int64                `json:"removed_unread"`
-	Partitions    []groupPartitionJSON `json:"partitions"`
-	Holders       []holderJSON         `json:"holders"`
-	Versions      []groupVersionJSON   `json:"versions"`
-}
 
 func (c *CLI) groupsCmd() *cobra.Command {
 	list := &cobra.Command{Use: "list [STREAM]", Short: "List consumer groups with their backlog: of every stream, or of STREAM",
@@ -53,9 +21,7 @@ func (c *CLI) groupsCmd() *cobra.Command {
 				return err
 			}
 			if c.JSON() {
-				return c.WriteJSON(struct {
-					Groups []groupJSON `json:"groups"`
-				}{rows})
+				return c.WriteJSON(view.GroupList{Groups: rows})
 			}
 			return c.writeGroups(rows, true)
 		})}
@@ -131,21 +97,12 @@ read in a partition is the first one there with an id at or above it.`,
 				return err
 			}
 			if c.JSON() {
-				type change struct {
-					Partition int   `json:"partition"`
-					NextID    int64 `json:"next_id"`
-					NewNextID int64 `json:"new_next_id"`
-				}
-				out := struct {
-					Stream   string   `json:"stream"`
-					Group    string   `json:"group"`
-					Executed bool     `json:"executed"`
-					Changes  []change `json:"changes"`
-				}{args[0], args[1], reset.execute, []change{}}
-				for _, ch := range changes {
-					out.Changes = append(out.Changes, change{ch.Partition, ch.From + 1, ch.To + 1})
-				}
-				return c.WriteJSON(out)
+				return c.WriteJSON(struct {
+					Stream   string              `json:"stream"`
+					Group    string              `json:"group"`
+					Executed bool                `json:"executed"`
+					Changes  []view.CursorChange `json:"changes"`
+				}{args[0], args[1], reset.execute, view.CursorChangesOf(changes)})
 			}
 			tw := c.table()
 			fmt.Fprintln(tw, "PARTITION\tNEXT-ID\tNEW-NEXT-ID")
@@ -207,23 +164,7 @@ reads (health --retirable shows them), unless --force.`,
 }
 
 func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Health) error {
-	info := sqlstreams.GroupInfo{Name: d.Group, SchemaVersion: d.SchemaVersion, AllVersions: d.AllVersions, ConvertsFrom: d.ConvertsFrom,
-		Bindings: d.Bindings, Start: d.Start, CreatedAt: d.CreatedAt}
-	out := groupDescriptionJSON{groupJSON: groupsOut(d.Stream, []sqlstreams.GroupInfo{info}, h)[0], Leased: d.Leased, Delayed: d.Delayed,
-		RemovedUnread: d.RemovedUnread, Partitions: []groupPartitionJSON{}, Holders: []holderJSON{}, Versions: []groupVersionJSON{}}
-	for _, p := range d.Partitions {
-		out.Partitions = append(out.Partitions, groupPartitionJSON{p.Partition, p.Cursor + 1, p.HighWater, p.Lag, p.Distance})
-	}
-	for _, hd := range d.Holders {
-		out.Holders = append(out.Holders, holderJSON{hd.Holder, hd.Leases, jsonTime(hd.Until)})
-	}
-	for _, v := range d.Versions {
-		verdict := "-"
-		if vh, ok := h.Version(v.Version); ok {
-			verdict = vh.Verdict()
-		}
-		out.Versions = append(out.Versions, groupVersionJSON{Version: v.Version, groupHealthJSON: groupHealthOut(v.GroupHealth), Verdict: verdict})
-	}
+	out := view.DescribeGroup(d, h)
 	if c.JSON() {
 		return c.WriteJSON(out)
 	}
@@ -272,7 +213,7 @@ func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Healt
 // listGroups reads the groups of the stream named in args, or of every
 // stream when args is empty, with their backlog from each stream's health
 // read. A stream destroyed while every stream is listed is left out.
-func (c *CLI) listGroups(ctx context.Context, args []string) ([]groupJSON, error) {
+func (c *CLI) listGroups(ctx context.Context, args []string) ([]view.Group, error) {
 	client, err := c.Client(ctx)
 	if err != nil {
 		return nil, err
@@ -287,14 +228,14 @@ func (c *CLI) listGroups(ctx context.Context, args []string) ([]groupJSON, error
 			names = append(names, s.Name)
 		}
 	}
-	rows := []groupJSON{}
+	rows := []view.Group{}
 	for _, name := range names {
 		s := client.Stream[sqlstreams.RawPayload](name)
 		groups, err := s.Groups(ctx)
 		if err == nil && len(groups) > 0 {
 			var h sqlstreams.Health
 			if h, err = s.Health(ctx); err == nil {
-				rows = append(rows, groupsOut(name, groups, h)...)
+				rows = append(rows, view.GroupsOf(name, groups, h)...)
 			}
 		}
 		if err != nil && (len(args) > 0 || !errors.Is(err, sqlstreams.ErrStreamNotFound)) {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sqlstreams/sqlstreams/contrib/console"
+	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
 
@@ -163,7 +163,7 @@ func TestActions(t *testing.T) {
 			})
 			t.Run("discard all as JSON", func(t *testing.T) {
 				code, _, body := post(t, srv, group+"billing/dead/discard", form("all", "1"), "Accept", "application/json")
-				if code != http.StatusOK || !strings.Contains(body, `"Action": "discarded"`) || !strings.Contains(body, `"Count": 1`) {
+				if code != http.StatusOK || !strings.Contains(body, `"action": "discarded"`) || !strings.Contains(body, `"count": 1`) {
 					t.Fatalf("%d %s", code, body)
 				}
 				if n := deadOf(t, c, "billing"); n != 0 {
@@ -244,8 +244,8 @@ func TestActions(t *testing.T) {
 				if code != http.StatusSeeOther || loc != prefix+"/streams/"+orders+"/schemas?done=settings" {
 					t.Fatalf("%d %q %s", code, loc, text(body))
 				}
-				sp := getJSON[console.SchemasPage](t, srv, "/streams/"+orders+"/schemas")
-				if sp.Level.Value.String() != "FULL" || sp.Level.Scope != "stream" || sp.Mode.Value != sqlstreams.ModeReadOnly {
+				sp := getJSON[view.Schemas](t, srv, "/streams/"+orders+"/schemas")
+				if sp.Level.Value != "FULL" || sp.Level.Scope != "stream" || sp.Mode.Value != string(sqlstreams.ModeReadOnly) {
 					t.Fatalf("after save: %+v %+v", sp.Level, sp.Mode)
 				}
 				// READONLY refuses a level change: a 409 saying so.
@@ -257,7 +257,7 @@ func TestActions(t *testing.T) {
 				if code != http.StatusSeeOther {
 					t.Fatalf("inherit: %d", code)
 				}
-				sp = getJSON[console.SchemasPage](t, srv, "/streams/"+orders+"/schemas")
+				sp = getJSON[view.Schemas](t, srv, "/streams/"+orders+"/schemas")
 				if sp.Level.Scope != "default" || sp.Mode.Scope != "default" {
 					t.Fatalf("after inherit: %+v %+v", sp.Level, sp.Mode)
 				}

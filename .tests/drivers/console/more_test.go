@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/contrib/console"
+	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
 
@@ -59,17 +60,17 @@ func TestDeadLettersPaged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	first := getJSON[console.DeadPage](t, srv, "/streams/refunds/groups/refunder/dead")
-	if first.Dead != 55 || len(first.Letters) != 50 || first.Next != first.Letters[49].ID {
-		t.Fatalf("first page: dead %d, %d letters, next %d", first.Dead, len(first.Letters), first.Next)
+	first := getJSON[view.DeadLetterPage](t, srv, "/streams/refunds/groups/refunder/dead")
+	if first.Dead != 55 || len(first.DeadLetters) != 50 || first.NextAfter != first.DeadLetters[49].ID {
+		t.Fatalf("first page: dead %d, %d letters, next %d", first.Dead, len(first.DeadLetters), first.NextAfter)
 	}
 	_, body := get(t, srv, "/streams/refunds/groups/refunder/dead")
-	if !strings.Contains(body, fmt.Sprintf(`href="%s/streams/refunds/groups/refunder/dead?after=%d" id="next"`, prefix, first.Next)) {
+	if !strings.Contains(body, fmt.Sprintf(`href="%s/streams/refunds/groups/refunder/dead?after=%d" id="next"`, prefix, first.NextAfter)) {
 		t.Fatal("no next-page link")
 	}
-	second := getJSON[console.DeadPage](t, srv, fmt.Sprintf("/streams/refunds/groups/refunder/dead?after=%d", first.Next))
-	if len(second.Letters) != 5 || second.Next != 0 || second.Letters[0].ID <= first.Next {
-		t.Fatalf("second page: %d letters, next %d", len(second.Letters), second.Next)
+	second := getJSON[view.DeadLetterPage](t, srv, fmt.Sprintf("/streams/refunds/groups/refunder/dead?after=%d", first.NextAfter))
+	if len(second.DeadLetters) != 5 || second.NextAfter != 0 || second.DeadLetters[0].ID <= first.NextAfter {
+		t.Fatalf("second page: %d letters, next %d", len(second.DeadLetters), second.NextAfter)
 	}
 }
 
@@ -81,13 +82,13 @@ func TestMessagesFrom(t *testing.T) {
 	srv := serve(t, c, false).URL + prefix
 	all := fatal{t}.on(c.Stream[sqlstreams.RawPayload](orders).Browse(t.Context(), sqlstreams.BrowseOptions{}))
 	last := all.Records[len(all.Records)-1]
-	page := getJSON[console.MessagesPage](t, srv, "/streams/"+orders+"/messages?from="+last.ProducedAt.UTC().Format(time.RFC3339Nano))
+	page := getJSON[view.RecordPage](t, srv, "/streams/"+orders+"/messages?from="+last.ProducedAt.UTC().Format(time.RFC3339Nano))
 	if len(page.Records) == 0 || page.Records[len(page.Records)-1].ID != last.ID {
 		t.Fatalf("from the last row's time: %+v", page.Records)
 	}
 	for _, r := range page.Records {
-		if r.ProducedAt.Before(last.ProducedAt) {
-			t.Fatalf("row %d produced %v, before %v", r.ID, r.ProducedAt, last.ProducedAt)
+		if at, err := time.Parse(time.RFC3339Nano, *r.ProducedAt); err != nil || at.Before(last.ProducedAt) {
+			t.Fatalf("row %d produced %v, before %v", r.ID, *r.ProducedAt, last.ProducedAt)
 		}
 	}
 	if code, body := get(t, srv, "/streams/"+orders+"/messages?from=yesterday"); code != 400 || !strings.Contains(body, "use RFC 3339") {
@@ -160,10 +161,10 @@ func TestScriptedPost(t *testing.T) {
 	c := openClient(t, engines()[0])
 	seed(t, c)
 	srv := serve(t, c, true).URL + prefix
-	feat := getJSON[console.Features](t, srv, "/api/features")
+	feat := getJSON[view.Features](t, srv, "/api/features")
 	code, _, body := post(t, srv, "/streams/"+orders+"/groups/billing/dead/replay", url.Values{"all": {"1"}},
 		"X-CSRF-Token", feat.FormToken, "Accept", "application/json")
-	if code != http.StatusOK || !strings.Contains(body, `"Count": 1`) {
+	if code != http.StatusOK || !strings.Contains(body, `"count": 1`) {
 		t.Fatalf("%d %s", code, body)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sqlstreams/sqlstreams/contrib/console"
+	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
 
@@ -128,8 +128,8 @@ func TestPages(t *testing.T) {
 				})
 			}
 			t.Run("messages filters exclude", func(t *testing.T) {
-				page := getJSON[console.MessagesPage](t, srv, "/streams/"+orders+"/messages?key=acct-1&version=1")
-				if len(page.Records) != 1 || page.Records[0].ID != dead || page.Records[0].Key != "acct-1" {
+				page := getJSON[view.RecordPage](t, srv, "/streams/"+orders+"/messages?key=acct-1&version=1")
+				if len(page.Records) != 1 || page.Records[0].ID != dead || page.Records[0].Key == nil || *page.Records[0].Key != "acct-1" {
 					t.Fatalf("key+version filter: %+v", page.Records)
 				}
 				part := fatal{t}.on(c.Stream[sqlstreams.RawPayload](orders).Browse(t.Context(), sqlstreams.BrowseOptions{}))
@@ -139,7 +139,7 @@ func TestPages(t *testing.T) {
 						p0++
 					}
 				}
-				page = getJSON[console.MessagesPage](t, srv, "/streams/"+orders+"/messages?partition=0")
+				page = getJSON[view.RecordPage](t, srv, "/streams/"+orders+"/messages?partition=0")
 				if len(page.Records) != p0 {
 					t.Fatalf("partition 0: %d records, want %d", len(page.Records), p0)
 				}
@@ -150,11 +150,11 @@ func TestPages(t *testing.T) {
 				}
 			})
 			t.Run("json equals Health", func(t *testing.T) {
-				sp := getJSON[console.StreamPage](t, srv, "/streams/"+orders+"?format=json")
-				if len(sp.Versions) != len(h.Versions) {
-					t.Fatalf("versions %d, want %d", len(sp.Versions), len(h.Versions))
+				sp := getJSON[view.StreamDescription](t, srv, "/streams/"+orders+"?format=json")
+				if len(sp.Health.Versions) != len(h.Versions) {
+					t.Fatalf("versions %d, want %d", len(sp.Health.Versions), len(h.Versions))
 				}
-				for i, v := range sp.Versions {
+				for i, v := range sp.Health.Versions {
 					want := h.Versions[i]
 					if v.Verdict != want.Verdict() || v.Rows != want.Rows || len(v.Groups) != len(want.Groups) {
 						t.Errorf("v%d: %+v, want %+v", v.Version, v, want)
@@ -166,7 +166,7 @@ func TestPages(t *testing.T) {
 						}
 					}
 				}
-				ov := getJSON[console.StreamsPage](t, srv, "/api/streams")
+				ov := getJSON[view.Overview](t, srv, "/api/streams")
 				var unread, deadN int64
 				for _, vh := range h.Versions {
 					for _, g := range vh.Groups {
@@ -177,28 +177,28 @@ func TestPages(t *testing.T) {
 					ov.Streams[0].HighWater != h.HighWater || ov.Streams[0].Verdict != "blocked" || ov.Streams[1].Verdict != "retirable" {
 					t.Errorf("overview %+v; health unread %d dead %d high-water %d", ov.Streams, unread, deadN, h.HighWater)
 				}
-				gp := getJSON[console.GroupPage](t, srv, "/api/streams/"+orders+"/groups/billing")
+				gp := getJSON[view.GroupDescription](t, srv, "/api/streams/"+orders+"/groups/billing")
 				d := fatal{t}.on(c.Stream[sqlstreams.RawPayload](orders).Group("billing").Describe(t.Context()))
 				if gp.Dead != d.Dead || gp.Dead != 1 || gp.Retirable || len(gp.Partitions) != 2 || gp.Partitions[1].HighWater != d.Partitions[1].HighWater {
 					t.Errorf("group page %+v, describe %+v", gp, d)
 				}
-				dp := getJSON[console.DeadPage](t, srv, "/streams/"+orders+"/groups/billing/dead")
-				if dp.Dead != 1 || len(dp.Letters) != 1 || dp.Letters[0].ID != dead || dp.Letters[0].Error != "card declined" {
+				dp := getJSON[view.DeadLetterPage](t, srv, "/streams/"+orders+"/groups/billing/dead")
+				if dp.Dead != 1 || len(dp.DeadLetters) != 1 || dp.DeadLetters[0].ID != dead || dp.DeadLetters[0].Error != "card declined" {
 					t.Errorf("dead page %+v", dp)
 				}
-				dl := getJSON[console.DeadLetterPage](t, srv, deadPath)
-				if len(dl.Letter.History) != 1 || dl.Letter.Headers["trace"] != "t-1" {
+				dl := getJSON[view.DeadLetter](t, srv, deadPath)
+				if len(dl.History) != 1 || dl.Headers["trace"] != "t-1" {
 					t.Errorf("dead letter %+v", dl)
 				}
-				diff := getJSON[console.SchemaDiffPage](t, srv, "/streams/"+orders+"/schemas/2?a=1&b=2")
-				if diff.Compatible || len(diff.Problems) == 0 || diff.Level.String() != "BACKWARD" || diff.LevelSource != "stream" {
+				diff := getJSON[view.SchemaDiff](t, srv, "/streams/"+orders+"/schemas/2?a=1&b=2")
+				if diff.Compatible || len(diff.Problems) == 0 || diff.Level != "BACKWARD" || diff.LevelSource != "stream" {
 					t.Errorf("diff %+v", diff)
 				}
-				same := getJSON[console.SchemaDiffPage](t, srv, "/streams/"+orders+"/schemas/2?a=2&b=2&level=FULL")
+				same := getJSON[view.SchemaDiff](t, srv, "/streams/"+orders+"/schemas/2?a=2&b=2&level=FULL")
 				if !same.Compatible || len(same.Differences) != 0 || same.LevelSource != "asked" {
 					t.Errorf("same revision diff %+v", same)
 				}
-				sch := getJSON[console.SchemasPage](t, srv, "/streams/"+orders+"/schemas")
+				sch := getJSON[view.Schemas](t, srv, "/streams/"+orders+"/schemas")
 				readers := map[string]bool{}
 				for _, v := range sch.Versions {
 					for _, r := range v.Revisions {
@@ -210,7 +210,7 @@ func TestPages(t *testing.T) {
 				if !readers["billing@v1.1"] || !readers["audit@v1.1"] || !readers["shipping@v2.1"] || len(readers) != 3 {
 					t.Errorf("readers %v", readers)
 				}
-				feat := getJSON[console.Features](t, srv, "/api/features")
+				feat := getJSON[view.Features](t, srv, "/api/features")
 				if feat.Driver != tg.Name || !feat.ReadOnly || !feat.Registry || feat.Notify != (tg.Name == "postgres") {
 					t.Errorf("features %+v", feat)
 				}
