@@ -77,7 +77,7 @@ which leaves an existing group at version N as it is.`,
 			if err != nil {
 				return err
 			}
-			_, s, err := c.raw(ctx, args[0])
+			client, s, err := c.raw(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -94,7 +94,7 @@ which leaves an existing group at version N as it is.`,
 			} else {
 				c.note("group %s of %s exists at v%d; left as it is (--if-not-exists)", args[1], args[0], v)
 			}
-			return c.writeDescription(d, h)
+			return c.writeDescription(d, h, view.Heartbeats(client))
 		})}
 	f := cmd.Flags()
 	f.StringVar(&o.version, "version", "", "schema version the group reads (required)")

@@ -33,7 +33,7 @@ group reads (its versions and bindings: work still to do), and DISTANCE, HIGH-WA
 id read (every row past the cursor, at any version or key, so it may be larger than LAG). Then the
 clients holding its leases, and its backlog per version with that version's verdict.`,
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			_, s, err := c.raw(ctx, args[0])
+			client, s, err := c.raw(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -45,7 +45,7 @@ clients holding its leases, and its backlog per version with that version's verd
 			if err != nil {
 				return err
 			}
-			return c.writeDescription(d, h)
+			return c.writeDescription(d, h, view.Heartbeats(client))
 		})}
 
 	var reset struct {
@@ -163,8 +163,8 @@ reads (health --retirable shows them), unless --force.`,
 	return group("groups", "List, create, describe, reset and delete consumer groups", list, c.groupsCreateCmd(), describe, resetCmd, del)
 }
 
-func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Health) error {
-	out := view.DescribeGroup(d, h)
+func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Health, heartbeats bool) error {
+	out := view.DescribeGroup(d, h, heartbeats)
 	if c.JSON() {
 		return c.WriteJSON(out)
 	}
@@ -202,6 +202,10 @@ func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Healt
 		return err
 	}
 	fmt.Fprintln(c.opts.Stdout)
+	if err := c.writeMembers(d.Members, heartbeats); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.opts.Stdout)
 	tw = c.table()
 	fmt.Fprintln(tw, "VERSION\tUNREAD\tLEASED\tDELAYED\tDEAD\tVERDICT")
 	for _, v := range out.Versions {
@@ -228,6 +232,10 @@ func (c *CLI) listGroups(ctx context.Context, args []string) ([]view.Group, erro
 			names = append(names, s.Name)
 		}
 	}
+	members, err := view.ReadMembers(ctx, client)
+	if err != nil {
+		return nil, err
+	}
 	rows := []view.Group{}
 	for _, name := range names {
 		s := client.Stream[sqlstreams.RawPayload](name)
@@ -235,7 +243,7 @@ func (c *CLI) listGroups(ctx context.Context, args []string) ([]view.Group, erro
 		if err == nil && len(groups) > 0 {
 			var h sqlstreams.Health
 			if h, err = s.Health(ctx); err == nil {
-				rows = append(rows, view.GroupsOf(name, groups, h)...)
+				rows = append(rows, view.GroupsOf(name, groups, h, members)...)
 			}
 		}
 		if err != nil && (len(args) > 0 || !errors.Is(err, sqlstreams.ErrStreamNotFound)) {
@@ -243,4 +251,23 @@ func (c *CLI) listGroups(ctx context.Context, args []string) ([]view.Group, erro
 		}
 	}
 	return rows, nil
+}
+
+// writeMembers prints the clients that ran consumers of a group, with how
+// long ago each was seen: a live member that holds no lease is an idle,
+// healthy consumer, not a dead one.
+func (c *CLI) writeMembers(ms []sqlstreams.MemberInfo, heartbeats bool) error {
+	tw := c.table()
+	fmt.Fprintln(tw, "MEMBER\tSTATE\tHOST\tPID\tVERSION\tLAST-SEEN")
+	now := time.Now()
+	for _, m := range ms {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", dash(m.Identity), m.State, dash(m.Host), m.PID, dash(m.LibraryVersion), view.Ago(m.LastSeen, now))
+	}
+	switch {
+	case !heartbeats:
+		fmt.Fprintln(tw, "-\t(the driver records no heartbeats)\t-\t-\t-\t-")
+	case len(ms) == 0:
+		fmt.Fprintln(tw, "-\tnone\t-\t-\t-\t-")
+	}
+	return tw.Flush()
 }

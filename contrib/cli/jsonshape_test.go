@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/sqlstreams/sqlstreams/contrib/console"
 )
@@ -23,7 +24,11 @@ func TestJSONShapeAgreesWithConsole(t *testing.T) {
 	t.Parallel()
 	url := "sqlite:" + filepath.Join(t.TempDir(), "cli.db")
 	seed(t, url)
-	h, err := console.New(goClient(t, url), console.Options{Logger: slog.New(slog.DiscardHandler)})
+	client := goClient(t, url)
+	// A member that stopped beating: its record stays as written, so both
+	// reads see the same one.
+	crashedMember(t, client, "orders", "billing", "crashed-3", time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	h, err := console.New(client, console.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +61,9 @@ func TestJSONShapeAgreesWithConsole(t *testing.T) {
 			cli, api := readAtRE.ReplaceAllString(fromCLI, `"read_at": "<time>"`), readAtRE.ReplaceAllString(string(body), `"read_at": "<time>"`)
 			if len(cli) < 40 || !regexp.MustCompile(`"stream"|"id"`).MatchString(cli) {
 				t.Fatalf("sqlstreams %v -o json printed no document:\n%s", tc.args, cli)
+			}
+			if tc.name == "groups describe" && !regexp.MustCompile(`"identity": "crashed-3"`).MatchString(cli) {
+				t.Fatalf("no member in\n%s", cli)
 			}
 			if cli != api {
 				t.Fatalf("sqlstreams %v -o json and GET %s differ:\n--- cli\n%s\n--- api\n%s", tc.args, tc.api, cli, api)

@@ -95,7 +95,7 @@ printed.`,
 
 	describe := &cobra.Command{Use: "describe NAME", Short: "Show a stream's configuration, groups and health", Args: cobra.ExactArgs(1),
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			_, s, err := c.raw(ctx, args[0])
+			client, s, err := c.raw(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -111,14 +111,18 @@ printed.`,
 			if err != nil {
 				return err
 			}
+			members, err := view.ReadMembers(ctx, client)
+			if err != nil {
+				return err
+			}
 			if c.JSON() {
-				return c.WriteJSON(view.DescribeStream(info, groups, h))
+				return c.WriteJSON(view.DescribeStream(info, groups, h, members))
 			}
 			if err := c.writeStreams([]sqlstreams.StreamInfo{info}); err != nil {
 				return err
 			}
 			fmt.Fprintln(c.opts.Stdout)
-			if err := c.writeGroups(view.GroupsOf(info.Name, groups, h), false); err != nil {
+			if err := c.writeGroups(view.GroupsOf(info.Name, groups, h, members), false); err != nil {
 				return err
 			}
 			fmt.Fprintln(c.opts.Stdout)

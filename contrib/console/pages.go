@@ -151,11 +151,16 @@ type StreamPage struct {
 	Health   sqlstreams.Health
 	Groups   []sqlstreams.GroupInfo
 	Versions []VersionView
+	// Live counts each group's live members; nil when the driver records
+	// no heartbeats.
+	Live map[string]int
+
+	members []sqlstreams.MemberInfo
 }
 
 func (p StreamPage) title() string { return p.Info.Name }
 
-func (p StreamPage) document() any { return view.DescribeStream(p.Info, p.Groups, p.Health) }
+func (p StreamPage) document() any { return view.DescribeStream(p.Info, p.Groups, p.Health, p.members) }
 
 // VersionView is one version of a stream with its verdict and checklist.
 type VersionView struct {
@@ -184,7 +189,17 @@ func (h *handler) streamPage(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	page := StreamPage{Info: info, Health: hl, Groups: groups}
+	members, err := view.ReadMembers(ctx, h.client)
+	if err != nil {
+		return nil, err
+	}
+	page := StreamPage{Info: info, Health: hl, Groups: groups, members: members}
+	if members != nil {
+		page.Live = map[string]int{}
+		for _, g := range view.GroupsOf(info.Name, groups, hl, members) {
+			page.Live[g.Name] = *g.LiveMembers
+		}
+	}
 	for _, vh := range hl.Versions {
 		page.Versions = append(page.Versions, VersionView{VersionHealth: vh, Verdict: vh.Verdict(), Checklist: view.Checklist(info, vh, groups)})
 	}
@@ -205,12 +220,20 @@ type GroupPage struct {
 	Plan  []sqlstreams.CursorChange
 	Reset *ResetForm
 
+	// Heartbeats: the driver records members, so an empty Members means
+	// no client runs the group.
+	Heartbeats bool
+	// Now is when the page was read, for the members' "last seen".
+	Now time.Time
+
 	health sqlstreams.Health
 }
 
 func (p GroupPage) title() string { return p.Group + " · " + p.Stream }
 
-func (p GroupPage) document() any { return view.DescribeGroup(p.GroupDescription, p.health) }
+func (p GroupPage) document() any {
+	return view.DescribeGroup(p.GroupDescription, p.health, p.Heartbeats)
+}
 
 // ResetForm is a reset-cursors request as the form sends it.
 type ResetForm struct {
@@ -235,7 +258,8 @@ func (h *handler) group(ctx context.Context, stream, group string) (GroupPage, e
 	if err != nil {
 		return GroupPage{}, err
 	}
-	page := GroupPage{Stream: stream, GroupDescription: d, Blockers: []sqlstreams.Reason{}, health: hl}
+	page := GroupPage{Stream: stream, GroupDescription: d, Blockers: []sqlstreams.Reason{}, health: hl,
+		Heartbeats: view.Heartbeats(h.client), Now: time.Now()}
 	for _, vh := range hl.Versions {
 		for _, b := range vh.Blockers {
 			if b.Group == group {

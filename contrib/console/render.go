@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/schema"
 )
@@ -43,6 +44,7 @@ func (h *handler) parseTemplates() error {
 		"csrf":    func() string { return h.csrf },
 		"actions": func() bool { return h.opts.AllowActions },
 		"ts":      formatTime,
+		"ago":     view.Ago,
 		"rfc3339": func(t time.Time) string {
 			if t.IsZero() {
 				return ""

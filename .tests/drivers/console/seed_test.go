@@ -65,7 +65,7 @@ func engines() []conformance.Target {
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-func openClient(t testing.TB, tg conformance.Target) *sqlstreams.Client {
+func openClient(t testing.TB, tg conformance.Target, opts ...sqlstreams.ClientOption) *sqlstreams.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -73,8 +73,8 @@ func openClient(t testing.TB, tg conformance.Target) *sqlstreams.Client {
 	if err != nil {
 		t.Fatalf("open %s: %v", tg.Name, err)
 	}
-	c, err := sqlstreams.Open(ctx, drv, sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithLogger(quiet()),
-		sqlstreams.WithIdentity("console-test"))
+	c, err := sqlstreams.Open(ctx, drv, append([]sqlstreams.ClientOption{sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithLogger(quiet()),
+		sqlstreams.WithIdentity("console-test")}, opts...)...)
 	if err != nil {
 		t.Fatalf("open %s: %v", tg.Name, err)
 	}

@@ -24,6 +24,9 @@ type Group struct {
 	Unread     int64   `json:"unread"`
 	Unresolved int64   `json:"unresolved"`
 	Dead       int64   `json:"dead"`
+	// LiveMembers counts the live clients running consumers of the group;
+	// null when the driver records no heartbeats.
+	LiveMembers *int `json:"live_members"`
 }
 
 // GroupList is the document of a list of groups.
@@ -47,13 +50,15 @@ func Start(p sqlstreams.StartPosition) string {
 	return "earliest"
 }
 
-// GroupsOf is the view of a stream's groups, with their backlog from h.
-func GroupsOf(stream string, groups []sqlstreams.GroupInfo, h sqlstreams.Health) []Group {
+// GroupsOf is the view of a stream's groups, with their backlog from h and
+// their live members from members (ReadMembers: nil when the driver records
+// no heartbeats).
+func GroupsOf(stream string, groups []sqlstreams.GroupInfo, h sqlstreams.Health, members []sqlstreams.MemberInfo) []Group {
 	out := []Group{}
 	for _, g := range groups {
 		j := Group{Stream: stream, Name: g.Name, Reads: Reads(g.AllVersions, g.SchemaVersion), SchemaVersion: g.SchemaVersion,
 			AllVersions: g.AllVersions, Bindings: list(g.Bindings), ConvertsFrom: list(g.ConvertsFrom), Start: Start(g.Start),
-			CreatedAt: Time(g.CreatedAt)}
+			CreatedAt: Time(g.CreatedAt), LiveMembers: liveIn(members, stream, g.Name)}
 		for _, vh := range h.Versions {
 			for _, gh := range vh.Groups {
 				if gh.Group == g.Name {
@@ -108,14 +113,24 @@ type GroupDescription struct {
 	// deleting it loses nothing; Blockers say what is left.
 	Retirable bool     `json:"retirable"`
 	Blockers  []Reason `json:"blockers"`
+	// Members are the clients that ran consumers of the group within
+	// sqlstreams.MemberRetention, live, left or gone.
+	Members []Member `json:"members"`
 }
 
-// DescribeGroup is the view of d, with verdicts and blockers from h.
-func DescribeGroup(d sqlstreams.GroupDescription, h sqlstreams.Health) GroupDescription {
+// DescribeGroup is the view of d, with verdicts and blockers from h;
+// heartbeats says whether the driver records members (Heartbeats), so that
+// no member reads as "none alive" only where members are recorded.
+func DescribeGroup(d sqlstreams.GroupDescription, h sqlstreams.Health, heartbeats bool) GroupDescription {
 	info := sqlstreams.GroupInfo{Name: d.Group, SchemaVersion: d.SchemaVersion, AllVersions: d.AllVersions, ConvertsFrom: d.ConvertsFrom,
 		Bindings: d.Bindings, Start: d.Start, CreatedAt: d.CreatedAt}
-	out := GroupDescription{Group: GroupsOf(d.Stream, []sqlstreams.GroupInfo{info}, h)[0], Leased: d.Leased, Delayed: d.Delayed,
-		RemovedUnread: d.RemovedUnread, Partitions: []GroupPartition{}, Holders: []Holder{}, Versions: []GroupVersion{}, Blockers: []Reason{}}
+	var members []sqlstreams.MemberInfo
+	if heartbeats {
+		members = append([]sqlstreams.MemberInfo{}, d.Members...)
+	}
+	out := GroupDescription{Group: GroupsOf(d.Stream, []sqlstreams.GroupInfo{info}, h, members)[0], Leased: d.Leased, Delayed: d.Delayed,
+		RemovedUnread: d.RemovedUnread, Partitions: []GroupPartition{}, Holders: []Holder{}, Versions: []GroupVersion{}, Blockers: []Reason{},
+		Members: MembersOf(d.Members)}
 	for _, p := range d.Partitions {
 		out.Partitions = append(out.Partitions, GroupPartition{p.Partition, p.Cursor + 1, p.HighWater, p.Lag, p.Distance})
 	}

@@ -42,9 +42,9 @@ type StreamDescription struct {
 }
 
 // DescribeStream builds the description of a stream from what it is made
-// of.
-func DescribeStream(info sqlstreams.StreamInfo, groups []sqlstreams.GroupInfo, h sqlstreams.Health) StreamDescription {
-	out := StreamDescription{Stream: StreamOf(info), Groups: GroupsOf(info.Name, groups, h), Health: HealthOf(h), Retirement: []VersionRetirement{}}
+// of; members is ReadMembers' answer.
+func DescribeStream(info sqlstreams.StreamInfo, groups []sqlstreams.GroupInfo, h sqlstreams.Health, members []sqlstreams.MemberInfo) StreamDescription {
+	out := StreamDescription{Stream: StreamOf(info), Groups: GroupsOf(info.Name, groups, h, members), Health: HealthOf(h), Retirement: []VersionRetirement{}}
 	for _, vh := range h.Versions {
 		out.Retirement = append(out.Retirement, VersionRetirement{Version: vh.Version, Retirable: vh.Retirable, Verdict: vh.Verdict(),
 			Checklist: Checklist(info, vh, groups)})
