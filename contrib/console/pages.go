@@ -33,7 +33,7 @@ func (p StreamsPage) document() any {
 	out := view.Overview{Streams: []view.StreamSummary{}}
 	for _, r := range p.Streams {
 		out.Streams = append(out.Streams, view.StreamSummary{Stream: view.StreamOf(r.StreamInfo), HighWater: r.HighWater,
-			Versions: r.Versions, Groups: r.Groups, Unread: r.Unread, Dead: r.Dead, Verdict: r.Verdict})
+			Versions: r.Versions, Groups: r.Groups, Unread: r.Unread, Dead: r.Dead, Status: r.Status, Retirement: r.Retirement})
 	}
 	return out
 }
@@ -47,15 +47,21 @@ type StreamRow struct {
 	Groups   []string
 	// Unread and Dead are summed over every group and version.
 	Unread, Dead int64
-	// Verdict is the worst of the versions': "blocked" when any version
-	// cannot be retired, "retirable" otherwise, "empty" with no version.
-	Verdict string
+	// Status is the stream's health, the worst of its groups'.
+	Status view.Status
+	// Retirement has the verdict of each version with a newer one beside
+	// it; none for a stream with one version.
+	Retirement []view.VersionVerdict
 }
 
 func (h *handler) streamsPage(r *http.Request) (any, error) {
 	ctx, cancel := h.ctx(r)
 	defer cancel()
 	infos, err := h.client.Streams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	members, err := view.ReadMembers(ctx, h.client)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +76,7 @@ func (h *handler) streamsPage(r *http.Request) (any, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			page.Streams[i], errs[i] = h.streamRow(ctx, info)
+			page.Streams[i], errs[i] = h.streamRow(ctx, info, members)
 		}()
 	}
 	wg.Wait()
@@ -91,8 +97,8 @@ func (h *handler) streamsPage(r *http.Request) (any, error) {
 const overviewConcurrency = 2
 
 // streamRow reads one stream's row of the overview; a stream destroyed
-// meanwhile is a zero row.
-func (h *handler) streamRow(ctx context.Context, info sqlstreams.StreamInfo) (StreamRow, error) {
+// meanwhile is a zero row. members is view.ReadMembers' answer.
+func (h *handler) streamRow(ctx context.Context, info sqlstreams.StreamInfo, members []sqlstreams.MemberInfo) (StreamRow, error) {
 	s := h.client.Stream[sqlstreams.RawPayload](info.Name)
 	hl, err := s.Health(ctx)
 	if errors.Is(err, sqlstreams.ErrStreamNotFound) {
@@ -101,7 +107,7 @@ func (h *handler) streamRow(ctx context.Context, info sqlstreams.StreamInfo) (St
 	if err != nil {
 		return StreamRow{}, err
 	}
-	row := StreamRow{StreamInfo: info, HighWater: hl.HighWater, Verdict: worstVerdict(hl), Versions: []int{}, Groups: []string{}}
+	row := StreamRow{StreamInfo: info, HighWater: hl.HighWater, Retirement: view.Retiring(hl, nil), Versions: []int{}, Groups: []string{}}
 	seen := map[string]bool{}
 	for _, vh := range hl.Versions {
 		row.Versions = append(row.Versions, vh.Version)
@@ -129,19 +135,12 @@ func (h *handler) streamRow(ctx context.Context, info sqlstreams.StreamInfo) (St
 		}
 	}
 	slices.Sort(row.Groups)
+	named := make([]sqlstreams.GroupInfo, len(row.Groups))
+	for i, g := range row.Groups {
+		named[i] = sqlstreams.GroupInfo{Name: g}
+	}
+	row.Status = view.StreamStatus(view.GroupsOf(info.Name, named, hl, members))
 	return row, nil
-}
-
-func worstVerdict(h sqlstreams.Health) string {
-	if len(h.Versions) == 0 {
-		return "empty"
-	}
-	for _, vh := range h.Versions {
-		if !vh.Retirable {
-			return "blocked"
-		}
-	}
-	return "retirable"
 }
 
 // StreamPage is a stream's versions with the health read, the verdicts and
@@ -154,6 +153,9 @@ type StreamPage struct {
 	// Live counts each group's live members; nil when the driver records
 	// no heartbeats.
 	Live map[string]int
+	// Status is the stream's health and GroupStatus each group's.
+	Status      view.Status
+	GroupStatus map[string]view.Status
 
 	members []sqlstreams.MemberInfo
 }
@@ -166,7 +168,10 @@ func (p StreamPage) document() any { return view.DescribeStream(p.Info, p.Groups
 type VersionView struct {
 	sqlstreams.VersionHealth
 	// Verdict is VersionHealth.Verdict(): "retirable" or the reasons.
-	Verdict   string
+	Verdict string
+	// Older: a newer version exists, so this one can be retired; only
+	// then is there a Checklist.
+	Older     bool
 	Checklist []CheckItem
 }
 
@@ -193,15 +198,25 @@ func (h *handler) streamPage(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	page := StreamPage{Info: info, Health: hl, Groups: groups, members: members}
+	page := StreamPage{Info: info, Health: hl, Groups: groups, members: members, GroupStatus: map[string]view.Status{}}
+	gv := view.GroupsOf(info.Name, groups, hl, members)
 	if members != nil {
 		page.Live = map[string]int{}
-		for _, g := range view.GroupsOf(info.Name, groups, hl, members) {
+	}
+	for _, g := range gv {
+		page.GroupStatus[g.Name] = g.Status
+		if g.LiveMembers != nil {
 			page.Live[g.Name] = *g.LiveMembers
 		}
 	}
+	page.Status = view.StreamStatus(gv)
+	newest := view.NewestVersion(hl, groups)
 	for _, vh := range hl.Versions {
-		page.Versions = append(page.Versions, VersionView{VersionHealth: vh, Verdict: vh.Verdict(), Checklist: view.Checklist(info, vh, groups)})
+		vv := VersionView{VersionHealth: vh, Verdict: vh.Verdict(), Older: vh.Version < newest}
+		if vv.Older {
+			vv.Checklist = view.Checklist(info, vh, groups)
+		}
+		page.Versions = append(page.Versions, vv)
 	}
 	return page, nil
 }
@@ -223,6 +238,8 @@ type GroupPage struct {
 	// Heartbeats: the driver records members, so an empty Members means
 	// no client runs the group.
 	Heartbeats bool
+	// Status is the group's health.
+	Status view.Status
 	// Now is when the page was read, for the members' "last seen".
 	Now time.Time
 
@@ -268,6 +285,7 @@ func (h *handler) group(ctx context.Context, stream, group string) (GroupPage, e
 		}
 	}
 	page.Retirable = len(page.Blockers) == 0
+	page.Status = view.DescribeGroup(d, hl, page.Heartbeats).Status
 	return page, nil
 }
 

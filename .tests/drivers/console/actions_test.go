@@ -186,7 +186,7 @@ func TestActions(t *testing.T) {
 				plan := fatal{t}.on(admin.ResetCursors(t.Context(), sqlstreams.ResetOptions{To: sqlstreams.ResetToEarliest(), DryRun: true}))
 				txt := text(body)
 				for _, ch := range plan {
-					if want := fmt.Sprintf("%d %d %d", ch.Partition, ch.From, ch.To); !strings.Contains(txt, "Dry-run plan Partition From To") || !strings.Contains(txt, want) {
+					if want := fmt.Sprintf("%d %d %d", ch.Partition, ch.From+1, ch.To+1); !strings.Contains(txt, "Dry-run plan Partition Next id New next id") || !strings.Contains(txt, want) {
 						t.Errorf("plan row %q missing: %s", want, txt)
 					}
 				}
@@ -288,14 +288,14 @@ func TestRetirementFromTheConsole(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, body := get(t, srv, "/streams/"+orders)
-			if txt := text(body); !strings.Contains(txt, "v1 blocked group billing has 1 dead (replay or discard them)") {
+			if txt := text(body); !strings.Contains(txt, "v1 v1 not yet retirable group billing has 1 dead (replay or discard them)") {
 				t.Fatalf("before discarding: %s", txt)
 			}
 			if code, _, body := post(t, srv, "/streams/"+orders+"/groups/billing/dead/discard", url.Values{"csrf": {tok}, "all": {"1"}}); code != http.StatusSeeOther {
 				t.Fatalf("discard: %d %s", code, text(body))
 			}
 			_, body = get(t, srv, "/streams/"+orders)
-			if txt := text(body); !strings.Contains(txt, "v1 retirable retirable") {
+			if txt := text(body); !strings.Contains(txt, "v1 v1 retirable retirable") {
 				t.Fatalf("after discarding: %s", txt)
 			}
 			for _, g := range []string{"audit", "billing"} {
@@ -308,7 +308,7 @@ func TestRetirementFromTheConsole(t *testing.T) {
 				t.Fatalf("v1 after the walk: %+v", v1)
 			}
 			_, body = get(t, srv, "/streams/"+orders)
-			if txt := text(body); !strings.Contains(txt, "v1 retirable retirable no group reads version 1 (4 rows)") {
+			if txt := text(body); !strings.Contains(txt, "v1 v1 retirable retirable no group reads version 1 (4 rows)") {
 				t.Fatalf("final stream page: %s", txt)
 			}
 		})

@@ -193,12 +193,13 @@ func TestCompactedBindingsConverterRaw(t *testing.T) {
 	txt := text(body)
 	for _, w := range []string{
 		"Compacted yes",
-		"v1 blocked " + v1.Verdict(),
+		"accounts lagging archive: 1 unread eu-v2: 1 unread",
+		"v1 v1 not yet retirable " + v1.Verdict(),
 		"compaction heads remain",
 		"☐ no compaction heads at v1 (1 remain: each key needs a newer version's row)",
 		"archive raw",
-		"archive every version (raw) 1 — every key",
-		"eu-v2 v2 1 1 eu.#",
+		"archive lagging every version (raw) 1 — every key",
+		"eu-v2 lagging v2 1 1 eu.#",
 	} {
 		if !strings.Contains(txt, w) {
 			t.Errorf("stream page: no %q in %s", w, txt)

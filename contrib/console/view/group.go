@@ -27,6 +27,9 @@ type Group struct {
 	// LiveMembers counts the live clients running consumers of the group;
 	// null when the driver records no heartbeats.
 	LiveMembers *int `json:"live_members"`
+	// Status is the group's health: dead letters, no live consumer,
+	// lagging, or ok.
+	Status Status `json:"status"`
 }
 
 // GroupList is the document of a list of groups.
@@ -66,6 +69,7 @@ func GroupsOf(stream string, groups []sqlstreams.GroupInfo, h sqlstreams.Health,
 				}
 			}
 		}
+		j.Status = groupStatus(j.Unread, j.Dead, j.LiveMembers)
 		out = append(out, j)
 	}
 	return out

@@ -147,15 +147,17 @@ type Features struct {
 }
 
 // StreamSummary is one stream of the console's overview: its configuration
-// with its versions, group names and backlog summed over every group.
+// with its versions, group names and backlog summed over every group, its
+// health, and the retirement verdict of each version that has a newer one.
 type StreamSummary struct {
 	Stream
-	HighWater int64    `json:"high_water"`
-	Versions  []int    `json:"versions"`
-	Groups    []string `json:"groups"`
-	Unread    int64    `json:"unread"`
-	Dead      int64    `json:"dead"`
-	Verdict   string   `json:"verdict"`
+	HighWater  int64            `json:"high_water"`
+	Versions   []int            `json:"versions"`
+	Groups     []string         `json:"groups"`
+	Unread     int64            `json:"unread"`
+	Dead       int64            `json:"dead"`
+	Status     Status           `json:"status"`
+	Retirement []VersionVerdict `json:"retirement"`
 }
 
 // Overview is the console's list of streams with their summaries.

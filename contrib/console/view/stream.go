@@ -30,12 +30,14 @@ type StreamList struct {
 	Streams []Stream `json:"streams"`
 }
 
-// StreamDescription is one stream: its configuration, its groups with their
-// backlog, the health read, and the retirement checklist of each version.
+// StreamDescription is one stream: its configuration, its status (the
+// worst of its groups' health), its groups with their backlog, the health
+// read, and the retirement checklist of each version that has a newer one.
 // It is the document of `sqlstreams streams describe` and of the console's
 // /api/streams/{stream}.
 type StreamDescription struct {
 	Stream     Stream              `json:"stream"`
+	Status     Status              `json:"status"`
 	Groups     []Group             `json:"groups"`
 	Health     Health              `json:"health"`
 	Retirement []VersionRetirement `json:"retirement"`
@@ -45,9 +47,13 @@ type StreamDescription struct {
 // of; members is ReadMembers' answer.
 func DescribeStream(info sqlstreams.StreamInfo, groups []sqlstreams.GroupInfo, h sqlstreams.Health, members []sqlstreams.MemberInfo) StreamDescription {
 	out := StreamDescription{Stream: StreamOf(info), Groups: GroupsOf(info.Name, groups, h, members), Health: HealthOf(h), Retirement: []VersionRetirement{}}
+	out.Status = StreamStatus(out.Groups)
+	newest := NewestVersion(h, groups)
 	for _, vh := range h.Versions {
-		out.Retirement = append(out.Retirement, VersionRetirement{Version: vh.Version, Retirable: vh.Retirable, Verdict: vh.Verdict(),
-			Checklist: Checklist(info, vh, groups)})
+		if vh.Version < newest {
+			out.Retirement = append(out.Retirement, VersionRetirement{Version: vh.Version, Retirable: vh.Retirable, Verdict: vh.Verdict(),
+				Checklist: Checklist(info, vh, groups)})
+		}
 	}
 	return out
 }
