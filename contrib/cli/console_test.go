@@ -108,8 +108,8 @@ func TestConsoleCommand(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, base+"/api/features", nil)
 		code, body := get(t, req)
 		var f map[string]any
-		if err := json.Unmarshal([]byte(body), &f); code != http.StatusOK || err != nil || f["ReadOnly"] != false {
-			t.Errorf("features with --allow-actions: %d %s (%v); want ReadOnly false", code, body, err)
+		if err := json.Unmarshal([]byte(body), &f); code != http.StatusOK || err != nil || f["read_only"] != false {
+			t.Errorf("features with --allow-actions: %d %s (%v); want read_only false", code, body, err)
 		}
 	})
 

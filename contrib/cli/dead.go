@@ -11,48 +11,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
-
-type failureJSON struct {
-	Attempt int     `json:"attempt"`
-	Error   string  `json:"error"`
-	At      *string `json:"at"`
-	Holder  string  `json:"holder"`
-}
-
-type deadJSON struct {
-	ID            int64             `json:"id"`
-	SchemaVersion int               `json:"schema_version"`
-	Partition     int               `json:"partition"`
-	Key           string            `json:"key"`
-	RoutingKey    string            `json:"routing_key"`
-	Attempts      int               `json:"attempts"`
-	FirstFailed   *string           `json:"first_failed"`
-	DiedAt        *string           `json:"died_at"`
-	ProducedAt    *string           `json:"produced_at"`
-	Holder        string            `json:"holder"`
-	Error         string            `json:"error"`
-	Headers       map[string]string `json:"headers"`
-	Payload       json.RawMessage   `json:"payload"`
-	History       []failureJSON     `json:"history,omitempty"`
-}
-
-func deadOut(d sqlstreams.DeadLetter) deadJSON {
-	out := deadJSON{ID: d.ID, SchemaVersion: d.SchemaVersion, Partition: d.Partition, Key: d.Key, RoutingKey: d.RoutingKey,
-		Attempts: d.Attempt, FirstFailed: jsonTime(d.FirstFailed), DiedAt: jsonTime(d.DiedAt), ProducedAt: jsonTime(d.ProducedAt),
-		Holder: d.Holder, Error: d.Error, Headers: d.Headers, Payload: d.Payload}
-	if out.Headers == nil {
-		out.Headers = map[string]string{}
-	}
-	if len(out.Payload) == 0 {
-		out.Payload = json.RawMessage("null")
-	}
-	for _, f := range d.History {
-		out.History = append(out.History, failureJSON{f.Attempt, f.Error, jsonTime(f.At), f.Holder})
-	}
-	return out
-}
 
 // progressMin is the smallest number of rows for which replay and discard
 // draw a progress bar (on a terminal, in table output); batch is how many
@@ -75,33 +36,30 @@ func (c *CLI) deadCmd() *cobra.Command {
 				return err
 			}
 			g := s.Group(args[1]) // a missing group fails with ErrGroupNotFound, naming those there are
-			dls, err := g.DeadLetters(ctx, after, limit)
+			// One more than a page tells whether another page follows.
+			dls, err := g.DeadLetters(ctx, after, limit+1)
 			if err != nil {
 				return err
 			}
 			var next int64
-			if len(dls) == limit {
+			if len(dls) > limit {
+				dls = dls[:limit]
 				next = dls[len(dls)-1].ID
 			}
 			switch c.output {
 			case "jsonl":
 				for _, d := range dls {
-					if err := c.WriteJSON(deadOut(d)); err != nil {
+					if err := c.WriteJSON(view.DeadLetterOf(d)); err != nil {
 						return err
 					}
 				}
 				return nil
 			case "json":
-				out := struct {
-					Stream      string     `json:"stream"`
-					Group       string     `json:"group"`
-					DeadLetters []deadJSON `json:"dead_letters"`
-					NextAfter   int64      `json:"next_after"`
-				}{args[0], args[1], []deadJSON{}, next}
-				for _, d := range dls {
-					out.DeadLetters = append(out.DeadLetters, deadOut(d))
+				d, err := g.Describe(ctx)
+				if err != nil {
+					return err
 				}
-				return c.WriteJSON(out)
+				return c.WriteJSON(view.DeadLetterPage{Stream: args[0], Group: args[1], Dead: d.Dead, DeadLetters: view.DeadLettersOf(dls), NextAfter: next})
 			}
 			tw := c.table()
 			fmt.Fprintln(tw, "ID\tVERSION\tPARTITION\tKEY\tROUTING-KEY\tATTEMPTS\tFIRST-FAILED\tDIED-AT\tERROR")
@@ -136,7 +94,7 @@ func (c *CLI) deadCmd() *cobra.Command {
 				return err
 			}
 			if c.JSON() {
-				return c.WriteJSON(deadOut(d))
+				return c.WriteJSON(view.DeadLetterOf(d))
 			}
 			return writeDead(c.opts.Stdout, args[0], args[1], d)
 		})}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -76,7 +77,7 @@ which leaves an existing group at version N as it is.`,
 			if err != nil {
 				return err
 			}
-			_, s, err := c.raw(ctx, args[0])
+			client, s, err := c.raw(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -93,7 +94,7 @@ which leaves an existing group at version N as it is.`,
 			} else {
 				c.note("group %s of %s exists at v%d; left as it is (--if-not-exists)", args[1], args[0], v)
 			}
-			return c.writeDescription(d, h)
+			return c.writeDescription(d, h, view.Heartbeats(client))
 		})}
 	f := cmd.Flags()
 	f.StringVar(&o.version, "version", "", "schema version the group reads (required)")
@@ -136,7 +137,7 @@ func (c *CLI) createGroup(ctx context.Context, stream, group string, version int
 	case existing == nil:
 	case existing.AllVersions || existing.SchemaVersion != version:
 		return false, fmt.Errorf("sqlstreams: group %q of %q reads %s, not v%d: %w; pick another group name, or delete that group first ('sqlstreams groups delete %s %s')",
-			group, stream, reads(existing.AllVersions, existing.SchemaVersion), version, sqlstreams.ErrGroupVersion, stream, group)
+			group, stream, view.Reads(existing.AllVersions, existing.SchemaVersion), version, sqlstreams.ErrGroupVersion, stream, group)
 	case !ifNotExists:
 		return false, fmt.Errorf("sqlstreams: group %q of %q: %w; move its cursors with 'sqlstreams groups reset %s %s', or add --if-not-exists",
 			group, stream, errGroupExists, stream, group)

@@ -8,41 +8,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
-
-// Cursors are shown as the next id the group reads (the stored cursor, the
-// last id passed, plus one), as Kafka shows an offset: in groups describe,
-// groups reset's plan and the health JSON alike.
-type groupPartitionJSON struct {
-	Partition int   `json:"partition"`
-	NextID    int64 `json:"next_id"`
-	HighWater int64 `json:"high_water"`
-	Lag       int64 `json:"lag"`
-	Distance  int64 `json:"distance"`
-}
-
-type holderJSON struct {
-	Holder string  `json:"holder"`
-	Leases int64   `json:"leases"`
-	Until  *string `json:"until"`
-}
-
-type groupVersionJSON struct {
-	Version int `json:"version"`
-	groupHealthJSON
-	Verdict string `json:"verdict"`
-}
-
-type groupDescriptionJSON struct {
-	groupJSON
-	Leased        int64                `json:"leased"`
-	Delayed       int64                `json:"delayed"`
-	RemovedUnread int64                `json:"removed_unread"`
-	Partitions    []groupPartitionJSON `json:"partitions"`
-	Holders       []holderJSON         `json:"holders"`
-	Versions      []groupVersionJSON   `json:"versions"`
-}
 
 func (c *CLI) groupsCmd() *cobra.Command {
 	list := &cobra.Command{Use: "list [STREAM]", Short: "List consumer groups with their backlog: of every stream, or of STREAM",
@@ -53,9 +21,7 @@ func (c *CLI) groupsCmd() *cobra.Command {
 				return err
 			}
 			if c.JSON() {
-				return c.WriteJSON(struct {
-					Groups []groupJSON `json:"groups"`
-				}{rows})
+				return c.WriteJSON(view.GroupList{Groups: rows})
 			}
 			return c.writeGroups(rows, true)
 		})}
@@ -67,7 +33,7 @@ group reads (its versions and bindings: work still to do), and DISTANCE, HIGH-WA
 id read (every row past the cursor, at any version or key, so it may be larger than LAG). Then the
 clients holding its leases, and its backlog per version with that version's verdict.`,
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			_, s, err := c.raw(ctx, args[0])
+			client, s, err := c.raw(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -79,7 +45,7 @@ clients holding its leases, and its backlog per version with that version's verd
 			if err != nil {
 				return err
 			}
-			return c.writeDescription(d, h)
+			return c.writeDescription(d, h, view.Heartbeats(client))
 		})}
 
 	var reset struct {
@@ -131,21 +97,12 @@ read in a partition is the first one there with an id at or above it.`,
 				return err
 			}
 			if c.JSON() {
-				type change struct {
-					Partition int   `json:"partition"`
-					NextID    int64 `json:"next_id"`
-					NewNextID int64 `json:"new_next_id"`
-				}
-				out := struct {
-					Stream   string   `json:"stream"`
-					Group    string   `json:"group"`
-					Executed bool     `json:"executed"`
-					Changes  []change `json:"changes"`
-				}{args[0], args[1], reset.execute, []change{}}
-				for _, ch := range changes {
-					out.Changes = append(out.Changes, change{ch.Partition, ch.From + 1, ch.To + 1})
-				}
-				return c.WriteJSON(out)
+				return c.WriteJSON(struct {
+					Stream   string              `json:"stream"`
+					Group    string              `json:"group"`
+					Executed bool                `json:"executed"`
+					Changes  []view.CursorChange `json:"changes"`
+				}{args[0], args[1], reset.execute, view.CursorChangesOf(changes)})
 			}
 			tw := c.table()
 			fmt.Fprintln(tw, "PARTITION\tNEXT-ID\tNEW-NEXT-ID")
@@ -206,24 +163,8 @@ reads (health --retirable shows them), unless --force.`,
 	return group("groups", "List, create, describe, reset and delete consumer groups", list, c.groupsCreateCmd(), describe, resetCmd, del)
 }
 
-func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Health) error {
-	info := sqlstreams.GroupInfo{Name: d.Group, SchemaVersion: d.SchemaVersion, AllVersions: d.AllVersions, ConvertsFrom: d.ConvertsFrom,
-		Bindings: d.Bindings, Start: d.Start, CreatedAt: d.CreatedAt}
-	out := groupDescriptionJSON{groupJSON: groupsOut(d.Stream, []sqlstreams.GroupInfo{info}, h)[0], Leased: d.Leased, Delayed: d.Delayed,
-		RemovedUnread: d.RemovedUnread, Partitions: []groupPartitionJSON{}, Holders: []holderJSON{}, Versions: []groupVersionJSON{}}
-	for _, p := range d.Partitions {
-		out.Partitions = append(out.Partitions, groupPartitionJSON{p.Partition, p.Cursor + 1, p.HighWater, p.Lag, p.Distance})
-	}
-	for _, hd := range d.Holders {
-		out.Holders = append(out.Holders, holderJSON{hd.Holder, hd.Leases, jsonTime(hd.Until)})
-	}
-	for _, v := range d.Versions {
-		verdict := "-"
-		if vh, ok := h.Version(v.Version); ok {
-			verdict = vh.Verdict()
-		}
-		out.Versions = append(out.Versions, groupVersionJSON{Version: v.Version, groupHealthJSON: groupHealthOut(v.GroupHealth), Verdict: verdict})
-	}
+func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Health, heartbeats bool) error {
+	out := view.DescribeGroup(d, h, heartbeats)
 	if c.JSON() {
 		return c.WriteJSON(out)
 	}
@@ -261,6 +202,10 @@ func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Healt
 		return err
 	}
 	fmt.Fprintln(c.opts.Stdout)
+	if err := c.writeMembers(d.Members, heartbeats); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.opts.Stdout)
 	tw = c.table()
 	fmt.Fprintln(tw, "VERSION\tUNREAD\tLEASED\tDELAYED\tDEAD\tVERDICT")
 	for _, v := range out.Versions {
@@ -272,7 +217,7 @@ func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Healt
 // listGroups reads the groups of the stream named in args, or of every
 // stream when args is empty, with their backlog from each stream's health
 // read. A stream destroyed while every stream is listed is left out.
-func (c *CLI) listGroups(ctx context.Context, args []string) ([]groupJSON, error) {
+func (c *CLI) listGroups(ctx context.Context, args []string) ([]view.Group, error) {
 	client, err := c.Client(ctx)
 	if err != nil {
 		return nil, err
@@ -287,14 +232,18 @@ func (c *CLI) listGroups(ctx context.Context, args []string) ([]groupJSON, error
 			names = append(names, s.Name)
 		}
 	}
-	rows := []groupJSON{}
+	members, err := view.ReadMembers(ctx, client)
+	if err != nil {
+		return nil, err
+	}
+	rows := []view.Group{}
 	for _, name := range names {
 		s := client.Stream[sqlstreams.RawPayload](name)
 		groups, err := s.Groups(ctx)
 		if err == nil && len(groups) > 0 {
 			var h sqlstreams.Health
 			if h, err = s.Health(ctx); err == nil {
-				rows = append(rows, groupsOut(name, groups, h)...)
+				rows = append(rows, view.GroupsOf(name, groups, h, members)...)
 			}
 		}
 		if err != nil && (len(args) > 0 || !errors.Is(err, sqlstreams.ErrStreamNotFound)) {
@@ -302,4 +251,23 @@ func (c *CLI) listGroups(ctx context.Context, args []string) ([]groupJSON, error
 		}
 	}
 	return rows, nil
+}
+
+// writeMembers prints the clients that ran consumers of a group, with how
+// long ago each was seen: a live member that holds no lease is an idle,
+// healthy consumer, not a dead one.
+func (c *CLI) writeMembers(ms []sqlstreams.MemberInfo, heartbeats bool) error {
+	tw := c.table()
+	fmt.Fprintln(tw, "MEMBER\tSTATE\tHOST\tPID\tVERSION\tLAST-SEEN")
+	now := time.Now()
+	for _, m := range ms {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", dash(m.Identity), m.State, dash(m.Host), m.PID, dash(m.LibraryVersion), view.Ago(m.LastSeen, now))
+	}
+	switch {
+	case !heartbeats:
+		fmt.Fprintln(tw, "-\t(the driver records no heartbeats)\t-\t-\t-\t-")
+	case len(ms) == 0:
+		fmt.Fprintln(tw, "-\tnone\t-\t-\t-\t-")
+	}
+	return tw.Flush()
 }

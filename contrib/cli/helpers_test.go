@@ -129,7 +129,7 @@ func (OrderV2) SchemaVersion() int { return 2 }
 
 // goClient opens a client as an application would, with a fixed identity
 // so that lease holders are stable in goldens.
-func goClient(t *testing.T, url string) *sqlstreams.Client {
+func goClient(t *testing.T, url string, opts ...sqlstreams.ClientOption) *sqlstreams.Client {
 	t.Helper()
 	drv, err := dsn.Open(url)
 	if err != nil {
@@ -137,7 +137,7 @@ func goClient(t *testing.T, url string) *sqlstreams.Client {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client, err := sqlstreams.Open(ctx, drv, sqlstreams.WithIdentity("worker-1"), sqlstreams.WithMaintenanceInterval(0))
+	client, err := sqlstreams.Open(ctx, drv, append([]sqlstreams.ClientOption{sqlstreams.WithIdentity("worker-1"), sqlstreams.WithMaintenanceInterval(0)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,9 @@ func seed(t *testing.T, url string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client := goClient(t, url)
+	// No heartbeat: its host and process would differ from run to run in
+	// the goldens; TestMembers shows members.
+	client := goClient(t, url, sqlstreams.WithHeartbeatInterval(0))
 	orders := client.Stream[OrderV1]("orders")
 	if _, err := orders.Create(ctx, &sqlstreams.StreamOptions{Partitions: 2}); err != nil {
 		t.Fatal(err)

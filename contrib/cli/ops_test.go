@@ -350,13 +350,12 @@ func TestStreamsAdmin(t *testing.T) {
 				Name       string  `json:"name"`
 				Partitions int     `json:"partitions"`
 				Compacted  bool    `json:"compacted"`
-				MaxAge     string  `json:"max_age"`
 				MaxAgeSecs float64 `json:"max_age_seconds"`
 				MaxRows    int64   `json:"max_rows"`
 				Hard       bool    `json:"hard"`
 			} `json:"streams"`
 		}](t, out).Streams
-		if len(s) != 1 || s[0].Name != "orders" || s[0].Partitions != 4 || !s[0].Compacted || s[0].MaxAge != "36h0m0s" ||
+		if len(s) != 1 || s[0].Name != "orders" || s[0].Partitions != 4 || !s[0].Compacted ||
 			s[0].MaxAgeSecs != 36*3600 || s[0].MaxRows != 500 || !s[0].Hard {
 			t.Fatalf("created: %s", out)
 		}

@@ -7,29 +7,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
-
-type streamJSON struct {
-	ID         int64   `json:"id"`
-	Name       string  `json:"name"`
-	Partitions int     `json:"partitions"`
-	Compacted  bool    `json:"compacted"`
-	MaxAge     string  `json:"max_age"`
-	MaxAgeSecs float64 `json:"max_age_seconds"`
-	MaxRows    int64   `json:"max_rows"`
-	Hard       bool    `json:"hard"`
-	CreatedAt  *string `json:"created_at"`
-}
-
-func streamOut(s sqlstreams.StreamInfo) streamJSON {
-	out := streamJSON{ID: s.ID, Name: s.Name, Partitions: s.Partitions, Compacted: s.Compacted, MaxRows: s.Retention.MaxRows,
-		Hard: s.Retention.Hard, CreatedAt: jsonTime(s.CreatedAt), MaxAgeSecs: s.Retention.MaxAge.Seconds()}
-	if s.Retention.MaxAge > 0 {
-		out.MaxAge = s.Retention.MaxAge.String()
-	}
-	return out
-}
 
 // raw returns the name-only handle on a stream.
 func (c *CLI) raw(ctx context.Context, name string) (*sqlstreams.Client, *sqlstreams.Stream[sqlstreams.RawPayload], error) {
@@ -42,11 +22,9 @@ func (c *CLI) raw(ctx context.Context, name string) (*sqlstreams.Client, *sqlstr
 
 func (c *CLI) writeStreams(streams []sqlstreams.StreamInfo) error {
 	if c.JSON() {
-		out := struct {
-			Streams []streamJSON `json:"streams"`
-		}{Streams: []streamJSON{}}
+		out := view.StreamList{Streams: []view.Stream{}}
 		for _, s := range streams {
-			out.Streams = append(out.Streams, streamOut(s))
+			out.Streams = append(out.Streams, view.StreamOf(s))
 		}
 		return c.WriteJSON(out)
 	}
@@ -117,7 +95,7 @@ printed.`,
 
 	describe := &cobra.Command{Use: "describe NAME", Short: "Show a stream's configuration, groups and health", Args: cobra.ExactArgs(1),
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			_, s, err := c.raw(ctx, args[0])
+			client, s, err := c.raw(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -133,18 +111,18 @@ printed.`,
 			if err != nil {
 				return err
 			}
+			members, err := view.ReadMembers(ctx, client)
+			if err != nil {
+				return err
+			}
 			if c.JSON() {
-				return c.WriteJSON(struct {
-					Stream streamJSON  `json:"stream"`
-					Groups []groupJSON `json:"groups"`
-					Health healthJSON  `json:"health"`
-				}{streamOut(info), groupsOut(info.Name, groups, h), healthOut(h)})
+				return c.WriteJSON(view.DescribeStream(info, groups, h, members))
 			}
 			if err := c.writeStreams([]sqlstreams.StreamInfo{info}); err != nil {
 				return err
 			}
 			fmt.Fprintln(c.opts.Stdout)
-			if err := c.writeGroups(groupsOut(info.Name, groups, h), false); err != nil {
+			if err := c.writeGroups(view.GroupsOf(info.Name, groups, h, members), false); err != nil {
 				return err
 			}
 			fmt.Fprintln(c.opts.Stdout)
@@ -187,84 +165,6 @@ func (c *CLI) done(doc any, format string, args ...any) error {
 	}
 	_, err := fmt.Fprintf(c.opts.Stdout, format+"\n", args...)
 	return err
-}
-
-type reasonJSON struct {
-	Code  string `json:"code"`
-	Group string `json:"group"`
-	Count int64  `json:"count"`
-	Text  string `json:"text"`
-}
-
-type partitionHealthJSON struct {
-	Partition int   `json:"partition"`
-	NextID    int64 `json:"next_id"`
-	HighWater int64 `json:"high_water"`
-	Distance  int64 `json:"distance"`
-	Unread    int64 `json:"unread"`
-}
-
-type groupHealthJSON struct {
-	Group          string                `json:"group"`
-	AllVersions    bool                  `json:"all_versions"`
-	Unread         int64                 `json:"unread"`
-	Leased         int64                 `json:"leased"`
-	Delayed        int64                 `json:"delayed"`
-	Dead           int64                 `json:"dead"`
-	Unresolved     int64                 `json:"unresolved"`
-	CursorDistance int64                 `json:"cursor_distance"`
-	RemovedUnread  int64                 `json:"removed_unread"`
-	Partitions     []partitionHealthJSON `json:"partitions"`
-}
-
-type versionHealthJSON struct {
-	Version   int               `json:"version"`
-	Rows      int64             `json:"rows"`
-	Heads     int64             `json:"heads"`
-	Retirable bool              `json:"retirable"`
-	Verdict   string            `json:"verdict"`
-	Blockers  []reasonJSON      `json:"blockers"`
-	Notes     []reasonJSON      `json:"notes"`
-	Groups    []groupHealthJSON `json:"groups"`
-}
-
-type healthJSON struct {
-	Stream    string              `json:"stream"`
-	Compacted bool                `json:"compacted"`
-	HighWater int64               `json:"high_water"`
-	ReadAt    *string             `json:"read_at"`
-	Versions  []versionHealthJSON `json:"versions"`
-}
-
-func reasonsOut(rs []sqlstreams.Reason) []reasonJSON {
-	out := []reasonJSON{}
-	for _, r := range rs {
-		out = append(out, reasonJSON{Code: r.Code, Group: r.Group, Count: r.Count, Text: r.Text})
-	}
-	return out
-}
-
-func groupHealthOut(g sqlstreams.GroupHealth) groupHealthJSON {
-	out := groupHealthJSON{Group: g.Group, AllVersions: g.AllVersions, Unread: g.Unread, Leased: g.Leased, Delayed: g.Delayed,
-		Dead: g.Dead, Unresolved: g.Unresolved, CursorDistance: g.CursorDistance, RemovedUnread: g.RemovedUnread,
-		Partitions: []partitionHealthJSON{}}
-	for _, p := range g.Partitions {
-		out.Partitions = append(out.Partitions, partitionHealthJSON{p.Partition, p.Cursor + 1, p.HighWater, p.Distance, p.Unread})
-	}
-	return out
-}
-
-func healthOut(h sqlstreams.Health) healthJSON {
-	out := healthJSON{Stream: h.Stream, Compacted: h.Compacted, HighWater: h.HighWater, ReadAt: jsonTime(h.ReadAt), Versions: []versionHealthJSON{}}
-	for _, vh := range h.Versions {
-		v := versionHealthJSON{Version: vh.Version, Rows: vh.Rows, Heads: vh.Heads, Retirable: vh.Retirable, Verdict: vh.Verdict(),
-			Blockers: reasonsOut(vh.Blockers), Notes: reasonsOut(vh.Notes), Groups: []groupHealthJSON{}}
-		for _, g := range vh.Groups {
-			v.Groups = append(v.Groups, groupHealthOut(g))
-		}
-		out.Versions = append(out.Versions, v)
-	}
-	return out
 }
 
 // writeHealth prints the health read: a row per version and group with its
@@ -343,9 +243,9 @@ has; one retired already (rows gone, groups deleted, schema registered) passes.`
 			}
 			if c.JSON() {
 				if err := c.WriteJSON(struct {
-					healthJSON
+					view.Health
 					Retirable *retirableJSON `json:"retirable,omitempty"`
-				}{healthOut(h), gate}); err != nil {
+				}{view.HealthOf(h), gate}); err != nil {
 					return err
 				}
 			} else if err := c.writeHealth(h); err != nil {
@@ -360,58 +260,6 @@ has; one retired already (rows gone, groups deleted, schema registered) passes.`
 	return cmd
 }
 
-type groupJSON struct {
-	Stream        string   `json:"stream"`
-	Name          string   `json:"name"`
-	Reads         string   `json:"reads"`
-	SchemaVersion int      `json:"schema_version"`
-	AllVersions   bool     `json:"all_versions"`
-	Bindings      []string `json:"bindings"`
-	ConvertsFrom  []int    `json:"converts_from"`
-	Start         string   `json:"start"`
-	CreatedAt     *string  `json:"created_at"`
-	Unread        int64    `json:"unread"`
-	Unresolved    int64    `json:"unresolved"`
-	Dead          int64    `json:"dead"`
-}
-
-func reads(all bool, v int) string {
-	if all {
-		return "all (raw)"
-	}
-	return fmt.Sprintf("v%d", v)
-}
-
-func start(p sqlstreams.StartPosition) string {
-	if p == sqlstreams.StartLatest {
-		return "latest"
-	}
-	return "earliest"
-}
-
-func groupsOut(stream string, groups []sqlstreams.GroupInfo, h sqlstreams.Health) []groupJSON {
-	out := []groupJSON{}
-	for _, g := range groups {
-		j := groupJSON{Stream: stream, Name: g.Name, Reads: reads(g.AllVersions, g.SchemaVersion), SchemaVersion: g.SchemaVersion, AllVersions: g.AllVersions,
-			Bindings: g.Bindings, ConvertsFrom: g.ConvertsFrom, Start: start(g.Start), CreatedAt: jsonTime(g.CreatedAt)}
-		if j.Bindings == nil {
-			j.Bindings = []string{}
-		}
-		if j.ConvertsFrom == nil {
-			j.ConvertsFrom = []int{}
-		}
-		for _, vh := range h.Versions {
-			for _, gh := range vh.Groups {
-				if gh.Group == g.Name {
-					j.Unread, j.Unresolved, j.Dead = j.Unread+gh.Unread, j.Unresolved+gh.Unresolved, j.Dead+gh.Dead
-				}
-			}
-		}
-		out = append(out, j)
-	}
-	return out
-}
-
 func joinInts(vs []int) string {
 	s := make([]string, len(vs))
 	for i, v := range vs {
@@ -422,12 +270,12 @@ func joinInts(vs []int) string {
 
 // writeGroups prints groups as a table, with a STREAM column when they may
 // come from several streams.
-func (c *CLI) writeGroups(groups []groupJSON, withStream bool) error {
+func (c *CLI) writeGroups(groups []view.Group, withStream bool) error {
 	tw := c.table()
-	stream := func(g groupJSON) string { return g.Stream + "\t" }
+	stream := func(g view.Group) string { return g.Stream + "\t" }
 	head := "STREAM\t"
 	if !withStream {
-		stream, head = func(groupJSON) string { return "" }, ""
+		stream, head = func(view.Group) string { return "" }, ""
 	}
 	fmt.Fprintln(tw, head+"GROUP\tREADS\tBINDINGS\tCONVERTS-FROM\tUNREAD\tUNRESOLVED\tDEAD")
 	for _, g := range groups {

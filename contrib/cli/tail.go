@@ -8,32 +8,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
-
-type recordJSON struct {
-	ID             int64             `json:"id"`
-	Partition      int               `json:"partition"`
-	SchemaVersion  int               `json:"schema_version"`
-	Key            *string           `json:"key"`
-	RoutingKey     string            `json:"routing_key"`
-	CompactionRank int64             `json:"compaction_rank"`
-	ProducedAt     *string           `json:"produced_at"`
-	Headers        map[string]string `json:"headers"`
-	Payload        json.RawMessage   `json:"payload"`
-}
-
-func recordOut(r sqlstreams.Record) recordJSON {
-	out := recordJSON{ID: r.ID, Partition: r.Partition, SchemaVersion: r.SchemaVersion, RoutingKey: r.RoutingKey,
-		CompactionRank: r.CompactionRank, ProducedAt: jsonTime(r.ProducedAt), Headers: r.Headers, Payload: r.Payload}
-	if r.HasKey {
-		out.Key = &r.Key
-	}
-	if out.Headers == nil {
-		out.Headers = map[string]string{}
-	}
-	return out
-}
 
 func compactJSON(raw []byte) string {
 	var buf bytes.Buffer
@@ -94,7 +71,7 @@ new rows until interrupted (Ctrl-C); then the output is one object per line with
 				switch {
 				case lines:
 					for _, r := range recs {
-						if err := c.writeJSONLine(recordOut(r)); err != nil {
+						if err := c.writeJSONLine(view.RecordOf(r)); err != nil {
 							return err
 						}
 					}
@@ -121,7 +98,7 @@ new rows until interrupted (Ctrl-C); then the output is one object per line with
 			if err != nil {
 				return err
 			}
-			printed, next := 0, opts.AfterID
+			printed, next, done := 0, opts.AfterID, false
 			for {
 				octx, cancel := c.opCtx(ctx)
 				page, err := s.Browse(octx, opts)
@@ -136,6 +113,7 @@ new rows until interrupted (Ctrl-C); then the output is one object per line with
 				if !o.follow && printed+len(recs) > o.limit {
 					recs = recs[:o.limit-printed]
 				}
+				done = page.Done && len(recs) == len(page.Records)
 				if len(recs) > 0 {
 					if err := emit(recs); err != nil {
 						return err
@@ -161,15 +139,7 @@ new rows until interrupted (Ctrl-C); then the output is one object per line with
 				}
 			}
 			if c.output == "json" {
-				out := struct {
-					Stream    string       `json:"stream"`
-					Records   []recordJSON `json:"records"`
-					NextAfter int64        `json:"next_after"`
-				}{args[0], []recordJSON{}, next}
-				for _, r := range all {
-					out.Records = append(out.Records, recordOut(r))
-				}
-				return c.WriteJSON(out)
+				return c.WriteJSON(view.RecordPage{Stream: args[0], Records: view.RecordsOf(all), NextAfter: next, Done: done})
 			}
 			return nil
 		})}

@@ -11,19 +11,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/schema"
 )
 
 var errForbidden = errors.New("forbidden")
 
-// actionResult is what an action did: the JSON answer, and for a browser
+// actionResult is what an action did: the JSON answer (as a
+// view.ActionResult), and for a browser
 // the page to go back to (Post/Redirect/Get) or a page to show instead.
 type actionResult struct {
 	Action string
 	Count  int64
 	// Plan is a dry-run reset's planned moves.
-	Plan []sqlstreams.CursorChange `json:",omitempty"`
+	Plan []sqlstreams.CursorChange
 
 	back    string // path under the prefix to redirect to
 	show    any    // page data to render instead of redirecting
@@ -67,7 +69,7 @@ func (h *handler) action(fn func(http.ResponseWriter, *http.Request) (*actionRes
 		h.opts.Logger.Info("sqlstreams console: action", "action", res.Action, "path", r.URL.Path, "count", res.Count)
 		switch {
 		case asJSON:
-			writeJSON(w, http.StatusOK, res)
+			writeJSON(w, http.StatusOK, view.ActionResult{Action: res.Action, Count: res.Count, Changes: view.CursorChangesOf(res.Plan)})
 		case res.show != nil:
 			h.render(w, r, http.StatusOK, res.showTpl, titleOf(res.show), res.show)
 		default:

@@ -224,7 +224,11 @@ func (h *handler) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(code)
+	// Indented and without HTML escaping, as the CLI's -o json writes it:
+	// the same document, byte for byte (the answer is never HTML, and
+	// nosniff stops a browser from taking it for some).
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
 }
@@ -265,12 +269,19 @@ func (h *handler) page(tmpl string, fn func(*http.Request) (any, error), api boo
 			return
 		}
 		if asJSON {
+			if d, ok := data.(documented); ok {
+				data = d.document()
+			}
 			writeJSON(w, http.StatusOK, data)
 			return
 		}
 		h.render(w, r, http.StatusOK, tmpl, titleOf(data), data)
 	})
 }
+
+// documented is implemented by page data whose JSON form is a document of
+// package view: the one JSON shape the CLI prints too.
+type documented interface{ document() any }
 
 // titled is implemented by page data that names its page.
 type titled interface{ title() string }

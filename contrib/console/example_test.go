@@ -43,7 +43,7 @@ func ExampleNew() {
 
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ops/sqlstreams/api/streams", nil))
-	fmt.Println(rec.Code, strings.Contains(rec.Body.String(), `"Name": "orders.placed"`))
+	fmt.Println(rec.Code, strings.Contains(rec.Body.String(), `"name": "orders.placed"`))
 	// Output:
 	// 200 true
 }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,13 +12,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/schema"
 )
 
-// The page data below is what the templates render and what the JSON form
-// of each page returns; field names follow the Go API's.
+// The page data below is what the templates render. The JSON form of each
+// page (/api, ?format=json) is its document(): a type of package view, the
+// shape the CLI's -o json prints too (docs/json.md).
 
 // StreamsPage is the overview: one row per stream.
 type StreamsPage struct {
@@ -25,6 +28,15 @@ type StreamsPage struct {
 }
 
 func (StreamsPage) title() string { return "Streams" }
+
+func (p StreamsPage) document() any {
+	out := view.Overview{Streams: []view.StreamSummary{}}
+	for _, r := range p.Streams {
+		out.Streams = append(out.Streams, view.StreamSummary{Stream: view.StreamOf(r.StreamInfo), HighWater: r.HighWater,
+			Versions: r.Versions, Groups: r.Groups, Unread: r.Unread, Dead: r.Dead, Status: r.Status, Retirement: r.Retirement})
+	}
+	return out
+}
 
 // StreamRow is one stream of the overview.
 type StreamRow struct {
@@ -35,15 +47,21 @@ type StreamRow struct {
 	Groups   []string
 	// Unread and Dead are summed over every group and version.
 	Unread, Dead int64
-	// Verdict is the worst of the versions': "blocked" when any version
-	// cannot be retired, "retirable" otherwise, "empty" with no version.
-	Verdict string
+	// Status is the stream's health, the worst of its groups'.
+	Status view.Status
+	// Retirement has the verdict of each version with a newer one beside
+	// it; none for a stream with one version.
+	Retirement []view.VersionVerdict
 }
 
 func (h *handler) streamsPage(r *http.Request) (any, error) {
 	ctx, cancel := h.ctx(r)
 	defer cancel()
 	infos, err := h.client.Streams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	members, err := view.ReadMembers(ctx, h.client)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +76,7 @@ func (h *handler) streamsPage(r *http.Request) (any, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			page.Streams[i], errs[i] = h.streamRow(ctx, info)
+			page.Streams[i], errs[i] = h.streamRow(ctx, info, members)
 		}()
 	}
 	wg.Wait()
@@ -79,8 +97,8 @@ func (h *handler) streamsPage(r *http.Request) (any, error) {
 const overviewConcurrency = 2
 
 // streamRow reads one stream's row of the overview; a stream destroyed
-// meanwhile is a zero row.
-func (h *handler) streamRow(ctx context.Context, info sqlstreams.StreamInfo) (StreamRow, error) {
+// meanwhile is a zero row. members is view.ReadMembers' answer.
+func (h *handler) streamRow(ctx context.Context, info sqlstreams.StreamInfo, members []sqlstreams.MemberInfo) (StreamRow, error) {
 	s := h.client.Stream[sqlstreams.RawPayload](info.Name)
 	hl, err := s.Health(ctx)
 	if errors.Is(err, sqlstreams.ErrStreamNotFound) {
@@ -89,7 +107,7 @@ func (h *handler) streamRow(ctx context.Context, info sqlstreams.StreamInfo) (St
 	if err != nil {
 		return StreamRow{}, err
 	}
-	row := StreamRow{StreamInfo: info, HighWater: hl.HighWater, Verdict: worstVerdict(hl), Versions: []int{}, Groups: []string{}}
+	row := StreamRow{StreamInfo: info, HighWater: hl.HighWater, Retirement: view.Retiring(hl, nil), Versions: []int{}, Groups: []string{}}
 	seen := map[string]bool{}
 	for _, vh := range hl.Versions {
 		row.Versions = append(row.Versions, vh.Version)
@@ -117,19 +135,12 @@ func (h *handler) streamRow(ctx context.Context, info sqlstreams.StreamInfo) (St
 		}
 	}
 	slices.Sort(row.Groups)
+	named := make([]sqlstreams.GroupInfo, len(row.Groups))
+	for i, g := range row.Groups {
+		named[i] = sqlstreams.GroupInfo{Name: g}
+	}
+	row.Status = view.StreamStatus(view.GroupsOf(info.Name, named, hl, members))
 	return row, nil
-}
-
-func worstVerdict(h sqlstreams.Health) string {
-	if len(h.Versions) == 0 {
-		return "empty"
-	}
-	for _, vh := range h.Versions {
-		if !vh.Retirable {
-			return "blocked"
-		}
-	}
-	return "retirable"
 }
 
 // StreamPage is a stream's versions with the health read, the verdicts and
@@ -139,27 +150,33 @@ type StreamPage struct {
 	Health   sqlstreams.Health
 	Groups   []sqlstreams.GroupInfo
 	Versions []VersionView
+	// Live counts each group's live members; nil when the driver records
+	// no heartbeats.
+	Live map[string]int
+	// Status is the stream's health and GroupStatus each group's.
+	Status      view.Status
+	GroupStatus map[string]view.Status
+
+	members []sqlstreams.MemberInfo
 }
 
 func (p StreamPage) title() string { return p.Info.Name }
+
+func (p StreamPage) document() any { return view.DescribeStream(p.Info, p.Groups, p.Health, p.members) }
 
 // VersionView is one version of a stream with its verdict and checklist.
 type VersionView struct {
 	sqlstreams.VersionHealth
 	// Verdict is VersionHealth.Verdict(): "retirable" or the reasons.
-	Verdict   string
+	Verdict string
+	// Older: a newer version exists, so this one can be retired; only
+	// then is there a Checklist.
+	Older     bool
 	Checklist []CheckItem
 }
 
 // CheckItem is one step of retiring a version.
-type CheckItem struct {
-	Done bool
-	Text string
-	// Group names the group the step is about, if any.
-	Group string
-	// Dead links the step to the group's dead letters.
-	Dead bool
-}
+type CheckItem = view.CheckItem
 
 func (h *handler) streamPage(r *http.Request) (any, error) {
 	ctx, cancel := h.ctx(r)
@@ -177,42 +194,31 @@ func (h *handler) streamPage(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	page := StreamPage{Info: info, Health: hl, Groups: groups}
-	for _, vh := range hl.Versions {
-		page.Versions = append(page.Versions, VersionView{VersionHealth: vh, Verdict: vh.Verdict(), Checklist: checklist(info, vh, groups)})
+	members, err := view.ReadMembers(ctx, h.client)
+	if err != nil {
+		return nil, err
 	}
-	return page, nil
-}
-
-// checklist lists the steps of retiring vh's version, each checked when the
-// health read shows it done. The order is the order an operator works in:
-// drain, resolve the exceptions, wait out compaction, delete the groups that
-// read only this version.
-func checklist(info sqlstreams.StreamInfo, vh sqlstreams.VersionHealth, groups []sqlstreams.GroupInfo) []CheckItem {
-	var items []CheckItem
-	for _, g := range vh.Groups {
-		items = append(items, CheckItem{Done: g.Unread == 0, Group: g.Group,
-			Text: fmt.Sprintf("group %s has read every row at v%d (%d unread)", g.Group, vh.Version, g.Unread)})
-		items = append(items, CheckItem{Done: g.Leased+g.Delayed == 0, Group: g.Group,
-			Text: fmt.Sprintf("group %s has nothing in flight at v%d (%d leased, %d delayed)", g.Group, vh.Version, g.Leased, g.Delayed)})
-		items = append(items, CheckItem{Done: g.Dead == 0, Group: g.Group, Dead: g.Dead > 0,
-			Text: fmt.Sprintf("group %s has no dead letters at v%d (%d dead: replay or discard them)", g.Group, vh.Version, g.Dead)})
+	page := StreamPage{Info: info, Health: hl, Groups: groups, members: members, GroupStatus: map[string]view.Status{}}
+	gv := view.GroupsOf(info.Name, groups, hl, members)
+	if members != nil {
+		page.Live = map[string]int{}
 	}
-	if info.Compacted {
-		items = append(items, CheckItem{Done: vh.Heads == 0,
-			Text: fmt.Sprintf("no compaction heads at v%d (%d remain: each key needs a newer version's row)", vh.Version, vh.Heads)})
-	}
-	for _, g := range groups {
-		if !g.AllVersions && g.SchemaVersion == vh.Version {
-			items = append(items, CheckItem{Done: false, Group: g.Name,
-				Text: fmt.Sprintf("delete group %s, which reads only v%d, once the steps above are done and its consumers are stopped", g.Name, vh.Version)})
+	for _, g := range gv {
+		page.GroupStatus[g.Name] = g.Status
+		if g.LiveMembers != nil {
+			page.Live[g.Name] = *g.LiveMembers
 		}
 	}
-	if vh.Rows > 0 {
-		items = append(items, CheckItem{Done: vh.Retirable,
-			Text: fmt.Sprintf("%d row(s) at v%d stay until retention removes them; they do not block retirement", vh.Rows, vh.Version)})
+	page.Status = view.StreamStatus(gv)
+	newest := view.NewestVersion(hl, groups)
+	for _, vh := range hl.Versions {
+		vv := VersionView{VersionHealth: vh, Verdict: vh.Verdict(), Older: vh.Version < newest}
+		if vv.Older {
+			vv.Checklist = view.Checklist(info, vh, groups)
+		}
+		page.Versions = append(page.Versions, vv)
 	}
-	return items
+	return page, nil
 }
 
 // GroupPage is a group: what it reads, its cursors against the high-water
@@ -228,9 +234,23 @@ type GroupPage struct {
 	// Plan is a dry-run reset's planned moves, with the form that makes it.
 	Plan  []sqlstreams.CursorChange
 	Reset *ResetForm
+
+	// Heartbeats: the driver records members, so an empty Members means
+	// no client runs the group.
+	Heartbeats bool
+	// Status is the group's health.
+	Status view.Status
+	// Now is when the page was read, for the members' "last seen".
+	Now time.Time
+
+	health sqlstreams.Health
 }
 
 func (p GroupPage) title() string { return p.Group + " · " + p.Stream }
+
+func (p GroupPage) document() any {
+	return view.DescribeGroup(p.GroupDescription, p.health, p.Heartbeats)
+}
 
 // ResetForm is a reset-cursors request as the form sends it.
 type ResetForm struct {
@@ -255,7 +275,8 @@ func (h *handler) group(ctx context.Context, stream, group string) (GroupPage, e
 	if err != nil {
 		return GroupPage{}, err
 	}
-	page := GroupPage{Stream: stream, GroupDescription: d, Blockers: []sqlstreams.Reason{}}
+	page := GroupPage{Stream: stream, GroupDescription: d, Blockers: []sqlstreams.Reason{}, health: hl,
+		Heartbeats: view.Heartbeats(h.client), Now: time.Now()}
 	for _, vh := range hl.Versions {
 		for _, b := range vh.Blockers {
 			if b.Group == group {
@@ -264,6 +285,7 @@ func (h *handler) group(ctx context.Context, stream, group string) (GroupPage, e
 		}
 	}
 	page.Retirable = len(page.Blockers) == 0
+	page.Status = view.DescribeGroup(d, hl, page.Heartbeats).Status
 	return page, nil
 }
 
@@ -279,6 +301,10 @@ type DeadPage struct {
 }
 
 func (p DeadPage) title() string { return "Dead letters · " + p.Group }
+
+func (p DeadPage) document() any {
+	return view.DeadLetterPage{Stream: p.Stream, Group: p.Group, Dead: p.Dead, DeadLetters: view.DeadLettersOf(p.Letters), NextAfter: p.Next}
+}
 
 const deadPageSize = 50
 
@@ -320,6 +346,8 @@ func (p DeadLetterPage) title() string {
 	return fmt.Sprintf("Dead letter %d · %s", p.Letter.ID, p.Group)
 }
 
+func (p DeadLetterPage) document() any { return view.DeadLetterOf(p.Letter) }
+
 func (h *handler) deadLetterPage(r *http.Request) (any, error) {
 	ctx, cancel := h.ctx(r)
 	defer cancel()
@@ -348,6 +376,10 @@ type MessagesPage struct {
 }
 
 func (p MessagesPage) title() string { return "Messages · " + p.Stream }
+
+func (p MessagesPage) document() any {
+	return view.RecordPage{Stream: p.Stream, Records: view.RecordsOf(p.Records), NextAfter: p.Next, Done: p.Done}
+}
 
 // MessageFilter is the messages page's query: ?id=, or ?after= with
 // version=, key=, partition=, and last=1 for the newest rows.
@@ -455,6 +487,26 @@ type SchemasPage struct {
 
 func (p SchemasPage) title() string { return "Schemas · " + p.Stream }
 
+func (p SchemasPage) document() any {
+	out := view.Schemas{Stream: p.Stream, NoRegistry: p.NoRegistry, Versions: []view.SchemaVersion{}, Readers: []view.Reader{}}
+	if !p.NoRegistry {
+		level, mode := view.LevelOf(p.Level), view.ModeOf(p.Mode)
+		out.Level, out.Mode = &level, &mode
+	}
+	for _, v := range p.Versions {
+		sv := view.SchemaVersion{Version: v.Version, Subject: v.Subject, Revisions: []view.Revision{}}
+		for _, rv := range v.Revisions {
+			sv.Revisions = append(sv.Revisions, view.Revision{Revision: rv.Revision, Fingerprint: rv.Fingerprint,
+				CreatedAt: view.Time(rv.CreatedAt), Readers: rv.Readers})
+		}
+		out.Versions = append(out.Versions, sv)
+	}
+	for _, rd := range p.Readers {
+		out.Readers = append(out.Readers, view.Reader{Group: rd.Group, Version: rd.Version, Revision: rd.Revision, RegisteredAt: view.Time(rd.RegisteredAt)})
+	}
+	return out
+}
+
 // SchemaVersion is the revisions recorded at one version.
 type SchemaVersion struct {
 	Version   int
@@ -544,6 +596,12 @@ func (p SchemaDiffPage) title() string {
 	return fmt.Sprintf("Schema diff · %s v%d", p.Stream, p.Version)
 }
 
+func (p SchemaDiffPage) document() any {
+	return view.SchemaDiff{Stream: p.Stream, Version: p.Version, Revisions: p.Revisions, A: p.A, B: p.B,
+		ASchema: json.RawMessage(p.ASchema), BSchema: json.RawMessage(p.BSchema), Level: p.Level.String(), LevelSource: p.LevelSource,
+		Compatible: p.Compatible, Differences: view.DifferencesOf(p.Differences), Problems: view.ProblemsOf(p.Problems)}
+}
+
 func (h *handler) schemaDiffPage(r *http.Request) (any, error) {
 	ctx, cancel := h.ctx(r)
 	defer cancel()
@@ -616,6 +674,19 @@ type RegistryPage struct {
 
 func (RegistryPage) title() string { return "Registry" }
 
+func (p RegistryPage) document() any {
+	out := view.Registry{NoRegistry: p.NoRegistry, Subjects: []view.Subject{}}
+	if !p.NoRegistry {
+		level, mode := view.LevelOf(p.Level), view.ModeOf(p.Mode)
+		out.Level, out.Mode = &level, &mode
+	}
+	for _, s := range p.Subjects {
+		out.Subjects = append(out.Subjects, view.Subject{Subject: s.Subject, Stream: s.Stream, Version: s.Version, Revisions: s.Revisions,
+			LatestRevision: s.LatestRevision, Level: view.LevelOf(s.Level), Mode: view.ModeOf(s.Mode)})
+	}
+	return out
+}
+
 // SubjectView is one stream version in the REST naming.
 type SubjectView struct {
 	Subject        string
@@ -683,23 +754,11 @@ func (h *handler) registryPage(r *http.Request) (any, error) {
 }
 
 // Features is what /api/features reports about the console and its driver.
-type Features struct {
-	Driver string
-	// Notify: the driver wakes consumers across processes.
-	Notify bool
-	// ReadOnly: actions are off (Options.AllowActions is false).
-	ReadOnly bool
-	// Registry: the driver keeps a schema registry.
-	Registry bool
-	Identity string
-	// FormToken is what a scripted client sends as the X-CSRF-Token header
-	// (or the csrf form field) with a POST. Another origin cannot read it.
-	FormToken string
-}
+type Features = view.Features
 
 func (h *handler) features(w http.ResponseWriter, r *http.Request) {
 	drv := h.client.Driver()
-	writeJSON(w, http.StatusOK, Features{Driver: drv.Name(), Notify: drv.Capabilities().Notify, ReadOnly: !h.opts.AllowActions,
+	writeJSON(w, http.StatusOK, view.Features{Driver: drv.Name(), Notify: drv.Capabilities().Notify, ReadOnly: !h.opts.AllowActions,
 		Registry: h.hasRegistry, Identity: h.client.Identity(), FormToken: h.csrf})
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/schema"
 )
@@ -43,6 +44,7 @@ func (h *handler) parseTemplates() error {
 		"csrf":    func() string { return h.csrf },
 		"actions": func() bool { return h.opts.AllowActions },
 		"ts":      formatTime,
+		"ago":     view.Ago,
 		"rfc3339": func(t time.Time) string {
 			if t.IsZero() {
 				return ""
@@ -57,7 +59,10 @@ func (h *handler) parseTemplates() error {
 			return []sqlstreams.Mode{sqlstreams.ModeReadWrite, sqlstreams.ModeReadOnly, sqlstreams.ModeImport}
 		},
 		"inc": func(n int) int { return n + 1 },
-		"dec": func(n int) int { return n - 1 },
+		// next shows a stored cursor (the last id passed) as the next id
+		// to read, as the CLI and the JSON do.
+		"next": func(cursor int64) int64 { return cursor + 1 },
+		"dec":  func(n int) int { return n - 1 },
 		"retention": func(maxAge time.Duration, maxRows int64, hard bool) string {
 			var parts []string
 			if maxAge > 0 {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sqlstreams/sqlstreams/contrib/console"
+	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
 
@@ -163,7 +163,7 @@ func TestActions(t *testing.T) {
 			})
 			t.Run("discard all as JSON", func(t *testing.T) {
 				code, _, body := post(t, srv, group+"billing/dead/discard", form("all", "1"), "Accept", "application/json")
-				if code != http.StatusOK || !strings.Contains(body, `"Action": "discarded"`) || !strings.Contains(body, `"Count": 1`) {
+				if code != http.StatusOK || !strings.Contains(body, `"action": "discarded"`) || !strings.Contains(body, `"count": 1`) {
 					t.Fatalf("%d %s", code, body)
 				}
 				if n := deadOf(t, c, "billing"); n != 0 {
@@ -186,7 +186,7 @@ func TestActions(t *testing.T) {
 				plan := fatal{t}.on(admin.ResetCursors(t.Context(), sqlstreams.ResetOptions{To: sqlstreams.ResetToEarliest(), DryRun: true}))
 				txt := text(body)
 				for _, ch := range plan {
-					if want := fmt.Sprintf("%d %d %d", ch.Partition, ch.From, ch.To); !strings.Contains(txt, "Dry-run plan Partition From To") || !strings.Contains(txt, want) {
+					if want := fmt.Sprintf("%d %d %d", ch.Partition, ch.From+1, ch.To+1); !strings.Contains(txt, "Dry-run plan Partition Next id New next id") || !strings.Contains(txt, want) {
 						t.Errorf("plan row %q missing: %s", want, txt)
 					}
 				}
@@ -244,8 +244,8 @@ func TestActions(t *testing.T) {
 				if code != http.StatusSeeOther || loc != prefix+"/streams/"+orders+"/schemas?done=settings" {
 					t.Fatalf("%d %q %s", code, loc, text(body))
 				}
-				sp := getJSON[console.SchemasPage](t, srv, "/streams/"+orders+"/schemas")
-				if sp.Level.Value.String() != "FULL" || sp.Level.Scope != "stream" || sp.Mode.Value != sqlstreams.ModeReadOnly {
+				sp := getJSON[view.Schemas](t, srv, "/streams/"+orders+"/schemas")
+				if sp.Level.Value != "FULL" || sp.Level.Scope != "stream" || sp.Mode.Value != string(sqlstreams.ModeReadOnly) {
 					t.Fatalf("after save: %+v %+v", sp.Level, sp.Mode)
 				}
 				// READONLY refuses a level change: a 409 saying so.
@@ -257,7 +257,7 @@ func TestActions(t *testing.T) {
 				if code != http.StatusSeeOther {
 					t.Fatalf("inherit: %d", code)
 				}
-				sp = getJSON[console.SchemasPage](t, srv, "/streams/"+orders+"/schemas")
+				sp = getJSON[view.Schemas](t, srv, "/streams/"+orders+"/schemas")
 				if sp.Level.Scope != "default" || sp.Mode.Scope != "default" {
 					t.Fatalf("after inherit: %+v %+v", sp.Level, sp.Mode)
 				}
@@ -288,14 +288,14 @@ func TestRetirementFromTheConsole(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, body := get(t, srv, "/streams/"+orders)
-			if txt := text(body); !strings.Contains(txt, "v1 blocked group billing has 1 dead (replay or discard them)") {
+			if txt := text(body); !strings.Contains(txt, "v1 v1 not yet retirable group billing has 1 dead (replay or discard them)") {
 				t.Fatalf("before discarding: %s", txt)
 			}
 			if code, _, body := post(t, srv, "/streams/"+orders+"/groups/billing/dead/discard", url.Values{"csrf": {tok}, "all": {"1"}}); code != http.StatusSeeOther {
 				t.Fatalf("discard: %d %s", code, text(body))
 			}
 			_, body = get(t, srv, "/streams/"+orders)
-			if txt := text(body); !strings.Contains(txt, "v1 retirable retirable") {
+			if txt := text(body); !strings.Contains(txt, "v1 v1 retirable retirable") {
 				t.Fatalf("after discarding: %s", txt)
 			}
 			for _, g := range []string{"audit", "billing"} {
@@ -308,7 +308,7 @@ func TestRetirementFromTheConsole(t *testing.T) {
 				t.Fatalf("v1 after the walk: %+v", v1)
 			}
 			_, body = get(t, srv, "/streams/"+orders)
-			if txt := text(body); !strings.Contains(txt, "v1 retirable retirable no group reads version 1 (4 rows)") {
+			if txt := text(body); !strings.Contains(txt, "v1 v1 retirable retirable no group reads version 1 (4 rows)") {
 				t.Fatalf("final stream page: %s", txt)
 			}
 		})

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/chromedp"
+	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
 
 var updateScreenshots = flag.Bool("update-screenshots", false, "write the console's screenshots to docs/console/*.png")
@@ -188,5 +189,31 @@ func TestScreenshots(t *testing.T) {
 	defer mu.Unlock()
 	if len(errs) > 0 {
 		t.Fatalf("the browser logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// TestBrowserMembers: in Chromium, the group page shows a member that went
+// away as gone and the idle consumer beside it as live.
+func TestBrowserMembers(t *testing.T) {
+	c := openClient(t, engines()[0], sqlstreams.WithHeartbeatInterval(time.Hour))
+	seed(t, c)
+	seedMembers(t, c)
+	srv := serve(t, c, false).URL + prefix
+	ctx := browser(t, 90*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv+"/streams/"+orders+"/groups/audit")); err != nil {
+		t.Fatal(err)
+	}
+	for instance, want := range map[string]string{"instance-crashed-3": "gone", "": "live"} {
+		sel := `#members tr[data-member="` + instance + `"] td:first-child`
+		if instance == "" {
+			sel = `#members tr:not([data-member="instance-crashed-3"]) td:first-child`
+		}
+		got, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("%s: %v", sel, err)
+		}
+		if strings.TrimSpace(got) != want {
+			t.Errorf("%s: %q, want %q", sel, got, want)
+		}
 	}
 }

@@ -65,16 +65,22 @@ func engines() []conformance.Target {
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-func openClient(t testing.TB, tg conformance.Target) *sqlstreams.Client {
+func openClient(t testing.TB, tg conformance.Target, opts ...sqlstreams.ClientOption) *sqlstreams.Client {
+	t.Helper()
+	return openOn(t, tg, tg.NewNamespace(t), opts...)
+}
+
+// openOn opens a client on a namespace another client may share.
+func openOn(t testing.TB, tg conformance.Target, ns string, opts ...sqlstreams.ClientOption) *sqlstreams.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	drv, err := tg.Open(tg.NewNamespace(t))
+	drv, err := tg.Open(ns)
 	if err != nil {
 		t.Fatalf("open %s: %v", tg.Name, err)
 	}
-	c, err := sqlstreams.Open(ctx, drv, sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithLogger(quiet()),
-		sqlstreams.WithIdentity("console-test"))
+	c, err := sqlstreams.Open(ctx, drv, append([]sqlstreams.ClientOption{sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithLogger(quiet()),
+		sqlstreams.WithIdentity("console-test")}, opts...)...)
 	if err != nil {
 		t.Fatalf("open %s: %v", tg.Name, err)
 	}
