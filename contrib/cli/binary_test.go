@@ -107,7 +107,7 @@ func TestBinary(t *testing.T) {
 		{"never had", env, []string{"health", "orders", "--retirable", "v3"}, 3, "v3 is not a version of orders", "has never had version 3"},
 		{"offline incompatible", nil, []string{"schema", "check", "--offline", good, bad}, 3, "TYPE_CHANGED", "is not compatible at level BACKWARD"},
 		{"offline compatible", nil, []string{"schema", "check", "--offline", good, good, "--level", "FULL_TRANSITIVE"}, 0, "compatible at level FULL_TRANSITIVE", ""},
-		{"pending migrations", []string{"SQLSTREAMS_URL=sqlite:" + filepath.Join(dir, "empty.db")}, []string{"migrate", "validate"}, 3, "", "migrations 1, 2, 3, 4, 5, 6, 7, 8, 9 are not applied"},
+		{"pending migrations", []string{"SQLSTREAMS_URL=sqlite:" + filepath.Join(dir, "empty.db")}, []string{"migrate", "validate"}, 3, "", "migrations 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 are not applied"},
 		{"destroy without --yes", env, []string{"streams", "destroy", "accounts"}, 2, "", "add --yes to confirm"},
 		{"still there", env, []string{"streams", "describe", "accounts"}, 0, "accounts", ""},
 		{"discard without --yes", env, []string{"dead", "discard", "orders", "billing", "--all"}, 2, "", "add --yes to confirm"},
