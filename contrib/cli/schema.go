@@ -497,30 +497,7 @@ func (c *CLI) settingCmd(what, long, def string) *cobra.Command {
 		return "", Usagef("schema %s: name a STREAM or pass --global (not both)", what)
 	}
 	show := func(ctx context.Context, reg *sqlstreams.Registry, stream string) error {
-		var value, source string
-		if what == "level" {
-			s, err := reg.Level(ctx, stream)
-			if err != nil {
-				return err
-			}
-			value, source = s.Value.String(), s.Scope
-		} else {
-			s, err := reg.Mode(ctx, stream)
-			if err != nil {
-				return err
-			}
-			value, source = string(s.Value), s.Scope
-		}
-		name := stream
-		if stream == sqlstreams.RegistryWide {
-			name = "(registry-wide)"
-		}
-		if c.JSON() {
-			return c.WriteJSON(map[string]any{"scope": name, what: value, "source": source})
-		}
-		tw := c.table()
-		fmt.Fprintf(tw, "SCOPE\t%s\tSOURCE\n%s\t%s\t%s\n", strings.ToUpper(what), name, value, source)
-		return tw.Flush()
+		return c.showSetting(ctx, reg, what, stream)
 	}
 	registry := func(ctx context.Context) (*sqlstreams.Registry, error) {
 		client, err := c.Client(ctx)
@@ -595,6 +572,35 @@ func (c *CLI) settingCmd(what, long, def string) *cobra.Command {
 	g := group(what, "Get, set or clear the "+long+" of a stream or of the registry", get, set, clear)
 	g.PersistentFlags().BoolVar(&global, "global", false, "the registry-wide setting")
 	return g
+}
+
+// showSetting prints the level or mode (what) in force for stream and
+// where it is set.
+func (c *CLI) showSetting(ctx context.Context, reg *sqlstreams.Registry, what, stream string) error {
+	var value, source string
+	if what == "level" {
+		s, err := reg.Level(ctx, stream)
+		if err != nil {
+			return err
+		}
+		value, source = s.Value.String(), s.Scope
+	} else {
+		s, err := reg.Mode(ctx, stream)
+		if err != nil {
+			return err
+		}
+		value, source = string(s.Value), s.Scope
+	}
+	name := stream
+	if stream == sqlstreams.RegistryWide {
+		name = "(registry-wide)"
+	}
+	if c.JSON() {
+		return c.WriteJSON(map[string]any{"scope": name, what: value, "source": source})
+	}
+	tw := c.table()
+	fmt.Fprintf(tw, "SCOPE\t%s\tSOURCE\n%s\t%s\t%s\n", strings.ToUpper(what), name, value, source)
+	return tw.Flush()
 }
 
 // parsePolicy reads --policy: goaware (what a Go consumer decoding with
