@@ -15,9 +15,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/sqlstreams/sqlstreams/contrib/avro"
 	"github.com/sqlstreams/sqlstreams/contrib/dsn"
+	"github.com/sqlstreams/sqlstreams/contrib/protobuf"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/schema"
 )
 
 // Exit codes Execute returns.
@@ -90,7 +93,10 @@ type Options struct {
 	// Terminal reports whether w is an interactive terminal, where progress
 	// bars are drawn; default: w is an *os.File on a character device.
 	Terminal func(w io.Writer) bool
-	// ClientOptions are passed to sqlstreams.Open after the CLI's own.
+	// ClientOptions are passed to sqlstreams.Open after the CLI's own,
+	// which enable the AVRO and PROTOBUF formats (contrib/avro,
+	// contrib/protobuf): a WithFormats here adds other types, and giving
+	// AVRO or PROTOBUF again fails Open with ErrInvalidOption.
 	ClientOptions []sqlstreams.ClientOption
 	// PollInterval is how often tail --follow reads the log; default 1s.
 	PollInterval time.Duration
@@ -289,7 +295,10 @@ func (c *CLI) Driver() (driver.Driver, error) {
 }
 
 // Client opens (once) the client on the database --url names: migrated
-// unless --no-migrate, logging on stderr. The CLI closes it.
+// unless --no-migrate, logging on stderr, with every schema type the CLI
+// reads (formats) enabled, so that registering, checking and serving a
+// document never depends on which command opened the client. The CLI
+// closes it.
 func (c *CLI) Client(ctx context.Context) (*sqlstreams.Client, error) {
 	if c.client != nil {
 		return c.client, nil
@@ -298,7 +307,7 @@ func (c *CLI) Client(ctx context.Context) (*sqlstreams.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []sqlstreams.ClientOption{sqlstreams.WithLogger(c.logger()), sqlstreams.WithMaintenanceInterval(0)}
+	opts := []sqlstreams.ClientOption{sqlstreams.WithLogger(c.logger()), sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithFormats(formats()...)}
 	if c.noMigrate {
 		opts = append(opts, sqlstreams.WithoutMigrate())
 	}
@@ -312,6 +321,11 @@ func (c *CLI) Client(ctx context.Context) (*sqlstreams.Client, error) {
 	c.client = client
 	return client, nil
 }
+
+// formats are the schema languages the CLI enables beside JSON Schema, which
+// is built in: AVRO and PROTOBUF, as contrib/ccompat enables them, so that
+// the CLI and the registry API it serves accept the same documents.
+func formats() []schema.Format { return []schema.Format{avro.Format(), protobuf.Format()} }
 
 // run adapts a command body: it checks the output format and bounds the
 // command by --timeout.

@@ -4,9 +4,11 @@ go 1.27
 
 require (
 	github.com/spf13/cobra v1.10.2
+	github.com/sqlstreams/sqlstreams/contrib/avro v0.1.0
 	github.com/sqlstreams/sqlstreams/contrib/ccompat v0.1.0
 	github.com/sqlstreams/sqlstreams/contrib/console v0.1.0
 	github.com/sqlstreams/sqlstreams/contrib/dsn v0.1.0
+	github.com/sqlstreams/sqlstreams/contrib/protobuf v0.1.0
 	github.com/sqlstreams/sqlstreams/core v0.1.0
 	github.com/sqlstreams/sqlstreams/driver/mysql v0.1.0
 	github.com/sqlstreams/sqlstreams/driver/postgres v0.1.0
@@ -14,6 +16,7 @@ require (
 
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
+	github.com/bufbuild/protocompile v0.14.1 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/go-sql-driver/mysql v1.10.1 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
@@ -31,11 +34,11 @@ require (
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
-	github.com/sqlstreams/sqlstreams/contrib/avro v0.1.0 // indirect
 	github.com/sqlstreams/sqlstreams/driver/sqlite v0.1.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect

@@ -23,9 +23,11 @@ func (c *CLI) registryCmd() *cobra.Command {
 		Short: "Serve the Confluent-compatible schema registry API until interrupted",
 		Long: `serve answers the Confluent Schema Registry REST API on --listen (Confluent's default
 port is 8081) until SIGINT or SIGTERM: subject {stream}-v{version}, subject version =
-revision, one global id per schema. Registrations pass the same gate as a Go producer's,
-judged by --policy: goaware (the default, for streams read by Go consumers) or strict
-(Confluent's rules, for readers in other languages).
+revision, one global id per schema. JSON, AVRO and PROTOBUF documents are accepted and judged
+by their own rules, as the schema commands do (the CLI's client enables every type).
+Registrations pass the same gate as a Go producer's; --policy picks JSON Schema's rules:
+goaware (the default, for streams read by Go consumers) or strict (Confluent's rules, for
+readers in other languages).
 
 --basic-auth USER asks for a user and the password in $` + EnvRegistryPassword + `
 (what sr.BasicAuth and the Java client's basic.auth.user.info send).`,
@@ -42,6 +44,8 @@ judged by --policy: goaware (the default, for streams read by Go consumers) or s
 			if err != nil {
 				return err
 			}
+			// The formats come with c.Client, as for every command: ccompat
+			// keeps a client's formats, so they are enabled in one place.
 			c.opts.ClientOptions = append(c.opts.ClientOptions, sqlstreams.WithDocumentPolicy(policy))
 			ctx := cmd.Context()
 			client, err := c.Client(ctx)
