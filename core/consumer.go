@@ -602,6 +602,15 @@ func (c *Consumer[T]) claim(ctx context.Context, n int, source string, acks []*l
 	// result means nothing was claimable (C9).
 	for len(out) < n {
 		rows, token, lost, err := c.claimRows(ctx, n-len(out), source, acks)
+		if errors.Is(err, ErrGroupPaused) {
+			// A paused group hands out nothing, as an empty one does; acks
+			// the claim carried are recorded on their own.
+			missed, err := c.ackAlone(ctx, acks)
+			if err != nil {
+				return nil, nil, err
+			}
+			return out, append(lostAcks, missed...), nil
+		}
 		if err != nil {
 			if len(out) > 0 || recorded {
 				// What took effect stands (the deliveries, the acks a first
@@ -834,6 +843,23 @@ func refs(ls []*lease) []driver.Lease {
 		out[i] = l.ref()
 	}
 	return out
+}
+
+// ackAlone records acks a claim could not carry (the group is paused) and
+// returns the lost ones.
+func (g *group) ackAlone(ctx context.Context, acks []*lease) ([]int64, error) {
+	taken, _, lost := take(acks)
+	if len(taken) == 0 {
+		return lost, nil
+	}
+	start := time.Now()
+	res, err := g.client.drv.Ack(ctx, driver.AckParams{StreamID: g.stream.ID, Group: g.name, Leases: refs(taken), Now: start.UTC()})
+	g.hookSettle(ctx, OutcomeAck, taken, res, start, err)
+	if err != nil {
+		reopen(taken)
+		return nil, g.wrap("ack", classify(err))
+	}
+	return append(lost, settled(taken, res)...), nil
 }
 
 // ack resolves leases, inside the caller's transaction tx when it is not

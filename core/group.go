@@ -45,6 +45,9 @@ type GroupInfo struct {
 	Bindings  []string
 	Start     StartPosition
 	CreatedAt time.Time
+	// PausedAt is when an operator paused the group (GroupAdmin.Pause);
+	// zero while it runs.
+	PausedAt time.Time
 }
 
 // Groups lists the stream's consumer groups, ordered by name.
@@ -60,7 +63,7 @@ func (s *Stream[T]) Groups(ctx context.Context) ([]GroupInfo, error) {
 	out := make([]GroupInfo, len(gs))
 	for i, g := range gs {
 		out[i] = GroupInfo{Name: g.Name, SchemaVersion: g.SchemaVersion, AllVersions: g.AllVersions, ConvertsFrom: g.ConvertsFrom,
-			Bindings: g.Bindings, Start: StartPosition(g.Start), CreatedAt: g.CreatedAt}
+			Bindings: g.Bindings, Start: StartPosition(g.Start), CreatedAt: g.CreatedAt, PausedAt: g.PausedAt}
 	}
 	return out, nil
 }
@@ -121,6 +124,8 @@ type GroupDescription struct {
 	Bindings  []string
 	Start     StartPosition
 	CreatedAt time.Time
+	// PausedAt is when an operator paused the group; zero while it runs.
+	PausedAt time.Time
 	// Partitions are the group's cursors against the log.
 	Partitions []GroupPartition
 	// Holders are the clients holding the group's leases.
@@ -190,7 +195,7 @@ func (g *GroupAdmin) Describe(ctx context.Context) (GroupDescription, error) {
 	gs := st.Groups[i]
 	d := GroupDescription{Stream: cfg.Name, Group: gs.Name, SchemaVersion: gs.SchemaVersion, AllVersions: gs.AllVersions,
 		ConvertsFrom: gs.ConvertsFrom, Bindings: gs.Bindings, Start: StartPosition(gs.Start), CreatedAt: gs.CreatedAt,
-		RemovedUnread: gs.RemovedUnread}
+		PausedAt: gs.PausedAt, RemovedUnread: gs.RemovedUnread}
 	for p, c := range gs.Cursors {
 		gp := GroupPartition{Partition: p, Cursor: c}
 		if p < len(st.HighWater) {

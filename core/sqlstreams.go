@@ -65,6 +65,10 @@ var (
 	ErrGroupNotFound = driver.ErrGroupNotFound
 	// ErrGroupVersion: the group is bound to another schema version.
 	ErrGroupVersion = driver.ErrGroupVersion
+	// ErrGroupPaused: an operator paused the group (GroupAdmin.Pause). A
+	// driver's claim fails with it; Claim, AckAndClaim and Run of a paused
+	// group get nothing instead, as from an empty stream.
+	ErrGroupPaused = driver.ErrGroupPaused
 	// ErrLeaseLost: the delivery's lease expired and may now be held by
 	// another consumer, or its row is gone; the outcome was not recorded.
 	ErrLeaseLost = driver.ErrLeaseLost

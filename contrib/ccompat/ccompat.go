@@ -15,11 +15,14 @@
 // "-v<digits>" (stream names cannot contain '/', so the subject fits a URL
 // path segment). A subject version is the sqlstreams revision; a schema id
 // is the global id of the schema's fingerprint, shared by every stream
-// that records the same schema. schemaType is JSON or AVRO (AVRO is enabled
-// by default through contrib/avro, as if the client had been opened with
-// sqlstreams.WithFormats(avro.Format())); a request without one means AVRO,
-// as Confluent reads it. A document of another type than JSON is served as
-// registered (normalize=true registers its canonical form instead). A subject's
+// that records the same schema. schemaType is JSON, AVRO or PROTOBUF (AVRO
+// and PROTOBUF are enabled by default through contrib/avro and
+// contrib/protobuf, as if the client had been opened with
+// sqlstreams.WithFormats(avro.Format(), protobuf.Format())); a request
+// without one means AVRO, as Confluent reads it. A document of another type
+// than JSON is served as registered (normalize=true registers an Avro
+// schema's canonical form instead; Protobuf text is kept as sent, its
+// canonical form being a binary descriptor). A subject's
 // compatibility level is its stream's level, shared by every version of
 // the stream, since the version number is sqlstreams' compatibility
 // boundary. Modes map one to one (READONLY_OVERRIDE has no counterpart).
@@ -37,6 +40,7 @@ import (
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/contrib/avro"
+	"github.com/sqlstreams/sqlstreams/contrib/protobuf"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
 
@@ -100,7 +104,7 @@ func NewHandler(client *sqlstreams.Client, opts *Options) http.Handler {
 	if opts != nil {
 		h.opts = *opts
 	}
-	if reg, err := h.reg.WithFormats(avro.Format()); err == nil {
+	if reg, err := h.reg.WithFormats(avro.Format(), protobuf.Format()); err == nil {
 		h.reg = reg
 	}
 	if h.opts.SubjectName == nil {

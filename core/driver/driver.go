@@ -328,6 +328,10 @@ type GroupConfig struct {
 	Bindings  []string
 	Start     StartPosition
 	CreatedAt time.Time
+	// PausedAt is when an operator paused the group (GroupPauser); zero
+	// while it runs. Claims of a paused group fail with ErrGroupPaused
+	// (PlanClaim) and lease nothing.
+	PausedAt time.Time
 }
 
 // Versions returns the versions the group reads, or nil for every version.
@@ -820,9 +824,13 @@ type ClaimPlan struct {
 
 // PlanClaim checks the stored group g against the member of p and returns
 // what the claim filters with. Drivers call it with the group row they read
-// inside the claim's transaction. It fails with ErrGroupVersion when the
-// group is now bound to another version than the member registered with.
+// inside the claim's transaction. It fails with ErrGroupPaused when the
+// group is paused, and with ErrGroupVersion when the group is now bound to
+// another version than the member registered with.
 func PlanClaim(g GroupConfig, p ClaimParams) (ClaimPlan, error) {
+	if !g.PausedAt.IsZero() {
+		return ClaimPlan{}, fmt.Errorf("group %q was paused at %s: %w", g.Name, g.PausedAt.Format(time.RFC3339), ErrGroupPaused)
+	}
 	if !p.Member.Matches(g) {
 		bound := "every version"
 		if !g.AllVersions {

@@ -17,6 +17,9 @@ var (
 	ErrLeaseLost      = errors.New("lease lost")
 	ErrClosed         = errors.New("client is closed")
 	ErrForeignTx      = errors.New("transaction belongs to another driver")
+	// ErrGroupPaused: an operator paused the group; its claims lease
+	// nothing until it is resumed.
+	ErrGroupPaused = errors.New("consumer group is paused")
 
 	// ErrUnavailable: the database could not be reached or did not answer in
 	// time. Nothing was written.
@@ -85,7 +88,7 @@ type redacted struct {
 func (r *redacted) Error() string { return r.text }
 func (r *redacted) Unwrap() error { return r.cause }
 
-var sentinels = []error{ErrStreamNotFound, ErrStreamExists, ErrGroupNotFound, ErrGroupVersion, ErrLeaseLost, ErrClosed,
+var sentinels = []error{ErrStreamNotFound, ErrStreamExists, ErrGroupNotFound, ErrGroupVersion, ErrGroupPaused, ErrLeaseLost, ErrClosed,
 	ErrForeignTx, ErrUnavailable, ErrConflict, ErrOutcomeUnknown, ErrDatabase, ErrFewerPartitions, ErrStreamChanged}
 
 // Classified reports whether err matches one of this package's sentinels.
@@ -96,6 +99,24 @@ func Classified(err error) bool {
 		}
 	}
 	return false
+}
+
+// CallerError carries an error that a callback of the caller returned (a
+// RegisterGroupParams.Update, a registry decision) out of a driver's
+// transaction: the driver rolls back and returns Err as it is, instead of
+// classifying it as a database failure.
+type CallerError struct{ Err error }
+
+func (e CallerError) Error() string { return e.Err.Error() }
+func (e CallerError) Unwrap() error { return e.Err }
+
+// FromCaller returns the caller's own error that err carries, if any.
+func FromCaller(err error) (error, bool) {
+	var ce CallerError
+	if errors.As(err, &ce) {
+		return ce.Err, true
+	}
+	return err, false
 }
 
 // DefaultAdvice is the advice of each kind when a driver gives none.

@@ -57,7 +57,7 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegi
 			return err
 		}
 		if err := update(&s); err != nil {
-			return callerError{err}
+			return driver.CallerError{Err: err}
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE registry_setting SET level = ?, mode = ? WHERE stream_id = ?`, s.Level, s.Mode, streamID)
 		return err
@@ -122,7 +122,7 @@ func assignID(ctx context.Context, tx querier, rev driver.SchemaRevision) (int64
 		err := tx.QueryRowContext(ctx, `SELECT fingerprint FROM schema_id WHERE id = ? FOR UPDATE`, rev.ID).Scan(&fp)
 		switch {
 		case err == nil && fp != rev.Fingerprint:
-			return 0, callerError{fmt.Errorf("%w: id %d belongs to another schema", driver.ErrSchemaIDTaken, rev.ID)}
+			return 0, driver.CallerError{Err: fmt.Errorf("%w: id %d belongs to another schema", driver.ErrSchemaIDTaken, rev.ID)}
 		case err != nil && !errors.Is(err, sql.ErrNoRows):
 			return 0, err
 		}
@@ -139,7 +139,7 @@ func assignID(ctx context.Context, tx querier, rev driver.SchemaRevision) (int64
 		return 0, err
 	}
 	if rev.ID != 0 && rev.ID != id {
-		return 0, callerError{fmt.Errorf("%w: the schema already has id %d, not %d", driver.ErrSchemaIDTaken, id, rev.ID)}
+		return 0, driver.CallerError{Err: fmt.Errorf("%w: the schema already has id %d, not %d", driver.ErrSchemaIDTaken, id, rev.ID)}
 	}
 	return id, nil
 }
@@ -181,7 +181,7 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 			return err
 		}
 		if err := decide(existing, streamSet, global); err != nil {
-			return callerError{err}
+			return driver.CallerError{Err: err}
 		}
 		out = rev
 		out.Type = cmp.Or(rev.Type, "JSON")
@@ -191,7 +191,7 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 		}
 		if rev.Revision != 0 {
 			if rev.Revision < out.Revision {
-				return callerError{fmt.Errorf("%w: revision %d; the next revision is %d or later", driver.ErrRevisionTaken, rev.Revision, out.Revision)}
+				return driver.CallerError{Err: fmt.Errorf("%w: revision %d; the next revision is %d or later", driver.ErrRevisionTaken, rev.Revision, out.Revision)}
 			}
 			out.Revision = rev.Revision
 		}

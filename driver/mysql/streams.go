@@ -244,7 +244,7 @@ func (d *Driver) updateGroup(ctx context.Context, tx querier, existing driver.Gr
 	}
 	next, err := update(existing)
 	if err != nil {
-		return existing, callerError{err}
+		return existing, driver.CallerError{Err: err}
 	}
 	out := existing
 	out.Bindings, out.ConvertsFrom = sqldb.NilIfEmpty(slices.Clone(next.Bindings)), sqldb.NilIfEmpty(slices.Clone(next.ConvertsFrom))

@@ -28,13 +28,6 @@ const (
 // the caller's context has ended.
 const rollbackTimeout = 5 * time.Second
 
-// callerError carries an error from a callback of the caller (an Update or
-// Decide function) through the driver's transaction unchanged.
-type callerError struct{ err error }
-
-func (e callerError) Error() string { return e.err.Error() }
-func (e callerError) Unwrap() error { return e.err }
-
 // finalError is an error the driver's transaction must not be re-run for.
 type finalError struct{ err error }
 
@@ -75,12 +68,11 @@ func (d *Driver) inTx(ctx context.Context, tx driver.Tx, fn func(querier) error)
 	return d.wrap(ctx, err, opCallerTx)
 }
 
-// marked unwraps an error fn marked: a callerError goes back to the caller
-// as it is, a finalError is not run again.
+// marked unwraps an error fn marked: a driver.CallerError goes back to the
+// caller as it is, a finalError is not run again.
 func marked(err error) (caller, final bool, inner error) {
-	var ce callerError
-	if errors.As(err, &ce) {
-		return true, false, ce.err
+	if inner, ok := driver.FromCaller(err); ok {
+		return true, false, inner
 	}
 	var fe finalError
 	if errors.As(err, &fe) {

@@ -45,27 +45,11 @@ type staged struct {
 func (s *staged) Error() string { return s.err.Error() }
 func (s *staged) Unwrap() error { return s.err }
 
-// callerError marks an error returned by a caller's callback (an Update or
-// Decide function): it is returned as it is, never retried or classified.
-type callerError struct{ err error }
-
-func (c *callerError) Error() string { return c.err.Error() }
-func (c *callerError) Unwrap() error { return c.err }
-
-// callback runs a caller's function and marks its error.
-func callback(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &callerError{err}
-}
-
 // retryable reports failures after which running the driver's own statement
 // or transaction again is safe (nothing was written) and may succeed.
 // Lock timeouts are not retried: the wait was already bounded.
 func retryable(err error, st stage) bool {
-	var ce *callerError
-	if errors.As(err, &ce) {
+	if _, ok := driver.FromCaller(err); ok {
 		return false
 	}
 	var conn *pgconn.ConnectError
@@ -137,9 +121,8 @@ func (d *Driver) wrap(ctx context.Context, err error, st stage) error {
 	if sentNothing(err) {
 		st = stageRead
 	}
-	var ce *callerError
-	if errors.As(err, &ce) {
-		return ce.err
+	if inner, ok := driver.FromCaller(err); ok {
+		return inner
 	}
 	if driver.Classified(err) {
 		return err

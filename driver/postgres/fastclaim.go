@@ -52,7 +52,7 @@ import (
 // groupPrint sums up the columns of group g that a claim's plan depends
 // on, and its creation time (a group deleted and created again differs).
 const groupPrint = `md5(jsonb_build_array(g.schema_version, g.all_versions, g.bindings, g.converts_from, g.start_position,
-	extract(epoch FROM g.created_at))::text)`
+	extract(epoch FROM g.created_at), extract(epoch FROM g.paused_at))::text)`
 
 // guardFailed is the error a fast claim's check raises.
 const guardFailed = "22012" // division_by_zero

@@ -44,7 +44,7 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegi
 			return err
 		}
 		if err := p.Update(&s); err != nil {
-			return callback(err)
+			return driver.CallerError{Err: err}
 		}
 		_, err := tx.Exec(ctx, `UPDATE registry_setting SET level = $1::text, mode = $2::text WHERE stream_id = $3::bigint`, s.Level, s.Mode, streamID)
 		return err
@@ -105,7 +105,7 @@ func assignID(ctx context.Context, tx pgx.Tx, rev driver.SchemaRevision) (int64,
 		err := tx.QueryRow(ctx, `SELECT fingerprint FROM schema_id WHERE id = $1::bigint`, rev.ID).Scan(&fp)
 		switch {
 		case err == nil && fp != rev.Fingerprint:
-			return 0, callback(fmt.Errorf("%w: id %d belongs to another schema", driver.ErrSchemaIDTaken, rev.ID))
+			return 0, driver.CallerError{Err: fmt.Errorf("%w: id %d belongs to another schema", driver.ErrSchemaIDTaken, rev.ID)}
 		case err != nil && !errors.Is(err, pgx.ErrNoRows):
 			return 0, err
 		}
@@ -133,7 +133,7 @@ func assignID(ctx context.Context, tx pgx.Tx, rev driver.SchemaRevision) (int64,
 		return 0, err
 	}
 	if rev.ID != 0 && rev.ID != id {
-		return 0, callback(fmt.Errorf("%w: the schema already has id %d, not %d", driver.ErrSchemaIDTaken, id, rev.ID))
+		return 0, driver.CallerError{Err: fmt.Errorf("%w: the schema already has id %d, not %d", driver.ErrSchemaIDTaken, id, rev.ID)}
 	}
 	return id, nil
 }
@@ -182,7 +182,7 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 			return err
 		}
 		if err := p.Decide(existing, streamSet, global); err != nil {
-			return callback(err)
+			return driver.CallerError{Err: err}
 		}
 		out = rev
 		out.Type = cmp.Or(rev.Type, "JSON")
@@ -192,7 +192,7 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 		}
 		if rev.Revision != 0 {
 			if rev.Revision < out.Revision {
-				return callback(fmt.Errorf("%w: revision %d; the next revision is %d or later", driver.ErrRevisionTaken, rev.Revision, out.Revision))
+				return driver.CallerError{Err: fmt.Errorf("%w: revision %d; the next revision is %d or later", driver.ErrRevisionTaken, rev.Revision, out.Revision)}
 			}
 			out.Revision = rev.Revision
 		}
@@ -244,7 +244,7 @@ func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (dri
 		var text string
 		err := d.pool.QueryRow(ctx, `SELECT fingerprint, schema_type, schema_json, created_at FROM schema_id WHERE id = $1::bigint`, p.ID).Scan(&doc.Fingerprint, &doc.Type, &text, &doc.CreatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return callback(fmt.Errorf("postgres: schema id %d: %w", p.ID, driver.ErrSchemaNotFound))
+			return driver.CallerError{Err: fmt.Errorf("postgres: schema id %d: %w", p.ID, driver.ErrSchemaNotFound)}
 		}
 		doc.Schema, doc.CreatedAt = []byte(text), doc.CreatedAt.UTC()
 		return err

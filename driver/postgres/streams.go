@@ -141,7 +141,7 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 	})
 }
 
-const groupColumns = `stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at, removed_unread`
+const groupColumns = `stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at, removed_unread, paused_at`
 
 // groupColumnsOf is groupColumns qualified by a table alias.
 func groupColumnsOf(alias string) string {
@@ -158,9 +158,13 @@ func scanGroup(r pgx.Row, extra ...any) (driver.GroupConfig, int64, error) {
 	var bindings, convertsFrom []byte
 	var version, start int32
 	var removed int64
-	err := r.Scan(append([]any{&g.StreamID, &g.Name, &version, &g.AllVersions, &bindings, &convertsFrom, &start, &g.CreatedAt, &removed}, extra...)...)
+	var paused *time.Time // NULL while the group runs
+	err := r.Scan(append([]any{&g.StreamID, &g.Name, &version, &g.AllVersions, &bindings, &convertsFrom, &start, &g.CreatedAt, &removed, &paused}, extra...)...)
 	if err != nil {
 		return g, 0, err
+	}
+	if paused != nil {
+		g.PausedAt = paused.UTC()
 	}
 	g.SchemaVersion, g.Start, g.CreatedAt = int(version), driver.StartPosition(start), g.CreatedAt.UTC()
 	if err := json.Unmarshal(bindings, &g.Bindings); err != nil {
@@ -260,7 +264,7 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 			copied.Bindings, copied.ConvertsFrom = slices.Clone(stored.Bindings), slices.Clone(stored.ConvertsFrom)
 			next, err := p.Update(copied)
 			if err != nil {
-				return callback(err)
+				return driver.CallerError{Err: err}
 			}
 			out.Bindings, out.ConvertsFrom = nilIfEmpty(next.Bindings), nilIfEmpty(next.ConvertsFrom)
 			if slices.Equal(out.Bindings, stored.Bindings) && slices.Equal(out.ConvertsFrom, stored.ConvertsFrom) {

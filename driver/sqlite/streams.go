@@ -150,7 +150,7 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 			}
 			next, err := p.Update(existing)
 			if err != nil {
-				return err
+				return driver.CallerError{Err: err}
 			}
 			out.Bindings, out.ConvertsFrom = sqldb.NilIfEmpty(next.Bindings), sqldb.NilIfEmpty(next.ConvertsFrom)
 			bindings, convertsFrom, err := sqldb.EncodeGroupLists(out)

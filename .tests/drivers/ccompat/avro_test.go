@@ -229,7 +229,7 @@ func TestAvroWire(t *testing.T) {
 		raw, _ := io.ReadAll(resp.Body)
 		return raw
 	}
-	if got := get("/schemas/types"); !bytes.Equal(got, []byte(`["JSON","AVRO"]`)) {
+	if got := get("/schemas/types"); !bytes.Equal(got, []byte(`["JSON","AVRO","PROTOBUF"]`)) {
 		t.Errorf("GET /schemas/types = %s", got)
 	}
 	status, avroID := post("/subjects/keys-v1/versions", `{"schema": "{\"type\": \"string\"}"}`)

@@ -99,7 +99,7 @@ func testFranz(t *testing.T, b backend) {
 	}
 
 	types, err := cl.SupportedTypes(ctx(t))
-	if err != nil || len(types) != 2 || !slices.Contains(types, sr.TypeJSON) || !slices.Contains(types, sr.TypeAvro) {
+	if err != nil || len(types) != 3 || !slices.Contains(types, sr.TypeJSON) || !slices.Contains(types, sr.TypeAvro) || !slices.Contains(types, sr.TypeProtobuf) {
 		t.Errorf("SupportedTypes: %v, %v", types, err)
 	}
 	if subjects, err := cl.Subjects(ctx(t)); err != nil || !slices.Equal(subjects, []string{subject}) {
@@ -181,7 +181,7 @@ func testFranz(t *testing.T, b backend) {
 		t.Errorf("CheckCompatibility(latest) of a missing subject: %+v, %v; want compatible", res, err)
 	}
 	_, err = cl.RegisterSchema(ctx(t), subject, sr.Schema{Schema: `{"type":"record","name":"x","fields":[]}`, Type: sr.TypeProtobuf}, -1, -1)
-	wantCode(t, "RegisterSchema of a PROTOBUF schema", err, 42201, "JSON")
+	wantCode(t, "RegisterSchema of Avro text as PROTOBUF", err, 42201, "PROTOBUF", "syntax error")
 	_, err = cl.RegisterSchema(ctx(t), subject, sr.Schema{Schema: `{"type": `, Type: sr.TypeJSON}, -1, -1)
 	wantCode(t, "RegisterSchema of malformed JSON", err, 42201)
 

@@ -101,7 +101,7 @@ func TestJavaClientWire(t *testing.T) {
 	const subj = "/subjects/orders.placed-v2"
 	fixtures := []fixture{
 		{name: "GET / (health)", method: "GET", path: "/", status: 200, want: `{}`},
-		{name: "RestService.getSchemaTypes", method: "GET", path: "/schemas/types", status: 200, dto: &[]string{}, want: `["JSON","AVRO"]`},
+		{name: "RestService.getSchemaTypes", method: "GET", path: "/schemas/types", status: 200, dto: &[]string{}, want: `["JSON","AVRO","PROTOBUF"]`},
 		{name: "RestService.getAllSubjects", method: "GET", path: "/subjects?deleted=false", ctype: javaContentType, status: 200, dto: &[]string{}, want: `["orders.placed-v2"]`},
 		{name: "RestService.getAllVersions", method: "GET", path: subj + "/versions", ctype: javaContentType, status: 200, dto: &[]int{}, want: `[1]`},
 		{name: "RestService.getVersion", method: "GET", path: subj + "/versions/1?deleted=false", ctype: javaContentType, status: 200, dto: &javaSchema{},
@@ -158,8 +158,8 @@ func TestJavaClientWire(t *testing.T) {
 		{name: "invalid version", method: "GET", path: subj + "/versions/abc", ctype: javaContentType, status: 422, dto: &javaError{}, code: 42202},
 		{name: "schema not found", method: "GET", path: "/schemas/ids/999999", ctype: javaContentType, status: 404, dto: &javaError{}, code: 40403},
 		{name: "lookup of an unregistered schema", method: "POST", path: subj, ctype: javaContentType, body: `{"schemaType":"JSON","schema":{edited}}`, status: 404, dto: &javaError{}, code: 40403},
-		{name: "PROTOBUF refused", method: "POST", path: subj + "/versions", ctype: javaContentType, body: `{"schemaType":"PROTOBUF","schema":"syntax = \"proto3\";"}`, status: 422,
-			dto: &javaError{}, code: 42201, says: "JSON, AVRO"},
+		{name: "malformed PROTOBUF refused", method: "POST", path: subj + "/versions", ctype: javaContentType, body: `{"schemaType":"PROTOBUF","schema":"message {"}`, status: 422,
+			dto: &javaError{}, code: 42201, says: "syntax error"},
 		{name: "invalid subject", method: "POST", path: "/subjects/no_version/versions", ctype: javaContentType, body: `{"schema":{note}}`, status: 422, dto: &javaError{}, code: 42208},
 		{name: "RestService.deleteSubject", method: "DELETE", path: subj, ctype: javaContentType, status: 422, dto: &javaError{}, code: 42205, says: "retire with DeleteGroup and retention"},
 		{name: "RestService.deleteSchemaVersion", method: "DELETE", path: subj + "/versions/1?permanent=true", ctype: javaContentType, status: 422, dto: &javaError{}, code: 42205,

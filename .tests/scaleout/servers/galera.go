@@ -36,7 +36,12 @@ func NewGalera(tb testing.TB, n int) *Galera {
 			"--wsrep-on=ON", "--wsrep-provider=" + GaleraProvider, "--wsrep-cluster-name=sqlstreams-scaleout",
 			"--wsrep-cluster-address=gcomm://" + strings.Join(addrs, ","),
 			"--wsrep-node-name=node" + strconv.Itoa(i+1), "--wsrep-node-address=127.0.0.1",
-			fmt.Sprintf("--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:%d;ist.recv_addr=127.0.0.1:%d;gcache.size=128M;evs.suspect_timeout=PT5S;evs.inactive_timeout=PT10S;pc.wait_prim_timeout=PT60S",
+			// A node is suspected after 20 s without word from it, not
+			// Galera's 5 s: on a loaded machine a node can go that long
+			// without the CPU and leave the primary component, failing
+			// the tests on it for no fault of the driver. A SIGKILLed node
+			// is still evicted within the tests' outage wait.
+			fmt.Sprintf("--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:%d;ist.recv_addr=127.0.0.1:%d;gcache.size=128M;evs.suspect_timeout=PT20S;evs.inactive_timeout=PT40S;evs.install_timeout=PT30S;pc.wait_prim_timeout=PT60S",
 				ps[i].gcomm, ps[i].ist),
 			"--wsrep-sst-method=rsync", fmt.Sprintf("--wsrep-sst-receive-address=127.0.0.1:%d", ps[i].sst),
 			"--wsrep-slave-threads=2",

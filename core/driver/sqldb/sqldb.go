@@ -157,7 +157,7 @@ func ScanStream[T any](r driver.RowScanner, at func(T) time.Time) (driver.Stream
 
 // GroupColumns are the consumer_group columns ScanGroup reads, in its
 // order.
-const GroupColumns = `stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at, removed_unread`
+const GroupColumns = `stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at, removed_unread, paused_at`
 
 // ScanGroup reads GroupColumns, then the extra destinations after them,
 // and returns the group and its removed_unread; the creation time is stored
@@ -166,12 +166,16 @@ func ScanGroup[T any](r driver.RowScanner, at func(T) time.Time, extra ...any) (
 	var g driver.GroupConfig
 	var bindings, convertsFrom string
 	var created T
+	var paused *T // NULL while the group runs
 	var removed int64
-	err := r.Scan(append([]any{&g.StreamID, &g.Name, &g.SchemaVersion, &g.AllVersions, &bindings, &convertsFrom, &g.Start, &created, &removed}, extra...)...)
+	err := r.Scan(append([]any{&g.StreamID, &g.Name, &g.SchemaVersion, &g.AllVersions, &bindings, &convertsFrom, &g.Start, &created, &removed, &paused}, extra...)...)
 	if err != nil {
 		return g, 0, err
 	}
 	g.CreatedAt = at(created)
+	if paused != nil {
+		g.PausedAt = at(*paused)
+	}
 	if err := json.Unmarshal([]byte(bindings), &g.Bindings); err != nil {
 		return g, 0, fmt.Errorf("group %q: stored bindings: %w", g.Name, err)
 	}

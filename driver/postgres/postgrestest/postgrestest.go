@@ -9,8 +9,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -117,8 +119,35 @@ func QueryInt(ctx context.Context, d driver.Driver, query string) (int64, error)
 }
 
 // driverTables are the tables the driver's migrations create.
-var driverTables = []string{"stream_config", "stream_partition", "consumer_group", "group_cursor", "delivery_exception", "delivery_batch", "compaction_head",
-	"registry_setting", "schema_revision", "schema_reader", "schema_id", "schema_reference", "row_count", "row_count_mark", "sqlstreams_migration"}
+var driverTables = migrationTables()
+
+// migrationTables lists the tables the driver's migrations create, so that
+// a table a new migration adds is kept (and emptied) by ResetNamespace
+// without anyone remembering to name it here.
+func migrationTables() []string {
+	d := postgres.Open("postgres://127.0.0.1:1/unused")
+	defer d.Close()
+	ms, err := d.Migrations()
+	if err != nil {
+		panic(err) // the migrations are embedded: a broken one fails every test
+	}
+	tables := map[string]bool{"sqlstreams_migration": true}
+	for _, m := range ms {
+		for _, match := range tableDDL.FindAllStringSubmatch(m.Up, -1) {
+			tables[match[2]] = strings.EqualFold(match[1], "CREATE")
+		}
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(tables)) {
+		if tables[name] {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// tableDDL finds the tables a migration creates or drops, in order.
+var tableDDL = regexp.MustCompile(`(?i)(CREATE|DROP) TABLE (?:IF (?:NOT )?EXISTS )?([a-z_]+)\b`)
 
 // ResetNamespace makes a used namespace (a schema NewSchema created) what a
 // freshly migrated one is: in one transaction it drops every other table,

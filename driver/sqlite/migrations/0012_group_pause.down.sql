@@ -1,0 +1,2 @@
+-- Removes group pauses (0012_group_pause.sql): paused groups run again.
+ALTER TABLE consumer_group DROP COLUMN paused_at;

@@ -1,2 +1,0 @@
--- Removes the configuration generation (0012_stream_generation.sql).
-ALTER TABLE stream_config DROP COLUMN generation;
