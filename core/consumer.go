@@ -206,6 +206,11 @@ type group struct {
 	claimHooks  []ClaimHook
 	settleHooks []SettleHook
 
+	// planned is the stream configuration claims are made with: g.stream
+	// until a claim is refused as stale (the stream was altered), then the
+	// stored one (see claimFresh).
+	planned atomic.Pointer[driver.StreamConfig]
+
 	mu         sync.Mutex
 	config     driver.GroupConfig // the stored configuration last seen
 	deferredAt time.Time          // when deferred rows were last logged
@@ -674,13 +679,13 @@ func (g *group) claimRows(ctx context.Context, n int, source string, acks []*lea
 // claimFromDriver claims, after acking acks in the claim's transaction; it
 // records the acks' outcome on their leases and returns the lost ones.
 func (g *group) claimFromDriver(ctx context.Context, n int, now time.Time, acks []*lease) ([]driver.Delivery, string, []int64, error) {
-	p := driver.ClaimParams{Stream: g.stream, Group: g.name, Member: g.member, Decodes: g.decodes, Match: matcher, Limit: n,
+	p := driver.ClaimParams{Stream: g.claimConfig(), Group: g.name, Member: g.member, Decodes: g.decodes, Match: matcher, Limit: n,
 		Ordered: g.opts.Ordered, Token: newToken(), Holder: g.client.identity, Now: now, LeaseUntil: now.Add(g.opts.LeaseDuration),
 		MaxAttempts: g.opts.MaxAttempts, LastError: "lease expired on the last attempt; the consumer probably crashed or stalled while handling it"}
 	if len(acks) > 0 {
 		p.Acks = refs(acks)
 	}
-	res, err := g.client.drv.Claim(ctx, p)
+	res, err := g.claimFresh(ctx, p)
 	if len(acks) > 0 {
 		g.hookSettle(ctx, OutcomeAck, acks, driver.SettleResult{Lost: res.Lost}, now, err)
 		if err != nil {
@@ -710,6 +715,38 @@ func (g *group) claimFromDriver(ctx context.Context, n int, now time.Time, acks 
 	}
 	g.observe(res)
 	return res.Deliveries, p.Token, res.Lost, nil
+}
+
+// claimConfig is the stream configuration the next claim is made with.
+func (g *group) claimConfig() driver.StreamConfig {
+	if c := g.planned.Load(); c != nil {
+		return *c
+	}
+	return g.stream
+}
+
+// claimFresh claims with p. When the driver refuses the claim because the
+// stream was altered since its configuration was read (partitions added,
+// compaction switched), it keeps the stored configuration for later claims
+// and claims again with it: a member in another process than the change
+// thus claims the new partitions, and filters by compaction heads exactly
+// when the stream is compacted. The refused claim leased and acked nothing.
+func (g *group) claimFresh(ctx context.Context, p driver.ClaimParams) (driver.ClaimResult, error) {
+	for attempt := 0; ; attempt++ {
+		res, err := g.client.drv.Claim(ctx, p)
+		var stale *driver.StreamChangedError
+		if err == nil || !errors.As(err, &stale) || attempt == maxStaleRetries {
+			return res, err
+		}
+		fresh := stale.Current
+		fresh.Name = g.stream.Name
+		if cur := g.claimConfig(); cur.Generation < fresh.Generation {
+			g.planned.Store(&fresh)
+			g.client.logger.Info("sqlstreams: the stream was altered; claiming with its new configuration", "stream", g.stream.Name,
+				"group", g.name, "partitions", fresh.Partitions, "compacted", fresh.Compacted)
+		}
+		p.Stream = fresh
+	}
 }
 
 // observe logs what a claim says about the group that this member did not

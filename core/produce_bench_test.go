@@ -22,7 +22,9 @@ func (benchOrder) SchemaVersion() int { return 1 }
 // BenchmarkProduceRows is what the produce path spends in Go per batch of
 // 100 before the driver: options, validation, JSON encoding, row building.
 func BenchmarkProduceRows(b *testing.B) {
-	p := &Producer[benchOrder]{stream: driver.StreamConfig{ID: 1, Name: "bench", Partitions: 4}, version: 1, byPointer: encodesByPointer(reflect.TypeFor[benchOrder]())}
+	cfg := driver.StreamConfig{ID: 1, Name: "bench", Partitions: 4}
+	p := &Producer[benchOrder]{version: 1, byPointer: encodesByPointer(reflect.TypeFor[benchOrder]())}
+	p.stream.Store(&cfg)
 	msgs := make([]Message[benchOrder], 100)
 	for i := range msgs {
 		msgs[i] = NewMessage(benchOrder{OrderID: fmt.Sprintf("order-%08d", i), Customer: fmt.Sprintf("cust-%05d", i), Cents: int64(i * 7),
@@ -30,7 +32,7 @@ func BenchmarkProduceRows(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := p.rows(msgs, time.Now()); err != nil {
+		if _, err := p.rows(cfg, msgs, time.Now()); err != nil {
 			b.Fatal(err)
 		}
 	}

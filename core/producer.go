@@ -3,9 +3,11 @@ package sqlstreams
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -26,8 +28,10 @@ type ProducerOptions struct{}
 
 // Producer appends messages of type T. It is safe for concurrent use.
 type Producer[T Versioned] struct {
-	client   *Client
-	stream   driver.StreamConfig
+	client *Client
+	// stream is the configuration the producer plans rows with; an append
+	// refused as stale replaces it with the stored one (see retryStale).
+	stream   atomic.Pointer[driver.StreamConfig]
 	version  int
 	revision int // the registry revision of T's schema, stamped on rows
 	raw      bool
@@ -57,7 +61,8 @@ func (b *ProducerBuilder[T]) Register(ctx context.Context, opts *ProducerOptions
 	if err != nil {
 		return nil, err
 	}
-	p := &Producer[T]{client: b.stream.client, stream: cfg, version: version, raw: raw, byPointer: !raw && encodesByPointer(reflect.TypeFor[T]())}
+	p := &Producer[T]{client: b.stream.client, version: version, raw: raw, byPointer: !raw && encodesByPointer(reflect.TypeFor[T]())}
+	p.stream.Store(&cfg)
 	if !raw {
 		p.revision, err = b.stream.client.Registry().record(ctx, registration{stream: cfg, typ: typeName[T](), version: version, schema: sch})
 		if err != nil {
@@ -69,7 +74,7 @@ func (b *ProducerBuilder[T]) Register(ctx context.Context, opts *ProducerOptions
 }
 
 // Stream returns the configuration of the stream the producer writes to.
-func (p *Producer[T]) Stream() StreamInfo { return infoFrom(p.stream) }
+func (p *Producer[T]) Stream() StreamInfo { return infoFrom(*p.stream.Load()) }
 
 // ProduceOption sets per-message metadata.
 type ProduceOption func(*messageMeta)
@@ -171,24 +176,35 @@ func (p *Producer[T]) append(ctx context.Context, tx driver.Tx, msgs []Message[T
 	if err := p.client.checkOpen(); err != nil {
 		return nil, err
 	}
-	rows, err := p.rows(msgs, time.Now().UTC())
+	cfg := *p.stream.Load()
+	now := time.Now().UTC()
+	rows, err := p.rows(cfg, msgs, now)
+	if err != nil && cfg.Compacted && errors.Is(err, ErrInvalidMessage) {
+		// A keyless message for a stream this producer knows as compacted:
+		// compaction may have been switched off since (a driver refuses only
+		// what is stale, and a refused row never reaches it), so ask once.
+		if fresh, ok := p.refresh(ctx, cfg); ok && !fresh.Compacted {
+			cfg = fresh
+			rows, err = p.rows(cfg, msgs, now)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	write := func(ctx context.Context) ([]int64, error) {
-		ids, err := p.client.drv.Append(ctx, driver.AppendParams{Stream: p.stream, Tx: tx, Rows: rows})
+		ids, err := p.appendFresh(ctx, cfg, tx, rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlstreams: produce to %q: %w", p.stream.Name, classify(err))
+			return nil, err
 		}
 		if tx == nil {
-			p.client.wake(p.stream.ID)
+			p.client.wake(cfg.ID)
 		}
 		return ids, nil
 	}
 	if len(p.client.produceMW) == 0 {
 		return write(ctx)
 	}
-	call := &ProduceCall{Stream: infoFrom(p.stream), Tx: tx != nil, Batch: batch, Messages: make([]*OutgoingMessage, len(rows))}
+	call := &ProduceCall{Stream: infoFrom(cfg), Tx: tx != nil, Batch: batch, Messages: make([]*OutgoingMessage, len(rows))}
 	for i, r := range rows {
 		headers := r.Headers
 		if headers == nil {
@@ -201,7 +217,7 @@ func (p *Producer[T]) append(ctx context.Context, tx driver.Tx, msgs []Message[T
 		// What the middleware left in the headers is what is written.
 		for i, m := range call.Messages {
 			if err := validateHeaders(m.Headers); err != nil {
-				return nil, p.refused(i, len(msgs), fmt.Errorf("headers set by middleware: %w", err))
+				return nil, p.refused(cfg, i, len(msgs), fmt.Errorf("headers set by middleware: %w", err))
 			}
 			rows[i].Headers = m.Headers
 		}
@@ -209,16 +225,80 @@ func (p *Producer[T]) append(ctx context.Context, tx driver.Tx, msgs []Message[T
 	})
 }
 
+// maxStaleRetries bounds how often one append plans again after the stream
+// was altered under it; each retry follows a change an operator made, so
+// more than a few in a row means the stream is being altered in a loop.
+const maxStaleRetries = 5
+
+// appendFresh appends rows planned with cfg. When the driver refuses them
+// because the stream was altered since cfg was read (another process added
+// partitions or switched compaction), it keeps the stored configuration for
+// this and later appends, places the rows again with it (keys hash over the
+// new partition count) and retries: so a producer never writes a key to the
+// partition of an old count once a newer count is stored, and the key's
+// later rows follow its rows in the new partition. Nothing was written by
+// the refused attempt, also inside a caller's transaction.
+func (p *Producer[T]) appendFresh(ctx context.Context, cfg driver.StreamConfig, tx driver.Tx, rows []driver.AppendRow) ([]int64, error) {
+	for attempt := 0; ; attempt++ {
+		ids, err := p.client.drv.Append(ctx, driver.AppendParams{Stream: cfg, Tx: tx, Rows: rows})
+		var stale *driver.StreamChangedError
+		if err == nil || !errors.As(err, &stale) || attempt == maxStaleRetries {
+			if err != nil {
+				return nil, fmt.Errorf("sqlstreams: produce to %q: %w", cfg.Name, classify(err))
+			}
+			return ids, nil
+		}
+		fresh := stale.Current
+		fresh.Name = cfg.Name // the name this producer was made with, for its messages
+		if cur := p.stream.Load(); cur.Generation < fresh.Generation {
+			p.stream.CompareAndSwap(cur, &fresh)
+		}
+		p.client.logger.Debug("sqlstreams: the stream was altered; placing the messages again", "stream", cfg.Name,
+			"partitions", fresh.Partitions, "compacted", fresh.Compacted)
+		if rows, err = p.replace(fresh, rows); err != nil {
+			return nil, p.refused(fresh, 0, 1, err)
+		}
+		cfg = fresh
+	}
+}
+
+// refresh reads the stream's stored configuration by the name the producer
+// was made with and keeps it when it is of the same stream and newer than
+// cfg; ok reports that it did.
+func (p *Producer[T]) refresh(ctx context.Context, cfg driver.StreamConfig) (driver.StreamConfig, bool) {
+	stored, err := p.client.drv.LookupStream(ctx, driver.LookupStreamParams{Name: cfg.Name})
+	if err != nil || stored.ID != cfg.ID || stored.Generation <= cfg.Generation {
+		return cfg, false
+	}
+	if cur := p.stream.Load(); cur.Generation < stored.Generation {
+		p.stream.CompareAndSwap(cur, &stored)
+	}
+	return stored, true
+}
+
+// replace places rows planned with an older configuration again with cfg,
+// or refuses a keyless row now that the stream is compacted.
+func (p *Producer[T]) replace(cfg driver.StreamConfig, rows []driver.AppendRow) ([]driver.AppendRow, error) {
+	out := slices.Clone(rows)
+	for i := range out {
+		if cfg.Compacted && !out[i].HasKey {
+			return nil, fmt.Errorf("%w: stream was made compacted while producing, so every message needs a key; pass sqlstreams.Key(...)", ErrInvalidMessage)
+		}
+		out[i].Partition = p.partition(cfg, messageMeta{key: out[i].Key, hasKey: out[i].HasKey})
+	}
+	return out, nil
+}
+
 // rows builds the rows of msgs, or refuses the first that is invalid.
-func (p *Producer[T]) rows(msgs []Message[T], now time.Time) ([]driver.AppendRow, error) {
+func (p *Producer[T]) rows(cfg driver.StreamConfig, msgs []Message[T], now time.Time) ([]driver.AppendRow, error) {
 	rows := make([]driver.AppendRow, len(msgs))
 	// One allocation for the batch: a message's options are calls through
 	// func values, so the metadata they fill would escape one by one.
 	metas := make([]messageMeta, len(msgs))
 	for i := range msgs {
-		row, err := p.row(&msgs[i], &metas[i], now)
+		row, err := p.row(cfg, &msgs[i], &metas[i], now)
 		if err != nil {
-			return nil, p.refused(i, len(msgs), err)
+			return nil, p.refused(cfg, i, len(msgs), err)
 		}
 		rows[i] = row
 	}
@@ -226,14 +306,14 @@ func (p *Producer[T]) rows(msgs []Message[T], now time.Time) ([]driver.AppendRow
 }
 
 // refused reports message i of n refused before anything was written.
-func (p *Producer[T]) refused(i, n int, err error) error {
+func (p *Producer[T]) refused(cfg driver.StreamConfig, i, n int, err error) error {
 	if n > 1 {
 		err = fmt.Errorf("message %d of the batch: %w", i, err)
 	}
-	return fmt.Errorf("sqlstreams: produce to %q: %w", p.stream.Name, err)
+	return fmt.Errorf("sqlstreams: produce to %q: %w", cfg.Name, err)
 }
 
-func (p *Producer[T]) row(m *Message[T], meta *messageMeta, now time.Time) (driver.AppendRow, error) {
+func (p *Producer[T]) row(cfg driver.StreamConfig, m *Message[T], meta *messageMeta, now time.Time) (driver.AppendRow, error) {
 	for _, o := range m.Options {
 		o(meta)
 	}
@@ -246,7 +326,7 @@ func (p *Producer[T]) row(m *Message[T], meta *messageMeta, now time.Time) (driv
 	if err := validateHeaders(meta.headers); err != nil {
 		return driver.AppendRow{}, err
 	}
-	if p.stream.Compacted && !meta.hasKey {
+	if cfg.Compacted && !meta.hasKey {
 		return driver.AppendRow{}, fmt.Errorf("%w: stream is compacted, so every message needs a key; pass sqlstreams.Key(...)", ErrInvalidMessage)
 	}
 	version := p.version
@@ -281,7 +361,7 @@ func (p *Producer[T]) row(m *Message[T], meta *messageMeta, now time.Time) (driv
 		}
 	}
 	return driver.AppendRow{
-		Partition:      p.partition(*meta),
+		Partition:      p.partition(cfg, *meta),
 		SchemaVersion:  version,
 		SchemaRevision: p.revision,
 		Key:            meta.key,
@@ -332,8 +412,8 @@ func encodesByPointer(t reflect.Type) bool {
 	return true
 }
 
-func (p *Producer[T]) partition(meta messageMeta) int {
-	n := p.stream.Partitions
+func (p *Producer[T]) partition(cfg driver.StreamConfig, meta messageMeta) int {
+	n := cfg.Partitions
 	if n <= 1 {
 		return 0
 	}

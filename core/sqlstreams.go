@@ -103,6 +103,11 @@ var (
 	// ErrUnsupported: the driver does not offer an optional feature (such
 	// as Client.Members). It also matches errors.ErrUnsupported.
 	ErrUnsupported = fmt.Errorf("not supported by this driver: %w", errors.ErrUnsupported)
+	// ErrFewerPartitions: Stream.Alter was asked for fewer partitions than
+	// the stream has. Partitions are only ever added: removing one would
+	// strand its rows and cursors and move keys that have rows there. To
+	// shrink, create a new stream and move consumers over.
+	ErrFewerPartitions = driver.ErrFewerPartitions
 )
 
 // Bounds on what a message may carry. They are the same on every driver:

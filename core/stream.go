@@ -229,3 +229,95 @@ func (s *Stream[T]) Destroy(ctx context.Context) error {
 	}
 	return nil
 }
+
+// StreamChanges says what Stream.Alter changes. A zero or nil field keeps
+// what is stored.
+type StreamChanges struct {
+	// Partitions, when above zero, is the new partition count: the stored
+	// one or more (up to MaxPartitions). New keyed messages then go to
+	// PartitionForKey(key, Partitions), so a key may move to another
+	// partition; its rows already written stay where they are.
+	Partitions int
+	// Compacted, when not nil, switches compaction on or off.
+	Compacted *bool
+	// Retention, when not nil, replaces the stream's limits whole.
+	Retention *Retention
+}
+
+// Alter changes a stream that exists, for every process using it, and
+// returns its configuration as stored after the change. What each change
+// means for the rows already in the log:
+//
+//   - Partitions added: the new partitions start empty, and every group has
+//     a cursor at their start, so no row written to them is missed. Keys
+//     move only for messages produced after the change: a key's earlier rows
+//     stay in its old partition. Order per key holds within each partition;
+//     across the change, the key's rows in its old partition and in its new
+//     one are claimed independently (see docs/contracts.md, C15, "Alter").
+//     Producers and consumers in other processes learn the new count at
+//     their next append or claim, which the driver refuses as stale and core
+//     plans again, so no message is ever written with the old count once
+//     the new one is stored.
+//   - Compaction on: each key's head is computed from the log at once. Rows
+//     that are not heads (superseded, and rows without a key) are no longer
+//     claimable and go at the next maintenance; from now on every message
+//     needs a key.
+//   - Compaction off: every row is claimable and kept (subject to
+//     retention) from now on; heads are no longer kept.
+//   - Retention: the new limits apply from the next maintenance run
+//     (Client.Maintain); a tightened limit then removes what it no longer
+//     allows, a loosened one removes less from then on. Hard says whether
+//     rows not yet read by every group may go.
+//
+// Partitions can only be added: fewer fails with ErrFewerPartitions. A
+// call that changes nothing, or with values out of range, fails with
+// ErrInvalidOption. A driver that cannot alter streams answers
+// ErrUnsupported. Alter waits for appends and claims in flight on the stream.
+func (s *Stream[T]) Alter(ctx context.Context, changes StreamChanges) (StreamInfo, error) {
+	if err := checkChanges(s.name, changes); err != nil {
+		return StreamInfo{}, err
+	}
+	alt, ok := s.client.drv.(driver.Alterer)
+	if !ok {
+		return StreamInfo{}, fmt.Errorf("sqlstreams: alter stream %q: the %s driver cannot alter streams: %w", s.name, s.client.drv.Name(), ErrUnsupported)
+	}
+	cfg, err := s.lookup(ctx, false)
+	if err != nil {
+		return StreamInfo{}, err
+	}
+	p := driver.AlterStreamParams{StreamID: cfg.ID, Partitions: changes.Partitions, Compacted: changes.Compacted}
+	if changes.Retention != nil {
+		r := driver.Retention(*changes.Retention)
+		p.Retention = &r
+	}
+	out, err := alt.AlterStream(ctx, p)
+	switch {
+	case errors.Is(err, ErrFewerPartitions):
+		return StreamInfo{}, fmt.Errorf("sqlstreams: alter stream %q: it has %d partitions, asked for %d: %w; keep %d or more, or create a new stream with fewer",
+			s.name, cfg.Partitions, changes.Partitions, ErrFewerPartitions, cfg.Partitions)
+	case err != nil:
+		return StreamInfo{}, fmt.Errorf("sqlstreams: alter stream %q: %w", s.name, classify(err))
+	}
+	s.client.logger.Info("sqlstreams: stream altered", "stream", s.name, "partitions", out.Partitions, "compacted", out.Compacted,
+		"max_age", out.Retention.MaxAge, "max_rows", out.Retention.MaxRows, "hard", out.Retention.Hard)
+	return infoFrom(out), nil
+}
+
+// checkChanges refuses changes that change nothing or are out of range,
+// before anything is read or written.
+func checkChanges(name string, c StreamChanges) error {
+	if err := validateName("stream", name); err != nil {
+		return err
+	}
+	switch {
+	case c.Partitions == 0 && c.Compacted == nil && c.Retention == nil:
+		return fmt.Errorf("%w: stream %q: StreamChanges is empty; set Partitions, Compacted or Retention", ErrInvalidOption, name)
+	case c.Partitions < 0 || c.Partitions > MaxPartitions:
+		return fmt.Errorf("%w: stream %q: Partitions is %d; use 0 to keep the count, or up to %d", ErrInvalidOption, name, c.Partitions, MaxPartitions)
+	case c.Retention != nil && c.Retention.MaxAge < 0:
+		return fmt.Errorf("%w: stream %q: Retention.MaxAge is negative; use 0 for no age limit", ErrInvalidOption, name)
+	case c.Retention != nil && c.Retention.MaxRows < 0:
+		return fmt.Errorf("%w: stream %q: Retention.MaxRows is negative; use 0 for no row limit", ErrInvalidOption, name)
+	}
+	return nil
+}

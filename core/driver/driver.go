@@ -224,6 +224,11 @@ type StreamConfig struct {
 	Compacted  bool
 	Retention  Retention
 	CreatedAt  time.Time
+	// Generation counts the changes AlterStream made (0 for a stream never
+	// altered). Appends and claims carry the configuration they planned
+	// with; a driver that implements Alterer refuses one of another
+	// generation (StreamChangedError).
+	Generation int64
 }
 
 // CreateStreamParams is the stream to create; ID is assigned by the driver.

@@ -89,7 +89,7 @@ func (r *redacted) Error() string { return r.text }
 func (r *redacted) Unwrap() error { return r.cause }
 
 var sentinels = []error{ErrStreamNotFound, ErrStreamExists, ErrGroupNotFound, ErrGroupVersion, ErrGroupPaused, ErrLeaseLost, ErrClosed,
-	ErrForeignTx, ErrUnavailable, ErrConflict, ErrOutcomeUnknown, ErrDatabase}
+	ErrForeignTx, ErrUnavailable, ErrConflict, ErrOutcomeUnknown, ErrDatabase, ErrFewerPartitions, ErrStreamChanged}
 
 // Classified reports whether err matches one of this package's sentinels.
 func Classified(err error) bool {

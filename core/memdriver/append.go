@@ -21,6 +21,9 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 		if err != nil {
 			return err
 		}
+		if err := s.stale(p.Stream); err != nil {
+			return err
+		}
 		for _, r := range p.Rows {
 			if r.Partition < 0 || r.Partition >= len(s.parts) {
 				return &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("memdriver: stream %q has no partition %d", s.cfg.Name, r.Partition)}

@@ -31,6 +31,9 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		if err != nil {
 			return err
 		}
+		if err := s.stale(p.Stream); err != nil {
+			return err
+		}
 		plan, err := driver.PlanClaim(g.cfg, p)
 		if err != nil {
 			return err

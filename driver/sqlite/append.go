@@ -17,6 +17,9 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 	table := logTable(stream.ID)
 	err := d.inTxQ(ctx, tx, func(t cachedTx) error {
 		ids = ids[:0]
+		if err := checkGeneration(ctx, t, stream); err != nil {
+			return err
+		}
 		// One multi-row INSERT per chunk. One statement under the single
 		// writer takes consecutive ids (AUTOINCREMENT, no triggers): the
 		// last one names them all, and no rows need to come back.

@@ -113,6 +113,9 @@ func claimIn(ctx context.Context, tx cachedTx, p driver.ClaimParams, work claimW
 	if err != nil {
 		return err
 	}
+	if err := checkGeneration(ctx, tx, p.Stream); err != nil {
+		return err
+	}
 	plan, err := driver.PlanClaim(g, p)
 	if err != nil {
 		return err

@@ -138,7 +138,7 @@ func VersionFilter(col string, versions []int) (string, []any) {
 
 // StreamColumns are the stream_config columns ScanStream reads, in its
 // order.
-const StreamColumns = `id, name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at`
+const StreamColumns = `id, name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at, generation`
 
 // ScanStream reads StreamColumns; the creation time is stored as a T, which
 // at turns into UTC.
@@ -146,7 +146,7 @@ func ScanStream[T any](r driver.RowScanner, at func(T) time.Time) (driver.Stream
 	var c driver.StreamConfig
 	var maxAge int64
 	var created T
-	err := r.Scan(&c.ID, &c.Name, &c.Partitions, &c.Compacted, &maxAge, &c.Retention.MaxRows, &c.Retention.Hard, &created)
+	err := r.Scan(&c.ID, &c.Name, &c.Partitions, &c.Compacted, &maxAge, &c.Retention.MaxRows, &c.Retention.Hard, &created, &c.Generation)
 	if err != nil {
 		return c, err
 	}

@@ -1,0 +1,105 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Alterer is implemented by drivers that can change a stream after it was
+// created (Stream.Alter). It is optional, as ClientDirectory is: a driver
+// without it meets every other contract, and Stream.Alter answers
+// ErrUnsupported for it.
+//
+// Producers and consumers keep a copy of the stream's configuration, so a
+// change must reach the ones that run in other processes with their old
+// copy. Every change moves StreamConfig.Generation on, and a driver that
+// implements Alterer refuses an Append or a Claim made with another
+// generation than the stored one, inside the transaction that holds the
+// locks the change takes, with a *StreamChangedError carrying the stored
+// configuration; package sqlstreams then plans again with it (a producer
+// re-hashes its keys over the new partition count) and retries. So no row is
+// written with a stale partition count or compaction setting, and no claim
+// filters with one.
+type Alterer interface {
+	// AlterStream applies p to the stored configuration and returns the
+	// result. It takes the locks appends take on every partition (waiting for
+	// appends in flight, bounded as theirs are) and the cursors of every
+	// group (waiting for claims in flight), then: adds partitions with a
+	// cursor per group at the partition's start, so that no row of a new
+	// partition is passed over; builds each key's compaction head from the
+	// log when compaction is switched on, and drops the heads when it is
+	// switched off; stores the limits; and moves Generation on. A partition
+	// count below the stored one fails with ErrFewerPartitions and changes
+	// nothing; a missing stream fails with ErrStreamNotFound.
+	AlterStream(ctx context.Context, p AlterStreamParams) (StreamConfig, error)
+}
+
+// AlterStreamParams names a stream and what to change; a zero or nil field
+// keeps what is stored.
+type AlterStreamParams struct {
+	StreamID int64
+	// Partitions, when above zero, is the new partition count: at least the
+	// stored one (equal changes nothing).
+	Partitions int
+	// Compacted, when not nil, switches compaction on or off.
+	Compacted *bool
+	// Retention, when not nil, replaces the stored limits.
+	Retention *Retention
+}
+
+// ErrFewerPartitions: a stream's partition count can only grow. Removing a
+// partition would strand its rows and cursors and move keys that already
+// have rows there, breaking their order.
+var ErrFewerPartitions = errors.New("a stream's partitions can only be added, never removed")
+
+// ErrStreamChanged: the stream was altered after the caller read its
+// configuration. Package sqlstreams handles it (plans again and retries); it
+// reaches a user only when the stream keeps changing under a call.
+var ErrStreamChanged = errors.New("stream configuration changed")
+
+// StreamChangedError is the error an Append or Claim made with a stale
+// configuration returns: nothing was written or leased, and Current is the
+// stored configuration to plan again with.
+type StreamChangedError struct {
+	Current StreamConfig
+}
+
+func (e *StreamChangedError) Error() string {
+	return fmt.Sprintf("stream %d was altered (generation %d): %v", e.Current.ID, e.Current.Generation, ErrStreamChanged)
+}
+
+// Unwrap makes the error match ErrStreamChanged.
+func (e *StreamChangedError) Unwrap() error { return ErrStreamChanged }
+
+// Stale returns a *StreamChangedError when the configuration a call was made
+// with (used) is not of the stored one's generation, nil otherwise. Drivers
+// call it with the configuration they read under the locks AlterStream
+// takes.
+func Stale(used, stored StreamConfig) error {
+	if used.Generation == stored.Generation {
+		return nil
+	}
+	return &StreamChangedError{Current: stored}
+}
+
+// Altered returns what stored becomes under p, or ErrFewerPartitions;
+// drivers call it with the configuration they read under their locks, so
+// that every engine decides alike.
+func Altered(stored StreamConfig, p AlterStreamParams) (StreamConfig, error) {
+	out := stored
+	if p.Partitions > 0 {
+		if p.Partitions < stored.Partitions {
+			return stored, fmt.Errorf("stream %d has %d partitions, asked for %d: %w", stored.ID, stored.Partitions, p.Partitions, ErrFewerPartitions)
+		}
+		out.Partitions = p.Partitions
+	}
+	if p.Compacted != nil {
+		out.Compacted = *p.Compacted
+	}
+	if p.Retention != nil {
+		out.Retention = *p.Retention
+	}
+	out.Generation++
+	return out, nil
+}

@@ -1,0 +1,90 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+var _ driver.Alterer = (*Driver)(nil)
+
+// AlterStream implements driver.Alterer. It runs as one write transaction:
+// SQLite's single writer means no append or claim is in flight meanwhile,
+// and each later one reads the new generation in its own write transaction
+// (checkGeneration) before it writes or leases anything.
+func (d *Driver) AlterStream(ctx context.Context, p driver.AlterStreamParams) (driver.StreamConfig, error) {
+	if err := d.check(); err != nil {
+		return driver.StreamConfig{}, err
+	}
+	var out driver.StreamConfig
+	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
+		stored, err := lookupStreamByID(ctx, tx, p.StreamID)
+		if err != nil {
+			return err
+		}
+		next, err := driver.Altered(stored, p)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE stream_config SET partitions = ?, compacted = ?, retention_max_age_us = ?,
+			retention_max_rows = ?, retention_hard = ?, generation = ? WHERE id = ?`, next.Partitions, next.Compacted,
+			next.Retention.MaxAge.Microseconds(), next.Retention.MaxRows, next.Retention.Hard, next.Generation, next.ID); err != nil {
+			return err
+		}
+		// Every group reads a new partition from its start: nothing written
+		// there is passed over.
+		for part := stored.Partitions; part < next.Partitions; part++ {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO group_cursor (stream_id, group_name, partition, position)
+				SELECT stream_id, name, ?, 0 FROM consumer_group WHERE stream_id = ?`, part, next.ID); err != nil {
+				return err
+			}
+		}
+		if next.Compacted != stored.Compacted {
+			if err := rebuildHeads(ctx, tx, next); err != nil {
+				return err
+			}
+		}
+		out = next
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("alter stream %d: %w", p.StreamID, d.wrap(err))
+	}
+	return out, nil
+}
+
+// rebuildHeads drops the stream's compaction heads and, on a stream made
+// compacted, computes each key's head from the log: its row with the
+// greatest (schema_version, compaction_rank, id) (C11).
+func rebuildHeads(ctx context.Context, tx *sql.Tx, stream driver.StreamConfig) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM compaction_head WHERE stream_id = ?`, stream.ID); err != nil {
+		return err
+	}
+	if !stream.Compacted {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO compaction_head (stream_id, msg_key, head_id, schema_version, compaction_rank)
+		SELECT ?, msg_key, id, schema_version, compaction_rank FROM (
+			SELECT msg_key, id, schema_version, compaction_rank, ROW_NUMBER() OVER (PARTITION BY msg_key
+				ORDER BY schema_version DESC, compaction_rank DESC, id DESC) AS n
+			FROM `+logTable(stream.ID)+` WHERE msg_key IS NOT NULL) WHERE n = 1`, stream.ID)
+	return err
+}
+
+// checkGeneration refuses, with a *driver.StreamChangedError, an append or
+// claim planned with another generation of the stream's configuration than
+// the stored one. Callers run it in their write transaction, which the
+// single writer keeps apart from AlterStream's.
+func checkGeneration(ctx context.Context, tx querier, used driver.StreamConfig) error {
+	var gen int64
+	if err := tx.QueryRowContext(ctx, `SELECT generation FROM stream_config WHERE id = ?`, used.ID).Scan(&gen); err != nil || gen == used.Generation {
+		return err // a missing stream fails as it did before
+	}
+	stored, err := lookupStreamByID(ctx, tx, used.ID)
+	if err != nil {
+		return err
+	}
+	return driver.Stale(used, stored)
+}
