@@ -2,10 +2,9 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
-	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 var _ driver.ClientDirectory = (*Driver)(nil)
@@ -18,7 +17,7 @@ func (d *Driver) RecordClient(ctx context.Context, p driver.RecordClientParams) 
 	if !c.ClosedAt.IsZero() {
 		closed = ts(c.ClosedAt)
 	}
-	_, err := d.exec(ctx, `INSERT INTO client_heartbeat (instance, identity, host, pid, library_version, group_list, started_at, last_seen, heartbeat_every_us, closed_at)
+	_, err := d.exec(ctx, `INSERT INTO client_heartbeat (`+sqldb.ClientColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON DUPLICATE KEY UPDATE identity = VALUES(identity), host = VALUES(host), pid = VALUES(pid), library_version = VALUES(library_version),
 			group_list = VALUES(group_list), started_at = VALUES(started_at), last_seen = VALUES(last_seen),
@@ -33,27 +32,8 @@ func (d *Driver) ListClients(ctx context.Context, _ driver.ListClientsParams) ([
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	var out []driver.ClientRecord
-	err := eachRow(ctx, d.db, `SELECT instance, identity, host, pid, library_version, group_list, started_at, last_seen, heartbeat_every_us, closed_at
-		FROM client_heartbeat ORDER BY instance`, nil, func(r *sql.Rows) error {
-		var c driver.ClientRecord
-		var groups string
-		var every int64
-		var closed sql.NullTime
-		if err := r.Scan(&c.Instance, &c.Identity, &c.Host, &c.PID, &c.LibraryVersion, &groups, &c.StartedAt, &c.LastSeen, &every, &closed); err != nil {
-			return err
-		}
-		var err error
-		if c.Groups, err = driver.DecodeClientGroups(groups); err != nil {
-			return err
-		}
-		c.StartedAt, c.LastSeen, c.HeartbeatEvery = utc(c.StartedAt), utc(c.LastSeen), time.Duration(every)*time.Microsecond
-		if closed.Valid {
-			c.ClosedAt = utc(closed.Time)
-		}
-		out = append(out, c)
-		return nil
-	})
+	out, err := sqldb.Collect(ctx, d.db, `SELECT `+sqldb.ClientColumns+` FROM client_heartbeat ORDER BY instance`, nil,
+		func(r driver.RowScanner) (driver.ClientRecord, error) { return sqldb.ScanClient(r, utc) })
 	return out, d.wrap(ctx, err, opRead)
 }
 

@@ -3,9 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 var _ driver.ClientDirectory = (*Driver)(nil)
@@ -18,7 +18,7 @@ func (d *Driver) RecordClient(ctx context.Context, p driver.RecordClientParams) 
 		closed = micros(c.ClosedAt)
 	}
 	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO client_heartbeat (instance, identity, host, pid, library_version, group_list, started_at, last_seen, heartbeat_every_us, closed_at)
+		_, err := tx.ExecContext(ctx, `INSERT INTO client_heartbeat (`+sqldb.ClientColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (instance) DO UPDATE SET identity = excluded.identity, host = excluded.host, pid = excluded.pid,
 				library_version = excluded.library_version, group_list = excluded.group_list, started_at = excluded.started_at,
@@ -33,26 +33,10 @@ func (d *Driver) RecordClient(ctx context.Context, p driver.RecordClientParams) 
 func (d *Driver) ListClients(ctx context.Context, _ driver.ListClientsParams) ([]driver.ClientRecord, error) {
 	var out []driver.ClientRecord
 	err := d.readTx(ctx, func(tx *sql.Tx) error {
-		return eachRow(ctx, tx, `SELECT instance, identity, host, pid, library_version, group_list, started_at, last_seen, heartbeat_every_us, closed_at
-			FROM client_heartbeat ORDER BY instance`, nil, func(r *sql.Rows) error {
-			var c driver.ClientRecord
-			var groups string
-			var started, seen, every int64
-			var closed sql.NullInt64
-			if err := r.Scan(&c.Instance, &c.Identity, &c.Host, &c.PID, &c.LibraryVersion, &groups, &started, &seen, &every, &closed); err != nil {
-				return err
-			}
-			var err error
-			if c.Groups, err = driver.DecodeClientGroups(groups); err != nil {
-				return err
-			}
-			c.StartedAt, c.LastSeen, c.HeartbeatEvery = fromMicros(started), fromMicros(seen), time.Duration(every)*time.Microsecond
-			if closed.Valid {
-				c.ClosedAt = fromMicros(closed.Int64)
-			}
-			out = append(out, c)
-			return nil
-		})
+		var err error
+		out, err = sqldb.Collect(ctx, tx, `SELECT `+sqldb.ClientColumns+` FROM client_heartbeat ORDER BY instance`, nil,
+			func(r driver.RowScanner) (driver.ClientRecord, error) { return sqldb.ScanClient(r, fromMicros) })
+		return err
 	})
 	return out, err
 }

@@ -212,3 +212,27 @@ func NilIfEmpty[T any](s []T) []T {
 	}
 	return s
 }
+
+// ClientColumns are the client_heartbeat columns ScanClient reads, in its
+// order.
+const ClientColumns = `instance, identity, host, pid, library_version, group_list, started_at, last_seen, heartbeat_every_us, closed_at`
+
+// ScanClient reads ClientColumns; times are stored as a T, which at turns
+// into UTC, and closed_at is NULL while the client runs.
+func ScanClient[T any](r driver.RowScanner, at func(T) time.Time) (driver.ClientRecord, error) {
+	var c driver.ClientRecord
+	var groups string
+	var started, seen T
+	var closed *T
+	var every int64
+	if err := r.Scan(&c.Instance, &c.Identity, &c.Host, &c.PID, &c.LibraryVersion, &groups, &started, &seen, &every, &closed); err != nil {
+		return c, err
+	}
+	var err error
+	c.Groups, err = driver.DecodeClientGroups(groups)
+	c.StartedAt, c.LastSeen, c.HeartbeatEvery = at(started), at(seen), time.Duration(every)*time.Microsecond
+	if closed != nil {
+		c.ClosedAt = at(*closed)
+	}
+	return c, err
+}
