@@ -302,16 +302,7 @@ func (b *ConsumerBuilder[T]) Register(ctx context.Context, opts *ConsumerOptions
 	want := driver.GroupConfig{StreamID: cfg.ID, Name: b.group, SchemaVersion: member.SchemaVersion, AllVersions: raw, ConvertsFrom: convertsFrom,
 		Bindings: slices.Clone(o.Bindings), Start: driver.StartPosition(o.StartAt), CreatedAt: time.Now().UTC()}
 	got, err := drv.RegisterGroup(ctx, driver.RegisterGroupParams{Group: want, Update: func(stored driver.GroupConfig) (driver.GroupConfig, error) {
-		if err := mismatch(stored); err != nil {
-			return stored, err
-		}
-		out := stored
-		if o.Replace {
-			out.Bindings, out.ConvertsFrom = want.Bindings, want.ConvertsFrom
-		} else {
-			out.Bindings, out.ConvertsFrom = unionBindings(stored.Bindings, want.Bindings), unionVersions(stored.ConvertsFrom, want.ConvertsFrom)
-		}
-		return out, nil
+		return mergeGroupConfig(stored, want, o.Replace), mismatch(stored)
 	}})
 	if err != nil {
 		if errors.Is(err, ErrGroupVersion) {
@@ -333,6 +324,19 @@ func (b *ConsumerBuilder[T]) Register(ctx context.Context, opts *ConsumerOptions
 	}
 	b.stream.client.joinGroup(cfg.ID, b.group)
 	return c, nil
+}
+
+// mergeGroupConfig is what a registration makes of the stored group: its
+// bindings and converter versions replaced by want's (Replace) or widened
+// by them.
+func mergeGroupConfig(stored, want driver.GroupConfig, replace bool) driver.GroupConfig {
+	out := stored
+	if replace {
+		out.Bindings, out.ConvertsFrom = want.Bindings, want.ConvertsFrom
+	} else {
+		out.Bindings, out.ConvertsFrom = unionBindings(stored.Bindings, want.Bindings), unionVersions(stored.ConvertsFrom, want.ConvertsFrom)
+	}
+	return out
 }
 
 // unionBindings adds extra to stored; no bindings means every key, so a
