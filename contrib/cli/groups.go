@@ -160,7 +160,9 @@ reads (health --retirable shows them), unless --force.`,
 		})}
 	del.Flags().BoolVar(&yes, "yes", false, "confirm")
 	del.Flags().BoolVar(&force, "force", false, "delete even though the group has deliveries left")
-	return group("groups", "List, create, describe, reset and delete consumer groups", list, c.groupsCreateCmd(), describe, resetCmd, del)
+	pause, resume := c.groupsPauseCmds()
+	return group("groups", "List, create, describe, reset, pause, resume and delete consumer groups", list, c.groupsCreateCmd(), describe, resetCmd,
+		pause, resume, del)
 }
 
 func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Health, heartbeats bool) error {
@@ -176,6 +178,9 @@ func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Healt
 	fmt.Fprintf(tw, "bindings:\t%s\n", dash(strings.Join(out.Bindings, ",")))
 	fmt.Fprintf(tw, "start:\t%s\n", out.Start)
 	fmt.Fprintf(tw, "created:\t%s\n", tableTime(d.CreatedAt))
+	if !d.PausedAt.IsZero() {
+		fmt.Fprintf(tw, "paused:\t%s (groups resume %s %s lets its members claim again)\n", tableTime(d.PausedAt), out.Stream, out.Name)
+	}
 	fmt.Fprintf(tw, "unresolved:\t%d leased, %d delayed, %d dead\n", d.Leased, d.Delayed, d.Dead)
 	if err := tw.Flush(); err != nil {
 		return err

@@ -19,8 +19,10 @@ type Group struct {
 	Bindings      []string `json:"bindings"`
 	ConvertsFrom  []int    `json:"converts_from"`
 	// Start is where a new group starts: "earliest" or "latest".
-	Start      string  `json:"start"`
-	CreatedAt  *string `json:"created_at"`
+	Start     string  `json:"start"`
+	CreatedAt *string `json:"created_at"`
+	// PausedAt is when an operator paused the group; null while it runs.
+	PausedAt   *string `json:"paused_at"`
 	Unread     int64   `json:"unread"`
 	Unresolved int64   `json:"unresolved"`
 	Dead       int64   `json:"dead"`
@@ -61,7 +63,7 @@ func GroupsOf(stream string, groups []sqlstreams.GroupInfo, h sqlstreams.Health,
 	for _, g := range groups {
 		j := Group{Stream: stream, Name: g.Name, Reads: Reads(g.AllVersions, g.SchemaVersion), SchemaVersion: g.SchemaVersion,
 			AllVersions: g.AllVersions, Bindings: list(g.Bindings), ConvertsFrom: list(g.ConvertsFrom), Start: Start(g.Start),
-			CreatedAt: Time(g.CreatedAt), LiveMembers: liveIn(members, stream, g.Name)}
+			CreatedAt: Time(g.CreatedAt), PausedAt: Time(g.PausedAt), LiveMembers: liveIn(members, stream, g.Name)}
 		for _, vh := range h.Versions {
 			for _, gh := range vh.Groups {
 				if gh.Group == g.Name {
@@ -127,7 +129,7 @@ type GroupDescription struct {
 // no member reads as "none alive" only where members are recorded.
 func DescribeGroup(d sqlstreams.GroupDescription, h sqlstreams.Health, heartbeats bool) GroupDescription {
 	info := sqlstreams.GroupInfo{Name: d.Group, SchemaVersion: d.SchemaVersion, AllVersions: d.AllVersions, ConvertsFrom: d.ConvertsFrom,
-		Bindings: d.Bindings, Start: d.Start, CreatedAt: d.CreatedAt}
+		Bindings: d.Bindings, Start: d.Start, CreatedAt: d.CreatedAt, PausedAt: d.PausedAt}
 	var members []sqlstreams.MemberInfo
 	if heartbeats {
 		members = append([]sqlstreams.MemberInfo{}, d.Members...)

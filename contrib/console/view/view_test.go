@@ -23,8 +23,8 @@ func TestStableNulls(t *testing.T) {
 	}{
 		{"stream", view.StreamOf(sqlstreams.StreamInfo{}), []string{"created_at"}},
 		{"description", view.DescribeStream(sqlstreams.StreamInfo{}, nil, sqlstreams.Health{}, nil), nil},
-		{"group description", view.DescribeGroup(sqlstreams.GroupDescription{}, sqlstreams.Health{}, false), []string{"created_at", "live_members"}},
-		{"group description with heartbeats", view.DescribeGroup(sqlstreams.GroupDescription{}, sqlstreams.Health{}, true), []string{"created_at"}},
+		{"group description", view.DescribeGroup(sqlstreams.GroupDescription{}, sqlstreams.Health{}, false), []string{"created_at", "live_members", "paused_at"}},
+		{"group description with heartbeats", view.DescribeGroup(sqlstreams.GroupDescription{}, sqlstreams.Health{}, true), []string{"created_at", "paused_at"}},
 		{"member", view.MemberOf(sqlstreams.MemberInfo{State: sqlstreams.MemberLive}), []string{"started_at", "last_seen", "closed_at"}},
 		{"record", view.RecordOf(sqlstreams.Record{}), []string{"key", "produced_at", "payload"}},
 		{"dead letter", view.DeadLetterOf(sqlstreams.DeadLetter{}), []string{"first_failed", "died_at", "produced_at", "payload", "history"}},
