@@ -107,8 +107,8 @@ func micros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 func TestScanStreamAndGroup(t *testing.T) {
 	t.Parallel()
-	c, err := ScanStream(row{int64(7), "orders", 4, true, int64(90e6), int64(1000), true, int64(1e6)}, micros)
-	want := driver.StreamConfig{ID: 7, Name: "orders", Partitions: 4, Compacted: true, CreatedAt: micros(1e6),
+	c, err := ScanStream(row{int64(7), "orders", 4, true, int64(90e6), int64(1000), true, int64(1e6), int64(3)}, micros)
+	want := driver.StreamConfig{ID: 7, Name: "orders", Partitions: 4, Compacted: true, CreatedAt: micros(1e6), Generation: 3,
 		Retention: driver.Retention{MaxAge: 90 * time.Second, MaxRows: 1000, Hard: true}}
 	if err != nil || c != want {
 		t.Fatalf("stream %+v, %v; want %+v", c, err, want)
