@@ -83,6 +83,13 @@ var goldenCases = []struct {
 	{"groups-create-other-version", []string{"groups", "create", "orders", "billing", "--version", "2", "--if-not-exists"}},
 	{"groups-create-bad-at", []string{"groups", "create", "orders", "x", "--version", "1", "--at", "yesterday"}},
 	{"groups-create-no-version", []string{"groups", "create", "orders", "x"}},
+	{"streams-alter-plan", []string{"streams", "alter", "orders", "--partitions", "3", "--max-age", "24h"}},
+	{"streams-alter-plan-json", []string{"streams", "alter", "accounts", "--compacted=false", "--hard", "-o", "json"}},
+	{"streams-alter-fewer", []string{"streams", "alter", "orders", "--partitions", "1"}},
+	{"streams-alter-nothing", []string{"streams", "alter", "orders"}},
+	{"streams-alter-same", []string{"streams", "alter", "orders", "--partitions", "2"}},
+	{"streams-alter-execute", []string{"streams", "alter", "accounts", "--max-rows", "500", "--execute"}},
+	{"streams-list-after-alter", []string{"streams", "list"}},
 	{"destroy-refused", []string{"streams", "destroy", "orders", "--yes"}},
 	// Last: they destroy what the cases above read.
 	{"destroy-forced", []string{"streams", "destroy", "orders", "--yes", "--force"}},

@@ -155,7 +155,7 @@ deliveries (health shows them), unless --force.`,
 		})}
 	destroy.Flags().BoolVar(&yes, "yes", false, "confirm")
 	destroy.Flags().BoolVar(&force, "force", false, "destroy even though groups have deliveries left")
-	return group("streams", "List, create, describe, rename and destroy streams", list, create, describe, rename, destroy)
+	return group("streams", "List, create, describe, alter, rename and destroy streams", list, create, describe, c.streamsAlterCmd(), rename, destroy)
 }
 
 // done reports a command that changes something and returns no rows.
