@@ -148,6 +148,9 @@ func (h *handler) routes() {
 		{"/streams/{stream}/groups/{group}/dead/discard", h.discard},
 		{"/streams/{stream}/groups/{group}/reset", h.reset},
 		{"/streams/{stream}/groups/{group}/delete", h.deleteGroup},
+		{"/streams/{stream}/groups/{group}/pause", h.pause},
+		{"/streams/{stream}/groups/{group}/resume", h.resume},
+		{"/streams/{stream}/alter", h.alter},
 		{"/registry/settings", h.settings},
 	}
 	for _, a := range actions {
@@ -188,6 +191,8 @@ func status(err error) (int, string) {
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, errForbidden):
 		return http.StatusForbidden, err.Error()
+	case errors.Is(err, sqlstreams.ErrUnsupported):
+		return http.StatusNotImplemented, err.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, "the database did not answer in time; try again, or raise Options.RequestTimeout"
 	case errors.Is(err, sqlstreams.ErrUnavailable):

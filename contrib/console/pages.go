@@ -156,6 +156,9 @@ type StreamPage struct {
 	// Status is the stream's health and GroupStatus each group's.
 	Status      view.Status
 	GroupStatus map[string]view.Status
+	// AlterPlan is a dry-run alter's plan, with the form that makes it.
+	AlterPlan *view.AlterPlan
+	Alter     *AlterForm
 
 	members []sqlstreams.MemberInfo
 }
@@ -181,22 +184,27 @@ type CheckItem = view.CheckItem
 func (h *handler) streamPage(r *http.Request) (any, error) {
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	s := h.client.Stream[sqlstreams.RawPayload](r.PathValue("stream"))
+	return h.stream(ctx, r.PathValue("stream"))
+}
+
+// stream reads what the stream page shows.
+func (h *handler) stream(ctx context.Context, name string) (StreamPage, error) {
+	s := h.client.Stream[sqlstreams.RawPayload](name)
 	info, err := s.Get(ctx)
 	if err != nil {
-		return nil, err
+		return StreamPage{}, err
 	}
 	hl, err := s.Health(ctx)
 	if err != nil {
-		return nil, err
+		return StreamPage{}, err
 	}
 	groups, err := s.Groups(ctx)
 	if err != nil {
-		return nil, err
+		return StreamPage{}, err
 	}
 	members, err := view.ReadMembers(ctx, h.client)
 	if err != nil {
-		return nil, err
+		return StreamPage{}, err
 	}
 	page := StreamPage{Info: info, Health: hl, Groups: groups, members: members, GroupStatus: map[string]view.Status{}}
 	gv := view.GroupsOf(info.Name, groups, hl, members)

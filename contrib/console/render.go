@@ -138,6 +138,12 @@ func flashText(q url.Values) string {
 		return "Group deleted."
 	case "settings":
 		return "Registry settings saved."
+	case "paused":
+		return "Group paused: no member claims until it is resumed; leased deliveries finish as usual."
+	case "resumed":
+		return "Group resumed: members claim again at their next poll."
+	case "altered":
+		return "Stream changed."
 	}
 	return ""
 }

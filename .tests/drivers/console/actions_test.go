@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
@@ -71,7 +72,8 @@ func TestReadOnlyRefusesEveryPost(t *testing.T) {
 		t.Errorf("dead letters page: %d disabled buttons, want 4", n)
 	}
 	for _, path := range []string{"/streams/" + orders + "/groups/billing/dead/replay", "/streams/" + orders + "/groups/billing/dead/discard",
-		"/streams/" + orders + "/groups/billing/reset", "/streams/" + orders + "/groups/billing/delete", "/registry/settings"} {
+		"/streams/" + orders + "/groups/billing/reset", "/streams/" + orders + "/groups/billing/delete", "/registry/settings",
+		"/streams/" + orders + "/groups/billing/pause", "/streams/" + orders + "/groups/billing/resume", "/streams/" + orders + "/alter"} {
 		code, _, body := post(t, srv, path, url.Values{"csrf": {tok}, "all": {"1"}, "to": {"latest"}, "confirm": {"billing"}, "level": {"NONE"}})
 		if code != http.StatusForbidden || !strings.Contains(body, "the console is read-only") {
 			t.Errorf("POST %s: %d %s", path, code, text(body))
@@ -216,6 +218,79 @@ func TestActions(t *testing.T) {
 				code, _, body = post(t, srv, group+"billing/reset", form("to", "latest", "partitions", "7"))
 				if code != http.StatusBadRequest || !strings.Contains(body, "has partitions 0 to 1") {
 					t.Errorf("bad partition: %d %s", code, text(body))
+				}
+			})
+			t.Run("pause and resume", func(t *testing.T) {
+				admin := c.Stream[sqlstreams.RawPayload](orders).Group("audit")
+				code, loc, body := post(t, srv, group+"audit/pause", form())
+				if code != http.StatusSeeOther || loc != prefix+group+"audit?done=paused" {
+					t.Fatalf("pause: %d %q %s", code, loc, text(body))
+				}
+				if d := (fatal{t}).on(admin.Describe(t.Context())); d.PausedAt.IsZero() {
+					t.Fatal("the group is not paused after the pause action")
+				}
+				_, page := get(t, srv, group+"audit?done=paused")
+				if txt := text(page); !strings.Contains(txt, "Group paused") || !strings.Contains(page, `id="resume-group"`) || !strings.Contains(page, `data-state="paused"`) {
+					t.Fatalf("paused group page: %s", txt)
+				}
+				g := getJSON[view.GroupDescription](t, srv, group+"audit")
+				if g.PausedAt == nil || g.Status.State != view.StatePaused {
+					t.Fatalf("paused group as JSON: paused_at %v, status %+v", g.PausedAt, g.Status)
+				}
+				code, loc, body = post(t, srv, group+"audit/resume", form())
+				if code != http.StatusSeeOther || loc != prefix+group+"audit?done=resumed" {
+					t.Fatalf("resume: %d %q %s", code, loc, text(body))
+				}
+				if d := (fatal{t}).on(admin.Describe(t.Context())); !d.PausedAt.IsZero() {
+					t.Fatalf("still paused at %v after resume", d.PausedAt)
+				}
+				if code, _, body := post(t, srv, group+"nope/pause", form()); code != http.StatusNotFound {
+					t.Fatalf("pause of a missing group: %d %s", code, text(body))
+				}
+			})
+			t.Run("alter: dry run, then apply", func(t *testing.T) {
+				s := c.Stream[sqlstreams.RawPayload](orders)
+				before := fatal{t}.on(s.Get(t.Context()))
+				code, _, body := post(t, srv, "/streams/"+orders+"/alter", form("partitions", "3", "max_age", "24h", "dry_run", "1"))
+				if code != http.StatusOK {
+					t.Fatalf("dry run: %d %s", code, text(body))
+				}
+				txt := text(body)
+				for _, want := range []string{"Dry-run plan", "partitions 2 3", "max-age - 24h0m0s", "keys move to their new partition", "apply at the next maintenance"} {
+					if !strings.Contains(txt, want) {
+						t.Errorf("plan lacks %q: %s", want, txt)
+					}
+				}
+				if !strings.Contains(body, `id="apply-alter"`) {
+					t.Error("the plan has no apply button")
+				}
+				mid := fatal{t}.on(s.Get(t.Context()))
+				if mid.Partitions != before.Partitions || mid.Retention != before.Retention {
+					t.Fatalf("the dry run changed the stream: %+v", mid)
+				}
+				for _, bad := range []struct{ field, value, want string }{
+					{"partitions", "1", "can only be added"}, {"partitions", "x", "give a count of 1 or more"},
+					{"max_age", "soon", "give a duration"}, {"hard", "maybe", "choose on, off"},
+				} {
+					code, _, body := post(t, srv, "/streams/"+orders+"/alter", form(bad.field, bad.value, "dry_run", "1"))
+					if code != http.StatusBadRequest || !strings.Contains(body, bad.want) {
+						t.Errorf("%s=%s: %d %s", bad.field, bad.value, code, text(body))
+					}
+				}
+				code, loc, body := post(t, srv, "/streams/"+orders+"/alter", form("partitions", "3", "max_age", "24h"))
+				if tg.Name != "sqlite" {
+					// PostgreSQL and MariaDB cannot alter streams yet: a 501 that says so.
+					if code != http.StatusNotImplemented || !strings.Contains(body, "cannot alter streams") {
+						t.Fatalf("apply on %s: %d %s", tg.Name, code, text(body))
+					}
+					return
+				}
+				if code != http.StatusSeeOther || loc != prefix+"/streams/"+orders+"?done=altered" {
+					t.Fatalf("apply: %d %q %s", code, loc, text(body))
+				}
+				after := fatal{t}.on(s.Get(t.Context()))
+				if after.Partitions != 3 || after.Retention.MaxAge != 24*time.Hour {
+					t.Fatalf("after apply: %+v", after)
 				}
 			})
 			t.Run("delete needs the name unless retirable", func(t *testing.T) {

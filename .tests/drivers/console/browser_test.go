@@ -161,12 +161,16 @@ func TestScreenshots(t *testing.T) {
 		{"stream", s, nil},
 		{"group", s + "/groups/billing", nil},
 		{"reset-plan", s + "/groups/audit", []chromedp.Action[chromedp.Void]{chromedp.Click(chromedp.ID("plan-reset")), chromedp.WaitVisible(chromedp.ID("plan"))}},
+		{"alter-plan", s, []chromedp.Action[chromedp.Void]{chromedp.SendKeys(chromedp.CSS(`#alter input[name="partitions"]`), "4"),
+			chromedp.SendKeys(chromedp.CSS(`#alter input[name="max_age"]`), "72h"), chromedp.Click(chromedp.ID("plan-alter")), chromedp.WaitVisible(chromedp.ID("alter-plan"))}},
 		{"dead-letters", s + "/groups/billing/dead", nil},
 		{"dead-letter", fmt.Sprintf("%s/groups/billing/dead/%d", s, dead), nil},
 		{"messages", s + "/messages", nil},
 		{"schemas", s + "/schemas", nil},
 		{"schema-diff", s + "/schemas/2?a=1&b=2", nil},
 		{"registry", "/registry", nil},
+		// Last: it pauses a group the shots above show running.
+		{"group-paused", s + "/groups/audit", []chromedp.Action[chromedp.Void]{chromedp.Click(chromedp.ID("pause-group")), chromedp.WaitVisible(chromedp.ID("resume-group"))}},
 	}
 	for _, sh := range shots {
 		steps := append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv + sh.path)}, sh.then...)
@@ -215,5 +219,56 @@ func TestBrowserMembers(t *testing.T) {
 		if strings.TrimSpace(got) != want {
 			t.Errorf("%s: %q, want %q", sel, got, want)
 		}
+	}
+}
+
+// TestBrowserPauseAndAlter: in Chromium on SQLite and PostgreSQL, Pause on
+// a group's page pauses it for every member (the badge and Describe say
+// so) and Resume undoes it; the stream page's alter form shows the plan of
+// a change, with what it means, before anything changes.
+func TestBrowserPauseAndAlter(t *testing.T) {
+	for _, tg := range engines()[:2] {
+		t.Run(tg.Name, func(t *testing.T) {
+			c := openClient(t, tg)
+			seed(t, c)
+			srv := serve(t, c, true).URL + prefix
+			ctx := browser(t, 2*time.Minute)
+			admin := c.Stream[sqlstreams.RawPayload](orders).Group("audit")
+			if err := chromedp.Do(ctx, chromedp.Navigate(srv+"/streams/"+orders+"/groups/audit"), chromedp.Click(chromedp.ID("pause-group")),
+				chromedp.WaitVisible(chromedp.ID("resume-group"))); err != nil {
+				t.Fatal(err)
+			}
+			if got := textOf(t, ctx, "paused"); !strings.HasPrefix(got, "Paused since ") {
+				t.Fatalf("paused note: %q", got)
+			}
+			state, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("h1 .badge"), "data-state"))
+			if err != nil || state.Value != "paused" {
+				t.Fatalf("badge of the paused group: %+v %v", state, err)
+			}
+			if d := (fatal{t}).on(admin.Describe(t.Context())); d.PausedAt.IsZero() {
+				t.Fatal("Describe: not paused after the click")
+			}
+			if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("resume-group")), chromedp.WaitVisible(chromedp.ID("pause-group"))); err != nil {
+				t.Fatal(err)
+			}
+			if d := (fatal{t}).on(admin.Describe(t.Context())); !d.PausedAt.IsZero() {
+				t.Fatal("Describe: still paused after Resume")
+			}
+
+			if err := chromedp.Do(ctx, chromedp.Navigate(srv+"/streams/"+orders), chromedp.SendKeys(chromedp.CSS(`#alter input[name="partitions"]`), "4"),
+				chromedp.Click(chromedp.ID("plan-alter")), chromedp.WaitVisible(chromedp.ID("alter-plan"))); err != nil {
+				t.Fatal(err)
+			}
+			after, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#alter-plan tr[data-setting="partitions"]`)))
+			if err != nil || strings.Join(strings.Fields(after), " ") != "partitions 2 4" {
+				t.Fatalf("plan row: %q %v", after, err)
+			}
+			if got := textOf(t, ctx, "alter-notes"); !strings.Contains(got, "keys move to their new partition") {
+				t.Fatalf("plan notes: %q", got)
+			}
+			if info := (fatal{t}).on(c.Stream[sqlstreams.RawPayload](orders).Get(t.Context())); info.Partitions != 2 {
+				t.Fatalf("the plan changed the stream: %d partitions", info.Partitions)
+			}
+		})
 	}
 }

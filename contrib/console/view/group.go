@@ -71,7 +71,7 @@ func GroupsOf(stream string, groups []sqlstreams.GroupInfo, h sqlstreams.Health,
 				}
 			}
 		}
-		j.Status = groupStatus(j.Unread, j.Dead, j.LiveMembers)
+		j.Status = groupStatus(j.Unread, j.Dead, j.LiveMembers, j.PausedAt)
 		out = append(out, j)
 	}
 	return out

@@ -3,6 +3,7 @@ package view
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
@@ -13,11 +14,12 @@ import (
 const (
 	StateOK             = "ok"               // nothing waits, or live consumers work on it
 	StateLagging        = "lagging"          // rows wait to be read
+	StatePaused         = "paused"           // an operator paused it: no member claims until resumed
 	StateNoLiveConsumer = "no_live_consumer" // no client running the group beats
 	StateDeadLetters    = "dead_letters"     // deliveries died and wait for replay or discard
 )
 
-var severity = []string{StateOK, StateLagging, StateNoLiveConsumer, StateDeadLetters}
+var severity = []string{StateOK, StateLagging, StatePaused, StateNoLiveConsumer, StateDeadLetters}
 
 // Status is a group's or a stream's health: the worst state and every
 // reason found, in words.
@@ -33,10 +35,18 @@ func (s *Status) add(state, reason string) {
 	s.Reasons = append(s.Reasons, reason)
 }
 
-// groupStatus judges a group from its backlog and its live members (nil:
-// unknown, so never "no live consumer").
-func groupStatus(unread, dead int64, live *int) Status {
+// groupStatus judges a group from its backlog, its live members (nil:
+// unknown, so never "no live consumer") and when it was paused (nil: it
+// runs).
+func groupStatus(unread, dead int64, live *int, pausedAt *string) Status {
 	s := Status{State: StateOK, Reasons: []string{}}
+	if pausedAt != nil {
+		since := *pausedAt
+		if t, err := time.Parse(time.RFC3339Nano, since); err == nil {
+			since = t.UTC().Format(time.RFC3339)
+		}
+		s.add(StatePaused, "paused since "+since+"; no member claims until it is resumed")
+	}
 	if dead > 0 {
 		s.add(StateDeadLetters, fmt.Sprintf("%d dead letter(s) to replay or discard", dead))
 	}
