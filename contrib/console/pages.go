@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -381,6 +382,10 @@ type MessagesPage struct {
 	// now.
 	Next int64
 	Done bool
+	// TailAfter and TailQuery are where a live tail (Filter.Follow) starts
+	// and the filter it keeps.
+	TailAfter int64
+	TailQuery string
 }
 
 func (p MessagesPage) title() string { return "Messages · " + p.Stream }
@@ -400,6 +405,9 @@ type MessageFilter struct {
 	// From starts at the first row produced at or after it (RFC 3339).
 	From time.Time
 	Last bool
+	// Follow keeps the page open on new rows (a live tail): the page polls
+	// the JSON API for rows after TailAfter.
+	Follow bool
 }
 
 const messagesPageSize = 50
@@ -412,46 +420,11 @@ func (h *handler) messagesPage(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var f MessageFilter
-	if f.ID, err = intParam(r, "id"); err != nil {
-		return nil, err
-	}
-	if f.After, err = intParam(r, "after"); err != nil {
-		return nil, err
-	}
-	v, err := intParam(r, "version")
+	f, err := messageFilter(r, info.Partitions)
 	if err != nil {
 		return nil, err
 	}
-	f.Version = int(v)
-	q := r.URL.Query()
-	if q.Has("key") && q.Get("key") != "" {
-		f.Key, f.HasKey = q.Get("key"), true
-	}
-	if ps := q.Get("partition"); ps != "" {
-		p, err := strconv.Atoi(ps)
-		if err != nil {
-			return nil, fmt.Errorf("%w: partition %q; use a number from 0 to %d", errBadRequest, ps, info.Partitions-1)
-		}
-		f.Partition = &p
-	}
-	if fs := q.Get("from"); fs != "" {
-		if f.From, err = time.Parse(time.RFC3339, fs); err != nil {
-			return nil, fmt.Errorf("%w: from=%q; use RFC 3339, such as 2026-01-02T15:04:05Z", errBadRequest, fs)
-		}
-	}
-	f.Last = q.Get("last") == "1"
-	o := sqlstreams.BrowseOptions{AfterID: f.After, Partition: f.Partition, From: f.From, Last: f.Last, Limit: messagesPageSize}
-	if f.ID > 0 {
-		o = sqlstreams.BrowseOptions{AfterID: f.ID - 1, Limit: 1}
-	}
-	if f.Version > 0 {
-		o.Versions = []int{f.Version}
-	}
-	if f.HasKey {
-		o.Key = &f.Key
-	}
-	bp, err := s.Browse(ctx, o)
+	bp, err := s.Browse(ctx, f.browseOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -466,7 +439,97 @@ func (h *handler) messagesPage(r *http.Request) (any, error) {
 	if page.Records == nil {
 		page.Records = []sqlstreams.Record{}
 	}
+	if f.Follow {
+		if page.TailAfter, err = tailStart(ctx, s, page.Records); err != nil {
+			return nil, err
+		}
+		page.TailQuery = f.tailQuery()
+	}
 	return page, nil
+}
+
+// messageFilter reads the messages page's query.
+func messageFilter(r *http.Request, partitions int) (MessageFilter, error) {
+	var f MessageFilter
+	var err error
+	if f.ID, err = intParam(r, "id"); err != nil {
+		return f, err
+	}
+	if f.After, err = intParam(r, "after"); err != nil {
+		return f, err
+	}
+	v, err := intParam(r, "version")
+	if err != nil {
+		return f, err
+	}
+	f.Version = int(v)
+	q := r.URL.Query()
+	if q.Has("key") && q.Get("key") != "" {
+		f.Key, f.HasKey = q.Get("key"), true
+	}
+	if ps := q.Get("partition"); ps != "" {
+		p, err := strconv.Atoi(ps)
+		if err != nil {
+			return f, fmt.Errorf("%w: partition %q; use a number from 0 to %d", errBadRequest, ps, partitions-1)
+		}
+		f.Partition = &p
+	}
+	if fs := q.Get("from"); fs != "" {
+		if f.From, err = time.Parse(time.RFC3339, fs); err != nil {
+			return f, fmt.Errorf("%w: from=%q; use RFC 3339, such as 2026-01-02T15:04:05Z", errBadRequest, fs)
+		}
+	}
+	// A live tail starts from the newest rows, as tail -f does.
+	f.Follow = q.Get("follow") == "1" && f.ID == 0
+	f.Last = q.Get("last") == "1" || f.Follow
+	return f, nil
+}
+
+func (f MessageFilter) browseOptions() sqlstreams.BrowseOptions {
+	o := sqlstreams.BrowseOptions{AfterID: f.After, Partition: f.Partition, From: f.From, Last: f.Last, Limit: messagesPageSize}
+	if f.ID > 0 {
+		o = sqlstreams.BrowseOptions{AfterID: f.ID - 1, Limit: 1}
+	}
+	if f.Version > 0 {
+		o.Versions = []int{f.Version}
+	}
+	if f.HasKey {
+		o.Key = &f.Key
+	}
+	return o
+}
+
+// tailQuery is the filter a live tail keeps while it polls for new rows.
+func (f MessageFilter) tailQuery() string {
+	q := url.Values{}
+	if f.Version > 0 {
+		q.Set("version", strconv.Itoa(f.Version))
+	}
+	if f.HasKey {
+		q.Set("key", f.Key)
+	}
+	if f.Partition != nil {
+		q.Set("partition", strconv.Itoa(*f.Partition))
+	}
+	return q.Encode()
+}
+
+// tailStart is the id a live tail reads after: the newest row shown, or,
+// when the filter shows none, the stream's high-water mark, so that a tail
+// shows what arrives from now on rather than the whole history.
+func tailStart(ctx context.Context, s *sqlstreams.Stream[sqlstreams.RawPayload], shown []sqlstreams.Record) (int64, error) {
+	var after int64
+	for _, rec := range shown {
+		after = max(after, rec.ID)
+	}
+	if after > 0 {
+		return after, nil
+	}
+	hl, err := s.Health(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return hl.HighWater, nil
 }
 
 func intParam(r *http.Request, name string) (int64, error) {

@@ -166,6 +166,7 @@ func TestScreenshots(t *testing.T) {
 		{"dead-letters", s + "/groups/billing/dead", nil},
 		{"dead-letter", fmt.Sprintf("%s/groups/billing/dead/%d", s, dead), nil},
 		{"messages", s + "/messages", nil},
+		{"messages-tail", s + "/messages?follow=1", []chromedp.Action[chromedp.Void]{chromedp.WaitVisible(chromedp.ID("tail"))}},
 		{"schemas", s + "/schemas", nil},
 		{"schema-diff", s + "/schemas/2?a=1&b=2", nil},
 		{"registry", "/registry", nil},
@@ -268,6 +269,43 @@ func TestBrowserPauseAndAlter(t *testing.T) {
 			}
 			if info := (fatal{t}).on(c.Stream[sqlstreams.RawPayload](orders).Get(t.Context())); info.Partitions != 2 {
 				t.Fatalf("the plan changed the stream: %d partitions", info.Partitions)
+			}
+		})
+	}
+}
+
+// TestBrowserLiveTail: in Chromium on SQLite and PostgreSQL, a messages page
+// with ?follow=1 shows messages produced after it opened, in id order,
+// without a reload, and keeps its filter (a key here).
+func TestBrowserLiveTail(t *testing.T) {
+	for _, tg := range engines()[:2] {
+		t.Run(tg.Name, func(t *testing.T) {
+			c := openClient(t, tg)
+			seed(t, c)
+			srv := serve(t, c, false).URL + prefix
+			ctx := browser(t, 2*time.Minute)
+			if err := chromedp.Do(ctx, chromedp.Navigate(srv+"/streams/"+orders+"/messages?follow=1&key=acct-7"), chromedp.WaitVisible(chromedp.ID("tail"))); err != nil {
+				t.Fatal(err)
+			}
+			p := (fatal{t}).on(c.Stream[OrderV1](orders).Producer().Register(t.Context(), nil))
+			var ids []int64
+			for i, key := range []string{"acct-7", "acct-8", "acct-7"} {
+				id := (fatal{t}).on(p.Produce(t.Context(), OrderV1{OrderID: fmt.Sprint("live-", i)}, sqlstreams.Key(key)))
+				if key == "acct-7" {
+					ids = append(ids, id)
+				}
+			}
+			last := fmt.Sprintf(`#messages tr[data-id="%d"]`, ids[len(ids)-1])
+			if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(last))); err != nil {
+				t.Fatalf("the tail never showed message %d: %v", ids[len(ids)-1], err)
+			}
+			shown, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#messages tbody")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(shown, "live-1") || !strings.Contains(shown, "live-0") || !strings.Contains(shown, "live-2") ||
+				strings.Index(shown, "live-0") > strings.Index(shown, "live-2") {
+				t.Fatalf("the tail of key acct-7 shows:\n%s", shown)
 			}
 		})
 	}
