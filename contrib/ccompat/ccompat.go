@@ -218,20 +218,27 @@ func (e *apiError) Error() string { return e.msg }
 
 // The error codes, as Confluent's RestException subclasses number them.
 const (
-	codeSubjectNotFound     = 40401
-	codeVersionNotFound     = 40402
-	codeSchemaNotFound      = 40403
-	codeSubjectLevelNoLevel = 40408
-	codeSubjectLevelNoMode  = 40409
-	codeIncompatible        = 409
-	codeInvalidSchema       = 42201
-	codeInvalidVersion      = 42202
-	codeInvalidLevel        = 42203
-	codeInvalidMode         = 42204
-	codeNotPermitted        = 42205
-	codeIDDoesNotMatch      = 42207
-	codeInvalidSubject      = 42208
-	codeStore               = 50001
+	codeSubjectNotFound = 40401
+	codeVersionNotFound = 40402
+	codeSchemaNotFound  = 40403
+	// A deletion out of order: soft-deleting twice (40404, 40406) or a
+	// permanent deletion before the soft one (40405, 40407).
+	codeSubjectSoftDeleted    = 40404
+	codeSubjectNotSoftDeleted = 40405
+	codeVersionSoftDeleted    = 40406
+	codeVersionNotSoftDeleted = 40407
+	codeSubjectLevelNoLevel   = 40408
+	codeSubjectLevelNoMode    = 40409
+	codeIncompatible          = 409
+	codeInvalidSchema         = 42201
+	codeInvalidVersion        = 42202
+	codeInvalidLevel          = 42203
+	codeInvalidMode           = 42204
+	codeNotPermitted          = 42205
+	codeReferenceExists       = 42206
+	codeIDDoesNotMatch        = 42207
+	codeInvalidSubject        = 42208
+	codeStore                 = 50001
 )
 
 func errorf(status, code int, format string, args ...any) *apiError {
@@ -268,8 +275,22 @@ func (h *handler) mapError(err error) *apiError {
 	var ie *sqlstreams.IncompatibleSchemaError
 	switch {
 	case errors.As(err, &ie):
+		subject := ie.Subject
+		if subject == "" {
+			subject = h.opts.SubjectName(ie.Stream, ie.Version)
+		}
 		return errorf(http.StatusConflict, codeIncompatible, "Schema being registered is incompatible with an earlier schema for subject %q; details: [%s]",
-			h.opts.SubjectName(ie.Stream, ie.Version), strings.Join(problemMessages(ie), "; "))
+			subject, strings.Join(problemMessages(ie), "; "))
+	case errors.Is(err, sqlstreams.ErrSubjectNotFound):
+		return errorf(http.StatusNotFound, codeSubjectNotFound, "Subject not found: %v", err)
+	case errors.Is(err, sqlstreams.ErrSubjectVersionNotFound):
+		return errorf(http.StatusNotFound, codeVersionNotFound, "Version not found: %v", err)
+	case errors.Is(err, sqlstreams.ErrNotSoftDeleted):
+		return errorf(http.StatusNotFound, codeVersionNotSoftDeleted, "Not deleted first before being permanently deleted: %v", err)
+	case errors.Is(err, sqlstreams.ErrReferenced):
+		return errorf(http.StatusUnprocessableEntity, codeReferenceExists, "One or more references exist to the schema: %v", err)
+	case errors.Is(err, sqlstreams.ErrNotEmpty):
+		return errorf(http.StatusUnprocessableEntity, codeNotPermitted, "Operation not permitted: %v", err)
 	case errors.Is(err, sqlstreams.ErrReadOnly):
 		return errorf(http.StatusUnprocessableEntity, codeNotPermitted, "%v", err)
 	case errors.Is(err, sqlstreams.ErrStreamNotFound):
