@@ -11,22 +11,32 @@
 //
 // # Mapping
 //
-// A subject is "{stream}-v{version}", parsed by splitting at the last
-// "-v<digits>" (stream names cannot contain '/', so the subject fits a URL
-// path segment). A subject version is the sqlstreams revision; a schema id
-// is the global id of the schema's fingerprint, shared by every stream
-// that records the same schema. schemaType is JSON, AVRO or PROTOBUF (AVRO
-// and PROTOBUF are enabled by default through contrib/avro and
-// contrib/protobuf, as if the client had been opened with
+// A stream version is the subject "{stream}-v{version}", parsed by splitting
+// at the last "-v<digits>" (stream names cannot contain '/', so the subject
+// fits a URL path segment). Its subject version is the sqlstreams revision,
+// its compatibility level the stream's (shared by every version of the
+// stream, since the version number is sqlstreams' compatibility boundary),
+// and it is never deleted: its revisions describe rows still in the log.
+//
+// Every other valid subject name is a free subject
+// (sqlstreams.Registry.RegisterSubject), as Kafka clients name them:
+// "orders-value" (TopicNameStrategy), "shop.orders.OrderPlaced"
+// (RecordNameStrategy), "orders-shop.orders.OrderPlaced"
+// (TopicRecordNameStrategy). A free subject has versions 1..n, its own
+// level and mode (settable before its first version), and is deleted as
+// Confluent documents it: soft, then permanent=true.
+//
+// A schema id is the global id of the schema's fingerprint, shared by
+// every stream and subject that records the same schema. schemaType is
+// JSON, AVRO or PROTOBUF (AVRO and PROTOBUF are enabled by default through
+// contrib/avro and contrib/protobuf, as if the client had been opened with
 // sqlstreams.WithFormats(avro.Format(), protobuf.Format())); a request
 // without one means AVRO, as Confluent reads it. A document of another type
 // than JSON is served as registered (normalize=true registers an Avro
 // schema's canonical form instead; Protobuf text is kept as sent, its
-// canonical form being a binary descriptor). A subject's
-// compatibility level is its stream's level, shared by every version of
-// the stream, since the version number is sqlstreams' compatibility
-// boundary. Modes map one to one (READONLY_OVERRIDE has no counterpart).
-// Nothing is ever deleted: revisions describe rows still in the log.
+// canonical form being a binary descriptor). Modes map one to one
+// (READONLY_OVERRIDE has no counterpart); IMPORT where schemas exist needs
+// force=true.
 package ccompat
 
 import (
@@ -56,9 +66,10 @@ type Options struct {
 	// ParseSubject reads a subject; ok is false for a subject that names no
 	// stream version. The default splits at the last "-v<digits>".
 	ParseSubject func(subject string) (stream string, version int, ok bool)
-	// ValueAlias also serves "{stream}-value" (Confluent's
-	// TopicNameStrategy) as a read-only alias of the stream's highest
-	// version.
+	// ValueAlias serves every "{stream}-value" as a read-only alias of the
+	// stream's highest version (what Go producers registered) instead of
+	// as a free subject of its own; without it "{stream}-value" is a free
+	// subject, which is what Kafka clients with TopicNameStrategy need.
 	ValueAlias bool
 	// BasicAuth, when set, requires these credentials on every request
 	// (what sr.BasicAuth sends).
