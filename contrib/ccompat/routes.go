@@ -28,6 +28,10 @@ const refusedDelete = "revisions describe rows still in the log; retire with Del
 func (h *handler) routes() []route {
 	return []route{
 		{"GET /schemas/types", h.types},
+		{"GET /contexts", h.contexts},
+		{"GET /v1/metadata/id", h.serverID},
+		{"GET /subjects/{subject}/metadata", h.subjectMetadata},
+		{"GET /schemas/guids/{guid}", h.schemaByGUID},
 		{"GET /subjects", h.subjects},
 		{"GET /subjects/{subject}/versions", h.versions},
 		{"GET /subjects/{subject}/versions/{version}", h.version},

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sqlstreams/sqlstreams/contrib/ccompat"
 )
 
 // exchange is one request and the answer Confluent documents for it.
@@ -173,5 +175,31 @@ func TestSubjectIDsWire(t *testing.T) {
 		{"every schema", "GET", "/schemas?subjectPrefix=orders-va", "", 200, 0, `"subject":"orders-value"`},
 		{"the version by number", "GET", "/subjects/orders-value/versions/1", "", 200, 0, `"schemaType":"AVRO"`},
 		{"the version's text", "GET", "/subjects/orders-value/versions/latest/schema", "", 200, 0, strconv.Quote("a")},
+	})
+}
+
+// TestEndpointsWire: the endpoints Confluent's clients call besides the
+// registry's own, with the answers Confluent documents.
+func TestEndpointsWire(t *testing.T) {
+	t.Parallel()
+	b := backends(t)[0]
+	srv := serve(t, b.open(t), nil)
+	cl := newSR(t, srv.URL)
+	if got, err := cl.Contexts(ctx(t)); err != nil || len(got) != 1 || got[0] != "." {
+		t.Errorf("Contexts = %v, %v; want [.]", got, err)
+	}
+	run(t, srv.URL, []exchange{
+		{"contexts", "GET", "/contexts", "", 200, 0, `["."]`},
+		{"the server's id", "GET", "/v1/metadata/id", "", 200, 0, `"scope":{"path":[],"clusters":{"schema-registry-cluster":"sqlstreams"}}`},
+		{"metadata of a subject that has none", "GET", "/subjects/orders-value/metadata", "", 404, 40401, ""},
+		{"orders v1", "POST", "/subjects/orders-value/versions", avroBody(fieldA), 200, 0, `{"id":1}`},
+		{"orders v2", "POST", "/subjects/orders-value/versions", avroBody(fieldA + "," + fieldBd), 200, 0, `{"id":2}`},
+		{"metadata without a key: the latest", "GET", "/subjects/orders-value/metadata", "", 200, 0, `"version":2`},
+		{"metadata with a key no version has", "GET", "/subjects/orders-value/metadata?key=owner&value=payments", "", 404, 40403, "no metadata"},
+		{"metadata of a stream version", "POST", "/subjects/orders-v1/versions", avroBody(fieldA), 200, 0, `{"id":1}`},
+		{"its latest", "GET", "/subjects/orders-v1/metadata", "", 200, 0, `"subject":"orders-v1","version":1`},
+		{"a schema by guid", "GET", "/schemas/guids/" + ccompat.GUID(2), "", 200, 0, `"schemaType":"AVRO"`},
+		{"a guid of no schema", "GET", "/schemas/guids/" + ccompat.GUID(99), "", 404, 40403, ""},
+		{"not a guid of ours", "GET", "/schemas/guids/123e4567-e89b-12d3-a456-426614174000", "", 404, 40403, ""},
 	})
 }
