@@ -262,8 +262,8 @@ type Revision struct {
 	Fingerprint string
 	// Type is the document's language: JSON for every schema of a Go type.
 	Type schema.Type
-	// Text is the document as stored: a JSON Schema's canonical form, the
-	// text as registered for other types.
+	// Text is the document as stored: the text as registered for a
+	// document, the canonical form for the schema of a Go type.
 	Text []byte
 	// Schema is the parsed JSON Schema of a JSON revision, nil for others.
 	Schema    *schema.Schema
@@ -398,8 +398,9 @@ type registration struct {
 	// policy judges the candidate: GoAware for a schema reflected from a Go
 	// type, the client's WithDocumentPolicy for a document.
 	policy schema.Policy
-	// doc is a document of another type than JSON (schema is then nil),
-	// and text its registered text, which is what is stored.
+	// doc is a document of another type than JSON (schema is then nil);
+	// text is a document's registered text, of any type, which is what is
+	// stored (nil for a schema reflected from a Go type).
 	doc  schema.Document
 	text []byte
 	// subject is the free subject a document is registered under, with
@@ -417,10 +418,10 @@ func (reg registration) docType() schema.Type {
 	return schema.TypeJSON
 }
 
-// stored is the text RecordSchema stores: a JSON Schema's canonical form,
-// a document of another type as it was registered.
+// stored is the text RecordSchema stores: a document as it was
+// registered, a schema reflected from a Go type in its canonical form.
 func (reg registration) stored() []byte {
-	if reg.doc != nil {
+	if reg.text != nil {
 		return reg.text
 	}
 	return reg.schema.Canonical()

@@ -176,6 +176,7 @@ func (r *Registry) document(ctx context.Context, store driver.Registry, p Schema
 		if reg.schema, err = schema.Parse(p.Schema); err != nil {
 			return reg, fmt.Errorf("%w: schema document: %v", ErrInvalidOption, err)
 		}
+		reg.text = slices.Clone(p.Schema)
 		reg.refs, err = r.driverRefs(ctx, store, p.References)
 		return reg, err
 	}

@@ -162,12 +162,9 @@ func (h *handler) subjectSchema(s subjectRef, rv sqlstreams.Revision) subjectSch
 		References: h.refs(rv.References), Schema: string(docText(rv.Type, rv.Schema, rv.Text))}
 }
 
-// docText is the text a document is served as: a JSON Schema's canonical
-// form (it is stored so), a document of another type as registered.
-func docText(t schema.Type, s *schema.Schema, text []byte) []byte {
-	if t == schema.TypeJSON && s != nil {
-		return s.Canonical()
-	}
+// docText is the text a document is served as: as it is stored, which is
+// the text registered (a Go type's schema: its canonical form).
+func docText(_ schema.Type, _ *schema.Schema, text []byte) []byte {
 	return text
 }
 
@@ -973,9 +970,16 @@ func (h *handler) compatibilityAnswer(w http.ResponseWriter, r *http.Request, er
 }
 
 // normalized is a document's canonical form, which normalize=true
-// registers in place of the text sent. A JSON Schema is stored canonical
-// anyway.
+// registers in place of the text sent (Protobuf's is binary: its text is
+// kept).
 func normalized(req request) ([]byte, error) {
+	if req.SchemaType == string(schema.TypeJSON) {
+		s, err := schema.Parse([]byte(req.Schema))
+		if err != nil {
+			return nil, errorf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: %v", err)
+		}
+		return s.Canonical(), nil
+	}
 	if req.SchemaType != string(schema.TypeAvro) {
 		return []byte(req.Schema), nil
 	}

@@ -178,6 +178,31 @@ func TestSubjectIDsWire(t *testing.T) {
 	})
 }
 
+// TestJSONTextWire: a JSON Schema is kept as registered (title,
+// description, examples, order, spacing), under a free subject and a
+// stream version alike; normalize=true registers the canonical form.
+func TestJSONTextWire(t *testing.T) {
+	t.Parallel()
+	b := backends(t)[0]
+	srv := serve(t, b.open(t), nil)
+	text := `{"title": "Order", "description": "An order placed.", "type": "object", "properties": {"id": {"type": "string", "examples": ["ord_1"]}}}`
+	body, _ := json.Marshal(map[string]string{"schemaType": "JSON", "schema": text})
+	quoted, _ := json.Marshal(text)
+	run(t, srv.URL, []exchange{
+		{"under a free subject", "POST", "/subjects/described-value/versions", string(body), 200, 0, `{"id":1}`},
+		{"served as sent", "GET", "/subjects/described-value/versions/1", "", 200, 0, string(quoted)},
+		{"its text", "GET", "/subjects/described-value/versions/1/schema", "", 200, 0, text},
+		{"by id", "GET", "/schemas/ids/1", "", 200, 0, string(quoted)},
+		{"under a stream version: the same id", "POST", "/subjects/described-v1/versions", string(body), 200, 0, `{"id":1}`},
+		{"served as sent there too", "GET", "/subjects/described-v1/versions/1/schema", "", 200, 0, text},
+		{"normalize=true", "POST", "/subjects/normalized-value/versions?normalize=true", string(body), 200, 0, `{"id":1}`},
+		{"the text of the id stays the first", "GET", "/subjects/normalized-value/versions/1/schema", "", 200, 0, text},
+		{"normalize=true of a new schema", "POST", "/subjects/fresh-value/versions?normalize=true",
+			`{"schemaType":"JSON","schema":"{\"type\": \"object\", \"title\": \"Fresh\"}"}`, 200, 0, `{"id":2}`},
+		{"registered canonical (annotations dropped)", "GET", "/subjects/fresh-value/versions/1/schema", "", 200, 0, `{"type":"object"}`},
+	})
+}
+
 // TestEndpointsWire: the endpoints Confluent's clients call besides the
 // registry's own, with the answers Confluent documents.
 func TestEndpointsWire(t *testing.T) {
