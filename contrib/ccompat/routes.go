@@ -183,6 +183,9 @@ func (h *handler) subjects(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	if deletedOnly(r) {
+		subjects = nil // stream versions are never deleted
+	}
 	prefix := r.URL.Query().Get("subjectPrefix")
 	out := []string{}
 	for _, s := range subjects {

@@ -24,7 +24,14 @@ func (h *handler) freeSchema(v sqlstreams.SubjectVersion) subjectSchema {
 	return out
 }
 
-func deletedToo(r *http.Request) bool { return r.URL.Query().Get("deleted") == "true" }
+// deletedToo: deleted=true (or deletedOnly=true) asks for soft-deleted
+// versions and subjects too.
+func deletedToo(r *http.Request) bool {
+	return r.URL.Query().Get("deleted") == "true" || deletedOnly(r)
+}
+
+// deletedOnly: deletedOnly=true asks for the soft-deleted ones alone.
+func deletedOnly(r *http.Request) bool { return r.URL.Query().Get("deletedOnly") == "true" }
 
 func (h *handler) freeVersions(w http.ResponseWriter, r *http.Request, s subjectRef) {
 	vs, err := h.reg.SubjectVersions(r.Context(), s.name, deletedToo(r))
@@ -32,9 +39,11 @@ func (h *handler) freeVersions(w http.ResponseWriter, r *http.Request, s subject
 		h.fail(w, r, err)
 		return
 	}
-	out := make([]int, len(vs))
-	for i, v := range vs {
-		out[i] = v.Version
+	out := []int{}
+	for _, v := range vs {
+		if v.Deleted || !deletedOnly(r) {
+			out = append(out, v.Version)
+		}
 	}
 	h.write(w, http.StatusOK, out)
 }
@@ -249,9 +258,16 @@ func (h *handler) freeCompatibility(r *http.Request, s subjectRef, req request) 
 	return h.reg.CheckSubject(r.Context(), p, target.Version)
 }
 
-// freeNames lists the free subjects for GET /subjects.
+// freeNames lists the free subjects for GET /subjects: with live
+// versions, with deleted=true also those all soft-deleted, with
+// deletedOnly=true those alone.
 func (h *handler) freeNames(r *http.Request) ([]string, error) {
-	return h.reg.FreeSubjects(r.Context(), deletedToo(r))
+	names, err := h.reg.FreeSubjects(r.Context(), deletedToo(r))
+	if err != nil || !deletedOnly(r) {
+		return names, err
+	}
+	live, err := h.reg.FreeSubjects(r.Context(), false)
+	return slices.DeleteFunc(names, func(n string) bool { return slices.Contains(live, n) }), err
 }
 
 // freeUsages are the free subject versions recorded with an id, the
