@@ -391,6 +391,12 @@ func (h *handler) register(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if req.ID != 0 || req.Version != 0 {
+		if err := h.importOnly(r, s); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
 	if s.free {
 		h.freeRegister(w, r, s, req, text)
 		return
@@ -403,25 +409,6 @@ func (h *handler) register(w http.ResponseWriter, r *http.Request) {
 	if req.ID < 0 || req.Version < 0 {
 		req.ID, req.Version = max(req.ID, 0), max(req.Version, 0)
 	}
-	if req.ID != 0 || req.Version != 0 {
-		mode, err := h.reg.Mode(r.Context(), s.stream)
-		if err != nil && !errors.Is(err, sqlstreams.ErrStreamNotFound) {
-			h.fail(w, r, err)
-			return
-		}
-		if errors.Is(err, sqlstreams.ErrStreamNotFound) {
-			mode, err = h.reg.Mode(r.Context(), sqlstreams.RegistryWide)
-			if err != nil {
-				h.fail(w, r, err)
-				return
-			}
-		}
-		if mode.Value != sqlstreams.ModeImport {
-			h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeNotPermitted,
-				"Operation not permitted: an explicit id or version needs IMPORT mode; subject %q is in %s mode (set %s)", s.name, mode.Value, mode.Scope))
-			return
-		}
-	}
 	rv, err := h.reg.RegisterSchema(r.Context(), sqlstreams.SchemaRegistration{Stream: s.stream, Version: s.version, Type: schema.Type(req.SchemaType),
 		Schema: text, References: refs, ID: req.ID, Revision: req.Version})
 	if err != nil {
@@ -431,6 +418,30 @@ func (h *handler) register(w http.ResponseWriter, r *http.Request) {
 	h.write(w, http.StatusOK, struct {
 		ID int64 `json:"id"`
 	}{rv.ID})
+}
+
+// importOnly refuses an explicit id or version unless the subject's mode
+// (a missing stream's: the registry-wide one) is IMPORT.
+func (h *handler) importOnly(r *http.Request, s subjectRef) error {
+	var mode sqlstreams.Setting[sqlstreams.Mode]
+	var err error
+	switch {
+	case s.free:
+		mode, err = h.reg.SubjectMode(r.Context(), s.name)
+	default:
+		mode, err = h.reg.Mode(r.Context(), s.stream)
+		if errors.Is(err, sqlstreams.ErrStreamNotFound) {
+			mode, err = h.reg.Mode(r.Context(), sqlstreams.RegistryWide)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if mode.Value != sqlstreams.ModeImport {
+		return errorf(http.StatusUnprocessableEntity, codeNotPermitted,
+			"Operation not permitted: an explicit id or version needs IMPORT mode; subject %q is in %s mode (set %s)", s.name, mode.Value, mode.Scope)
+	}
+	return nil
 }
 
 // lookup finds the revision of the subject that holds the body's schema.

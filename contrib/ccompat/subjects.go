@@ -96,18 +96,6 @@ func (h *handler) freeRegister(w http.ResponseWriter, r *http.Request, s subject
 		h.fail(w, r, err)
 		return
 	}
-	if req.ID != 0 || req.Version != 0 {
-		mode, err := h.reg.SubjectMode(r.Context(), s.name)
-		if err != nil {
-			h.fail(w, r, err)
-			return
-		}
-		if mode.Value != sqlstreams.ModeImport {
-			h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeNotPermitted,
-				"Operation not permitted: an explicit id or version needs IMPORT mode; subject %q is in %s mode (set %s)", s.name, mode.Value, mode.Scope))
-			return
-		}
-	}
 	v, err := h.reg.RegisterSubject(r.Context(), p)
 	if err != nil {
 		h.fail(w, r, err)
