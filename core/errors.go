@@ -18,7 +18,8 @@ func classify(err error) error {
 	if err == nil || driver.Classified(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	for _, s := range []error{ErrInvalidName, ErrInvalidOption, ErrInvalidMessage, ErrAlreadySettled, ErrIncompatibleSchema, ErrReadOnly, ErrNoRegistry} {
+	for _, s := range []error{ErrInvalidName, ErrInvalidOption, ErrInvalidMessage, ErrAlreadySettled, ErrIncompatibleSchema, ErrReadOnly, ErrNoRegistry,
+		ErrSubjectNotFound, ErrSubjectVersionNotFound, ErrNotSoftDeleted, ErrReferenced, ErrNotEmpty} {
 		if errors.Is(err, s) {
 			return err
 		}

@@ -262,8 +262,8 @@ type Revision struct {
 	Fingerprint string
 	// Type is the document's language: JSON for every schema of a Go type.
 	Type schema.Type
-	// Text is the document as stored: a JSON Schema's canonical form, the
-	// text as registered for other types.
+	// Text is the document as stored: the text as registered for a
+	// document, the canonical form for the schema of a Go type.
 	Text []byte
 	// Schema is the parsed JSON Schema of a JSON revision, nil for others.
 	Schema    *schema.Schema
@@ -332,6 +332,8 @@ func (r *Registry) Readers(ctx context.Context, stream string) ([]Reader, error)
 // IncompatibleSchemaError lists why a registration was refused. It matches
 // ErrIncompatibleSchema with errors.Is.
 type IncompatibleSchemaError struct {
+	// Subject is set instead of Stream and Version for a free subject.
+	Subject  string
 	Stream   string
 	Type     string // the Go type, or "schema document" for a dry run of one
 	Version  int
@@ -350,17 +352,27 @@ type SchemaProblem struct {
 
 func (e *IncompatibleSchemaError) Error() string {
 	var b strings.Builder
+	if e.Subject != "" {
+		fmt.Fprintf(&b, "sqlstreams: %s is not compatible with the subject's versions at level %s: %d problem(s)", e.Type, e.Level, len(e.Problems))
+		e.writeProblems(&b)
+		b.WriteString("\nNothing was written. If the change is intended, register it under another subject or lower the subject's level; otherwise restore the fields readers depend on.")
+		return b.String()
+	}
 	fmt.Fprintf(&b, "sqlstreams: %s on stream %q is not compatible with schema version %d at level %s: %d problem(s)",
 		e.Type, e.Stream, e.Version, e.Level, len(e.Problems))
-	for _, p := range e.Problems {
-		fmt.Fprintf(&b, "\n  - against %s (%s): %s at %s: %s", p.Against, p.Direction, p.Kind, p.Path, p.Message)
-	}
+	e.writeProblems(&b)
 	if strings.HasPrefix(e.Type, "shared schema ") {
 		fmt.Fprintf(&b, "\nNothing was written. If the change is intended, give the shared type a new SharedSchema() version (%d) and the messages that contain it new SchemaVersion()s; otherwise restore the fields readers depend on.", e.Version+1)
 		return b.String()
 	}
 	fmt.Fprintf(&b, "\nNothing was written. If the change is intended, give the type a new SchemaVersion() (%d) and run a group per version; otherwise restore the fields readers depend on.", e.Version+1)
 	return b.String()
+}
+
+func (e *IncompatibleSchemaError) writeProblems(b *strings.Builder) {
+	for _, p := range e.Problems {
+		fmt.Fprintf(b, "\n  - against %s (%s): %s at %s: %s", p.Against, p.Direction, p.Kind, p.Path, p.Message)
+	}
 }
 
 // Is makes errors.Is(err, ErrIncompatibleSchema) true.
@@ -386,10 +398,16 @@ type registration struct {
 	// policy judges the candidate: GoAware for a schema reflected from a Go
 	// type, the client's WithDocumentPolicy for a document.
 	policy schema.Policy
-	// doc is a document of another type than JSON (schema is then nil),
-	// and text its registered text, which is what is stored.
+	// doc is a document of another type than JSON (schema is then nil);
+	// text is a document's registered text, of any type, which is what is
+	// stored (nil for a schema reflected from a Go type).
 	doc  schema.Document
 	text []byte
+	// subject is the free subject a document is registered under, with
+	// the subject versions its references name and their fingerprints.
+	subject     string
+	subjectRefs []driver.SubjectReference
+	refPins     []string
 }
 
 // docType is the type of the registration's document.
@@ -400,10 +418,10 @@ func (reg registration) docType() schema.Type {
 	return schema.TypeJSON
 }
 
-// stored is the text RecordSchema stores: a JSON Schema's canonical form,
-// a document of another type as it was registered.
+// stored is the text RecordSchema stores: a document as it was
+// registered, a schema reflected from a Go type in its canonical form.
 func (reg registration) stored() []byte {
-	if reg.doc != nil {
+	if reg.text != nil {
 		return reg.text
 	}
 	return reg.schema.Canonical()
@@ -416,13 +434,26 @@ func (reg registration) fingerprint() string {
 		return schema.Fingerprint(reg.doc)
 	}
 	fp := reg.schema.Fingerprint()
-	if len(reg.refs) == 0 {
+	var names, pins []string
+	for _, ref := range reg.refs {
+		names, pins = append(names, ref.Name), append(pins, ref.Fingerprint)
+	}
+	for i, ref := range reg.subjectRefs {
+		names, pins = append(names, ref.Name), append(pins, reg.refPins[i])
+	}
+	return pinnedFingerprint(fp, names, pins)
+}
+
+// pinnedFingerprint covers a document's fingerprint and, with references,
+// the names and the content (fingerprint) each is bound to.
+func pinnedFingerprint(fp string, names, pins []string) string {
+	if len(names) == 0 {
 		return fp
 	}
 	h := sha256.New()
 	h.Write([]byte(fp))
-	for _, ref := range reg.refs {
-		fmt.Fprintf(h, "\n%q=%s", ref.Name, ref.Fingerprint)
+	for i, name := range names {
+		fmt.Fprintf(h, "\n%q=%s", name, pins[i])
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -176,6 +176,7 @@ func (r *Registry) document(ctx context.Context, store driver.Registry, p Schema
 		if reg.schema, err = schema.Parse(p.Schema); err != nil {
 			return reg, fmt.Errorf("%w: schema document: %v", ErrInvalidOption, err)
 		}
+		reg.text = slices.Clone(p.Schema)
 		reg.refs, err = r.driverRefs(ctx, store, p.References)
 		return reg, err
 	}
@@ -750,29 +751,40 @@ func (res *resolver) bundleWith(ctx context.Context, s *schema.Schema, refs []dr
 	for name, sub := range inline {
 		flat[name] = sub
 	}
-	var walk func(refs []driver.SchemaReference, depth int) error
-	walk = func(refs []driver.SchemaReference, depth int) error {
+	return bundleRefs(s, refs, flat, func(ref driver.SchemaReference) string { return ref.Name },
+		func(ref driver.SchemaReference) (*schema.Schema, []driver.SchemaReference, error) {
+			if o, ok := override[refTarget{ref.StreamID, ref.Version}]; ok {
+				return o, nil, nil
+			}
+			rv, err := res.revision(ctx, ref)
+			if err != nil {
+				return nil, nil, err
+			}
+			sub, err := schema.Parse(rv.Schema)
+			return sub, rv.References, err
+		})
+}
+
+// bundleRefs inlines the documents refs name into s, transitively, for
+// the diff engine to follow like local definitions: load returns what a
+// reference names and that document's own references; flat holds the
+// names bound already.
+func bundleRefs[R any](s *schema.Schema, refs []R, flat map[string]*schema.Schema, name func(R) string, load func(R) (*schema.Schema, []R, error)) (*schema.Schema, error) {
+	var walk func(refs []R, depth int) error
+	walk = func(refs []R, depth int) error {
 		if depth > 32 {
 			return fmt.Errorf("%w: references nest deeper than 32 (a cycle?)", ErrInvalidOption)
 		}
 		for _, ref := range refs {
-			if _, done := flat[ref.Name]; done {
+			if _, done := flat[name(ref)]; done {
 				continue
 			}
-			if o, ok := override[refTarget{ref.StreamID, ref.Version}]; ok {
-				flat[ref.Name] = o
-				continue
-			}
-			rv, err := res.revision(ctx, ref)
+			sub, more, err := load(ref)
 			if err != nil {
 				return err
 			}
-			sub, err := schema.Parse(rv.Schema)
-			if err != nil {
-				return err
-			}
-			flat[ref.Name] = sub
-			if err := walk(rv.References, depth+1); err != nil {
+			flat[name(ref)] = sub
+			if err := walk(more, depth+1); err != nil {
 				return err
 			}
 		}

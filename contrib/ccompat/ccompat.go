@@ -11,22 +11,32 @@
 //
 // # Mapping
 //
-// A subject is "{stream}-v{version}", parsed by splitting at the last
-// "-v<digits>" (stream names cannot contain '/', so the subject fits a URL
-// path segment). A subject version is the sqlstreams revision; a schema id
-// is the global id of the schema's fingerprint, shared by every stream
-// that records the same schema. schemaType is JSON, AVRO or PROTOBUF (AVRO
-// and PROTOBUF are enabled by default through contrib/avro and
-// contrib/protobuf, as if the client had been opened with
+// A stream version is the subject "{stream}-v{version}", parsed by splitting
+// at the last "-v<digits>" (stream names cannot contain '/', so the subject
+// fits a URL path segment). Its subject version is the sqlstreams revision,
+// its compatibility level the stream's (shared by every version of the
+// stream, since the version number is sqlstreams' compatibility boundary),
+// and it is never deleted: its revisions describe rows still in the log.
+//
+// Every other valid subject name is a free subject
+// (sqlstreams.Registry.RegisterSubject), as Kafka clients name them:
+// "orders-value" (TopicNameStrategy), "shop.orders.OrderPlaced"
+// (RecordNameStrategy), "orders-shop.orders.OrderPlaced"
+// (TopicRecordNameStrategy). A free subject has versions 1..n, its own
+// level and mode (settable before its first version), and is deleted as
+// Confluent documents it: soft, then permanent=true.
+//
+// A schema id is the global id of the schema's fingerprint, shared by
+// every stream and subject that records the same schema. schemaType is
+// JSON, AVRO or PROTOBUF (AVRO and PROTOBUF are enabled by default through
+// contrib/avro and contrib/protobuf, as if the client had been opened with
 // sqlstreams.WithFormats(avro.Format(), protobuf.Format())); a request
 // without one means AVRO, as Confluent reads it. A document of another type
 // than JSON is served as registered (normalize=true registers an Avro
 // schema's canonical form instead; Protobuf text is kept as sent, its
-// canonical form being a binary descriptor). A subject's
-// compatibility level is its stream's level, shared by every version of
-// the stream, since the version number is sqlstreams' compatibility
-// boundary. Modes map one to one (READONLY_OVERRIDE has no counterpart).
-// Nothing is ever deleted: revisions describe rows still in the log.
+// canonical form being a binary descriptor). Modes map one to one
+// (READONLY_OVERRIDE has no counterpart); IMPORT where schemas exist needs
+// force=true.
 package ccompat
 
 import (
@@ -56,9 +66,10 @@ type Options struct {
 	// ParseSubject reads a subject; ok is false for a subject that names no
 	// stream version. The default splits at the last "-v<digits>".
 	ParseSubject func(subject string) (stream string, version int, ok bool)
-	// ValueAlias also serves "{stream}-value" (Confluent's
-	// TopicNameStrategy) as a read-only alias of the stream's highest
-	// version.
+	// ValueAlias serves every "{stream}-value" as a read-only alias of the
+	// stream's highest version (what Go producers registered) instead of
+	// as a free subject of its own; without it "{stream}-value" is a free
+	// subject, which is what Kafka clients with TopicNameStrategy need.
 	ValueAlias bool
 	// BasicAuth, when set, requires these credentials on every request
 	// (what sr.BasicAuth sends).
@@ -218,20 +229,27 @@ func (e *apiError) Error() string { return e.msg }
 
 // The error codes, as Confluent's RestException subclasses number them.
 const (
-	codeSubjectNotFound     = 40401
-	codeVersionNotFound     = 40402
-	codeSchemaNotFound      = 40403
-	codeSubjectLevelNoLevel = 40408
-	codeSubjectLevelNoMode  = 40409
-	codeIncompatible        = 409
-	codeInvalidSchema       = 42201
-	codeInvalidVersion      = 42202
-	codeInvalidLevel        = 42203
-	codeInvalidMode         = 42204
-	codeNotPermitted        = 42205
-	codeIDDoesNotMatch      = 42207
-	codeInvalidSubject      = 42208
-	codeStore               = 50001
+	codeSubjectNotFound = 40401
+	codeVersionNotFound = 40402
+	codeSchemaNotFound  = 40403
+	// A deletion out of order: soft-deleting twice (40404, 40406) or a
+	// permanent deletion before the soft one (40405, 40407).
+	codeSubjectSoftDeleted    = 40404
+	codeSubjectNotSoftDeleted = 40405
+	codeVersionSoftDeleted    = 40406
+	codeVersionNotSoftDeleted = 40407
+	codeSubjectLevelNoLevel   = 40408
+	codeSubjectLevelNoMode    = 40409
+	codeIncompatible          = 409
+	codeInvalidSchema         = 42201
+	codeInvalidVersion        = 42202
+	codeInvalidLevel          = 42203
+	codeInvalidMode           = 42204
+	codeNotPermitted          = 42205
+	codeReferenceExists       = 42206
+	codeIDDoesNotMatch        = 42207
+	codeInvalidSubject        = 42208
+	codeStore                 = 50001
 )
 
 func errorf(status, code int, format string, args ...any) *apiError {
@@ -268,8 +286,22 @@ func (h *handler) mapError(err error) *apiError {
 	var ie *sqlstreams.IncompatibleSchemaError
 	switch {
 	case errors.As(err, &ie):
+		subject := ie.Subject
+		if subject == "" {
+			subject = h.opts.SubjectName(ie.Stream, ie.Version)
+		}
 		return errorf(http.StatusConflict, codeIncompatible, "Schema being registered is incompatible with an earlier schema for subject %q; details: [%s]",
-			h.opts.SubjectName(ie.Stream, ie.Version), strings.Join(problemMessages(ie), "; "))
+			subject, strings.Join(problemMessages(ie), "; "))
+	case errors.Is(err, sqlstreams.ErrSubjectNotFound):
+		return errorf(http.StatusNotFound, codeSubjectNotFound, "Subject not found: %v", err)
+	case errors.Is(err, sqlstreams.ErrSubjectVersionNotFound):
+		return errorf(http.StatusNotFound, codeVersionNotFound, "Version not found: %v", err)
+	case errors.Is(err, sqlstreams.ErrNotSoftDeleted):
+		return errorf(http.StatusNotFound, codeVersionNotSoftDeleted, "Not deleted first before being permanently deleted: %v", err)
+	case errors.Is(err, sqlstreams.ErrReferenced):
+		return errorf(http.StatusUnprocessableEntity, codeReferenceExists, "One or more references exist to the schema: %v", err)
+	case errors.Is(err, sqlstreams.ErrNotEmpty):
+		return errorf(http.StatusUnprocessableEntity, codeNotPermitted, "Operation not permitted: %v", err)
 	case errors.Is(err, sqlstreams.ErrReadOnly):
 		return errorf(http.StatusUnprocessableEntity, codeNotPermitted, "%v", err)
 	case errors.Is(err, sqlstreams.ErrStreamNotFound):

@@ -141,3 +141,43 @@ func Example_references() {
 	// [{invoices 1 1}]
 	// true
 }
+
+// A Kafka client with TopicNameStrategy registers under "{topic}-value":
+// a free subject of its own, with versions 1, 2, ... and its own level. A
+// breaking version is refused with 409 (the message goes on with each
+// problem and the field it is at), and a soft
+// deletion rolls "latest" back.
+func Example_freeSubject() {
+	client, done := exampleClient()
+	defer done()
+	srv := httptest.NewServer(ccompat.NewHandler(client, nil))
+	defer srv.Close()
+	call := func(method, path, body string) {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", ccompat.ContentType)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer resp.Body.Close()
+		answer, _ := io.ReadAll(resp.Body)
+		short, _, _ := strings.Cut(string(answer), "; details")
+		fmt.Println(resp.StatusCode, short)
+	}
+	record := func(fields string) string {
+		return fmt.Sprintf(`{"schema": %q}`, `{"type":"record","name":"OrderPlaced","fields":[`+fields+`]}`)
+	}
+	call("PUT", "/config/orders-value", `{"compatibility": "BACKWARD"}`)
+	call("POST", "/subjects/orders-value/versions", record(`{"name":"id","type":"string"}`))
+	call("POST", "/subjects/orders-value/versions", record(`{"name":"id","type":"string"},{"name":"note","type":"string","default":""}`))
+	call("POST", "/subjects/orders-value/versions", record(`{"name":"id","type":"string"},{"name":"total","type":"int"}`))
+	call("DELETE", "/subjects/orders-value/versions/2", "")
+	call("GET", "/subjects/orders-value/versions", "")
+	// Output:
+	// 200 {"compatibility":"BACKWARD"}
+	// 200 {"id":1}
+	// 200 {"id":2}
+	// 409 {"error_code":409,"message":"Schema being registered is incompatible with an earlier schema for subject \"orders-value\"
+	// 200 2
+	// 200 [1]
+}

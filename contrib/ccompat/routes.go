@@ -28,6 +28,10 @@ const refusedDelete = "revisions describe rows still in the log; retire with Del
 func (h *handler) routes() []route {
 	return []route{
 		{"GET /schemas/types", h.types},
+		{"GET /contexts", h.contexts},
+		{"GET /v1/metadata/id", h.serverID},
+		{"GET /subjects/{subject}/metadata", h.subjectMetadata},
+		{"GET /schemas/guids/{guid}", h.schemaByGUID},
 		{"GET /subjects", h.subjects},
 		{"GET /subjects/{subject}/versions", h.versions},
 		{"GET /subjects/{subject}/versions/{version}", h.version},
@@ -35,8 +39,8 @@ func (h *handler) routes() []route {
 		{"GET /subjects/{subject}/versions/{version}/referencedby", h.referencedBy},
 		{"POST /subjects/{subject}/versions", h.register},
 		{"POST /subjects/{subject}", h.lookup},
-		{"DELETE /subjects/{subject}", h.refuseDelete},
-		{"DELETE /subjects/{subject}/versions/{version}", h.refuseDelete},
+		{"DELETE /subjects/{subject}", h.deleteSubject},
+		{"DELETE /subjects/{subject}/versions/{version}", h.deleteVersion},
 		{"GET /schemas", h.allSchemas},
 		{"GET /schemas/ids/{id}", h.schemaByID},
 		{"GET /schemas/ids/{id}/schema", h.schemaTextByID},
@@ -64,6 +68,7 @@ type subjectRef struct {
 	name    string
 	stream  string
 	version int
+	free    bool // a free subject: name is all there is
 }
 
 // subject parses the {subject} wildcard. A write to the read-only
@@ -93,12 +98,13 @@ func (h *handler) subject(r *http.Request, write bool) (subjectRef, error) {
 		}
 		return subjectRef{name: name, stream: stream, version: highest}, nil
 	}
-	if write {
-		return subjectRef{}, errorf(http.StatusUnprocessableEntity, codeInvalidSubject,
-			"Invalid subject %q: subjects are {stream}-v{version}, such as %q", name, h.opts.SubjectName("orders.placed", 1))
+	if err := sqlstreams.ValidSubject(name); err != nil {
+		if write {
+			return subjectRef{}, errorf(http.StatusUnprocessableEntity, codeInvalidSubject, "Invalid subject %q: %v", name, err)
+		}
+		return subjectRef{}, errorf(http.StatusNotFound, codeSubjectNotFound, "Subject %q not found: %v", name, err)
 	}
-	return subjectRef{}, errorf(http.StatusNotFound, codeSubjectNotFound,
-		"Subject %q not found: subjects are {stream}-v{version}, such as %q", name, h.opts.SubjectName("orders.placed", 1))
+	return subjectRef{name: name, free: true}, nil
 }
 
 // revisions lists a subject's revisions; none is 40401.
@@ -156,12 +162,9 @@ func (h *handler) subjectSchema(s subjectRef, rv sqlstreams.Revision) subjectSch
 		References: h.refs(rv.References), Schema: string(docText(rv.Type, rv.Schema, rv.Text))}
 }
 
-// docText is the text a document is served as: a JSON Schema's canonical
-// form (it is stored so), a document of another type as registered.
-func docText(t schema.Type, s *schema.Schema, text []byte) []byte {
-	if t == schema.TypeJSON && s != nil {
-		return s.Canonical()
-	}
+// docText is the text a document is served as: as it is stored, which is
+// the text registered (a Go type's schema: its canonical form).
+func docText(_ schema.Type, _ *schema.Schema, text []byte) []byte {
 	return text
 }
 
@@ -180,10 +183,23 @@ func (h *handler) subjects(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	if deletedOnly(r) {
+		subjects = nil // stream versions are never deleted
+	}
 	prefix := r.URL.Query().Get("subjectPrefix")
 	out := []string{}
 	for _, s := range subjects {
 		if name := h.opts.SubjectName(s.Stream, s.Version); strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	free, err := h.freeNames(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	for _, name := range free {
+		if strings.HasPrefix(name, prefix) {
 			out = append(out, name)
 		}
 	}
@@ -194,6 +210,10 @@ func (h *handler) versions(w http.ResponseWriter, r *http.Request) {
 	s, err := h.subject(r, false)
 	if err != nil {
 		h.fail(w, r, err)
+		return
+	}
+	if s.free {
+		h.freeVersions(w, r, s)
 		return
 	}
 	revs, err := h.revisions(r.Context(), s)
@@ -223,6 +243,15 @@ func (h *handler) one(r *http.Request) (subjectRef, sqlstreams.Revision, error) 
 }
 
 func (h *handler) version(w http.ResponseWriter, r *http.Request) {
+	if s, err := h.subject(r, false); err == nil && s.free {
+		v, err := h.freeOne(r, s)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		h.write(w, http.StatusOK, h.freeSchema(v))
+		return
+	}
 	s, rv, err := h.one(r)
 	if err != nil {
 		h.fail(w, r, err)
@@ -232,6 +261,15 @@ func (h *handler) version(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) versionSchema(w http.ResponseWriter, r *http.Request) {
+	if s, err := h.subject(r, false); err == nil && s.free {
+		v, err := h.freeOne(r, s)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		h.raw(w, docText(v.Type, v.Schema, v.Text))
+		return
+	}
 	_, rv, err := h.one(r)
 	if err != nil {
 		h.fail(w, r, err)
@@ -248,6 +286,10 @@ func (h *handler) raw(w http.ResponseWriter, text []byte) {
 
 // referencedBy lists the ids of the schemas that reference the revision.
 func (h *handler) referencedBy(w http.ResponseWriter, r *http.Request) {
+	if s, err := h.subject(r, false); err == nil && s.free {
+		h.freeReferencedBy(w, r, s)
+		return
+	}
 	s, rv, err := h.one(r)
 	if err != nil {
 		h.fail(w, r, err)
@@ -339,32 +381,8 @@ func (h *handler) register(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	refs, err := h.libRefs(req)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	if req.ID < 0 || req.Version < 0 {
 		req.ID, req.Version = max(req.ID, 0), max(req.Version, 0)
-	}
-	if req.ID != 0 || req.Version != 0 {
-		mode, err := h.reg.Mode(r.Context(), s.stream)
-		if err != nil && !errors.Is(err, sqlstreams.ErrStreamNotFound) {
-			h.fail(w, r, err)
-			return
-		}
-		if errors.Is(err, sqlstreams.ErrStreamNotFound) {
-			mode, err = h.reg.Mode(r.Context(), sqlstreams.RegistryWide)
-			if err != nil {
-				h.fail(w, r, err)
-				return
-			}
-		}
-		if mode.Value != sqlstreams.ModeImport {
-			h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeNotPermitted,
-				"Operation not permitted: an explicit id or version needs IMPORT mode; subject %q is in %s mode (set %s)", s.name, mode.Value, mode.Scope))
-			return
-		}
 	}
 	text := []byte(req.Schema)
 	if r.URL.Query().Get("normalize") == "true" {
@@ -372,6 +390,24 @@ func (h *handler) register(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, err)
 			return
 		}
+	}
+	if req.ID != 0 || req.Version != 0 {
+		if err := h.importOnly(r, s); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
+	if s.free {
+		h.freeRegister(w, r, s, req, text)
+		return
+	}
+	refs, err := h.libRefs(req)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if req.ID < 0 || req.Version < 0 {
+		req.ID, req.Version = max(req.ID, 0), max(req.Version, 0)
 	}
 	rv, err := h.reg.RegisterSchema(r.Context(), sqlstreams.SchemaRegistration{Stream: s.stream, Version: s.version, Type: schema.Type(req.SchemaType),
 		Schema: text, References: refs, ID: req.ID, Revision: req.Version})
@@ -384,6 +420,30 @@ func (h *handler) register(w http.ResponseWriter, r *http.Request) {
 	}{rv.ID})
 }
 
+// importOnly refuses an explicit id or version unless the subject's mode
+// (a missing stream's: the registry-wide one) is IMPORT.
+func (h *handler) importOnly(r *http.Request, s subjectRef) error {
+	var mode sqlstreams.Setting[sqlstreams.Mode]
+	var err error
+	switch {
+	case s.free:
+		mode, err = h.reg.SubjectMode(r.Context(), s.name)
+	default:
+		mode, err = h.reg.Mode(r.Context(), s.stream)
+		if errors.Is(err, sqlstreams.ErrStreamNotFound) {
+			mode, err = h.reg.Mode(r.Context(), sqlstreams.RegistryWide)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if mode.Value != sqlstreams.ModeImport {
+		return errorf(http.StatusUnprocessableEntity, codeNotPermitted,
+			"Operation not permitted: an explicit id or version needs IMPORT mode; subject %q is in %s mode (set %s)", s.name, mode.Value, mode.Scope)
+	}
+	return nil
+}
+
 // lookup finds the revision of the subject that holds the body's schema.
 func (h *handler) lookup(w http.ResponseWriter, r *http.Request) {
 	s, err := h.subject(r, false)
@@ -394,6 +454,10 @@ func (h *handler) lookup(w http.ResponseWriter, r *http.Request) {
 	req, err := h.body(r)
 	if err != nil {
 		h.fail(w, r, err)
+		return
+	}
+	if s.free {
+		h.freeLookup(w, r, s, req)
 		return
 	}
 	refs, err := h.libRefs(req)
@@ -448,6 +512,30 @@ func sameRefs(stored, asked []sqlstreams.Reference) bool {
 	return true
 }
 
+func (h *handler) deleteSubject(w http.ResponseWriter, r *http.Request) {
+	s, err := h.subject(r, false)
+	switch {
+	case err != nil:
+		h.fail(w, r, err)
+	case s.free:
+		h.freeDeleteSubject(w, r, s)
+	default:
+		h.refuseDelete(w, r)
+	}
+}
+
+func (h *handler) deleteVersion(w http.ResponseWriter, r *http.Request) {
+	s, err := h.subject(r, false)
+	switch {
+	case err != nil:
+		h.fail(w, r, err)
+	case s.free:
+		h.freeDeleteVersion(w, r, s)
+	default:
+		h.refuseDelete(w, r)
+	}
+}
+
 func (h *handler) refuseDelete(w http.ResponseWriter, r *http.Request) {
 	h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeNotPermitted,
 		"Operation not permitted: %s cannot be deleted: %s", r.PathValue("subject"), refusedDelete))
@@ -477,6 +565,23 @@ func (h *handler) allSchemas(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, rv := range revs {
 			out = append(out, h.subjectSchema(s, rv))
+		}
+	}
+	free, err := h.reg.FreeSubjects(r.Context(), false)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	for _, name := range free {
+		vs, err := h.reg.SubjectVersions(r.Context(), name, false)
+		if err != nil || !strings.HasPrefix(name, prefix) {
+			continue // deleted meanwhile, or not asked for
+		}
+		if latestOnly {
+			vs = vs[len(vs)-1:]
+		}
+		for _, v := range vs {
+			out = append(out, h.freeSchema(v))
 		}
 	}
 	h.write(w, http.StatusOK, out)
@@ -514,6 +619,11 @@ func (h *handler) schemaByID(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.fail(w, r, err)
 		return
+	}
+	if len(usages) == 0 {
+		if free, err := h.freeUsages(r, doc.ID); err == nil && len(free) > 0 {
+			out.References = h.freeSchema(free[0]).References
+		}
 	}
 	if len(usages) > 0 {
 		u := usages[0]
@@ -559,6 +669,14 @@ func (h *handler) idVersions(w http.ResponseWriter, r *http.Request) {
 	for _, u := range usages {
 		out = append(out, subjectVersion{h.opts.SubjectName(u.Stream, u.Version), u.Revision})
 	}
+	free, err := h.freeUsages(r, doc.ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	for _, v := range free {
+		out = append(out, subjectVersion{v.Subject, v.Version})
+	}
 	h.write(w, http.StatusOK, out)
 }
 
@@ -577,6 +695,16 @@ func (h *handler) idSubjects(w http.ResponseWriter, r *http.Request) {
 	for _, u := range usages {
 		if name := h.opts.SubjectName(u.Stream, u.Version); !slices.Contains(out, name) {
 			out = append(out, name)
+		}
+	}
+	free, err := h.freeUsages(r, doc.ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	for _, v := range free {
+		if !slices.Contains(out, v.Subject) {
+			out = append(out, v.Subject)
 		}
 	}
 	h.write(w, http.StatusOK, out)
@@ -601,6 +729,9 @@ func (h *handler) scope(r *http.Request, write bool) (subjectRef, string, error)
 }
 
 func (h *handler) getConfig(w http.ResponseWriter, r *http.Request) {
+	if h.freeSettings(w, r) {
+		return
+	}
 	s, stream, err := h.scope(r, false)
 	if err != nil {
 		h.fail(w, r, err)
@@ -623,23 +754,17 @@ func (h *handler) getConfig(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) putConfig(w http.ResponseWriter, r *http.Request) {
+	if h.freeSettings(w, r) {
+		return
+	}
 	_, stream, err := h.scope(r, true)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	var req struct {
-		Compatibility      string `json:"compatibility"`
-		CompatibilityLevel string `json:"compatibilityLevel"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeInvalidLevel, "Invalid compatibility level: unreadable body (%v); send {\"compatibility\":\"BACKWARD\"}", err))
-		return
-	}
-	name := cmp.Or(req.Compatibility, req.CompatibilityLevel)
-	level, err := schema.ParseLevel(name)
+	level, err := readLevel(r)
 	if err != nil {
-		h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeInvalidLevel, "Invalid compatibility level %q: %v", name, err))
+		h.fail(w, r, err)
 		return
 	}
 	if err := h.reg.SetLevel(r.Context(), stream, level); err != nil {
@@ -651,9 +776,29 @@ func (h *handler) putConfig(w http.ResponseWriter, r *http.Request) {
 	}{level.String()})
 }
 
+// readLevel reads a PUT /config body.
+func readLevel(r *http.Request) (schema.Level, error) {
+	var req struct {
+		Compatibility      string `json:"compatibility"`
+		CompatibilityLevel string `json:"compatibilityLevel"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		return 0, errorf(http.StatusUnprocessableEntity, codeInvalidLevel, "Invalid compatibility level: unreadable body (%v); send {\"compatibility\":\"BACKWARD\"}", err)
+	}
+	name := cmp.Or(req.Compatibility, req.CompatibilityLevel)
+	level, err := schema.ParseLevel(name)
+	if err != nil {
+		return 0, errorf(http.StatusUnprocessableEntity, codeInvalidLevel, "Invalid compatibility level %q: %v", name, err)
+	}
+	return level, nil
+}
+
 // deleteConfig clears the scope's own level and answers the one that was
 // set, under both of Confluent's field names.
 func (h *handler) deleteConfig(w http.ResponseWriter, r *http.Request) {
+	if h.freeSettings(w, r) {
+		return
+	}
 	s, stream, err := h.scope(r, true)
 	if err != nil {
 		h.fail(w, r, err)
@@ -684,6 +829,9 @@ func (h *handler) deleteConfig(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) getMode(w http.ResponseWriter, r *http.Request) {
+	if h.freeSettings(w, r) {
+		return
+	}
 	s, stream, err := h.scope(r, false)
 	if err != nil {
 		h.fail(w, r, err)
@@ -706,26 +854,21 @@ func (h *handler) getMode(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) putMode(w http.ResponseWriter, r *http.Request) {
+	if h.freeSettings(w, r) {
+		return
+	}
 	_, stream, err := h.scope(r, true)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	var req struct {
-		Mode string `json:"mode"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeInvalidMode, "Invalid mode: unreadable body (%v); send {\"mode\":\"READWRITE\"}", err))
-		return
-	}
-	if strings.EqualFold(req.Mode, "READONLY_OVERRIDE") {
-		h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeInvalidMode,
-			"Invalid mode READONLY_OVERRIDE: sqlstreams has READWRITE, READONLY and IMPORT; READONLY already refuses every new schema"))
-		return
-	}
-	mode, err := sqlstreams.ParseMode(req.Mode)
+	mode, err := readMode(r)
 	if err != nil {
-		h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeInvalidMode, "Invalid mode %q: %v", req.Mode, err))
+		h.fail(w, r, err)
+		return
+	}
+	if err := h.importNeedsForce(r, stream, mode); err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	if err := h.reg.SetMode(r.Context(), stream, mode); err != nil {
@@ -738,6 +881,9 @@ func (h *handler) putMode(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) deleteMode(w http.ResponseWriter, r *http.Request) {
+	if h.freeSettings(w, r) {
+		return
+	}
 	s, stream, err := h.scope(r, true)
 	if err != nil {
 		h.fail(w, r, err)
@@ -775,6 +921,10 @@ func (h *handler) compatibility(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	if s.free {
+		h.compatibilityAnswer(w, r, h.freeCompatibility(r, s, req))
+		return
+	}
 	refs, err := h.libRefs(req)
 	if err != nil {
 		h.fail(w, r, err)
@@ -803,6 +953,11 @@ func (h *handler) compatibility(w http.ResponseWriter, r *http.Request) {
 			err = errorf(http.StatusNotFound, codeVersionNotFound, "Version %d not found for subject %q", n, s.name)
 		}
 	}
+	h.compatibilityAnswer(w, r, err)
+}
+
+// compatibilityAnswer answers a compatibility check's outcome.
+func (h *handler) compatibilityAnswer(w http.ResponseWriter, r *http.Request, err error) {
 	// With verbose the list is always there, empty when compatible, as
 	// Confluent's Java client reads it without a null check.
 	verbose := r.URL.Query().Get("verbose") == "true"
@@ -829,9 +984,16 @@ func (h *handler) compatibility(w http.ResponseWriter, r *http.Request) {
 }
 
 // normalized is a document's canonical form, which normalize=true
-// registers in place of the text sent. A JSON Schema is stored canonical
-// anyway.
+// registers in place of the text sent (Protobuf's is binary: its text is
+// kept).
 func normalized(req request) ([]byte, error) {
+	if req.SchemaType == string(schema.TypeJSON) {
+		s, err := schema.Parse([]byte(req.Schema))
+		if err != nil {
+			return nil, errorf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: %v", err)
+		}
+		return s.Canonical(), nil
+	}
 	if req.SchemaType != string(schema.TypeAvro) {
 		return []byte(req.Schema), nil
 	}

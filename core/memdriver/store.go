@@ -55,6 +55,8 @@ type db struct {
 	docs          map[int64]driver.SchemaDocument
 	byFingerprint map[string]int64
 	nextDoc       int64
+	// subjects are the free subjects by name (driver.Subjects).
+	subjects map[string]*subjectData
 	// owned marks the streams a caller transaction's copy has copied for
 	// itself; nil on the committed data, which is changed in place.
 	owned map[int64]bool
@@ -62,7 +64,7 @@ type db struct {
 
 func newDB() *db {
 	return &db{streams: map[int64]*streamData{}, byName: map[string]int64{}, settings: map[int64]driver.RegistrySettings{},
-		docs: map[int64]driver.SchemaDocument{}, byFingerprint: map[string]int64{}}
+		docs: map[int64]driver.SchemaDocument{}, byFingerprint: map[string]int64{}, subjects: map[string]*subjectData{}}
 }
 
 // fork returns a copy of the data for a caller transaction: the small maps
@@ -71,6 +73,10 @@ func (b *db) fork() *db {
 	c := *b
 	c.streams, c.byName, c.settings = maps.Clone(b.streams), maps.Clone(b.byName), maps.Clone(b.settings)
 	c.docs, c.byFingerprint = maps.Clone(b.docs), maps.Clone(b.byFingerprint)
+	c.subjects = make(map[string]*subjectData, len(b.subjects))
+	for name, s := range b.subjects {
+		c.subjects[name] = s.clone()
+	}
 	c.owned = map[int64]bool{}
 	return &c
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 func readSettings(ctx context.Context, q querier, streamID int64, lock bool) (driver.RegistrySettings, error) {
@@ -326,5 +327,81 @@ func (d *Driver) LiveRevisions(ctx context.Context, p driver.LiveRevisionsParams
 				return err
 			})
 	})
+	return out, d.wrap(ctx, err, opRead)
+}
+
+var _ driver.Subjects = (*Driver)(nil)
+
+// subjects is the free subjects' storage, shared with SQLite; a locking
+// read of the subject's row serializes writers of one subject.
+var subjects = sqldb.Subjects[time.Time]{
+	EnsureSubject: `INSERT IGNORE INTO registry_subject (name, created_at) VALUES (?, ?)`,
+	Lock:          `FOR UPDATE`,
+	Time:          func(t time.Time) any { return ts(t) },
+	At:            utc,
+	AssignID:      assignID,
+}
+
+// SubjectSettings implements driver.Subjects.
+func (d *Driver) SubjectSettings(ctx context.Context, p driver.SubjectParams) (driver.RegistrySettings, error) {
+	if err := d.check(); err != nil {
+		return driver.RegistrySettings{}, err
+	}
+	s, err := subjects.Settings(ctx, d.db, p.Subject)
+	return s, d.wrap(ctx, err, opRead)
+}
+
+// UpdateSubjectSettings implements driver.Subjects.
+func (d *Driver) UpdateSubjectSettings(ctx context.Context, p driver.UpdateSubjectSettingsParams) error {
+	return d.inTx(ctx, nil, func(tx querier) error { return subjects.UpdateSettings(ctx, tx, p) })
+}
+
+// RecordSubjectVersion implements driver.Subjects.
+func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjectVersionParams) (driver.SubjectVersion, bool, error) {
+	var out driver.SubjectVersion
+	var created bool
+	err := d.inTx(ctx, nil, func(tx querier) error {
+		var err error
+		out, created, err = subjects.Record(ctx, tx, p)
+		return err
+	})
+	return out, created, err
+}
+
+// SubjectVersions implements driver.Subjects.
+func (d *Driver) SubjectVersions(ctx context.Context, p driver.SubjectVersionsParams) ([]driver.SubjectVersion, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	out, err := subjects.Versions(ctx, d.db, p)
+	return out, d.wrap(ctx, err, opRead)
+}
+
+// ListSubjects implements driver.Subjects.
+func (d *Driver) ListSubjects(ctx context.Context, p driver.ListSubjectsParams) ([]string, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	out, err := subjects.List(ctx, d.db, p)
+	return out, d.wrap(ctx, err, opRead)
+}
+
+// DeleteSubjectVersions implements driver.Subjects.
+func (d *Driver) DeleteSubjectVersions(ctx context.Context, p driver.DeleteSubjectVersionsParams) ([]int, error) {
+	var out []int
+	err := d.inTx(ctx, nil, func(tx querier) error {
+		var err error
+		out, err = subjects.Delete(ctx, tx, p)
+		return err
+	})
+	return out, err
+}
+
+// SubjectUsages implements driver.Subjects.
+func (d *Driver) SubjectUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SubjectVersion, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	out, err := subjects.Usages(ctx, d.db, p)
 	return out, d.wrap(ctx, err, opRead)
 }

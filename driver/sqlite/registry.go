@@ -6,8 +6,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 var _ driver.Registry = (*Driver)(nil)
@@ -293,5 +295,82 @@ func (d *Driver) LiveRevisions(ctx context.Context, p driver.LiveRevisionsParams
 		out = append(out, rev)
 		return err
 	})
+	return out, d.wrap(err)
+}
+
+var _ driver.Subjects = (*Driver)(nil)
+
+// subjects is the free subjects' storage, shared with MySQL.
+var subjects = sqldb.Subjects[int64]{
+	EnsureSubject: `INSERT INTO registry_subject (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
+	Time:          func(t time.Time) any { return micros(t) },
+	At:            fromMicros,
+	AssignID:      assignID,
+}
+
+// SubjectSettings implements driver.Subjects.
+func (d *Driver) SubjectSettings(ctx context.Context, p driver.SubjectParams) (driver.RegistrySettings, error) {
+	if err := d.check(); err != nil {
+		return driver.RegistrySettings{}, err
+	}
+	s, err := subjects.Settings(ctx, d.read, p.Subject)
+	return s, d.wrap(err)
+}
+
+// UpdateSubjectSettings implements driver.Subjects.
+func (d *Driver) UpdateSubjectSettings(ctx context.Context, p driver.UpdateSubjectSettingsParams) error {
+	return d.inTx(ctx, nil, func(tx *sql.Tx) error { return subjects.UpdateSettings(ctx, tx, p) })
+}
+
+// RecordSubjectVersion implements driver.Subjects; SQLite's single writer
+// serializes registrations.
+func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjectVersionParams) (driver.SubjectVersion, bool, error) {
+	var out driver.SubjectVersion
+	var created bool
+	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
+		var err error
+		out, created, err = subjects.Record(ctx, tx, p)
+		return err
+	})
+	return out, created, err
+}
+
+// SubjectVersions implements driver.Subjects.
+func (d *Driver) SubjectVersions(ctx context.Context, p driver.SubjectVersionsParams) ([]driver.SubjectVersion, error) {
+	var out []driver.SubjectVersion
+	err := d.readTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = subjects.Versions(ctx, tx, p)
+		return err
+	})
+	return out, err
+}
+
+// ListSubjects implements driver.Subjects.
+func (d *Driver) ListSubjects(ctx context.Context, p driver.ListSubjectsParams) ([]string, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	out, err := subjects.List(ctx, d.read, p)
+	return out, d.wrap(err)
+}
+
+// DeleteSubjectVersions implements driver.Subjects.
+func (d *Driver) DeleteSubjectVersions(ctx context.Context, p driver.DeleteSubjectVersionsParams) ([]int, error) {
+	var out []int
+	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
+		var err error
+		out, err = subjects.Delete(ctx, tx, p)
+		return err
+	})
+	return out, err
+}
+
+// SubjectUsages implements driver.Subjects.
+func (d *Driver) SubjectUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SubjectVersion, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	out, err := subjects.Usages(ctx, d.read, p)
 	return out, d.wrap(err)
 }

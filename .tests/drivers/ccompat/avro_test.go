@@ -3,8 +3,10 @@ package ccompat_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,12 +48,27 @@ const (
 
 func avroSchema(doc string) sr.Schema { return sr.Schema{Schema: doc} } // no type: AVRO, as franz-go sends it
 
+// storyNames are the subjects a how-to story registers under: stream
+// versions ("orders-v1") or free subjects as Kafka clients name them
+// ("orders-value"), and how a refusal names the version it was compared
+// with.
+type storyNames struct {
+	orders, removal, transitive, against string
+}
+
+var (
+	streamNames = storyNames{"orders-v1", "removal-v1", "transitive-v1", "revision 1"}
+	topicNames  = storyNames{"orders-value", "removal-value", "transitive-value", "version 1"}
+)
+
 // TestAvroHowTo runs the Avro how-to's story through the Confluent API with
-// franz-go's client, on SQLite and PostgreSQL: v1, then v2 with a default
+// franz-go's client, on SQLite and PostgreSQL, under stream versions and
+// under TopicNameStrategy's free subjects: v1, then v2 with a default
 // under BACKWARD, then v3 without one refused with 409 naming the field;
 // old and new readers resolving each other's bytes through the five-byte
-// framing; a removal passing BACKWARD and failing FORWARD and FULL; and the
-// transitive case.
+// framing; a removal passing BACKWARD and failing FORWARD and FULL; the
+// transitive case; and, for free subjects, a second record type refused
+// under the topic's subject and accepted under its record-name subjects.
 func TestAvroHowTo(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
@@ -60,43 +77,83 @@ func TestAvroHowTo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const subject = "orders-v1"
-			v1, err := cl.CreateSchema(ctx(t), subject, avroSchema(placedV1))
-			if err != nil {
-				t.Fatal(err)
+			for _, names := range []storyNames{streamNames, topicNames} {
+				t.Run(names.orders, func(t *testing.T) { avroStory(t, cl, names) })
 			}
-			v2, err := cl.CreateSchema(ctx(t), subject, avroSchema(placedV2))
-			if err != nil {
-				t.Fatalf("v2 with a default under BACKWARD: %v", err)
-			}
-			if v1.ID == v2.ID || v1.Version != 1 || v2.Version != 2 || v2.Type != sr.TypeAvro {
-				t.Errorf("v1 %+v, v2 %+v; want versions 1 and 2 with two ids, AVRO", v1, v2)
-			}
-			_, err = cl.CreateSchema(ctx(t), subject, avroSchema(placedV3))
-			wantCode(t, "v3 without a default", err, 409, "incompatible with an earlier schema", "READER_FIELD_MISSING_DEFAULT_VALUE", "shop.orders.OrderPlaced.channel")
-			if versions, err := cl.SubjectVersions(ctx(t), subject); err != nil || len(versions) != 2 {
-				t.Errorf("versions after the refusal: %v, %v; want [1 2]", versions, err)
-			}
-			res, err := cl.CheckCompatibility(sr.WithParams(ctx(t), sr.Verbose), subject, -1, avroSchema(placedV3))
-			if err != nil || res.Is || len(res.Messages) == 0 || !strings.Contains(strings.Join(res.Messages, " "), "shop.orders.OrderPlaced.channel") {
-				t.Errorf("compatibility of v3: %+v, %v; want incompatible, naming the field", res, err)
-			}
-
-			// The registry keeps the text as registered.
-			byID, err := cl.SchemaByID(ctx(t), v1.ID)
-			if err != nil || byID.Schema != placedV1 || byID.Type != sr.TypeAvro {
-				t.Errorf("SchemaByID(%d) = %+v, %v; want the text as registered, AVRO", v1.ID, byID, err)
-			}
-			// The same document again, spaced otherwise, is version 1.
-			again, err := cl.CreateSchema(ctx(t), subject, avroSchema(strings.Join(strings.Fields(placedV1), "")))
-			if err != nil || again.ID != v1.ID || again.Version != 1 {
-				t.Errorf("v1 respaced: %+v, %v; want id %d, version 1", again, err, v1.ID)
-			}
-
-			wireBytes(t, cl, v1.ID, v2.ID)
-			removal(t, cl)
-			transitive(t, cl)
+			recordNames(t, cl)
 		})
+	}
+}
+
+func avroStory(t *testing.T, cl *sr.Client, names storyNames) {
+	subject := names.orders
+	v1, err := cl.CreateSchema(ctx(t), subject, avroSchema(placedV1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := cl.CreateSchema(ctx(t), subject, avroSchema(placedV2))
+	if err != nil {
+		t.Fatalf("v2 with a default under BACKWARD: %v", err)
+	}
+	if v1.ID == v2.ID || v1.Version != 1 || v2.Version != 2 || v2.Type != sr.TypeAvro {
+		t.Errorf("v1 %+v, v2 %+v; want versions 1 and 2 with two ids, AVRO", v1, v2)
+	}
+	_, err = cl.CreateSchema(ctx(t), subject, avroSchema(placedV3))
+	wantCode(t, "v3 without a default", err, 409, "incompatible with an earlier schema", "READER_FIELD_MISSING_DEFAULT_VALUE", "shop.orders.OrderPlaced.channel", subject)
+	if versions, err := cl.SubjectVersions(ctx(t), subject); err != nil || len(versions) != 2 {
+		t.Errorf("versions after the refusal: %v, %v; want [1 2]", versions, err)
+	}
+	res, err := cl.CheckCompatibility(sr.WithParams(ctx(t), sr.Verbose), subject, -1, avroSchema(placedV3))
+	if err != nil || res.Is || len(res.Messages) == 0 || !strings.Contains(strings.Join(res.Messages, " "), "shop.orders.OrderPlaced.channel") {
+		t.Errorf("compatibility of v3: %+v, %v; want incompatible, naming the field", res, err)
+	}
+
+	// The registry keeps the text as registered.
+	byID, err := cl.SchemaByID(ctx(t), v1.ID)
+	if err != nil || byID.Schema != placedV1 || byID.Type != sr.TypeAvro {
+		t.Errorf("SchemaByID(%d) = %+v, %v; want the text as registered, AVRO", v1.ID, byID, err)
+	}
+	// The same document again, spaced otherwise, is version 1.
+	again, err := cl.CreateSchema(ctx(t), subject, avroSchema(strings.Join(strings.Fields(placedV1), "")))
+	if err != nil || again.ID != v1.ID || again.Version != 1 {
+		t.Errorf("v1 respaced: %+v, %v; want id %d, version 1", again, err, v1.ID)
+	}
+	if found, err := cl.LookupSchema(ctx(t), subject, avroSchema(placedV2)); err != nil || found.Version != 2 || found.ID != v2.ID || found.Subject != subject {
+		t.Errorf("LookupSchema(v2) = %+v, %v; want %s version 2", found, err, subject)
+	}
+
+	wireBytes(t, cl, v1.ID, v2.ID)
+	removal(t, cl, names.removal)
+	transitive(t, cl, names.transitive, names.against)
+}
+
+// recordNames: a second record type is refused under the topic's subject
+// (TopicNameStrategy) and accepted under its own record name
+// (RecordNameStrategy) and under topic and record name
+// (TopicRecordNameStrategy), each a subject of its own.
+func recordNames(t *testing.T, cl *sr.Client) {
+	cancelled := avroSchema(`{"type":"record","name":"OrderCancelled","namespace":"shop.orders","fields":[{"name":"orderId","type":"string"}]}`)
+	_, err := cl.CreateSchema(ctx(t), "orders-value", cancelled)
+	wantCode(t, "a second record type under the topic subject", err, 409, "NAME_MISMATCH")
+	for _, subject := range []string{"shop.orders.OrderCancelled", "orders-shop.orders.OrderCancelled"} {
+		v, err := cl.CreateSchema(ctx(t), subject, cancelled)
+		if err != nil || v.Version != 1 {
+			t.Errorf("OrderCancelled under %s: %+v, %v; want version 1", subject, v, err)
+		}
+	}
+	subjects, err := cl.Subjects(ctx(t))
+	for _, want := range []string{"orders-v1", "orders-value", "shop.orders.OrderCancelled", "orders-shop.orders.OrderCancelled"} {
+		if err != nil || !slices.Contains(subjects, want) {
+			t.Errorf("Subjects = %v, %v; want %s listed", subjects, err, want)
+		}
+	}
+	v, err := cl.SchemaByVersion(ctx(t), "shop.orders.OrderCancelled", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var usedBy []string
+	if err := getJSON(t, cl, fmt.Sprintf("/schemas/ids/%d/subjects", v.ID), &usedBy); err != nil || !slices.Equal(usedBy, []string{"orders-shop.orders.OrderCancelled", "shop.orders.OrderCancelled"}) {
+		t.Errorf("/schemas/ids/%d/subjects = %v, %v; want both record-name subjects", v.ID, usedBy, err)
 	}
 }
 
@@ -156,8 +213,7 @@ func wireBytes(t *testing.T, cl *sr.Client, id1, id2 int) {
 }
 
 // removal: removing a field passes BACKWARD and fails FORWARD and FULL.
-func removal(t *testing.T, cl *sr.Client) {
-	const subject = "removal-v1"
+func removal(t *testing.T, cl *sr.Client, subject string) {
 	if _, err := cl.CreateSchema(ctx(t), subject, avroSchema(placedV1)); err != nil {
 		t.Fatal(err)
 	}
@@ -183,9 +239,8 @@ func removal(t *testing.T, cl *sr.Client) {
 
 // transitive: a third version that drops the default the second added
 // reads the second's data but not the first's: BACKWARD accepts it,
-// BACKWARD_TRANSITIVE refuses it.
-func transitive(t *testing.T, cl *sr.Client) {
-	const subject = "transitive-v1"
+// BACKWARD_TRANSITIVE refuses it, naming the first (against).
+func transitive(t *testing.T, cl *sr.Client, subject, against string) {
 	withB := func(b string) string {
 		return `{"type":"record","name":"T","fields":[{"name":"a","type":"string"}` + b + `]}`
 	}
@@ -200,7 +255,7 @@ func transitive(t *testing.T, cl *sr.Client) {
 	}
 	cl.SetCompatibility(ctx(t), sr.SetCompatibility{Level: sr.CompatBackwardTransitive}, subject)
 	_, err := cl.CreateSchema(ctx(t), subject, third)
-	wantCode(t, "under BACKWARD_TRANSITIVE", err, 409, "T.b", "revision 1")
+	wantCode(t, "under BACKWARD_TRANSITIVE", err, 409, "T.b", against)
 }
 
 // TestAvroWire: what the Confluent API answers about types: the types it

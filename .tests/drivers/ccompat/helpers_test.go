@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/sr"
+
 	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/contrib/ccompat"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
@@ -109,4 +111,10 @@ func verbose(err error) []string {
 		out[i] = fmt.Sprintf("%s at %s: %s (against %s, %s)", p.Kind, p.Path, p.Message, p.Against, p.Direction)
 	}
 	return out
+}
+
+// getJSON reads path through the client into v: a request franz-go has no
+// method for.
+func getJSON(t testing.TB, cl *sr.Client, path string, v any) error {
+	return cl.Do(ctx(t), "GET", path, nil, v)
 }

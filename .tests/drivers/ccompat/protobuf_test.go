@@ -49,7 +49,9 @@ func protoSchema(doc string) sr.Schema { return sr.Schema{Schema: doc, Type: sr.
 // a field under BACKWARD, then v3 changing a field's type to one that
 // encodes differently, refused with 409 naming the kind and the field; a
 // oneof member's removal passing FORWARD and failing BACKWARD and FULL while
-// a plain field's removal passes all three; and the transitive case.
+// a plain field's removal passes all three; and the transitive case; under
+// stream versions and under free subjects, where a second message type is
+// refused under the topic's subject and accepted under its own name.
 func TestProtobufHowTo(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
@@ -58,49 +60,61 @@ func TestProtobufHowTo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const subject = "orders-v1"
-			v1, err := cl.CreateSchema(ctx(t), subject, protoSchema(protoV1))
-			if err != nil {
-				t.Fatal(err)
+			for _, names := range []storyNames{streamNames, topicNames} {
+				t.Run(names.orders, func(t *testing.T) { protobufStory(t, cl, names) })
 			}
-			v2, err := cl.CreateSchema(ctx(t), subject, protoSchema(protoV2))
-			if err != nil {
-				t.Fatalf("v2 adding a field under BACKWARD: %v", err)
+			cancelled := protoSchema("syntax = \"proto3\";\npackage shop.orders;\nmessage OrderCancelled {\n  string order_id = 1;\n}\n")
+			_, err = cl.CreateSchema(ctx(t), "orders-value", cancelled)
+			wantCode(t, "a second message type under the topic subject", err, 409, "MESSAGE_REMOVED", "OrderPlaced")
+			if v, err := cl.CreateSchema(ctx(t), "shop.orders.OrderCancelled", cancelled); err != nil || v.Version != 1 {
+				t.Errorf("OrderCancelled under its record name: %+v, %v; want version 1", v, err)
 			}
-			if v1.ID == v2.ID || v1.Version != 1 || v2.Version != 2 || v2.Type != sr.TypeProtobuf {
-				t.Errorf("v1 %+v, v2 %+v; want versions 1 and 2 with two ids, PROTOBUF", v1, v2)
-			}
-			_, err = cl.CreateSchema(ctx(t), subject, protoSchema(protoV3))
-			wantCode(t, "v3 with total_cents a string", err, 409, "incompatible with an earlier schema", "FIELD_SCALAR_KIND_CHANGED", "#/OrderPlaced/3", "total_cents")
-			if versions, err := cl.SubjectVersions(ctx(t), subject); err != nil || len(versions) != 2 {
-				t.Errorf("versions after the refusal: %v, %v; want [1 2]", versions, err)
-			}
-			res, err := cl.CheckCompatibility(sr.WithParams(ctx(t), sr.Verbose), subject, -1, protoSchema(protoV3))
-			if err != nil || res.Is || !strings.Contains(strings.Join(res.Messages, " "), "total_cents") {
-				t.Errorf("compatibility of v3: %+v, %v; want incompatible, naming the field", res, err)
-			}
-
-			// The text is kept as registered; the same file without its
-			// comment and spacing is version 1.
-			byID, err := cl.SchemaByID(ctx(t), v1.ID)
-			if err != nil || byID.Schema != protoV1 || byID.Type != sr.TypeProtobuf {
-				t.Errorf("SchemaByID(%d) = %+v, %v; want the text as registered, PROTOBUF", v1.ID, byID, err)
-			}
-			respaced := strings.Join(strings.Fields(strings.Replace(protoV1, "// OrderPlaced is written when a customer checks out.", "", 1)), " ")
-			again, err := cl.CreateSchema(ctx(t), subject, protoSchema(respaced))
-			if err != nil || again.ID != v1.ID || again.Version != 1 {
-				t.Errorf("v1 respaced: %+v, %v; want id %d, version 1", again, err, v1.ID)
-			}
-
-			protoRemoval(t, cl)
-			protoTransitive(t, cl)
 		})
 	}
 }
 
+func protobufStory(t *testing.T, cl *sr.Client, names storyNames) {
+	subject := names.orders
+	v1, err := cl.CreateSchema(ctx(t), subject, protoSchema(protoV1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := cl.CreateSchema(ctx(t), subject, protoSchema(protoV2))
+	if err != nil {
+		t.Fatalf("v2 adding a field under BACKWARD: %v", err)
+	}
+	if v1.ID == v2.ID || v1.Version != 1 || v2.Version != 2 || v2.Type != sr.TypeProtobuf {
+		t.Errorf("v1 %+v, v2 %+v; want versions 1 and 2 with two ids, PROTOBUF", v1, v2)
+	}
+	_, err = cl.CreateSchema(ctx(t), subject, protoSchema(protoV3))
+	wantCode(t, "v3 with total_cents a string", err, 409, "incompatible with an earlier schema", "FIELD_SCALAR_KIND_CHANGED", "#/OrderPlaced/3", "total_cents")
+	if versions, err := cl.SubjectVersions(ctx(t), subject); err != nil || len(versions) != 2 {
+		t.Errorf("versions after the refusal: %v, %v; want [1 2]", versions, err)
+	}
+	res, err := cl.CheckCompatibility(sr.WithParams(ctx(t), sr.Verbose), subject, -1, protoSchema(protoV3))
+	if err != nil || res.Is || !strings.Contains(strings.Join(res.Messages, " "), "total_cents") {
+		t.Errorf("compatibility of v3: %+v, %v; want incompatible, naming the field", res, err)
+	}
+
+	// The text is kept as registered; the same file without its
+	// comment and spacing is version 1.
+	byID, err := cl.SchemaByID(ctx(t), v1.ID)
+	if err != nil || byID.Schema != protoV1 || byID.Type != sr.TypeProtobuf {
+		t.Errorf("SchemaByID(%d) = %+v, %v; want the text as registered, PROTOBUF", v1.ID, byID, err)
+	}
+	respaced := strings.Join(strings.Fields(strings.Replace(protoV1, "// OrderPlaced is written when a customer checks out.", "", 1)), " ")
+	again, err := cl.CreateSchema(ctx(t), subject, protoSchema(respaced))
+	if err != nil || again.ID != v1.ID || again.Version != 1 {
+		t.Errorf("v1 respaced: %+v, %v; want id %d, version 1", again, err, v1.ID)
+	}
+
+	protoRemoval(t, cl, names.removal)
+	protoTransitive(t, cl, names.transitive, names.against)
+}
+
 // protoRemoval: a field's removal passes BACKWARD, FORWARD and FULL, as in
 // Confluent; a oneof member's fails BACKWARD and FULL and passes FORWARD.
-func protoRemoval(t *testing.T, cl *sr.Client) {
+func protoRemoval(t *testing.T, cl *sr.Client, subject string) {
 	withPay := func(members string) string {
 		return "syntax = \"proto3\";\nmessage Payment {\n  string id = 1;\n  string note = 2;\n  oneof method {" + members + "}\n}\n"
 	}
@@ -110,12 +124,12 @@ func protoRemoval(t *testing.T, cl *sr.Client) {
 		level              sr.CompatibilityLevel
 		is                 bool
 	}{
-		{"field removed", "removal-v1", strings.Replace(first, "  string note = 2;\n", "", 1), sr.CompatBackward, true},
-		{"field removed", "removal-v1", strings.Replace(first, "  string note = 2;\n", "", 1), sr.CompatForward, true},
-		{"field removed", "removal-v1", strings.Replace(first, "  string note = 2;\n", "", 1), sr.CompatFull, true},
-		{"oneof member removed", "removal-v1", withPay(" string card = 3; "), sr.CompatBackward, false},
-		{"oneof member removed", "removal-v1", withPay(" string card = 3; "), sr.CompatForward, true},
-		{"oneof member removed", "removal-v1", withPay(" string card = 3; "), sr.CompatFull, false},
+		{"field removed", subject, strings.Replace(first, "  string note = 2;\n", "", 1), sr.CompatBackward, true},
+		{"field removed", subject, strings.Replace(first, "  string note = 2;\n", "", 1), sr.CompatForward, true},
+		{"field removed", subject, strings.Replace(first, "  string note = 2;\n", "", 1), sr.CompatFull, true},
+		{"oneof member removed", subject, withPay(" string card = 3; "), sr.CompatBackward, false},
+		{"oneof member removed", subject, withPay(" string card = 3; "), sr.CompatForward, true},
+		{"oneof member removed", subject, withPay(" string card = 3; "), sr.CompatFull, false},
 	} {
 		if _, err := cl.CreateSchema(ctx(t), tc.subject, protoSchema(first)); err != nil {
 			t.Fatal(err)
@@ -138,8 +152,7 @@ func protoRemoval(t *testing.T, cl *sr.Client) {
 // protoTransitive: v2 drops field 4, v3 brings 4 back as another type. v3
 // reads v2's data but not v1's: BACKWARD accepts it, BACKWARD_TRANSITIVE
 // refuses it naming revision 1.
-func protoTransitive(t *testing.T, cl *sr.Client) {
-	const subject = "transitive-v1"
+func protoTransitive(t *testing.T, cl *sr.Client, subject, against string) {
 	with := func(f string) string {
 		return "syntax = \"proto3\";\nmessage T {\n  string a = 1;\n" + f + "}\n"
 	}
@@ -154,5 +167,5 @@ func protoTransitive(t *testing.T, cl *sr.Client) {
 	}
 	cl.SetCompatibility(ctx(t), sr.SetCompatibility{Level: sr.CompatBackwardTransitive}, subject)
 	_, err := cl.CreateSchema(ctx(t), subject, third)
-	wantCode(t, "under BACKWARD_TRANSITIVE", err, 409, "FIELD_SCALAR_KIND_CHANGED", "#/T/4", "revision 1")
+	wantCode(t, "under BACKWARD_TRANSITIVE", err, 409, "FIELD_SCALAR_KIND_CHANGED", "#/T/4", against)
 }

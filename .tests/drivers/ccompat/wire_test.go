@@ -160,7 +160,7 @@ func TestJavaClientWire(t *testing.T) {
 		{name: "lookup of an unregistered schema", method: "POST", path: subj, ctype: javaContentType, body: `{"schemaType":"JSON","schema":{edited}}`, status: 404, dto: &javaError{}, code: 40403},
 		{name: "malformed PROTOBUF refused", method: "POST", path: subj + "/versions", ctype: javaContentType, body: `{"schemaType":"PROTOBUF","schema":"message {"}`, status: 422,
 			dto: &javaError{}, code: 42201, says: "syntax error"},
-		{name: "invalid subject", method: "POST", path: "/subjects/no_version/versions", ctype: javaContentType, body: `{"schema":{note}}`, status: 422, dto: &javaError{}, code: 42208},
+		{name: "invalid subject (a control character)", method: "POST", path: "/subjects/bad%01name/versions", ctype: javaContentType, body: `{"schema":{note}}`, status: 422, dto: &javaError{}, code: 42208},
 		{name: "RestService.deleteSubject", method: "DELETE", path: subj, ctype: javaContentType, status: 422, dto: &javaError{}, code: 42205, says: "retire with DeleteGroup and retention"},
 		{name: "RestService.deleteSchemaVersion", method: "DELETE", path: subj + "/versions/1?permanent=true", ctype: javaContentType, status: 422, dto: &javaError{}, code: 42205,
 			says: "retire with DeleteGroup and retention"},

@@ -1,0 +1,255 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+var _ driver.Subjects = (*Driver)(nil)
+
+const subjectVersionColumns = `SELECT v.subject, v.version, v.schema_id, v.deleted, v.created_at, i.fingerprint, i.schema_type, i.schema_json
+	FROM subject_version v JOIN schema_id i ON i.id = v.schema_id `
+
+func scanSubjectVersions(rows pgx.Rows, err error) ([]driver.SubjectVersion, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.SubjectVersion, error) {
+		var v driver.SubjectVersion
+		var doc string
+		err := r.Scan(&v.Subject, &v.Version, &v.ID, &v.Deleted, &v.CreatedAt, &v.Fingerprint, &v.Type, &doc)
+		v.Schema, v.CreatedAt = []byte(doc), v.CreatedAt.UTC()
+		return v, err
+	})
+}
+
+func subjectSettings(ctx context.Context, q querier, subject, lock string) (driver.RegistrySettings, error) {
+	var s driver.RegistrySettings
+	err := q.QueryRow(ctx, `SELECT level, mode FROM registry_subject WHERE name = $1::text `+lock, subject).Scan(&s.Level, &s.Mode)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s, nil
+	}
+	return s, err
+}
+
+// lockSubject creates a subject's row if needed and locks it, so that
+// writers of one subject take turns.
+func lockSubject(ctx context.Context, tx pgx.Tx, subject string) (driver.RegistrySettings, error) {
+	if _, err := tx.Exec(ctx, `INSERT INTO registry_subject (name, created_at) VALUES ($1::text, now()) ON CONFLICT (name) DO NOTHING`, subject); err != nil {
+		return driver.RegistrySettings{}, err
+	}
+	return subjectSettings(ctx, tx, subject, "FOR UPDATE")
+}
+
+// SubjectSettings implements driver.Subjects.
+func (d *Driver) SubjectSettings(ctx context.Context, p driver.SubjectParams) (driver.RegistrySettings, error) {
+	var s driver.RegistrySettings
+	err := d.read(ctx, func() error {
+		var err error
+		s, err = subjectSettings(ctx, d.pool, p.Subject, "")
+		return err
+	})
+	return s, err
+}
+
+// UpdateSubjectSettings implements driver.Subjects.
+func (d *Driver) UpdateSubjectSettings(ctx context.Context, p driver.UpdateSubjectSettingsParams) error {
+	return d.inTx(ctx, func(tx pgx.Tx) error {
+		s, err := lockSubject(ctx, tx, p.Subject)
+		if err != nil {
+			return err
+		}
+		if err := p.Update(&s); err != nil {
+			return driver.CallerError{Err: err}
+		}
+		_, err = tx.Exec(ctx, `UPDATE registry_subject SET level = $1::text, mode = $2::text WHERE name = $3::text`, s.Level, s.Mode, p.Subject)
+		return err
+	})
+}
+
+func subjectVersions(ctx context.Context, q querier, p driver.SubjectVersionsParams) ([]driver.SubjectVersion, error) {
+	out, err := scanSubjectVersions(q.Query(ctx, subjectVersionColumns+`WHERE v.subject = $1::text AND ($2::boolean OR NOT v.deleted) ORDER BY v.version`, p.Subject, p.Deleted))
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	at := map[int]int{}
+	for i, v := range out {
+		at[v.Version] = i
+	}
+	rows, err := q.Query(ctx, `SELECT version, name, ref_subject, ref_version FROM subject_reference WHERE subject = $1::text ORDER BY version, position`, p.Subject)
+	if err != nil {
+		return nil, err
+	}
+	var version int
+	var ref driver.SubjectReference
+	_, err = pgx.ForEachRow(rows, []any{&version, &ref.Name, &ref.Subject, &ref.Version}, func() error {
+		if i, ok := at[version]; ok {
+			out[i].References = append(out[i].References, ref)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RecordSubjectVersion implements driver.Subjects; the lock on the
+// subject's row serializes registrations under one subject.
+func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjectVersionParams) (driver.SubjectVersion, bool, error) {
+	var out driver.SubjectVersion
+	var created bool
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, created, err = recordSubjectVersion(ctx, tx, p)
+		return err
+	})
+	return out, created, err
+}
+
+func recordSubjectVersion(ctx context.Context, tx pgx.Tx, p driver.RecordSubjectVersionParams) (driver.SubjectVersion, bool, error) {
+	in := p.Version
+	subjectSet, err := lockSubject(ctx, tx, in.Subject)
+	if err != nil {
+		return in, false, err
+	}
+	all, err := subjectVersions(ctx, tx, driver.SubjectVersionsParams{Subject: in.Subject, Deleted: true})
+	if err != nil {
+		return in, false, err
+	}
+	live := driver.LiveVersions(all)
+	for _, v := range live {
+		if v.Fingerprint == in.Fingerprint {
+			return v, false, nil
+		}
+	}
+	global, err := readSettings(ctx, tx, 0)
+	if err != nil {
+		return in, false, err
+	}
+	if err := p.Decide(live, subjectSet, global); err != nil {
+		return in, false, driver.CallerError{Err: err}
+	}
+	out := in
+	if out.Version, err = driver.NextSubjectVersion(all, in.Version); err != nil {
+		return in, false, driver.CallerError{Err: err}
+	}
+	out.Type, out.CreatedAt = cmp.Or(in.Type, "JSON"), in.CreatedAt.UTC().Truncate(time.Microsecond)
+	if out.ID, err = assignID(ctx, tx, driver.SchemaRevision{Fingerprint: out.Fingerprint, Type: out.Type, Schema: out.Schema, CreatedAt: out.CreatedAt, ID: in.ID}); err != nil {
+		return in, false, err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO subject_version (subject, version, schema_id, created_at) VALUES ($1::text, $2::integer, $3::bigint, $4::timestamptz)`,
+		out.Subject, out.Version, out.ID, out.CreatedAt); err != nil {
+		return in, false, err
+	}
+	for i, ref := range out.References {
+		if _, err := tx.Exec(ctx, `INSERT INTO subject_reference (subject, version, position, name, ref_subject, ref_version)
+			VALUES ($1::text, $2::integer, $3::integer, $4::text, $5::text, $6::integer)`, out.Subject, out.Version, i, ref.Name, ref.Subject, ref.Version); err != nil {
+			return in, false, err
+		}
+	}
+	// The stored document is the id's: the first text of its fingerprint.
+	var doc string
+	err = tx.QueryRow(ctx, `SELECT schema_json FROM schema_id WHERE id = $1::bigint`, out.ID).Scan(&doc)
+	out.Schema = []byte(doc)
+	return out, true, err
+}
+
+// SubjectVersions implements driver.Subjects.
+func (d *Driver) SubjectVersions(ctx context.Context, p driver.SubjectVersionsParams) ([]driver.SubjectVersion, error) {
+	var out []driver.SubjectVersion
+	err := d.read(ctx, func() error {
+		var err error
+		out, err = subjectVersions(ctx, d.pool, p)
+		return err
+	})
+	return out, err
+}
+
+// ListSubjects implements driver.Subjects.
+func (d *Driver) ListSubjects(ctx context.Context, p driver.ListSubjectsParams) ([]string, error) {
+	var out []string
+	err := d.read(ctx, func() error {
+		rows, err := d.pool.Query(ctx, `SELECT DISTINCT subject FROM subject_version WHERE $1::boolean OR NOT deleted ORDER BY subject`, p.Deleted)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	return out, err
+}
+
+// SubjectUsages implements driver.Subjects.
+func (d *Driver) SubjectUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SubjectVersion, error) {
+	var out []driver.SubjectVersion
+	err := d.read(ctx, func() error {
+		var err error
+		out, err = scanSubjectVersions(d.pool.Query(ctx, subjectVersionColumns+`WHERE v.schema_id = $1::bigint ORDER BY v.subject, v.version`, p.ID))
+		return err
+	})
+	return out, err
+}
+
+// DeleteSubjectVersions implements driver.Subjects. The versions that
+// reference a target come with subject, version and deleted.
+func (d *Driver) DeleteSubjectVersions(ctx context.Context, p driver.DeleteSubjectVersionsParams) ([]int, error) {
+	var out []int
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = deleteSubjectVersions(ctx, tx, p)
+		return err
+	})
+	return out, err
+}
+
+func deleteSubjectVersions(ctx context.Context, tx pgx.Tx, p driver.DeleteSubjectVersionsParams) ([]int, error) {
+	if _, err := subjectSettings(ctx, tx, p.Subject, "FOR UPDATE"); err != nil {
+		return nil, err
+	}
+	all, err := subjectVersions(ctx, tx, driver.SubjectVersionsParams{Subject: p.Subject, Deleted: true})
+	if err != nil {
+		return nil, err
+	}
+	targets := driver.DeletionTargets(all, p.Version, p.Permanent)
+	numbers := make([]int32, len(targets))
+	out := make([]int, len(targets))
+	for i, t := range targets {
+		numbers[i], out[i] = int32(t.Version), t.Version
+	}
+	rows, err := tx.Query(ctx, `SELECT DISTINCT v.subject, v.version, v.deleted FROM subject_reference f
+		JOIN subject_version v ON v.subject = f.subject AND v.version = f.version
+		WHERE f.ref_subject = $1::text AND f.ref_version = ANY($2::integer[]) ORDER BY v.subject, v.version`, p.Subject, numbers)
+	if err != nil {
+		return nil, err
+	}
+	users, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.SubjectVersion, error) {
+		var v driver.SubjectVersion
+		err := r.Scan(&v.Subject, &v.Version, &v.Deleted)
+		return v, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Decide(targets, users); err != nil {
+		return nil, driver.CallerError{Err: err}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	if !p.Permanent {
+		_, err := tx.Exec(ctx, `UPDATE subject_version SET deleted = true WHERE subject = $1::text AND version = ANY($2::integer[])`, p.Subject, numbers)
+		return out, err
+	}
+	for _, table := range []string{"subject_version", "subject_reference"} {
+		if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE subject = $1::text AND version = ANY($2::integer[])`, p.Subject, numbers); err != nil {
+			return nil, err
+		}
+	}
+	if p.Version == 0 {
+		_, err = tx.Exec(ctx, `DELETE FROM registry_subject WHERE name = $1::text`, p.Subject)
+	}
+	return out, err
+}
