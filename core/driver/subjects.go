@@ -8,7 +8,7 @@ import (
 )
 
 // Subjects is implemented by a Registry that also keeps free subjects
-// (R13 in docs/contracts.md): named subjects of their own, as Kafka clients
+// (R12 in docs/contracts.md): named subjects of their own, as Kafka clients
 // name them ("orders-value", "shop.orders.OrderPlaced"), with versions
 // 1..n that each point at a global schema id (SchemaIDs), and their own
 // level and mode. They are bound to no stream, so no row of a log names

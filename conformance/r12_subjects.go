@@ -10,9 +10,9 @@ import (
 )
 
 func init() {
-	register("R13_FreeSubjects", testFreeSubjects)
-	register("R13_SubjectSettings", testSubjectSettings)
-	register("R13_SubjectDeletes", testSubjectDeletes)
+	register("R12_FreeSubjects", testFreeSubjects)
+	register("R12_SubjectSettings", testSubjectSettings)
+	register("R12_SubjectDeletes", testSubjectDeletes)
 }
 
 // linesUnder is a LINES document to register under a free subject.
@@ -36,7 +36,7 @@ func subjectVersionNumbers(t testing.TB, reg *sqlstreams.Registry, subject strin
 	return out
 }
 
-// R13: a free subject has versions 1..n of its own, each a global schema
+// R12: a free subject has versions 1..n of its own, each a global schema
 // id shared with every stream and subject recording the same schema; the
 // same document again is the version that has it; a new version is judged
 // against the subject's live versions at its level (the latest, or all of
@@ -55,7 +55,7 @@ func testFreeSubjects(t *testing.T, h *harness) {
 	if err != nil || again.Version != 1 || again.ID != v1.ID {
 		t.Errorf("the same document in other words: %+v, %v; want version 1, id %d", again, err, v1.ID)
 	}
-	onStream, err := reg.RegisterSchema(ctx(t), sqlstreams.SchemaRegistration{Stream: "r13-orders", Version: 1, Type: linesType, Schema: []byte("id\ntotal")})
+	onStream, err := reg.RegisterSchema(ctx(t), sqlstreams.SchemaRegistration{Stream: "r12-orders", Version: 1, Type: linesType, Schema: []byte("id\ntotal")})
 	if err != nil || onStream.ID != v1.ID {
 		t.Errorf("the same schema on a stream: %+v, %v; want id %d", onStream, err, v1.ID)
 	}
@@ -97,7 +97,7 @@ func testFreeSubjects(t *testing.T, h *harness) {
 // testSubjectTransitive: a version that reads the latest's data but not
 // the first's passes BACKWARD and fails BACKWARD_TRANSITIVE.
 func testSubjectTransitive(t *testing.T, reg *sqlstreams.Registry) {
-	const subject = "r13-transitive"
+	const subject = "r12-transitive"
 	if _, err := reg.RegisterSubject(ctx(t), linesUnder(subject, "a")); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func subjectIncompatible(t testing.TB, what string, err error, level schema.Leve
 	}
 }
 
-// R13: a free subject's level and mode are its own, can be set before its
+// R12: a free subject's level and mode are its own, can be set before its
 // first version, never apply to another subject, and fall back to the
 // registry-wide ones; IMPORT on a subject with versions needs force.
 func testSubjectSettings(t *testing.T, h *harness) {
@@ -203,14 +203,14 @@ func testSubjectSettings(t *testing.T, h *harness) {
 	}
 }
 
-// R13: deletes. A soft deletion hides a version (or every version of a
+// R12: deletes. A soft deletion hides a version (or every version of a
 // subject) from listings, lookups and the level's checks, so "latest"
 // rolls back; a permanent one removes soft-deleted versions only; a
 // version another subject's version references is not deleted.
 func testSubjectDeletes(t *testing.T, h *harness) {
 	c := h.client(t, sqlstreams.WithFormats(linesFormat{}))
 	reg := c.Registry()
-	const subject = "r13-deletes"
+	const subject = "r12-deletes"
 	for _, doc := range []string{"a\nb", "a"} {
 		if _, err := reg.RegisterSubject(ctx(t), linesUnder(subject, doc)); err != nil {
 			t.Fatal(err)
@@ -265,33 +265,33 @@ func testSubjectDeletes(t *testing.T, h *harness) {
 // testSubjectReferenced: a JSON Schema under one subject refers to a
 // version of another; that version cannot be deleted while referenced.
 func testSubjectReferenced(t *testing.T, reg *sqlstreams.Registry) {
-	money, err := reg.RegisterSubject(ctx(t), sqlstreams.SubjectRegistration{Subject: "r13-money",
+	money, err := reg.RegisterSubject(ctx(t), sqlstreams.SubjectRegistration{Subject: "r12-money",
 		Schema: []byte(`{"type":"object","properties":{"cents":{"type":"integer"}},"required":["cents"]}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	order := sqlstreams.SubjectRegistration{Subject: "r13-order", Schema: []byte(`{"type":"object","properties":{"total":{"$ref":"money"}},"required":["total"]}`),
-		References: []sqlstreams.SubjectReference{{Name: "money", Subject: "r13-money", Version: money.Version}}}
+	order := sqlstreams.SubjectRegistration{Subject: "r12-order", Schema: []byte(`{"type":"object","properties":{"total":{"$ref":"money"}},"required":["total"]}`),
+		References: []sqlstreams.SubjectReference{{Name: "money", Subject: "r12-money", Version: money.Version}}}
 	o, err := reg.RegisterSubject(ctx(t), order)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.References) != 1 || o.References[0] != (sqlstreams.SubjectReference{Name: "money", Subject: "r13-money", Version: 1}) {
+	if len(o.References) != 1 || o.References[0] != (sqlstreams.SubjectReference{Name: "money", Subject: "r12-money", Version: 1}) {
 		t.Errorf("references read back: %+v", o.References)
 	}
 	if again, err := reg.RegisterSubject(ctx(t), order); err != nil || again.Version != 1 || again.ID != o.ID {
 		t.Errorf("the same document with the same reference: %+v, %v; want version 1", again, err)
 	}
-	if _, err := reg.DeleteSubjectVersion(ctx(t), "r13-money", 1, false); !errors.Is(err, sqlstreams.ErrReferenced) {
+	if _, err := reg.DeleteSubjectVersion(ctx(t), "r12-money", 1, false); !errors.Is(err, sqlstreams.ErrReferenced) {
 		t.Errorf("deleting a referenced version: %v; want ErrReferenced", err)
 	}
-	if _, err := reg.DeleteSubject(ctx(t), "r13-order", false); err != nil {
+	if _, err := reg.DeleteSubject(ctx(t), "r12-order", false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reg.DeleteSubject(ctx(t), "r13-order", true); err != nil {
+	if _, err := reg.DeleteSubject(ctx(t), "r12-order", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reg.DeleteSubjectVersion(ctx(t), "r13-money", 1, false); err != nil {
+	if _, err := reg.DeleteSubjectVersion(ctx(t), "r12-money", 1, false); err != nil {
 		t.Errorf("deleting it once the referencing subject is gone: %v", err)
 	}
 }
