@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -273,7 +272,7 @@ func (d *Driver) probe(ctx context.Context, q querier, p driver.ClaimParams) (pr
 		return pr, err
 	}
 	if !found {
-		return pr, fmt.Errorf("group %q: %w", p.Group, driver.ErrGroupNotFound)
+		return pr, driver.GroupNotFound(p.Group)
 	}
 	if _, err := driver.PlanClaim(pr.group, p); err != nil {
 		return pr, err
@@ -385,7 +384,7 @@ func fencedGroup(ctx context.Context, tx querier, p driver.ClaimParams, groupLoc
 	g, _, err = scanGroup(tx.QueryRowContext(ctx, `SELECT `+sqldb.GroupColumns+`, (SELECT MAX(e.msg_id) FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ?)
 		FROM consumer_group WHERE stream_id = ? AND name = ?`, p.Stream.ID, p.Group, p.Stream.ID, p.Group), &newest)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = fmt.Errorf("group %q: %w", p.Group, driver.ErrGroupNotFound)
+		err = driver.GroupNotFound(p.Group)
 	}
 	return g, newest.Int64, err
 }

@@ -213,26 +213,41 @@ func NilIfEmpty[T any](s []T) []T {
 	return s
 }
 
-// ClientColumns are the client_heartbeat columns ScanClient reads, in its
-// order.
+// ClientColumns are the client_heartbeat columns driver.ScanClient reads,
+// in its order.
 const ClientColumns = `instance, identity, host, pid, library_version, group_list, started_at, last_seen, heartbeat_every_us, closed_at`
 
-// ScanClient reads ClientColumns; times are stored as a T, which at turns
-// into UTC, and closed_at is NULL while the client runs.
-func ScanClient[T any](r driver.RowScanner, at func(T) time.Time) (driver.ClientRecord, error) {
-	var c driver.ClientRecord
-	var groups string
-	var started, seen T
-	var closed *T
-	var every int64
-	if err := r.Scan(&c.Instance, &c.Identity, &c.Host, &c.PID, &c.LibraryVersion, &groups, &started, &seen, &every, &closed); err != nil {
-		return c, err
+// NewStreamID reads the outcome of the INSERT that creates a stream's
+// configuration: a unique violation (duplicate, as the engine classifies
+// err) is another stream's name, else the id the engine assigned.
+func NewStreamID(res sql.Result, err error, duplicate bool) (int64, error) {
+	if duplicate {
+		return 0, driver.ErrStreamExists
 	}
-	var err error
-	c.Groups, err = driver.DecodeClientGroups(groups)
-	c.StartedAt, c.LastSeen, c.HeartbeatEvery = at(started), at(seen), time.Duration(every)*time.Microsecond
-	if closed != nil {
-		c.ClosedAt = at(*closed)
+	if err != nil {
+		return 0, err
 	}
-	return c, err
+	return res.LastInsertId()
+}
+
+// Renamed reads the outcome of the UPDATE that renames a stream: a unique
+// violation (duplicate, as the engine classifies err) is another stream's
+// name, no row changed is no such stream.
+func Renamed(res sql.Result, err error, duplicate bool) error {
+	if duplicate {
+		return driver.ErrStreamExists
+	}
+	return Changed(res, err, driver.ErrStreamNotFound)
+}
+
+// DeleteEach deletes, from each table in order, the rows where holds (with
+// its arguments): the rows of a stream or a group in every table that
+// keeps some, when the stream or the group goes.
+func DeleteEach(ctx context.Context, q Querier, tables []string, where string, args ...any) error {
+	for _, table := range tables {
+		if _, err := q.ExecContext(ctx, `DELETE FROM `+table+` WHERE `+where, args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,8 +1,12 @@
 package sqldb
 
 import (
+	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,7 +51,7 @@ func TestVersionFilter(t *testing.T) {
 
 type result int64
 
-func (r result) LastInsertId() (int64, error) { return 0, nil }
+func (r result) LastInsertId() (int64, error) { return 40 + int64(r), nil }
 func (r result) RowsAffected() (int64, error) { return int64(r), nil }
 
 func TestChanged(t *testing.T) {
@@ -128,5 +132,91 @@ func TestScanStreamAndGroup(t *testing.T) {
 	b, cv, err := EncodeGroupLists(driver.GroupConfig{ConvertsFrom: []int{1}})
 	if err != nil || b != "[]" || cv != "[1]" {
 		t.Fatalf("EncodeGroupLists = %q %q %v", b, cv, err)
+	}
+}
+
+func TestRenamed(t *testing.T) {
+	t.Parallel()
+	failed := errors.New("failed")
+	for _, tc := range []struct {
+		name      string
+		n         result
+		err       error
+		duplicate bool
+		want      error
+	}{
+		{"renamed", 1, nil, false, nil},
+		{"the name is taken", 0, failed, true, driver.ErrStreamExists},
+		{"no such stream", 0, nil, false, driver.ErrStreamNotFound},
+		{"a failure", 0, failed, false, failed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := Renamed(tc.n, tc.err, tc.duplicate); !errors.Is(got, tc.want) || (tc.want == nil && got != nil) {
+				t.Fatalf("Renamed = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewStreamID(t *testing.T) {
+	t.Parallel()
+	failed := errors.New("failed")
+	for _, tc := range []struct {
+		name      string
+		err       error
+		duplicate bool
+		want      int64
+		wantErr   error
+	}{
+		{"created", nil, false, 41, nil},
+		{"the name is taken", failed, true, 0, driver.ErrStreamExists},
+		{"a failure", failed, false, 0, failed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			id, err := NewStreamID(result(1), tc.err, tc.duplicate)
+			if id != tc.want || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+				t.Fatalf("NewStreamID = %d, %v; want %d, %v", id, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+// execLog is a Querier that records the statements it runs, and fails the
+// one named fail.
+type execLog struct {
+	Querier
+	ran  []string
+	fail string
+}
+
+func (e *execLog) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
+	e.ran = append(e.ran, fmt.Sprint(query, args))
+	if strings.Contains(query, e.fail) && e.fail != "" {
+		return nil, errors.New("failed")
+	}
+	return result(1), nil
+}
+
+func TestDeleteEach(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		fail    string
+		want    []string
+		wantErr bool
+	}{
+		{"each table, in order", "", []string{"DELETE FROM a WHERE stream_id = ?[7]", "DELETE FROM b WHERE stream_id = ?[7]"}, false},
+		{"stops at a failure", "FROM a", []string{"DELETE FROM a WHERE stream_id = ?[7]"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			q := &execLog{fail: tc.fail}
+			err := DeleteEach(context.Background(), q, []string{"a", "b"}, "stream_id = ?", 7)
+			if (err != nil) != tc.wantErr || !slices.Equal(q.ran, tc.want) {
+				t.Fatalf("DeleteEach ran %q, %v; want %q (error %v)", q.ran, err, tc.want, tc.wantErr)
+			}
+		})
 	}
 }
