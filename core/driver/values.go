@@ -59,3 +59,9 @@ func ReadVersionStats(counts func() (map[int]int64, int64, error), heads func() 
 func GroupNotFound(group string) error {
 	return fmt.Errorf("group %q: %w", group, ErrGroupNotFound)
 }
+
+// HistoryTime is how a failure history entry records its time on every
+// engine: RFC 3339 in UTC, at most microseconds.
+func HistoryTime(t time.Time) string {
+	return t.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+}

@@ -160,8 +160,8 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 		if _, err := d.lockPartitions(ctx, tx, streamID, nil, false, false); err != nil {
 			return err
 		}
-		return sqldb.DeleteEach(ctx, tx, []string{"stream_partition", "consumer_group", "group_cursor", "delivery_exception", "delivery_batch", "compaction_head",
-			"schema_revision", "schema_reader", "registry_setting", "row_count", "row_count_mark"}, `stream_id = ?`, streamID)
+		return sqldb.ExecEach(ctx, tx, []string{"stream_partition", "consumer_group", "group_cursor", "delivery_exception", "delivery_batch", "compaction_head",
+			"schema_revision", "schema_reader", "registry_setting", "row_count", "row_count_mark"}, deleteByStream, streamID)
 	})
 	if err != nil {
 		return err
@@ -310,7 +310,7 @@ func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) er
 		if err := sqldb.Changed(res, err, driver.ErrGroupNotFound); err != nil {
 			return err
 		}
-		return sqldb.DeleteEach(ctx, tx, []string{"group_cursor", "delivery_exception", "delivery_batch", "schema_reader"}, `stream_id = ? AND group_name = ?`, streamID, group)
+		return sqldb.ExecEach(ctx, tx, []string{"group_cursor", "delivery_exception", "delivery_batch", "schema_reader"}, deleteByGroup, streamID, group)
 	})
 }
 
@@ -376,4 +376,12 @@ func readTops(ctx context.Context, q querier, streamID int64, parts []int) (map[
 		return err
 	})
 	return out, err
+}
+
+// deleteByStream and deleteByGroup delete a stream's or a group's rows from
+// a table (sqldb.ExecEach).
+func deleteByStream(table string) string { return `DELETE FROM ` + table + ` WHERE stream_id = ?` }
+
+func deleteByGroup(table string) string {
+	return `DELETE FROM ` + table + ` WHERE stream_id = ? AND group_name = ?`
 }

@@ -134,10 +134,8 @@ func (r retention) Unread(ctx context.Context, stream driver.StreamConfig, victi
 }
 
 func (r retention) Remove(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate, removedUnread map[string]int64) error {
-	if err := driver.AddRemovedUnread(removedUnread, func(group string, n int64) error {
-		_, err := r.tx.ExecContext(ctx, `UPDATE consumer_group SET removed_unread = removed_unread + ? WHERE stream_id = ? AND name = ?`, n, stream.ID, group)
-		return err
-	}); err != nil {
+	if err := sqldb.AddRemovedUnread(ctx, r.tx, `UPDATE consumer_group SET removed_unread = removed_unread + ? WHERE stream_id = ? AND name = ?`,
+		stream.ID, removedUnread); err != nil {
 		return err
 	}
 	return deleteRows(ctx, r.tx, stream.ID, driver.RetainIDs(victims))

@@ -102,8 +102,8 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 		if err := sqldb.Changed(res, err, driver.ErrStreamNotFound); err != nil {
 			return err
 		}
-		if err := sqldb.DeleteEach(ctx, tx, []string{"consumer_group", "group_cursor", "delivery_exception", "delivery_batch", "compaction_head",
-			"schema_revision", "schema_reader", "registry_setting", "partition_mark", "row_count", "row_count_mark"}, `stream_id = ?`, streamID); err != nil {
+		if err := sqldb.ExecEach(ctx, tx, []string{"consumer_group", "group_cursor", "delivery_exception", "delivery_batch", "compaction_head",
+			"schema_revision", "schema_reader", "registry_setting", "partition_mark", "row_count", "row_count_mark"}, deleteByStream, streamID); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+logTable(streamID))
@@ -200,7 +200,7 @@ func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) er
 		if err := sqldb.Changed(res, err, driver.ErrGroupNotFound); err != nil {
 			return err
 		}
-		return sqldb.DeleteEach(ctx, tx, []string{"group_cursor", "delivery_exception", "delivery_batch", "schema_reader"}, `stream_id = ? AND group_name = ?`, streamID, group)
+		return sqldb.ExecEach(ctx, tx, []string{"group_cursor", "delivery_exception", "delivery_batch", "schema_reader"}, deleteByGroup, streamID, group)
 	})
 }
 
@@ -286,3 +286,11 @@ func (d *Driver) ReadRows(ctx context.Context, p driver.ReadRowsParams) (driver.
 }
 
 var errStopScan = errors.New("enough rows")
+
+// deleteByStream and deleteByGroup delete a stream's or a group's rows from
+// a table (sqldb.ExecEach).
+func deleteByStream(table string) string { return `DELETE FROM ` + table + ` WHERE stream_id = ?` }
+
+func deleteByGroup(table string) string {
+	return `DELETE FROM ` + table + ` WHERE stream_id = ? AND group_name = ?`
+}

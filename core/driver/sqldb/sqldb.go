@@ -240,14 +240,52 @@ func Renamed(res sql.Result, err error, duplicate bool) error {
 	return Changed(res, err, driver.ErrStreamNotFound)
 }
 
-// DeleteEach deletes, from each table in order, the rows where holds (with
-// its arguments): the rows of a stream or a group in every table that
-// keeps some, when the stream or the group goes.
-func DeleteEach(ctx context.Context, q Querier, tables []string, where string, args ...any) error {
-	for _, table := range tables {
-		if _, err := q.ExecContext(ctx, `DELETE FROM `+table+` WHERE `+where, args...); err != nil {
+// ExecEach runs the driver's statement for each name in order, all with
+// the same arguments: the deletes of a stream's or a group's rows from
+// every table that keeps some, when the stream or the group goes.
+func ExecEach(ctx context.Context, q Querier, names []string, stmt func(name string) string, args ...any) error {
+	for _, name := range names {
+		if _, err := q.ExecContext(ctx, stmt(name), args...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// DeferRows records the rows the main claim p defers (the group reads them,
+// this member cannot decode them) as delayed exceptions due at now (as the
+// engine stores it), for members that decode them, and returns how many it
+// recorded. insert is the engine's statement for n such rows, each of
+// (stream_id, group_name, msg_id, partition, schema_version, due_at,
+// holder, updated_at), which passes over a row the group already has an
+// exception for; the rows go chunk at a time.
+func DeferRows(ctx context.Context, q Querier, p driver.ClaimParams, rows []driver.Row, now any, chunk int, insert func(n int) string) (int, error) {
+	var inserted int64
+	for start := 0; start < len(rows); start += chunk {
+		part := rows[start:min(start+chunk, len(rows))]
+		args := make([]any, 0, len(part)*8)
+		for _, r := range part {
+			args = append(args, p.Stream.ID, p.Group, r.ID, r.Partition, r.SchemaVersion, now, p.Holder, now)
+		}
+		res, err := q.ExecContext(ctx, insert(len(part)), args...)
+		if err != nil {
+			return 0, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return 0, err
+		}
+		inserted += n
+	}
+	return int(inserted), nil
+}
+
+// AddRemovedUnread runs stmt, the engine's UPDATE that adds its first
+// argument to the removed_unread of the group (stream id, group name), for
+// each group in counts, in name order (driver.AddRemovedUnread).
+func AddRemovedUnread(ctx context.Context, q Querier, stmt string, streamID int64, counts map[string]int64) error {
+	return driver.AddRemovedUnread(counts, func(group string, n int64) error {
+		_, err := q.ExecContext(ctx, stmt, n, streamID, group)
+		return err
+	})
 }

@@ -199,7 +199,7 @@ func (e *execLog) ExecContext(_ context.Context, query string, args ...any) (sql
 	return result(1), nil
 }
 
-func TestDeleteEach(t *testing.T) {
+func TestExecEach(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
@@ -213,10 +213,51 @@ func TestDeleteEach(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			q := &execLog{fail: tc.fail}
-			err := DeleteEach(context.Background(), q, []string{"a", "b"}, "stream_id = ?", 7)
+			err := ExecEach(context.Background(), q, []string{"a", "b"}, func(table string) string { return "DELETE FROM " + table + " WHERE stream_id = ?" }, 7)
 			if (err != nil) != tc.wantErr || !slices.Equal(q.ran, tc.want) {
-				t.Fatalf("DeleteEach ran %q, %v; want %q (error %v)", q.ran, err, tc.want, tc.wantErr)
+				t.Fatalf("ExecEach ran %q, %v; want %q (error %v)", q.ran, err, tc.want, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestDeferRows(t *testing.T) {
+	t.Parallel()
+	p := driver.ClaimParams{Stream: driver.StreamConfig{ID: 7}, Group: "g", Holder: "h"}
+	rows := []driver.Row{{ID: 1, Partition: 0, SchemaVersion: 2}, {ID: 2, Partition: 0, SchemaVersion: 2}, {ID: 3, Partition: 1, SchemaVersion: 3}}
+	insert := func(n int) string { return fmt.Sprintf("INSERT %d", n) }
+	for _, tc := range []struct {
+		name    string
+		rows    []driver.Row
+		fail    string
+		want    []string
+		wantN   int
+		wantErr bool
+	}{
+		{"none", nil, "", nil, 0, false},
+		{"in chunks", rows, "", []string{
+			"INSERT 2[7 g 1 0 2 now h now 7 g 2 0 2 now h now]",
+			"INSERT 1[7 g 3 1 3 now h now]"}, 2, false}, // each chunk reports one row changed
+		{"a failure", rows, "INSERT 2", []string{"INSERT 2[7 g 1 0 2 now h now 7 g 2 0 2 now h now]"}, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			q := &execLog{fail: tc.fail}
+			n, err := DeferRows(context.Background(), q, p, tc.rows, "now", 2, insert)
+			if (err != nil) != tc.wantErr || n != tc.wantN || !slices.Equal(q.ran, tc.want) {
+				t.Fatalf("DeferRows = %d, %v after %q; want %d after %q", n, err, q.ran, tc.wantN, tc.want)
+			}
+		})
+	}
+}
+
+func TestAddRemovedUnread(t *testing.T) {
+	t.Parallel()
+	q := &execLog{}
+	if err := AddRemovedUnread(context.Background(), q, "UPDATE", 7, map[string]int64{"b": 2, "a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"UPDATE[1 7 a]", "UPDATE[2 7 b]"}; !slices.Equal(q.ran, want) {
+		t.Fatalf("ran %q, want %q", q.ran, want)
 	}
 }
