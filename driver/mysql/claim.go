@@ -546,24 +546,18 @@ func (s partitionScan) read(ctx context.Context, tx querier) (*driver.PartitionS
 // readWindow runs the scan's query for one window and hands each row it
 // reads to out.
 func (s partitionScan) readWindow(ctx context.Context, tx querier, query string, args []any, out *driver.PartitionScan) error {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for !out.Done() && rows.Next() {
+	return sqldb.EachRowUntil(ctx, tx, query, args, out.Done, func(rows *sql.Rows) error {
 		var versionOK, head, excepted bool
 		dest := []any{&versionOK, &head}
 		if s.excepting() {
 			dest = append(dest, &excepted)
 		}
 		r, err := scanRow(rows, dest...)
-		if err != nil {
-			return err
+		if err == nil {
+			out.Inspect(r, versionOK && head && !excepted)
 		}
-		out.Inspect(r, versionOK && head && !excepted)
-	}
-	return errors.Join(rows.Err(), rows.Close())
+		return err
+	})
 }
 
 // insertBatch writes the batch of the rows a claim took from partition

@@ -230,20 +230,14 @@ func (c partitionClaim) scan(ctx context.Context, tx querier, cursor int64) (*dr
 
 // scanWindow reads one window of the scan into read.
 func (c partitionClaim) scanWindow(ctx context.Context, tx querier, query string, args []any, read *driver.PartitionScan) error {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for !read.Done() && rows.Next() {
+	return sqldb.EachRowUntil(ctx, tx, query, args, read.Done, func(rows *sql.Rows) error {
 		var versionOK, head bool
 		r, err := scanRow(rows, &versionOK, &head)
-		if err != nil {
-			return err
+		if err == nil {
+			read.Inspect(r, versionOK && head)
 		}
-		read.Inspect(r, versionOK && head)
-	}
-	return errors.Join(rows.Err(), rows.Close())
+		return err
+	})
 }
 
 // lease writes the batch record of the rows taken. A row the group already

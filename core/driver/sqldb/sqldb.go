@@ -32,12 +32,19 @@ type Querier interface {
 // error; it also reports an error closing the rows, which a driver may
 // otherwise not see (a lost connection after the last row).
 func EachRow(ctx context.Context, q Querier, query string, args []any, fn func(*sql.Rows) error) error {
+	return EachRowUntil(ctx, q, query, args, func() bool { return false }, fn)
+}
+
+// EachRowUntil is EachRow that reads no further row once done reports true:
+// a claim's window read stops at its limit without fetching the rest of
+// the window.
+func EachRowUntil(ctx context.Context, q Querier, query string, args []any, done func() bool, fn func(*sql.Rows) error) error {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
+	for !done() && rows.Next() {
 		if err := fn(rows); err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -259,5 +260,34 @@ func TestAddRemovedUnread(t *testing.T) {
 	}
 	if want := []string{"UPDATE[1 7 a]", "UPDATE[2 7 b]"}; !slices.Equal(q.ran, want) {
 		t.Fatalf("ran %q, want %q", q.ran, want)
+	}
+}
+
+func TestEachRowUntil(t *testing.T) {
+	t.Parallel()
+	for i, tc := range []struct {
+		name      string
+		rows, at  int // the query's rows; done after that many were read
+		want      []int64
+		wantFetch int
+	}{
+		{"every row", 5, 10, []int64{1, 2, 3, 4, 5}, 5},
+		{"stops without fetching the rest", 5, 2, []int64{1, 2}, 2},
+		{"done at once", 5, 0, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db, fetched := openFake("sqldbfake" + strconv.Itoa(i))
+			defer db.Close()
+			var got []int64
+			err := EachRowUntil(context.Background(), db, strconv.Itoa(tc.rows), nil, func() bool { return len(got) >= tc.at }, func(r *sql.Rows) error {
+				v, err := Column[int64](r)
+				got = append(got, v)
+				return err
+			})
+			if err != nil || !slices.Equal(got, tc.want) || *fetched != tc.wantFetch {
+				t.Fatalf("got %v (fetched %d), %v; want %v (fetched %d)", got, *fetched, err, tc.want, tc.wantFetch)
+			}
+		})
 	}
 }
