@@ -3,6 +3,7 @@ package driver
 import (
 	"cmp"
 	"slices"
+	"time"
 )
 
 // DueFate is what the exception claim does with a due exception it
@@ -57,3 +58,38 @@ func ClaimDue(limit int, page func(n int) (leased []Delivery, dropped int, err e
 	slices.SortFunc(out, func(a, b Delivery) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
+
+// DueFates sorts the due exceptions a claim examined by FateOfDue, for an
+// engine that then changes each kind in one statement: the ids to resolve,
+// the ids to bury, and the ids to lease again with their deliveries.
+type DueFates struct {
+	Resolve, Bury, Lease []int64
+	Leased               []Delivery
+}
+
+// Add sorts the due exception of row id, in state at attempt (claimable as
+// FateOfDue reads it); row is read only for a delivery leased again, at its
+// next attempt, until leaseUntil (as the engine stores it).
+func (f *DueFates) Add(p ClaimParams, id int64, state ExceptionState, attempt int, claimable bool, row func() (Row, error), leaseUntil time.Time) error {
+	switch FateOfDue(p, state, attempt, claimable) {
+	case ResolveDue:
+		f.Resolve = append(f.Resolve, id)
+	case BuryDue:
+		f.Bury = append(f.Bury, id)
+	default:
+		r, err := row()
+		if err != nil {
+			return err
+		}
+		f.Lease = append(f.Lease, id)
+		f.Leased = append(f.Leased, Delivery{Row: r, Attempt: attempt + 1, LeaseUntil: leaseUntil})
+	}
+	return nil
+}
+
+// Examined counts the exceptions sorted; Dropped those resolved or buried,
+// which ClaimDue looks past.
+func (f *DueFates) Examined() int { return len(f.Resolve) + len(f.Bury) + len(f.Lease) }
+
+// Dropped counts the exceptions resolved or buried.
+func (f *DueFates) Dropped() int { return len(f.Resolve) + len(f.Bury) }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestFateOfDue(t *testing.T) {
@@ -97,5 +98,62 @@ func TestDistinctIDs(t *testing.T) {
 	}
 	if !slices.Equal(in, []int64{5, 1, 5, 3, 1}) {
 		t.Fatalf("DistinctIDs changed its argument: %v", in)
+	}
+}
+
+func TestDueFates(t *testing.T) {
+	t.Parallel()
+	until := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	p := ClaimParams{MaxAttempts: 3}
+	type due struct {
+		id        int64
+		state     ExceptionState
+		attempt   int
+		claimable bool
+	}
+	broken := errors.New("unreadable row")
+	for _, tc := range []struct {
+		name                      string
+		dues                      []due
+		rowErr                    error
+		resolve, bury, lease      []int64
+		wantAttempts              []int
+		wantErr                   error
+		wantExamined, wantDropped int
+	}{
+		{"each to its kind", []due{{1, StateLeased, 1, false}, {2, StateLeased, 3, true}, {3, StateDelayed, 1, true}, {4, StateLeased, 2, true}}, nil,
+			[]int64{1}, []int64{2}, []int64{3, 4}, []int{2, 3}, nil, 4, 2},
+		{"an unreadable row to lease", []due{{1, StateDelayed, 1, true}}, broken, nil, nil, nil, nil, broken, 0, 0},
+		{"the row of one dropped is not read", []due{{1, StateLeased, 3, true}}, broken, nil, []int64{1}, nil, nil, nil, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var f DueFates
+			var err error
+			for _, d := range tc.dues {
+				if err = f.Add(p, d.id, d.state, d.attempt, d.claimable, func() (Row, error) { return Row{ID: d.id}, tc.rowErr }, until); err != nil {
+					break
+				}
+			}
+			var attempts []int
+			for i, l := range f.Leased {
+				if l.ID != f.Lease[i] || !l.LeaseUntil.Equal(until) {
+					t.Fatalf("leased %+v for id %d", l, f.Lease[i])
+				}
+				attempts = append(attempts, l.Attempt)
+			}
+			if !errors.Is(err, tc.wantErr) || !slices.Equal(f.Resolve, tc.resolve) || !slices.Equal(f.Bury, tc.bury) || !slices.Equal(f.Lease, tc.lease) ||
+				!slices.Equal(attempts, tc.wantAttempts) || f.Examined() != tc.wantExamined || f.Dropped() != tc.wantDropped {
+				t.Fatalf("got %+v (attempts %v), %v", f, attempts, err)
+			}
+		})
+	}
+}
+
+func TestHistoryTime(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 1, 12, 0, 0, 123456789, time.FixedZone("x", 3600))
+	if got, want := HistoryTime(at), "2026-12-01T11:00:00.123456Z"; got != want {
+		t.Fatalf("HistoryTime = %q, want %q", got, want)
 	}
 }

@@ -93,3 +93,26 @@ func DecodeClientGroups(text string) ([]ClientGroup, error) {
 	}
 	return groups, nil
 }
+
+// ScanClient reads a client_heartbeat row of instance, identity, host, pid,
+// library_version, group_list (as text), started_at, last_seen,
+// heartbeat_every_us and closed_at, in that order, on every engine alike.
+// Times are stored as a T, which at turns into UTC; closed_at is NULL while
+// the client runs.
+func ScanClient[T any](r RowScanner, at func(T) time.Time) (ClientRecord, error) {
+	var c ClientRecord
+	var groups string
+	var started, seen T
+	var closed *T
+	var every int64
+	if err := r.Scan(&c.Instance, &c.Identity, &c.Host, &c.PID, &c.LibraryVersion, &groups, &started, &seen, &every, &closed); err != nil {
+		return c, err
+	}
+	var err error
+	c.Groups, err = DecodeClientGroups(groups)
+	c.StartedAt, c.LastSeen, c.HeartbeatEvery = at(started), at(seen), time.Duration(every)*time.Microsecond
+	if closed != nil {
+		c.ClosedAt = at(*closed)
+	}
+	return c, err
+}

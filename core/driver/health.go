@@ -21,3 +21,21 @@ func VersionStatsOf(rows, heads map[int]int64) []VersionStats {
 	slices.SortFunc(out, func(a, b VersionStats) int { return a.Version - b.Version })
 	return out
 }
+
+// ScanUnreadCount reads a row of (version, routing key, rows) as the unread
+// rows of group in partition: every engine's Health counts unread rows by
+// version and routing key.
+func ScanUnreadCount(group string, partition int) func(RowScanner) (UnreadCount, error) {
+	return func(r RowScanner) (UnreadCount, error) {
+		u := UnreadCount{Group: group, Partition: partition}
+		err := r.Scan(&u.Version, &u.RoutingKey, &u.Rows)
+		return u, err
+	}
+}
+
+// ScanExceptionCount reads a row of (group, version, state, count).
+func ScanExceptionCount(r RowScanner) (ExceptionCount, error) {
+	var e ExceptionCount
+	err := r.Scan(&e.Group, &e.Version, &e.State, &e.Count)
+	return e, err
+}

@@ -26,3 +26,29 @@ func TestVersionStatsOf(t *testing.T) {
 		})
 	}
 }
+
+func TestHealthScanners(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		scan func(RowScanner) (any, error)
+		row  scanned
+		want any
+	}{
+		{"unread", func(r RowScanner) (any, error) { return ScanUnreadCount("billing", 2)(r) },
+			scanned{3, "eu.web", int64(40)}, UnreadCount{Group: "billing", Partition: 2, Version: 3, RoutingKey: "eu.web", Rows: 40}},
+		{"exceptions", func(r RowScanner) (any, error) { return ScanExceptionCount(r) },
+			scanned{"billing", 3, StateDelayed, int64(7)}, ExceptionCount{Group: "billing", Version: 3, State: StateDelayed, Count: 7}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := tc.scan(tc.row)
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
+			}
+			if _, err := tc.scan(tc.row[:1]); err == nil {
+				t.Fatal("a short row read without an error")
+			}
+		})
+	}
+}

@@ -61,6 +61,17 @@ func (n *NextClaim[T]) Forget(stream int64, group string) {
 	n.m.Delete(groupKey{stream, group})
 }
 
+// Note records how the group's claim ended: one that filled its limit
+// leaves note for the next claim, any other (or a failed one) forgets what
+// was there.
+func (n *NextClaim[T]) Note(stream int64, group string, note T, filled bool) {
+	if filled {
+		n.Set(stream, group, note)
+	} else {
+		n.Forget(stream, group)
+	}
+}
+
 // ClaimMemo remembers what this process's recent claims wrote (V: the
 // driver's record of a claim's batch leases), by claim token, so that a
 // settle naming exactly what a claim wrote can change it in one statement

@@ -37,6 +37,34 @@ func TestNextClaim(t *testing.T) {
 	}
 }
 
+func TestNextClaimNote(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		before bool // a note was there
+		filled bool
+		want   bool
+	}{
+		{"a filled claim leaves its note", false, true, true},
+		{"a filled claim replaces the note", true, true, true},
+		{"a short claim forgets the note", true, false, false},
+		{"a short claim leaves none", false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var n NextClaim[int]
+			if tc.before {
+				n.Set(1, "g", 3)
+			}
+			n.Note(1, "g", 7, tc.filled)
+			got, ok := n.Hint(1, "g")
+			if ok != tc.want || (ok && got != 7) {
+				t.Fatalf("Hint = %d, %v; want the note %v", got, ok, tc.want)
+			}
+		})
+	}
+}
+
 func TestClaimMemo(t *testing.T) {
 	t.Parallel()
 	var m ClaimMemo[[]int64]

@@ -1,6 +1,9 @@
 package driver
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // RetentionProbe is how a driver answers the questions RetainBound asks of
 // a stream's log, each with an index dive of its own SQL.
@@ -14,6 +17,43 @@ type RetentionProbe struct {
 	// NthNewest returns the id of the row n places below the newest (0 is
 	// the newest); ok is false when the log has no more than n rows.
 	NthNewest func(n int64) (id int64, ok bool, err error)
+}
+
+// RetentionStatements are an engine's SQL for the index dives of a
+// RetentionProbe: the statements are the engine's, reading their answers
+// is the same everywhere.
+type RetentionStatements struct {
+	// Span selects the log's oldest and newest ids (NULL for an empty log).
+	Span string
+	// FirstYoung selects the id of the first row, in id order, produced at
+	// or after its one argument (a time as At stores it).
+	FirstYoung string
+	// NthNewest selects the id of the row its one argument, n, places below
+	// the newest.
+	NthNewest string
+	// At is how the engine stores FirstYoung's time.
+	At func(time.Time) any
+}
+
+// Probe answers RetainBound's questions with the statements, each run by
+// row, which returns its one result row; noRows is the engine's sentinel
+// for a query without one.
+func (s RetentionStatements) Probe(row func(query string, args ...any) RowScanner, noRows error) RetentionProbe {
+	one := func(query string, arg any) (id int64, ok bool, err error) {
+		ok, err = Found(row(query, arg).Scan(&id), noRows)
+		return id, ok, err
+	}
+	return RetentionProbe{
+		Span: func() (int64, int64, bool, error) {
+			var oldest, newest *int64
+			if err := row(s.Span).Scan(&oldest, &newest); err != nil || oldest == nil || newest == nil {
+				return 0, 0, false, err
+			}
+			return *oldest, *newest, true, nil
+		},
+		FirstYoung: func(t time.Time) (int64, bool, error) { return one(s.FirstYoung, s.At(t)) },
+		NthNewest:  func(n int64) (int64, bool, error) { return one(s.NthNewest, n) },
+	}
 }
 
 // RetainBound returns the id below which retention limits r put a log's
@@ -98,4 +138,54 @@ func RetainIDs(rows []RetainCandidate) []int64 {
 		ids[i] = r.ID
 	}
 	return ids
+}
+
+// RetainSteps are one engine's statements for a Retain pass, each run in the
+// transaction the driver opened for it: the SQL and the locks stay the
+// engine's, the order of the pass and its decisions are RetainPass's.
+type RetainSteps interface {
+	// Stream reads the stream's configuration (locking it where the engine
+	// orders maintenance by it).
+	Stream(ctx context.Context, streamID int64) (StreamConfig, error)
+	// Probe answers RetainBound's questions of the stream's log.
+	Probe(ctx context.Context, stream StreamConfig) RetentionProbe
+	// Victims reads, in id order, up to limit rows below bound that the
+	// limits remove: under a soft limit only the rows every group has
+	// passed and none holds (no batch member either).
+	Victims(ctx context.Context, stream StreamConfig, bound int64, limit int) ([]RetainCandidate, error)
+	// Unread is asked under a hard limit only: the stream's groups with
+	// their cursors, and the victims each group holds (an exception or a
+	// batch lease), for CountRemovedUnread.
+	Unread(ctx context.Context, stream StreamConfig, victims []RetainCandidate) ([]GroupStats, Held, error)
+	// Remove deletes the victims and adds removedUnread to the groups'
+	// counts (AddRemovedUnread), in the engine's lock order.
+	Remove(ctx context.Context, stream StreamConfig, victims []RetainCandidate, removedUnread map[string]int64) error
+}
+
+// RetainPass is one pass of retention over a stream, the same on every
+// engine: where the limits draw the line (RetainBound), which rows go, and,
+// under a hard limit, how many each group lost unread (CountRemovedUnread).
+func RetainPass(ctx context.Context, p RetainParams, s RetainSteps) (RetainResult, error) {
+	res := RetainResult{RemovedUnread: map[string]int64{}}
+	stream, err := s.Stream(ctx, p.StreamID)
+	if err != nil {
+		return res, err
+	}
+	bound, err := RetainBound(stream.Retention, p.Now, s.Probe(ctx, stream))
+	if err != nil || bound == 0 {
+		return res, err
+	}
+	victims, err := s.Victims(ctx, stream, bound, p.Limit)
+	if err != nil || len(victims) == 0 {
+		return res, err
+	}
+	if stream.Retention.Hard {
+		groups, held, err := s.Unread(ctx, stream, victims)
+		if err != nil {
+			return res, err
+		}
+		res.RemovedUnread = CountRemovedUnread(groups, victims, held, p.Match)
+	}
+	res.Removed = int64(len(victims))
+	return res, s.Remove(ctx, stream, victims, res.RemovedUnread)
 }

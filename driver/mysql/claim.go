@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -129,11 +128,7 @@ func (d *Driver) hotPartition(p driver.ClaimParams) (int, bool) {
 // partition part's new rows (-1: it did not), so that the next claim goes
 // there without the probe (claimHot).
 func (d *Driver) setHot(p driver.ClaimParams, part int) {
-	if part < 0 {
-		d.next.Forget(p.Stream.ID, p.Group)
-	} else {
-		d.next.Set(p.Stream.ID, p.Group, part)
-	}
+	d.next.Note(p.Stream.ID, p.Group, part, part >= 0)
 }
 
 // claimHot claims from partition part, which filled this driver's last
@@ -273,7 +268,7 @@ func (d *Driver) probe(ctx context.Context, q querier, p driver.ClaimParams) (pr
 		return pr, err
 	}
 	if !found {
-		return pr, fmt.Errorf("group %q: %w", p.Group, driver.ErrGroupNotFound)
+		return pr, driver.GroupNotFound(p.Group)
 	}
 	if _, err := driver.PlanClaim(pr.group, p); err != nil {
 		return pr, err
@@ -385,7 +380,7 @@ func fencedGroup(ctx context.Context, tx querier, p driver.ClaimParams, groupLoc
 	g, _, err = scanGroup(tx.QueryRowContext(ctx, `SELECT `+sqldb.GroupColumns+`, (SELECT MAX(e.msg_id) FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ?)
 		FROM consumer_group WHERE stream_id = ? AND name = ?`, p.Stream.ID, p.Group, p.Stream.ID, p.Group), &newest)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = fmt.Errorf("group %q: %w", p.Group, driver.ErrGroupNotFound)
+		err = driver.GroupNotFound(p.Group)
 	}
 	return g, newest.Int64, err
 }
@@ -444,16 +439,6 @@ type partitionScan struct {
 	limit           int   // how many rows to take at most
 }
 
-// scanned is what a partition's scan read: the rows it takes, the rows it
-// defers to members that decode them, and the last row it read, where the
-// cursor moves.
-type scanned struct {
-	taken   []driver.Delivery
-	later   []driver.Row
-	last    int64
-	stopped bool // an ordered group met a row it defers
-}
-
 // claimPartition claims up to s.limit rows of partition s.part, as one
 // batch in out. Rows the group reads that the member cannot decode become
 // due exceptions for members that can; they are counted as deferred. A row
@@ -468,27 +453,27 @@ func (d *Driver) claimPartition(ctx context.Context, tx querier, s partitionScan
 		}
 	}
 	rows, err := s.read(ctx, tx)
-	if err != nil || rows.last == s.cursor {
+	if err != nil || rows.Cursor == s.cursor {
 		return err
 	}
-	deferred, err := insertDeferred(ctx, tx, s.p, rows.later)
+	deferred, err := insertDeferred(ctx, tx, s.p, rows.Deferred)
 	if err != nil {
 		return err
 	}
-	if len(rows.taken) > 0 {
-		b, err := insertBatch(ctx, tx, s.p, s.part, rows.taken)
+	if len(rows.Taken) > 0 {
+		b, err := insertBatch(ctx, tx, s.p, s.part, rows.Taken)
 		if err != nil {
 			return err
 		}
 		out.batches = append(out.batches, b)
 	}
 	if _, err := tx.ExecContext(ctx, "UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND `partition` = ?",
-		rows.last, s.p.Stream.ID, s.p.Group, s.part); err != nil {
+		rows.Cursor, s.p.Stream.ID, s.p.Group, s.part); err != nil {
 		return err
 	}
-	out.res.Deliveries = append(out.res.Deliveries, rows.taken...)
+	out.res.Deliveries = append(out.res.Deliveries, rows.Taken...)
 	out.res.Deferred += deferred
-	if len(rows.taken) == s.limit {
+	if len(rows.Taken) == s.limit {
 		out.full = s.part
 	}
 	return nil
@@ -541,17 +526,16 @@ func (s partitionScan) query() (string, []any) {
 // read reads the partition past the cursor in windows, the first about
 // the limit and each further one twice as large, until it has taken the
 // limit, reached the end, or examined maxScan rows.
-func (s partitionScan) read(ctx context.Context, tx querier) (scanned, error) {
+func (s partitionScan) read(ctx context.Context, tx querier) (*driver.PartitionScan, error) {
 	query, args := s.query()
-	out := scanned{last: s.cursor}
+	out := &driver.PartitionScan{Plan: s.plan, Ordered: s.p.Ordered, Limit: s.limit, LeaseUntil: s.p.LeaseUntil, Cursor: s.cursor}
 	window := min(max(s.limit, minWindow), maxWindow)
-	for examined := 0; len(out.taken) < s.limit && examined < maxScan && !out.stopped; {
-		n, err := s.readWindow(ctx, tx, query, append(args, s.part, out.last, window), &out)
-		if err != nil {
-			return scanned{}, err
+	for !out.Done() && out.Scanned < maxScan {
+		examined := out.Scanned
+		if err := s.readWindow(ctx, tx, query, append(args, s.part, out.Cursor, window), out); err != nil {
+			return nil, err
 		}
-		examined += n
-		if n < window {
+		if out.Scanned-examined < window {
 			break
 		}
 		window = min(2*window, maxWindow)
@@ -559,43 +543,21 @@ func (s partitionScan) read(ctx context.Context, tx querier) (scanned, error) {
 	return out, nil
 }
 
-// readWindow runs the scan's query for one window, adds what it reads to
-// out, and returns how many rows it examined.
-func (s partitionScan) readWindow(ctx context.Context, tx querier, query string, args []any, out *scanned) (int, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	n := 0
-	for len(out.taken) < s.limit && rows.Next() {
+// readWindow runs the scan's query for one window and hands each row it
+// reads to out.
+func (s partitionScan) readWindow(ctx context.Context, tx querier, query string, args []any, out *driver.PartitionScan) error {
+	return sqldb.EachRowUntil(ctx, tx, query, args, out.Done, func(rows *sql.Rows) error {
 		var versionOK, head, excepted bool
 		dest := []any{&versionOK, &head}
 		if s.excepting() {
 			dest = append(dest, &excepted)
 		}
 		r, err := scanRow(rows, dest...)
-		if err != nil {
-			return 0, err
+		if err == nil {
+			out.Inspect(r, versionOK && head && !excepted)
 		}
-		n++
-		out.last = r.ID
-		switch {
-		case excepted || !versionOK || !head || !s.plan.Matches(r.RoutingKey):
-		case !s.plan.Decodes(r.SchemaVersion):
-			// The group reads this version, this member cannot decode it:
-			// leave it due for a member that can. An ordered group stops
-			// here, so that the partition's order holds.
-			out.later = append(out.later, r)
-			if s.p.Ordered {
-				out.stopped = true
-				return n, nil
-			}
-		default:
-			out.taken = append(out.taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: s.p.LeaseUntil})
-		}
-	}
-	return n, errors.Join(rows.Err(), rows.Close())
+		return err
+	})
 }
 
 // insertBatch writes the batch of the rows a claim took from partition
@@ -618,26 +580,10 @@ func insertBatch(ctx context.Context, tx querier, p driver.ClaimParams, part int
 // other unique key, no foreign key and no CHECK, and every value fits its
 // column).
 func insertDeferred(ctx context.Context, tx querier, p driver.ClaimParams, later []driver.Row) (int, error) {
-	now := ts(p.Now)
-	var inserted int64
-	for s := 0; s < len(later); s += idChunk {
-		chunk := later[s:min(s+idChunk, len(later))]
-		args := make([]any, 0, len(chunk)*8)
-		for _, r := range chunk {
-			args = append(args, p.Stream.ID, p.Group, r.ID, r.Partition, r.SchemaVersion, now, p.Holder, now)
-		}
-		res, err := tx.ExecContext(ctx, "INSERT IGNORE INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, holder, updated_at) VALUES "+
-			sqldb.Repeated(len(chunk), "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", "), args...)
-		if err != nil {
-			return 0, err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return 0, err
-		}
-		inserted += n
-	}
-	return int(inserted), nil
+	return sqldb.DeferRows(ctx, tx, p, later, ts(p.Now), idChunk, func(n int) string {
+		return "INSERT IGNORE INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, holder, updated_at) VALUES " +
+			sqldb.Repeated(n, "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", ")
+	})
 }
 
 // claimExceptions leases due exceptions at the versions the member decodes,
@@ -749,7 +695,7 @@ func lowestPending(ctx context.Context, tx querier, p driver.ClaimParams, parts 
 // claimExceptionBatch examines up to limit due exceptions: it leases those
 // still claimable and resolves or buries the others (driver.FateOfDue),
 // which it counts as dropped.
-func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
+func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) ([]driver.Delivery, int, error) {
 	due, err := lockDue(ctx, tx, p, plan, limit)
 	if err != nil || len(due) == 0 {
 		return nil, 0, err
@@ -772,18 +718,10 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 		}); err != nil {
 		return nil, 0, err
 	}
-	var resolve, bury, lease []int64
+	var f driver.DueFates
 	for _, c := range due {
 		row, exists := found[c.msgID]
-		switch driver.FateOfDue(p, driver.ExceptionState(c.state), c.attempt, exists && heads[c.msgID]) {
-		case driver.ResolveDue:
-			resolve = append(resolve, c.msgID)
-		case driver.BuryDue:
-			bury = append(bury, c.msgID)
-		default:
-			lease = append(lease, c.msgID)
-			out = append(out, driver.Delivery{Row: row, Attempt: c.attempt + 1, LeaseUntil: p.LeaseUntil})
-		}
+		_ = f.Add(p, c.msgID, driver.ExceptionState(c.state), c.attempt, exists && heads[c.msgID], func() (driver.Row, error) { return row, nil }, p.LeaseUntil)
 	}
 	now := ts(p.Now)
 	for _, w := range []struct {
@@ -791,11 +729,11 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 		stmt string
 		args []any
 	}{
-		{resolve, `DELETE FROM delivery_exception`, nil},
+		{f.Resolve, `DELETE FROM delivery_exception`, nil},
 		// The expired lease's own attempt and holder go to the history.
-		{bury, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?, first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, ` + appendFailure,
-			[]any{p.LastError, now, now, driver.CutHistoryError(p.LastError), historyTime(p.Now)}},
-		{lease, `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?`,
+		{f.Bury, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?, first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, ` + appendFailure,
+			[]any{p.LastError, now, now, driver.CutHistoryError(p.LastError), driver.HistoryTime(p.Now)}},
+		{f.Lease, `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?`,
 			[]any{ts(p.LeaseUntil), p.Token, p.Holder, now}},
 	} {
 		if len(w.ids) > 0 {
@@ -804,5 +742,5 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 			}
 		}
 	}
-	return out, len(resolve) + len(bury), nil
+	return f.Leased, f.Dropped(), nil
 }

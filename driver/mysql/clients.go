@@ -7,23 +7,17 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-var _ driver.ClientDirectory = (*Driver)(nil)
-
 // RecordClient implements driver.ClientDirectory. One upsert of a row only
 // this client writes: nothing else locks it.
 func (d *Driver) RecordClient(ctx context.Context, p driver.RecordClientParams) error {
 	c := p.Client
-	var closed any
-	if !c.ClosedAt.IsZero() {
-		closed = ts(c.ClosedAt)
-	}
 	_, err := d.exec(ctx, `INSERT INTO client_heartbeat (`+sqldb.ClientColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON DUPLICATE KEY UPDATE identity = VALUES(identity), host = VALUES(host), pid = VALUES(pid), library_version = VALUES(library_version),
 			group_list = VALUES(group_list), started_at = VALUES(started_at), last_seen = VALUES(last_seen),
 			heartbeat_every_us = VALUES(heartbeat_every_us), closed_at = VALUES(closed_at)`,
 		c.Instance, c.Identity, c.Host, c.PID, c.LibraryVersion, driver.EncodeClientGroups(c.Groups), ts(c.StartedAt),
-		ts(c.LastSeen), c.HeartbeatEvery.Microseconds(), closed)
+		ts(c.LastSeen), c.HeartbeatEvery.Microseconds(), driver.TimeOrNull(c.ClosedAt, ts))
 	return err
 }
 
@@ -33,7 +27,7 @@ func (d *Driver) ListClients(ctx context.Context, _ driver.ListClientsParams) ([
 		return nil, err
 	}
 	out, err := sqldb.Collect(ctx, d.db, `SELECT `+sqldb.ClientColumns+` FROM client_heartbeat ORDER BY instance`, nil,
-		func(r driver.RowScanner) (driver.ClientRecord, error) { return sqldb.ScanClient(r, utc) })
+		func(r driver.RowScanner) (driver.ClientRecord, error) { return driver.ScanClient(r, utc) })
 	return out, d.wrap(ctx, err, opRead)
 }
 

@@ -75,12 +75,10 @@ func highWater(ctx context.Context, tx querier, stream driver.StreamConfig) ([]i
 // the counts kept up to the marks and the rows past them (rowcount.go), not
 // a scan of the log; uncounted is how many lay past the marks.
 func versionStats(ctx context.Context, tx querier, stream driver.StreamConfig) ([]driver.VersionStats, int64, error) {
-	counts, uncounted, err := rowCounts(ctx, tx, stream)
-	if err != nil {
-		return nil, 0, err
-	}
-	heads, err := headsPerVersion(ctx, tx, stream.ID)
-	return driver.VersionStatsOf(counts, heads), uncounted, err
+	return driver.ReadVersionStats(func() (map[int]int64, int64, error) { return rowCounts(ctx, tx, stream) },
+		func() (map[int]int64, error) {
+			return sqldb.Map[int, int64](ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, stream.ID)
+		})
 }
 
 // unreadRows counts a group's rows past its cursors by partition, version
@@ -109,14 +107,11 @@ func unreadRows(ctx context.Context, tx querier, stream driver.StreamConfig, g d
 			query += " AND (m.id > ? OR NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ? AND e.msg_id = m.id))"
 			args = append(args, newest, stream.ID, g.Name)
 		}
-		if err := sqldb.EachRow(ctx, tx, query+" GROUP BY m.schema_version, m.routing_key", args, func(r *sql.Rows) error {
-			u := driver.UnreadCount{Group: g.Name, Partition: p}
-			err := r.Scan(&u.Version, &u.RoutingKey, &u.Rows)
-			out = append(out, u)
-			return err
-		}); err != nil {
+		unread, err := sqldb.Collect(ctx, tx, query+" GROUP BY m.schema_version, m.routing_key", args, driver.ScanUnreadCount(g.Name, p))
+		if err != nil {
 			return nil, err
 		}
+		out = append(out, unread...)
 	}
 	return out, nil
 }
@@ -124,18 +119,11 @@ func unreadRows(ctx context.Context, tx querier, stream driver.StreamConfig, g d
 // exceptionCounts counts each group's exceptions by version and state,
 // batch members as leased exceptions at their rows' versions.
 func exceptionCounts(ctx context.Context, tx querier, stream driver.StreamConfig) ([]driver.ExceptionCount, error) {
-	var out []driver.ExceptionCount
-	err := sqldb.EachRow(ctx, tx, `SELECT group_name, schema_version, state, SUM(n) FROM (
+	return sqldb.Collect(ctx, tx, `SELECT group_name, schema_version, state, SUM(n) FROM (
 		SELECT group_name, schema_version, state, COUNT(*) n FROM delivery_exception WHERE stream_id = ? GROUP BY group_name, schema_version, state
 		UNION ALL SELECT b.group_name, m.schema_version, 'leased', COUNT(*) FROM delivery_batch b JOIN `+jsonIDs+` JOIN `+logTable(stream.ID)+` m ON m.id = j.id
 			WHERE b.stream_id = ? GROUP BY b.group_name, m.schema_version) x
-		GROUP BY group_name, schema_version, state ORDER BY group_name, schema_version, state`, []any{stream.ID, stream.ID}, func(r *sql.Rows) error {
-		var e driver.ExceptionCount
-		err := r.Scan(&e.Group, &e.Version, &e.State, &e.Count)
-		out = append(out, e)
-		return err
-	})
-	return out, err
+		GROUP BY group_name, schema_version, state ORDER BY group_name, schema_version, state`, []any{stream.ID, stream.ID}, driver.ScanExceptionCount)
 }
 
 // holderCounts counts leases per (group, holder), and when the last of them
@@ -160,9 +148,4 @@ func holderCounts(ctx context.Context, tx querier, stream driver.StreamConfig) (
 			return err
 		})
 	return out, err
-}
-
-// headsPerVersion counts a stream's compaction heads per version.
-func headsPerVersion(ctx context.Context, tx querier, streamID int64) (map[int]int64, error) {
-	return sqldb.Map[int, int64](ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, streamID)
 }

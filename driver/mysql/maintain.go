@@ -3,9 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -186,28 +184,41 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 	var res driver.RetainResult
 	err := d.withLog(ctx, req.StreamID, func() error {
 		return d.inTx(ctx, nil, func(tx querier) error {
-			res = driver.RetainResult{RemovedUnread: map[string]int64{}}
-			return d.retain(ctx, tx, req, &res)
+			var err error
+			res, err = driver.RetainPass(ctx, req, retention{d, tx})
+			return err
 		})
 	})
 	return res, err
 }
 
-func (d *Driver) retain(ctx context.Context, tx querier, req driver.RetainParams, res *driver.RetainResult) error {
-	stream, err := lockStream(ctx, tx, req.StreamID)
-	if err != nil {
-		return err
-	}
-	bound, err := retainBound(ctx, tx, stream, req.Now)
-	if err != nil || bound == 0 {
-		return err
-	}
-	r := stream.Retention
+// retention is Retain's statements (driver.RetainSteps): the stream is
+// locked first, then (hard limits) the groups and their cursors, so that
+// the count of unread rows is exact (claims take cursors with SKIP LOCKED
+// and pass these over meanwhile), then the batches among the victims, the
+// rows last.
+type retention struct {
+	d  *Driver
+	tx querier
+}
+
+func (r retention) Stream(ctx context.Context, streamID int64) (driver.StreamConfig, error) {
+	return lockStream(ctx, r.tx, streamID)
+}
+
+func (r retention) Probe(ctx context.Context, stream driver.StreamConfig) driver.RetentionProbe {
 	table := logTable(stream.ID)
+	return driver.RetentionStatements{
+		Span:       `SELECT (SELECT id FROM ` + table + ` ORDER BY id LIMIT 1), (SELECT id FROM ` + table + ` ORDER BY id DESC LIMIT 1)`,
+		FirstYoung: `SELECT id FROM ` + table + ` WHERE produced_at >= ? ORDER BY id LIMIT 1`,
+		NthNewest:  `SELECT id FROM ` + table + ` ORDER BY id DESC LIMIT 1 OFFSET ?`,
+		At:         func(t time.Time) any { return ts(t) },
+	}.Probe(func(query string, args ...any) driver.RowScanner { return r.tx.QueryRowContext(ctx, query, args...) }, sql.ErrNoRows)
+}
+
+func (r retention) Victims(ctx context.Context, stream driver.StreamConfig, bound int64, limit int) ([]driver.RetainCandidate, error) {
 	where := `m.id < ?`
-	args := []any{bound}
-	sid := strconv.FormatInt(stream.ID, 10)
-	if !r.Hard {
+	if sid := strconv.FormatInt(stream.ID, 10); !stream.Retention.Hard {
 		where += " AND NOT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = " + sid + " AND c.`partition` = m.`partition` AND c.position < m.id)" +
 			" AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = " + sid + " AND e.msg_id = m.id)" +
 			// Nor a row at or above any batch's lowest member: batch
@@ -215,69 +226,34 @@ func (d *Driver) retain(ctx context.Context, tx querier, req driver.RetainParams
 			// the rows materialized from it).
 			" AND m.id < COALESCE((SELECT MIN(b.first_id) FROM delivery_batch b WHERE b.stream_id = " + sid + "), m.id + 1)"
 	}
-	victims, err := sqldb.Collect(ctx, tx, "SELECT m.id, m.`partition`, m.schema_version, m.routing_key FROM "+table+" m WHERE "+where+" ORDER BY m.id LIMIT ?",
-		append(args, req.Limit), driver.ScanRetainCandidate)
-	if err != nil || len(victims) == 0 {
-		return err
+	return sqldb.Collect(ctx, r.tx, "SELECT m.id, m.`partition`, m.schema_version, m.routing_key FROM "+logTable(stream.ID)+" m WHERE "+where+" ORDER BY m.id LIMIT ?",
+		[]any{bound, limit}, driver.ScanRetainCandidate)
+}
+
+func (r retention) Unread(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate) ([]driver.GroupStats, driver.Held, error) {
+	groups, err := r.d.loadGroups(ctx, r.tx, stream, true)
+	if err != nil {
+		return nil, nil, err
 	}
-	if r.Hard {
-		// Lock the groups and their cursors so that the count of unread rows
-		// is exact; claims take cursors with SKIP LOCKED and pass these over
-		// meanwhile.
-		groups, err := d.loadGroups(ctx, tx, stream, true)
-		if err != nil {
-			return err
-		}
-		// Batch members among the victims become exception rows, which
-		// count as held below and go with their rows.
-		if err := d.materializeOverlapping(ctx, tx, stream.ID, victims); err != nil {
-			return err
-		}
-		held := driver.Held{}
-		if err := sqldb.EachRow(ctx, tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = ? AND msg_id BETWEEN ? AND ?`,
-			[]any{stream.ID, victims[0].ID, victims[len(victims)-1].ID}, func(rs *sql.Rows) error { return held.Scan(rs) }); err != nil {
-			return err
-		}
-		res.RemovedUnread = driver.CountRemovedUnread(groups, victims, held, req.Match)
-		for _, name := range slices.Sorted(maps.Keys(res.RemovedUnread)) {
-			if _, err := tx.ExecContext(ctx, `UPDATE consumer_group SET removed_unread = removed_unread + ? WHERE stream_id = ? AND name = ?`,
-				res.RemovedUnread[name], stream.ID, name); err != nil {
-				return err
-			}
-		}
+	// Batch members among the victims become exception rows, which count
+	// as held and go with their rows.
+	if err := r.d.materializeOverlapping(ctx, r.tx, stream.ID, victims); err != nil {
+		return nil, nil, err
+	}
+	held := driver.Held{}
+	return groups, held, sqldb.EachRow(ctx, r.tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = ? AND msg_id BETWEEN ? AND ?`,
+		[]any{stream.ID, victims[0].ID, victims[len(victims)-1].ID}, func(rs *sql.Rows) error { return held.Scan(rs) })
+}
+
+func (r retention) Remove(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate, removedUnread map[string]int64) error {
+	if err := sqldb.AddRemovedUnread(ctx, r.tx, `UPDATE consumer_group SET removed_unread = removed_unread + ? WHERE stream_id = ? AND name = ?`,
+		stream.ID, removedUnread); err != nil {
+		return err
 	}
 	// Removing a head races with appends moving it: on a compacted stream
 	// deleteRows takes every partition, in the order appends take them, so
 	// the two cannot deadlock.
-	res.Removed = int64(len(victims))
-	return d.deleteRows(ctx, tx, stream, victims, stream.Compacted)
-}
-
-// retainBound returns the id below which the stream's retention limits put
-// rows (0: none); driver.RetainBound decides, from these index dives.
-func retainBound(ctx context.Context, tx querier, stream driver.StreamConfig, now time.Time) (int64, error) {
-	table := logTable(stream.ID)
-	one := func(query string, args ...any) (int64, bool, error) {
-		var id int64
-		err := tx.QueryRowContext(ctx, query, args...).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return 0, false, nil
-		}
-		return id, err == nil, err
-	}
-	return driver.RetainBound(stream.Retention, now, driver.RetentionProbe{
-		Span: func() (int64, int64, bool, error) {
-			var oldest, newest sql.NullInt64
-			err := tx.QueryRowContext(ctx, `SELECT (SELECT id FROM `+table+` ORDER BY id LIMIT 1), (SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1)`).Scan(&oldest, &newest)
-			return oldest.Int64, newest.Int64, err == nil && newest.Valid, err
-		},
-		FirstYoung: func(t time.Time) (int64, bool, error) {
-			return one(`SELECT id FROM `+table+` WHERE produced_at >= ? ORDER BY id LIMIT 1`, ts(t))
-		},
-		NthNewest: func(n int64) (int64, bool, error) {
-			return one(`SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1 OFFSET ?`, n)
-		},
-	})
+	return r.d.deleteRows(ctx, r.tx, stream, victims, stream.Compacted)
 }
 
 // materializeOverlapping writes back as exception rows the members of the

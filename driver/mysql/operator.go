@@ -42,7 +42,7 @@ func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) erro
 			return err
 		}
 		if len(have) == 0 {
-			return fmt.Errorf("group %q: %w", p.Group, driver.ErrGroupNotFound)
+			return driver.GroupNotFound(p.Group)
 		}
 		for _, part := range parts {
 			if !have[part] {

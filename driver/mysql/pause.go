@@ -8,16 +8,11 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-var _ driver.GroupPauser = (*Driver)(nil)
-
 // PauseGroup implements driver.GroupPauser: the group row is locked, then
 // every cursor of the group (waiting for claims in flight, which hold
 // one), in RegisterGroup's order (C19).
 func (d *Driver) PauseGroup(ctx context.Context, p driver.PauseGroupParams) error {
-	var paused any
-	if !p.PausedAt.IsZero() {
-		paused = ts(p.PausedAt)
-	}
+	paused := driver.TimeOrNull(p.PausedAt, ts)
 	return d.inTx(ctx, nil, func(tx querier) error {
 		if _, err := loadGroup(ctx, tx, p.StreamID, p.Group, " FOR UPDATE"+d.waitClause()); err != nil {
 			return err

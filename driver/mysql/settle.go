@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
@@ -333,19 +332,13 @@ func ackReturning(ctx context.Context, q querier, streamID int64, group string, 
 const appendFailure = `failures = JSON_ARRAY_APPEND(COALESCE(failures, '[]'), '$',
 	JSON_OBJECT('attempt', attempt, 'error', ?, 'at', ?, 'holder', COALESCE(CONVERT(holder USING utf8mb4), '')))`
 
-// historyTime is how a failure history entry records its time: RFC 3339,
-// UTC, at most microseconds.
-func historyTime(t time.Time) string {
-	return t.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
-}
-
 // Fail implements driver.Driver. Failures with the same state, due time and
 // error are one statement; all run in one transaction (the caller's, with
 // p.Tx). Each appends to its delivery's failure history.
 func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleResult, error) {
 	const set = `UPDATE delivery_exception SET state = ?, due_at = ?, lease_token = NULL, last_error = ?,
 		first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, ` + appendFailure
-	now, at := ts(p.Now), historyTime(p.Now)
+	now, at := ts(p.Now), driver.HistoryTime(p.Now)
 	outcome := func(f driver.Failure) (string, string) {
 		if f.Dead {
 			return string(driver.StateDead), now

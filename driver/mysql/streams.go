@@ -77,13 +77,7 @@ func (d *Driver) CreateStream(ctx context.Context, p driver.CreateStreamParams) 
 		res, err := tx.ExecContext(ctx, `INSERT INTO stream_config (name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, cfg.Name, cfg.Partitions, cfg.Compacted, cfg.Retention.MaxAge.Microseconds(),
 			cfg.Retention.MaxRows, cfg.Retention.Hard, ts(cfg.CreatedAt))
-		if isUnique(err) {
-			return driver.ErrStreamExists
-		}
-		if err != nil {
-			return err
-		}
-		if cfg.ID, err = res.LastInsertId(); err != nil {
+		if cfg.ID, err = sqldb.NewStreamID(res, err, isUnique(err)); err != nil {
 			return err
 		}
 		const chunk = 256
@@ -146,10 +140,7 @@ func (d *Driver) ListStreams(ctx context.Context, _ driver.ListStreamsParams) ([
 // RenameStream implements driver.Driver.
 func (d *Driver) RenameStream(ctx context.Context, p driver.RenameStreamParams) error {
 	res, err := d.exec(ctx, `UPDATE stream_config SET name = ? WHERE id = ?`, p.NewName, p.StreamID)
-	if isUnique(err) {
-		return driver.ErrStreamExists
-	}
-	return sqldb.Changed(res, err, driver.ErrStreamNotFound)
+	return sqldb.Renamed(res, err, isUnique(err))
 }
 
 // DestroyStream implements driver.Driver. The config, partitions, groups,
@@ -169,13 +160,8 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 		if _, err := d.lockPartitions(ctx, tx, streamID, nil, false, false); err != nil {
 			return err
 		}
-		for _, table := range []string{"stream_partition", "consumer_group", "group_cursor", "delivery_exception", "delivery_batch", "compaction_head",
-			"schema_revision", "schema_reader", "registry_setting", "row_count", "row_count_mark"} {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ?`, streamID); err != nil {
-				return err
-			}
-		}
-		return nil
+		return sqldb.ExecEach(ctx, tx, []string{"stream_partition", "consumer_group", "group_cursor", "delivery_exception", "delivery_batch", "compaction_head",
+			"schema_revision", "schema_reader", "registry_setting", "row_count", "row_count_mark"}, deleteByStream, streamID)
 	})
 	if err != nil {
 		return err
@@ -196,7 +182,7 @@ func scanGroup(r driver.RowScanner, extra ...any) (driver.GroupConfig, int64, er
 func loadGroup(ctx context.Context, q querier, streamID int64, name, lock string) (driver.GroupConfig, error) {
 	g, _, err := scanGroup(q.QueryRowContext(ctx, `SELECT `+sqldb.GroupColumns+` FROM consumer_group WHERE stream_id = ? AND name = ?`+lock, streamID, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return g, fmt.Errorf("group %q: %w", name, driver.ErrGroupNotFound)
+		return g, driver.GroupNotFound(name)
 	}
 	return g, err
 }
@@ -324,12 +310,7 @@ func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) er
 		if err := sqldb.Changed(res, err, driver.ErrGroupNotFound); err != nil {
 			return err
 		}
-		for _, table := range []string{"group_cursor", "delivery_exception", "delivery_batch", "schema_reader"} {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ? AND group_name = ?`, streamID, group); err != nil {
-				return err
-			}
-		}
-		return nil
+		return sqldb.ExecEach(ctx, tx, []string{"group_cursor", "delivery_exception", "delivery_batch", "schema_reader"}, deleteByGroup, streamID, group)
 	})
 }
 
@@ -395,4 +376,12 @@ func readTops(ctx context.Context, q querier, streamID int64, parts []int) (map[
 		return err
 	})
 	return out, err
+}
+
+// deleteByStream and deleteByGroup delete a stream's or a group's rows from
+// a table (sqldb.ExecEach).
+func deleteByStream(table string) string { return `DELETE FROM ` + table + ` WHERE stream_id = ?` }
+
+func deleteByGroup(table string) string {
+	return `DELETE FROM ` + table + ` WHERE stream_id = ? AND group_name = ?`
 }

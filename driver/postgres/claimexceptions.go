@@ -49,8 +49,7 @@ func claimExceptionsPage(ctx context.Context, tx querier, p driver.ClaimParams, 
 	if err != nil {
 		return nil, 0, err
 	}
-	var resolve, bury, lease []int64
-	var leased []driver.Delivery
+	var f driver.DueFates
 	for rows.Next() {
 		var o optionalRow
 		var msgID int64
@@ -61,19 +60,9 @@ func claimExceptionsPage(ctx context.Context, tx querier, p driver.ClaimParams, 
 			rows.Close()
 			return nil, 0, err
 		}
-		switch driver.FateOfDue(p, driver.ExceptionState(state), int(attempt), claimable) {
-		case driver.ResolveDue:
-			resolve = append(resolve, msgID)
-		case driver.BuryDue:
-			bury = append(bury, msgID)
-		default:
-			r, err := o.row()
-			if err != nil {
-				rows.Close()
-				return nil, 0, err
-			}
-			lease = append(lease, msgID)
-			leased = append(leased, driver.Delivery{Row: r, Attempt: int(attempt) + 1, LeaseUntil: ts(p.LeaseUntil)})
+		if err := f.Add(p, msgID, driver.ExceptionState(state), int(attempt), claimable, o.row, ts(p.LeaseUntil)); err != nil {
+			rows.Close()
+			return nil, 0, err
 		}
 	}
 	rows.Close()
@@ -82,27 +71,27 @@ func claimExceptionsPage(ctx context.Context, tx querier, p driver.ClaimParams, 
 	}
 	b := &pgx.Batch{}
 	where := ` WHERE stream_id = $1::bigint AND group_name = $2::text AND msg_id = ANY($3::bigint[])`
-	if len(resolve) > 0 {
-		b.Queue(`DELETE FROM delivery_exception`+where, p.Stream.ID, p.Group, resolve)
+	if len(f.Resolve) > 0 {
+		b.Queue(`DELETE FROM delivery_exception`+where, p.Stream.ID, p.Group, f.Resolve)
 	}
-	if len(bury) > 0 {
+	if len(f.Bury) > 0 {
 		// The expired lease's attempt and holder go to the failure history.
 		b.Queue(`UPDATE delivery_exception e SET state = 'dead', lease_token = NULL, last_error = $4::text,
 			failures = `+appendFailure("e", `$6::text`, `$7::text`)+`,
 			first_failed_at = COALESCE(first_failed_at, $5::timestamptz), updated_at = $5::timestamptz`+where,
-			p.Stream.ID, p.Group, bury, storableText(p.LastError), ts(p.Now), historyError(p.LastError), historyTime(p.Now))
+			p.Stream.ID, p.Group, f.Bury, storableText(p.LastError), ts(p.Now), historyError(p.LastError), driver.HistoryTime(p.Now))
 	}
-	if len(lease) > 0 {
+	if len(f.Lease) > 0 {
 		b.Queue(`UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = $4::timestamptz, lease_token = $5::text,
-			holder = $6::text, updated_at = $7::timestamptz`+where, p.Stream.ID, p.Group, lease, ts(p.LeaseUntil), p.Token, p.Holder, ts(p.Now))
+			holder = $6::text, updated_at = $7::timestamptz`+where, p.Stream.ID, p.Group, f.Lease, ts(p.LeaseUntil), p.Token, p.Holder, ts(p.Now))
 	}
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return nil, 0, err
 		}
 	}
-	if len(resolve)+len(bury)+len(lease) < limit {
-		return leased, 0, nil // nothing more is due
+	if f.Examined() < limit {
+		return f.Leased, 0, nil // nothing more is due
 	}
-	return leased, len(resolve) + len(bury), nil
+	return f.Leased, f.Dropped(), nil
 }

@@ -45,10 +45,10 @@ func (u *usualClaim) claimPartition(ctx context.Context, t *claimTxn, c lockedCu
 			return partitionClaim{}, err
 		}
 		ahead = nil
-		if s.cursor == out.cursor {
+		if s.Cursor == out.cursor {
 			break
 		}
-		full := len(out.taken)+len(s.taken) == limit
+		full := len(out.taken)+len(s.Taken) == limit
 		var next *window // read for the next claim when this one has its limit
 		if full {
 			next = u.out.next
@@ -58,8 +58,8 @@ func (u *usualClaim) claimPartition(ctx context.Context, t *claimTxn, c lockedCu
 			return partitionClaim{}, err
 		}
 		out.taken, out.deferred = append(out.taken, got...), out.deferred+deferred
-		out.cursor, scanned = s.cursor, scanned+s.scanned
-		skipped := len(got)+deferred < len(s.taken)+len(s.deferred)
+		out.cursor, scanned = s.Cursor, scanned+s.Scanned
+		skipped := len(got)+deferred < len(s.Taken)+len(s.Deferred)
 		if !skipped || !s.more {
 			break
 		}
@@ -73,13 +73,16 @@ func (u *usualClaim) claimPartition(ctx context.Context, t *claimTxn, c lockedCu
 
 // partitionScan is what scanPartition found.
 type partitionScan struct {
-	taken    []driver.Delivery
-	deferred []driver.Row
-	cursor   int64 // the last row inspected
-	scanned  int
+	driver.PartitionScan
 	// more: the scan stopped at limit or its bound, not at the end of the
 	// partition or at an ordered group's deferred row.
 	more bool
+}
+
+// newScan starts the scan of a claim planned as plan past cursor, for up
+// to limit rows.
+func newScan(p driver.ClaimParams, plan driver.ClaimPlan, cursor int64, limit int) partitionScan {
+	return partitionScan{PartitionScan: driver.PartitionScan{Plan: plan, Ordered: p.Ordered, Limit: limit, LeaseUntil: ts(p.LeaseUntil), Cursor: cursor}, more: true}
 }
 
 // scanPartition reads up to limit claimable rows past cursor from,
@@ -88,14 +91,14 @@ type partitionScan struct {
 // window's query.
 func (u *usualClaim) scanPartition(ctx context.Context, t *claimTxn, from lockedCursor, limit, bound int, ahead *window) (partitionScan, error) {
 	query, vargs := scanQuery(u.p, u.plan.Versions)
-	s := partitionScan{cursor: from.position, more: true}
+	s := newScan(u.p, u.plan, from.position, limit)
 	size := windowSize(limit)
-	for len(s.taken) < limit && s.scanned < bound {
+	for len(s.Taken) < limit && s.Scanned < bound {
 		var win []scannedRow
-		if ahead != nil && ahead.from == s.cursor && ahead.size == size {
+		if ahead != nil && ahead.from == s.Cursor && ahead.size == size {
 			win = ahead.rows
 		} else {
-			rows, err := t.Query(ctx, query, append([]any{from.partition, s.cursor, int32(size)}, vargs...)...)
+			rows, err := t.Query(ctx, query, append([]any{from.partition, s.Cursor, int32(size)}, vargs...)...)
 			if err != nil {
 				return s, err
 			}
@@ -104,7 +107,7 @@ func (u *usualClaim) scanPartition(ctx context.Context, t *claimTxn, from locked
 			}
 		}
 		ahead = nil
-		full, stop := s.inspect(u.p, u.plan, win, limit)
+		full, stop := s.inspect(win)
 		if full {
 			break
 		}
@@ -118,30 +121,12 @@ func (u *usualClaim) scanPartition(ctx context.Context, t *claimTxn, from locked
 }
 
 // inspect takes the claimable rows of a window in order until the scan has
-// limit, leaving the rows the member cannot decode as deferred, and moves
-// the scan's cursor to the last row it looked at. full: it has limit; stop:
-// an ordered group met a deferred row.
-func (s *partitionScan) inspect(p driver.ClaimParams, plan driver.ClaimPlan, win []scannedRow, limit int) (full, stop bool) {
+// its limit (driver.PartitionScan decides what each row is). full: it has
+// its limit; stop: an ordered group met a deferred row.
+func (s *partitionScan) inspect(win []scannedRow) (full, stop bool) {
 	for _, w := range win {
-		r := w.row
-		s.scanned++
-		s.cursor = r.ID
-		if !w.versionOK || !w.head || !plan.Matches(r.RoutingKey) {
-			continue
-		}
-		if !plan.Decodes(r.SchemaVersion) {
-			// The group reads this version, this member cannot decode it:
-			// leave it due for a member that can. An ordered group stops
-			// here, so that the partition's order holds.
-			s.deferred = append(s.deferred, r)
-			if p.Ordered {
-				return false, true
-			}
-			continue
-		}
-		s.taken = append(s.taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: ts(p.LeaseUntil)})
-		if len(s.taken) == limit {
-			return true, false
+		if !s.Inspect(w.row, w.versionOK && w.head) {
+			return !s.Stopped, s.Stopped
 		}
 	}
 	return false, false
@@ -244,7 +229,7 @@ func (u *usualClaim) recordClaim(ctx context.Context, t *claimTxn, part int32, s
 	b := &pgx.Batch{}
 	record := queueRecord(b, u.p, part, s)
 	if next != nil {
-		next.queue(b, u.p, part, s.cursor)
+		next.queue(b, u.p, part, s.Cursor)
 	}
 	var recordedIDs []int64
 	read := func(br pgx.BatchResults) error {
@@ -267,18 +252,18 @@ func (u *usualClaim) recordClaim(ctx context.Context, t *claimTxn, part int32, s
 // recorded.
 func queueRecord(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan) func(pgx.BatchResults) ([]int64, error) {
 	b.Queue(`UPDATE group_cursor SET position = $1::bigint WHERE stream_id = $2::bigint AND group_name = $3::text AND partition = $4::integer`,
-		s.cursor, p.Stream.ID, p.Group, part)
-	n := len(s.taken) + len(s.deferred)
+		s.Cursor, p.Stream.ID, p.Group, part)
+	n := len(s.Taken) + len(s.Deferred)
 	if n == 0 {
 		return func(br pgx.BatchResults) ([]int64, error) { _, err := br.Exec(); return nil, err }
 	}
 	ids := make([]int64, 0, n)
 	versions := make([]int32, 0, n)
 	leased := make([]bool, 0, n)
-	for _, t := range s.taken {
+	for _, t := range s.Taken {
 		ids, versions, leased = append(ids, t.ID), append(versions, int32(t.SchemaVersion)), append(leased, true)
 	}
-	for _, r := range s.deferred {
+	for _, r := range s.Deferred {
 		ids, versions, leased = append(ids, r.ID), append(versions, int32(r.SchemaVersion)), append(leased, false)
 	}
 	b.Queue(batchClaim, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased, slices.Min(ids), slices.Max(ids))
@@ -297,8 +282,8 @@ func queueRecord(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan
 // recorded is what a record of s took, given the ids it recorded:
 // the deliveries, and the count of deferred rows.
 func recorded(s partitionScan, inserted []int64) ([]driver.Delivery, int) {
-	if len(inserted) == len(s.taken)+len(s.deferred) {
-		return s.taken, len(s.deferred)
+	if len(inserted) == len(s.Taken)+len(s.Deferred) {
+		return s.Taken, len(s.Deferred)
 	}
 	// The rare path: the group had exceptions for some of these rows.
 	kept := make(map[int64]bool, len(inserted))
@@ -306,13 +291,13 @@ func recorded(s partitionScan, inserted []int64) ([]driver.Delivery, int) {
 		kept[id] = true
 	}
 	var taken []driver.Delivery
-	for _, t := range s.taken {
+	for _, t := range s.Taken {
 		if kept[t.ID] {
 			taken = append(taken, t)
 		}
 	}
 	deferred := 0
-	for _, r := range s.deferred {
+	for _, r := range s.Deferred {
 		if kept[r.ID] {
 			deferred++
 		}

@@ -9,16 +9,10 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-var _ driver.ClientDirectory = (*Driver)(nil)
-
 // RecordClient implements driver.ClientDirectory. One upsert of a row only
 // this client writes: nothing else locks it.
 func (d *Driver) RecordClient(ctx context.Context, p driver.RecordClientParams) error {
 	c := p.Client
-	var closed *time.Time
-	if !c.ClosedAt.IsZero() {
-		closed = &c.ClosedAt
-	}
 	return d.write(ctx, func(conn *pgxpool.Conn) error {
 		_, err := conn.Exec(ctx, `INSERT INTO client_heartbeat (instance, identity, host, pid, library_version, group_list, started_at, last_seen, heartbeat_every_us, closed_at)
 			VALUES ($1::text, $2::text, $3::text, $4::integer, $5::text, $6::jsonb, $7::timestamptz, $8::timestamptz, $9::bigint, $10::timestamptz)
@@ -26,7 +20,7 @@ func (d *Driver) RecordClient(ctx context.Context, p driver.RecordClientParams) 
 				library_version = excluded.library_version, group_list = excluded.group_list, started_at = excluded.started_at,
 				last_seen = excluded.last_seen, heartbeat_every_us = excluded.heartbeat_every_us, closed_at = excluded.closed_at`,
 			c.Instance, c.Identity, c.Host, c.PID, c.LibraryVersion, driver.EncodeClientGroups(c.Groups), c.StartedAt.UTC(),
-			c.LastSeen.UTC(), c.HeartbeatEvery.Microseconds(), closed)
+			c.LastSeen.UTC(), c.HeartbeatEvery.Microseconds(), driver.TimeOrNull(c.ClosedAt, time.Time.UTC))
 		return err
 	})
 }
@@ -38,23 +32,9 @@ func (d *Driver) ListClients(ctx context.Context, _ driver.ListClientsParams) ([
 		out = nil
 		return eachRow(ctx, d.pool, `SELECT instance, identity, host, pid, library_version, group_list::text, started_at, last_seen, heartbeat_every_us, closed_at
 			FROM client_heartbeat ORDER BY instance`, nil, func(r pgx.Rows) error {
-			var c driver.ClientRecord
-			var groups string
-			var every int64
-			var closed *time.Time
-			if err := r.Scan(&c.Instance, &c.Identity, &c.Host, &c.PID, &c.LibraryVersion, &groups, &c.StartedAt, &c.LastSeen, &every, &closed); err != nil {
-				return err
-			}
-			var err error
-			if c.Groups, err = driver.DecodeClientGroups(groups); err != nil {
-				return err
-			}
-			c.StartedAt, c.LastSeen, c.HeartbeatEvery = c.StartedAt.UTC(), c.LastSeen.UTC(), time.Duration(every)*time.Microsecond
-			if closed != nil {
-				c.ClosedAt = closed.UTC()
-			}
+			c, err := driver.ScanClient(r, time.Time.UTC)
 			out = append(out, c)
-			return nil
+			return err
 		})
 	})
 	return out, err

@@ -94,12 +94,12 @@ const fastBatch = `WITH c AS (UPDATE group_cursor SET position = $9::bigint
 // queueFastBatch queues fastBatch for the rows s took; the function it
 // returns reads its result: the ids leased, all of them.
 func queueFastBatch(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan) func(pgx.BatchResults) ([]int64, error) {
-	ids := make([]int64, len(s.taken))
-	for i, t := range s.taken {
+	ids := make([]int64, len(s.Taken))
+	for i, t := range s.Taken {
 		ids[i] = t.ID
 	}
 	slices.Sort(ids)
-	b.Queue(fastBatch, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, s.cursor, ids[0], ids[len(ids)-1])
+	b.Queue(fastBatch, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, s.Cursor, ids[0], ids[len(ids)-1])
 	return func(br pgx.BatchResults) ([]int64, error) {
 		tag, err := br.Exec()
 		if err == nil && tag.RowsAffected() != 1 {
@@ -117,17 +117,17 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 	if err != nil || !sameVersions(plan.Versions, w.versions) {
 		return claimOutcome{}, false, nil
 	}
-	s := partitionScan{cursor: w.from, more: true}
-	if full, _ := s.inspect(p, plan, w.rows, p.Limit); !full {
+	s := newScan(p, plan, w.from, p.Limit)
+	if full, _ := s.inspect(w.rows); !full {
 		return claimOutcome{}, false, nil
 	}
 	err = d.claimTx(ctx, func(t *claimTxn) error {
 		ok = false
 		b := &pgx.Batch{}
 		b.Queue(fastLock, p.Stream.ID, p.Group, w.partition, w.from)
-		b.Queue(fastCheck(p.Stream.ID), p.Stream.ID, p.Group, w.print, ts(p.Now), w.partition, w.from, s.cursor, int64(s.scanned))
+		b.Queue(fastCheck(p.Stream.ID), p.Stream.ID, p.Group, w.print, ts(p.Now), w.partition, w.from, s.Cursor, int64(s.Scanned))
 		var record func(pgx.BatchResults) ([]int64, error)
-		if len(s.deferred) == 0 && len(s.taken) > 0 {
+		if len(s.Deferred) == 0 && len(s.Taken) > 0 {
 			record = queueFastBatch(b, p, w.partition, s)
 		} else {
 			record = queueRecord(b, p, w.partition, s)
@@ -135,7 +135,7 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 		var next *window
 		if readNext {
 			next = &window{versions: slices.Clone(plan.Versions)}
-			next.queue(b, p, w.partition, s.cursor)
+			next.queue(b, p, w.partition, s.Cursor)
 		}
 		var g driver.GroupConfig
 		var inserted []int64
@@ -163,12 +163,12 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 		}
 		taken, deferred := recorded(s, inserted)
 		out = claimOutcome{res: driver.ClaimResult{Group: g, Deliveries: taken, Deferred: deferred},
-			wrote: map[int32][]int64{}, short: len(inserted) < len(s.taken)+len(s.deferred), next: next}
+			wrote: map[int32][]int64{}, short: len(inserted) < len(s.Taken)+len(s.Deferred), next: next}
 		for _, t := range taken {
 			out.wrote[w.partition] = append(out.wrote[w.partition], t.ID)
 		}
 		if len(taken) > 0 {
-			out.took = busyState{ok: true, partition: w.partition, position: s.cursor, versions: slices.Clone(plan.Versions)}
+			out.took = busyState{ok: true, partition: w.partition, position: s.Cursor, versions: slices.Clone(plan.Versions)}
 		}
 		if next != nil {
 			next.group, next.print = g, w.print

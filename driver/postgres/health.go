@@ -108,20 +108,19 @@ func highWaters(ctx context.Context, tx pgx.Tx, stream driver.StreamConfig) ([]i
 // many rows lay past the marks of the row counts (rowcount.go): the counts
 // kept up to the marks and the rows past them, not a scan of the log.
 func versionStats(ctx context.Context, tx pgx.Tx, streamID int64) ([]driver.VersionStats, int64, error) {
-	counts, past, err := rowCounts(ctx, tx, streamID)
-	if err != nil {
-		return nil, 0, err
-	}
-	heads := map[int]int64{}
-	err = eachRow(ctx, tx, `SELECT schema_version, count(*) FROM compaction_head WHERE stream_id = $1::bigint GROUP BY schema_version`,
-		[]any{streamID}, func(r pgx.Rows) error {
-			var v int32
-			var n int64
-			err := r.Scan(&v, &n)
-			heads[int(v)] = n
-			return err
+	return driver.ReadVersionStats(func() (map[int]int64, int64, error) { return rowCounts(ctx, tx, streamID) },
+		func() (map[int]int64, error) {
+			heads := map[int]int64{}
+			err := eachRow(ctx, tx, `SELECT schema_version, count(*) FROM compaction_head WHERE stream_id = $1::bigint GROUP BY schema_version`,
+				[]any{streamID}, func(r pgx.Rows) error {
+					var v int32
+					var n int64
+					err := r.Scan(&v, &n)
+					heads[int(v)] = n
+					return err
+				})
+			return heads, err
 		})
-	return driver.VersionStatsOf(counts, heads), past, err
 }
 
 // unreadCounts counts the rows past each group's cursors, by partition,

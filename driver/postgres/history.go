@@ -3,7 +3,6 @@ package postgres
 import (
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -17,10 +16,6 @@ func appendFailure(alias, errExpr, atExpr string) string {
 	return `COALESCE(` + alias + `.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', ` + alias + `.attempt, 'error', ` +
 		errExpr + `, 'at', ` + atExpr + `, 'holder', COALESCE(` + alias + `.holder, '')))`
 }
-
-// historyTime is how a failure's time is kept in its history entry:
-// RFC 3339 in UTC at microsecond precision.
-func historyTime(t time.Time) string { return ts(t).Format(time.RFC3339Nano) }
 
 // storableText is s as a text column can hold it: PostgreSQL text holds
 // neither NUL bytes nor invalid UTF-8, so each becomes U+FFFD (an error

@@ -178,71 +178,9 @@ func (d *Driver) maintenanceError(err error) error {
 func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.RetainResult, error) {
 	var res driver.RetainResult
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
-		res = driver.RetainResult{RemovedUnread: map[string]int64{}}
-		stream, err := lookupStreamByID(ctx, tx, req.StreamID)
-		if err != nil {
-			return err
-		}
-		bound, err := retainBound(ctx, tx, stream, req.Now)
-		if err != nil || bound == 0 {
-			return err
-		}
-		r := stream.Retention
-		table := logTable(stream.ID)
-		sid := strconv.FormatInt(stream.ID, 10)
-		args := []any{int32(req.Limit), bound}
-		where := `m.id < $2::bigint`
-		if !r.Hard {
-			// Batch members are at or below their cursors: a soft limit
-			// keeps every row from the stream's lowest batch member on.
-			where += ` AND NOT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = ` + sid + ` AND c.partition = m.partition AND c.position < m.id)
-				AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ` + sid + ` AND e.msg_id = m.id)
-				AND m.id < COALESCE((SELECT min(b.first_id) FROM delivery_batch b WHERE b.stream_id = ` + sid + `), ` + strconv.FormatInt(math.MaxInt64, 10) + `)`
-		}
-		var victims []driver.RetainCandidate
-		if err := eachRow(ctx, tx, `SELECT m.id, m.partition, m.schema_version, m.routing_key FROM `+table+` m WHERE `+where+` ORDER BY m.id LIMIT $1::integer`,
-			args, func(rs pgx.Rows) error {
-				v, err := driver.ScanRetainCandidate(rs)
-				victims = append(victims, v)
-				return err
-			}); err != nil || len(victims) == 0 {
-			return err
-		}
-		ids := make([]int64, len(victims))
-		parts := make([]int32, len(victims))
-		for i, v := range victims {
-			ids[i], parts[i] = v.ID, int32(v.Partition)
-		}
-		if r.Hard {
-			groups, err := loadGroups(ctx, tx, stream)
-			if err != nil {
-				return err
-			}
-			held := driver.Held{}
-			// Batch members are held too (deleteRows materializes them).
-			if err := eachRow(ctx, tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = $1::bigint AND msg_id = ANY($2::bigint[])
-				UNION ALL SELECT b.group_name, u.id FROM delivery_batch b CROSS JOIN LATERAL unnest(b.ids) AS u(id)
-				WHERE b.stream_id = $1::bigint AND b.first_id <= $4::bigint AND b.last_id >= $3::bigint AND u.id = ANY($2::bigint[])`,
-				[]any{stream.ID, ids, slices.Min(ids), slices.Max(ids)}, func(rs pgx.Rows) error { return held.Scan(rs) }); err != nil {
-				return err
-			}
-			res.RemovedUnread = driver.CountRemovedUnread(groups, victims, held, req.Match)
-		}
-		// The groups' rows are locked with the rows' (deleteRows), in one
-		// order, as other processes' retention.
-		names := slices.Sorted(maps.Keys(res.RemovedUnread))
-		if err := d.deleteRows(ctx, tx, stream.ID, ids, parts, names); err != nil {
-			return err
-		}
-		res.Removed = int64(len(ids))
-		for _, name := range names {
-			n := res.RemovedUnread[name]
-			if _, err := tx.Exec(ctx, `UPDATE consumer_group SET removed_unread = removed_unread + $1::bigint WHERE stream_id = $2::bigint AND name = $3::text`,
-				n, stream.ID, name); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		res, err = driver.RetainPass(ctx, req, retention{d, tx})
+		return err
 	})
 	if err != nil {
 		return driver.RetainResult{}, d.maintenanceError(err)
@@ -250,32 +188,72 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 	return res, nil
 }
 
-// retainBound returns the id below which the stream's retention limits put
-// rows (0: none); driver.RetainBound decides, from these index dives.
-func retainBound(ctx context.Context, tx pgx.Tx, stream driver.StreamConfig, now time.Time) (int64, error) {
+// retention is Retain's statements (driver.RetainSteps). The groups' rows
+// are locked with the rows' (deleteRows), in one order, as other
+// processes' retention.
+type retention struct {
+	d  *Driver
+	tx pgx.Tx
+}
+
+func (r retention) Stream(ctx context.Context, streamID int64) (driver.StreamConfig, error) {
+	return lookupStreamByID(ctx, r.tx, streamID)
+}
+
+func (r retention) Probe(ctx context.Context, stream driver.StreamConfig) driver.RetentionProbe {
 	table := logTable(stream.ID)
-	one := func(query string, args ...any) (int64, bool, error) {
-		var id int64
-		err := tx.QueryRow(ctx, query, args...).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return 0, false, nil
-		}
-		return id, err == nil, err
+	return driver.RetentionStatements{
+		Span:       `SELECT (SELECT min(id) FROM ` + table + `), (SELECT max(id) FROM ` + table + `)`,
+		FirstYoung: `SELECT id FROM ` + table + ` WHERE produced_at >= $1::timestamptz ORDER BY id LIMIT 1`,
+		NthNewest:  `SELECT id FROM ` + table + ` ORDER BY id DESC LIMIT 1 OFFSET $1::bigint`,
+		At:         func(t time.Time) any { return ts(t) },
+	}.Probe(func(query string, args ...any) driver.RowScanner { return r.tx.QueryRow(ctx, query, args...) }, pgx.ErrNoRows)
+}
+
+func (r retention) Victims(ctx context.Context, stream driver.StreamConfig, bound int64, limit int) ([]driver.RetainCandidate, error) {
+	where := `m.id < $2::bigint`
+	if sid := strconv.FormatInt(stream.ID, 10); !stream.Retention.Hard {
+		// Batch members are at or below their cursors: a soft limit
+		// keeps every row from the stream's lowest batch member on.
+		where += ` AND NOT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = ` + sid + ` AND c.partition = m.partition AND c.position < m.id)
+			AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ` + sid + ` AND e.msg_id = m.id)
+			AND m.id < COALESCE((SELECT min(b.first_id) FROM delivery_batch b WHERE b.stream_id = ` + sid + `), ` + strconv.FormatInt(math.MaxInt64, 10) + `)`
 	}
-	return driver.RetainBound(stream.Retention, now, driver.RetentionProbe{
-		Span: func() (int64, int64, bool, error) {
-			var oldest, newest *int64
-			err := tx.QueryRow(ctx, `SELECT (SELECT min(id) FROM `+table+`), (SELECT max(id) FROM `+table+`)`).Scan(&oldest, &newest)
-			if err != nil || newest == nil {
-				return 0, 0, false, err
-			}
-			return *oldest, *newest, true, nil
-		},
-		FirstYoung: func(t time.Time) (int64, bool, error) {
-			return one(`SELECT id FROM `+table+` WHERE produced_at >= $1::timestamptz ORDER BY id LIMIT 1`, ts(t))
-		},
-		NthNewest: func(n int64) (int64, bool, error) {
-			return one(`SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1 OFFSET $1::bigint`, n)
-		},
+	var victims []driver.RetainCandidate
+	err := eachRow(ctx, r.tx, `SELECT m.id, m.partition, m.schema_version, m.routing_key FROM `+logTable(stream.ID)+` m WHERE `+where+` ORDER BY m.id LIMIT $1::integer`,
+		[]any{int32(limit), bound}, func(rs pgx.Rows) error {
+			v, err := driver.ScanRetainCandidate(rs)
+			victims = append(victims, v)
+			return err
+		})
+	return victims, err
+}
+
+func (r retention) Unread(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate) ([]driver.GroupStats, driver.Held, error) {
+	groups, err := loadGroups(ctx, r.tx, stream)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids := driver.RetainIDs(victims)
+	held := driver.Held{}
+	// Batch members are held too (deleteRows materializes them).
+	return groups, held, eachRow(ctx, r.tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = $1::bigint AND msg_id = ANY($2::bigint[])
+		UNION ALL SELECT b.group_name, u.id FROM delivery_batch b CROSS JOIN LATERAL unnest(b.ids) AS u(id)
+		WHERE b.stream_id = $1::bigint AND b.first_id <= $4::bigint AND b.last_id >= $3::bigint AND u.id = ANY($2::bigint[])`,
+		[]any{stream.ID, ids, slices.Min(ids), slices.Max(ids)}, func(rs pgx.Rows) error { return held.Scan(rs) })
+}
+
+func (r retention) Remove(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate, removedUnread map[string]int64) error {
+	parts := make([]int32, len(victims))
+	for i, v := range victims {
+		parts[i] = int32(v.Partition)
+	}
+	if err := r.d.deleteRows(ctx, r.tx, stream.ID, driver.RetainIDs(victims), parts, slices.Sorted(maps.Keys(removedUnread))); err != nil {
+		return err
+	}
+	return driver.AddRemovedUnread(removedUnread, func(group string, n int64) error {
+		_, err := r.tx.Exec(ctx, `UPDATE consumer_group SET removed_unread = removed_unread + $1::bigint WHERE stream_id = $2::bigint AND name = $3::text`,
+			n, stream.ID, group)
+		return err
 	})
 }

@@ -2,21 +2,17 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-var _ driver.GroupPauser = (*Driver)(nil)
-
 // PauseGroup implements driver.GroupPauser: the group row is locked, then
 // every cursor of the group (waiting for claims in flight, which hold
 // one), as RegisterGroup does for a configuration change (C19).
 func (d *Driver) PauseGroup(ctx context.Context, p driver.PauseGroupParams) error {
-	var paused any
-	if !p.PausedAt.IsZero() {
-		paused = p.PausedAt.UTC()
-	}
+	paused := driver.TimeOrNull(p.PausedAt, time.Time.UTC)
 	return d.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := loadGroup(ctx, tx, p.StreamID, p.Group, ` FOR UPDATE`); err != nil {
 			return err

@@ -218,10 +218,13 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// The interfaces the driver implements, the optional ones included.
 var (
-	_ driver.Driver   = (*Driver)(nil)
-	_ driver.Registry = (*Driver)(nil)
-	_ driver.Notifier = (*Driver)(nil)
+	_ driver.Driver          = (*Driver)(nil)
+	_ driver.Registry        = (*Driver)(nil)
+	_ driver.Notifier        = (*Driver)(nil)
+	_ driver.ClientDirectory = (*Driver)(nil)
+	_ driver.GroupPauser     = (*Driver)(nil)
 )
 
 // Driver is the PostgreSQL driver. Create it with Open.

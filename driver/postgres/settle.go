@@ -371,7 +371,7 @@ func failArgs(failures []driver.Failure, now time.Time) []any {
 		}
 		errIdx[i] = k
 	}
-	return []any{dead, dues, errIdx, errs, ts(now), cut, historyTime(now)}
+	return []any{dead, dues, errIdx, errs, ts(now), cut, driver.HistoryTime(now)}
 }
 
 // Release implements driver.Driver. With p.ClaimToken, the batches of that

@@ -220,7 +220,7 @@ func queueLoadGroup(b *pgx.Batch, streamID int64, name string) {
 func scanLoadedGroup(r pgx.Row, name string, extra ...any) (driver.GroupConfig, error) {
 	g, _, err := scanGroup(r, extra...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return g, fmt.Errorf("group %q: %w", name, driver.ErrGroupNotFound)
+		return g, driver.GroupNotFound(name)
 	}
 	return g, err
 }

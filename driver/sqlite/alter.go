@@ -8,8 +8,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-var _ driver.Alterer = (*Driver)(nil)
-
 // AlterStream implements driver.Alterer. It runs as one write transaction:
 // SQLite's single writer means no append or claim is in flight meanwhile,
 // and each later one reads the new generation in its own write transaction

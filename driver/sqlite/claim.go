@@ -54,11 +54,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		}
 	}
 	err := d.inTxQ(ctx, nil, func(tx cachedTx) error { return claimIn(ctx, tx, p, work, &res) })
-	if err == nil && len(res.Deliveries) >= p.Limit {
-		d.next.Set(p.Stream.ID, p.Group, struct{}{})
-	} else {
-		d.next.Forget(p.Stream.ID, p.Group)
-	}
+	d.next.Note(p.Stream.ID, p.Group, struct{}{}, err == nil && len(res.Deliveries) >= p.Limit)
 	return res, err
 }
 
@@ -171,18 +167,18 @@ func claimPartition(ctx context.Context, tx querier, c partitionClaim) ([]driver
 		return nil, 0, err
 	}
 	read, err := c.scan(ctx, tx, cursor)
-	if err != nil || read.cursor == cursor {
+	if err != nil || read.Cursor == cursor {
 		return nil, 0, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND partition = ?`,
-		read.cursor, c.p.Stream.ID, c.p.Group, c.part); err != nil {
+		read.Cursor, c.p.Stream.ID, c.p.Group, c.part); err != nil {
 		return nil, 0, err
 	}
-	taken, err := c.lease(ctx, tx, read.taken)
+	taken, err := c.lease(ctx, tx, read.Taken)
 	if err != nil {
 		return nil, 0, err
 	}
-	deferred, err := c.deferRows(ctx, tx, read.deferred)
+	deferred, err := c.deferRows(ctx, tx, read.Deferred)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -209,74 +205,39 @@ func (c partitionClaim) cursor(ctx context.Context, tx querier) (int64, error) {
 	return cursor, err
 }
 
-// partitionRead is what the scan past a cursor found.
-type partitionRead struct {
-	taken    []driver.Delivery
-	deferred []driver.Row // at the group's versions, but this member cannot decode them
-	cursor   int64        // the last row read
-}
-
 // scan reads the partition past cursor, a window at a time, until it has
 // taken limit rows, the partition ends, or maxScan rows were read.
-func (c partitionClaim) scan(ctx context.Context, tx querier, cursor int64) (partitionRead, error) {
+func (c partitionClaim) scan(ctx context.Context, tx querier, cursor int64) (*driver.PartitionScan, error) {
 	vf, vargs := sqldb.VersionFilter("m.schema_version", c.plan.Versions)
 	// Payloads are read only for rows at the group's versions: other rows
 	// are passed over without their payload leaving the database.
 	query := `SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank,
 		CASE WHEN ` + vf + ` THEN m.payload ELSE x'' END, m.headers, m.produced_at, ` + vf + `, ` + headExpr(c.p.Stream) + `
 		FROM ` + logTable(c.p.Stream.ID) + ` m WHERE m.partition = ? AND m.id > ? ORDER BY m.id LIMIT ?`
-	read := partitionRead{cursor: cursor}
-	for scanned := 0; len(read.taken) < c.limit && scanned < maxScan; {
-		args := append(append(append([]any{}, vargs...), vargs...), c.part, read.cursor, scanWindow)
-		n, stop, err := c.scanWindow(ctx, tx, query, args, &read)
-		if err != nil {
+	read := &driver.PartitionScan{Plan: c.plan, Ordered: c.p.Ordered, Limit: c.limit, LeaseUntil: c.p.LeaseUntil, Cursor: cursor}
+	for !read.Done() && read.Scanned < maxScan {
+		args := append(append(append([]any{}, vargs...), vargs...), c.part, read.Cursor, scanWindow)
+		scanned := read.Scanned
+		if err := c.scanWindow(ctx, tx, query, args, read); err != nil {
 			return read, err
 		}
-		scanned += n
-		if stop || (n < scanWindow && len(read.taken) < c.limit) {
+		if read.Scanned-scanned < scanWindow {
 			break
 		}
 	}
 	return read, nil
 }
 
-// scanWindow reads one window of the scan into read; it returns how many
-// rows it read and whether the scan must stop (an ordered group met a row
-// this member cannot decode).
-func (c partitionClaim) scanWindow(ctx context.Context, tx querier, query string, args []any, read *partitionRead) (int, bool, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return 0, false, err
-	}
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
+// scanWindow reads one window of the scan into read.
+func (c partitionClaim) scanWindow(ctx context.Context, tx querier, query string, args []any, read *driver.PartitionScan) error {
+	return sqldb.EachRowUntil(ctx, tx, query, args, read.Done, func(rows *sql.Rows) error {
 		var versionOK, head bool
 		r, err := scanRow(rows, &versionOK, &head)
-		if err != nil {
-			return n, false, err
+		if err == nil {
+			read.Inspect(r, versionOK && head)
 		}
-		n++
-		read.cursor = r.ID
-		if !versionOK || !head || !c.plan.Matches(r.RoutingKey) {
-			continue
-		}
-		if !c.plan.Decodes(r.SchemaVersion) {
-			// The group reads this version, this member cannot decode it:
-			// leave it due for a member that can. An ordered group stops
-			// here, so that the partition's order holds.
-			read.deferred = append(read.deferred, r)
-			if c.p.Ordered {
-				return n, true, nil
-			}
-			continue
-		}
-		read.taken = append(read.taken, driver.Delivery{Row: r, Attempt: 1, LeaseUntil: c.p.LeaseUntil})
-		if len(read.taken) == c.limit {
-			break
-		}
-	}
-	return n, false, errors.Join(rows.Err(), rows.Close())
+		return err
+	})
 }
 
 // lease writes the batch record of the rows taken. A row the group already
@@ -307,27 +268,10 @@ func (c partitionClaim) lease(ctx context.Context, tx querier, taken []driver.De
 // due now, and returns how many it wrote: a row the group already has an
 // exception for keeps it, and the insert passes over it.
 func (c partitionClaim) deferRows(ctx context.Context, tx querier, deferred []driver.Row) (int, error) {
-	const chunkSize = 100
-	inserted := 0
-	for start := 0; start < len(deferred); start += chunkSize {
-		chunk := deferred[start:min(start+chunkSize, len(deferred))]
-		now := micros(c.p.Now)
-		args := make([]any, 0, len(chunk)*8)
-		for _, r := range chunk {
-			args = append(args, c.p.Stream.ID, c.p.Group, r.ID, r.Partition, r.SchemaVersion, now, c.p.Holder, now)
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, holder, updated_at)
-			VALUES `+sqldb.Repeated(len(chunk), "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", ")+` ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`, args...)
-		if err != nil {
-			return 0, err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return 0, err
-		}
-		inserted += int(n)
-	}
-	return inserted, nil
+	return sqldb.DeferRows(ctx, tx, c.p, deferred, micros(c.p.Now), 100, func(n int) string {
+		return `INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, holder, updated_at)
+			VALUES ` + sqldb.Repeated(n, "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", ") + ` ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`
+	})
 }
 
 // claimExceptions leases due exceptions at the versions the member decodes
@@ -363,7 +307,7 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 			if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
 				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = `+appendFailure+`
 				WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
-				p.LastError, micros(p.Now), micros(p.Now), driver.CutHistoryError(p.LastError), historyTime(p.Now), p.Stream.ID, p.Group, c.msgID); err != nil {
+				p.LastError, micros(p.Now), micros(p.Now), driver.CutHistoryError(p.LastError), driver.HistoryTime(p.Now), p.Stream.ID, p.Group, c.msgID); err != nil {
 				return nil, 0, err
 			}
 			dropped++

@@ -8,15 +8,9 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-var _ driver.ClientDirectory = (*Driver)(nil)
-
 // RecordClient implements driver.ClientDirectory.
 func (d *Driver) RecordClient(ctx context.Context, p driver.RecordClientParams) error {
 	c := p.Client
-	var closed any
-	if !c.ClosedAt.IsZero() {
-		closed = micros(c.ClosedAt)
-	}
 	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO client_heartbeat (`+sqldb.ClientColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -24,7 +18,7 @@ func (d *Driver) RecordClient(ctx context.Context, p driver.RecordClientParams) 
 				library_version = excluded.library_version, group_list = excluded.group_list, started_at = excluded.started_at,
 				last_seen = excluded.last_seen, heartbeat_every_us = excluded.heartbeat_every_us, closed_at = excluded.closed_at`,
 			c.Instance, c.Identity, c.Host, c.PID, c.LibraryVersion, driver.EncodeClientGroups(c.Groups), micros(c.StartedAt),
-			micros(c.LastSeen), c.HeartbeatEvery.Microseconds(), closed)
+			micros(c.LastSeen), c.HeartbeatEvery.Microseconds(), driver.TimeOrNull(c.ClosedAt, micros))
 		return err
 	})
 }
@@ -35,7 +29,7 @@ func (d *Driver) ListClients(ctx context.Context, _ driver.ListClientsParams) ([
 	err := d.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		out, err = sqldb.Collect(ctx, tx, `SELECT `+sqldb.ClientColumns+` FROM client_heartbeat ORDER BY instance`, nil,
-			func(r driver.RowScanner) (driver.ClientRecord, error) { return sqldb.ScanClient(r, fromMicros) })
+			func(r driver.RowScanner) (driver.ClientRecord, error) { return driver.ScanClient(r, fromMicros) })
 		return err
 	})
 	return out, err

@@ -99,12 +99,10 @@ func highWaters(ctx context.Context, tx querier, stream driver.StreamConfig) ([]
 // many rows lay past the row count marks. The rows are the counts kept up
 // to the marks and the rows past them (rowcount.go), not a scan of the log.
 func versionStats(ctx context.Context, tx querier, stream driver.StreamConfig) ([]driver.VersionStats, int64, error) {
-	counts, past, err := rowCounts(ctx, tx, stream)
-	if err != nil {
-		return nil, 0, err
-	}
-	heads, err := headsPerVersion(ctx, tx, stream.ID)
-	return driver.VersionStatsOf(counts, heads), past, err
+	return driver.ReadVersionStats(func() (map[int]int64, int64, error) { return rowCounts(ctx, tx, stream) },
+		func() (map[int]int64, error) {
+			return sqldb.Map[int, int64](ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, stream.ID)
+		})
 }
 
 // unreadCounts counts, per group, partition, version and routing key, the
@@ -113,18 +111,14 @@ func unreadCounts(ctx context.Context, tx querier, stream driver.StreamConfig, g
 	var out []driver.UnreadCount
 	for _, g := range groups {
 		for part, cursor := range g.Cursors {
-			if err := sqldb.EachRow(ctx, tx, `SELECT m.schema_version, m.routing_key, COUNT(*) FROM `+logTable(stream.ID)+` m
+			unread, err := sqldb.Collect(ctx, tx, `SELECT m.schema_version, m.routing_key, COUNT(*) FROM `+logTable(stream.ID)+` m
 				WHERE m.partition = ? AND m.id > ? AND `+headExpr(stream)+`
 					AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ? AND e.msg_id = m.id)
-				GROUP BY m.schema_version, m.routing_key`,
-				[]any{part, cursor, stream.ID, g.Name}, func(r *sql.Rows) error {
-					u := driver.UnreadCount{Group: g.Name, Partition: part}
-					err := r.Scan(&u.Version, &u.RoutingKey, &u.Rows)
-					out = append(out, u)
-					return err
-				}); err != nil {
+				GROUP BY m.schema_version, m.routing_key`, []any{part, cursor, stream.ID, g.Name}, driver.ScanUnreadCount(g.Name, part))
+			if err != nil {
 				return nil, err
 			}
+			out = append(out, unread...)
 		}
 	}
 	return out, nil
@@ -133,17 +127,10 @@ func unreadCounts(ctx context.Context, tx querier, stream driver.StreamConfig, g
 // exceptionCounts counts exceptions per group, version and state. Batch
 // members are leased deliveries at their versions.
 func exceptionCounts(ctx context.Context, tx querier, streamID int64) ([]driver.ExceptionCount, error) {
-	var out []driver.ExceptionCount
-	err := sqldb.EachRow(ctx, tx, `SELECT group_name, schema_version, state, SUM(n) FROM (
+	return sqldb.Collect(ctx, tx, `SELECT group_name, schema_version, state, SUM(n) FROM (
 		SELECT group_name, schema_version, state, COUNT(*) AS n FROM delivery_exception WHERE stream_id = ? GROUP BY group_name, schema_version, state
 		UNION ALL SELECT b.group_name, v.value, 'leased', COUNT(*) FROM delivery_batch b, json_each(b.versions) v WHERE b.stream_id = ? GROUP BY b.group_name, v.value)
-		GROUP BY group_name, schema_version, state ORDER BY group_name, schema_version, state`, []any{streamID, streamID}, func(r *sql.Rows) error {
-		var e driver.ExceptionCount
-		err := r.Scan(&e.Group, &e.Version, &e.State, &e.Count)
-		out = append(out, e)
-		return err
-	})
-	return out, err
+		GROUP BY group_name, schema_version, state ORDER BY group_name, schema_version, state`, []any{streamID, streamID}, driver.ScanExceptionCount)
 }
 
 // holderCounts counts leases per group and holder, batch members included,
@@ -168,9 +155,4 @@ func holderCounts(ctx context.Context, tx querier, streamID int64) ([]driver.Hol
 		return err
 	})
 	return out, err
-}
-
-// headsPerVersion counts a stream's compaction heads per version.
-func headsPerVersion(ctx context.Context, tx querier, streamID int64) (map[int]int64, error) {
-	return sqldb.Map[int, int64](ctx, tx, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, streamID)
 }

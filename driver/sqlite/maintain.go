@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -81,82 +79,64 @@ func deleteRows(ctx context.Context, tx querier, streamID int64, ids []int64) er
 // exception for it; hard limits remove it regardless and count, per group,
 // the rows removed before the group resolved them.
 func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.RetainResult, error) {
-	res := driver.RetainResult{RemovedUnread: map[string]int64{}}
+	var res driver.RetainResult
 	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
-		stream, err := lookupStreamByID(ctx, tx, req.StreamID)
-		if err != nil {
-			return err
-		}
-		bound, err := retainBound(ctx, tx, stream, req.Now)
-		if err != nil || bound == 0 {
-			return err
-		}
-		r := stream.Retention
-		table := logTable(stream.ID)
-		where := `m.id < ?`
-		args := []any{bound}
-		if !r.Hard {
-			where += ` AND NOT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = ` + strconv.FormatInt(stream.ID, 10) + ` AND c.partition = m.partition AND c.position < m.id)
-				AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ` + strconv.FormatInt(stream.ID, 10) + ` AND e.msg_id = m.id)
-				AND m.id < COALESCE((SELECT MIN(b.first_id) FROM delivery_batch b WHERE b.stream_id = ` + strconv.FormatInt(stream.ID, 10) + `), 9223372036854775807)`
-		}
-		victims, err := sqldb.Collect(ctx, tx, `SELECT m.id, m.partition, m.schema_version, m.routing_key FROM `+table+` m WHERE `+where+` ORDER BY m.id LIMIT ?`,
-			append(args, req.Limit), driver.ScanRetainCandidate)
-		if err != nil || len(victims) == 0 {
-			return err
-		}
-		ids := driver.RetainIDs(victims)
-		if r.Hard {
-			groups, err := loadGroups(ctx, tx, stream)
-			if err != nil {
-				return err
-			}
-			// Leases in batches count as held, as their exception rows would.
-			if err := materializeRange(ctx, tx, stream.ID, ids[0], ids[len(ids)-1]); err != nil {
-				return err
-			}
-			held := driver.Held{}
-			if err := sqldb.EachRow(ctx, tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = ? AND msg_id BETWEEN ? AND ?`,
-				[]any{stream.ID, ids[0], ids[len(ids)-1]}, func(rs *sql.Rows) error { return held.Scan(rs) }); err != nil {
-				return err
-			}
-			res.RemovedUnread = driver.CountRemovedUnread(groups, victims, held, req.Match)
-			for _, name := range slices.Sorted(maps.Keys(res.RemovedUnread)) {
-				if _, err := tx.ExecContext(ctx, `UPDATE consumer_group SET removed_unread = removed_unread + ? WHERE stream_id = ? AND name = ?`,
-					res.RemovedUnread[name], stream.ID, name); err != nil {
-					return err
-				}
-			}
-		}
-		res.Removed = int64(len(ids))
-		return deleteRows(ctx, tx, stream.ID, ids)
+		var err error
+		res, err = driver.RetainPass(ctx, req, retention{tx})
+		return err
 	})
 	return res, err
 }
 
-// retainBound returns the id below which the stream's retention limits put
-// rows (0: none); driver.RetainBound decides, from these index dives.
-func retainBound(ctx context.Context, tx querier, stream driver.StreamConfig, now time.Time) (int64, error) {
+// retention is Retain's statements (driver.RetainSteps), in the one
+// writer's transaction.
+type retention struct{ tx querier }
+
+func (r retention) Stream(ctx context.Context, streamID int64) (driver.StreamConfig, error) {
+	return lookupStreamByID(ctx, r.tx, streamID)
+}
+
+func (r retention) Probe(ctx context.Context, stream driver.StreamConfig) driver.RetentionProbe {
 	table := logTable(stream.ID)
-	one := func(query string, args ...any) (int64, bool, error) {
-		var id int64
-		err := tx.QueryRowContext(ctx, query, args...).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return 0, false, nil
-		}
-		return id, err == nil, err
+	return driver.RetentionStatements{
+		// Apart: SQLite reads MIN and MAX of one SELECT by a scan.
+		Span:       `SELECT (SELECT MIN(id) FROM ` + table + `), (SELECT MAX(id) FROM ` + table + `)`,
+		FirstYoung: `SELECT id FROM ` + table + ` WHERE produced_at >= ? ORDER BY id LIMIT 1`,
+		NthNewest:  `SELECT id FROM ` + table + ` ORDER BY id DESC LIMIT 1 OFFSET ?`,
+		At:         func(t time.Time) any { return micros(t) },
+	}.Probe(func(query string, args ...any) driver.RowScanner { return r.tx.QueryRowContext(ctx, query, args...) }, sql.ErrNoRows)
+}
+
+func (r retention) Victims(ctx context.Context, stream driver.StreamConfig, bound int64, limit int) ([]driver.RetainCandidate, error) {
+	where := `m.id < ?`
+	if sid := strconv.FormatInt(stream.ID, 10); !stream.Retention.Hard {
+		where += ` AND NOT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = ` + sid + ` AND c.partition = m.partition AND c.position < m.id)
+			AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ` + sid + ` AND e.msg_id = m.id)
+			AND m.id < COALESCE((SELECT MIN(b.first_id) FROM delivery_batch b WHERE b.stream_id = ` + sid + `), 9223372036854775807)`
 	}
-	return driver.RetainBound(stream.Retention, now, driver.RetentionProbe{
-		Span: func() (int64, int64, bool, error) {
-			var oldest, newest sql.NullInt64 // apart: SQLite reads MIN and MAX of one SELECT by a scan
-			err := tx.QueryRowContext(ctx, `SELECT (SELECT MIN(id) FROM `+table+`), (SELECT MAX(id) FROM `+table+`)`).Scan(&oldest, &newest)
-			return oldest.Int64, newest.Int64, err == nil && newest.Valid, err
-		},
-		FirstYoung: func(t time.Time) (int64, bool, error) {
-			return one(`SELECT id FROM `+table+` WHERE produced_at >= ? ORDER BY id LIMIT 1`, micros(t))
-		},
-		NthNewest: func(n int64) (int64, bool, error) {
-			return one(`SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1 OFFSET ?`, n)
-		},
-	})
+	return sqldb.Collect(ctx, r.tx, `SELECT m.id, m.partition, m.schema_version, m.routing_key FROM `+logTable(stream.ID)+` m WHERE `+where+` ORDER BY m.id LIMIT ?`,
+		[]any{bound, limit}, driver.ScanRetainCandidate)
+}
+
+func (r retention) Unread(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate) ([]driver.GroupStats, driver.Held, error) {
+	groups, err := loadGroups(ctx, r.tx, stream)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Leases in batches count as held, as their exception rows would.
+	lo, hi := victims[0].ID, victims[len(victims)-1].ID
+	if err := materializeRange(ctx, r.tx, stream.ID, lo, hi); err != nil {
+		return nil, nil, err
+	}
+	held := driver.Held{}
+	return groups, held, sqldb.EachRow(ctx, r.tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = ? AND msg_id BETWEEN ? AND ?`,
+		[]any{stream.ID, lo, hi}, func(rs *sql.Rows) error { return held.Scan(rs) })
+}
+
+func (r retention) Remove(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate, removedUnread map[string]int64) error {
+	if err := sqldb.AddRemovedUnread(ctx, r.tx, `UPDATE consumer_group SET removed_unread = removed_unread + ? WHERE stream_id = ? AND name = ?`,
+		stream.ID, removedUnread); err != nil {
+		return err
+	}
+	return deleteRows(ctx, r.tx, stream.ID, driver.RetainIDs(victims))
 }

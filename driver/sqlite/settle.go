@@ -112,7 +112,7 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 			res, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = ?, due_at = ?, lease_token = NULL, last_error = ?,
 				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = `+appendFailure+`
 				WHERE stream_id = ? AND group_name = ? AND msg_id = ? AND lease_token = ? AND state = 'leased'`,
-				string(state), micros(due), f.Error, micros(p.Now), micros(p.Now), driver.CutHistoryError(f.Error), historyTime(p.Now),
+				string(state), micros(due), f.Error, micros(p.Now), micros(p.Now), driver.CutHistoryError(f.Error), driver.HistoryTime(p.Now),
 				s.streamID, s.group, f.Lease.ID, f.Lease.Token)
 			if err != nil {
 				return err
@@ -128,10 +128,6 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 // appendFailure appends one failure to the history, with parameters
 // (error, at) and the lease's holder.
 const appendFailure = `json_insert(COALESCE(failures, '[]'), '$[#]', json_object('attempt', attempt, 'error', ?, 'at', ?, 'holder', COALESCE(holder, '')))`
-
-func historyTime(t time.Time) string {
-	return t.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
-}
 
 const releaseSet = `UPDATE delivery_exception SET state = 'delayed', due_at = ?, attempt = attempt - 1, lease_token = NULL, updated_at = ?`
 

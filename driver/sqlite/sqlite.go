@@ -48,6 +48,14 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
+// The interfaces the driver implements, the optional ones included.
+var (
+	_ driver.Driver          = (*Driver)(nil)
+	_ driver.Alterer         = (*Driver)(nil)
+	_ driver.ClientDirectory = (*Driver)(nil)
+	_ driver.GroupPauser     = (*Driver)(nil)
+)
+
 // Driver is the SQLite driver. Create it with Open.
 type Driver struct {
 	path        string

@@ -30,13 +30,7 @@ func (d *Driver) CreateStream(ctx context.Context, p driver.CreateStreamParams) 
 		res, err := tx.ExecContext(ctx, `INSERT INTO stream_config (name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, cfg.Name, cfg.Partitions, cfg.Compacted, cfg.Retention.MaxAge.Microseconds(),
 			cfg.Retention.MaxRows, cfg.Retention.Hard, micros(cfg.CreatedAt))
-		if isUnique(err) {
-			return driver.ErrStreamExists
-		}
-		if err != nil {
-			return err
-		}
-		if cfg.ID, err = res.LastInsertId(); err != nil {
+		if cfg.ID, err = sqldb.NewStreamID(res, err, isUnique(err)); err != nil {
 			return err
 		}
 		table := logTable(cfg.ID)
@@ -96,10 +90,7 @@ func (d *Driver) ListStreams(ctx context.Context, _ driver.ListStreamsParams) ([
 func (d *Driver) RenameStream(ctx context.Context, p driver.RenameStreamParams) error {
 	return d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE stream_config SET name = ? WHERE id = ?`, p.NewName, p.StreamID)
-		if isUnique(err) {
-			return driver.ErrStreamExists
-		}
-		return sqldb.Changed(res, err, driver.ErrStreamNotFound)
+		return sqldb.Renamed(res, err, isUnique(err))
 	})
 }
 
@@ -111,11 +102,9 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 		if err := sqldb.Changed(res, err, driver.ErrStreamNotFound); err != nil {
 			return err
 		}
-		for _, table := range []string{"consumer_group", "group_cursor", "delivery_exception", "delivery_batch", "compaction_head",
-			"schema_revision", "schema_reader", "registry_setting", "partition_mark", "row_count", "row_count_mark"} {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ?`, streamID); err != nil {
-				return err
-			}
+		if err := sqldb.ExecEach(ctx, tx, []string{"consumer_group", "group_cursor", "delivery_exception", "delivery_batch", "compaction_head",
+			"schema_revision", "schema_reader", "registry_setting", "partition_mark", "row_count", "row_count_mark"}, deleteByStream, streamID); err != nil {
+			return err
 		}
 		_, err = tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+logTable(streamID))
 		return err
@@ -127,7 +116,7 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 func loadGroup(ctx context.Context, q querier, streamID int64, name string) (driver.GroupConfig, error) {
 	g, _, err := sqldb.ScanGroup(q.QueryRowContext(ctx, `SELECT `+sqldb.GroupColumns+` FROM consumer_group WHERE stream_id = ? AND name = ?`, streamID, name), fromMicros)
 	if errors.Is(err, sql.ErrNoRows) {
-		return g, fmt.Errorf("group %q: %w", name, driver.ErrGroupNotFound)
+		return g, driver.GroupNotFound(name)
 	}
 	return g, err
 }
@@ -211,12 +200,7 @@ func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) er
 		if err := sqldb.Changed(res, err, driver.ErrGroupNotFound); err != nil {
 			return err
 		}
-		for _, table := range []string{"group_cursor", "delivery_exception", "delivery_batch", "schema_reader"} {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE stream_id = ? AND group_name = ?`, streamID, group); err != nil {
-				return err
-			}
-		}
-		return nil
+		return sqldb.ExecEach(ctx, tx, []string{"group_cursor", "delivery_exception", "delivery_batch", "schema_reader"}, deleteByGroup, streamID, group)
 	})
 }
 
@@ -302,3 +286,11 @@ func (d *Driver) ReadRows(ctx context.Context, p driver.ReadRowsParams) (driver.
 }
 
 var errStopScan = errors.New("enough rows")
+
+// deleteByStream and deleteByGroup delete a stream's or a group's rows from
+// a table (sqldb.ExecEach).
+func deleteByStream(table string) string { return `DELETE FROM ` + table + ` WHERE stream_id = ?` }
+
+func deleteByGroup(table string) string {
+	return `DELETE FROM ` + table + ` WHERE stream_id = ? AND group_name = ?`
+}

@@ -32,12 +32,19 @@ type Querier interface {
 // error; it also reports an error closing the rows, which a driver may
 // otherwise not see (a lost connection after the last row).
 func EachRow(ctx context.Context, q Querier, query string, args []any, fn func(*sql.Rows) error) error {
+	return EachRowUntil(ctx, q, query, args, func() bool { return false }, fn)
+}
+
+// EachRowUntil is EachRow that reads no further row once done reports true:
+// a claim's window read stops at its limit without fetching the rest of
+// the window.
+func EachRowUntil(ctx context.Context, q Querier, query string, args []any, done func() bool, fn func(*sql.Rows) error) error {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
+	for !done() && rows.Next() {
 		if err := fn(rows); err != nil {
 			return err
 		}
@@ -213,26 +220,79 @@ func NilIfEmpty[T any](s []T) []T {
 	return s
 }
 
-// ClientColumns are the client_heartbeat columns ScanClient reads, in its
-// order.
+// ClientColumns are the client_heartbeat columns driver.ScanClient reads,
+// in its order.
 const ClientColumns = `instance, identity, host, pid, library_version, group_list, started_at, last_seen, heartbeat_every_us, closed_at`
 
-// ScanClient reads ClientColumns; times are stored as a T, which at turns
-// into UTC, and closed_at is NULL while the client runs.
-func ScanClient[T any](r driver.RowScanner, at func(T) time.Time) (driver.ClientRecord, error) {
-	var c driver.ClientRecord
-	var groups string
-	var started, seen T
-	var closed *T
-	var every int64
-	if err := r.Scan(&c.Instance, &c.Identity, &c.Host, &c.PID, &c.LibraryVersion, &groups, &started, &seen, &every, &closed); err != nil {
-		return c, err
+// NewStreamID reads the outcome of the INSERT that creates a stream's
+// configuration: a unique violation (duplicate, as the engine classifies
+// err) is another stream's name, else the id the engine assigned.
+func NewStreamID(res sql.Result, err error, duplicate bool) (int64, error) {
+	if duplicate {
+		return 0, driver.ErrStreamExists
 	}
-	var err error
-	c.Groups, err = driver.DecodeClientGroups(groups)
-	c.StartedAt, c.LastSeen, c.HeartbeatEvery = at(started), at(seen), time.Duration(every)*time.Microsecond
-	if closed != nil {
-		c.ClosedAt = at(*closed)
+	if err != nil {
+		return 0, err
 	}
-	return c, err
+	return res.LastInsertId()
+}
+
+// Renamed reads the outcome of the UPDATE that renames a stream: a unique
+// violation (duplicate, as the engine classifies err) is another stream's
+// name, no row changed is no such stream.
+func Renamed(res sql.Result, err error, duplicate bool) error {
+	if duplicate {
+		return driver.ErrStreamExists
+	}
+	return Changed(res, err, driver.ErrStreamNotFound)
+}
+
+// ExecEach runs the driver's statement for each name in order, all with
+// the same arguments: the deletes of a stream's or a group's rows from
+// every table that keeps some, when the stream or the group goes.
+func ExecEach(ctx context.Context, q Querier, names []string, stmt func(name string) string, args ...any) error {
+	for _, name := range names {
+		if _, err := q.ExecContext(ctx, stmt(name), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeferRows records the rows the main claim p defers (the group reads them,
+// this member cannot decode them) as delayed exceptions due at now (as the
+// engine stores it), for members that decode them, and returns how many it
+// recorded. insert is the engine's statement for n such rows, each of
+// (stream_id, group_name, msg_id, partition, schema_version, due_at,
+// holder, updated_at), which passes over a row the group already has an
+// exception for; the rows go chunk at a time.
+func DeferRows(ctx context.Context, q Querier, p driver.ClaimParams, rows []driver.Row, now any, chunk int, insert func(n int) string) (int, error) {
+	var inserted int64
+	for start := 0; start < len(rows); start += chunk {
+		part := rows[start:min(start+chunk, len(rows))]
+		args := make([]any, 0, len(part)*8)
+		for _, r := range part {
+			args = append(args, p.Stream.ID, p.Group, r.ID, r.Partition, r.SchemaVersion, now, p.Holder, now)
+		}
+		res, err := q.ExecContext(ctx, insert(len(part)), args...)
+		if err != nil {
+			return 0, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return 0, err
+		}
+		inserted += n
+	}
+	return int(inserted), nil
+}
+
+// AddRemovedUnread runs stmt, the engine's UPDATE that adds its first
+// argument to the removed_unread of the group (stream id, group name), for
+// each group in counts, in name order (driver.AddRemovedUnread).
+func AddRemovedUnread(ctx context.Context, q Querier, stmt string, streamID int64, counts map[string]int64) error {
+	return driver.AddRemovedUnread(counts, func(group string, n int64) error {
+		_, err := q.ExecContext(ctx, stmt, n, streamID, group)
+		return err
+	})
 }

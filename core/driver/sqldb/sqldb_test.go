@@ -1,8 +1,13 @@
 package sqldb
 
 import (
+	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,7 +52,7 @@ func TestVersionFilter(t *testing.T) {
 
 type result int64
 
-func (r result) LastInsertId() (int64, error) { return 0, nil }
+func (r result) LastInsertId() (int64, error) { return 40 + int64(r), nil }
 func (r result) RowsAffected() (int64, error) { return int64(r), nil }
 
 func TestChanged(t *testing.T) {
@@ -128,5 +133,161 @@ func TestScanStreamAndGroup(t *testing.T) {
 	b, cv, err := EncodeGroupLists(driver.GroupConfig{ConvertsFrom: []int{1}})
 	if err != nil || b != "[]" || cv != "[1]" {
 		t.Fatalf("EncodeGroupLists = %q %q %v", b, cv, err)
+	}
+}
+
+func TestRenamed(t *testing.T) {
+	t.Parallel()
+	failed := errors.New("failed")
+	for _, tc := range []struct {
+		name      string
+		n         result
+		err       error
+		duplicate bool
+		want      error
+	}{
+		{"renamed", 1, nil, false, nil},
+		{"the name is taken", 0, failed, true, driver.ErrStreamExists},
+		{"no such stream", 0, nil, false, driver.ErrStreamNotFound},
+		{"a failure", 0, failed, false, failed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := Renamed(tc.n, tc.err, tc.duplicate); !errors.Is(got, tc.want) || (tc.want == nil && got != nil) {
+				t.Fatalf("Renamed = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewStreamID(t *testing.T) {
+	t.Parallel()
+	failed := errors.New("failed")
+	for _, tc := range []struct {
+		name      string
+		err       error
+		duplicate bool
+		want      int64
+		wantErr   error
+	}{
+		{"created", nil, false, 41, nil},
+		{"the name is taken", failed, true, 0, driver.ErrStreamExists},
+		{"a failure", failed, false, 0, failed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			id, err := NewStreamID(result(1), tc.err, tc.duplicate)
+			if id != tc.want || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+				t.Fatalf("NewStreamID = %d, %v; want %d, %v", id, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+// execLog is a Querier that records the statements it runs, and fails the
+// one named fail.
+type execLog struct {
+	Querier
+	ran  []string
+	fail string
+}
+
+func (e *execLog) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
+	e.ran = append(e.ran, fmt.Sprint(query, args))
+	if strings.Contains(query, e.fail) && e.fail != "" {
+		return nil, errors.New("failed")
+	}
+	return result(1), nil
+}
+
+func TestExecEach(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		fail    string
+		want    []string
+		wantErr bool
+	}{
+		{"each table, in order", "", []string{"DELETE FROM a WHERE stream_id = ?[7]", "DELETE FROM b WHERE stream_id = ?[7]"}, false},
+		{"stops at a failure", "FROM a", []string{"DELETE FROM a WHERE stream_id = ?[7]"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			q := &execLog{fail: tc.fail}
+			err := ExecEach(context.Background(), q, []string{"a", "b"}, func(table string) string { return "DELETE FROM " + table + " WHERE stream_id = ?" }, 7)
+			if (err != nil) != tc.wantErr || !slices.Equal(q.ran, tc.want) {
+				t.Fatalf("ExecEach ran %q, %v; want %q (error %v)", q.ran, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestDeferRows(t *testing.T) {
+	t.Parallel()
+	p := driver.ClaimParams{Stream: driver.StreamConfig{ID: 7}, Group: "g", Holder: "h"}
+	rows := []driver.Row{{ID: 1, Partition: 0, SchemaVersion: 2}, {ID: 2, Partition: 0, SchemaVersion: 2}, {ID: 3, Partition: 1, SchemaVersion: 3}}
+	insert := func(n int) string { return fmt.Sprintf("INSERT %d", n) }
+	for _, tc := range []struct {
+		name    string
+		rows    []driver.Row
+		fail    string
+		want    []string
+		wantN   int
+		wantErr bool
+	}{
+		{"none", nil, "", nil, 0, false},
+		{"in chunks", rows, "", []string{
+			"INSERT 2[7 g 1 0 2 now h now 7 g 2 0 2 now h now]",
+			"INSERT 1[7 g 3 1 3 now h now]"}, 2, false}, // each chunk reports one row changed
+		{"a failure", rows, "INSERT 2", []string{"INSERT 2[7 g 1 0 2 now h now 7 g 2 0 2 now h now]"}, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			q := &execLog{fail: tc.fail}
+			n, err := DeferRows(context.Background(), q, p, tc.rows, "now", 2, insert)
+			if (err != nil) != tc.wantErr || n != tc.wantN || !slices.Equal(q.ran, tc.want) {
+				t.Fatalf("DeferRows = %d, %v after %q; want %d after %q", n, err, q.ran, tc.wantN, tc.want)
+			}
+		})
+	}
+}
+
+func TestAddRemovedUnread(t *testing.T) {
+	t.Parallel()
+	q := &execLog{}
+	if err := AddRemovedUnread(context.Background(), q, "UPDATE", 7, map[string]int64{"b": 2, "a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"UPDATE[1 7 a]", "UPDATE[2 7 b]"}; !slices.Equal(q.ran, want) {
+		t.Fatalf("ran %q, want %q", q.ran, want)
+	}
+}
+
+func TestEachRowUntil(t *testing.T) {
+	t.Parallel()
+	for i, tc := range []struct {
+		name      string
+		rows, at  int // the query's rows; done after that many were read
+		want      []int64
+		wantFetch int
+	}{
+		{"every row", 5, 10, []int64{1, 2, 3, 4, 5}, 5},
+		{"stops without fetching the rest", 5, 2, []int64{1, 2}, 2},
+		{"done at once", 5, 0, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db, fetched := openFake("sqldbfake" + strconv.Itoa(i))
+			defer db.Close()
+			var got []int64
+			err := EachRowUntil(context.Background(), db, strconv.Itoa(tc.rows), nil, func() bool { return len(got) >= tc.at }, func(r *sql.Rows) error {
+				v, err := Column[int64](r)
+				got = append(got, v)
+				return err
+			})
+			if err != nil || !slices.Equal(got, tc.want) || *fetched != tc.wantFetch {
+				t.Fatalf("got %v (fetched %d), %v; want %v (fetched %d)", got, *fetched, err, tc.want, tc.wantFetch)
+			}
+		})
 	}
 }

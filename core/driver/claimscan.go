@@ -1,0 +1,55 @@
+package driver
+
+import "time"
+
+// PartitionScan is the main claim's reading of one partition past the
+// group's cursor, row by row in id order, as every engine does it: the
+// engine reads the rows (its SQL, in windows of its size), the scan decides
+// what each is. A row the group does not read (another version, not its
+// key's head, a routing key its bindings do not select, or a row the group
+// already has an exception for) is passed over; one the group reads but
+// this member cannot decode is deferred for a member that can; the rest
+// are taken, up to Limit.
+type PartitionScan struct {
+	Plan ClaimPlan
+	// Ordered stops the scan at the first deferred row, so that the
+	// partition's order holds.
+	Ordered bool
+	// Limit is the most rows to take.
+	Limit int
+	// LeaseUntil is when the leases of the taken rows end, as the engine
+	// stores it.
+	LeaseUntil time.Time
+
+	Taken    []Delivery
+	Deferred []Row
+	// Cursor is the id of the last row looked at: the claim moves the
+	// group's cursor there.
+	Cursor int64
+	// Scanned counts the rows looked at.
+	Scanned int
+	// Stopped says an ordered scan met a deferred row.
+	Stopped bool
+}
+
+// Done reports whether the scan has its limit or was stopped: it looks at
+// no further row.
+func (s *PartitionScan) Done() bool { return s.Stopped || len(s.Taken) >= s.Limit }
+
+// Inspect looks at the next row past the cursor: readable is what the
+// engine's statement found out (the row is at the group's versions and
+// claimable: its key's head on a compacted stream, no exception row of the
+// group for it). It reports whether the scan goes on to the next row.
+func (s *PartitionScan) Inspect(r Row, readable bool) bool {
+	s.Scanned++
+	s.Cursor = r.ID
+	switch {
+	case !readable || !s.Plan.Matches(r.RoutingKey):
+	case !s.Plan.Decodes(r.SchemaVersion):
+		s.Deferred = append(s.Deferred, r)
+		s.Stopped = s.Ordered
+	default:
+		s.Taken = append(s.Taken, Delivery{Row: r, Attempt: 1, LeaseUntil: s.LeaseUntil})
+	}
+	return !s.Done()
+}
