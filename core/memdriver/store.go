@@ -55,6 +55,9 @@ type db struct {
 	docs          map[int64]driver.SchemaDocument
 	byFingerprint map[string]int64
 	nextDoc       int64
+	// samples are each stream's samples by stream id, in time order
+	// (samples.go); a slice is replaced, never changed in place.
+	samples map[int64][]driver.Sample
 	// owned marks the streams a caller transaction's copy has copied for
 	// itself; nil on the committed data, which is changed in place.
 	owned map[int64]bool
@@ -62,7 +65,7 @@ type db struct {
 
 func newDB() *db {
 	return &db{streams: map[int64]*streamData{}, byName: map[string]int64{}, settings: map[int64]driver.RegistrySettings{},
-		docs: map[int64]driver.SchemaDocument{}, byFingerprint: map[string]int64{}}
+		docs: map[int64]driver.SchemaDocument{}, byFingerprint: map[string]int64{}, samples: map[int64][]driver.Sample{}}
 }
 
 // fork returns a copy of the data for a caller transaction: the small maps
@@ -71,6 +74,7 @@ func (b *db) fork() *db {
 	c := *b
 	c.streams, c.byName, c.settings = maps.Clone(b.streams), maps.Clone(b.byName), maps.Clone(b.settings)
 	c.docs, c.byFingerprint = maps.Clone(b.docs), maps.Clone(b.byFingerprint)
+	c.samples = maps.Clone(b.samples)
 	c.owned = map[int64]bool{}
 	return &c
 }
