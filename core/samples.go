@@ -144,11 +144,23 @@ func (c *Client) sampleStreams(ctx context.Context, streams []driver.StreamConfi
 		c.samples.last[s.ID] = bucket
 		c.samples.mu.Unlock()
 	}
+	c.forgetSampled(streams)
 	removed, err = store.PruneSamples(ctx, driver.PruneSamplesParams{Before: now.Add(-c.samples.keep)})
 	if err != nil {
 		errs = append(errs, fmt.Errorf("prune samples: %w", classify(err)))
 	}
 	return stored, removed, errors.Join(errs...)
+}
+
+// forgetSampled drops what the client remembers of streams that are gone.
+func (c *Client) forgetSampled(streams []driver.StreamConfig) {
+	live := make(map[int64]bool, len(streams))
+	for _, s := range streams {
+		live[s.ID] = true
+	}
+	c.samples.mu.Lock()
+	defer c.samples.mu.Unlock()
+	maps.DeleteFunc(c.samples.last, func(id int64, _ time.Time) bool { return !live[id] })
 }
 
 func (c *Client) sampledAt(streamID int64) time.Time {

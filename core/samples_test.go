@@ -2,11 +2,13 @@ package sqlstreams
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/memdriver"
 )
 
 // TestHistoryPoint pins how rates come from two consecutive samples.
@@ -111,5 +113,43 @@ func TestFiguresOfBounded(t *testing.T) {
 	h.Versions[0].Groups = h.Versions[0].Groups[:2]
 	if err := json.Unmarshal([]byte(figuresOf(h)), &f); err != nil || len(f.Groups) != 2 {
 		t.Errorf("a small stream's figures: %d groups, %v; want 2", len(f.Groups), err)
+	}
+}
+
+// TestSampleOptions: a negative interval or a retention that is not
+// positive is refused at Open; 0 turns sampling off, and then maintenance
+// stores nothing.
+func TestSampleOptions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		opt  ClientOption
+		ok   bool
+	}{
+		{"negative interval", WithSampleInterval(-time.Second), false},
+		{"zero retention", WithSampleRetention(0), false},
+		{"no samples", WithSampleInterval(0), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Open(t.Context(), memdriver.Open(), WithMaintenanceInterval(0), tc.opt)
+			if !tc.ok {
+				if !errors.Is(err, ErrInvalidOption) {
+					t.Fatalf("Open: %v; want ErrInvalidOption", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Stream[RawPayload]("quiet").Create(t.Context(), nil); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := c.Maintain(t.Context())
+			if err != nil || rep.Sampled != 0 {
+				t.Fatalf("maintenance with sampling off stored %d samples, %v", rep.Sampled, err)
+			}
+		})
 	}
 }
