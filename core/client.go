@@ -35,6 +35,7 @@ type Client struct {
 	maintainEvery time.Duration
 	stopMaintain  context.CancelFunc
 	beat          heartbeat // the client's record of itself (members.go)
+	samples       sampling  // what maintenance samples for History (samples.go)
 	background    sync.WaitGroup
 
 	closeOnce sync.Once
@@ -143,6 +144,7 @@ func Open(ctx context.Context, drv driver.Driver, opts ...ClientOption) (*Client
 		opTimeout:     defaultOpTimeout,
 		identity:      defaultIdentity(),
 		beat:          heartbeat{every: DefaultHeartbeatInterval},
+		samples:       sampling{every: DefaultSampleInterval, keep: DefaultSampleRetention, last: map[int64]time.Time{}},
 		closed:        make(chan struct{}),
 		wakers:        map[int64]map[*waker]struct{}{},
 	}
@@ -154,6 +156,9 @@ func Open(ctx context.Context, drv driver.Driver, opts ...ClientOption) (*Client
 	}
 	if c.beat.every < 0 {
 		return nil, fmt.Errorf("%w: heartbeat interval %v is negative; use 0 to record none", ErrInvalidOption, c.beat.every)
+	}
+	if err := c.samples.validate(); err != nil {
+		return nil, err
 	}
 	if c.opTimeout <= 0 {
 		return nil, fmt.Errorf("%w: operation timeout %v; use a positive duration", ErrInvalidOption, c.opTimeout)
@@ -316,9 +321,15 @@ type MaintenanceReport struct {
 	// Members counts the records of clients last seen over
 	// MemberRetention ago that the pass removed.
 	Members int64
+	// Sampled counts the samples of stream figures the pass stored (none
+	// for a bucket another client sampled first); Samples those older
+	// than the sample retention that it removed.
+	Sampled, Samples int64
 }
 
-// Maintain enforces retention and compaction on every stream once.
+// Maintain enforces retention and compaction on every stream once, removes
+// old client records and samples, and samples each stream's figures once
+// per sample interval (Stream.History).
 func (c *Client) Maintain(ctx context.Context) (MaintenanceReport, error) {
 	var rep MaintenanceReport
 	if err := c.checkOpen(); err != nil {
@@ -354,6 +365,10 @@ func (c *Client) Maintain(ctx context.Context) (MaintenanceReport, error) {
 	rep.Members = n
 	if err != nil {
 		errs = append(errs, fmt.Errorf("prune client records: %w", classify(err)))
+	}
+	rep.Sampled, rep.Samples, err = c.sampleStreams(ctx, streams, time.Now())
+	if err != nil {
+		errs = append(errs, err)
 	}
 	err = errors.Join(errs...)
 	if err != nil {

@@ -134,6 +134,7 @@ func (h *handler) routes() {
 		}
 		h.mux.Handle("GET "+p+"/api"+api, h.page(pg.tmpl, pg.fn, true))
 	}
+	h.mux.Handle("GET "+p+"/api/streams/{stream}/history", h.page("", h.historyPage, true))
 	h.mux.HandleFunc("GET "+p+"/api/features", h.features)
 	h.mux.HandleFunc("GET "+p+"/healthz", h.healthz)
 	h.mux.HandleFunc("GET "+p+"/api/healthz", h.healthz)

@@ -160,6 +160,8 @@ type StreamPage struct {
 	// AlterPlan is a dry-run alter's plan, with the form that makes it.
 	AlterPlan *view.AlterPlan
 	Alter     *AlterForm
+	// Activity: the driver keeps samples, so the page charts them.
+	Activity bool
 
 	members []sqlstreams.MemberInfo
 }
@@ -207,7 +209,8 @@ func (h *handler) stream(ctx context.Context, name string) (StreamPage, error) {
 	if err != nil {
 		return StreamPage{}, err
 	}
-	page := StreamPage{Info: info, Health: hl, Groups: groups, members: members, GroupStatus: map[string]view.Status{}}
+	page := StreamPage{Info: info, Health: hl, Groups: groups, members: members, GroupStatus: map[string]view.Status{},
+		Activity: view.Samples(h.client)}
 	gv := view.GroupsOf(info.Name, groups, hl, members)
 	if members != nil {
 		page.Live = map[string]int{}

@@ -57,6 +57,9 @@ type db struct {
 	nextDoc       int64
 	// subjects are the free subjects by name (driver.Subjects).
 	subjects map[string]*subjectData
+	// samples are each stream's samples by stream id, in time order
+	// (samples.go); a slice is replaced, never changed in place.
+	samples map[int64][]driver.Sample
 	// owned marks the streams a caller transaction's copy has copied for
 	// itself; nil on the committed data, which is changed in place.
 	owned map[int64]bool
@@ -64,7 +67,8 @@ type db struct {
 
 func newDB() *db {
 	return &db{streams: map[int64]*streamData{}, byName: map[string]int64{}, settings: map[int64]driver.RegistrySettings{},
-		docs: map[int64]driver.SchemaDocument{}, byFingerprint: map[string]int64{}, subjects: map[string]*subjectData{}}
+		docs: map[int64]driver.SchemaDocument{}, byFingerprint: map[string]int64{}, subjects: map[string]*subjectData{},
+		samples: map[int64][]driver.Sample{}}
 }
 
 // fork returns a copy of the data for a caller transaction: the small maps
@@ -77,6 +81,7 @@ func (b *db) fork() *db {
 	for name, s := range b.subjects {
 		c.subjects[name] = s.clone()
 	}
+	c.samples = maps.Clone(b.samples)
 	c.owned = map[int64]bool{}
 	return &c
 }

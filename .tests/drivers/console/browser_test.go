@@ -122,8 +122,9 @@ func TestBrowserReplay(t *testing.T) {
 // 1280-pixel-wide PNG; with -update-screenshots it writes them to
 // docs/console for reviewers.
 func TestScreenshots(t *testing.T) {
-	c := openClient(t, engines()[0])
+	c := openClient(t, engines()[0], sqlstreams.WithSampleInterval(activitySamples))
 	dead := seed(t, c)
+	seedActivity(t, c, 6)
 	srv := serve(t, c, true).URL + prefix
 	ctx := browser(t, 3*time.Minute)
 	// Every error the browser logs (a CSP refusal, a failed asset) fails
@@ -158,7 +159,8 @@ func TestScreenshots(t *testing.T) {
 		then       []chromedp.Action[chromedp.Void]
 	}{
 		{"streams", "/", nil},
-		{"stream", s, nil},
+		{"stream", s, []chromedp.Action[chromedp.Void]{chromedp.WaitVisible(chromedp.CSS(`#activity[data-state="drawn"]`))}},
+		{"activity", "/streams/payments", []chromedp.Action[chromedp.Void]{chromedp.WaitVisible(chromedp.CSS(`#activity[data-state="drawn"]`))}},
 		{"group", s + "/groups/billing", nil},
 		{"reset-plan", s + "/groups/audit", []chromedp.Action[chromedp.Void]{chromedp.Click(chromedp.ID("plan-reset")), chromedp.WaitVisible(chromedp.ID("plan"))}},
 		{"alter-plan", s, []chromedp.Action[chromedp.Void]{chromedp.SendKeys(chromedp.CSS(`#alter input[name="partitions"]`), "4"),

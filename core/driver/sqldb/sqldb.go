@@ -296,3 +296,17 @@ func AddRemovedUnread(ctx context.Context, q Querier, stmt string, streamID int6
 		return err
 	})
 }
+
+// SampleColumns are the stream_sample columns ScanSample reads, in its
+// order.
+const SampleColumns = `stream_id, sampled_at, figures`
+
+// ScanSample reads SampleColumns; the time is stored as a T, which at turns
+// into UTC.
+func ScanSample[T any](r driver.RowScanner, at func(T) time.Time) (driver.Sample, error) {
+	var s driver.Sample
+	var when T
+	err := r.Scan(&s.StreamID, &when, &s.Figures)
+	s.At = at(when)
+	return s, err
+}

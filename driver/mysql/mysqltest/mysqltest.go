@@ -126,7 +126,8 @@ func QueryInt(ctx context.Context, drv driver.Driver, query string) (int64, erro
 // empties them (but the migration records) and drops every other table.
 var sqlstreamsTables = []string{"stream_config", "stream_partition", "consumer_group", "group_cursor", "delivery_exception", "delivery_batch",
 	"compaction_head", "registry_setting", "schema_revision", "schema_reader", "schema_id", "schema_reference", "row_count", "row_count_mark",
-	"registry_subject", "subject_version", "subject_reference"}
+	"registry_subject", "subject_version", "subject_reference",
+	"client_heartbeat", "stream_sample"}
 
 // resetLockWait bounds ResetNamespace's waits for locks a client left
 // behind (an open transaction), which then fails it.

@@ -1,0 +1,2 @@
+-- Removes the streams' samples (0013_stream_samples.sql).
+DROP TABLE IF EXISTS stream_sample;

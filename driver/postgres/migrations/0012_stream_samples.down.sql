@@ -1,0 +1,2 @@
+-- Removes the streams' samples (0012_stream_samples.sql).
+DROP TABLE stream_sample;

@@ -1,0 +1,2 @@
+-- Removes the streams' samples (0015_stream_samples.sql).
+DROP TABLE stream_sample;
