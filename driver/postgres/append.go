@@ -47,6 +47,9 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 	}
 	if caller != nil {
 		ids, xid, err := runAppend(ctx, caller, batch, len(p.Rows), d.lockTimeoutValue() != "", false, wantXid)
+		if errors.Is(err, errNothingAppended) {
+			return nil, staleOrMissing(ctx, caller, stream)
+		}
 		if err != nil {
 			return nil, d.appendError(ctx, stream, err, locks, true)
 		}
@@ -56,11 +59,18 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 		return ids, nil
 	}
 	var ids []int64
+	refused := false
 	err = d.write(ctx, func(c *pgxpool.Conn) error {
 		var err error
 		ids, _, err = runAppend(ctx, c, fresh(batch), len(p.Rows), d.lockTimeoutValue() != "", true, false)
+		if errors.Is(err, errNothingAppended) {
+			refused, err = true, nil
+		}
 		return err
 	})
+	if err == nil && refused {
+		err = d.read(ctx, func() error { return staleOrMissing(ctx, d.pool, stream) })
+	}
 	if err != nil {
 		return nil, d.appendError(ctx, stream, err, locks, false)
 	}
@@ -122,8 +132,9 @@ func runAppend(ctx context.Context, s querier, batch *pgx.Batch, n int, bounded,
 		return fail(err)
 	}
 	if len(ids) == 0 {
-		// The insert is guarded by the count of partitions it locked.
-		return fail(fmt.Errorf("stream_partition lacks partitions written to: %w", driver.ErrStreamNotFound))
+		// The insert is guarded by the count of partitions it locked at the
+		// generation planned: staleOrMissing says which failed.
+		return fail(errNothingAppended)
 	}
 	if bounded && !own {
 		if _, err := br.Exec(); err != nil { // lock_timeout restored
@@ -211,7 +222,7 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 	case lt != "":
 		b.Queue(saveAndSetLockTimeout, lt)
 	}
-	b.Queue(appendStatement(stream, values.sel), append(values.args, stream.ID, locks, int64(len(locks)))...)
+	b.Queue(appendStatement(stream, values.sel), append(values.args, stream.ID, locks, int64(len(locks)), stream.Generation)...)
 	if lt != "" && !own {
 		b.Queue(restoreLockTimeout)
 	}
@@ -289,16 +300,19 @@ func appendValuesOf(stream driver.StreamConfig, rows []driver.AppendRow) (append
 // appendStatement is an append's insert of the rows sel reads, whose ids
 // are taken in input order (so the sorted ids map to the rows in order),
 // under the locks of the partitions $11 of the stream $10, which it counts
-// ($12). The locks are a CTE that the insert's guard counts: the guard is
-// evaluated once, before the insert's first row takes an id, so every id
-// of the batch is taken under the locks (C5). The guard writes nothing when
-// the stream's partitions are gone (it was destroyed).
+// ($12) at the generation the append was planned with ($13). The locks are
+// a CTE that the insert's guard counts: the guard is evaluated once, before
+// the insert's first row takes an id, so every id of the batch is taken
+// under the locks (C5). The guard writes nothing when the stream's
+// partitions are gone (it was destroyed) or carry another generation (it
+// was altered: AlterStream updates the rows under the same locks, and a
+// lock granted after it committed returns the rows as it left them).
 func appendStatement(stream driver.StreamConfig, sel string) string {
-	locked := `WITH l AS (SELECT partition FROM stream_partition WHERE stream_id = $10::bigint AND partition = ANY($11::integer[])
+	locked := `WITH l AS (SELECT partition, generation FROM stream_partition WHERE stream_id = $10::bigint AND partition = ANY($11::integer[])
 		ORDER BY partition FOR NO KEY UPDATE)`
 	insert := `INSERT INTO ` + logTable(stream.ID) + ` (partition, schema_version, schema_revision, msg_key, routing_key, compaction_rank, payload, headers, produced_at)
 		` + sel + `
-		WHERE (SELECT count(*) FROM l) = $12::bigint
+		WHERE (SELECT count(*) FROM l WHERE l.generation = $13::bigint) = $12::bigint
 		ORDER BY u.ord`
 	if !stream.Compacted {
 		return locked + ` ` + insert + ` RETURNING id`

@@ -139,6 +139,7 @@ func (d *Driver) probe(ctx context.Context, p driver.ClaimParams, s *claimSetup)
 		decodes = int32s(p.Decodes)
 	}
 	var res driver.ClaimResult
+	var changed bool
 	err := d.read(ctx, func() error {
 		g, err := loadGroupAnd(ctx, d.pool, p.Stream.ID, p.Group, `,
 			EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = g.stream_id AND e.group_name = g.name
@@ -147,11 +148,15 @@ func (d *Driver) probe(ctx context.Context, p driver.ClaimParams, s *claimSetup)
 				AND ($4::integer[] IS NULL OR e.schema_version = ANY($4::integer[]))),
 			EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = g.stream_id AND c.group_name = g.name
 				AND EXISTS (SELECT 1 FROM `+logTable(p.Stream.ID)+` m WHERE m.partition = c.partition AND m.id > c.position)),
-			EXISTS (SELECT 1 FROM delivery_batch b WHERE b.stream_id = g.stream_id AND b.group_name = g.name AND b.lease_until <= $3::timestamptz)`,
-			[]any{ts(p.Now), decodes}, &s.due, &s.fresh, &s.expired)
+			EXISTS (SELECT 1 FROM delivery_batch b WHERE b.stream_id = g.stream_id AND b.group_name = g.name AND b.lease_until <= $3::timestamptz),
+			(SELECT generation FROM stream_config WHERE id = g.stream_id) <> $5::bigint`,
+			[]any{ts(p.Now), decodes, p.Stream.Generation}, &s.due, &s.fresh, &s.expired, &changed)
 		if err != nil {
 			return err
 		}
+		// A stream altered since the claim was planned: the transaction
+		// refuses the claim (usualClaim.run).
+		s.fresh = s.fresh || changed
 		if _, err := driver.PlanClaim(g, p); err != nil {
 			return err
 		}
@@ -211,6 +216,7 @@ type usualClaim struct {
 	// What the first round trip read.
 	g       driver.GroupConfig
 	gprint  string        // the group's groupPrint
+	gen     int64         // the stream's stored generation
 	rows    bool          // partitions may have rows past their cursors
 	locked  *lockedCursor // the cursor it locked, if any
 	pending bool          // exceptions are due
@@ -239,9 +245,10 @@ func (d *Driver) claimUsual(ctx context.Context, p driver.ClaimParams, s claimSe
 
 // queueFirst queues the statements of the first round trip: the acks,
 // before anything reads (what they resolve is claimable); the lock of a
-// first cursor; the group, read after the lock is granted in a statement
-// of its own (a snapshot taken after the lock: a registration that changed
-// the group and held this lock has committed by then, C19); the
+// first cursor; the group and the stream's generation, read after the lock
+// is granted in a statement of its own (a snapshot taken after the lock: a
+// registration or an alter that held this lock has committed by then, C19);
+// the
 // materialization of expired batches; whether exceptions are due, unless
 // the probe said; and the window past where the group's last claim left
 // its cursor.
@@ -254,7 +261,7 @@ func (u *usualClaim) queueFirst(b *pgx.Batch) {
 		query, args := lockCursor(p, u.visited, s.first)
 		b.Queue(query, args...)
 	}
-	queueLoadGroup(b, p.Stream.ID, p.Group)
+	b.Queue(groupQuery(", "+groupPrint+", (SELECT generation FROM stream_config WHERE id = $1::bigint)", ""), p.Stream.ID, p.Group)
 	if s.expired {
 		b.Queue(materializeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
 	}
@@ -288,7 +295,7 @@ func (u *usualClaim) readFirst(br pgx.BatchResults) error {
 			return err
 		}
 	}
-	if u.g, err = scanLoadedGroup(br.QueryRow(), u.p.Group, &u.gprint); err != nil {
+	if u.g, err = scanLoadedGroup(br.QueryRow(), u.p.Group, &u.gprint, &u.gen); err != nil {
 		return err
 	}
 	if u.s.expired {
@@ -319,6 +326,16 @@ func (u *usualClaim) readFirst(br pgx.BatchResults) error {
 // trip read it, leases due exceptions and claims partitions.
 func (u *usualClaim) run(ctx context.Context, t *claimTxn) error {
 	res := &u.out.res
+	if u.gen != u.p.Stream.Generation {
+		// Read after the cursor lock, as the group is: the stream was
+		// altered since the claim was planned. Nothing is leased, and the
+		// acks roll back with the transaction.
+		stored, err := lookupStreamByID(ctx, t, u.p.Stream.ID)
+		if err != nil {
+			return err
+		}
+		return driver.Stale(u.p.Stream, stored)
+	}
 	if a := u.s.acks; a != nil {
 		if err := a.settle(ctx, t); err != nil {
 			return err

@@ -62,15 +62,17 @@ const guardFailed = "22012" // division_by_zero
 const fastLock = `SELECT 1 / count(*)::integer FROM (SELECT 1 FROM group_cursor
 	WHERE stream_id = $1::bigint AND group_name = $2::text AND partition = $3::integer AND position = $4::bigint FOR UPDATE SKIP LOCKED) c`
 
-// fastCheck reads the group, and fails unless its print is $3, no
-// exception is due and no batch expired at $4, and the rows of partition
-// $5 past $6 up to $7 are $8 rows.
+// fastCheck reads the group, and fails unless its print is $3, the
+// stream's generation is $9 (it was not altered), no exception is due and
+// no batch expired at $4, and the rows of partition $5 past $6 up to $7
+// are $8 rows.
 func fastCheck(streamID int64) string {
 	return `SELECT ` + groupColumnsOf("g") + `, 1 / CASE WHEN ` + groupPrint + ` = $3::text
 		AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
 			AND e.state <> 'dead' AND e.due_at <= $4::timestamptz)
 		AND NOT EXISTS (SELECT 1 FROM delivery_batch b WHERE b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_until <= $4::timestamptz)
 		AND (SELECT count(*) FROM ` + logTable(streamID) + ` m WHERE m.partition = $5::integer AND m.id > $6::bigint AND m.id <= $7::bigint) = $8::bigint
+		AND (SELECT generation FROM stream_config WHERE id = $1::bigint) = $9::bigint
 		THEN 1 ELSE 0 END
 	FROM (VALUES (1)) AS v(one) LEFT JOIN consumer_group g ON g.stream_id = $1::bigint AND g.name = $2::text`
 }
@@ -125,7 +127,7 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 		ok = false
 		b := &pgx.Batch{}
 		b.Queue(fastLock, p.Stream.ID, p.Group, w.partition, w.from)
-		b.Queue(fastCheck(p.Stream.ID), p.Stream.ID, p.Group, w.print, ts(p.Now), w.partition, w.from, s.Cursor, int64(s.Scanned))
+		b.Queue(fastCheck(p.Stream.ID), p.Stream.ID, p.Group, w.print, ts(p.Now), w.partition, w.from, s.Cursor, int64(s.Scanned), p.Stream.Generation)
 		var record func(pgx.BatchResults) ([]int64, error)
 		if len(s.Deferred) == 0 && len(s.Taken) > 0 {
 			record = queueFastBatch(b, p, w.partition, s)

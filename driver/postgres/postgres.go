@@ -21,8 +21,11 @@
 // order, and a cursor (one per partition) never passes a row that becomes
 // visible later. Appends to different partitions or streams run in
 // parallel. The lock statement checks that it found every partition it
-// writes to; when it did not, the stream was destroyed, nothing is written
-// and the append fails with ErrStreamNotFound.
+// writes to, at the configuration generation the append was planned with;
+// when it did not, nothing is written, and the append fails with
+// ErrStreamNotFound (the stream was destroyed) or a
+// *driver.StreamChangedError (it was altered: AlterStream updates the
+// partition rows under the same locks).
 //
 // The alternative, storing pg_current_xact_id() in each row and reading
 // only rows of transactions older than pg_snapshot_xmin(pg_current_snapshot()),

@@ -14,13 +14,13 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-const streamColumns = `id, name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at`
+const streamColumns = `id, name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at, generation`
 
 func scanStream(r pgx.Row) (driver.StreamConfig, error) {
 	var c driver.StreamConfig
 	var maxAge int64
 	var partitions int32
-	err := r.Scan(&c.ID, &c.Name, &partitions, &c.Compacted, &maxAge, &c.Retention.MaxRows, &c.Retention.Hard, &c.CreatedAt)
+	err := r.Scan(&c.ID, &c.Name, &partitions, &c.Compacted, &maxAge, &c.Retention.MaxRows, &c.Retention.Hard, &c.CreatedAt, &c.Generation)
 	c.Partitions = int(partitions)
 	c.Retention.MaxAge = time.Duration(maxAge) * time.Microsecond
 	c.CreatedAt = c.CreatedAt.UTC()
@@ -80,7 +80,7 @@ func (d *Driver) LookupStream(ctx context.Context, p driver.LookupStreamParams) 
 	return c, err
 }
 
-func lookupStreamByID(ctx context.Context, tx pgx.Tx, id int64) (driver.StreamConfig, error) {
+func lookupStreamByID(ctx context.Context, tx querier, id int64) (driver.StreamConfig, error) {
 	c, err := scanStream(tx.QueryRow(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE id = $1::bigint`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, driver.ErrStreamNotFound
@@ -208,11 +208,6 @@ func loadGroup(ctx context.Context, q querier, streamID int64, name, lock string
 // in args) into extra destinations.
 func loadGroupAnd(ctx context.Context, q querier, streamID int64, name, more string, args []any, extra ...any) (driver.GroupConfig, error) {
 	return scanLoadedGroup(q.QueryRow(ctx, groupQuery(more, ""), append([]any{streamID, name}, args...)...), name, extra...)
-}
-
-// queueLoadGroup queues the read of a group, and of its groupPrint.
-func queueLoadGroup(b *pgx.Batch, streamID int64, name string) {
-	b.Queue(groupQuery(", "+groupPrint, ""), streamID, name)
 }
 
 // scanLoadedGroup reads a group's columns, then extra, or fails with

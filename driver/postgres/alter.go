@@ -1,0 +1,115 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// errNothingAppended: an append's guard found fewer partitions at the
+// generation planned than it writes to; staleOrMissing says why.
+var errNothingAppended = errors.New("postgres: append guard wrote nothing")
+
+// staleOrMissing explains an append its guard refused: the stream was
+// altered (a *driver.StreamChangedError with the stored configuration) or
+// destroyed (ErrStreamNotFound).
+func staleOrMissing(ctx context.Context, q querier, used driver.StreamConfig) error {
+	stored, err := lookupStreamByID(ctx, q, used.ID)
+	if err != nil {
+		return err
+	}
+	if err := driver.Stale(used, stored); err != nil {
+		return err
+	}
+	return fmt.Errorf("stream_partition lacks partitions written to: %w", driver.ErrStreamNotFound)
+}
+
+// AlterStream implements driver.Alterer. One transaction locks, in the
+// order maintenance takes its locks (append locks last), the stream's
+// configuration row (the counting lock), every cursor of its groups (which
+// claims hold while they run; group and partition order, as a registration
+// takes a group's) and every partition row (the append locks, in partition
+// order), each wait bounded by the lock timeout: no append or claim planned with
+// the old configuration is in flight when it commits, and each later one
+// finds the new generation under its own locks (the append in the
+// partition rows it locks, the claim in the read of the group after its
+// cursor lock) and is refused as stale.
+func (d *Driver) AlterStream(ctx context.Context, p driver.AlterStreamParams) (driver.StreamConfig, error) {
+	var out driver.StreamConfig
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		if lt := d.lockTimeoutValue(); lt != "" {
+			b.Queue(setLockTimeout, lt)
+		}
+		b.Queue(`SELECT 1 FROM stream_config WHERE id = $1::bigint FOR NO KEY UPDATE`, p.StreamID)
+		b.Queue(`SELECT 1 FROM group_cursor WHERE stream_id = $1::bigint ORDER BY group_name, partition FOR UPDATE`, p.StreamID)
+		b.Queue(`SELECT 1 FROM stream_partition WHERE stream_id = $1::bigint ORDER BY partition FOR NO KEY UPDATE`, p.StreamID)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		stored, err := lookupStreamByID(ctx, tx, p.StreamID)
+		if err != nil {
+			return err
+		}
+		next, err := driver.Altered(stored, p)
+		if err != nil {
+			return driver.CallerError{Err: err}
+		}
+		if err := storeAltered(ctx, tx, stored, next); err != nil {
+			return err
+		}
+		out = next
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("alter stream %d: %w", p.StreamID, alterError(err))
+	}
+	return out, nil
+}
+
+// alterError adds advice to a lock wait that ran out.
+func alterError(err error) error {
+	var de *driver.Error
+	if errors.As(err, &de) && de.Kind == driver.ErrConflict && de.Advice == "" {
+		de.Advice = "appends or claims of this stream held their locks longer than the lock timeout (an open ProduceTx?); nothing was changed, retry the alter"
+	}
+	return err
+}
+
+// storeAltered writes next over stored, under AlterStream's locks: the
+// configuration, the generation of every partition row, the rows of new
+// partitions with a cursor of every group at their start (nothing written
+// there is passed over), and the compaction heads when compaction is
+// switched.
+func storeAltered(ctx context.Context, tx pgx.Tx, stored, next driver.StreamConfig) error {
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE stream_config SET partitions = $1::integer, compacted = $2::boolean, retention_max_age_us = $3::bigint,
+		retention_max_rows = $4::bigint, retention_hard = $5::boolean, generation = $6::bigint WHERE id = $7::bigint`,
+		int32(next.Partitions), next.Compacted, next.Retention.MaxAge.Microseconds(), next.Retention.MaxRows, next.Retention.Hard,
+		next.Generation, next.ID)
+	b.Queue(`UPDATE stream_partition SET generation = $1::bigint WHERE stream_id = $2::bigint`, next.Generation, next.ID)
+	if next.Partitions > stored.Partitions {
+		b.Queue(`INSERT INTO stream_partition (stream_id, partition, generation)
+			SELECT $1::bigint, p, $2::bigint FROM generate_series($3::integer, $4::integer - 1) p`,
+			next.ID, next.Generation, int32(stored.Partitions), int32(next.Partitions))
+		b.Queue(`INSERT INTO group_cursor (stream_id, group_name, partition, position)
+			SELECT g.stream_id, g.name, p, 0 FROM consumer_group g, generate_series($2::integer, $3::integer - 1) p
+			WHERE g.stream_id = $1::bigint`, next.ID, int32(stored.Partitions), int32(next.Partitions))
+	}
+	if next.Compacted != stored.Compacted {
+		b.Queue(`DELETE FROM compaction_head WHERE stream_id = $1::bigint`, next.ID)
+	}
+	if next.Compacted && !stored.Compacted {
+		// Each key's head is its row with the greatest (schema_version,
+		// compaction_rank, id) (C11).
+		b.Queue(`INSERT INTO compaction_head (stream_id, msg_key, head_id, schema_version, compaction_rank)
+			SELECT DISTINCT ON (msg_key) ` + strconv.FormatInt(next.ID, 10) + `, msg_key, id, schema_version, compaction_rank
+			FROM ` + logTable(next.ID) + ` WHERE msg_key IS NOT NULL
+			ORDER BY msg_key, schema_version DESC, compaction_rank DESC, id DESC`)
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
