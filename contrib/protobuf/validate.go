@@ -1,0 +1,24 @@
+package protobuf
+
+import (
+	"github.com/sqlstreams/sqlstreams/core/schema"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/dynamicpb"
+)
+
+// Validate reads payload, a message in protobuf's JSON mapping, into a
+// dynamic message of the file's first top-level message (the one
+// Confluent's serializers frame a record with): a field the message does not
+// declare, a value of the wrong kind or a missing proto2 required field is
+// a violation. The decoder's own words say where; the path is the message.
+func (d *Document) Validate(payload []byte) []schema.Violation {
+	ms := d.fd.Messages()
+	if ms.Len() == 0 {
+		return []schema.Violation{{Message: "the schema declares no message to validate against"}}
+	}
+	m := dynamicpb.NewMessage(ms.Get(0))
+	if err := protojson.Unmarshal(payload, m); err != nil {
+		return []schema.Violation{{Path: "", Message: string(ms.Get(0).FullName()) + ": " + err.Error()}}
+	}
+	return nil
+}
