@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/schema"
 )
 
@@ -72,17 +71,9 @@ func (r *Registry) validator(ctx context.Context, stream string, version int) (*
 	if version < 1 || version > MaxSchemaVersion {
 		return nil, fmt.Errorf("%w: schema version %d; versions are 1 to %d", ErrInvalidOption, version, MaxSchemaVersion)
 	}
-	store, err := r.store()
+	revs, err := r.storedRevisions(ctx, stream, version)
 	if err != nil {
 		return nil, err
-	}
-	id, err := r.scope(ctx, stream)
-	if err != nil {
-		return nil, err
-	}
-	revs, err := store.SchemaRevisions(ctx, driver.SchemaRevisionsParams{StreamID: id, Version: version})
-	if err != nil {
-		return nil, fmt.Errorf("sqlstreams: revisions of %q: %w", stream, err)
 	}
 	if len(revs) == 0 {
 		return nil, fmt.Errorf("%w: %q has no schema at version %d; register one before validating against it", ErrRevisionNotFound, stream, version)

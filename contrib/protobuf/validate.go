@@ -1,6 +1,8 @@
 package protobuf
 
 import (
+	"strings"
+
 	"github.com/sqlstreams/sqlstreams/core/schema"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/dynamicpb"
@@ -18,7 +20,14 @@ func (d *Document) Validate(payload []byte) []schema.Violation {
 	}
 	m := dynamicpb.NewMessage(ms.Get(0))
 	if err := protojson.Unmarshal(payload, m); err != nil {
-		return []schema.Violation{{Path: "", Message: string(ms.Get(0).FullName()) + ": " + err.Error()}}
+		return []schema.Violation{{Path: "", Message: string(ms.Get(0).FullName()) + ": " + decodeProblem(err)}}
 	}
 	return nil
+}
+
+// decodeProblem is the decoder's words without its "proto:" prefix, whose
+// following space google.golang.org/protobuf varies between runs on purpose
+// (so that nobody matches its text); what stays is stable.
+func decodeProblem(err error) string {
+	return strings.TrimSpace(strings.TrimPrefix(err.Error(), "proto:"))
 }
