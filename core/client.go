@@ -28,6 +28,7 @@ type Client struct {
 	docPolicy  schema.Policy                 // WithDocumentPolicy: rules for hand-written schemas
 	formatList []schema.Format               // as given to WithFormats
 	formats    map[schema.Type]schema.Format // the same, by type, checked by Open
+	jsonCheck  schema.Compiler               // WithJSONValidation's, nil when none
 	middleware []Middleware                  // as given to WithMiddleware
 	chain      chain                         // the same, sorted
 	produceMW  []ProduceMiddleware
@@ -87,6 +88,13 @@ func WithDocumentPolicy(p schema.Policy) ClientOption {
 // its type; it refuses to register or check them.
 func WithFormats(formats ...schema.Format) ClientOption {
 	return func(c *Client) { c.formatList = append(c.formatList, formats...) }
+}
+
+// WithJSONValidation enables Registry.Validate and ProducerOptions.Validate
+// for JSON Schema revisions with c, a schema.Compiler wrapping a JSON Schema validator.
+// Without it a JSON revision cannot validate messages (ErrNoValidator).
+func WithJSONValidation(c schema.Compiler) ClientOption {
+	return func(cl *Client) { cl.jsonCheck = c }
 }
 
 // checkFormats indexes the formats WithFormats gave by type: each must be

@@ -22,9 +22,15 @@ type ProducerBuilder[T Versioned] struct{ stream *Stream[T] }
 // Producer returns a builder whose Register makes a producer of T.
 func (s *Stream[T]) Producer() *ProducerBuilder[T] { return &ProducerBuilder[T]{stream: s} }
 
-// ProducerOptions configure a producer. There are none yet; the struct keeps
-// Register's signature stable as options are added. Nil means defaults.
-type ProducerOptions struct{}
+// ProducerOptions configure a producer. Nil means defaults.
+type ProducerOptions struct {
+	// Validate checks each RawPayload against the latest revision
+	// registered at its version before anything is appended (see
+	// Registry.Validate); a message that breaks it fails the call with a
+	// *ValidationError and nothing is written. A typed producer's messages
+	// follow T's own schema, so only a RawPayload producer may set it.
+	Validate bool
+}
 
 // Producer appends messages of type T. It is safe for concurrent use.
 type Producer[T Versioned] struct {
@@ -35,6 +41,7 @@ type Producer[T Versioned] struct {
 	version  int
 	revision int // the registry revision of T's schema, stamped on rows
 	raw      bool
+	validate bool // check each RawPayload against the registry first
 	// byPointer encodes &value, which writes the same bytes as value
 	// (encodesByPointer) without copying it into an interface first.
 	byPointer bool
@@ -61,7 +68,12 @@ func (b *ProducerBuilder[T]) Register(ctx context.Context, opts *ProducerOptions
 	if err != nil {
 		return nil, err
 	}
-	p := &Producer[T]{client: b.stream.client, version: version, raw: raw, byPointer: !raw && encodesByPointer(reflect.TypeFor[T]())}
+	validate := opts != nil && opts.Validate
+	if validate && !raw {
+		return nil, fmt.Errorf("%w: ProducerOptions.Validate is for RawPayload producers; a %s is encoded from its own registered schema", ErrInvalidOption, typeName[T]())
+	}
+	p := &Producer[T]{client: b.stream.client, version: version, raw: raw, validate: validate,
+		byPointer: !raw && encodesByPointer(reflect.TypeFor[T]())}
 	p.stream.Store(&cfg)
 	if !raw {
 		p.revision, err = b.stream.client.Registry().record(ctx, registration{stream: cfg, typ: typeName[T](), version: version, schema: sch})
@@ -188,6 +200,9 @@ func (p *Producer[T]) append(ctx context.Context, tx driver.Tx, msgs []Message[T
 			rows, err = p.rows(cfg, msgs, now)
 		}
 	}
+	if err == nil && p.validate {
+		err = p.validateRows(ctx, cfg, rows)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +318,26 @@ func (p *Producer[T]) rows(cfg driver.StreamConfig, msgs []Message[T], now time.
 		rows[i] = row
 	}
 	return rows, nil
+}
+
+// validateRows checks each row's payload against the latest revision at
+// its version, looked up once per version in the call.
+func (p *Producer[T]) validateRows(ctx context.Context, cfg driver.StreamConfig, rows []driver.AppendRow) error {
+	byVersion := map[int]*messageValidator{}
+	for i, row := range rows {
+		v, ok := byVersion[row.SchemaVersion]
+		if !ok {
+			var err error
+			if v, err = p.client.Registry().validator(ctx, cfg.Name, row.SchemaVersion); err != nil {
+				return p.refused(cfg, i, len(rows), err)
+			}
+			byVersion[row.SchemaVersion] = v
+		}
+		if err := v.check(row.Payload); err != nil {
+			return p.refused(cfg, i, len(rows), err)
+		}
+	}
+	return nil
 }
 
 // refused reports message i of n refused before anything was written.

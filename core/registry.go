@@ -279,6 +279,22 @@ type Revision struct {
 // Revisions lists a stream's recorded schemas at version, or at every
 // version when version is 0.
 func (r *Registry) Revisions(ctx context.Context, stream string, version int) ([]Revision, error) {
+	revs, err := r.storedRevisions(ctx, stream, version)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Revision, len(revs))
+	for i, rv := range revs {
+		if out[i], err = r.publicRevision(ctx, rv); err != nil {
+			return nil, fmt.Errorf("sqlstreams: stored schema %q v%d r%d: %w", stream, rv.Version, rv.Revision, err)
+		}
+	}
+	return out, nil
+}
+
+// storedRevisions is the driver's list of a stream's revisions at version
+// (every version for 0), oldest first.
+func (r *Registry) storedRevisions(ctx context.Context, stream string, version int) ([]driver.SchemaRevision, error) {
 	store, err := r.store()
 	if err != nil {
 		return nil, err
@@ -291,13 +307,7 @@ func (r *Registry) Revisions(ctx context.Context, stream string, version int) ([
 	if err != nil {
 		return nil, fmt.Errorf("sqlstreams: revisions of %q: %w", stream, err)
 	}
-	out := make([]Revision, len(revs))
-	for i, rv := range revs {
-		if out[i], err = r.publicRevision(ctx, rv); err != nil {
-			return nil, fmt.Errorf("sqlstreams: stored schema %q v%d r%d: %w", stream, rv.Version, rv.Revision, err)
-		}
-	}
-	return out, nil
+	return revs, nil
 }
 
 // Reader is a group's registered reader schema.

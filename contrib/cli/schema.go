@@ -32,7 +32,7 @@ type checkJSON struct {
 
 func (c *CLI) schemaCmd() *cobra.Command {
 	return group("schema", "Schema revisions, checks, and compatibility level and mode",
-		c.schemaListCmd(), c.schemaShowCmd(), c.schemaRegisterCmd(), c.schemaCheckCmd(),
+		c.schemaListCmd(), c.schemaShowCmd(), c.schemaRegisterCmd(), c.schemaCheckCmd(), c.schemaValidateCmd(),
 		c.settingCmd("level", "compatibility level", "BACKWARD"), c.settingCmd("mode", "registry mode", "READWRITE"))
 }
 

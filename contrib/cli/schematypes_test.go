@@ -41,6 +41,15 @@ var typeCases = []struct {
 	{"check-proto-compatible", 0, []string{"schema", "check", "shipments", "1", "testdata/types/shipment-v2.proto"}},
 	// JSON beside them, and a new stream.
 	{"register-json", 0, []string{"schema", "register", "notes", "1", "testdata/types/note-v1.json"}},
+	// Messages against the latest revision: each problem with its path,
+	// exit 3 when invalid; a JSON Schema needs a validator the CLI lacks.
+	{"validate-avro", 0, []string{"schema", "validate", "payments", "1", "testdata/types/payment-message.json"}},
+	{"validate-avro-invalid", 3, []string{"schema", "validate", "payments", "1", "testdata/types/payment-message-bad.json"}},
+	{"validate-avro-invalid-json", 3, []string{"schema", "validate", "payments", "1", "testdata/types/payment-message-bad.json", "-o", "json"}},
+	{"validate-proto-invalid", 3, []string{"schema", "validate", "shipments", "1", "testdata/types/shipment-message-bad.json"}},
+	{"validate-json-no-validator", 1, []string{"schema", "validate", "notes", "1", "testdata/types/note-message.json"}},
+	{"validate-no-revision", 1, []string{"schema", "validate", "payments", "2", "testdata/types/payment-message.json"}},
+	{"validate-usage", 2, []string{"schema", "validate", "payments", "1"}},
 	{"check-new-stream-proto", 0, []string{"schema", "check", "parcels", "1", "testdata/types/shipment-v1.proto"}},
 	// What was recorded.
 	{"list-avro", 0, []string{"schema", "list", "payments"}},
