@@ -45,7 +45,11 @@ func (d *Driver) AlterStream(ctx context.Context, p driver.AlterStreamParams) (d
 		if lt := d.lockTimeoutValue(); lt != "" {
 			b.Queue(setLockTimeout, lt)
 		}
-		b.Queue(`SELECT 1 FROM stream_config WHERE id = $1::bigint FOR NO KEY UPDATE`, p.StreamID)
+		// FOR UPDATE, not NO KEY UPDATE: it also waits for a group being
+		// registered (RegisterGroup holds KEY SHARE on the row), so that
+		// group's cursors are locked and extended below, and makes a group
+		// registered after it read the new partition count.
+		b.Queue(`SELECT 1 FROM stream_config WHERE id = $1::bigint FOR UPDATE`, p.StreamID)
 		b.Queue(`SELECT 1 FROM group_cursor WHERE stream_id = $1::bigint ORDER BY group_name, partition FOR UPDATE`, p.StreamID)
 		b.Queue(`SELECT 1 FROM stream_partition WHERE stream_id = $1::bigint ORDER BY partition FOR NO KEY UPDATE`, p.StreamID)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {

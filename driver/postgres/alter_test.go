@@ -95,3 +95,74 @@ func TestAlterRefusesStalePlans(t *testing.T) {
 		})
 	}
 }
+
+// TestRegisterGroupDuringAlter: a group registered while an alter that adds
+// partitions is in flight gets a cursor in every partition the stream has
+// once both commit. The alter is played by a transaction that takes the
+// stream row as AlterStream does and raises the partition count; the
+// registration must wait for it rather than read the old count.
+func TestRegisterGroupDuringAlter(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2)
+	alter, err := f.drv.Pool().Begin(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = alter.Rollback(tctx(t)) }()
+	var alterPID int
+	if err := alter.QueryRow(tctx(t), `SELECT pg_backend_pid()`).Scan(&alterPID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alter.Exec(tctx(t), `SELECT 1 FROM stream_config WHERE id = $1 FOR UPDATE`, f.stream.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alter.Exec(tctx(t), `UPDATE stream_config SET partitions = 3 WHERE id = $1`, f.stream.ID); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.drv.RegisterGroup(tctx(t), driver.RegisterGroupParams{Group: driver.GroupConfig{StreamID: f.stream.ID, Name: "late",
+			SchemaVersion: 1, CreatedAt: f.now}})
+		done <- err
+	}()
+	// Wait, with a bound, until the registration either finished (the
+	// defect: it read the old count) or waits on the alter's lock.
+	var finished bool
+	deadline := time.Now().Add(30 * time.Second)
+	for !finished && time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			finished = true
+		default:
+			var waiting int
+			if err := f.drv.Pool().QueryRow(tctx(t), `SELECT count(*) FROM pg_stat_activity WHERE $1::integer = ANY(pg_blocking_pids(pid))`,
+				alterPID).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+			if waiting > 0 {
+				deadline = time.Time{} // it waits: let the alter commit
+				continue
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if err := alter.Commit(tctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !finished {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var cursors int
+	if err := f.drv.Pool().QueryRow(tctx(t), `SELECT count(*) FROM group_cursor WHERE stream_id = $1 AND group_name = 'late'`,
+		f.stream.ID).Scan(&cursors); err != nil {
+		t.Fatal(err)
+	}
+	if cursors != 3 {
+		t.Fatalf("the group registered during the alter has %d cursors, want one in each of the 3 partitions", cursors)
+	}
+}

@@ -232,7 +232,14 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 	bindings, convertsFrom := encodeList(cfg.Bindings), encodeList(cfg.ConvertsFrom)
 	var out driver.GroupConfig
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
-		stream, err := lookupStreamByID(ctx, tx, cfg.StreamID)
+		// KEY SHARE serializes a registration with AlterStream (FOR UPDATE)
+		// and nothing else: a new group gets a cursor in every partition
+		// the stream has when it commits, and an alter in flight extends
+		// the cursors of a group registered before it.
+		stream, err := scanStream(tx.QueryRow(ctx, `SELECT `+streamColumns+` FROM stream_config WHERE id = $1::bigint FOR KEY SHARE`, cfg.StreamID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return driver.ErrStreamNotFound
+		}
 		if err != nil {
 			return err
 		}
