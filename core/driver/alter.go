@@ -103,3 +103,33 @@ func Altered(stored StreamConfig, p AlterStreamParams) (StreamConfig, error) {
 	out.Generation++
 	return out, nil
 }
+
+// CheckGeneration returns nil when gen, the generation a driver read under
+// the locks AlterStream takes, is the one the call was planned with (used),
+// and otherwise the *StreamChangedError for the stored configuration, which
+// lookup reads (only then, so the usual path costs no extra read).
+func CheckGeneration(used StreamConfig, gen int64, lookup func() (StreamConfig, error)) error {
+	if gen == used.Generation {
+		return nil
+	}
+	stored, err := lookup()
+	if err != nil {
+		return err
+	}
+	return Stale(used, stored)
+}
+
+// StaleOrGone explains an append whose guard found fewer partitions at the
+// planned generation than it writes to: the stream was altered (a
+// *StreamChangedError) or destroyed (ErrStreamNotFound). lookup reads the
+// stored configuration.
+func StaleOrGone(used StreamConfig, lookup func() (StreamConfig, error)) error {
+	stored, err := lookup()
+	if err != nil {
+		return err
+	}
+	if err := Stale(used, stored); err != nil {
+		return err
+	}
+	return fmt.Errorf("stream %d lacks a partition written to: %w", used.ID, ErrStreamNotFound)
+}

@@ -65,12 +65,12 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 		ids = ids[:0]
 		// Lock the partitions in ascending order and hold them to commit:
 		// this is what keeps ids in commit order per partition (C5).
-		locked, err := d.lockPartitions(ctx, t, stream.ID, parts, false, p.Tx != nil)
+		gens, err := d.lockPartitions(ctx, t, stream.ID, parts, false, p.Tx != nil)
 		if err != nil {
 			return err
 		}
-		if locked != len(parts) {
-			return fmt.Errorf("append to stream %d: %w", stream.ID, driver.ErrStreamNotFound)
+		if len(gens) != len(parts) || slices.ContainsFunc(gens, func(g int64) bool { return g != stream.Generation }) {
+			return staleOrGone(ctx, t, stream)
 		}
 		step := d.autoincStep.Load()
 		for start := 0; start < len(rows); {
@@ -169,9 +169,10 @@ func (d *Driver) appendsInOneStatement(p driver.AppendParams, rows []driver.Appe
 // partition is a scalar subquery that locks the lock rows of all the
 // partitions written (partitionRows: one primary-key lookup each, in
 // ascending order, as lockPartitions takes them) with FOR UPDATE WAIT n,
-// and gives the partition only if it found all of them; if not, it falls to
-// a subquery of two rows, an error in every sql_mode, and nothing is
-// written. The server evaluates that value before it inserts the first row,
+// and gives the partition only if it found all of them at the generation
+// the append was planned with; if not (the stream was destroyed or
+// altered: staleOrGone says which), it falls to a subquery of two rows, an
+// error in every sql_mode, and nothing is written. The server evaluates that value before it inserts the first row,
 // and a simple INSERT takes its AUTO_INCREMENT values when it inserts the
 // first row, so the ids are taken under the locks, which are held until the
 // statement commits: the same order as the transaction (C5), without
@@ -179,7 +180,7 @@ func (d *Driver) appendsInOneStatement(p driver.AppendParams, rows []driver.Appe
 // own. A missing log table goes to the transaction, which re-creates it
 // or finds the stream gone.
 func (d *Driver) appendOne(ctx context.Context, stream driver.StreamConfig, rows []driver.AppendRow, headers []any, parts []int) ([]int64, error) {
-	locks, locksArgs := partitionRows(stream.ID, parts, "1", " FOR UPDATE"+d.waitClause())
+	locks, locksArgs := partitionRows(stream.ID, parts, "1", " FOR UPDATE"+d.waitClause(), &stream.Generation)
 	lock := "COALESCE((SELECT ? FROM (" + locks + ") AS l HAVING COUNT(*) = ?), (SELECT 1 UNION ALL SELECT 2))"
 	lockArgs := make([]any, 0, len(locksArgs)+2)
 	lockArgs = append(append(append(lockArgs, rows[0].Partition), locksArgs...), len(parts))
@@ -194,7 +195,7 @@ func (d *Driver) appendOne(ctx context.Context, stream driver.StreamConfig, rows
 			noTable = true
 			return finalError{err}
 		case n == errSubqueryRows:
-			return finalError{fmt.Errorf("append to stream %d: %w", stream.ID, driver.ErrStreamNotFound)}
+			return finalError{staleOrGone(ctx, q, stream)}
 		case lockWaitEnded(err):
 			return finalError{d.lockWaitError(stream.ID, parts, false, err)}
 		case err != nil:
@@ -226,11 +227,11 @@ func (d *Driver) waitClause() string {
 }
 
 // lockPartitions locks the append lock rows of a stream's partitions (all
-// when parts is nil) in ascending order, exclusively or shared, and reports
-// how many it locked. A wait that times out fails with ErrConflict naming
+// when parts is nil) in ascending order, exclusively or shared, and returns
+// the configuration generation each row it locked carries. A wait that times out fails with ErrConflict naming
 // the partitions, and is not run again: another transaction holds the lock,
 // and will for a while.
-func (d *Driver) lockPartitions(ctx context.Context, q querier, streamID int64, parts []int, share, callerTx bool) (int, error) {
+func (d *Driver) lockPartitions(ctx context.Context, q querier, streamID int64, parts []int, share, callerTx bool) ([]int64, error) {
 	lock := " FOR UPDATE" + d.waitClause()
 	if share {
 		lock = " LOCK IN SHARE MODE" + d.waitClause()
@@ -238,35 +239,44 @@ func (d *Driver) lockPartitions(ctx context.Context, q querier, streamID int64, 
 	var query string
 	var args []any
 	if parts == nil {
-		query, args = "SELECT `partition` FROM stream_partition WHERE stream_id = ? ORDER BY `partition`"+lock, []any{streamID}
+		query, args = "SELECT generation FROM stream_partition WHERE stream_id = ? ORDER BY `partition`"+lock, []any{streamID}
 	} else {
-		query, args = partitionRows(streamID, parts, "`partition`", lock)
+		query, args = partitionRows(streamID, parts, "generation", lock, nil)
 	}
-	locked := 0
-	err := sqldb.EachRow(ctx, q, query, args, func(*sql.Rows) error {
-		locked++
-		return nil
+	var gens []int64
+	err := sqldb.EachRow(ctx, q, query, args, func(r *sql.Rows) error {
+		var g int64
+		err := r.Scan(&g)
+		gens = append(gens, g)
+		return err
 	})
 	if lockWaitEnded(err) {
-		return 0, finalError{d.lockWaitError(streamID, parts, callerTx, err)}
+		return nil, finalError{d.lockWaitError(streamID, parts, callerTx, err)}
 	}
 	if err != nil {
-		return 0, fmt.Errorf("stream %d: lock partitions: %w", streamID, err)
+		return nil, fmt.Errorf("stream %d: lock partitions: %w", streamID, err)
 	}
-	return locked, nil
+	return gens, nil
 }
 
 // partitionRows selects what of the lock rows of parts (ascending), each
-// locked with lock, one primary-key lookup per partition in that order. One
+// locked with lock, one primary-key lookup per partition in that order;
+// with atGeneration, only rows that carry that configuration generation
+// (the lock is still taken, and waited for, on the others). One
 // scan with partition IN (...) would go through the stream's every lock row
 // (InnoDB reads a small table by stream_id alone) and lock each row it
 // passes, so that an append would wait for partitions it does not write.
-func partitionRows(streamID int64, parts []int, what, lock string) (string, []any) {
-	args := make([]any, 0, 2*len(parts))
+func partitionRows(streamID int64, parts []int, what, lock string, atGeneration *int64) (string, []any) {
+	cond := ""
+	args := make([]any, 0, 3*len(parts))
 	for _, p := range parts {
 		args = append(args, streamID, p)
+		if atGeneration != nil {
+			cond = " AND generation = ?"
+			args = append(args, *atGeneration)
+		}
 	}
-	return sqldb.Repeated(len(parts), "(SELECT "+what+" FROM stream_partition WHERE stream_id = ? AND `partition` = ?"+lock+")", " UNION ALL "), args
+	return sqldb.Repeated(len(parts), "(SELECT "+what+" FROM stream_partition WHERE stream_id = ? AND `partition` = ?"+cond+lock+")", " UNION ALL "), args
 }
 
 // lockWaitError is the error of a wait for the append lock of parts (all

@@ -370,19 +370,31 @@ func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimPara
 // cursor this claim holds can appear meanwhile: they are made under the
 // cursor lock or by SetCursors, which waits for it (materialized batch
 // members are at or below their cursor). With the group row's lock
-// (groupLock) there is no main claim.
+// (groupLock) there is no main claim. Either way it refuses a claim
+// planned with another generation of the stream's configuration than the
+// one stored (read after the fence, which AlterStream also takes) with a
+// *driver.StreamChangedError.
 func fencedGroup(ctx context.Context, tx querier, p driver.ClaimParams, groupLock string) (g driver.GroupConfig, newestException int64, err error) {
+	var gen int64
 	if groupLock != "" {
 		g, err = loadGroup(ctx, tx, p.Stream.ID, p.Group, groupLock)
+		if err == nil {
+			err = tx.QueryRowContext(ctx, `SELECT generation FROM stream_config WHERE id = ?`, p.Stream.ID).Scan(&gen)
+		}
+	} else {
+		var newest sql.NullInt64
+		g, _, err = scanGroup(tx.QueryRowContext(ctx, `SELECT `+sqldb.GroupColumns+`, (SELECT MAX(e.msg_id) FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ?),
+			(SELECT generation FROM stream_config WHERE id = ?) FROM consumer_group WHERE stream_id = ? AND name = ?`,
+			p.Stream.ID, p.Group, p.Stream.ID, p.Stream.ID, p.Group), &newest, &gen)
+		newestException = newest.Int64
+	}
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return g, 0, driver.GroupNotFound(p.Group)
+	case err != nil:
 		return g, 0, err
 	}
-	var newest sql.NullInt64
-	g, _, err = scanGroup(tx.QueryRowContext(ctx, `SELECT `+sqldb.GroupColumns+`, (SELECT MAX(e.msg_id) FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ?)
-		FROM consumer_group WHERE stream_id = ? AND name = ?`, p.Stream.ID, p.Group, p.Stream.ID, p.Group), &newest)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = driver.GroupNotFound(p.Group)
-	}
-	return g, newest.Int64, err
+	return g, newestException, driver.CheckGeneration(p.Stream, gen, func() (driver.StreamConfig, error) { return lookupStreamByID(ctx, tx, p.Stream.ID) })
 }
 
 // claimNew is the main claim: new rows from the partitions f names, until

@@ -301,6 +301,7 @@ var (
 	_ driver.Registry        = (*Driver)(nil)
 	_ driver.ClientDirectory = (*Driver)(nil)
 	_ driver.GroupPauser     = (*Driver)(nil)
+	_ driver.Alterer         = (*Driver)(nil)
 )
 
 // Pool sizes set by Open; change them through DB().

@@ -80,18 +80,7 @@ func (d *Driver) CreateStream(ctx context.Context, p driver.CreateStreamParams) 
 		if cfg.ID, err = sqldb.NewStreamID(res, err, isUnique(err)); err != nil {
 			return err
 		}
-		const chunk = 256
-		for start := 0; start < cfg.Partitions; start += chunk {
-			end := min(start+chunk, cfg.Partitions)
-			args := make([]any, 0, 2*(end-start))
-			for p := start; p < end; p++ {
-				args = append(args, cfg.ID, p)
-			}
-			if _, err := tx.ExecContext(ctx, "INSERT INTO stream_partition (stream_id, `partition`) VALUES "+sqldb.Repeated(end-start, "(?, ?)", ", "), args...); err != nil {
-				return err
-			}
-		}
-		return nil
+		return insertPartitions(ctx, tx, cfg, 0)
 	})
 	if err != nil {
 		return cfg, err
@@ -103,6 +92,25 @@ func (d *Driver) CreateStream(ctx context.Context, p driver.CreateStreamParams) 
 		return cfg, d.wrap(ctx, fmt.Errorf("create log table for stream %d: %w", cfg.ID, err), opRead)
 	}
 	return cfg, nil
+}
+
+// partitionChunk is how many partitions one statement adds.
+const partitionChunk = 256
+
+// insertPartitions writes the append lock rows of stream's partitions from
+// from on, at its configuration generation.
+func insertPartitions(ctx context.Context, tx querier, stream driver.StreamConfig, from int) error {
+	for start := from; start < stream.Partitions; start += partitionChunk {
+		end := min(start+partitionChunk, stream.Partitions)
+		args := make([]any, 0, 3*(end-start))
+		for p := start; p < end; p++ {
+			args = append(args, stream.ID, p, stream.Generation)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO stream_partition (stream_id, `partition`, generation) VALUES "+sqldb.Repeated(end-start, "(?, ?, ?)", ", "), args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LookupStream implements driver.Driver.
@@ -196,7 +204,11 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 	cfg.CreatedAt = cfg.CreatedAt.UTC().Truncate(time.Microsecond)
 	var out driver.GroupConfig
 	register := func(tx querier) error {
-		stream, err := lookupStreamByID(ctx, tx, cfg.StreamID)
+		// Shared with other registrations; AlterStream locks the row
+		// exclusively, so a group is registered either before an alter
+		// (which then gives it cursors in the new partitions) or after it,
+		// with the new partition count.
+		stream, err := queryStream(ctx, tx, "id = ? LOCK IN SHARE MODE"+d.waitClause(), cfg.StreamID)
 		if err != nil {
 			return err
 		}

@@ -14,18 +14,9 @@ import (
 // generation planned than it writes to; staleOrMissing says why.
 var errNothingAppended = errors.New("postgres: append guard wrote nothing")
 
-// staleOrMissing explains an append its guard refused: the stream was
-// altered (a *driver.StreamChangedError with the stored configuration) or
-// destroyed (ErrStreamNotFound).
+// staleOrMissing explains an append its guard refused (driver.StaleOrGone).
 func staleOrMissing(ctx context.Context, q querier, used driver.StreamConfig) error {
-	stored, err := lookupStreamByID(ctx, q, used.ID)
-	if err != nil {
-		return err
-	}
-	if err := driver.Stale(used, stored); err != nil {
-		return err
-	}
-	return fmt.Errorf("stream_partition lacks partitions written to: %w", driver.ErrStreamNotFound)
+	return driver.StaleOrGone(used, func() (driver.StreamConfig, error) { return lookupStreamByID(ctx, q, used.ID) })
 }
 
 // AlterStream implements driver.Alterer. One transaction locks, in the

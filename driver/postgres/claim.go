@@ -326,15 +326,13 @@ func (u *usualClaim) readFirst(br pgx.BatchResults) error {
 // trip read it, leases due exceptions and claims partitions.
 func (u *usualClaim) run(ctx context.Context, t *claimTxn) error {
 	res := &u.out.res
-	if u.gen != u.p.Stream.Generation {
-		// Read after the cursor lock, as the group is: the stream was
-		// altered since the claim was planned. Nothing is leased, and the
-		// acks roll back with the transaction.
-		stored, err := lookupStreamByID(ctx, t, u.p.Stream.ID)
-		if err != nil {
-			return err
-		}
-		return driver.Stale(u.p.Stream, stored)
+	// u.gen was read after the cursor lock, as the group was: when the
+	// stream was altered since the claim was planned, nothing is leased and
+	// the acks roll back with the transaction.
+	if err := driver.CheckGeneration(u.p.Stream, u.gen, func() (driver.StreamConfig, error) {
+		return lookupStreamByID(ctx, t, u.p.Stream.ID)
+	}); err != nil {
+		return err
 	}
 	if a := u.s.acks; a != nil {
 		if err := a.settle(ctx, t); err != nil {

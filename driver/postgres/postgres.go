@@ -228,6 +228,7 @@ var (
 	_ driver.Notifier        = (*Driver)(nil)
 	_ driver.ClientDirectory = (*Driver)(nil)
 	_ driver.GroupPauser     = (*Driver)(nil)
+	_ driver.Alterer         = (*Driver)(nil)
 )
 
 // Driver is the PostgreSQL driver. Create it with Open.

@@ -77,12 +77,8 @@ func rebuildHeads(ctx context.Context, tx *sql.Tx, stream driver.StreamConfig) e
 // single writer keeps apart from AlterStream's.
 func checkGeneration(ctx context.Context, tx querier, used driver.StreamConfig) error {
 	var gen int64
-	if err := tx.QueryRowContext(ctx, `SELECT generation FROM stream_config WHERE id = ?`, used.ID).Scan(&gen); err != nil || gen == used.Generation {
+	if err := tx.QueryRowContext(ctx, `SELECT generation FROM stream_config WHERE id = ?`, used.ID).Scan(&gen); err != nil {
 		return err // a missing stream fails as it did before
 	}
-	stored, err := lookupStreamByID(ctx, tx, used.ID)
-	if err != nil {
-		return err
-	}
-	return driver.Stale(used, stored)
+	return driver.CheckGeneration(used, gen, func() (driver.StreamConfig, error) { return lookupStreamByID(ctx, tx, used.ID) })
 }

@@ -1,0 +1,115 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
+)
+
+// AlterStream implements driver.Alterer. One transaction locks, each wait
+// bounded by the lock timeout and in the order maintenance and
+// registrations take them: the stream's configuration row (maintenance's
+// lock; RegisterGroup shares it, so a group registered meanwhile is either
+// extended here or reads the new partition count), the rows of its groups
+// (claims that find every cursor taken share them), every cursor of those
+// groups (claims hold one while they run), and last every partition's
+// append lock row (appends hold theirs). So no append or claim planned with
+// the old configuration is in flight when it commits, and each later one
+// finds the new generation under its own locks (the append in the partition
+// rows it locks, the claim in the read of the group after its cursor lock)
+// and is refused as stale.
+func (d *Driver) AlterStream(ctx context.Context, p driver.AlterStreamParams) (driver.StreamConfig, error) {
+	var out driver.StreamConfig
+	err := d.withLog(ctx, p.StreamID, func() error {
+		return d.inTx(ctx, nil, func(tx querier) error {
+			stored, err := queryStream(ctx, tx, "id = ? FOR UPDATE"+d.waitClause(), p.StreamID)
+			if err != nil {
+				return err
+			}
+			for _, lock := range []string{
+				"SELECT 1 FROM consumer_group WHERE stream_id = ? ORDER BY name FOR UPDATE",
+				"SELECT 1 FROM group_cursor WHERE stream_id = ? ORDER BY group_name, `partition` FOR UPDATE",
+			} {
+				if err := sqldb.EachRow(ctx, tx, lock+d.waitClause(), []any{p.StreamID}, func(*sql.Rows) error { return nil }); err != nil {
+					return err
+				}
+			}
+			if _, err := d.lockPartitions(ctx, tx, p.StreamID, nil, false, false); err != nil {
+				return err
+			}
+			next, err := driver.Altered(stored, p)
+			if err != nil {
+				return driver.CallerError{Err: err}
+			}
+			out = next
+			return storeAltered(ctx, tx, stored, next)
+		})
+	})
+	if err != nil {
+		return out, fmt.Errorf("alter stream %d: %w", p.StreamID, alterError(err))
+	}
+	return out, nil
+}
+
+// alterError adds advice to a lock wait that ran out.
+func alterError(err error) error {
+	var de *driver.Error
+	if errors.As(err, &de) && de.Kind == driver.ErrConflict && de.Advice == "" {
+		de.Advice = "appends, claims or maintenance of this stream held their locks longer than the lock timeout (an open ProduceTx?); nothing was changed, retry the alter"
+	}
+	return err
+}
+
+// storeAltered writes next over stored, under AlterStream's locks: the
+// configuration, the generation of every partition row, the rows of new
+// partitions with a cursor of every group at their start (nothing written
+// there is passed over), and the compaction heads when compaction is
+// switched.
+func storeAltered(ctx context.Context, tx querier, stored, next driver.StreamConfig) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE stream_config SET partitions = ?, compacted = ?, retention_max_age_us = ?,
+		retention_max_rows = ?, retention_hard = ?, generation = ? WHERE id = ?`, next.Partitions, next.Compacted,
+		next.Retention.MaxAge.Microseconds(), next.Retention.MaxRows, next.Retention.Hard, next.Generation, next.ID); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE stream_partition SET generation = ? WHERE stream_id = ?`, next.Generation, next.ID); err != nil {
+		return err
+	}
+	if err := insertPartitions(ctx, tx, next, stored.Partitions); err != nil {
+		return err
+	}
+	for start := stored.Partitions; start < next.Partitions; start += partitionChunk {
+		end := min(start+partitionChunk, next.Partitions)
+		args := make([]any, 0, end-start+1)
+		for part := start; part < end; part++ {
+			args = append(args, part)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO group_cursor (stream_id, group_name, `partition`, position) SELECT g.stream_id, g.name, n.p, 0 FROM consumer_group g JOIN ("+
+			sqldb.Repeated(end-start, "SELECT ? AS p", " UNION ALL ")+") n WHERE g.stream_id = ?", append(args, next.ID)...); err != nil {
+			return err
+		}
+	}
+	if next.Compacted == stored.Compacted {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM compaction_head WHERE stream_id = ?`, next.ID); err != nil || !next.Compacted {
+		return err
+	}
+	// Each key's head is its row with the greatest (schema_version,
+	// compaction_rank, id) (C11).
+	_, err := tx.ExecContext(ctx, `INSERT INTO compaction_head (stream_id, msg_key, head_id, schema_version, compaction_rank)
+		SELECT ?, msg_key, id, schema_version, compaction_rank FROM (
+			SELECT msg_key, id, schema_version, compaction_rank, ROW_NUMBER() OVER (PARTITION BY msg_key
+				ORDER BY schema_version DESC, compaction_rank DESC, id DESC) AS n
+			FROM `+logTable(next.ID)+` WHERE msg_key IS NOT NULL) h WHERE n = 1`, next.ID)
+	return err
+}
+
+// staleOrGone explains an append whose partition locks found fewer rows at
+// the planned generation than it writes to (driver.StaleOrGone).
+func staleOrGone(ctx context.Context, q querier, used driver.StreamConfig) error {
+	return driver.StaleOrGone(used, func() (driver.StreamConfig, error) { return lookupStreamByID(ctx, q, used.ID) })
+}
