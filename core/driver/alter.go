@@ -133,3 +133,13 @@ func StaleOrGone(used StreamConfig, lookup func() (StreamConfig, error)) error {
 	}
 	return fmt.Errorf("stream %d lacks a partition written to: %w", used.ID, ErrStreamNotFound)
 }
+
+// AlterConflict adds advice to an AlterStream whose lock wait ran out (an
+// ErrConflict *Error without advice of its own), and returns err.
+func AlterConflict(err error) error {
+	var de *Error
+	if errors.As(err, &de) && de.Kind == ErrConflict && de.Advice == "" {
+		de.Advice = "appends, claims or maintenance of this stream held their locks longer than the lock timeout (an open ProduceTx?); nothing was changed, retry the alter"
+	}
+	return err
+}

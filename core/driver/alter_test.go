@@ -2,6 +2,8 @@ package driver_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -60,5 +62,21 @@ func TestStaleOrGone(t *testing.T) {
 				t.Fatalf("StaleOrGone: %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestAlterConflict(t *testing.T) {
+	t.Parallel()
+	timedOut := &driver.Error{Kind: driver.ErrConflict, Err: errors.New("lock wait timeout")}
+	if err := driver.AlterConflict(fmt.Errorf("alter stream 7: %w", timedOut)); !errors.Is(err, driver.ErrConflict) || !strings.Contains(timedOut.Advice, "retry the alter") {
+		t.Errorf("a lock wait that ran out: %v, advice %q", err, timedOut.Advice)
+	}
+	own := &driver.Error{Kind: driver.ErrConflict, Advice: "the driver's own", Err: errors.New("deadlock")}
+	if driver.AlterConflict(own); own.Advice != "the driver's own" {
+		t.Errorf("advice replaced: %q", own.Advice)
+	}
+	other := &driver.Error{Kind: driver.ErrDatabase, Err: errors.New("syntax")}
+	if driver.AlterConflict(other); other.Advice != "" {
+		t.Errorf("advice on a database error: %q", other.Advice)
 	}
 }

@@ -3,7 +3,6 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -50,18 +49,9 @@ func (d *Driver) AlterStream(ctx context.Context, p driver.AlterStreamParams) (d
 		})
 	})
 	if err != nil {
-		return out, fmt.Errorf("alter stream %d: %w", p.StreamID, alterError(err))
+		return out, fmt.Errorf("alter stream %d: %w", p.StreamID, driver.AlterConflict(err))
 	}
 	return out, nil
-}
-
-// alterError adds advice to a lock wait that ran out.
-func alterError(err error) error {
-	var de *driver.Error
-	if errors.As(err, &de) && de.Kind == driver.ErrConflict && de.Advice == "" {
-		de.Advice = "appends, claims or maintenance of this stream held their locks longer than the lock timeout (an open ProduceTx?); nothing was changed, retry the alter"
-	}
-	return err
 }
 
 // storeAltered writes next over stored, under AlterStream's locks: the
