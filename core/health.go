@@ -120,79 +120,125 @@ func (s *Stream[T]) Health(ctx context.Context) (Health, error) {
 	return buildHealth(cfg, st, now), nil
 }
 
+// buildHealth turns the driver's counts into the health read: the rows and
+// heads per version, and each group's backlog at each version it reads.
 func buildHealth(cfg driver.StreamConfig, st driver.HealthStats, now time.Time) Health {
 	h := Health{Stream: cfg.Name, Compacted: cfg.Compacted, ReadAt: now}
 	for _, hw := range st.HighWater {
 		h.HighWater = max(h.HighWater, hw)
 	}
-	versions := map[int]*VersionHealth{}
-	get := func(v int) *VersionHealth {
-		if versions[v] == nil {
-			versions[v] = &VersionHealth{Version: v}
+	b := newHealthBuilder(st)
+	b.addUnread()
+	b.addExceptions()
+	// A RawPayload group is listed at every version present.
+	for _, g := range st.Groups {
+		if g.AllVersions {
+			for v := range b.versions {
+				b.at(g.Name, v)
+			}
 		}
-		return versions[v]
 	}
+	h.Versions = b.versionHealths()
+	return h
+}
+
+// groupVersion keys a group's figures at one version.
+type groupVersion struct {
+	group   string
+	version int
+}
+
+// healthBuilder gathers a health read's figures per version and per group
+// and version, making each entry on first use so that a version or group
+// with nothing counted is still listed.
+type healthBuilder struct {
+	st       driver.HealthStats
+	versions map[int]*VersionHealth
+	groups   map[string]driver.GroupStats
+	figures  map[groupVersion]*GroupHealth
+	matchers map[string]func(string) bool
+}
+
+// newHealthBuilder lists every version with rows or heads, and every group
+// at the version it reads and the versions it converts from (R7).
+func newHealthBuilder(st driver.HealthStats) *healthBuilder {
+	b := &healthBuilder{st: st, versions: map[int]*VersionHealth{}, groups: map[string]driver.GroupStats{},
+		figures: map[groupVersion]*GroupHealth{}, matchers: map[string]func(string) bool{}}
 	for _, vs := range st.Versions {
-		vh := get(vs.Version)
+		vh := b.version(vs.Version)
 		vh.Rows, vh.Heads = vs.Rows, vs.Heads
 	}
-	groups := map[string]driver.GroupStats{}
 	for _, g := range st.Groups {
-		groups[g.Name] = g
+		b.groups[g.Name] = g
 		if !g.AllVersions {
-			get(g.SchemaVersion)
+			b.version(g.SchemaVersion)
 		}
 	}
-	type gv struct {
-		group   string
-		version int
-	}
-	figures := map[gv]*GroupHealth{}
-	at := func(group string, v int) *GroupHealth {
-		g, ok := groups[group]
-		if !ok || (!g.AllVersions && g.SchemaVersion != v && !slices.Contains(g.ConvertsFrom, v)) {
-			return nil
-		}
-		k := gv{group, v}
-		if figures[k] == nil {
-			f := &GroupHealth{Group: group, AllVersions: g.AllVersions, RemovedUnread: g.RemovedUnread,
-				CursorDistance: cursorDistance(g.Cursors, st.HighWater)}
-			for p, c := range g.Cursors {
-				ph := PartitionHealth{Partition: p, Cursor: c}
-				if p < len(st.HighWater) {
-					ph.HighWater = st.HighWater[p]
-					ph.Distance = max(ph.HighWater-c, 0)
-				}
-				f.Partitions = append(f.Partitions, ph)
-			}
-			figures[k] = f
-			get(v)
-		}
-		return figures[k]
-	}
-	matchers := map[string]func(string) bool{}
 	for _, g := range st.Groups {
-		matchers[g.Name] = matcher(g.Bindings)
+		b.matchers[g.Name] = matcher(g.Bindings)
 		if !g.AllVersions {
-			at(g.Name, g.SchemaVersion)
+			b.at(g.Name, g.SchemaVersion)
 			for _, v := range g.ConvertsFrom { // it reads these too (R7)
-				at(g.Name, v)
+				b.at(g.Name, v)
 			}
 		}
 	}
-	for _, u := range st.Unread {
-		if m := matchers[u.Group]; m != nil && !m(u.RoutingKey) {
+	return b
+}
+
+func (b *healthBuilder) version(v int) *VersionHealth {
+	if b.versions[v] == nil {
+		b.versions[v] = &VersionHealth{Version: v}
+	}
+	return b.versions[v]
+}
+
+// at returns the figures of group at version v, or nil when the group does
+// not read v: rows at a version a group neither reads nor converts from are
+// not its backlog.
+func (b *healthBuilder) at(group string, v int) *GroupHealth {
+	g, ok := b.groups[group]
+	if !ok || (!g.AllVersions && g.SchemaVersion != v && !slices.Contains(g.ConvertsFrom, v)) {
+		return nil
+	}
+	k := groupVersion{group, v}
+	if b.figures[k] == nil {
+		f := &GroupHealth{Group: group, AllVersions: g.AllVersions, RemovedUnread: g.RemovedUnread,
+			CursorDistance: cursorDistance(g.Cursors, b.st.HighWater)}
+		for p, c := range g.Cursors {
+			ph := PartitionHealth{Partition: p, Cursor: c}
+			if p < len(b.st.HighWater) {
+				ph.HighWater = b.st.HighWater[p]
+				ph.Distance = max(ph.HighWater-c, 0)
+			}
+			f.Partitions = append(f.Partitions, ph)
+		}
+		b.figures[k] = f
+		b.version(v)
+	}
+	return b.figures[k]
+}
+
+// addUnread counts the unread rows each group reads: those its bindings
+// match, at a version it reads.
+func (b *healthBuilder) addUnread() {
+	for _, u := range b.st.Unread {
+		if m := b.matchers[u.Group]; m != nil && !m(u.RoutingKey) {
 			continue
 		}
-		if f := at(u.Group, u.Version); f != nil {
+		if f := b.at(u.Group, u.Version); f != nil {
 			f.Unread += u.Rows
 			if u.Partition >= 0 && u.Partition < len(f.Partitions) {
 				f.Partitions[u.Partition].Unread += u.Rows
 			}
 		}
 	}
-	for _, e := range st.Exceptions {
-		f := at(e.Group, e.Version)
+}
+
+// addExceptions counts the leased, delayed and dead deliveries.
+func (b *healthBuilder) addExceptions() {
+	for _, e := range b.st.Exceptions {
+		f := b.at(e.Group, e.Version)
 		if f == nil {
 			continue
 		}
@@ -206,25 +252,23 @@ func buildHealth(cfg driver.StreamConfig, st driver.HealthStats, now time.Time) 
 		}
 		f.Unresolved += e.Count
 	}
-	// A RawPayload group is listed at every version present.
-	for _, g := range st.Groups {
-		if g.AllVersions {
-			for v := range versions {
-				at(g.Name, v)
-			}
-		}
-	}
-	for k, f := range figures {
-		vh := versions[k.version]
+}
+
+// versionHealths returns the versions in order, each with its groups by
+// name and its retirement verdict.
+func (b *healthBuilder) versionHealths() []VersionHealth {
+	for k, f := range b.figures {
+		vh := b.versions[k.version]
 		vh.Groups = append(vh.Groups, *f)
 	}
-	for _, vh := range versions {
+	var out []VersionHealth
+	for _, vh := range b.versions {
 		slices.SortFunc(vh.Groups, func(a, b GroupHealth) int { return strings.Compare(a.Group, b.Group) })
 		vh.verdict()
-		h.Versions = append(h.Versions, *vh)
+		out = append(out, *vh)
 	}
-	slices.SortFunc(h.Versions, func(a, b VersionHealth) int { return a.Version - b.Version })
-	return h
+	slices.SortFunc(out, func(a, b VersionHealth) int { return a.Version - b.Version })
+	return out
 }
 
 func cursorDistance(cursors, highWater []int64) int64 {

@@ -1,9 +1,7 @@
 package sqlstreamscli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -24,6 +22,14 @@ const (
 )
 
 func (c *CLI) deadCmd() *cobra.Command {
+	replay := c.deadSettleCmd("replay", "replayed", (*sqlstreams.GroupAdmin).Replay, false)
+	replay.Short = "Make dead letters due again, attempts reset"
+	discard := c.deadSettleCmd("discard", "discarded", (*sqlstreams.GroupAdmin).Discard, true)
+	discard.Short = "Resolve dead letters without processing them"
+	return group("dead", "List, show, replay and discard dead letters", c.deadListCmd(), c.deadShowCmd(), replay, discard)
+}
+
+func (c *CLI) deadListCmd() *cobra.Command {
 	var after int64
 	var limit int
 	list := &cobra.Command{Use: "list STREAM GROUP [--after ID] [--limit N]", Short: "List a group's dead letters, a page at a time", Args: cobra.ExactArgs(2),
@@ -36,49 +42,52 @@ func (c *CLI) deadCmd() *cobra.Command {
 				return err
 			}
 			g := s.Group(args[1]) // a missing group fails with ErrGroupNotFound, naming those there are
-			// One more than a page tells whether another page follows.
-			dls, err := g.DeadLetters(ctx, after, limit+1)
+			dls, next, err := view.ReadDeadLetters(ctx, g, after, limit)
 			if err != nil {
 				return err
 			}
-			var next int64
-			if len(dls) > limit {
-				dls = dls[:limit]
-				next = dls[len(dls)-1].ID
-			}
-			switch c.output {
-			case "jsonl":
-				for _, d := range dls {
-					if err := c.WriteJSON(view.DeadLetterOf(d)); err != nil {
-						return err
-					}
-				}
-				return nil
-			case "json":
-				d, err := g.Describe(ctx)
-				if err != nil {
-					return err
-				}
-				return c.WriteJSON(view.DeadLetterPage{Stream: args[0], Group: args[1], Dead: d.Dead, DeadLetters: view.DeadLettersOf(dls), NextAfter: next})
-			}
-			tw := c.table()
-			fmt.Fprintln(tw, "ID\tVERSION\tPARTITION\tKEY\tROUTING-KEY\tATTEMPTS\tFIRST-FAILED\tDIED-AT\tERROR")
-			for _, d := range dls {
-				fmt.Fprintf(tw, "%d\tv%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ID, d.SchemaVersion, d.Partition, dash(d.Key), dash(d.RoutingKey),
-					d.Attempt, tableTime(d.FirstFailed), tableTime(d.DiedAt), cut(d.Error, 80))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if next > 0 {
-				c.note("more may follow: add --after %d", next)
-			}
-			return nil
+			return c.writeDeadLetters(ctx, g, args[0], args[1], dls, next)
 		})}
 	list.Flags().Int64Var(&after, "after", 0, "list dead letters with ids above this one (the last id of the previous page)")
 	list.Flags().IntVar(&limit, "limit", 50, "dead letters per page (1 to 1000)")
+	return list
+}
 
-	show := &cobra.Command{Use: "show STREAM GROUP ID", Short: "Show one dead letter: headers, payload, the full error and its history", Args: cobra.ExactArgs(3),
+// writeDeadLetters prints a page of dead letters; next is where the
+// following page starts, 0 on the last page.
+func (c *CLI) writeDeadLetters(ctx context.Context, g *sqlstreams.GroupAdmin, stream, group string, dls []sqlstreams.DeadLetter, next int64) error {
+	switch c.output {
+	case "jsonl":
+		for _, d := range dls {
+			if err := c.WriteJSON(view.DeadLetterOf(d)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "json":
+		d, err := g.Describe(ctx)
+		if err != nil {
+			return err
+		}
+		return c.WriteJSON(view.DeadLetterPage{Stream: stream, Group: group, Dead: d.Dead, DeadLetters: view.DeadLettersOf(dls), NextAfter: next})
+	}
+	tw := c.table()
+	fmt.Fprintln(tw, "ID\tVERSION\tPARTITION\tKEY\tROUTING-KEY\tATTEMPTS\tFIRST-FAILED\tDIED-AT\tERROR")
+	for _, d := range dls {
+		fmt.Fprintf(tw, "%d\tv%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ID, d.SchemaVersion, d.Partition, dash(d.Key), dash(d.RoutingKey),
+			d.Attempt, tableTime(d.FirstFailed), tableTime(d.DiedAt), cut(d.Error, 80))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if next > 0 {
+		c.note("more may follow: add --after %d", next)
+	}
+	return nil
+}
+
+func (c *CLI) deadShowCmd() *cobra.Command {
+	return &cobra.Command{Use: "show STREAM GROUP ID", Short: "Show one dead letter: headers, payload, the full error and its history", Args: cobra.ExactArgs(3),
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			id, err := parseID(args[2])
 			if err != nil {
@@ -98,68 +107,69 @@ func (c *CLI) deadCmd() *cobra.Command {
 			}
 			return writeDead(c.opts.Stdout, args[0], args[1], d)
 		})}
+}
 
-	settle := func(verb, past string, one func(*sqlstreams.GroupAdmin, context.Context, ...int64) (int64, error), destructive bool) *cobra.Command {
-		var all, yes bool
-		use := verb + " STREAM GROUP (ID... | --all)"
-		if destructive {
-			use += " --yes"
-		}
-		cmd := &cobra.Command{Use: use, Args: cobra.MinimumNArgs(2),
-			RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-				if all == (len(args) > 2) {
-					return Usagef("dead %s takes dead letter ids or --all, not both and not neither", verb)
-				}
-				if destructive && !yes {
-					return Usagef("dead %s resolves dead letters without processing them; add --yes to confirm", verb)
-				}
-				var ids []int64
-				for _, a := range args[2:] {
-					id, err := parseID(a)
-					if err != nil {
-						return err
-					}
-					ids = append(ids, id)
-				}
-				_, s, err := c.raw(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				g := s.Group(args[1]) // a missing group fails with ErrGroupNotFound, naming those there are
-				var n int64
-				if all {
-					n, err = c.settleAll(ctx, g, verb, one)
-				} else {
-					n, err = one(g, ctx, ids...)
-				}
-				if err != nil {
-					return err
-				}
-				if c.JSON() {
-					return c.WriteJSON(map[string]any{"stream": args[0], "group": args[1], past: n})
-				}
-				tw := c.table()
-				fmt.Fprintf(tw, "%s\n%d\n", strings.ToUpper(past), n)
-				return tw.Flush()
-			})}
-		cmd.Flags().BoolVar(&all, "all", false, "every dead letter of the group")
-		if destructive {
-			cmd.Flags().BoolVar(&yes, "yes", false, "confirm")
-		}
-		return cmd
+// settleIDs is a GroupAdmin method that resolves dead letters by id:
+// Replay or Discard.
+type settleIDs func(*sqlstreams.GroupAdmin, context.Context, ...int64) (int64, error)
+
+// deadSettleCmd is dead replay or dead discard: verb names the command,
+// past the count in its output; a destructive one asks for --yes.
+func (c *CLI) deadSettleCmd(verb, past string, one settleIDs, destructive bool) *cobra.Command {
+	var all, yes bool
+	use := verb + " STREAM GROUP (ID... | --all)"
+	if destructive {
+		use += " --yes"
 	}
-	replay := settle("replay", "replayed", (*sqlstreams.GroupAdmin).Replay, false)
-	replay.Short = "Make dead letters due again, attempts reset"
-	discard := settle("discard", "discarded", (*sqlstreams.GroupAdmin).Discard, true)
-	discard.Short = "Resolve dead letters without processing them"
-	return group("dead", "List, show, replay and discard dead letters", list, show, replay, discard)
+	cmd := &cobra.Command{Use: use, Args: cobra.MinimumNArgs(2),
+		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			if all == (len(args) > 2) {
+				return Usagef("dead %s takes dead letter ids or --all, not both and not neither", verb)
+			}
+			if destructive && !yes {
+				return Usagef("dead %s resolves dead letters without processing them; add --yes to confirm", verb)
+			}
+			var ids []int64
+			for _, a := range args[2:] {
+				id, err := parseID(a)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			_, s, err := c.raw(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			g := s.Group(args[1]) // a missing group fails with ErrGroupNotFound, naming those there are
+			var n int64
+			if all {
+				n, err = c.settleAll(ctx, g, verb, one)
+			} else {
+				n, err = one(g, ctx, ids...)
+			}
+			if err != nil {
+				return err
+			}
+			if c.JSON() {
+				return c.WriteJSON(map[string]any{"stream": args[0], "group": args[1], past: n})
+			}
+			tw := c.table()
+			fmt.Fprintf(tw, "%s\n%d\n", strings.ToUpper(past), n)
+			return tw.Flush()
+		})}
+	cmd.Flags().BoolVar(&all, "all", false, "every dead letter of the group")
+	if destructive {
+		cmd.Flags().BoolVar(&yes, "yes", false, "confirm")
+	}
+	return cmd
 }
 
 // settleAll replays or discards every dead letter a page at a time, so that
 // a terminal shows progress on a large backlog, and each call stays bounded.
 // Paging by id means a row that dies again while this runs is not taken
 // twice.
-func (c *CLI) settleAll(ctx context.Context, g *sqlstreams.GroupAdmin, verb string, one func(*sqlstreams.GroupAdmin, context.Context, ...int64) (int64, error)) (int64, error) {
+func (c *CLI) settleAll(ctx context.Context, g *sqlstreams.GroupAdmin, verb string, one settleIDs) (int64, error) {
 	d, err := g.Describe(ctx)
 	if err != nil {
 		return 0, err
@@ -248,7 +258,7 @@ func writeDead(w io.Writer, stream, group string, d sqlstreams.DeadLetter) error
 		}
 	}
 	b.WriteString("payload:\n")
-	b.WriteString(indent(prettyJSON(d.Payload)))
+	b.WriteString(indent(view.PrettyJSON(d.Payload)))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -259,12 +269,4 @@ func indent(s string) string {
 		b.WriteString("  " + line + "\n")
 	}
 	return b.String()
-}
-
-func prettyJSON(raw []byte) string {
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		return string(raw)
-	}
-	return buf.String()
 }

@@ -13,7 +13,13 @@ import (
 )
 
 func (c *CLI) groupsCmd() *cobra.Command {
-	list := &cobra.Command{Use: "list [STREAM]", Short: "List consumer groups with their backlog: of every stream, or of STREAM",
+	pause, resume := c.groupsPauseCmds()
+	return group("groups", "List, create, describe, reset, pause, resume and delete consumer groups", c.groupsListCmd(), c.groupsCreateCmd(),
+		c.groupsDescribeCmd(), c.groupsResetCmd(), pause, resume, c.groupsDeleteCmd())
+}
+
+func (c *CLI) groupsListCmd() *cobra.Command {
+	return &cobra.Command{Use: "list [STREAM]", Short: "List consumer groups with their backlog: of every stream, or of STREAM",
 		Args: cobra.MaximumNArgs(1),
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			rows, err := c.listGroups(ctx, args)
@@ -25,8 +31,10 @@ func (c *CLI) groupsCmd() *cobra.Command {
 			}
 			return c.writeGroups(rows, true)
 		})}
+}
 
-	describe := &cobra.Command{Use: "describe STREAM GROUP", Short: "Show a group's cursors, lag, lease holders and backlog per version", Args: cobra.ExactArgs(2),
+func (c *CLI) groupsDescribeCmd() *cobra.Command {
+	return &cobra.Command{Use: "describe STREAM GROUP", Short: "Show a group's cursors, lag, lease holders and backlog per version", Args: cobra.ExactArgs(2),
 		Long: `describe shows what a group reads, then per partition: NEXT-ID, the next id the group reads there
 (its cursor), HIGH-WATER, the greatest id the partition has had, LAG, the rows past the cursor the
 group reads (its versions and bindings: work still to do), and DISTANCE, HIGH-WATER minus the last
@@ -47,15 +55,49 @@ clients holding its leases, and its backlog per version with that version's verd
 			}
 			return c.writeDescription(d, h, view.Heartbeats(client))
 		})}
+}
 
-	var reset struct {
-		earliest, latest bool
-		id, shift        int64
-		at               string
-		partitions       []int
-		execute          bool
+// resetFlags are the flags of groups reset.
+type resetFlags struct {
+	earliest, latest bool
+	id, shift        int64
+	at               string
+	partitions       []int
+	execute          bool
+}
+
+// target is where the flags move the cursors: exactly one of the --to-*
+// and --shift-by flags must be given.
+func (r *resetFlags) target(cmd *cobra.Command) (sqlstreams.ResetTo, error) {
+	var to []sqlstreams.ResetTo
+	if r.earliest {
+		to = append(to, sqlstreams.ResetToEarliest())
 	}
-	resetCmd := &cobra.Command{Use: "reset STREAM GROUP (--to-earliest | --to-latest | --to-id N | --to-time T | --shift-by N) [--execute]",
+	if r.latest {
+		to = append(to, sqlstreams.ResetToLatest())
+	}
+	if cmd.Flags().Changed("to-id") {
+		to = append(to, sqlstreams.ResetToID(r.id))
+	}
+	if cmd.Flags().Changed("shift-by") {
+		to = append(to, sqlstreams.ResetShift(r.shift))
+	}
+	if r.at != "" {
+		t, err := time.Parse(time.RFC3339Nano, r.at)
+		if err != nil {
+			return sqlstreams.ResetTo{}, Usagef("--to-time %q: write an RFC 3339 time such as 2026-12-01T09:00:00Z", r.at)
+		}
+		to = append(to, sqlstreams.ResetToTime(t))
+	}
+	if len(to) != 1 {
+		return sqlstreams.ResetTo{}, Usagef("groups reset takes exactly one of --to-earliest, --to-latest, --to-id, --to-time, --shift-by")
+	}
+	return to[0], nil
+}
+
+func (c *CLI) groupsResetCmd() *cobra.Command {
+	var reset resetFlags
+	cmd := &cobra.Command{Use: "reset STREAM GROUP (--to-earliest | --to-latest | --to-id N | --to-time T | --shift-by N) [--execute]",
 		Short: "Move a group's cursors; prints the plan unless --execute",
 		Long: `reset moves a group's cursors, as kafka-consumer-groups --reset-offsets does. Without --execute it
 only prints the plan (a dry run). Leased, delayed and dead deliveries keep their state.
@@ -65,34 +107,15 @@ after (NEW-NEXT-ID), as groups describe shows it: ids are unique across partitio
 read in a partition is the first one there with an id at or above it.`,
 		Args: cobra.ExactArgs(2),
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			var to []sqlstreams.ResetTo
-			if reset.earliest {
-				to = append(to, sqlstreams.ResetToEarliest())
-			}
-			if reset.latest {
-				to = append(to, sqlstreams.ResetToLatest())
-			}
-			if cmd.Flags().Changed("to-id") {
-				to = append(to, sqlstreams.ResetToID(reset.id))
-			}
-			if cmd.Flags().Changed("shift-by") {
-				to = append(to, sqlstreams.ResetShift(reset.shift))
-			}
-			if reset.at != "" {
-				t, err := time.Parse(time.RFC3339Nano, reset.at)
-				if err != nil {
-					return Usagef("--to-time %q: write an RFC 3339 time such as 2026-12-01T09:00:00Z", reset.at)
-				}
-				to = append(to, sqlstreams.ResetToTime(t))
-			}
-			if len(to) != 1 {
-				return Usagef("groups reset takes exactly one of --to-earliest, --to-latest, --to-id, --to-time, --shift-by")
+			to, err := reset.target(cmd)
+			if err != nil {
+				return err
 			}
 			_, s, err := c.raw(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			changes, err := s.Group(args[1]).ResetCursors(ctx, sqlstreams.ResetOptions{To: to[0], Partitions: reset.partitions, DryRun: !reset.execute})
+			changes, err := s.Group(args[1]).ResetCursors(ctx, sqlstreams.ResetOptions{To: to, Partitions: reset.partitions, DryRun: !reset.execute})
 			if err != nil {
 				return err
 			}
@@ -117,7 +140,7 @@ read in a partition is the first one there with an id at or above it.`,
 			}
 			return nil
 		})}
-	rf := resetCmd.Flags()
+	rf := cmd.Flags()
 	rf.BoolVar(&reset.earliest, "to-earliest", false, "read again from the first retained row")
 	rf.BoolVar(&reset.latest, "to-latest", false, "skip everything in the log now")
 	rf.Int64Var(&reset.id, "to-id", 0, "make this row id the next one read")
@@ -125,7 +148,10 @@ read in a partition is the first one there with an id at or above it.`,
 	rf.Int64Var(&reset.shift, "shift-by", 0, "move by N rows: forward (skip) for N > 0, back (read again) for N < 0")
 	rf.IntSliceVar(&reset.partitions, "partition", nil, "partition to reset (repeatable; default all)")
 	rf.BoolVar(&reset.execute, "execute", false, "apply the plan (default: dry run)")
+	return cmd
+}
 
+func (c *CLI) groupsDeleteCmd() *cobra.Command {
 	var force, yes bool
 	del := &cobra.Command{Use: "delete STREAM GROUP --yes [--force]", Short: "Delete a group; refused while it has anything left unless --force",
 		Long: `delete removes a group with its cursors, unresolved and dead deliveries and reader schemas. It is
@@ -160,9 +186,7 @@ reads (health --retirable shows them), unless --force.`,
 		})}
 	del.Flags().BoolVar(&yes, "yes", false, "confirm")
 	del.Flags().BoolVar(&force, "force", false, "delete even though the group has deliveries left")
-	pause, resume := c.groupsPauseCmds()
-	return group("groups", "List, create, describe, reset, pause, resume and delete consumer groups", list, c.groupsCreateCmd(), describe, resetCmd,
-		pause, resume, del)
+	return del
 }
 
 func (c *CLI) writeDescription(d sqlstreams.GroupDescription, h sqlstreams.Health, heartbeats bool) error {

@@ -27,7 +27,12 @@ func (c *CLI) migrator() (*sqlstreams.Migrator, driver.Driver, error) {
 }
 
 func (c *CLI) migrateCmd() *cobra.Command {
-	list := &cobra.Command{Use: "list", Short: "List the driver's migrations and which are applied", Args: cobra.NoArgs,
+	return group("migrate", "List, apply, export and validate the database schema's migrations", c.migrateListCmd(), c.migrateUpCmd(),
+		c.migrateGetCmd(), c.migrateValidateCmd())
+}
+
+func (c *CLI) migrateListCmd() *cobra.Command {
+	return &cobra.Command{Use: "list", Short: "List the driver's migrations and which are applied", Args: cobra.NoArgs,
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			m, drv, err := c.migrator()
 			if err != nil {
@@ -61,7 +66,9 @@ func (c *CLI) migrateCmd() *cobra.Command {
 			}
 			return tw.Flush()
 		})}
+}
 
+func (c *CLI) migrateUpCmd() *cobra.Command {
 	var up struct {
 		dryRun, showSQL bool
 		target          int
@@ -117,7 +124,10 @@ func (c *CLI) migrateCmd() *cobra.Command {
 	upCmd.Flags().BoolVar(&up.dryRun, "dry-run", false, "print the plan without applying it")
 	upCmd.Flags().BoolVar(&up.showSQL, "show-sql", false, "print each step's SQL")
 	upCmd.Flags().IntVar(&up.target, "target-version", 0, "migrate up to this version (default the latest)")
+	return upCmd
+}
 
+func (c *CLI) migrateGetCmd() *cobra.Command {
 	var get struct {
 		versions  []int
 		all       bool
@@ -138,54 +148,25 @@ With --dir, each migration is written to its own file, as embedded in the driver
 			if get.all == (len(get.versions) > 0) {
 				return Usagef("migrate get takes --version N (repeatable) or --all")
 			}
-			var drv driver.Driver
-			var err error
-			switch {
-			case get.drv != "":
-				if drv, err = dsn.ForName(get.drv); err != nil {
-					return Usagef("--driver: %v", err)
-				}
-				defer drv.Close()
-			case c.url != "" || c.opts.Getenv(EnvURL) != "":
-				if drv, err = c.Driver(); err != nil {
-					return err
-				}
-			default:
-				return Usagef("migrate get needs --driver (postgres, mysql or sqlite) or --url")
+			drv, closeDrv, err := c.exportDriver(get.drv)
+			if err != nil {
+				return err
 			}
+			defer closeDrv()
 			ms, err := sqlstreams.NewMigrator(drv).Migrations()
 			if err != nil {
 				return err
 			}
-			var pick []driver.Migration
-			for _, v := range get.versions {
-				i := slices.IndexFunc(ms, func(m driver.Migration) bool { return m.Version == v })
-				if i < 0 {
-					return Usagef("the %s driver has no migration %d", drv.Name(), v)
+			pick := ms
+			if !get.all {
+				if pick, err = pickMigrations(drv.Name(), ms, get.versions); err != nil {
+					return err
 				}
-				pick = append(pick, ms[i])
-			}
-			if get.all {
-				pick = ms
 			}
 			if get.dir != "" {
 				return writeMigrationFiles(get.dir, pick, !get.noRecords)
 			}
-			var b strings.Builder
-			for _, m := range pick {
-				fmt.Fprintf(&b, "-- sqlstreams %s migration %d: %s\n%s", drv.Name(), m.Version, m.Name, m.Up)
-				if !strings.HasSuffix(m.Up, "\n") {
-					b.WriteString("\n")
-				}
-				if !get.noRecords {
-					fmt.Fprintf(&b, "-- record migration %d as applied\n%s", m.Version, m.Record)
-					if !strings.HasSuffix(m.Record, "\n") {
-						b.WriteString("\n")
-					}
-				}
-				b.WriteString("\n")
-			}
-			_, err = fmt.Fprint(c.opts.Stdout, b.String())
+			_, err = fmt.Fprint(c.opts.Stdout, migrationSQL(drv.Name(), pick, !get.noRecords))
 			return err
 		})}
 	gf := getCmd.Flags()
@@ -194,8 +175,67 @@ With --dir, each migration is written to its own file, as embedded in the driver
 	gf.StringVar(&get.drv, "driver", "", "postgres, mysql or sqlite (default: the --url's driver)")
 	gf.StringVar(&get.dir, "dir", "", "write one file per migration into this directory")
 	gf.BoolVar(&get.noRecords, "no-records", false, "leave out the statements that record migrations as applied")
+	return getCmd
+}
 
-	validate := &cobra.Command{Use: "validate", Short: "Exit 3 when migrations are pending", Args: cobra.NoArgs,
+// exportDriver is the driver migrate get prints the SQL of: the engine
+// named by --driver, which needs no database, or else the --url's. The
+// returned func closes a driver opened here.
+func (c *CLI) exportDriver(name string) (driver.Driver, func(), error) {
+	switch {
+	case name != "":
+		drv, err := dsn.ForName(name)
+		if err != nil {
+			return nil, nil, Usagef("--driver: %v", err)
+		}
+		return drv, func() { drv.Close() }, nil
+	case c.url != "" || c.opts.Getenv(EnvURL) != "":
+		drv, err := c.Driver()
+		if err != nil {
+			return nil, nil, err
+		}
+		return drv, func() {}, nil
+	}
+	return nil, nil, Usagef("migrate get needs --driver (postgres, mysql or sqlite) or --url")
+}
+
+// pickMigrations returns the migrations of ms with the given versions, in
+// the order asked for; a version the driver lacks is a usage error.
+func pickMigrations(driverName string, ms []driver.Migration, versions []int) ([]driver.Migration, error) {
+	var pick []driver.Migration
+	for _, v := range versions {
+		i := slices.IndexFunc(ms, func(m driver.Migration) bool { return m.Version == v })
+		if i < 0 {
+			return nil, Usagef("the %s driver has no migration %d", driverName, v)
+		}
+		pick = append(pick, ms[i])
+	}
+	return pick, nil
+}
+
+// migrationSQL is one script of the migrations, each headed by a comment
+// naming it and, with records, followed by the statement that records it
+// as applied, so that it can be run by hand or by another tool.
+func migrationSQL(driverName string, ms []driver.Migration, records bool) string {
+	var b strings.Builder
+	for _, m := range ms {
+		fmt.Fprintf(&b, "-- sqlstreams %s migration %d: %s\n%s", driverName, m.Version, m.Name, m.Up)
+		if !strings.HasSuffix(m.Up, "\n") {
+			b.WriteString("\n")
+		}
+		if records {
+			fmt.Fprintf(&b, "-- record migration %d as applied\n%s", m.Version, m.Record)
+			if !strings.HasSuffix(m.Record, "\n") {
+				b.WriteString("\n")
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func (c *CLI) migrateValidateCmd() *cobra.Command {
+	return &cobra.Command{Use: "validate", Short: "Exit 3 when migrations are pending", Args: cobra.NoArgs,
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			m, drv, err := c.migrator()
 			if err != nil {
@@ -222,7 +262,6 @@ With --dir, each migration is written to its own file, as embedded in the driver
 			}
 			return nil
 		})}
-	return group("migrate", "List, apply, export and validate the database schema's migrations", list, upCmd, getCmd, validate)
 }
 
 func writeMigrationFiles(dir string, ms []driver.Migration, records bool) error {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/schema"
 )
@@ -263,7 +264,7 @@ func (c *CLI) writeRevision(stream string, rev sqlstreams.Revision) error {
 			Schema      any     `json:"schema"`
 		}{stream, rev.Version, rev.Revision, string(rev.Type), rev.Fingerprint, rev.ID, jsonTime(rev.CreatedAt), doc})
 	}
-	_, err := fmt.Fprintln(c.opts.Stdout, strings.TrimRight(prettyJSON(text), "\n"))
+	_, err := fmt.Fprintln(c.opts.Stdout, strings.TrimRight(view.PrettyJSON(text), "\n"))
 	return err
 }
 

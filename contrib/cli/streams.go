@@ -51,7 +51,12 @@ func group(use, short string, cmds ...*cobra.Command) *cobra.Command {
 }
 
 func (c *CLI) streamsCmd() *cobra.Command {
-	list := &cobra.Command{Use: "list", Short: "List the streams", Args: cobra.NoArgs,
+	return group("streams", "List, create, describe, alter, rename and destroy streams", c.streamsListCmd(), c.streamsCreateCmd(),
+		c.streamsDescribeCmd(), c.streamsAlterCmd(), c.streamsRenameCmd(), c.streamsDestroyCmd())
+}
+
+func (c *CLI) streamsListCmd() *cobra.Command {
+	return &cobra.Command{Use: "list", Short: "List the streams", Args: cobra.NoArgs,
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			client, err := c.Client(ctx)
 			if err != nil {
@@ -63,7 +68,9 @@ func (c *CLI) streamsCmd() *cobra.Command {
 			}
 			return c.writeStreams(streams)
 		})}
+}
 
+func (c *CLI) streamsCreateCmd() *cobra.Command {
 	var opts sqlstreams.StreamOptions
 	var ifNotExists bool
 	create := &cobra.Command{Use: "create NAME [--if-not-exists]", Short: "Create a stream", Args: cobra.ExactArgs(1),
@@ -92,8 +99,11 @@ printed.`,
 	create.Flags().DurationVar(&opts.Retention.MaxAge, "max-age", 0, "retention: remove resolved rows older than this")
 	create.Flags().Int64Var(&opts.Retention.MaxRows, "max-rows", 0, "retention: keep at most this many rows per partition")
 	create.Flags().BoolVar(&opts.Retention.Hard, "hard", false, "retention also removes rows groups have not read")
+	return create
+}
 
-	describe := &cobra.Command{Use: "describe NAME", Short: "Show a stream's configuration, groups and health", Args: cobra.ExactArgs(1),
+func (c *CLI) streamsDescribeCmd() *cobra.Command {
+	return &cobra.Command{Use: "describe NAME", Short: "Show a stream's configuration, groups and health", Args: cobra.ExactArgs(1),
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			client, s, err := c.raw(ctx, args[0])
 			if err != nil {
@@ -128,8 +138,10 @@ printed.`,
 			fmt.Fprintln(c.opts.Stdout)
 			return c.writeHealth(h)
 		})}
+}
 
-	rename := &cobra.Command{Use: "rename OLD NEW", Short: "Rename a stream (its id, rows and groups stay)", Args: cobra.ExactArgs(2),
+func (c *CLI) streamsRenameCmd() *cobra.Command {
+	return &cobra.Command{Use: "rename OLD NEW", Short: "Rename a stream (its id, rows and groups stay)", Args: cobra.ExactArgs(2),
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			_, s, err := c.raw(ctx, args[0])
 			if err != nil {
@@ -140,7 +152,9 @@ printed.`,
 			}
 			return c.done(map[string]any{"renamed": args[0], "to": args[1]}, "renamed stream %s to %s", args[0], args[1])
 		})}
+}
 
+func (c *CLI) streamsDestroyCmd() *cobra.Command {
 	var yes, force bool
 	destroy := &cobra.Command{Use: "destroy NAME --yes [--force]", Short: "Destroy a stream with its log, groups and dead letters; refused while groups have deliveries left unless --force",
 		Long: `destroy removes a stream with its rows, groups, cursors, dead letters and schema revisions, for good,
@@ -155,7 +169,7 @@ deliveries (health shows them), unless --force.`,
 		})}
 	destroy.Flags().BoolVar(&yes, "yes", false, "confirm")
 	destroy.Flags().BoolVar(&force, "force", false, "destroy even though groups have deliveries left")
-	return group("streams", "List, create, describe, alter, rename and destroy streams", list, create, describe, c.streamsAlterCmd(), rename, destroy)
+	return destroy
 }
 
 // done reports a command that changes something and returns no rows.

@@ -332,15 +332,11 @@ func (h *handler) deadPage(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	dls, err := g.DeadLetters(ctx, after, deadPageSize+1)
+	dls, next, err := view.ReadDeadLetters(ctx, g, after, deadPageSize)
 	if err != nil {
 		return nil, err
 	}
-	page := DeadPage{Stream: d.Stream, Group: d.Group, Dead: d.Dead, After: after, Letters: dls}
-	if len(dls) > deadPageSize {
-		page.Letters = dls[:deadPageSize]
-		page.Next = page.Letters[deadPageSize-1].ID
-	}
+	page := DeadPage{Stream: d.Stream, Group: d.Group, Dead: d.Dead, After: after, Letters: dls, Next: next}
 	if page.Letters == nil {
 		page.Letters = []sqlstreams.DeadLetter{}
 	}
@@ -729,7 +725,7 @@ func (h *handler) schemaDiffPage(r *http.Request) (any, error) {
 		page.Level, page.LevelSource = set.Value, set.Scope
 	}
 	a, b := byRev[page.A], byRev[page.B]
-	page.ASchema, page.BSchema = prettyJSON(a.Canonical()), prettyJSON(b.Canonical())
+	page.ASchema, page.BSchema = view.PrettyJSON(a.Canonical()), view.PrettyJSON(b.Canonical())
 	page.Differences = schema.Diff(a, b, schema.GoAware)
 	page.Problems = schema.Check(page.Level, []*schema.Schema{a}, b, schema.GoAware).Problems
 	page.Compatible = len(page.Problems) == 0

@@ -2,7 +2,6 @@ package console
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -52,7 +51,7 @@ func (h *handler) parseTemplates() error {
 			return t.UTC().Format(time.RFC3339)
 		},
 		"ints":    joinInts,
-		"pretty":  prettyJSON,
+		"pretty":  view.PrettyJSON,
 		"preview": preview,
 		"levels":  schema.Levels,
 		"modes": func() []sqlstreams.Mode {
@@ -167,9 +166,9 @@ func joinInts(ns []int) string {
 // (?id=) shows it whole.
 const previewBytes = 2000
 
-// preview is prettyJSON cut to previewBytes at a character boundary.
+// preview is view.PrettyJSON cut to previewBytes at a character boundary.
 func preview(raw []byte) string {
-	s := prettyJSON(raw)
+	s := view.PrettyJSON(raw)
 	if len(s) <= previewBytes {
 		return s
 	}
@@ -178,14 +177,4 @@ func preview(raw []byte) string {
 		cut--
 	}
 	return s[:cut] + "\n… (" + strconv.Itoa(len(raw)) + " bytes; open the message for all of it)"
-}
-
-// prettyJSON indents a JSON document for display; anything else is shown
-// as it is.
-func prettyJSON(raw []byte) string {
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		return string(raw)
-	}
-	return buf.String()
 }

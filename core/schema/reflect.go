@@ -405,6 +405,17 @@ func copyMap(m map[string]any) map[string]any {
 // breadth-first, and among members with the same name the shallowest wins,
 // then the tagged one; otherwise the ambiguous members all disappear.
 func jsonFields(t reflect.Type) ([]field, error) {
+	fields, err := walkJSONFields(t)
+	if err != nil {
+		return nil, err
+	}
+	return dominantFields(fields), nil
+}
+
+// walkJSONFields lists every member of t that encoding/json could marshal,
+// walking embedded structs breadth-first, one depth at a time, so that
+// dominantFields can settle names shared by several members.
+func walkJSONFields(t reflect.Type) ([]field, error) {
 	type queued struct {
 		typ    reflect.Type
 		index  []int
@@ -425,74 +436,25 @@ func jsonFields(t reflect.Type) ([]field, error) {
 			visited[q.typ] = true
 			for i := 0; i < q.typ.NumField(); i++ {
 				sf := q.typ.Field(i)
-				if sf.Anonymous {
-					et := sf.Type
-					if et.Kind() == reflect.Pointer {
-						et = et.Elem()
-					}
-					if !sf.IsExported() && et.Kind() != reflect.Struct {
-						continue
-					}
-				} else if !sf.IsExported() {
+				if !marshalled(sf) {
 					continue
 				}
-				tag := sf.Tag.Get("json")
-				if tag == "-" {
-					continue
-				}
-				name, opts, _ := strings.Cut(tag, ",")
-				if name != "" && !validTagName(name) {
-					return nil, fmt.Errorf("field %s: json tag name %q contains a quote, apostrophe or backslash, a control character, a symbol other than ASCII punctuation or invalid UTF-8, which encoding/json reads differently with and without GOEXPERIMENT=jsonv2; rename the member", sf.Name, name)
-				}
+				name, opts, _ := strings.Cut(sf.Tag.Get("json"), ",")
 				index := append(append([]int{}, q.index...), i)
 				ft := sf.Type
 				if ft.Name() == "" && ft.Kind() == reflect.Pointer {
 					ft = ft.Elem()
 				}
 				if name != "" || !sf.Anonymous || ft.Kind() != reflect.Struct {
-					f := field{
-						name:   name,
-						index:  index,
-						typ:    sf.Type,
-						tagged: name != "",
-						goName: sf.Name,
-						// encoding/json omits every member promoted
-						// through a nil embedded pointer.
-						optional: q.viaPtr,
-					}
-					if f.name == "" {
-						f.name = sf.Name
-					}
-					for _, o := range strings.Split(opts, ",") {
-						if w := optionWord(o); w != o && (w == "omitempty" || w == "omitzero" || w == "string") {
-							return nil, fmt.Errorf("field %s: json tag option %q is %q to encoding/json under GOEXPERIMENT=jsonv2 (Go 1.27's default) and ignored without it; write %q", sf.Name, o, w, w)
-						}
-						switch o {
-						case "omitempty":
-							// Structs and non-empty arrays are never
-							// "empty", so omitempty does not omit them.
-							f.optional = f.optional || canBeEmpty(sf.Type)
-						case "omitzero":
-							f.optional = true
-						case "string":
-							switch ft.Kind() {
-							case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-								reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-								reflect.Float32, reflect.Float64, reflect.String:
-								f.quoted = true
-							}
-						}
-					}
-					if st, ok := sf.Tag.Lookup(TagName); ok {
-						if _, d, found := strings.Cut(st, "default="); found {
-							f.deflt, f.hasDeflt = d, true
-						}
+					f, err := jsonMember(sf, name, opts, index, ft, q.viaPtr)
+					if err != nil {
+						return nil, err
 					}
 					fields = append(fields, f)
 					if count[q.typ] > 1 {
 						// The same struct embedded twice at this depth:
 						// duplicate the field so the conflict rule drops it.
-						fields = append(fields, fields[len(fields)-1])
+						fields = append(fields, f)
 					}
 					continue
 				}
@@ -503,6 +465,71 @@ func jsonFields(t reflect.Type) ([]field, error) {
 			}
 		}
 	}
+	return fields, nil
+}
+
+// marshalled reports whether encoding/json can marshal sf or, for an
+// embedded unexported struct, the exported fields it promotes.
+func marshalled(sf reflect.StructField) bool {
+	if sf.Anonymous {
+		et := sf.Type
+		if et.Kind() == reflect.Pointer {
+			et = et.Elem()
+		}
+		if !sf.IsExported() && et.Kind() != reflect.Struct {
+			return false
+		}
+	} else if !sf.IsExported() {
+		return false
+	}
+	return sf.Tag.Get("json") != "-"
+}
+
+// jsonMember is the member sf marshals as, named by its tag's name (or its
+// Go name) with the tag's options opts; ft is its type, through an unnamed
+// pointer. A member reached through an embedded pointer (viaPtr) is
+// optional: encoding/json omits it when the pointer is nil. Tags that
+// encoding/json reads differently under GOEXPERIMENT=jsonv2 are refused.
+func jsonMember(sf reflect.StructField, name, opts string, index []int, ft reflect.Type, viaPtr bool) (field, error) {
+	if name != "" && !validTagName(name) {
+		return field{}, fmt.Errorf("field %s: json tag name %q contains a quote, apostrophe or backslash, a control character, a symbol other than ASCII punctuation or invalid UTF-8, which encoding/json reads differently with and without GOEXPERIMENT=jsonv2; rename the member", sf.Name, name)
+	}
+	f := field{name: name, index: index, typ: sf.Type, tagged: name != "", goName: sf.Name, optional: viaPtr}
+	if f.name == "" {
+		f.name = sf.Name
+	}
+	for _, o := range strings.Split(opts, ",") {
+		if w := optionWord(o); w != o && (w == "omitempty" || w == "omitzero" || w == "string") {
+			return field{}, fmt.Errorf("field %s: json tag option %q is %q to encoding/json under GOEXPERIMENT=jsonv2 (Go 1.27's default) and ignored without it; write %q", sf.Name, o, w, w)
+		}
+		switch o {
+		case "omitempty":
+			// Structs and non-empty arrays are never
+			// "empty", so omitempty does not omit them.
+			f.optional = f.optional || canBeEmpty(sf.Type)
+		case "omitzero":
+			f.optional = true
+		case "string":
+			switch ft.Kind() {
+			case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+				reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+				reflect.Float32, reflect.Float64, reflect.String:
+				f.quoted = true
+			}
+		}
+	}
+	if st, ok := sf.Tag.Lookup(TagName); ok {
+		if _, d, found := strings.Cut(st, "default="); found {
+			f.deflt, f.hasDeflt = d, true
+		}
+	}
+	return f, nil
+}
+
+// dominantFields settles members that share a name as encoding/json does:
+// the shallowest wins, then the tagged one among equally deep members;
+// otherwise none of them is marshalled.
+func dominantFields(fields []field) []field {
 	sort.SliceStable(fields, func(i, j int) bool {
 		a, b := fields[i], fields[j]
 		if a.name != b.name {
@@ -525,7 +552,7 @@ func jsonFields(t reflect.Type) ([]field, error) {
 		}
 		i = j
 	}
-	return out, nil
+	return out
 }
 
 // canBeEmpty reports whether omitempty can omit a value of type t:

@@ -479,122 +479,148 @@ func (p *parser) validate(v any, ptr string) error {
 		}
 		return p.errorf(p.offsets[ptr], ptr, "a schema must be a JSON object or a boolean, not %s", describe(v))
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		x, kp := m[k], ptr+"/"+escapePointer(k)
-		bad := func(want string) error {
-			return p.errorf(p.offsets[kp], kp, "%q must be %s, not %s", k, want, describe(x))
-		}
-		switch {
-		case subschemaKeywords[k]:
-			if err := p.validate(x, kp); err != nil {
-				return err
-			}
-		case k == "items":
-			if list, ok := x.([]any); ok {
-				for i, s := range list {
-					if err := p.validate(s, kp+"/"+strconv.Itoa(i)); err != nil {
-						return err
-					}
-				}
-			} else if err := p.validate(x, kp); err != nil {
-				return err
-			}
-		case schemaListKeywords[k]:
-			list, ok := x.([]any)
-			if !ok || (len(list) == 0 && k != "prefixItems") {
-				return bad("a non-empty array of schemas")
-			}
-			for i, s := range list {
-				if err := p.validate(s, kp+"/"+strconv.Itoa(i)); err != nil {
-					return err
-				}
-			}
-		case schemaMapKeywords[k] || k == "dependencies" || k == "dependentRequired":
-			mm, ok := x.(map[string]any)
-			if !ok {
-				return bad("an object")
-			}
-			for _, name := range sortedKeys(mm) {
-				sub, sp := mm[name], kp+"/"+escapePointer(name)
-				if list, isList := sub.([]any); isList && (k == "dependencies" || k == "dependentRequired") {
-					if !allStrings(list) {
-						return p.errorf(p.offsets[sp], sp, "a dependency list must hold only strings")
-					}
-					continue
-				}
-				if k == "dependentRequired" {
-					return p.errorf(p.offsets[sp], sp, "%q values must be arrays of property names", k)
-				}
-				if err := p.validate(sub, sp); err != nil {
-					return err
-				}
-			}
-		case k == "type":
-			switch t := x.(type) {
-			case string:
-				if !typeNames[t] {
-					return p.errorf(p.offsets[kp], kp, "unknown type %q; use one of array, boolean, integer, null, number, object, string", t)
-				}
-			case []any:
-				for i, e := range t {
-					s, ok := e.(string)
-					if !ok || !typeNames[s] {
-						ep := kp + "/" + strconv.Itoa(i)
-						what := describe(e)
-						if ok {
-							what = strconv.Quote(s)
-						}
-						return p.errorf(p.offsets[ep], ep, "unknown type %s; use one of array, boolean, integer, null, number, object, string", what)
-					}
-				}
-			default:
-				return bad("a type name or an array of type names")
-			}
-		case k == "required":
-			list, ok := x.([]any)
-			if !ok || !allStrings(list) {
-				return bad("an array of property names")
-			}
-		case k == "enum":
-			if _, ok := x.([]any); !ok {
-				return bad("an array")
-			}
-		case k == "minimum" || k == "maximum":
-			if _, ok := x.(json.Number); !ok {
-				return bad("a number")
-			}
-		case k == "exclusiveMinimum" || k == "exclusiveMaximum":
-			switch x.(type) {
-			case json.Number, bool: // bool is the draft-04 spelling
-			default:
-				return bad("a number")
-			}
-		case k == "multipleOf":
-			if r, ok := ratOf(x); !ok || r.Sign() <= 0 {
-				return bad("a number greater than 0")
-			}
-		case k == "minLength" || k == "maxLength" || k == "minItems" || k == "maxItems" ||
-			k == "minProperties" || k == "maxProperties" || k == "minContains" || k == "maxContains":
-			if r, ok := ratOf(x); !ok || !r.IsInt() || r.Sign() < 0 {
-				return bad("a non-negative integer")
-			}
-		case k == "uniqueItems":
-			if _, ok := x.(bool); !ok {
-				return bad("a boolean")
-			}
-		case k == "$ref" || k == "pattern" || k == "format" || k == "$anchor" || k == "$id" ||
-			k == "contentEncoding" || k == "contentMediaType":
-			if _, ok := x.(string); !ok {
-				return bad("a string")
-			}
+	for _, k := range sortedKeys(m) {
+		if err := p.validateKeyword(k, m[k], ptr+"/"+escapePointer(k)); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// validateKeyword checks the value x of keyword k, found at kp: the
+// schemas it holds, recursively, or the kind of value it takes.
+func (p *parser) validateKeyword(k string, x any, kp string) error {
+	bad := func(want string) error {
+		return p.errorf(p.offsets[kp], kp, "%q must be %s, not %s", k, want, describe(x))
+	}
+	switch {
+	case subschemaKeywords[k]:
+		return p.validate(x, kp)
+	case k == "items":
+		if list, ok := x.([]any); ok {
+			return p.validateList(list, kp)
+		}
+		return p.validate(x, kp)
+	case schemaListKeywords[k]:
+		list, ok := x.([]any)
+		if !ok || (len(list) == 0 && k != "prefixItems") {
+			return bad("a non-empty array of schemas")
+		}
+		return p.validateList(list, kp)
+	case schemaMapKeywords[k] || k == "dependencies" || k == "dependentRequired":
+		mm, ok := x.(map[string]any)
+		if !ok {
+			return bad("an object")
+		}
+		return p.validateSchemaMap(k, mm, kp)
+	case k == "type":
+		return p.validateType(x, kp, bad)
+	}
+	if want := valueWanted(k, x); want != "" {
+		return bad(want)
+	}
+	return nil
+}
+
+// validateList checks each schema of an array keyword's value, at kp.
+func (p *parser) validateList(list []any, kp string) error {
+	for i, s := range list {
+		if err := p.validate(s, kp+"/"+strconv.Itoa(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateSchemaMap checks the values of an object of schemas, at kp:
+// "dependencies" also takes arrays of property names, and
+// "dependentRequired" only those.
+func (p *parser) validateSchemaMap(k string, mm map[string]any, kp string) error {
+	for _, name := range sortedKeys(mm) {
+		sub, sp := mm[name], kp+"/"+escapePointer(name)
+		if list, isList := sub.([]any); isList && (k == "dependencies" || k == "dependentRequired") {
+			if !allStrings(list) {
+				return p.errorf(p.offsets[sp], sp, "a dependency list must hold only strings")
+			}
+			continue
+		}
+		if k == "dependentRequired" {
+			return p.errorf(p.offsets[sp], sp, "%q values must be arrays of property names", k)
+		}
+		if err := p.validate(sub, sp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateType checks a "type" value, at kp: a type name or an array of
+// them, each one JSON Schema knows.
+func (p *parser) validateType(x any, kp string, bad func(want string) error) error {
+	switch t := x.(type) {
+	case string:
+		if !typeNames[t] {
+			return p.errorf(p.offsets[kp], kp, "unknown type %q; use one of array, boolean, integer, null, number, object, string", t)
+		}
+	case []any:
+		for i, e := range t {
+			s, ok := e.(string)
+			if !ok || !typeNames[s] {
+				ep := kp + "/" + strconv.Itoa(i)
+				what := describe(e)
+				if ok {
+					what = strconv.Quote(s)
+				}
+				return p.errorf(p.offsets[ep], ep, "unknown type %s; use one of array, boolean, integer, null, number, object, string", what)
+			}
+		}
+	default:
+		return bad("a type name or an array of type names")
+	}
+	return nil
+}
+
+// valueWanted returns what keyword k's value must be when x is not that,
+// in words for the error, or "" when x will do (or k holds no schemas and
+// is not one it checks).
+func valueWanted(k string, x any) string {
+	switch k {
+	case "required":
+		if list, ok := x.([]any); !ok || !allStrings(list) {
+			return "an array of property names"
+		}
+	case "enum":
+		if _, ok := x.([]any); !ok {
+			return "an array"
+		}
+	case "minimum", "maximum":
+		if _, ok := x.(json.Number); !ok {
+			return "a number"
+		}
+	case "exclusiveMinimum", "exclusiveMaximum":
+		switch x.(type) {
+		case json.Number, bool: // bool is the draft-04 spelling
+		default:
+			return "a number"
+		}
+	case "multipleOf":
+		if r, ok := ratOf(x); !ok || r.Sign() <= 0 {
+			return "a number greater than 0"
+		}
+	case "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties", "minContains", "maxContains":
+		if r, ok := ratOf(x); !ok || !r.IsInt() || r.Sign() < 0 {
+			return "a non-negative integer"
+		}
+	case "uniqueItems":
+		if _, ok := x.(bool); !ok {
+			return "a boolean"
+		}
+	case "$ref", "pattern", "format", "$anchor", "$id", "contentEncoding", "contentMediaType":
+		if _, ok := x.(string); !ok {
+			return "a string"
+		}
+	}
+	return ""
 }
 
 // checkRefs rejects local references ("#...") that point nowhere: the diff

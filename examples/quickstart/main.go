@@ -52,6 +52,8 @@ func main() {
 	}
 }
 
+// run walks through the quickstart on a database file in dir, or in a
+// temporary directory removed afterwards when dir is empty.
 func run(dir string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -72,7 +74,20 @@ func run(dir string) error {
 	defer client.Close()
 	fmt.Printf("database: %s\n\n", path)
 
-	// Producers of both versions write to one stream.
+	if err := produceOrders(ctx, client); err != nil {
+		return err
+	}
+	groupV1, groupV2, err := registerGroups(ctx, client)
+	if err != nil {
+		return err
+	}
+	consume(ctx, groupV1, groupV2)
+	return retireV2(ctx, client, groupV2)
+}
+
+// produceOrders writes three v1 and four v2 orders, one of them poison, to
+// one stream: producers of both versions share the log.
+func produceOrders(ctx context.Context, client *sqlstreams.Client) error {
 	v1, err := client.Stream[OrderPlacedV1]("orders.placed").Producer().Register(ctx, nil)
 	if err != nil {
 		return err
@@ -96,21 +111,30 @@ func run(dir string) error {
 		return err
 	}
 	fmt.Println("produced 3 v1 orders, 4 v2 orders (one of them poison)")
+	return nil
+}
 
-	// One group per version: each reads only rows at its type's version.
+// registerGroups registers one group per version: each reads only rows at
+// its type's version, and a group cannot be registered at another version.
+func registerGroups(ctx context.Context, client *sqlstreams.Client) (*sqlstreams.Consumer[OrderPlacedV1], *sqlstreams.Consumer[OrderPlacedV2], error) {
 	groupV1, err := client.Stream[OrderPlacedV1]("orders.placed").Consumer("fraud-scoring").Register(ctx, nil)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	groupV2, err := client.Stream[OrderPlacedV2]("orders.placed").Consumer("fraud-scoring-v2").Register(ctx, nil)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	// Registering the v2 type under the v1 group is refused with advice.
 	if _, err := client.Stream[OrderPlacedV2]("orders.placed").Consumer("fraud-scoring").Register(ctx, nil); errors.Is(err, sqlstreams.ErrGroupVersion) {
 		fmt.Printf("\nrefused as expected:\n  %v\n\n", err)
 	}
+	return groupV1, groupV2, nil
+}
 
+// consume runs both groups until each has handled every order produced;
+// the v2 handler dead-letters the poison one.
+func consume(ctx context.Context, groupV1 *sqlstreams.Consumer[OrderPlacedV1], groupV2 *sqlstreams.Consumer[OrderPlacedV2]) {
 	var out sync.Mutex
 	say := func(format string, args ...any) {
 		out.Lock()
@@ -142,7 +166,12 @@ func run(dir string) error {
 	seen.Wait()
 	stop()
 	wg.Wait()
+}
 
+// retireV2 shows the dead letter and the health read, whose verdict keeps
+// v2 from being retired while it has a dead letter, then discards it and
+// reads health again.
+func retireV2(ctx context.Context, client *sqlstreams.Client, groupV2 *sqlstreams.Consumer[OrderPlacedV2]) error {
 	dead, err := groupV2.DeadLetters(ctx, 0, 10)
 	if err != nil {
 		return err

@@ -1,13 +1,16 @@
 package view_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/memdriver"
 )
 
 // A stream's configuration as the CLI's -o json and the console's /api
@@ -46,4 +49,86 @@ func ExamplePlanAlter() {
 	// compacted: false -> true
 	// 2 notes
 	// true
+}
+
+// Page through a group's dead letters two at a time, as `sqlstreams dead
+// list --limit 2` and the console's dead-letter page do: next is where the
+// following page starts, 0 on the last one.
+func ExampleReadDeadLetters() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client, err := sqlstreams.Open(ctx, memdriver.Open(), sqlstreams.WithMaintenanceInterval(0))
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	p, err := client.Stream[Refund]("refunds").Producer().Register(ctx, nil)
+	if err != nil {
+		panic(err)
+	}
+	for _, id := range []string{"r-1", "r-2", "r-3"} {
+		if _, err := p.Produce(ctx, Refund{ID: id}); err != nil {
+			panic(err)
+		}
+	}
+	c, err := client.Stream[Refund]("refunds").Consumer("payouts").Register(ctx, nil)
+	if err != nil {
+		panic(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var seen sync.WaitGroup
+	seen.Add(3)
+	go func() {
+		_ = c.Run(runCtx, func(ctx context.Context, d sqlstreams.Delivery[Refund]) error {
+			defer seen.Done()
+			return sqlstreams.Dead(fmt.Errorf("refund %s: account closed", d.Value.ID))
+		})
+	}()
+	seen.Wait()
+	stop()
+
+	g := client.Stream[sqlstreams.RawPayload]("refunds").Group("payouts")
+	var after int64
+	for {
+		page, next, err := view.ReadDeadLetters(ctx, g, after, 2)
+		if err != nil {
+			panic(err)
+		}
+		for _, d := range page {
+			fmt.Printf("%d: %s\n", d.ID, d.Error)
+		}
+		fmt.Println("next:", next)
+		if next == 0 {
+			break
+		}
+		after = next
+	}
+	// Output:
+	// 1: refund r-1: account closed
+	// 2: refund r-2: account closed
+	// next: 2
+	// 3: refund r-3: account closed
+	// next: 0
+}
+
+// Refund is the message of ExampleReadDeadLetters.
+type Refund struct {
+	ID string `json:"id"`
+}
+
+func (Refund) SchemaVersion() int { return 1 }
+
+// A payload as the CLI's dead show and the console print it: indented when
+// it is JSON, as it is when it is not.
+func ExamplePrettyJSON() {
+	fmt.Println(view.PrettyJSON([]byte(`{"id":"r-1","amount":{"cents":250}}`)))
+	fmt.Println(view.PrettyJSON([]byte("not json")))
+	// Output:
+	// {
+	//   "id": "r-1",
+	//   "amount": {
+	//     "cents": 250
+	//   }
+	// }
+	// not json
 }

@@ -1,6 +1,8 @@
 package view
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
@@ -109,4 +111,29 @@ func DeadLettersOf(dls []sqlstreams.DeadLetter) []DeadLetter {
 		out = append(out, DeadLetterOf(d))
 	}
 	return out
+}
+
+// ReadDeadLetters reads a page of up to limit dead letters of g with ids
+// above after. It asks for one more than a page, so that next, where the
+// following page starts, is 0 only when no dead letter follows this page.
+func ReadDeadLetters(ctx context.Context, g *sqlstreams.GroupAdmin, after int64, limit int) (page []sqlstreams.DeadLetter, next int64, err error) {
+	dls, err := g.DeadLetters(ctx, after, limit+1)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(dls) > limit {
+		dls = dls[:limit]
+		next = dls[limit-1].ID
+	}
+	return dls, next, nil
+}
+
+// PrettyJSON indents a JSON document for a person to read; anything else
+// (a payload that is not JSON) is returned as it is, so it is still shown.
+func PrettyJSON(raw []byte) string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return buf.String()
 }
