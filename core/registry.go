@@ -440,10 +440,12 @@ func (reg registration) stored() []byte {
 // fingerprint is the schema's own, or, with references, one that also
 // covers the names and the content they are bound to.
 func (reg registration) fingerprint() string {
-	if reg.doc != nil { // references are JSON Schema's only
-		return schema.Fingerprint(reg.doc)
+	var fp string
+	if reg.doc != nil {
+		fp = schema.Fingerprint(reg.doc)
+	} else {
+		fp = reg.schema.Fingerprint()
 	}
-	fp := reg.schema.Fingerprint()
 	var names, pins []string
 	for _, ref := range reg.refs {
 		names, pins = append(names, ref.Name), append(pins, ref.Fingerprint)

@@ -185,7 +185,7 @@ func (r *Registry) document(ctx context.Context, store driver.Registry, p Schema
 		return reg, fmt.Errorf("%w: schema type %s is not enabled; enable it with sqlstreams.WithFormats (%s)", ErrInvalidOption, t, r.typeList())
 	}
 	if len(p.References) > 0 {
-		return reg, fmt.Errorf("%w: references are supported for JSON Schema documents only; inline the named types of this %s document", ErrInvalidOption, t)
+		return reg, fmt.Errorf("%w: a %s document with references is registered under a free subject (such as {topic}-value, RegisterSubject); under a stream version, inline the types it uses", ErrInvalidOption, t)
 	}
 	if reg.doc, err = f.Parse(p.Schema); err != nil {
 		return reg, fmt.Errorf("%w: %s schema document: %v", ErrInvalidOption, t, err)

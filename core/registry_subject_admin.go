@@ -186,9 +186,10 @@ func deletionRefused(subject string, version int, permanent bool, targets, users
 	return nil
 }
 
-// bindSubjectRefs resolves a document's references to subject versions
-// and pins their fingerprints into the registration.
-func (r *Registry) bindSubjectRefs(ctx context.Context, store driver.Subjects, reg *registration, refs []SubjectReference) error {
+// bindSubjectRefs resolves the references of a document of type t to
+// subject versions of the same type and pins their fingerprints into the
+// registration.
+func (r *Registry) bindSubjectRefs(ctx context.Context, store driver.Subjects, reg *registration, t schema.Type, refs []SubjectReference) error {
 	seen := map[string]bool{}
 	for _, ref := range refs {
 		if ref.Name == "" || seen[ref.Name] {
@@ -199,8 +200,9 @@ func (r *Registry) bindSubjectRefs(ctx context.Context, store driver.Subjects, r
 		if err != nil {
 			return err
 		}
-		if t := docType(v.Type); t != schema.TypeJSON {
-			return fmt.Errorf("%w: reference %q names subject %q version %d, a %s document; a JSON Schema refers to JSON Schemas only", ErrInvalidOption, ref.Name, ref.Subject, v.Version, t)
+		if vt := docType(v.Type); vt != t {
+			return fmt.Errorf("%w: reference %q names subject %q version %d, a %s document; a %s document refers to %s documents only",
+				ErrInvalidOption, ref.Name, ref.Subject, v.Version, vt, t, t)
 		}
 		reg.subjectRefs = append(reg.subjectRefs, driver.SubjectReference{Name: ref.Name, Subject: ref.Subject, Version: v.Version})
 		reg.refPins = append(reg.refPins, v.Fingerprint)
@@ -232,15 +234,73 @@ func (r *Registry) bundleSubject(ctx context.Context, store driver.Subjects, s *
 	}
 	return bundleRefs(s, refs, map[string]*schema.Schema{}, func(ref driver.SubjectReference) string { return ref.Name },
 		func(ref driver.SubjectReference) (*schema.Schema, []driver.SubjectReference, error) {
-			all, err := store.SubjectVersions(ctx, driver.SubjectVersionsParams{Subject: ref.Subject, Deleted: true})
+			v, err := boundVersion(ctx, store, ref)
 			if err != nil {
-				return nil, nil, classify(err)
+				return nil, nil, err
 			}
-			i := slices.IndexFunc(all, func(v driver.SubjectVersion) bool { return v.Version == ref.Version })
-			if i < 0 {
-				return nil, nil, fmt.Errorf("sqlstreams: reference %q: %w (subject %q version %d is gone)", ref.Name, ErrReferenceNotFound, ref.Subject, ref.Version)
-			}
-			sub, err := schema.Parse(all[i].Schema)
-			return sub, all[i].References, err
+			sub, err := schema.Parse(v.Schema)
+			return sub, v.References, err
 		})
+}
+
+// boundVersion is the subject version a stored reference is bound to,
+// soft-deleted or not.
+func boundVersion(ctx context.Context, store driver.Subjects, ref driver.SubjectReference) (driver.SubjectVersion, error) {
+	all, err := store.SubjectVersions(ctx, driver.SubjectVersionsParams{Subject: ref.Subject, Deleted: true})
+	if err != nil {
+		return driver.SubjectVersion{}, classify(err)
+	}
+	i := slices.IndexFunc(all, func(v driver.SubjectVersion) bool { return v.Version == ref.Version })
+	if i < 0 {
+		return driver.SubjectVersion{}, fmt.Errorf("sqlstreams: reference %q: %w (subject %q version %d is gone)", ref.Name, ErrReferenceNotFound, ref.Subject, ref.Version)
+	}
+	return all[i], nil
+}
+
+// referencedTexts lists the documents refs reach, their own references
+// followed, each after the ones it refers to: what a schema.ReferenceParser
+// parses a document with.
+func referencedTexts(ctx context.Context, store driver.Subjects, refs []driver.SubjectReference) ([]schema.Referenced, error) {
+	var out []schema.Referenced
+	done := map[string]bool{}
+	var walk func(refs []driver.SubjectReference, depth int) error
+	walk = func(refs []driver.SubjectReference, depth int) error {
+		if depth > 32 {
+			return fmt.Errorf("%w: references nest deeper than 32 (a cycle?)", ErrInvalidOption)
+		}
+		for _, ref := range refs {
+			if done[ref.Name] {
+				continue
+			}
+			v, err := boundVersion(ctx, store, ref)
+			if err != nil {
+				return err
+			}
+			if err := walk(v.References, depth+1); err != nil {
+				return err
+			}
+			done[ref.Name] = true
+			out = append(out, schema.Referenced{Name: ref.Name, Text: v.Schema})
+		}
+		return nil
+	}
+	return out, walk(refs, 0)
+}
+
+// parseWithRefs parses a stored or candidate document of type t that has
+// references, with the documents they reach.
+func (r *Registry) parseWithRefs(ctx context.Context, store driver.Subjects, t schema.Type, text []byte, refs []driver.SubjectReference) (schema.Document, error) {
+	f, ok := r.formats[t]
+	if !ok {
+		return nil, fmt.Errorf("%w: schema type %s is not enabled; enable it with sqlstreams.WithFormats (%s)", ErrInvalidOption, t, r.typeList())
+	}
+	rp, ok := f.(schema.ReferenceParser)
+	if !ok {
+		return nil, fmt.Errorf("%w: the %s format resolves no references; inline the referenced types", ErrInvalidOption, t)
+	}
+	texts, err := referencedTexts(ctx, store, refs)
+	if err != nil {
+		return nil, err
+	}
+	return rp.ParseReferences(text, texts)
 }

@@ -180,6 +180,9 @@ func subjectReadOnly(subject, scope, what string) error {
 // subjectDocument parses a free subject's document and binds its
 // references; the result is a registration without a stream.
 func (r *Registry) subjectDocument(ctx context.Context, store driver.Subjects, p SubjectRegistration) (registration, error) {
+	if t, err := schema.ParseType(string(p.Type)); err == nil && t != schema.TypeJSON && len(p.References) > 0 {
+		return r.referencingDocument(ctx, store, p, t)
+	}
 	reg, err := r.document(ctx, nil, SchemaRegistration{Type: p.Type, Schema: p.Schema, Version: 1})
 	if err != nil {
 		return reg, err
@@ -189,10 +192,30 @@ func (r *Registry) subjectDocument(ctx context.Context, store driver.Subjects, p
 	if len(p.References) == 0 {
 		return reg, nil
 	}
-	if reg.doc != nil {
-		return reg, fmt.Errorf("%w: references are supported for JSON Schema documents only; inline the named types of this %s document", ErrInvalidOption, reg.docType())
+	return reg, r.bindSubjectRefs(ctx, store, &reg, schema.TypeJSON, p.References)
+}
+
+// referencingDocument parses a free subject's document of type t (not JSON
+// Schema) that uses types other subjects' documents define: its references
+// are bound first, and it is parsed with the documents they reach.
+func (r *Registry) referencingDocument(ctx context.Context, store driver.Subjects, p SubjectRegistration, t schema.Type) (registration, error) {
+	reg := registration{typ: fmt.Sprintf("%s document under subject %q", strings.ToLower(string(t)), p.Subject), version: 1,
+		policy: r.client.docPolicy, subject: p.Subject, text: slices.Clone(p.Schema)}
+	if _, ok := r.formats[t]; !ok {
+		return reg, fmt.Errorf("%w: schema type %s is not enabled; enable it with sqlstreams.WithFormats (%s)", ErrInvalidOption, t, r.typeList())
 	}
-	return reg, r.bindSubjectRefs(ctx, store, &reg, p.References)
+	if err := r.bindSubjectRefs(ctx, store, &reg, t, p.References); err != nil {
+		return reg, err
+	}
+	doc, err := r.parseWithRefs(ctx, store, t, p.Schema, reg.subjectRefs)
+	if err != nil {
+		if errors.Is(err, ErrInvalidOption) {
+			return reg, err
+		}
+		return reg, fmt.Errorf("%w: %s schema document: %v", ErrInvalidOption, t, err)
+	}
+	reg.doc = doc
+	return reg, nil
 }
 
 // judgeSubject checks a candidate against a subject's live versions at a
@@ -235,7 +258,13 @@ func (r *Registry) subjectDoc(ctx context.Context, store driver.Subjects, v driv
 	if !ok {
 		return schema.Opaque(t, v.Schema), nil
 	}
-	d, err := f.Parse(v.Schema)
+	var d schema.Document
+	var err error
+	if len(v.References) > 0 {
+		d, err = r.parseWithRefs(ctx, store, t, v.Schema, v.References)
+	} else {
+		d, err = f.Parse(v.Schema)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlstreams: stored %s schema of subject %q version %d: %w", t, v.Subject, v.Version, err)
 	}
@@ -362,6 +391,10 @@ func (r *Registry) SubjectUsages(ctx context.Context, id int64) ([]SubjectVersio
 	}
 	out := make([]SubjectVersion, len(vs))
 	for i, v := range vs {
+		// Usages come without references: the version itself has them.
+		if v, err = boundVersion(ctx, store, driver.SubjectReference{Name: v.Subject, Subject: v.Subject, Version: v.Version}); err != nil {
+			return nil, err
+		}
 		if out[i], err = r.publicSubjectVersion(v); err != nil {
 			return nil, err
 		}

@@ -19,6 +19,10 @@ func (avroFormat) Type() schema.Type { return schema.TypeAvro }
 
 func (avroFormat) Parse(text []byte) (schema.Document, error) { return Parse(text) }
 
+func (avroFormat) ParseReferences(text []byte, refs []schema.Referenced) (schema.Document, error) {
+	return ParseReferences(text, refs)
+}
+
 // Document is a parsed Avro schema.
 type Document struct {
 	s         avro.Schema
@@ -29,25 +33,44 @@ type Document struct {
 // fixed, array, map or union). Named types resolve within the document
 // only: each parse has its own name cache, so a name defined by another
 // document never leaks in. Parse never panics.
-func Parse(text []byte) (doc *Document, err error) {
+func Parse(text []byte) (*Document, error) { return ParseReferences(text, nil) }
+
+// ParseReferences is Parse for a document that uses named types other
+// registered documents define (Confluent's schema references: each named by
+// the full name of its type, such as "shop.Customer"). refs are every
+// document text reaches, each after the ones it uses; their named types,
+// and only theirs, resolve in text.
+func ParseReferences(text []byte, refs []schema.Referenced) (doc *Document, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			doc, err = nil, fmt.Errorf("avro: cannot parse the schema: %v", p)
 		}
 	}()
-	if len(bytes.TrimSpace(text)) == 0 {
-		return nil, fmt.Errorf("avro: empty schema; send a JSON Avro schema such as {\"type\":\"record\",...}")
+	cache := &avro.SchemaCache{}
+	for _, ref := range refs {
+		if _, err := parseInto(ref.Text, cache); err != nil {
+			return nil, fmt.Errorf("avro: reference %q: %w", ref.Name, err)
+		}
 	}
-	if !json.Valid(text) {
-		return nil, fmt.Errorf("avro: the schema is not valid JSON; an Avro schema is a JSON string, object or array")
-	}
-	s, err := avro.ParseBytesWithCache(text, "", &avro.SchemaCache{})
+	s, err := parseInto(text, cache)
 	if err != nil {
 		return nil, err
 	}
 	var b bytes.Buffer
 	writeCanonical(&b, s, map[string]bool{})
 	return &Document{s: s, canonical: b.Bytes()}, nil
+}
+
+// parseInto parses one document, adding the named types it defines to
+// cache.
+func parseInto(text []byte, cache *avro.SchemaCache) (avro.Schema, error) {
+	if len(bytes.TrimSpace(text)) == 0 {
+		return nil, fmt.Errorf("avro: empty schema; send a JSON Avro schema such as {\"type\":\"record\",...}")
+	}
+	if !json.Valid(text) {
+		return nil, fmt.Errorf("avro: the schema is not valid JSON; an Avro schema is a JSON string, object or array")
+	}
+	return avro.ParseBytesWithCache(text, "", cache)
 }
 
 // Type is schema.TypeAvro.

@@ -7,8 +7,9 @@
 // Parsing is github.com/bufbuild/protocompile's, which compiles proto2,
 // proto3 and editions files as protoc does. The well-known types
 // (google/protobuf/timestamp.proto and the rest) can be imported without
-// registering them; any other import is refused with ErrImportNotAvailable
-// until references between registered Protobuf schemas are resolved.
+// registering them. Other imports are schema references: a file registered
+// under a subject of its own, named by the path its importers import
+// (ParseReferences); any other import is refused with ErrImportNotAvailable.
 //
 // # Rules
 //

@@ -26,16 +26,19 @@ func (protobufFormat) Type() schema.Type { return schema.TypeProtobuf }
 
 func (protobufFormat) Parse(text []byte) (schema.Document, error) { return Parse(text) }
 
+func (protobufFormat) ParseReferences(text []byte, refs []schema.Referenced) (schema.Document, error) {
+	return ParseReferences(text, refs)
+}
+
 // FileName is the name the registered document is compiled under: a
 // registered schema is one .proto file whose own name the registry never
 // sees, so every document gets the same one and it stays out of the
 // fingerprint's way.
 const FileName = "schema.proto"
 
-// ErrImportNotAvailable is the cause of a Parse error for an import other
-// than the well-known types: references to other registered Protobuf
-// schemas are not resolved yet.
-var ErrImportNotAvailable = errors.New("protobuf: only the well-known types (google/protobuf/*.proto) may be imported; imports of other registered schemas (references) are not supported yet: copy the imported messages into this file")
+// ErrImportNotAvailable is the cause of a Parse error for an import that
+// is neither a well-known type nor one of the document's references.
+var ErrImportNotAvailable = errors.New("protobuf: the import is neither a well-known type (google/protobuf/*.proto) nor a reference of this schema; register the imported file under a subject of its own and refer to it by its import path")
 
 // Document is a parsed .proto file.
 type Document struct {
@@ -47,7 +50,13 @@ type Document struct {
 // with the well-known types (google/protobuf/*.proto) importable without
 // registering them. Any other import is refused with ErrImportNotAvailable.
 // Parse never panics.
-func Parse(text []byte) (doc *Document, err error) {
+func Parse(text []byte) (*Document, error) { return ParseReferences(text, nil) }
+
+// ParseReferences is Parse for a file that imports other registered files
+// (Confluent's schema references, each named by its import path such as
+// "shop/customer.proto"): refs are every file text reaches, and only they
+// and the well-known types can be imported.
+func ParseReferences(text []byte, refs []schema.Referenced) (doc *Document, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			doc, err = nil, fmt.Errorf("protobuf: cannot parse the schema: %v", p)
@@ -56,10 +65,26 @@ func Parse(text []byte) (doc *Document, err error) {
 	if len(bytes.TrimSpace(text)) == 0 {
 		return nil, errors.New("protobuf: empty schema; send .proto text such as `syntax = \"proto3\"; message M { string id = 1; }`")
 	}
-	source := string(text)
+	sources := map[string]string{FileName: string(text)}
+	for _, ref := range refs {
+		if ref.Name == FileName || strings.HasPrefix(ref.Name, "google/protobuf/") {
+			return nil, fmt.Errorf("protobuf: reference %q: %s and google/protobuf/ are reserved names; name a reference by the import path its importers use", ref.Name, FileName)
+		}
+		sources[ref.Name] = string(ref.Text)
+	}
+	fd, err := compile(sources)
+	if err != nil {
+		return nil, err
+	}
+	return &Document{fd: fd, canonical: canonical(fd)}, nil
+}
+
+// compile compiles sources[FileName], resolving its imports among sources
+// and the well-known types.
+func compile(sources map[string]string) (protoreflect.FileDescriptor, error) {
 	resolver := protocompile.WithStandardImports(protocompile.ResolverFunc(func(name string) (protocompile.SearchResult, error) {
-		if name == FileName {
-			return protocompile.SearchResult{Source: strings.NewReader(source)}, nil
+		if src, ok := sources[name]; ok {
+			return protocompile.SearchResult{Source: strings.NewReader(src)}, nil
 		}
 		if strings.HasPrefix(name, "google/protobuf/") {
 			return protocompile.SearchResult{}, fmt.Errorf("%q is not a well-known type of google/protobuf", name)
@@ -85,7 +110,7 @@ func Parse(text []byte) (doc *Document, err error) {
 	if fd == nil {
 		return nil, errors.New("protobuf: the compiler returned no file")
 	}
-	return &Document{fd: fd, canonical: canonical(fd)}, nil
+	return fd, nil
 }
 
 func cmpErr(a, b error) error {

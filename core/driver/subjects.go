@@ -50,7 +50,8 @@ type Subjects interface {
 	// subject's settings.
 	DeleteSubjectVersions(ctx context.Context, p DeleteSubjectVersionsParams) ([]int, error)
 	// SubjectUsages lists the versions, of any subject, recorded with a
-	// global id, soft-deleted ones included, ordered by subject and version.
+	// global id, soft-deleted ones included, ordered by subject and version;
+	// their References may be left out (SubjectVersions has them).
 	SubjectUsages(ctx context.Context, p SchemaUsagesParams) ([]SubjectVersion, error)
 }
 

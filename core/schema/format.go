@@ -60,6 +60,27 @@ type Format interface {
 	Parse(text []byte) (Document, error)
 }
 
+// Referenced is a registered document another one refers to, under the
+// name the referring document uses for it: for Avro the full name of the
+// named type it defines ("shop.Customer"), for Protobuf its import path
+// ("shop/customer.proto"), as Confluent's schema references name them.
+type Referenced struct {
+	Name string
+	Text []byte
+}
+
+// ReferenceParser is implemented by a Format whose documents may use types
+// defined by other registered documents (Confluent's schema references).
+// Without it, the registry refuses a document of the format that has
+// references.
+type ReferenceParser interface {
+	// ParseReferences parses text given every document it reaches through
+	// references, its own and theirs, each listed after the documents it
+	// refers to. Only these documents are visible to text: a name defined
+	// elsewhere never leaks in. It never panics.
+	ParseReferences(text []byte, refs []Referenced) (Document, error)
+}
+
 // Document is one parsed schema of a Format.
 type Document interface {
 	// Type is the Format's type.
