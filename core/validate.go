@@ -106,7 +106,7 @@ func (r *Registry) compile(ctx context.Context, rv driver.SchemaRevision) (schem
 		}
 		check, err := r.client.jsonCheck.Compile(src)
 		if err != nil {
-			return nil, fmt.Errorf("%w: the JSON Schema validator cannot compile it: %v", ErrNoValidator, err)
+			return nil, fmt.Errorf("%w: the JSON Schema validator cannot compile it: %w", ErrNoValidator, err)
 		}
 		return check, nil
 	}
