@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -254,5 +255,24 @@ func TestThroughTheRegistry(t *testing.T) {
 	err = reg.Validate(ctx, "odd", 1, []byte(`{}`))
 	if !errors.Is(err, sqlstreams.ErrNoValidator) || !errors.Is(err, jsonschema.ErrInvalidSchema) {
 		t.Fatalf("Validate against an unknown draft: %v, want ErrNoValidator and ErrInvalidSchema", err)
+	}
+}
+
+// TestOrder: the problems of one message come in one order, by path
+// (array indexes as numbers), whatever order the library met them in.
+func TestOrder(t *testing.T) {
+	t.Parallel()
+	v := compile(t, schema.JSONSource{Schema: []byte(`{"type":"object","additionalProperties":false,"properties":{"list":{"type":"array","items":{"type":"integer"}}}}`)})
+	payload := `{"z":1,"list":[0,1,2,3,4,5,6,7,8,9,"ten","eleven"],"b":1,"a":1,"m":1}`
+	want := []string{"/a", "/b", "/list/10", "/list/11", "/m", "/z"}
+	for range 20 {
+		got := v.Validate([]byte(payload))
+		var paths []string
+		for _, g := range got {
+			paths = append(paths, g.Path)
+		}
+		if !slices.Equal(paths, want) {
+			t.Fatalf("paths %q, want %q", paths, want)
+		}
 	}
 }

@@ -1,7 +1,10 @@
 package jsonschema
 
 import (
+	"cmp"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -33,7 +36,37 @@ func (v validator) Validate(payload []byte) []schema.Violation {
 		return []schema.Violation{{Message: err.Error()}}
 	}
 	p := message.NewPrinter(language.English)
-	return collect(p, verr, nil)
+	return sorted(collect(p, verr, nil))
+}
+
+// sorted orders violations by path, token by token (array indexes as
+// numbers), then by message. The library visits an object's members in
+// map order, so without it the same message could list its problems in
+// another order each time.
+func sorted(vs []schema.Violation) []schema.Violation {
+	slices.SortFunc(vs, func(a, b schema.Violation) int {
+		if c := comparePointers(a.Path, b.Path); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Message, b.Message)
+	})
+	return vs
+}
+
+func comparePointers(a, b string) int {
+	at, bt := strings.Split(a, "/"), strings.Split(b, "/")
+	for i := 0; i < len(at) && i < len(bt); i++ {
+		if at[i] == bt[i] {
+			continue
+		}
+		an, aerr := strconv.Atoi(at[i])
+		bn, berr := strconv.Atoi(bt[i])
+		if aerr == nil && berr == nil {
+			return cmp.Compare(an, bn)
+		}
+		return strings.Compare(at[i], bt[i])
+	}
+	return cmp.Compare(len(at), len(bt))
 }
 
 // collect walks the library's tree of failures: inner nodes ("$ref",
@@ -78,7 +111,7 @@ func alternatives(p *message.Printer, e *jsonschema.ValidationError) string {
 	parts := make([]string, len(e.Causes))
 	for i, c := range e.Causes {
 		var problems []string
-		for _, v := range collect(p, c, nil) {
+		for _, v := range sorted(collect(p, c, nil)) {
 			problems = append(problems, v.String())
 		}
 		parts[i] = strings.Join(problems, ", ")
