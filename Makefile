@@ -1,7 +1,7 @@
 # Every target uses Go 1.27 (generic methods); the go command fetches it once.
 export GOTOOLCHAIN := go1.27.3
 
-PACKAGES := ./core/... ./conformance/... ./driver/sqlite/... ./driver/postgres/... ./driver/mysql/... ./contrib/dsn/... ./contrib/otel/... ./contrib/fx/... ./contrib/cli/... ./contrib/console/... ./contrib/avro/... ./contrib/protobuf/... ./contrib/ccompat/... ./examples/... ./.tests/drivers/... ./.tests/e2e/... ./.tests/scaleout/... ./.tests/release/...
+PACKAGES := ./core/... ./conformance/... ./driver/sqlite/... ./driver/postgres/... ./driver/mysql/... ./contrib/dsn/... ./contrib/otel/... ./contrib/fx/... ./contrib/cli/... ./contrib/console/... ./contrib/avro/... ./contrib/protobuf/... ./contrib/jsonschema/... ./contrib/ccompat/... ./examples/... ./.tests/drivers/... ./.tests/e2e/... ./.tests/scaleout/... ./.tests/release/...
 # $(shell) does not see exported variables before GNU make 4.4: name the
 # toolchain, or this is the system gofmt, which cannot parse generic methods.
 GOFMT = $(shell GOTOOLCHAIN=$(GOTOOLCHAIN) go env GOROOT)/bin/gofmt

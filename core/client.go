@@ -91,8 +91,10 @@ func WithFormats(formats ...schema.Format) ClientOption {
 }
 
 // WithJSONValidation enables Registry.Validate and ProducerOptions.Validate
-// for JSON Schema revisions with c, a schema.Compiler wrapping a JSON Schema validator.
-// Without it a JSON revision cannot validate messages (ErrNoValidator).
+// for JSON Schema revisions with c, a schema.Compiler wrapping a JSON Schema
+// validator (contrib/jsonschema's Compiler()). It is an option because core
+// carries no full validator. Without it a JSON revision cannot validate
+// messages (ErrNoValidator).
 func WithJSONValidation(c schema.Compiler) ClientOption {
 	return func(cl *Client) { cl.jsonCheck = c }
 }

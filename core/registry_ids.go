@@ -770,6 +770,22 @@ func (res *resolver) bundleWith(ctx context.Context, s *schema.Schema, refs []dr
 // reference names and that document's own references; flat holds the
 // names bound already.
 func bundleRefs[R any](s *schema.Schema, refs []R, flat map[string]*schema.Schema, name func(R) string, load func(R) (*schema.Schema, []R, error)) (*schema.Schema, error) {
+	if err := walkRefs(refs, flat, name, load); err != nil {
+		return nil, err
+	}
+	b, err := schema.Bundle(s, flat)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
+	}
+	return b, nil
+}
+
+// walkRefs binds in flat every name refs reach, transitively: load returns
+// what a reference names and that document's own references. A name bound
+// already keeps its first binding, so a name that two documents bind to
+// different revisions resolves as the first one met (depth first, in the
+// order the references were given).
+func walkRefs[R, V any](refs []R, flat map[string]V, name func(R) string, load func(R) (V, []R, error)) error {
 	var walk func(refs []R, depth int) error
 	walk = func(refs []R, depth int) error {
 		if depth > 32 {
@@ -790,12 +806,5 @@ func bundleRefs[R any](s *schema.Schema, refs []R, flat map[string]*schema.Schem
 		}
 		return nil
 	}
-	if err := walk(refs, 0); err != nil {
-		return nil, err
-	}
-	b, err := schema.Bundle(s, flat)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
-	}
-	return b, nil
+	return walk(refs, 0)
 }

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/schema"
 )
 
 // ErrNoValidator: the schema a message would be checked against is of a
-// type no enabled format can validate; enable a format whose documents
-// implement schema.Validator (contrib/avro, contrib/protobuf) for it.
+// type no enabled format can validate (enable a format whose documents
+// implement schema.Validator, contrib/avro or contrib/protobuf, or a JSON
+// Schema compiler with WithJSONValidation, contrib/jsonschema), or the
+// enabled JSON Schema validator cannot compile it.
 var ErrNoValidator = errors.New("no validator for the schema type")
 
 // ValidationError lists why a message breaks the latest schema revision of
@@ -80,28 +83,38 @@ func (r *Registry) validator(ctx context.Context, stream string, version int) (*
 	}
 	latest := revs[len(revs)-1]
 	t := docType(latest.Type)
-	check, err := r.compile(t, latest.Schema)
+	check, err := r.compile(ctx, latest)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstreams: schema %q v%d r%d: %w", stream, latest.Version, latest.Revision, err)
 	}
 	return &messageValidator{doc: check, err: ValidationError{Stream: stream, Version: latest.Version, Revision: latest.Revision, Type: t}}, nil
 }
 
-// compile makes a Validator of a stored document of type t: JSON with the
-// client's WithJSONValidation compiler, other types with their format when
-// its documents implement schema.Validator.
-func (r *Registry) compile(t schema.Type, text []byte) (schema.Validator, error) {
+// compile makes a Validator of a stored revision: JSON with the client's
+// WithJSONValidation compiler, given the documents its references name,
+// other types with their format when its documents implement
+// schema.Validator.
+func (r *Registry) compile(ctx context.Context, rv driver.SchemaRevision) (schema.Validator, error) {
+	t := docType(rv.Type)
 	if t == schema.TypeJSON {
 		if r.client.jsonCheck == nil {
-			return nil, fmt.Errorf("%w: JSON Schema messages are validated by a compiler the client enables; pass sqlstreams.WithJSONValidation with a JSON Schema validator", ErrNoValidator)
+			return nil, fmt.Errorf("%w: JSON Schema messages are validated by a compiler the client enables; pass sqlstreams.WithJSONValidation with a JSON Schema validator (contrib/jsonschema)", ErrNoValidator)
 		}
-		return r.client.jsonCheck.Compile(text)
+		src, err := r.jsonSource(ctx, rv)
+		if err != nil {
+			return nil, err
+		}
+		check, err := r.client.jsonCheck.Compile(src)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the JSON Schema validator cannot compile it: %w", ErrNoValidator, err)
+		}
+		return check, nil
 	}
 	f, ok := r.formats[t]
 	if !ok {
 		return nil, fmt.Errorf("%w: no format for %s is enabled (%s)", ErrNoValidator, t, r.typeList())
 	}
-	doc, err := f.Parse(text)
+	doc, err := f.Parse(rv.Schema)
 	if err != nil {
 		return nil, err
 	}
@@ -110,4 +123,25 @@ func (r *Registry) compile(t schema.Type, text []byte) (schema.Validator, error)
 		return nil, fmt.Errorf("%w: the %s format enabled here does not validate messages; use one whose documents implement schema.Validator", ErrNoValidator, t)
 	}
 	return check, nil
+}
+
+// jsonSource is a stored JSON revision with the text of every document its
+// references reach, bound by name as the registry binds them to judge it.
+func (r *Registry) jsonSource(ctx context.Context, rv driver.SchemaRevision) (schema.JSONSource, error) {
+	src := schema.JSONSource{Schema: rv.Schema}
+	if len(rv.References) == 0 {
+		return src, nil
+	}
+	store, err := r.store()
+	if err != nil {
+		return src, err
+	}
+	res := r.newResolver(store)
+	src.References = map[string][]byte{}
+	err = walkRefs(rv.References, src.References, func(ref driver.SchemaReference) string { return ref.Name },
+		func(ref driver.SchemaReference) ([]byte, []driver.SchemaReference, error) {
+			sub, err := res.revision(ctx, ref)
+			return sub.Schema, sub.References, err
+		})
+	return src, err
 }

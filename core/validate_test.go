@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -47,13 +48,25 @@ func (p plainDoc) Type() schema.Type                               { return p.d.
 func (p plainDoc) Canonical() []byte                               { return p.d.Canonical() }
 func (p plainDoc) ReadsFrom(w schema.Document) []schema.Difference { return nil }
 
-// jsonFields is a fake JSON compiler: a document lists required fields.
+// jsonFields is a fake JSON compiler: a document lists required fields;
+// a document {"$ref": name} takes the first required field of the
+// document its references bind to name.
 type jsonFields struct{}
 
-func (jsonFields) Compile(doc []byte) (schema.Validator, error) {
-	var s struct{ Required []string }
-	if err := json.Unmarshal(doc, &s); err != nil {
+func (jsonFields) Compile(src schema.JSONSource) (schema.Validator, error) {
+	var s struct {
+		Required []string
+		Ref      string `json:"$ref"`
+	}
+	if err := json.Unmarshal(src.Schema, &s); err != nil {
 		return nil, err
+	}
+	if s.Ref != "" {
+		text, ok := src.References[s.Ref]
+		if !ok {
+			return nil, fmt.Errorf("no reference named %q", s.Ref)
+		}
+		return jsonFields{}.Compile(schema.JSONSource{Schema: text, References: src.References})
 	}
 	if len(s.Required) == 0 {
 		return requireDoc{field: "\x00none"}, errors.New("no required field")
@@ -178,5 +191,37 @@ func TestProducerValidate(t *testing.T) {
 	}
 	if _, err := c.Stream[OrderPlacedV1]("typed").Producer().Register(ctx, &sqlstreams.ProducerOptions{Validate: true}); !errors.Is(err, sqlstreams.ErrInvalidOption) {
 		t.Fatalf("typed producer with Validate: %v, want ErrInvalidOption", err)
+	}
+}
+
+// TestValidateJSONReferences: the JSON compiler is given the documents a
+// revision's references reach, transitively and by the names the
+// references bind, and a revision it cannot compile is ErrNoValidator.
+func TestValidateJSONReferences(t *testing.T) {
+	t.Parallel()
+	c, ctx := openValidating(t, sqlstreams.WithJSONValidation(jsonFields{}))
+	reg := c.Registry()
+	for _, r := range []sqlstreams.SchemaRegistration{
+		{Stream: "money", Version: 1, Schema: []byte(`{"type":"object","required":["cents"]}`)},
+		{Stream: "price", Version: 1, Schema: []byte(`{"$ref":"money.json"}`),
+			References: []sqlstreams.Reference{{Name: "money.json", Stream: "money", Version: 1}}},
+		{Stream: "orders", Version: 1, Schema: []byte(`{"$ref":"price.json"}`),
+			References: []sqlstreams.Reference{{Name: "price.json", Stream: "price", Version: 1}}},
+		{Stream: "orders", Version: 2, Schema: []byte(`{"type":"object"}`)},
+	} {
+		if _, err := reg.RegisterSchema(ctx, r); err != nil {
+			t.Fatalf("register %s v%d: %v", r.Stream, r.Version, err)
+		}
+	}
+	err := reg.Validate(ctx, "orders", 1, []byte(`{"currency":"EUR"}`))
+	var verr *sqlstreams.ValidationError
+	if !errors.As(err, &verr) || verr.Violations[0].Path != "/cents" {
+		t.Fatalf("Validate through two references: %v, want a violation at /cents", err)
+	}
+	if err := reg.Validate(ctx, "orders", 1, []byte(`{"cents":1}`)); err != nil {
+		t.Fatalf("Validate a message the referenced document accepts: %v", err)
+	}
+	if err := reg.Validate(ctx, "orders", 2, []byte(`{}`)); !errors.Is(err, sqlstreams.ErrNoValidator) || !strings.Contains(err.Error(), "no required field") {
+		t.Fatalf("Validate against a document the compiler refuses: %v, want ErrNoValidator with the compiler's reason", err)
 	}
 }

@@ -11,6 +11,7 @@ require (
 	github.com/sqlstreams/sqlstreams/contrib/ccompat v0.1.0
 	github.com/sqlstreams/sqlstreams/contrib/console v0.1.0
 	github.com/sqlstreams/sqlstreams/contrib/fx v0.1.0
+	github.com/sqlstreams/sqlstreams/contrib/jsonschema v0.1.0
 	github.com/sqlstreams/sqlstreams/contrib/otel v0.1.0
 	github.com/sqlstreams/sqlstreams/core v0.1.0
 	github.com/sqlstreams/sqlstreams/driver/mysql v0.1.0
@@ -46,6 +47,7 @@ require (
 	github.com/modern-go/reflect2 v1.0.2 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/sqlstreams/sqlstreams/contrib/avro v0.1.0 // indirect
 	github.com/sqlstreams/sqlstreams/contrib/protobuf v0.1.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect

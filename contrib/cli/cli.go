@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/sqlstreams/sqlstreams/contrib/avro"
 	"github.com/sqlstreams/sqlstreams/contrib/dsn"
+	"github.com/sqlstreams/sqlstreams/contrib/jsonschema"
 	"github.com/sqlstreams/sqlstreams/contrib/protobuf"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -95,8 +96,10 @@ type Options struct {
 	Terminal func(w io.Writer) bool
 	// ClientOptions are passed to sqlstreams.Open after the CLI's own,
 	// which enable the AVRO and PROTOBUF formats (contrib/avro,
-	// contrib/protobuf): a WithFormats here adds other types, and giving
-	// AVRO or PROTOBUF again fails Open with ErrInvalidOption.
+	// contrib/protobuf) and JSON Schema validation (contrib/jsonschema): a
+	// WithFormats here adds other types, giving AVRO or PROTOBUF again
+	// fails Open with ErrInvalidOption, and a WithJSONValidation here
+	// replaces the CLI's compiler.
 	ClientOptions []sqlstreams.ClientOption
 	// PollInterval is how often tail --follow reads the log; default 1s.
 	PollInterval time.Duration
@@ -296,7 +299,7 @@ func (c *CLI) Driver() (driver.Driver, error) {
 
 // Client opens (once) the client on the database --url names: migrated
 // unless --no-migrate, logging on stderr, with every schema type the CLI
-// reads (formats) enabled, so that registering, checking and serving a
+// reads (formats) enabled and JSON Schema messages validated, so that registering, checking and serving a
 // document never depends on which command opened the client. The CLI
 // closes it.
 func (c *CLI) Client(ctx context.Context) (*sqlstreams.Client, error) {
@@ -307,7 +310,8 @@ func (c *CLI) Client(ctx context.Context) (*sqlstreams.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []sqlstreams.ClientOption{sqlstreams.WithLogger(c.logger()), sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithFormats(formats()...)}
+	opts := []sqlstreams.ClientOption{sqlstreams.WithLogger(c.logger()), sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithFormats(formats()...),
+		sqlstreams.WithJSONValidation(jsonschema.Compiler())}
 	if c.noMigrate {
 		opts = append(opts, sqlstreams.WithoutMigrate())
 	}

@@ -8,10 +8,12 @@ require (
 	github.com/sqlstreams/sqlstreams/contrib/ccompat v0.1.0
 	github.com/sqlstreams/sqlstreams/contrib/console v0.1.0
 	github.com/sqlstreams/sqlstreams/contrib/dsn v0.1.0
+	github.com/sqlstreams/sqlstreams/contrib/jsonschema v0.1.0
 	github.com/sqlstreams/sqlstreams/contrib/protobuf v0.1.0
 	github.com/sqlstreams/sqlstreams/core v0.1.0
 	github.com/sqlstreams/sqlstreams/driver/mysql v0.1.0
 	github.com/sqlstreams/sqlstreams/driver/postgres v0.1.0
+	github.com/sqlstreams/sqlstreams/driver/sqlite v0.1.0
 )
 
 require (
@@ -33,8 +35,8 @@ require (
 	github.com/modern-go/reflect2 v1.0.2 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
-	github.com/sqlstreams/sqlstreams/driver/sqlite v0.1.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.41.0 // indirect

@@ -42,12 +42,19 @@ var typeCases = []struct {
 	// JSON beside them, and a new stream.
 	{"register-json", 0, []string{"schema", "register", "notes", "1", "testdata/types/note-v1.json"}},
 	// Messages against the latest revision: each problem with its path,
-	// exit 3 when invalid; a JSON Schema needs a validator the CLI lacks.
+	// exit 3 when invalid.
 	{"validate-avro", 0, []string{"schema", "validate", "payments", "1", "testdata/types/payment-message.json"}},
 	{"validate-avro-invalid", 3, []string{"schema", "validate", "payments", "1", "testdata/types/payment-message-bad.json"}},
 	{"validate-avro-invalid-json", 3, []string{"schema", "validate", "payments", "1", "testdata/types/payment-message-bad.json", "-o", "json"}},
 	{"validate-proto-invalid", 3, []string{"schema", "validate", "shipments", "1", "testdata/types/shipment-message-bad.json"}},
-	{"validate-json-no-validator", 1, []string{"schema", "validate", "notes", "1", "testdata/types/note-message.json"}},
+	// JSON Schema: a 2020-12 reading of note-v1 (no $schema), and a
+	// draft-07 document with a closed model, a pattern and a format.
+	{"validate-json", 0, []string{"schema", "validate", "notes", "1", "testdata/types/note-message.json"}},
+	{"validate-json-invalid", 3, []string{"schema", "validate", "notes", "1", "testdata/types/note-message-bad.json"}},
+	{"register-json-draft7", 0, []string{"schema", "register", "memos", "1", "testdata/types/memo-v1.json"}},
+	{"validate-json-draft7", 0, []string{"schema", "validate", "memos", "1", "testdata/types/memo-message.json"}},
+	{"validate-json-draft7-invalid", 3, []string{"schema", "validate", "memos", "1", "testdata/types/memo-message-bad.json"}},
+	{"validate-json-draft7-invalid-json", 3, []string{"schema", "validate", "memos", "1", "testdata/types/memo-message-bad.json", "-o", "json"}},
 	{"validate-no-revision", 1, []string{"schema", "validate", "payments", "2", "testdata/types/payment-message.json"}},
 	{"validate-usage", 2, []string{"schema", "validate", "payments", "1"}},
 	{"check-new-stream-proto", 0, []string{"schema", "check", "parcels", "1", "testdata/types/shipment-v1.proto"}},

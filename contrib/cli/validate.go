@@ -28,9 +28,10 @@ func (c *CLI) schemaValidateCmd() *cobra.Command {
 	return &cobra.Command{Use: "validate STREAM VERSION FILE|-",
 		Short: "Validate a message (JSON) against the latest schema at a version (exit 3 when invalid)",
 		Long: `validate reads one message, as JSON, from FILE (or standard input for -) and checks it against
-the latest revision registered at VERSION of STREAM, by the rules of the revision's type (AVRO and
-PROTOBUF; JSON Schema needs a validator the CLI does not enable yet). Every problem is printed with
-its path in the message; the exit code is 3 when the message is invalid.`,
+the latest revision registered at VERSION of STREAM, by the rules of the revision's type: JSON Schema
+(the draft its $schema names, 2020-12 without one; references resolved among the schemas the revision
+references), AVRO and PROTOBUF. Every problem is printed with its path in the message; the exit code
+is 3 when the message is invalid.`,
 		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if len(args) != 3 {
 				return Usagef("schema validate takes STREAM VERSION FILE (or - for standard input)")
