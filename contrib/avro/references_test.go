@@ -51,7 +51,7 @@ func TestParseReferences(t *testing.T) {
 		!strings.Contains(err.Error(), `reference "shop.Customer"`) {
 		t.Errorf("a malformed reference: %v; want an error naming it", err)
 	}
-	var f schema.Format = avro.Format()
+	f := avro.Format()
 	if _, ok := f.(schema.ReferenceParser); !ok {
 		t.Error("the AVRO format is no schema.ReferenceParser")
 	}

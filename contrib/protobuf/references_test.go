@@ -41,7 +41,7 @@ func TestParseReferences(t *testing.T) {
 			t.Errorf("a reference named %q: %v; want it refused as reserved", name, err)
 		}
 	}
-	var f schema.Format = protobuf.Format()
+	f := protobuf.Format()
 	if _, ok := f.(schema.ReferenceParser); !ok {
 		t.Error("the PROTOBUF format is no schema.ReferenceParser")
 	}
