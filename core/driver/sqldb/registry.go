@@ -118,10 +118,19 @@ func withReferences(ctx context.Context, q Querier, streamID int64, revs []drive
 }
 
 // AssignID returns the global id of a fingerprint, creating it (with the
-// wanted id when not 0) the first time any stream records it. Two streams
-// recording one new fingerprint at once meet on its unique key; on MySQL
-// the locking read then sees the winner's committed row.
+// wanted id when not 0) the first time any stream records it. It looks
+// before it inserts, since an insert that meets a taken fingerprint may
+// still use up an id (both engines' auto-increment) and ids are meant to
+// be dense. Two streams recording one new fingerprint at once meet on its
+// unique key; on MySQL the locking read after the insert then sees the
+// winner's committed row.
 func (g Registry[T]) AssignID(ctx context.Context, tx Querier, rev driver.SchemaRevision) (int64, error) {
+	if id, found, err := g.idOf(ctx, tx, rev.Fingerprint); err != nil || found {
+		if err != nil {
+			return 0, err
+		}
+		return id, driver.IDConflict(rev.ID, id)
+	}
 	doc := []any{rev.Fingerprint, rev.Type, string(rev.Schema), g.Time(rev.CreatedAt)}
 	if rev.ID != 0 {
 		var fp string
@@ -138,11 +147,23 @@ func (g Registry[T]) AssignID(ctx context.Context, tx Querier, rev driver.Schema
 	} else if _, err := tx.ExecContext(ctx, g.InsertNewID, doc...); err != nil {
 		return 0, err
 	}
-	var id int64
-	if err := tx.QueryRowContext(ctx, `SELECT id FROM schema_id WHERE fingerprint = ? `+g.Lock, rev.Fingerprint).Scan(&id); err != nil {
+	id, found, err := g.idOf(ctx, tx, rev.Fingerprint)
+	if err == nil && !found {
+		err = fmt.Errorf("%s: schema id of fingerprint %s: %w", g.Name, rev.Fingerprint, sql.ErrNoRows)
+	}
+	if err != nil {
 		return 0, err
 	}
 	return id, driver.IDConflict(rev.ID, id)
+}
+
+// idOf reads the global id of a fingerprint, if it has one.
+func (g Registry[T]) idOf(ctx context.Context, tx Querier, fingerprint string) (id int64, found bool, err error) {
+	err = tx.QueryRowContext(ctx, `SELECT id FROM schema_id WHERE fingerprint = ? `+g.Lock, fingerprint).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return id, err == nil, err
 }
 
 // ByID implements driver.SchemaIDs.SchemaByID on q.
