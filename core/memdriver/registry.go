@@ -57,15 +57,9 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 		out = rev
 		out.Type = cmp.Or(rev.Type, "JSON")
 		out.Schema, out.References = slices.Clone(rev.Schema), slices.Clone(rev.References)
-		out.CreatedAt, out.Revision = micro(rev.CreatedAt), 1
-		if len(existing) > 0 {
-			out.Revision = existing[len(existing)-1].Revision + 1
-		}
-		if rev.Revision != 0 {
-			if rev.Revision < out.Revision {
-				return fmt.Errorf("%w: revision %d; the next revision is %d or later", driver.ErrRevisionTaken, rev.Revision, out.Revision)
-			}
-			out.Revision = rev.Revision
+		out.CreatedAt = micro(rev.CreatedAt)
+		if out.Revision, err = driver.NextRevision(existing, rev.Revision); err != nil {
+			return err
 		}
 		if out.ID, err = b.assignID(out); err != nil {
 			return err

@@ -12,10 +12,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-// scanner is registry.go's name for driver.RowScanner (the registry's own
-// change renames it).
-type scanner = driver.RowScanner
-
 // scanStream reads sqldb.StreamColumns as MySQL stores them.
 func scanStream(r driver.RowScanner) (driver.StreamConfig, error) { return sqldb.ScanStream(r, utc) }
 
@@ -306,12 +302,6 @@ func (d *Driver) ListGroups(ctx context.Context, p driver.ListGroupsParams) ([]d
 	out, err := sqldb.Collect(ctx, d.db, `SELECT `+sqldb.GroupColumns+` FROM consumer_group WHERE stream_id = ? ORDER BY name`, []any{p.StreamID},
 		func(r driver.RowScanner) (driver.GroupConfig, error) { g, _, err := scanGroup(r); return g, err })
 	return out, d.wrap(ctx, err, opRead)
-}
-
-// eachRow is registry.go's name for sqldb.EachRow (the registry's own
-// change renames it).
-func eachRow(ctx context.Context, q querier, query string, args []any, fn func(*sql.Rows) error) error {
-	return sqldb.EachRow(ctx, q, query, args, fn)
 }
 
 // DeleteGroup implements driver.Driver.

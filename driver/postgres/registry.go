@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -105,7 +104,7 @@ func assignID(ctx context.Context, tx pgx.Tx, rev driver.SchemaRevision) (int64,
 		err := tx.QueryRow(ctx, `SELECT fingerprint FROM schema_id WHERE id = $1::bigint`, rev.ID).Scan(&fp)
 		switch {
 		case err == nil && fp != rev.Fingerprint:
-			return 0, driver.CallerError{Err: fmt.Errorf("%w: id %d belongs to another schema", driver.ErrSchemaIDTaken, rev.ID)}
+			return 0, driver.IDOfOther(rev.ID)
 		case err != nil && !errors.Is(err, pgx.ErrNoRows):
 			return 0, err
 		}
@@ -132,105 +131,90 @@ func assignID(ctx context.Context, tx pgx.Tx, rev driver.SchemaRevision) (int64,
 	if err := tx.QueryRow(ctx, `SELECT id FROM schema_id WHERE fingerprint = $1::text`, rev.Fingerprint).Scan(&id); err != nil {
 		return 0, err
 	}
-	if rev.ID != 0 && rev.ID != id {
-		return 0, driver.CallerError{Err: fmt.Errorf("%w: the schema already has id %d, not %d", driver.ErrSchemaIDTaken, id, rev.ID)}
-	}
-	return id, nil
+	return id, driver.IDConflict(rev.ID, id)
 }
 
 // RecordSchema implements driver.Registry and, with the global id and the
-// references, driver.SchemaIDs. The stream's config row is locked for the
-// transaction, so registrations on one stream serialize.
+// references, driver.SchemaIDs, by driver.RecordRevision over revisionSteps.
 func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) (driver.SchemaRevision, bool, error) {
-	rev := p.Revision
 	var out driver.SchemaRevision
 	var created bool
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
-		created = false
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM stream_config WHERE id = $1::bigint FOR NO KEY UPDATE`, rev.StreamID).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return driver.ErrStreamNotFound
-		}
-		if err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE r.stream_id = $1::bigint AND r.version = $2::integer ORDER BY r.revision`,
-			rev.StreamID, int32(rev.Version))
-		if err != nil {
-			return err
-		}
-		existing, err := scanRevisions(rows)
-		if err != nil {
-			return err
-		}
-		if err := withReferences(ctx, tx, rev.StreamID, existing); err != nil {
-			return err
-		}
-		for _, e := range existing {
-			if e.Fingerprint == rev.Fingerprint {
-				out = e
-				return nil
-			}
-		}
-		streamSet, err := readSettings(ctx, tx, rev.StreamID)
-		if err != nil {
-			return err
-		}
-		global, err := readSettings(ctx, tx, 0)
-		if err != nil {
-			return err
-		}
-		if err := p.Decide(existing, streamSet, global); err != nil {
-			return driver.CallerError{Err: err}
-		}
-		out = rev
-		out.Type = cmp.Or(rev.Type, "JSON")
-		out.Revision = 1
-		if len(existing) > 0 {
-			out.Revision = existing[len(existing)-1].Revision + 1
-		}
-		if rev.Revision != 0 {
-			if rev.Revision < out.Revision {
-				return driver.CallerError{Err: fmt.Errorf("%w: revision %d; the next revision is %d or later", driver.ErrRevisionTaken, rev.Revision, out.Revision)}
-			}
-			out.Revision = rev.Revision
-		}
-		out.CreatedAt = ts(rev.CreatedAt)
-		if out.ID, err = assignID(ctx, tx, out); err != nil {
-			return err
-		}
-		if _, err = tx.Exec(ctx, `INSERT INTO schema_revision (stream_id, version, revision, fingerprint, schema_type, schema_json, created_at)
-			VALUES ($1::bigint, $2::integer, $3::integer, $4::text, $5::text, $6::text, $7::timestamptz)`,
-			out.StreamID, int32(out.Version), int32(out.Revision), out.Fingerprint, out.Type, string(out.Schema), out.CreatedAt); err != nil {
-			return err
-		}
-		for i, ref := range out.References {
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_reference (stream_id, version, revision, position, name, ref_stream_id, ref_version, ref_revision, ref_fingerprint)
-				VALUES ($1::bigint, $2::integer, $3::integer, $4::integer, $5::text, $6::bigint, $7::integer, $8::integer, $9::text)`,
-				out.StreamID, int32(out.Version), int32(out.Revision), int32(i), ref.Name, ref.StreamID, int32(ref.Version), int32(ref.Revision), ref.Fingerprint); err != nil {
-				return err
-			}
-		}
-		created = true
-		return nil
+		var err error
+		out, created, err = driver.RecordRevision(ctx, revisionSteps{tx}, p)
+		return err
 	})
 	return out, created, err
+}
+
+// revisionSteps are driver.RevisionSteps in one transaction.
+type revisionSteps struct{ tx pgx.Tx }
+
+// LockStream locks the stream's config row for the transaction, so
+// registrations on one stream serialize.
+func (s revisionSteps) LockStream(ctx context.Context, streamID int64) (driver.RegistrySettings, error) {
+	var one int
+	err := s.tx.QueryRow(ctx, `SELECT 1 FROM stream_config WHERE id = $1::bigint FOR NO KEY UPDATE`, streamID).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return driver.RegistrySettings{}, driver.ErrStreamNotFound
+	}
+	if err != nil {
+		return driver.RegistrySettings{}, err
+	}
+	return readSettings(ctx, s.tx, streamID)
+}
+
+func (s revisionSteps) Revisions(ctx context.Context, streamID int64, version int) ([]driver.SchemaRevision, error) {
+	return revisionsAt(ctx, s.tx, streamID, version)
+}
+
+func (s revisionSteps) Settings(ctx context.Context, streamID int64) (driver.RegistrySettings, error) {
+	return readSettings(ctx, s.tx, streamID)
+}
+
+func (s revisionSteps) AssignID(ctx context.Context, rev driver.SchemaRevision) (int64, error) {
+	return assignID(ctx, s.tx, rev)
+}
+
+func (s revisionSteps) InsertRevision(ctx context.Context, rev driver.SchemaRevision) error {
+	if _, err := s.tx.Exec(ctx, `INSERT INTO schema_revision (stream_id, version, revision, fingerprint, schema_type, schema_json, created_at)
+		VALUES ($1::bigint, $2::integer, $3::integer, $4::text, $5::text, $6::text, $7::timestamptz)`,
+		rev.StreamID, int32(rev.Version), int32(rev.Revision), rev.Fingerprint, rev.Type, string(rev.Schema), rev.CreatedAt); err != nil {
+		return err
+	}
+	for i, ref := range rev.References {
+		if _, err := s.tx.Exec(ctx, `INSERT INTO schema_reference (stream_id, version, revision, position, name, ref_stream_id, ref_version, ref_revision, ref_fingerprint)
+			VALUES ($1::bigint, $2::integer, $3::integer, $4::integer, $5::text, $6::bigint, $7::integer, $8::integer, $9::text)`,
+			rev.StreamID, int32(rev.Version), int32(rev.Revision), int32(i), ref.Name, ref.StreamID, int32(ref.Version), int32(ref.Revision), ref.Fingerprint); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// revisionsAt reads a stream's revisions at version (every version for
+// 0) with their references; q should be a transaction, so that the
+// references match the revisions.
+func revisionsAt(ctx context.Context, q querier, streamID int64, version int) ([]driver.SchemaRevision, error) {
+	rows, err := q.Query(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE r.stream_id = $1::bigint AND ($2::integer = 0 OR r.version = $2::integer)
+		ORDER BY r.version, r.revision`, streamID, int32(version))
+	if err != nil {
+		return nil, err
+	}
+	out, err := scanRevisions(rows)
+	if err != nil {
+		return nil, err
+	}
+	return out, withReferences(ctx, q, streamID, out)
 }
 
 // SchemaRevisions implements driver.Registry.
 func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
 	var out []driver.SchemaRevision
 	err := d.readTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE r.stream_id = $1::bigint AND ($2::integer = 0 OR r.version = $2::integer)
-			ORDER BY r.version, r.revision`, p.StreamID, int32(p.Version))
-		if err != nil {
-			return err
-		}
-		if out, err = scanRevisions(rows); err != nil {
-			return err
-		}
-		return withReferences(ctx, tx, p.StreamID, out)
+		var err error
+		out, err = revisionsAt(ctx, tx, p.StreamID, p.Version)
+		return err
 	})
 	return out, err
 }

@@ -11,12 +11,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-// eachRow is registry.go's name for sqldb.EachRow (the registry's own
-// change renames it).
-func eachRow(ctx context.Context, q querier, query string, args []any, fn func(*sql.Rows) error) error {
-	return sqldb.EachRow(ctx, q, query, args, fn)
-}
-
 // Compact implements driver.Driver.
 func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, error) {
 	streamID, limit := p.StreamID, p.Limit

@@ -1,0 +1,260 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// Registry is driver.Registry's and driver.SchemaIDs' storage as MySQL and
+// SQLite do it alike, run on a transaction (or connection) the driver
+// opens: the driver keeps its transactions, retries and error
+// classification, and passes the few statements whose text differs. T is
+// how the engine stores a time (SQLite: microseconds, MySQL: DATETIME(6)).
+type Registry[T any] struct {
+	// Name starts the messages of errors the registry makes ("mysql").
+	Name string
+	// Lock follows a read that must hold its rows until the transaction
+	// ends ("FOR UPDATE"; empty for SQLite's single writer).
+	Lock string
+	// SaveSettings stores a scope's settings (arguments: level, mode,
+	// stream id).
+	SaveSettings string
+	// InsertID and InsertNewID insert a schema_id row unless its id or
+	// fingerprint is taken (arguments: [id,] fingerprint, schema_type,
+	// schema_json, created_at).
+	InsertID, InsertNewID string
+	// SaveReader inserts or replaces a group's reader (arguments: stream
+	// id, group, version, revision, registered_at).
+	SaveReader string
+	// Time turns a time into the stored value, At reads one back.
+	Time func(time.Time) any
+	At   func(T) time.Time
+}
+
+// revisionColumns reads a revision with its global id (r: schema_revision,
+// i: schema_id joined on the fingerprint).
+const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.schema_type, r.schema_json, r.created_at, COALESCE(i.id, 0)
+	FROM schema_revision r LEFT JOIN schema_id i ON i.fingerprint = r.fingerprint `
+
+func (g Registry[T]) scanRevision(r driver.RowScanner) (driver.SchemaRevision, error) {
+	var rev driver.SchemaRevision
+	var doc string
+	var created T
+	err := r.Scan(&rev.StreamID, &rev.Version, &rev.Revision, &rev.Fingerprint, &rev.Type, &doc, &created, &rev.ID)
+	rev.Schema, rev.CreatedAt = []byte(doc), g.At(created)
+	return rev, err
+}
+
+// Settings implements driver.Registry.RegistrySettings on q.
+func (g Registry[T]) Settings(ctx context.Context, q Querier, streamID int64) (driver.RegistrySettings, error) {
+	return g.settings(ctx, q, streamID, "")
+}
+
+func (g Registry[T]) settings(ctx context.Context, q Querier, streamID int64, lock string) (driver.RegistrySettings, error) {
+	var s driver.RegistrySettings
+	err := q.QueryRowContext(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = ? `+lock, streamID).Scan(&s.Level, &s.Mode)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, nil
+	}
+	return s, err
+}
+
+// UpdateSettings implements driver.Registry.UpdateRegistrySettings in tx.
+// On MySQL the scope's row must exist before tx begins, so that the
+// locking read has a row to lock.
+func (g Registry[T]) UpdateSettings(ctx context.Context, tx Querier, p driver.UpdateRegistrySettingsParams) error {
+	s, err := g.settings(ctx, tx, p.StreamID, g.Lock)
+	if err != nil {
+		return err
+	}
+	if err := p.Update(&s); err != nil {
+		return driver.CallerError{Err: err}
+	}
+	_, err = tx.ExecContext(ctx, g.SaveSettings, s.Level, s.Mode, p.StreamID)
+	return err
+}
+
+// Record implements driver.Registry.RecordSchema in tx, by
+// driver.RecordRevision over this engine's steps. On MySQL the stream's
+// settings row must exist before tx begins, as for UpdateSettings.
+func (g Registry[T]) Record(ctx context.Context, tx Querier, p driver.RecordSchemaParams) (driver.SchemaRevision, bool, error) {
+	return driver.RecordRevision(ctx, revisionSteps[T]{g: g, tx: tx}, p)
+}
+
+// Revisions implements driver.Registry.SchemaRevisions on q (a snapshot,
+// so that the references match the revisions).
+func (g Registry[T]) Revisions(ctx context.Context, q Querier, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
+	out, err := Collect(ctx, q, `SELECT `+revisionColumns+`WHERE r.stream_id = ? AND (? = 0 OR r.version = ?)
+		ORDER BY r.version, r.revision`, []any{p.StreamID, p.Version, p.Version}, g.scanRevision)
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	return out, withReferences(ctx, q, p.StreamID, out)
+}
+
+// withReferences fills the References of revisions of one stream.
+func withReferences(ctx context.Context, q Querier, streamID int64, revs []driver.SchemaRevision) error {
+	at := map[[2]int]int{}
+	for i, r := range revs {
+		at[[2]int{r.Version, r.Revision}] = i
+	}
+	return EachRow(ctx, q, `SELECT version, revision, name, ref_stream_id, ref_version, ref_revision, ref_fingerprint
+		FROM schema_reference WHERE stream_id = ? ORDER BY version, revision, position`, []any{streamID}, func(r *sql.Rows) error {
+		var version, revision int
+		var ref driver.SchemaReference
+		if err := r.Scan(&version, &revision, &ref.Name, &ref.StreamID, &ref.Version, &ref.Revision, &ref.Fingerprint); err != nil {
+			return err
+		}
+		if i, ok := at[[2]int{version, revision}]; ok {
+			revs[i].References = append(revs[i].References, ref)
+		}
+		return nil
+	})
+}
+
+// AssignID returns the global id of a fingerprint, creating it (with the
+// wanted id when not 0) the first time any stream records it. It looks
+// before it inserts, since an insert that meets a taken fingerprint may
+// still use up an id (both engines' auto-increment) and ids are meant to
+// be dense. Two streams recording one new fingerprint at once meet on its
+// unique key; on MySQL the locking read after the insert then sees the
+// winner's committed row.
+func (g Registry[T]) AssignID(ctx context.Context, tx Querier, rev driver.SchemaRevision) (int64, error) {
+	if id, found, err := g.idOf(ctx, tx, rev.Fingerprint); err != nil || found {
+		if err != nil {
+			return 0, err
+		}
+		return id, driver.IDConflict(rev.ID, id)
+	}
+	doc := []any{rev.Fingerprint, rev.Type, string(rev.Schema), g.Time(rev.CreatedAt)}
+	if rev.ID != 0 {
+		var fp string
+		err := tx.QueryRowContext(ctx, `SELECT fingerprint FROM schema_id WHERE id = ? `+g.Lock, rev.ID).Scan(&fp)
+		switch {
+		case err == nil && fp != rev.Fingerprint:
+			return 0, driver.IDOfOther(rev.ID)
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return 0, err
+		}
+		if _, err := tx.ExecContext(ctx, g.InsertID, append([]any{rev.ID}, doc...)...); err != nil {
+			return 0, err
+		}
+	} else if _, err := tx.ExecContext(ctx, g.InsertNewID, doc...); err != nil {
+		return 0, err
+	}
+	id, found, err := g.idOf(ctx, tx, rev.Fingerprint)
+	if err == nil && !found {
+		err = fmt.Errorf("%s: schema id of fingerprint %s: %w", g.Name, rev.Fingerprint, sql.ErrNoRows)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return id, driver.IDConflict(rev.ID, id)
+}
+
+// idOf reads the global id of a fingerprint, if it has one.
+func (g Registry[T]) idOf(ctx context.Context, tx Querier, fingerprint string) (id int64, found bool, err error) {
+	err = tx.QueryRowContext(ctx, `SELECT id FROM schema_id WHERE fingerprint = ? `+g.Lock, fingerprint).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return id, err == nil, err
+}
+
+// ByID implements driver.SchemaIDs.SchemaByID on q.
+func (g Registry[T]) ByID(ctx context.Context, q Querier, id int64) (driver.SchemaDocument, error) {
+	doc := driver.SchemaDocument{ID: id}
+	var text string
+	var created T
+	err := q.QueryRowContext(ctx, `SELECT fingerprint, schema_type, schema_json, created_at FROM schema_id WHERE id = ?`, id).Scan(&doc.Fingerprint, &doc.Type, &text, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return doc, fmt.Errorf("%s: schema id %d: %w", g.Name, id, driver.ErrSchemaNotFound)
+	}
+	doc.Schema, doc.CreatedAt = []byte(text), g.At(created)
+	return doc, err
+}
+
+// Usages implements driver.SchemaIDs.SchemaUsages on q.
+func (g Registry[T]) Usages(ctx context.Context, q Querier, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
+	return Collect(ctx, q, `SELECT `+revisionColumns+`WHERE i.id = ? ORDER BY r.stream_id, r.version, r.revision`, []any{p.ID}, g.scanRevision)
+}
+
+// ReferencedBy implements driver.SchemaIDs.ReferencedBy on q. Only
+// references whose pinned fingerprint is the revision's own count.
+func (g Registry[T]) ReferencedBy(ctx context.Context, q Querier, p driver.ReferencedByParams) ([]driver.SchemaRevision, error) {
+	return Collect(ctx, q, `SELECT DISTINCT `+revisionColumns+`
+		JOIN schema_reference f ON f.stream_id = r.stream_id AND f.version = r.version AND f.revision = r.revision
+		JOIN schema_revision t ON t.stream_id = f.ref_stream_id AND t.version = f.ref_version AND t.revision = f.ref_revision AND t.fingerprint = f.ref_fingerprint
+		WHERE f.ref_stream_id = ? AND f.ref_version = ? AND f.ref_revision = ?
+		ORDER BY r.stream_id, r.version, r.revision`, []any{p.StreamID, p.Version, p.Revision}, g.scanRevision)
+}
+
+// RecordReader implements driver.Registry.RecordReader on q.
+func (g Registry[T]) RecordReader(ctx context.Context, q Querier, r driver.Reader) error {
+	_, err := q.ExecContext(ctx, g.SaveReader, r.StreamID, r.Group, r.Version, r.Revision, g.Time(r.RegisteredAt))
+	return err
+}
+
+// Readers implements driver.Registry.Readers on q.
+func (g Registry[T]) Readers(ctx context.Context, q Querier, p driver.ReadersParams) ([]driver.Reader, error) {
+	return Collect(ctx, q, `SELECT stream_id, group_name, version, revision, registered_at FROM schema_reader
+		WHERE stream_id = ? ORDER BY group_name, version`, []any{p.StreamID}, func(row driver.RowScanner) (driver.Reader, error) {
+		var r driver.Reader
+		var at T
+		err := row.Scan(&r.StreamID, &r.Group, &r.Version, &r.Revision, &at)
+		r.RegisteredAt = g.At(at)
+		return r, err
+	})
+}
+
+// LiveRevisions implements driver.Registry.LiveRevisions on q, reading the
+// stream's log table logTable.
+func (g Registry[T]) LiveRevisions(ctx context.Context, q Querier, logTable string, p driver.LiveRevisionsParams) ([]int, error) {
+	return Collect(ctx, q, `SELECT DISTINCT schema_revision FROM `+logTable+` WHERE schema_version = ? ORDER BY 1`, []any{p.Version}, Column[int])
+}
+
+// revisionSteps are driver.RevisionSteps on one transaction.
+type revisionSteps[T any] struct {
+	g  Registry[T]
+	tx Querier
+}
+
+func (s revisionSteps[T]) LockStream(ctx context.Context, streamID int64) (driver.RegistrySettings, error) {
+	return s.g.settings(ctx, s.tx, streamID, s.g.Lock)
+}
+
+func (s revisionSteps[T]) Revisions(ctx context.Context, streamID int64, version int) ([]driver.SchemaRevision, error) {
+	return s.g.Revisions(ctx, s.tx, driver.SchemaRevisionsParams{StreamID: streamID, Version: version})
+}
+
+func (s revisionSteps[T]) Settings(ctx context.Context, streamID int64) (driver.RegistrySettings, error) {
+	return s.g.Settings(ctx, s.tx, streamID)
+}
+
+func (s revisionSteps[T]) AssignID(ctx context.Context, rev driver.SchemaRevision) (int64, error) {
+	return s.g.AssignID(ctx, s.tx, rev)
+}
+
+// InsertRevision first removes reference rows left by a deleted stream
+// whose id was reused.
+func (s revisionSteps[T]) InsertRevision(ctx context.Context, rev driver.SchemaRevision) error {
+	if _, err := s.tx.ExecContext(ctx, `INSERT INTO schema_revision (stream_id, version, revision, fingerprint, schema_type, schema_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		rev.StreamID, rev.Version, rev.Revision, rev.Fingerprint, rev.Type, string(rev.Schema), s.g.Time(rev.CreatedAt)); err != nil {
+		return err
+	}
+	if _, err := s.tx.ExecContext(ctx, `DELETE FROM schema_reference WHERE stream_id = ? AND version = ? AND revision = ?`, rev.StreamID, rev.Version, rev.Revision); err != nil {
+		return err
+	}
+	for i, ref := range rev.References {
+		if _, err := s.tx.ExecContext(ctx, `INSERT INTO schema_reference (stream_id, version, revision, position, name, ref_stream_id, ref_version, ref_revision, ref_fingerprint)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, rev.StreamID, rev.Version, rev.Revision, i, ref.Name, ref.StreamID, ref.Version, ref.Revision, ref.Fingerprint); err != nil {
+			return err
+		}
+	}
+	return nil
+}
