@@ -13,6 +13,7 @@ require (
 	github.com/sqlstreams/sqlstreams/contrib/fx v0.1.0
 	github.com/sqlstreams/sqlstreams/contrib/jsonschema v0.1.0
 	github.com/sqlstreams/sqlstreams/contrib/otel v0.1.0
+	github.com/sqlstreams/sqlstreams/contrib/protobuf v0.1.0
 	github.com/sqlstreams/sqlstreams/core v0.1.0
 	github.com/sqlstreams/sqlstreams/driver/mysql v0.1.0
 	github.com/sqlstreams/sqlstreams/driver/postgres v0.1.0
@@ -25,6 +26,7 @@ require (
 	go.opentelemetry.io/otel/trace v1.47.0
 	go.uber.org/fx v1.24.0
 	go.uber.org/goleak v1.3.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -49,7 +51,6 @@ require (
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/sqlstreams/sqlstreams/contrib/avro v0.1.0 // indirect
-	github.com/sqlstreams/sqlstreams/contrib/protobuf v0.1.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.uber.org/dig v1.19.0 // indirect
@@ -58,7 +59,6 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect

@@ -1,7 +1,8 @@
 package avro_test
 
 import (
-	"fmt"
+	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -55,56 +56,46 @@ func problemsOf(ds []schema.Difference) []problem {
 	return out
 }
 
+// resolutionCase is one case of testdata/resolution.json: a reader and a
+// writer (Avro schemas, as JSON) and the problems the reader meets, none
+// when it resolves the writer. The cases live in a file so that the
+// Confluent wire tests (.tests/drivers/ccompat) replay the same ones
+// through the API.
+type resolutionCase struct {
+	Name   string          `json:"name"`
+	Reader json.RawMessage `json:"reader"`
+	Writer json.RawMessage `json:"writer"`
+	Want   []struct {
+		Kind schema.DiffKind `json:"kind"`
+		Path string          `json:"path"`
+	} `json:"want"`
+}
+
+func resolutionCases(t *testing.T) []resolutionCase {
+	raw, err := os.ReadFile("testdata/resolution.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []resolutionCase
+	if err := json.Unmarshal(raw, &cases); err != nil || len(cases) == 0 {
+		t.Fatalf("testdata/resolution.json: %d cases, %v", len(cases), err)
+	}
+	return cases
+}
+
 // TestResolution: each rule of Avro's schema resolution, reader against
 // writer, with the kind and the path of what breaks; and hamba/avro's own
 // resolver agrees on every verdict.
 func TestResolution(t *testing.T) {
-	enum := func(symbols, extra string) string {
-		return `{"type":"enum","name":"Status","symbols":[` + symbols + `]` + extra + `}`
-	}
-	fixed := func(name string, size int, extra string) string {
-		return fmt.Sprintf(`{"type":"fixed","name":%q,"size":%d%s}`, name, size, extra)
-	}
-	for _, tc := range []struct {
-		name           string
-		reader, writer string
-		want           []problem
-	}{
-		{"same record", orderV1, orderV1, nil},
-		{"reader field with a default", orderV2, orderV1, nil},
-		{"reader field without a default", orderV3, orderV2, []problem{{avro.ReaderFieldMissingDefaultValue, "/fields/4"}}},
-		{"writer field the reader lacks is skipped", orderV1, orderV3, nil},
-		{"field found by the reader's alias", record(`{"name":"id","aliases":["orderId"],"type":"string"}`), orderV1, nil},
-		{"field renamed without an alias", record(`{"name":"id","type":"string"}`), orderV1, []problem{{avro.ReaderFieldMissingDefaultValue, "/fields/0"}}},
-		{"int promotes to long", record(`{"name":"n","type":"long"}`), record(`{"name":"n","type":"int"}`), nil},
-		{"int promotes to double", record(`{"name":"n","type":"double"}`), record(`{"name":"n","type":"int"}`), nil},
-		{"long does not narrow to int", record(`{"name":"n","type":"int"}`), record(`{"name":"n","type":"long"}`), []problem{{avro.TypeMismatch, "/fields/0/type"}}},
-		{"string reads bytes", record(`{"name":"n","type":"string"}`), record(`{"name":"n","type":"bytes"}`), nil},
-		{"string does not read int", record(`{"name":"n","type":"string"}`), record(`{"name":"n","type":"int"}`), []problem{{avro.TypeMismatch, "/fields/0/type"}}},
-		{"record renamed", `{"type":"record","name":"OrderCancelled","namespace":"shop.orders","fields":[]}`, orderV1, []problem{{avro.NameMismatch, "/name"}}},
-		{"record renamed with an alias", `{"type":"record","name":"Order","namespace":"shop.orders","aliases":["OrderPlaced"],"fields":[]}`, orderV1, nil},
-		{"same name in another namespace", `{"type":"record","name":"OrderPlaced","namespace":"billing","fields":[]}`, orderV1, nil},
-		{"enum symbol added to the reader", enum(`"A","B","C"`, ""), enum(`"A","B"`, ""), nil},
-		{"enum symbols the reader lacks", enum(`"A"`, ""), enum(`"A","B","C"`, ""), []problem{{avro.MissingEnumSymbols, "/symbols"}}},
-		{"enum symbols the reader lacks, with a default", enum(`"A","UNKNOWN"`, `,"default":"UNKNOWN"`), enum(`"A","B"`, ""), nil},
-		{"fixed resized", fixed("Hash", 16, ""), fixed("Hash", 32, ""), []problem{{avro.FixedSizeMismatch, "/size"}}},
-		{"fixed renamed", fixed("Digest", 16, ""), fixed("Hash", 16, ""), []problem{{avro.NameMismatch, "/name"}}},
-		{"array items promote", `{"type":"array","items":"long"}`, `{"type":"array","items":"int"}`, nil},
-		{"array items mismatch", `{"type":"array","items":"int"}`, `{"type":"array","items":"string"}`, []problem{{avro.TypeMismatch, "/items"}}},
-		{"map values mismatch", `{"type":"map","values":"boolean"}`, `{"type":"map","values":"int"}`, []problem{{avro.TypeMismatch, "/values"}}},
-		{"nullable reader reads its type", `["null","string"]`, `"string"`, nil},
-		{"reader union lacks the writer's type", `["null","string"]`, `"int"`, []problem{{avro.MissingUnionBranch, "/"}}},
-		{"writer union the reader covers", `["null","string","long"]`, `["string","null"]`, nil},
-		{"writer union with a branch the reader lacks", `["null","string"]`, `["null","string","int"]`, []problem{{avro.MissingUnionBranch, "/"}}},
-		{"writer union read by a plain type", `"string"`, `["null","string"]`, []problem{{avro.TypeMismatch, "/"}}},
-		{"union branch promotes", `["null","double"]`, `"int"`, nil},
-		{"field inside a union branch", `["null",` + orderV3 + `]`, `["null",` + orderV2 + `]`, []problem{{avro.ReaderFieldMissingDefaultValue, "/1/fields/4"}}},
-		{"array of records", `{"type":"array","items":` + orderV3 + `}`, `{"type":"array","items":` + orderV1 + `}`,
-			[]problem{{avro.ReaderFieldMissingDefaultValue, "/items/fields/4"}}},
-		{"primitive to record", orderV1, `"string"`, []problem{{avro.TypeMismatch, "/"}}},
-		{"recursive record", `{"type":"record","name":"Node","fields":[{"name":"next","type":["null","Node"]},{"name":"v","type":"long"}]}`,
-			`{"type":"record","name":"Node","fields":[{"name":"next","type":["null","Node"]},{"name":"v","type":"int"}]}`, nil},
-	} {
+	for _, c := range resolutionCases(t) {
+		tc := struct {
+			name           string
+			reader, writer string
+			want           []problem
+		}{name: c.Name, reader: string(c.Reader), writer: string(c.Writer)}
+		for _, p := range c.Want {
+			tc.want = append(tc.want, problem{p.Kind, p.Path})
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			r, w := parse(t, tc.reader), parse(t, tc.writer)
 			diffs := r.ReadsFrom(w)

@@ -1,6 +1,8 @@
 package protobuf_test
 
 import (
+	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -50,97 +52,45 @@ const (
 
 var base = order(orderID + customer + total)
 
+// ruleCase is one case of testdata/rules.json: a writer and a reader
+// (.proto files) and every difference found between them, with its verdict.
+// The cases live in a file so that the Confluent wire tests
+// (.tests/drivers/ccompat) replay the same ones through the API.
+type ruleCase struct {
+	Name   string `json:"name"`
+	Writer string `json:"writer"`
+	Reader string `json:"reader"`
+	Want   []struct {
+		Kind       schema.DiffKind `json:"kind"`
+		Path       string          `json:"path"`
+		Compatible bool            `json:"compatible"`
+	} `json:"want"`
+}
+
+func ruleCases(t *testing.T) []ruleCase {
+	raw, err := os.ReadFile("testdata/rules.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []ruleCase
+	if err := json.Unmarshal(raw, &cases); err != nil || len(cases) == 0 {
+		t.Fatalf("testdata/rules.json: %d cases, %v", len(cases), err)
+	}
+	return cases
+}
+
 // TestRules: each of Confluent's Protobuf rules, writer against reader,
 // with the kind, the path and the verdict of every difference.
 func TestRules(t *testing.T) {
-	for _, tc := range []struct {
-		name           string
-		writer, reader string
-		want           []found
-	}{
-		{"same file", base, base, nil},
-		{"comments, spacing and field order", base, order("// the total\n  int64   total_cents = 3;\n" + customer + orderID), nil},
-		{"field added", base, order(orderID + customer + total + "string channel = 4;"),
-			[]found{{protobuf.FieldAdded, "#/OrderPlaced/4", true}}},
-		{"field removed", base, order(orderID + customer),
-			[]found{{protobuf.FieldRemoved, "#/OrderPlaced/3", true}}},
-		{"field renamed", base, order(orderID + customer + "int64 amount = 3;"),
-			[]found{{protobuf.FieldNameChanged, "#/OrderPlaced/3", true}}},
-		{"int64 to int32: one varint group", base, order(orderID + customer + "int32 total_cents = 3;"), nil},
-		{"int64 to bool: one varint group", base, order(orderID + customer + "bool total_cents = 3;"), nil},
-		{"enum read as int32", file("enum S { A = 0; }\nmessage OrderPlaced { S s = 1; }"), file("enum S { A = 0; }\nmessage OrderPlaced { int32 s = 1; }"), nil},
-		{"sint32 to sint64", order("sint32 n = 1;"), order("sint64 n = 1;"), nil},
-		{"fixed32 to sfixed32", order("fixed32 n = 1;"), order("sfixed32 n = 1;"), nil},
-		{"fixed64 to sfixed64", order("fixed64 n = 1;"), order("sfixed64 n = 1;"), nil},
-		{"string to bytes", order("string n = 1;"), order("bytes n = 1;"), nil},
-		{"int64 to sint64", order("int64 n = 1;"), order("sint64 n = 1;"),
-			[]found{{protobuf.FieldScalarKindChanged, "#/OrderPlaced/1", false}}},
-		{"int64 to string", base, order(orderID + customer + "string total_cents = 3;"),
-			[]found{{protobuf.FieldScalarKindChanged, "#/OrderPlaced/3", false}}},
-		{"fixed32 to fixed64", order("fixed32 n = 1;"), order("fixed64 n = 1;"),
-			[]found{{protobuf.FieldScalarKindChanged, "#/OrderPlaced/1", false}}},
-		{"float to double", order("float n = 1;"), order("double n = 1;"),
-			[]found{{protobuf.FieldScalarKindChanged, "#/OrderPlaced/1", false}}},
-		{"scalar to message", file("message M {}\nmessage OrderPlaced { string m = 1; }"), file("message M {}\nmessage OrderPlaced { M m = 1; }"),
-			[]found{{protobuf.FieldKindChanged, "#/OrderPlaced/1", false}}},
-		{"message to map", file("message M {}\nmessage OrderPlaced { M m = 1; }"), file("message M {}\nmessage OrderPlaced { map<string, M> m = 1; }"),
-			[]found{{protobuf.FieldKindChanged, "#/OrderPlaced/1", false}}},
-		{"map value kind", order("map<string, int64> m = 1;"), order("map<string, string> m = 1;"),
-			[]found{{protobuf.FieldScalarKindChanged, "#/OrderPlaced/1", false}}},
-		{"message type changed", file("message A {}\nmessage B {}\nmessage OrderPlaced { A m = 1; }"), file("message A {}\nmessage B {}\nmessage OrderPlaced { B m = 1; }"),
-			[]found{{protobuf.FieldNamedTypeChanged, "#/OrderPlaced/1", false}}},
-		{"well-known type kept", "syntax = \"proto3\";\nimport \"google/protobuf/timestamp.proto\";\nmessage M { google.protobuf.Timestamp at = 1; }",
-			"syntax = \"proto3\";\nimport \"google/protobuf/timestamp.proto\";\nmessage M { .google.protobuf.Timestamp at = 1; }", nil},
-		{"int64 made repeated", order("int64 n = 1;"), order("repeated int64 n = 1;"),
-			[]found{{protobuf.FieldNumericLabelChanged, "#/OrderPlaced/1", false}}},
-		{"string made repeated", order("string n = 1;"), order("repeated string n = 1;"),
-			[]found{{protobuf.FieldStringOrBytesLabel, "#/OrderPlaced/1", true}}},
-		{"optional is singular", order("int64 n = 1;"), order("optional int64 n = 1;"), nil},
-		{"message removed", file("message OrderPlaced {}\nmessage Refund {}"), file("message OrderPlaced {}"),
-			[]found{{protobuf.MessageRemoved, "#/Refund", false}}},
-		{"message added", file("message OrderPlaced {}"), file("message OrderPlaced {}\nmessage Refund {}"),
-			[]found{{protobuf.MessageAdded, "#/Refund", true}}},
-		{"nested message removed", file("message OrderPlaced { message Line {} }"), file("message OrderPlaced {}"),
-			[]found{{protobuf.MessageRemoved, "#/OrderPlaced/Line", false}}},
-		{"nested field changed", file("message OrderPlaced { message Line { int64 q = 1; } }"), file("message OrderPlaced { message Line { string q = 1; } }"),
-			[]found{{protobuf.FieldScalarKindChanged, "#/OrderPlaced/Line/1", false}}},
-		{"package changed", base, strings.Replace(base, "shop.orders", "shop.sales", 1),
-			[]found{{protobuf.PackageChanged, "#/", false}}},
-		{"enum value removed", file("enum S { A = 0; B = 1; }"), file("enum S { A = 0; }"),
-			[]found{{protobuf.EnumConstRemoved, "#/S/1", true}}},
-		{"enum value added", file("enum S { A = 0; }"), file("enum S { A = 0; B = 1; }"),
-			[]found{{protobuf.EnumConstAdded, "#/S/1", true}}},
-		{"enum value renamed", file("enum S { A = 0; B = 1; }"), file("enum S { A = 0; C = 1; }"),
-			[]found{{protobuf.EnumConstChanged, "#/S/1", true}}},
-		{"enum removed", file("enum S { A = 0; }"), file(""),
-			[]found{{protobuf.EnumRemoved, "#/S", true}}},
-		{"oneof member removed", order("oneof pay { string card = 1; string iban = 2; }"), order("oneof pay { string card = 1; }"),
-			[]found{{protobuf.OneofFieldRemoved, "#/OrderPlaced/pay/2", false}}},
-		{"oneof member added", order("oneof pay { string card = 1; }"), order("oneof pay { string card = 1; string iban = 2; }"),
-			[]found{{protobuf.OneofFieldAdded, "#/OrderPlaced/pay/2", true}}},
-		{"oneof removed with its members", order("int64 n = 3; oneof pay { string card = 1; string iban = 2; }"), order("int64 n = 3;"),
-			[]found{{protobuf.OneofRemoved, "#/OrderPlaced/pay", true}}},
-		{"one field moved into a new oneof", order("string card = 1;"), order("oneof pay { string card = 1; string iban = 2; }"),
-			[]found{{protobuf.OneofAdded, "#/OrderPlaced/pay", true}, {protobuf.OneofFieldAdded, "#/OrderPlaced/pay/2", true}}},
-		{"two fields moved into a oneof", order("string card = 1; string iban = 2;"), order("oneof pay { string card = 1; string iban = 2; }"),
-			[]found{{protobuf.MultipleFieldsMovedToOneof, "#/OrderPlaced/pay", false}, {protobuf.OneofAdded, "#/OrderPlaced/pay", true}}},
-		{"field moved into an existing oneof", order("string iban = 2; oneof pay { string card = 1; }"), order("oneof pay { string card = 1; string iban = 2; }"),
-			[]found{{protobuf.FieldMovedToExistingOneof, "#/OrderPlaced/pay", false}}},
-		{"field moved out of a oneof", order("oneof pay { string card = 1; string iban = 2; }"), order("string card = 1; oneof pay { string iban = 2; }"),
-			[]found{{protobuf.OneofFieldMovedToTopLevel, "#/OrderPlaced/1", true}}},
-		{"oneof member's kind changed", order("oneof pay { string card = 1; }"), order("oneof pay { int64 card = 1; }"),
-			[]found{{protobuf.FieldScalarKindChanged, "#/OrderPlaced/pay/1", false}}},
-		{"required field added", "syntax = \"proto2\";\nmessage M { optional int32 a = 1; }", "syntax = \"proto2\";\nmessage M { optional int32 a = 1; required int32 b = 2; }",
-			[]found{{protobuf.RequiredFieldAdded, "#/M/2", false}}},
-		{"required field removed", "syntax = \"proto2\";\nmessage M { optional int32 a = 1; required int32 b = 2; }", "syntax = \"proto2\";\nmessage M { optional int32 a = 1; }",
-			[]found{{protobuf.RequiredFieldRemoved, "#/M/2", false}}},
-		{"required made optional", "syntax = \"proto2\";\nmessage M { required int32 a = 1; }", "syntax = \"proto2\";\nmessage M { optional int32 a = 1; }",
-			[]found{{protobuf.FieldNumericLabelChanged, "#/M/1", false}}},
-		{"reserved number reused", order("reserved 4; reserved \"channel\";" + orderID), order(orderID + "int64 channel_id = 4;"),
-			[]found{{protobuf.FieldAdded, "#/OrderPlaced/4", true}, {protobuf.ReservedFieldReused, "#/OrderPlaced/4", true}}},
-		{"reserved name reused", order("reserved \"channel\";" + orderID), order(orderID + "int64 channel = 5;"),
-			[]found{{protobuf.FieldAdded, "#/OrderPlaced/5", true}, {protobuf.ReservedFieldReused, "#/OrderPlaced/5", true}}},
-	} {
+	for _, c := range ruleCases(t) {
+		tc := struct {
+			name           string
+			writer, reader string
+			want           []found
+		}{name: c.Name, writer: c.Writer, reader: c.Reader}
+		for _, f := range c.Want {
+			tc.want = append(tc.want, found{f.Kind, f.Path, f.Compatible})
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			got := differences(parse(t, tc.reader).ReadsFrom(parse(t, tc.writer)))
 			want := tc.want

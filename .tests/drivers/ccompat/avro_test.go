@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -262,8 +263,12 @@ func transitive(t *testing.T, cl *sr.Client, subject, against string) {
 // lists, a body without schemaType read as AVRO, and the same text
 // registered as JSON and as AVRO being two schemas with two ids.
 func TestAvroWire(t *testing.T) {
-	b := backends(t)[0]
-	srv := serve(t, b.open(t), nil)
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) { avroTypes(t, serve(t, b.open(t), nil)) })
+	}
+}
+
+func avroTypes(t *testing.T, srv *httptest.Server) {
 	post := func(path, body string) (int, map[string]any) {
 		resp, err := http.Post(srv.URL+path, "application/vnd.schemaregistry.v1+json", strings.NewReader(body))
 		if err != nil {

@@ -5,6 +5,11 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/sqlstreams/sqlstreams/contrib/protobuf"
 )
 
 // The order message of the Protobuf evolution story, in the versions it
@@ -108,8 +113,98 @@ func protobufStory(t *testing.T, cl *sr.Client, names storyNames) {
 		t.Errorf("v1 respaced: %+v, %v; want id %d, version 1", again, err, v1.ID)
 	}
 
+	protoWireBytes(t, cl, v1.ID, v2.ID)
 	protoRemoval(t, cl, names.removal)
 	protoTransitive(t, cl, names.transitive, names.against)
+}
+
+// protoOrder is what a consumer reads of an OrderPlaced: the three fields both
+// versions know, the currency (empty where the reader has no such field),
+// and whether the message kept bytes its descriptor does not know.
+type protoOrder struct {
+	orderID, customerID string
+	totalCents          int64
+	currency            string
+	unknown             bool
+}
+
+// protoWireBytes: a producer on v1 and one on v2 frame their messages as
+// Confluent's serializers do (a zero byte, the schema id in four bytes, the
+// message-index array, a single 0 for the first message, then the message);
+// a consumer holding v1 and one holding v2 read both. The old reader skips
+// the new field (keeping it as unknown bytes); the new reader of old bytes
+// sees the field's default, the empty string.
+func protoWireBytes(t *testing.T, cl *sr.Client, id1, id2 int) {
+	message := func(text string) protoreflect.MessageDescriptor {
+		d, err := protobuf.Parse([]byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Descriptor().Messages().Get(0)
+	}
+	encode := func(id int, md protoreflect.MessageDescriptor, values map[string]protoreflect.Value) []byte {
+		m := dynamicpb.NewMessage(md)
+		for name, v := range values {
+			m.Set(md.Fields().ByName(protoreflect.Name(name)), v)
+		}
+		body, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h sr.ConfluentHeader
+		b, err := h.AppendEncode(nil, id, []int{0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(b, body...)
+	}
+	decode := func(reader string, framed []byte) protoOrder {
+		var h sr.ConfluentHeader
+		id, rest, err := h.DecodeID(framed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		index, body, err := h.DecodeIndex(rest, 1)
+		if err != nil || len(index) != 1 || index[0] != 0 {
+			t.Fatalf("message index %v, %v; want [0]", index, err)
+		}
+		// The writer's schema is fetched by id and names the message the
+		// index points at, as a Confluent deserializer checks.
+		writer, err := cl.SchemaByID(ctx(t), id)
+		if err != nil || writer.Type != sr.TypeProtobuf {
+			t.Fatalf("SchemaByID(%d) = %+v, %v", id, writer, err)
+		}
+		rd := message(reader)
+		if wd := message(writer.Schema); wd.FullName() != rd.FullName() {
+			t.Fatalf("writer %d holds %s, the reader %s", id, wd.FullName(), rd.FullName())
+		}
+		m := dynamicpb.NewMessage(rd)
+		if err := proto.Unmarshal(body, m); err != nil {
+			t.Fatal(err)
+		}
+		get := func(name string) protoreflect.Value {
+			if f := rd.Fields().ByName(protoreflect.Name(name)); f != nil {
+				return m.Get(f)
+			}
+			return protoreflect.ValueOfString("")
+		}
+		return protoOrder{get("order_id").String(), get("customer_id").String(), get("total_cents").Int(), get("currency").String(), len(m.GetUnknown()) > 0}
+	}
+	str, i64 := protoreflect.ValueOfString, protoreflect.ValueOfInt64
+	oldBytes := encode(id1, message(protoV1), map[string]protoreflect.Value{"order_id": str("ord_1"), "customer_id": str("cus_9"), "total_cents": i64(4200)})
+	newBytes := encode(id2, message(protoV2), map[string]protoreflect.Value{"order_id": str("ord_2"), "customer_id": str("cus_9"), "total_cents": i64(1500), "currency": str("USD")})
+	if oldBytes[0] != 0 || oldBytes[5] != 0 || len(oldBytes) != 6+17 {
+		t.Errorf("v1 message: % x; want a zero byte, the id, the index 0 and 17 bytes of Protobuf", oldBytes)
+	}
+	if got := decode(protoV1, newBytes); got != (protoOrder{"ord_2", "cus_9", 1500, "", true}) {
+		t.Errorf("old reader, new bytes: %+v; want the currency skipped, kept as unknown bytes", got)
+	}
+	if got := decode(protoV2, oldBytes); got != (protoOrder{"ord_1", "cus_9", 4200, "", false}) {
+		t.Errorf("new reader, old bytes: %+v; want the currency's default, empty", got)
+	}
+	if got := decode(protoV2, newBytes); got != (protoOrder{"ord_2", "cus_9", 1500, "USD", false}) {
+		t.Errorf("new reader, new bytes: %+v", got)
+	}
 }
 
 // protoRemoval: a field's removal passes BACKWARD, FORWARD and FULL, as in
