@@ -15,6 +15,34 @@ import (
 func init() {
 	register("R9_SchemaIDs", testSchemaIDs)
 	register("R9_DocumentPolicy", testDocumentPolicy)
+	register("R9_DenseSchemaIDs", testDenseSchemaIDs)
+}
+
+// R9: recording a known schema again, in any stream, uses up no global id,
+// so the next new schema gets the next id, as Confluent's registry hands
+// them out (an insert that meets the stored fingerprint would burn a
+// sequence or auto-increment value each time).
+func testDenseSchemaIDs(t *testing.T, h *harness) {
+	reg := h.client(t).Registry()
+	one := []byte(`{"type": "object", "properties": {"id": {"type": "string"}}}`)
+	two := []byte(`{"type": "object", "properties": {"n": {"type": "integer"}}}`)
+	first, err := reg.Register(ctx(t), "r9d-a", 1, one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stream := range []string{"r9d-b", "r9d-c", "r9d-a"} {
+		again, err := reg.Register(ctx(t), stream, 1, one)
+		if err != nil || again.ID != first.ID {
+			t.Fatalf("the schema again in %s: id %d, %v; want id %d", stream, again.ID, err, first.ID)
+		}
+	}
+	next, err := reg.Register(ctx(t), "r9d-d", 1, two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.ID != first.ID+1 {
+		t.Errorf("a new schema after the first was recorded again: id %d, want %d", next.ID, first.ID+1)
+	}
 }
 
 // R9, the rules for documents: a document registered or checked by hand is

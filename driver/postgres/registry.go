@@ -99,6 +99,15 @@ func withReferences(ctx context.Context, q querier, streamID int64, revs []drive
 // second waits for the first and then reads its id.
 func assignID(ctx context.Context, tx pgx.Tx, rev driver.SchemaRevision) (int64, error) {
 	var id int64
+	// Look first, as sqldb.Registry does: an insert that meets a stored
+	// fingerprint uses up a sequence value, and ids would skip.
+	err := tx.QueryRow(ctx, `SELECT id FROM schema_id WHERE fingerprint = $1::text`, rev.Fingerprint).Scan(&id)
+	switch {
+	case err == nil:
+		return id, driver.IDConflict(rev.ID, id)
+	case !errors.Is(err, pgx.ErrNoRows):
+		return 0, err
+	}
 	if rev.ID != 0 {
 		var fp string
 		err := tx.QueryRow(ctx, `SELECT fingerprint FROM schema_id WHERE id = $1::bigint`, rev.ID).Scan(&fp)
@@ -109,7 +118,6 @@ func assignID(ctx context.Context, tx pgx.Tx, rev driver.SchemaRevision) (int64,
 			return 0, err
 		}
 	}
-	var err error
 	if rev.ID != 0 {
 		err = tx.QueryRow(ctx, `INSERT INTO schema_id (id, fingerprint, schema_type, schema_json, created_at) VALUES ($1::bigint, $2::text, $3::text, $4::text, $5::timestamptz)
 			ON CONFLICT DO NOTHING RETURNING id`, rev.ID, rev.Fingerprint, rev.Type, string(rev.Schema), rev.CreatedAt).Scan(&id)
