@@ -122,8 +122,9 @@ func TestBrowserReplay(t *testing.T) {
 // 1280-pixel-wide PNG; with -update-screenshots it writes them to
 // docs/console for reviewers.
 func TestScreenshots(t *testing.T) {
-	c := openClient(t, engines()[0], sqlstreams.WithSampleInterval(activitySamples))
+	c := openClient(t, engines()[0], sqlstreams.WithSampleInterval(activitySamples), sqlstreams.WithHeartbeatInterval(time.Hour))
 	dead := seed(t, c)
+	seedMembers(t, c)
 	seedActivity(t, c, 6)
 	srv := serve(t, c, true).URL + prefix
 	ctx := browser(t, 3*time.Minute)
@@ -162,6 +163,7 @@ func TestScreenshots(t *testing.T) {
 		{"stream", s, []chromedp.Action[chromedp.Void]{chromedp.WaitVisible(chromedp.CSS(`#activity[data-state="drawn"]`))}},
 		{"activity", "/streams/payments", []chromedp.Action[chromedp.Void]{chromedp.WaitVisible(chromedp.CSS(`#activity[data-state="drawn"]`))}},
 		{"group", s + "/groups/billing", nil},
+		{"group-members", s + "/groups/audit", []chromedp.Action[chromedp.Void]{chromedp.WaitVisible(chromedp.CSS(`#members tr[data-member="instance-crashed-3"]`))}},
 		{"reset-plan", s + "/groups/audit", []chromedp.Action[chromedp.Void]{chromedp.Click(chromedp.ID("plan-reset")), chromedp.WaitVisible(chromedp.ID("plan"))}},
 		{"alter-plan", s, []chromedp.Action[chromedp.Void]{chromedp.SendKeys(chromedp.CSS(`#alter input[name="partitions"]`), "4"),
 			chromedp.SendKeys(chromedp.CSS(`#alter input[name="max_age"]`), "72h"), chromedp.Click(chromedp.ID("plan-alter")), chromedp.WaitVisible(chromedp.ID("alter-plan"))}},
