@@ -77,21 +77,23 @@ func membersGone(t testing.TB, c *sqlstreams.Client, tg conformance.Target, ns, 
 	if err := dying.Close(); !errors.Is(err, sqlstreams.ErrClosed) {
 		t.Fatalf("closing the client whose database went away: %v, want ErrClosed", err)
 	}
-	for {
+	var cm, lm sqlstreams.MemberInfo
+	wait, stop := context.WithTimeout(ctx, 30*time.Second) // within ctx, so that Members can still answer
+	defer stop()
+	for wait.Err() == nil {
 		states := map[string]sqlstreams.MemberInfo{}
 		members := fatal{t}.on(c.Members(ctx))
 		for _, m := range members {
 			states[m.Identity] = m
 		}
-		cm, lm := states["closed-cleanly"], states["lost-database"]
+		cm, lm = states["closed-cleanly"], states["lost-database"]
 		if cm.State == sqlstreams.MemberLeft && lm.State == sqlstreams.MemberGone {
 			return cm.Instance, lm.Instance
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("closed-cleanly is %q, lost-database %q; want left and gone", cm.State, lm.State)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the records, bounded by ctx
+		time.Sleep(20 * time.Millisecond) // polling the records, bounded by wait
 	}
+	t.Fatalf("closed-cleanly is %q, lost-database %q; want left and gone", cm.State, lm.State)
+	return "", ""
 }
 
 // recorded waits until c's heartbeat record lists n groups: a client
