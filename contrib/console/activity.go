@@ -14,7 +14,7 @@ import (
 var historyWindows = map[string]time.Duration{"1h": time.Hour, "24h": 24 * time.Hour}
 
 // historyPage answers /api/streams/{s}/history?window=1h|24h, which the
-// stream page's charts (static/charts.js) read and redraw every 30 s.
+// stream page's charts (static/charts.js) read and redraw every Options.ChartRefresh.
 func (h *handler) historyPage(r *http.Request) (any, error) {
 	window := r.URL.Query().Get("window")
 	if window == "" {

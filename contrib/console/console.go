@@ -46,6 +46,13 @@ type Options struct {
 	// RequestTimeout bounds the database work of one request. The default
 	// is 30s.
 	RequestTimeout time.Duration
+	// ChartRefresh is how often an open stream page reads its Activity
+	// history again and redraws the charts, without a reload. Samples are
+	// taken about once a minute (sqlstreams.WithSampleInterval), so a
+	// shorter refresh mostly redraws the same points; it is here for hosts
+	// sampling faster, and for tests that watch a chart grow. The default
+	// is 30s.
+	ChartRefresh time.Duration
 }
 
 //go:embed templates/*.html static/*
@@ -69,6 +76,12 @@ func New(client *sqlstreams.Client, opts Options) (http.Handler, error) {
 	}
 	if opts.RequestTimeout == 0 {
 		opts.RequestTimeout = 30 * time.Second
+	}
+	if opts.ChartRefresh < 0 {
+		return nil, fmt.Errorf("%w: ChartRefresh %v is negative; use 0 for the default of 30s", ErrInvalidOptions, opts.ChartRefresh)
+	}
+	if opts.ChartRefresh == 0 {
+		opts.ChartRefresh = 30 * time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -2,11 +2,13 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/sqlstreams/sqlstreams/contrib/console"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
@@ -46,6 +48,26 @@ func ExampleNew() {
 	fmt.Println(rec.Code, strings.Contains(rec.Body.String(), `"name": "orders.placed"`))
 	// Output:
 	// 200 true
+}
+
+// ChartRefresh sets how often an open stream page redraws its Activity
+// charts from the history, without a reload; 0 keeps the default of 30s,
+// and a negative interval is refused.
+func ExampleOptions_chartRefresh() {
+	ctx := context.Background()
+	client, err := sqlstreams.Open(ctx, memdriver.Open(), sqlstreams.WithMaintenanceInterval(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	_, err = console.New(client, console.Options{ChartRefresh: 5 * time.Second})
+	fmt.Println(err)
+	_, err = console.New(client, console.Options{ChartRefresh: -time.Second})
+	fmt.Println(errors.Is(err, console.ErrInvalidOptions))
+	// Output:
+	// <nil>
+	// true
 }
 
 // The standalone console (sqlstreams console --listen) wraps the handler in

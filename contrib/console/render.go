@@ -39,11 +39,15 @@ func (h *handler) parseTemplates() error {
 			}
 			return b.String()
 		},
-		"static":  func(name string) string { return h.prefix + "/static/" + name },
-		"csrf":    func() string { return h.csrf },
-		"actions": func() bool { return h.opts.AllowActions },
-		"ts":      formatTime,
-		"ago":     view.Ago,
+		"static": func(name string) string { return h.prefix + "/static/" + name },
+		"csrf":   func() string { return h.csrf },
+		// refreshMs is Options.ChartRefresh for charts.js, refresh the
+		// same for people.
+		"refreshMs": func() int64 { return h.opts.ChartRefresh.Milliseconds() },
+		"refresh":   func() string { return h.opts.ChartRefresh.String() },
+		"actions":   func() bool { return h.opts.AllowActions },
+		"ts":        formatTime,
+		"ago":       view.Ago,
 		"rfc3339": func(t time.Time) string {
 			if t.IsZero() {
 				return ""

@@ -122,8 +122,9 @@ func TestBrowserReplay(t *testing.T) {
 // 1280-pixel-wide PNG; with -update-screenshots it writes them to
 // docs/console for reviewers.
 func TestScreenshots(t *testing.T) {
-	c := openClient(t, engines()[0], sqlstreams.WithSampleInterval(activitySamples))
+	c := openClient(t, engines()[0], sqlstreams.WithSampleInterval(activitySamples), sqlstreams.WithHeartbeatInterval(time.Hour))
 	dead := seed(t, c)
+	seedMembers(t, c)
 	seedActivity(t, c, 6)
 	srv := serve(t, c, true).URL + prefix
 	ctx := browser(t, 3*time.Minute)
@@ -162,6 +163,7 @@ func TestScreenshots(t *testing.T) {
 		{"stream", s, []chromedp.Action[chromedp.Void]{chromedp.WaitVisible(chromedp.CSS(`#activity[data-state="drawn"]`))}},
 		{"activity", "/streams/payments", []chromedp.Action[chromedp.Void]{chromedp.WaitVisible(chromedp.CSS(`#activity[data-state="drawn"]`))}},
 		{"group", s + "/groups/billing", nil},
+		{"group-members", s + "/groups/audit", []chromedp.Action[chromedp.Void]{chromedp.WaitVisible(chromedp.CSS(`#members tr[data-member="instance-crashed-3"]`))}},
 		{"reset-plan", s + "/groups/audit", []chromedp.Action[chromedp.Void]{chromedp.Click(chromedp.ID("plan-reset")), chromedp.WaitVisible(chromedp.ID("plan"))}},
 		{"alter-plan", s, []chromedp.Action[chromedp.Void]{chromedp.SendKeys(chromedp.CSS(`#alter input[name="partitions"]`), "4"),
 			chromedp.SendKeys(chromedp.CSS(`#alter input[name="max_age"]`), "72h"), chromedp.Click(chromedp.ID("plan-alter")), chromedp.WaitVisible(chromedp.ID("alter-plan"))}},
@@ -199,29 +201,49 @@ func TestScreenshots(t *testing.T) {
 	}
 }
 
-// TestBrowserMembers: in Chromium, the group page shows a member that went
-// away as gone and the idle consumer beside it as live.
+// TestBrowserMembers: in Chromium on SQLite and PostgreSQL, the group page
+// shows the members that went away beside the idle consumer that is live:
+// a real client that closed cleanly as left, a real client that lost its
+// database as gone once it missed its beats, and a record of one that
+// stopped beating two hours ago as gone.
 func TestBrowserMembers(t *testing.T) {
-	c := openClient(t, engines()[0], sqlstreams.WithHeartbeatInterval(time.Hour))
-	seed(t, c)
-	seedMembers(t, c)
-	srv := serve(t, c, false).URL + prefix
-	ctx := browser(t, 90*time.Second)
-	if err := chromedp.Do(ctx, chromedp.Navigate(srv+"/streams/"+orders+"/groups/audit")); err != nil {
-		t.Fatal(err)
-	}
-	for instance, want := range map[string]string{"instance-crashed-3": "gone", "": "live"} {
-		sel := `#members tr[data-member="` + instance + `"] td:first-child`
-		if instance == "" {
-			sel = `#members tr:not([data-member="instance-crashed-3"]) td:first-child`
-		}
-		got, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("%s: %v", sel, err)
-		}
-		if strings.TrimSpace(got) != want {
-			t.Errorf("%s: %q, want %q", sel, got, want)
-		}
+	for _, tg := range engines()[:2] {
+		t.Run(tg.Name, func(t *testing.T) {
+			ns := tg.NewNamespace(t)
+			c := openOn(t, tg, ns, sqlstreams.WithHeartbeatInterval(time.Hour))
+			seed(t, c)
+			seedMembers(t, c)
+			closed, lost := membersGone(t, c, tg, ns, "audit")
+			srv := serve(t, c, false).URL + prefix
+			ctx := browser(t, 90*time.Second)
+			if err := chromedp.Do(ctx, chromedp.Navigate(srv+"/streams/"+orders+"/groups/audit")); err != nil {
+				t.Fatal(err)
+			}
+			live := fmt.Sprintf(`#members tr:not([data-member="instance-crashed-3"]):not([data-member="%s"]):not([data-member="%s"]) td:first-child`, closed, lost)
+			for sel, want := range map[string]string{
+				`#members tr[data-member="instance-crashed-3"] td:first-child`: "gone",
+				`#members tr[data-member="` + lost + `"] td:first-child`:       "gone",
+				`#members tr[data-member="` + closed + `"] td:first-child`:     "left",
+				live: "live",
+			} {
+				got, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+				if err != nil {
+					t.Fatalf("%s: %v", sel, err)
+				}
+				if strings.TrimSpace(got) != want {
+					t.Errorf("%s: %q, want %q", sel, got, want)
+				}
+			}
+			rows, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#members tbody")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"closed-cleanly", "lost-database", "crashed-3", "console-test"} {
+				if !strings.Contains(rows, id) {
+					t.Errorf("the members table has no %s:\n%s", id, rows)
+				}
+			}
+		})
 	}
 }
 

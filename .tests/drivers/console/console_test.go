@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sqlstreams/sqlstreams/contrib/console"
 )
@@ -22,6 +23,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"trailing slash", console.Options{Prefix: "/console/"}, "no trailing slash"},
 		{"pattern characters", console.Options{Prefix: "/con{sole}"}, `prefix "/con{sole}"`},
 		{"negative timeout", console.Options{RequestTimeout: -1}, "RequestTimeout"},
+		{"negative chart refresh", console.Options{ChartRefresh: -time.Second}, "ChartRefresh"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := console.New(c, tc.opts)

@@ -2,11 +2,13 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"testing"
 	"time"
 
+	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -38,6 +40,60 @@ func seedMembers(t testing.TB, c *sqlstreams.Client) {
 		}
 	}
 	recorded(t, c, 4)
+}
+
+// membersGone runs two real clients of group on namespace ns beside c,
+// each beating every 50ms: one closes cleanly (left), the other loses its
+// database first, so that neither its beats nor its close are recorded,
+// and its record is left to go stale (gone after three missed beats). It
+// returns their instances once c reads them as left and gone.
+func membersGone(t testing.TB, c *sqlstreams.Client, tg conformance.Target, ns, group string) (closed, lost string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const beat = 50 * time.Millisecond
+	clean := openOn(t, tg, ns, sqlstreams.WithIdentity("closed-cleanly"), sqlstreams.WithHeartbeatInterval(beat))
+	fatal{t}.on(clean.Stream[OrderV1](orders).Consumer(group).Register(ctx, nil))
+	recorded(t, clean, 1)
+	if err := clean.Close(); err != nil {
+		t.Fatal(err)
+	}
+	drv, err := tg.Open(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dying, err := sqlstreams.Open(ctx, drv, sqlstreams.WithIdentity("lost-database"), sqlstreams.WithHeartbeatInterval(beat),
+		sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithLogger(quiet()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fatal{t}.on(dying.Stream[OrderV1](orders).Consumer(group).Register(ctx, nil))
+	recorded(t, dying, 1)
+	// The database goes away under the client: every later write of its
+	// record, the close too, fails.
+	if err := drv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dying.Close(); !errors.Is(err, sqlstreams.ErrClosed) {
+		t.Fatalf("closing the client whose database went away: %v, want ErrClosed", err)
+	}
+	var cm, lm sqlstreams.MemberInfo
+	wait, stop := context.WithTimeout(ctx, 30*time.Second) // within ctx, so that Members can still answer
+	defer stop()
+	for wait.Err() == nil {
+		states := map[string]sqlstreams.MemberInfo{}
+		members := fatal{t}.on(c.Members(ctx))
+		for _, m := range members {
+			states[m.Identity] = m
+		}
+		cm, lm = states["closed-cleanly"], states["lost-database"]
+		if cm.State == sqlstreams.MemberLeft && lm.State == sqlstreams.MemberGone {
+			return cm.Instance, lm.Instance
+		}
+		time.Sleep(20 * time.Millisecond) // polling the records, bounded by wait
+	}
+	t.Fatalf("closed-cleanly is %q, lost-database %q; want left and gone", cm.State, lm.State)
+	return "", ""
 }
 
 // recorded waits until c's heartbeat record lists n groups: a client

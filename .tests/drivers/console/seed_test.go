@@ -172,7 +172,14 @@ const prefix = "/ops/sqlstreams"
 // serve mounts the console under prefix on a mux, as a host would.
 func serve(t testing.TB, c *sqlstreams.Client, allow bool) *httptest.Server {
 	t.Helper()
-	h, err := console.New(c, console.Options{Prefix: prefix, AllowActions: allow, Logger: quiet()})
+	return serveWith(t, c, console.Options{AllowActions: allow})
+}
+
+// serveWith serves the console of c under prefix with opts, quiet.
+func serveWith(t testing.TB, c *sqlstreams.Client, opts console.Options) *httptest.Server {
+	t.Helper()
+	opts.Prefix, opts.Logger = prefix, quiet()
+	h, err := console.New(c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 // Activity charts of a stream page: reads the console's JSON history
 // (/api/streams/{s}/history?window=1h|24h) and draws it with uPlot
 // (vendored, uPlot.iife.min.js): the produce rate, each group's consume rate,
-// lag and dead-letter arrivals. Redraws every 30 s and when the window
+// lag and dead-letter arrivals. Redraws every data-refresh-ms milliseconds
+// (console.Options.ChartRefresh, 30 s by default) and when the window
 // changes. Each chart's element gets data-points, the number of points it
 // drew, and #activity data-state "drawn" once a read has been drawn.
 (function () {
@@ -11,7 +12,7 @@
     return;
   }
   const state = document.getElementById("activity-state");
-  const refreshMs = 30000;
+  const refreshMs = Number(root.dataset.refreshMs) > 0 ? Number(root.dataset.refreshMs) : 30000;
   const colors = ["#2f5bd3", "#17803d", "#b45309", "#b42318", "#7c3aed", "#0e7490", "#be185d", "#4b5563"];
   const plots = {};
 
