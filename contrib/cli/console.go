@@ -26,6 +26,7 @@ func (c *CLI) consoleCmd() *cobra.Command {
 	var (
 		listen, prefix, user string
 		allowActions         bool
+		chartRefresh         time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "console",
@@ -55,7 +56,8 @@ the job of a proxy in front of it. The address it listens on is printed on stder
 			if err != nil {
 				return err
 			}
-			h, err := console.New(client, console.Options{Prefix: prefix, AllowActions: allowActions, Logger: c.logger(), RequestTimeout: c.timeout})
+			h, err := console.New(client, console.Options{Prefix: prefix, AllowActions: allowActions, Logger: c.logger(), RequestTimeout: c.timeout,
+				ChartRefresh: chartRefresh})
 			if err != nil {
 				return Usagef("%v", err)
 			}
@@ -74,6 +76,7 @@ the job of a proxy in front of it. The address it listens on is printed on stder
 	f.StringVar(&prefix, "prefix", "", "path prefix to serve under, as in /console")
 	f.BoolVar(&allowActions, "allow-actions", false, "allow replay, discard, cursor resets, group deletion and registry settings")
 	f.StringVar(&user, "basic-auth", "", "ask for this user, with the password in $"+EnvConsolePassword)
+	f.DurationVar(&chartRefresh, "chart-refresh", 0, "how often an open stream page redraws its activity charts (default 30s)")
 	return cmd
 }
 

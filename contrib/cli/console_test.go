@@ -113,6 +113,15 @@ func TestConsoleCommand(t *testing.T) {
 		}
 	})
 
+	t.Run("ChartRefresh", func(t *testing.T) {
+		base, stop := serveConsole(t, dbURL, nil, "--chart-refresh", "2s")
+		defer stop()
+		req, _ := http.NewRequest(http.MethodGet, base+"/streams/orders.placed", nil)
+		if code, body := get(t, req); code != http.StatusOK || !strings.Contains(body, `data-refresh-ms="2000"`) {
+			t.Errorf("stream page with --chart-refresh 2s: %d; want the charts redrawn every 2000 ms:\n%.400s", code, body)
+		}
+	})
+
 	t.Run("BasicAuth", func(t *testing.T) {
 		base, stop := serveConsole(t, dbURL, map[string]string{sqlstreamscli.EnvConsolePassword: "s3cret"}, "--basic-auth", "ops")
 		defer stop()
