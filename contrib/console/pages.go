@@ -684,17 +684,14 @@ func (h *handler) schemaDiffPage(r *http.Request) (any, error) {
 	if page.A, page.B, err = pickPair(r, page.Revisions, fmt.Sprintf("revisions at v%d", version)); err != nil {
 		return nil, err
 	}
-	level, source, err := askedLevel(r, func() (sqlstreams.Setting[schema.Level], error) { return reg.Level(ctx, stream) })
+	page.Comparison, err = judgePair(r, page.A, page.B, func() (sqlstreams.Setting[schema.Level], error) { return reg.Level(ctx, stream) },
+		func(n int) (schema.Document, string, error) {
+			d, err := revisionDocument(ctx, reg, stream, byRev[n])
+			return d, revisionText(byRev[n]), err
+		})
 	if err != nil {
 		return nil, err
 	}
-	var docs [2]schema.Document
-	for i, n := range []int{page.A, page.B} {
-		if docs[i], err = revisionDocument(ctx, reg, stream, byRev[n]); err != nil {
-			return nil, err
-		}
-	}
-	page.Comparison = compare(level, source, docs[0], docs[1], revisionText(byRev[page.A]), revisionText(byRev[page.B]))
 	return page, nil
 }
 

@@ -85,6 +85,24 @@ func pickPair(r *http.Request, ids []int, what string) (a, b int, err error) {
 	return a, b, nil
 }
 
+// judgePair judges b after a at ?level= (source "asked"), else at the
+// level in force; load gives a document and its text as shown.
+func judgePair(r *http.Request, a, b int, inForce func() (sqlstreams.Setting[schema.Level], error),
+	load func(n int) (schema.Document, string, error)) (Comparison, error) {
+	level, source, err := askedLevel(r, inForce)
+	if err != nil {
+		return Comparison{}, err
+	}
+	var docs [2]schema.Document
+	var texts [2]string
+	for i, n := range []int{a, b} {
+		if docs[i], texts[i], err = load(n); err != nil {
+			return Comparison{}, err
+		}
+	}
+	return compare(level, source, docs[0], docs[1], texts[0], texts[1]), nil
+}
+
 // askedLevel is ?level= (source "asked"), else the level in force.
 func askedLevel(r *http.Request, inForce func() (sqlstreams.Setting[schema.Level], error)) (schema.Level, string, error) {
 	if ls := r.URL.Query().Get("level"); ls != "" {
@@ -234,17 +252,13 @@ func (h *handler) subjectDiffPage(r *http.Request) (any, error) {
 	if page.A, page.B, err = pickPair(r, page.Versions, fmt.Sprintf("versions of subject %q", subject)); err != nil {
 		return nil, err
 	}
-	level, source, err := askedLevel(r, func() (sqlstreams.Setting[schema.Level], error) { return reg.SubjectLevel(ctx, subject) })
+	page.Comparison, err = judgePair(r, page.A, page.B, func() (sqlstreams.Setting[schema.Level], error) { return reg.SubjectLevel(ctx, subject) },
+		func(n int) (schema.Document, string, error) {
+			d, err := reg.SubjectDocument(ctx, subject, n)
+			return d, documentText(byVersion[n].Type, byVersion[n].Text), err
+		})
 	if err != nil {
 		return nil, err
 	}
-	var docs [2]schema.Document
-	for i, n := range []int{page.A, page.B} {
-		if docs[i], err = reg.SubjectDocument(ctx, subject, n); err != nil {
-			return nil, err
-		}
-	}
-	a, b := byVersion[page.A], byVersion[page.B]
-	page.Comparison = compare(level, source, docs[0], docs[1], documentText(a.Type, a.Text), documentText(b.Type, b.Text))
 	return page, nil
 }
