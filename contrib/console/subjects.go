@@ -184,7 +184,8 @@ func (p SubjectPage) document() any {
 	return out
 }
 
-// Live is the number of versions not soft-deleted: the diff link needs two.
+// Live is the number of versions not soft-deleted: the compare link
+// shows from two on.
 func (p SubjectPage) Live() int {
 	n := 0
 	for _, v := range p.Versions {

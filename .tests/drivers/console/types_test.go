@@ -164,7 +164,7 @@ func TestTypedDiffs(t *testing.T) {
 				_, body := get(t, srv, "/registry/subjects/"+paymentsSubject)
 				txt := text(body)
 				for _, w := range []string{"Subject payments-value", "Version 2 AVRO · id", "References shop.Customer → shop.Customer v1",
-					`"name": "memo"`, "Compare the latest two versions"} {
+					`"name": "memo"`, "Compare versions"} {
 					if !strings.Contains(txt, w) {
 						t.Errorf("subject page: no %q in\n%s", w, txt)
 					}
@@ -211,6 +211,31 @@ func TestTypedDiffs(t *testing.T) {
 					if code != tc.code || !strings.Contains(body, tc.want) {
 						t.Errorf("GET %s: %d %s, want %d %q", tc.path, code, body, tc.code, tc.want)
 					}
+				}
+			})
+
+			// Runs last: it soft-deletes a version the subtests above count.
+			t.Run("soft-deleted version", func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if _, err := c.Registry().DeleteSubjectVersion(ctx, protoSubject, 2, false); err != nil {
+					t.Fatal(err)
+				}
+				page := getJSON[view.SubjectPage](t, srv, "/registry/subjects/"+protoSubject)
+				if len(page.Versions) != 2 || page.Versions[0].Deleted || !page.Versions[1].Deleted {
+					t.Errorf("subject page %+v", page)
+				}
+				_, body := get(t, srv, "/registry/subjects/"+protoSubject)
+				if txt := text(body); !strings.Contains(txt, "Version 2 PROTOBUF · id") || !strings.Contains(txt, "soft-deleted") || strings.Contains(txt, "Compare versions") {
+					t.Errorf("subject page with one live version\n%s", txt)
+				}
+				for _, fs := range getJSON[view.Registry](t, srv, "/registry").FreeSubjects {
+					if fs.Subject == protoSubject && (fs.Versions != 1 || fs.Latest != 1) {
+						t.Errorf("registry page counts live versions: %+v", fs)
+					}
+				}
+				if d := getJSON[view.SubjectDiff](t, srv, "/registry/subjects/"+protoSubject+"/diff?a=1&b=2"); d.Compatible {
+					t.Errorf("the deleted version is still compared: %+v", d)
 				}
 			})
 		})
