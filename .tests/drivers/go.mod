@@ -8,6 +8,7 @@ require (
 	github.com/hamba/avro/v2 v2.31.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/sqlstreams/sqlstreams/conformance v0.1.0
+	github.com/sqlstreams/sqlstreams/contrib/avro v0.1.0
 	github.com/sqlstreams/sqlstreams/contrib/ccompat v0.1.0
 	github.com/sqlstreams/sqlstreams/contrib/console v0.1.0
 	github.com/sqlstreams/sqlstreams/contrib/fx v0.1.0
@@ -50,7 +51,6 @@ require (
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
-	github.com/sqlstreams/sqlstreams/contrib/avro v0.1.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.uber.org/dig v1.19.0 // indirect

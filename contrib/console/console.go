@@ -138,6 +138,8 @@ func (h *handler) routes() {
 		{"/streams/{stream}/schemas", "schemas", h.schemasPage},
 		{"/streams/{stream}/schemas/{version}", "schemadiff", h.schemaDiffPage},
 		{"/registry", "registry", h.registryPage},
+		{"/registry/subjects/{subject}", "subject", h.subjectPage},
+		{"/registry/subjects/{subject}/diff", "subjectdiff", h.subjectDiffPage},
 	}
 	for _, pg := range pages {
 		h.mux.Handle("GET "+p+pg.path, h.page(pg.tmpl, pg.fn, false))
@@ -197,7 +199,8 @@ var (
 func status(err error) (int, string) {
 	switch {
 	case errors.Is(err, errNotFound), errors.Is(err, sqlstreams.ErrStreamNotFound), errors.Is(err, sqlstreams.ErrGroupNotFound),
-		errors.Is(err, sqlstreams.ErrDeadLetterNotFound):
+		errors.Is(err, sqlstreams.ErrDeadLetterNotFound), errors.Is(err, sqlstreams.ErrSubjectNotFound),
+		errors.Is(err, sqlstreams.ErrSubjectVersionNotFound), errors.Is(err, sqlstreams.ErrSchemaNotFound):
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, errBadRequest), errors.Is(err, sqlstreams.ErrInvalidOption), errors.Is(err, sqlstreams.ErrInvalidName):
 		return http.StatusBadRequest, err.Error()
@@ -205,7 +208,7 @@ func status(err error) (int, string) {
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, errForbidden):
 		return http.StatusForbidden, err.Error()
-	case errors.Is(err, sqlstreams.ErrUnsupported):
+	case errors.Is(err, sqlstreams.ErrUnsupported), errors.Is(err, sqlstreams.ErrNoSubjects):
 		return http.StatusNotImplemented, err.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, "the database did not answer in time; try again, or raise Options.RequestTimeout"

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -639,27 +638,14 @@ func (h *handler) schemasPage(r *http.Request) (any, error) {
 // "{stream}-v{version}".
 func Subject(stream string, version int) string { return stream + "-v" + strconv.Itoa(version) }
 
-// SchemaDiffPage shows two revisions of a version side by side with the
-// diff engine's differences and the problem list at a level.
+// SchemaDiffPage shows two revisions of a version side by side, judged
+// with the client's formats at a level.
 type SchemaDiffPage struct {
 	Stream    string
 	Version   int
 	Revisions []int
 	A, B      int
-	// ASchema and BSchema are the canonical documents, indented.
-	ASchema, BSchema string
-	// Differences lists every change from A to B with its backward
-	// verdict (schema.Diff, the Go-aware policy the registry applies).
-	Differences []schema.Difference
-	// Level is the level Problems were judged at: ?level=, else the
-	// stream's effective level.
-	Level       schema.Level
-	LevelSource string
-	// Problems is schema.Check at Level with A as the existing revision
-	// and B as the candidate: what registering B after A would meet.
-	Problems   []schema.Problem
-	Compatible bool
-	Levels     []schema.Level
+	Comparison
 }
 
 func (p SchemaDiffPage) title() string {
@@ -667,9 +653,7 @@ func (p SchemaDiffPage) title() string {
 }
 
 func (p SchemaDiffPage) document() any {
-	return view.SchemaDiff{Stream: p.Stream, Version: p.Version, Revisions: p.Revisions, A: p.A, B: p.B,
-		ASchema: json.RawMessage(p.ASchema), BSchema: json.RawMessage(p.BSchema), Level: p.Level.String(), LevelSource: p.LevelSource,
-		Compatible: p.Compatible, Differences: view.DifferencesOf(p.Differences), Problems: view.ProblemsOf(p.Problems)}
+	return view.SchemaDiff{Stream: p.Stream, Version: p.Version, Revisions: p.Revisions, A: p.A, B: p.B, Comparison: p.Comparison.view()}
 }
 
 func (h *handler) schemaDiffPage(r *http.Request) (any, error) {
@@ -691,45 +675,44 @@ func (h *handler) schemaDiffPage(r *http.Request) (any, error) {
 	if len(revs) == 0 {
 		return nil, fmt.Errorf("%w: stream %q has no schema recorded at version %d", errNotFound, stream, version)
 	}
-	page := SchemaDiffPage{Stream: stream, Version: version, Levels: schema.Levels(), Differences: []schema.Difference{}, Problems: []schema.Problem{}}
-	byRev := map[int]*schema.Schema{}
+	page := SchemaDiffPage{Stream: stream, Version: version}
+	byRev := map[int]sqlstreams.Revision{}
 	for _, rv := range revs {
 		page.Revisions = append(page.Revisions, rv.Revision)
-		byRev[rv.Revision] = rv.Schema
+		byRev[rv.Revision] = rv
 	}
-	last := revs[len(revs)-1].Revision
-	page.A, page.B = max(last-1, revs[0].Revision), last
-	for _, side := range []struct {
-		name string
-		to   *int
-	}{{"a", &page.A}, {"b", &page.B}} {
-		if s := r.URL.Query().Get(side.name); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || byRev[n] == nil {
-				return nil, fmt.Errorf("%w: %s=%q; revisions at v%d are %s", errBadRequest, side.name, s, version, joinInts(page.Revisions))
-			}
-			*side.to = n
-		}
+	if page.A, page.B, err = pickPair(r, page.Revisions, fmt.Sprintf("revisions at v%d", version)); err != nil {
+		return nil, err
 	}
-	if ls := r.URL.Query().Get("level"); ls != "" {
-		l, err := schema.ParseLevel(ls)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errBadRequest, err)
-		}
-		page.Level, page.LevelSource = l, "asked"
-	} else {
-		set, err := reg.Level(ctx, stream)
-		if err != nil {
-			return nil, err
-		}
-		page.Level, page.LevelSource = set.Value, set.Scope
+	page.Comparison, err = judgePair(r, page.A, page.B, func() (sqlstreams.Setting[schema.Level], error) { return reg.Level(ctx, stream) },
+		func(n int) (schema.Document, string, error) {
+			d, err := revisionDocument(ctx, reg, stream, byRev[n])
+			return d, revisionText(byRev[n]), err
+		})
+	if err != nil {
+		return nil, err
 	}
-	a, b := byRev[page.A], byRev[page.B]
-	page.ASchema, page.BSchema = view.PrettyJSON(a.Canonical()), view.PrettyJSON(b.Canonical())
-	page.Differences = schema.Diff(a, b, schema.GoAware)
-	page.Problems = schema.Check(page.Level, []*schema.Schema{a}, b, schema.GoAware).Problems
-	page.Compatible = len(page.Problems) == 0
 	return page, nil
+}
+
+// revisionDocument is a revision as the diff judges it. A JSON Schema is
+// judged as it always was here, Go-aware and without its references, as
+// a stream's own schema reflected from Go is; another type is the
+// registry's own document of it (RevisionDocument).
+func revisionDocument(ctx context.Context, reg *sqlstreams.Registry, stream string, rv sqlstreams.Revision) (schema.Document, error) {
+	if rv.Schema != nil {
+		return schema.JSONDocument(rv.Schema, schema.GoAware), nil
+	}
+	return reg.RevisionDocument(ctx, stream, rv.Version, rv.Revision)
+}
+
+// revisionText is a revision as the diff shows it: a JSON Schema's
+// canonical form, another type's text as registered.
+func revisionText(rv sqlstreams.Revision) string {
+	if rv.Schema != nil {
+		return view.PrettyJSON(rv.Schema.Canonical())
+	}
+	return documentText(rv.Type, rv.Text)
 }
 
 // RegistryPage is the registry-wide settings and every subject.
@@ -738,8 +721,11 @@ type RegistryPage struct {
 	Level      sqlstreams.Setting[schema.Level]
 	Mode       sqlstreams.Setting[sqlstreams.Mode]
 	Subjects   []SubjectView
-	Levels     []schema.Level
-	Modes      []sqlstreams.Mode
+	// FreeSubjects are the subjects bound to no stream (such as
+	// "orders-value"), by name.
+	FreeSubjects []FreeSubjectView
+	Levels       []schema.Level
+	Modes        []sqlstreams.Mode
 }
 
 func (RegistryPage) title() string { return "Registry" }
@@ -751,17 +737,24 @@ func (p RegistryPage) document() any {
 		out.Level, out.Mode = &level, &mode
 	}
 	for _, s := range p.Subjects {
-		out.Subjects = append(out.Subjects, view.Subject{Subject: s.Subject, Stream: s.Stream, Version: s.Version, Revisions: s.Revisions,
-			LatestRevision: s.LatestRevision, Level: view.LevelOf(s.Level), Mode: view.ModeOf(s.Mode)})
+		out.Subjects = append(out.Subjects, view.Subject{Subject: s.Subject, Stream: s.Stream, Version: s.Version, Type: string(s.Type),
+			Revisions: s.Revisions, LatestRevision: s.LatestRevision, Level: view.LevelOf(s.Level), Mode: view.ModeOf(s.Mode)})
+	}
+	out.FreeSubjects = make([]view.FreeSubject, 0, len(p.FreeSubjects))
+	for _, s := range p.FreeSubjects {
+		out.FreeSubjects = append(out.FreeSubjects, view.FreeSubject{Subject: s.Subject, Versions: s.Versions, Latest: s.Latest.Version,
+			ID: s.Latest.ID, Type: string(s.Latest.Type), Level: view.LevelOf(s.Level), Mode: view.ModeOf(s.Mode)})
 	}
 	return out
 }
 
-// SubjectView is one stream version in the REST naming.
+// SubjectView is one stream version in the REST naming; Type is its
+// latest revision's.
 type SubjectView struct {
 	Subject        string
 	Stream         string
 	Version        int
+	Type           schema.Type
 	Revisions      int
 	LatestRevision int
 	Level          sqlstreams.Setting[schema.Level]
@@ -816,10 +809,14 @@ func (h *handler) registryPage(r *http.Request) (any, error) {
 				n++
 			}
 			page.Subjects[n-1].Revisions++
+			page.Subjects[n-1].Type = rv.Type
 			page.Subjects[n-1].LatestRevision = max(page.Subjects[n-1].LatestRevision, rv.Revision)
 		}
 	}
 	slices.SortStableFunc(page.Subjects, func(a, b SubjectView) int { return strings.Compare(a.Subject, b.Subject) })
+	if page.FreeSubjects, err = freeSubjects(ctx, reg); err != nil {
+		return nil, err
+	}
 	return page, nil
 }
 

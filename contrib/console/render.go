@@ -83,7 +83,7 @@ func (h *handler) parseTemplates() error {
 			return strings.Join(parts, ", ")
 		},
 	}
-	base, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html")
+	base, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/comparison.html")
 	if err != nil {
 		return fmt.Errorf("console: templates: %w", err)
 	}
@@ -93,7 +93,7 @@ func (h *handler) parseTemplates() error {
 	}
 	h.pages = map[string]*template.Template{}
 	for _, n := range names {
-		if n == "templates/layout.html" {
+		if n == "templates/layout.html" || n == "templates/comparison.html" {
 			continue
 		}
 		t, err := template.Must(base.Clone()).ParseFS(assets, n)

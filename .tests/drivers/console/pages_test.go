@@ -122,8 +122,8 @@ func TestPages(t *testing.T) {
 					"Mode READWRITE (set by default)", "v1 subject orders.placed-v1", "v2 subject orders.placed-v2"}},
 				{"schema diff", "/streams/" + orders + "/schemas/2", []string{"v2: revision 1 → revision 2",
 					"Problems at BACKWARD (level set by stream)", "new reader, old data TYPE_CHANGED #/properties/cents/type"}},
-				{"registry", "/registry", []string{"Compatibility level BACKWARD (set by default)", "orders.placed-v2 orders.placed v2 2 2 BACKWARD (stream)",
-					"payments-v1 payments v1 1 1 BACKWARD (default) READWRITE (default)"}},
+				{"registry", "/registry", []string{"Compatibility level BACKWARD (set by default)", "orders.placed-v2 orders.placed v2 JSON 2 2 BACKWARD (stream)",
+					"payments-v1 payments v1 JSON 1 1 BACKWARD (default) READWRITE (default)"}},
 			}
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {

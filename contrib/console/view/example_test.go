@@ -132,3 +132,13 @@ func ExamplePrettyJSON() {
 	// }
 	// not json
 }
+
+// A schema goes into JSON as itself when it is JSON (JSON Schema, Avro) and
+// as a string when it is not (a .proto text), as SchemaDiff's a_schema.
+func ExampleSchemaText() {
+	fmt.Println(string(view.SchemaText(`{"type":"string"}`)))
+	fmt.Println(string(view.SchemaText("syntax = \"proto3\";\nmessage M {}\n")))
+	// Output:
+	// {"type":"string"}
+	// "syntax = \"proto3\";\nmessage M {}\n"
+}

@@ -77,14 +77,15 @@ type Problem struct {
 	Message   string `json:"message"`
 }
 
-// SchemaDiff is two revisions of a version compared: every difference from
-// a to b, and the problems registering b after a would meet at level.
-type SchemaDiff struct {
-	Stream      string          `json:"stream"`
-	Version     int             `json:"version"`
-	Revisions   []int           `json:"revisions"`
-	A           int             `json:"a"`
-	B           int             `json:"b"`
+// Comparison is two stored documents of one subject or version judged
+// against each other with the client's formats: A is the existing one, B
+// the later one. ASchema and BSchema are the documents as the registry
+// shows them: a JSON Schema's canonical form or an Avro schema as
+// registered (JSON), a Protobuf schema's .proto text (a JSON string).
+// Differences are what a reader of B meets on data written with A;
+// Problems are the ones that break reading in the directions Level checks.
+type Comparison struct {
+	Type        string          `json:"type"`
 	ASchema     json.RawMessage `json:"a_schema"`
 	BSchema     json.RawMessage `json:"b_schema"`
 	Level       string          `json:"level"`
@@ -92,6 +93,35 @@ type SchemaDiff struct {
 	Compatible  bool            `json:"compatible"`
 	Differences []Difference    `json:"differences"`
 	Problems    []Problem       `json:"problems"`
+}
+
+// SchemaDiff is two revisions of a stream version compared.
+type SchemaDiff struct {
+	Stream    string `json:"stream"`
+	Version   int    `json:"version"`
+	Revisions []int  `json:"revisions"`
+	A         int    `json:"a"`
+	B         int    `json:"b"`
+	Comparison
+}
+
+// SubjectDiff is two versions of a free subject compared.
+type SubjectDiff struct {
+	Subject  string `json:"subject"`
+	Versions []int  `json:"versions"`
+	A        int    `json:"a"`
+	B        int    `json:"b"`
+	Comparison
+}
+
+// SchemaText is a document for a JSON field: itself when it is JSON, else
+// (a .proto text) a JSON string holding it.
+func SchemaText(text string) json.RawMessage {
+	if json.Valid([]byte(text)) {
+		return json.RawMessage(text)
+	}
+	quoted, _ := json.Marshal(text)
+	return quoted
 }
 
 // DifferencesOf and ProblemsOf are the views of the diff engine's answers.
@@ -112,23 +142,69 @@ func ProblemsOf(ps []schema.Problem) []Problem {
 	return out
 }
 
-// Subject is one stream version in the Confluent REST naming.
+// Subject is one stream version in the Confluent REST naming, with the
+// type of its latest revision.
 type Subject struct {
 	Subject        string  `json:"subject"`
 	Stream         string  `json:"stream"`
 	Version        int     `json:"version"`
+	Type           string  `json:"type"`
 	Revisions      int     `json:"revisions"`
 	LatestRevision int     `json:"latest_revision"`
 	Level          Setting `json:"level"`
 	Mode           Setting `json:"mode"`
 }
 
-// Registry is the registry-wide settings and every subject.
+// FreeSubject is a subject that is a registry subject of its own (such as
+// "orders-value"), bound to no stream: its live versions and its latest.
+type FreeSubject struct {
+	Subject  string  `json:"subject"`
+	Versions int     `json:"versions"`
+	Latest   int     `json:"latest_version"`
+	ID       int64   `json:"latest_id"`
+	Type     string  `json:"type"`
+	Level    Setting `json:"level"`
+	Mode     Setting `json:"mode"`
+}
+
+// Registry is the registry-wide settings, every stream version's subject
+// and every free subject.
 type Registry struct {
-	NoRegistry bool      `json:"no_registry"`
-	Level      *Setting  `json:"level"`
-	Mode       *Setting  `json:"mode"`
-	Subjects   []Subject `json:"subjects"`
+	NoRegistry   bool          `json:"no_registry"`
+	Level        *Setting      `json:"level"`
+	Mode         *Setting      `json:"mode"`
+	Subjects     []Subject     `json:"subjects"`
+	FreeSubjects []FreeSubject `json:"free_subjects"`
+}
+
+// SubjectReference binds a name a document uses to another subject's
+// version.
+type SubjectReference struct {
+	Name    string `json:"name"`
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+}
+
+// SubjectVersion is one version of a free subject with its document
+// (shown as Comparison shows one) and references.
+type SubjectVersion struct {
+	Version     int                `json:"version"`
+	ID          int64              `json:"id"`
+	Type        string             `json:"type"`
+	Fingerprint string             `json:"fingerprint"`
+	CreatedAt   *string            `json:"created_at"`
+	Deleted     bool               `json:"deleted"`
+	References  []SubjectReference `json:"references"`
+	Schema      json.RawMessage    `json:"schema"`
+}
+
+// SubjectPage is a free subject: its settings and every version, the
+// soft-deleted ones marked.
+type SubjectPage struct {
+	Subject  string           `json:"subject"`
+	Level    Setting          `json:"level"`
+	Mode     Setting          `json:"mode"`
+	Versions []SubjectVersion `json:"versions"`
 }
 
 // Features is what the console and its driver can do.
