@@ -17,6 +17,8 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/chromedp"
+	"github.com/sqlstreams/sqlstreams/contrib/avro"
+	"github.com/sqlstreams/sqlstreams/contrib/protobuf"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 )
 
@@ -122,8 +124,10 @@ func TestBrowserReplay(t *testing.T) {
 // 1280-pixel-wide PNG; with -update-screenshots it writes them to
 // docs/console for reviewers.
 func TestScreenshots(t *testing.T) {
-	c := openClient(t, engines()[0], sqlstreams.WithSampleInterval(activitySamples), sqlstreams.WithHeartbeatInterval(time.Hour))
+	c := openClient(t, engines()[0], sqlstreams.WithSampleInterval(activitySamples), sqlstreams.WithHeartbeatInterval(time.Hour),
+		sqlstreams.WithFormats(avro.Format(), protobuf.Format()))
 	dead := seed(t, c)
+	seedTypes(t, c)
 	seedMembers(t, c)
 	seedActivity(t, c, 6)
 	srv := serve(t, c, true).URL + prefix
@@ -174,6 +178,9 @@ func TestScreenshots(t *testing.T) {
 		{"schemas", s + "/schemas", nil},
 		{"schema-diff", s + "/schemas/2?a=1&b=2", nil},
 		{"registry", "/registry", nil},
+		{"schema-diff-avro", "/streams/" + avroStream + "/schemas/1", nil},
+		{"subject", "/registry/subjects/" + paymentsSubject, nil},
+		{"subject-diff-protobuf", "/registry/subjects/" + protoSubject + "/diff", nil},
 		// Last: it pauses a group the shots above show running.
 		{"group-paused", s + "/groups/audit", []chromedp.Action[chromedp.Void]{chromedp.Click(chromedp.ID("pause-group")), chromedp.WaitVisible(chromedp.ID("resume-group"))}},
 	}
