@@ -19,29 +19,46 @@ func init() {
 }
 
 // R9: recording a known schema again, in any stream, uses up no global id,
-// so the next new schema gets the next id, as Confluent's registry hands
-// them out (an insert that meets the stored fingerprint would burn a
-// sequence or auto-increment value each time).
+// so the next new schema gets the next id the engine hands out, as
+// Confluent's registry does (an insert that meets the stored fingerprint
+// would burn a sequence or auto-increment value each time). The engine's
+// step is measured first: a Galera-like server steps ids by more than one.
 func testDenseSchemaIDs(t *testing.T, h *harness) {
 	reg := h.client(t).Registry()
-	one := []byte(`{"type": "object", "properties": {"id": {"type": "string"}}}`)
-	two := []byte(`{"type": "object", "properties": {"n": {"type": "integer"}}}`)
-	first, err := reg.Register(ctx(t), "r9d-a", 1, one)
+	doc := func(field string) []byte {
+		return []byte(fmt.Sprintf(`{"type": "object", "properties": {%q: {"type": "string"}}}`, field))
+	}
+	first, err := reg.Register(ctx(t), "r9d-a", 1, doc("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, stream := range []string{"r9d-b", "r9d-c", "r9d-a"} {
-		again, err := reg.Register(ctx(t), stream, 1, one)
-		if err != nil || again.ID != first.ID {
-			t.Fatalf("the schema again in %s: id %d, %v; want id %d", stream, again.ID, err, first.ID)
+	second, err := reg.Register(ctx(t), "r9d-b", 1, doc("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := second.ID - first.ID
+	if step <= 0 {
+		t.Fatalf("ids %d then %d: a later schema got a lower id", first.ID, second.ID)
+	}
+	known := []struct {
+		field   string
+		version int
+		id      int64
+	}{{"a", 2, first.ID}, {"b", 3, second.ID}}
+	for _, stream := range []string{"r9d-c", "r9d-d", "r9d-a", "r9d-b"} {
+		for _, k := range known {
+			again, err := reg.Register(ctx(t), stream, k.version, doc(k.field))
+			if err != nil || again.ID != k.id {
+				t.Fatalf("a known schema again in %s: id %d, %v; want id %d", stream, again.ID, err, k.id)
+			}
 		}
 	}
-	next, err := reg.Register(ctx(t), "r9d-d", 1, two)
+	next, err := reg.Register(ctx(t), "r9d-e", 1, doc("e"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if next.ID != first.ID+1 {
-		t.Errorf("a new schema after the first was recorded again: id %d, want %d", next.ID, first.ID+1)
+	if next.ID != second.ID+step {
+		t.Errorf("a new schema after known ones were recorded again: id %d, want %d (ids step by %d here)", next.ID, second.ID+step, step)
 	}
 }
 
