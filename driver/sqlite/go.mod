@@ -3,6 +3,7 @@ module github.com/sqlstreams/sqlstreams/driver/sqlite
 go 1.27
 
 require (
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/sqlstreams/sqlstreams/core v0.1.0
 	modernc.org/sqlite v1.62.0
 )

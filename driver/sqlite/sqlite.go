@@ -54,6 +54,7 @@ var (
 	_ driver.Alterer         = (*Driver)(nil)
 	_ driver.ClientDirectory = (*Driver)(nil)
 	_ driver.GroupPauser     = (*Driver)(nil)
+	_ driver.Notifier        = (*Driver)(nil)
 )
 
 // Driver is the SQLite driver. Create it with Open.
@@ -65,6 +66,7 @@ type Driver struct {
 	wstmts      *stmtCache
 	rstmts      *stmtCache                 // wstmts when read is write
 	next        driver.NextClaim[struct{}] // the group's last claim here filled its limit
+	noNotify    bool                       // WithoutNotify: consumers poll only
 	closed      atomic.Bool
 	opened      error
 }
@@ -81,6 +83,11 @@ type Option func(*Driver)
 // WithBusyTimeout sets how long a write waits for the database's writer
 // before it fails with ErrConflict (default BusyTimeout).
 func WithBusyTimeout(d time.Duration) Option { return func(drv *Driver) { drv.busyTimeout = d } }
+
+// WithoutNotify turns the write-ahead log watch off (Subscribe): consumers
+// rely on polling alone, as they must where the file system reports no
+// changes made by other hosts (a network share).
+func WithoutNotify() Option { return func(drv *Driver) { drv.noNotify = true } }
 
 // Open returns a driver for the SQLite file at path, created if missing.
 // Connection errors surface from sqlstreams.Open.
@@ -136,7 +143,8 @@ func (d *Driver) Name() string { return "sqlite" }
 
 // Capabilities implements driver.Driver.
 func (d *Driver) Capabilities() driver.Capabilities {
-	return driver.Capabilities{SingleWriter: true}
+	_, file := databaseFile(d.path)
+	return driver.Capabilities{SingleWriter: true, Notify: file && !d.noNotify}
 }
 
 // Close implements driver.Driver.
