@@ -34,9 +34,10 @@ var subjects = sqldb.Subjects[time.Time]{
 }
 
 var (
-	_ driver.Registry  = (*Driver)(nil)
-	_ driver.SchemaIDs = (*Driver)(nil)
-	_ driver.Subjects  = (*Driver)(nil)
+	_ driver.Registry        = (*Driver)(nil)
+	_ driver.SchemaIDs       = (*Driver)(nil)
+	_ driver.Subjects        = (*Driver)(nil)
+	_ driver.RevisionDeleter = (*Driver)(nil)
 )
 
 // onPool runs one of the registry's reads on the pool, outside any
@@ -109,6 +110,15 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 // references match the revisions.
 func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
 	return inOwnTx(ctx, d, func(tx querier) ([]driver.SchemaRevision, error) { return registry.Revisions(ctx, tx, p) })
+}
+
+// DeleteRevisions implements driver.RevisionDeleter, serialized with the
+// stream's registrations by the lock RecordSchema takes.
+func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsParams) ([]int, error) {
+	if err := d.ensureScope(ctx, p.StreamID); err != nil {
+		return nil, err
+	}
+	return inOwnTx(ctx, d, func(tx querier) ([]int, error) { return registry.DeleteRevisions(ctx, tx, logTable(p.StreamID), p) })
 }
 
 // SchemaByID implements driver.SchemaIDs.

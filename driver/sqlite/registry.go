@@ -32,9 +32,10 @@ var subjects = sqldb.Subjects[int64]{
 }
 
 var (
-	_ driver.Registry  = (*Driver)(nil)
-	_ driver.SchemaIDs = (*Driver)(nil)
-	_ driver.Subjects  = (*Driver)(nil)
+	_ driver.Registry        = (*Driver)(nil)
+	_ driver.SchemaIDs       = (*Driver)(nil)
+	_ driver.Subjects        = (*Driver)(nil)
+	_ driver.RevisionDeleter = (*Driver)(nil)
 )
 
 // onReader runs one of the registry's reads on the readers' pool, outside
@@ -90,6 +91,12 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 // that the references match the revisions.
 func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
 	return withTx(ctx, d, false, func(tx *sql.Tx) ([]driver.SchemaRevision, error) { return registry.Revisions(ctx, tx, p) })
+}
+
+// DeleteRevisions implements driver.RevisionDeleter; SQLite's single
+// writer keeps registrations, appends and readers out until it commits.
+func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsParams) ([]int, error) {
+	return withTx(ctx, d, true, func(tx *sql.Tx) ([]int, error) { return registry.DeleteRevisions(ctx, tx, logTable(p.StreamID), p) })
 }
 
 // SchemaByID implements driver.SchemaIDs.
