@@ -258,6 +258,21 @@ func (h *handler) freeNames(r *http.Request) ([]string, error) {
 	return slices.DeleteFunc(names, func(n string) bool { return slices.Contains(live, n) }), err
 }
 
+// streamSubjects lists the stream versions with live revisions, with
+// deleted=true also those whose revisions are all soft-deleted, with
+// deletedOnly=true those alone.
+func (h *handler) streamSubjects(r *http.Request) ([]sqlstreams.Subject, error) {
+	if !deletedToo(r) {
+		return h.reg.Subjects(r.Context())
+	}
+	all, err := h.reg.SubjectsWithDeleted(r.Context())
+	if err != nil || !deletedOnly(r) {
+		return all, err
+	}
+	live, err := h.reg.Subjects(r.Context())
+	return slices.DeleteFunc(all, func(s sqlstreams.Subject) bool { return slices.Contains(live, s) }), err
+}
+
 // freeUsages are the free subject versions recorded with an id, the
 // soft-deleted ones only with deleted=true.
 func (h *handler) freeUsages(r *http.Request, id int64) ([]sqlstreams.SubjectVersion, error) {
