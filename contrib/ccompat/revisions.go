@@ -26,12 +26,8 @@ func (h *handler) streamDeleteSubject(w http.ResponseWriter, r *http.Request, s 
 		return
 	}
 	live := slices.ContainsFunc(all, func(rv sqlstreams.Revision) bool { return !rv.Deleted })
-	switch {
-	case !permanent && !live:
-		h.fail(w, r, errorf(http.StatusNotFound, codeSubjectSoftDeleted, "Subject '%s' was soft deleted. Set permanent=true to delete permanently", s.name))
-		return
-	case permanent && live:
-		h.fail(w, r, errorf(http.StatusNotFound, codeSubjectNotSoftDeleted, "Subject '%s' was not deleted first before being permanently deleted", s.name))
+	if err := outOfOrder(s.name, 0, !live, permanent); err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	done, err := h.reg.DeleteRevisions(r.Context(), s.stream, s.version, permanent)
@@ -57,12 +53,8 @@ func (h *handler) streamDeleteVersion(w http.ResponseWriter, r *http.Request, s 
 		h.fail(w, r, err)
 		return
 	}
-	switch {
-	case !permanent && rv.Deleted:
-		h.fail(w, r, errorf(http.StatusNotFound, codeVersionSoftDeleted, "Subject '%s' Version %d was soft deleted. Set permanent=true to delete permanently", s.name, rv.Revision))
-		return
-	case permanent && !rv.Deleted:
-		h.fail(w, r, errorf(http.StatusNotFound, codeVersionNotSoftDeleted, "Subject '%s' Version %d was not deleted first before being permanently deleted", s.name, rv.Revision))
+	if err := outOfOrder(s.name, rv.Revision, rv.Deleted, permanent); err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	n, err := h.reg.DeleteRevision(r.Context(), s.stream, s.version, rv.Revision, permanent)
