@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
 func init() {
 	register("R13_RevisionDeletes", testRevisionDeletes)
 	register("R13_RevisionsInUse", testRevisionsInUse)
+	registerNeeding(needSQL, "R13_MigrationDown", testRevisionDeletesDown)
 }
 
 // revisionNumbers lists the revision numbers of a stream version, the
@@ -160,5 +162,58 @@ func testRevisionsInUse(t *testing.T, h *harness) {
 	}
 	if got := revisionNumbers(t, reg, stream, 3, false); !slices.Equal(got, []int{1, 2}) {
 		t.Errorf("revisions after refused deletions: %v; want [1 2]", got)
+	}
+}
+
+// R13: going down the migration that added soft deletions removes the
+// soft-deleted revisions (the code before it would read them as live) and
+// keeps the live ones; up again, the freed number is given again.
+func testRevisionDeletesDown(t *testing.T, h *harness) {
+	ns := h.target.NewNamespace(t) // never pooled: migrations go down here
+	open := func(opts ...sqlstreams.ClientOption) *sqlstreams.Client {
+		d, err := h.target.Open(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.clientOn(t, d, opts...)
+	}
+	reg := open().Registry()
+	const stream = "r13-down"
+	docA := []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`)
+	docB := []byte(`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}}}`)
+	for _, doc := range [][]byte{docA, docB} {
+		if _, err := reg.Register(ctx(t), stream, 1, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := reg.DeleteRevision(ctx(t), stream, 1, 2, false); err != nil {
+		t.Fatal(err)
+	}
+	d, err := h.target.Open(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	m := sqlstreams.NewMigrator(d)
+	all, err := m.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(all, func(mg driver.Migration) bool { return strings.Contains(mg.Name, "revision_deletes") })
+	if i < 1 {
+		t.Fatalf("no revision_deletes migration after the first among %d", len(all))
+	}
+	if _, err := m.Migrate(ctx(t), sqlstreams.MigrateOptions{Down: true, TargetVersion: all[i-1].Version}); err != nil {
+		t.Fatalf("down to %d: %v", all[i-1].Version, err)
+	}
+	if _, err := m.Migrate(ctx(t), sqlstreams.MigrateOptions{}); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	reg = open(sqlstreams.WithoutMigrate()).Registry()
+	if got := revisionNumbers(t, reg, stream, 1, true); !slices.Equal(got, []int{1}) {
+		t.Errorf("revisions after down and up: %v; want [1] (the soft-deleted one gone)", got)
+	}
+	if rv, err := reg.Register(ctx(t), stream, 1, docB); err != nil || rv.Revision != 2 {
+		t.Errorf("docB after down and up: %+v, %v; want revision 2 recorded anew", rv, err)
 	}
 }

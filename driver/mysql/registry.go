@@ -34,10 +34,9 @@ var subjects = sqldb.Subjects[time.Time]{
 }
 
 var (
-	_ driver.Registry        = (*Driver)(nil)
-	_ driver.SchemaIDs       = (*Driver)(nil)
-	_ driver.Subjects        = (*Driver)(nil)
-	_ driver.RevisionDeleter = (*Driver)(nil)
+	_ driver.Registry  = (*Driver)(nil)
+	_ driver.SchemaIDs = (*Driver)(nil)
+	_ driver.Subjects  = (*Driver)(nil)
 )
 
 // onPool runs one of the registry's reads on the pool, outside any

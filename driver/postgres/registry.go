@@ -321,8 +321,6 @@ func readers(ctx context.Context, q querier, streamID int64) ([]driver.Reader, e
 	})
 }
 
-var _ driver.RevisionDeleter = (*Driver)(nil)
-
 // DeleteRevisions implements driver.RevisionDeleter, serialized with the
 // stream's registrations by the lock RecordSchema takes.
 func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsParams) ([]int, error) {

@@ -32,10 +32,9 @@ var subjects = sqldb.Subjects[int64]{
 }
 
 var (
-	_ driver.Registry        = (*Driver)(nil)
-	_ driver.SchemaIDs       = (*Driver)(nil)
-	_ driver.Subjects        = (*Driver)(nil)
-	_ driver.RevisionDeleter = (*Driver)(nil)
+	_ driver.Registry  = (*Driver)(nil)
+	_ driver.SchemaIDs = (*Driver)(nil)
+	_ driver.Subjects  = (*Driver)(nil)
 )
 
 // onReader runs one of the registry's reads on the readers' pool, outside

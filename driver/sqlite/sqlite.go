@@ -54,6 +54,7 @@ var (
 	_ driver.Alterer         = (*Driver)(nil)
 	_ driver.ClientDirectory = (*Driver)(nil)
 	_ driver.GroupPauser     = (*Driver)(nil)
+	_ driver.RevisionDeleter = (*Driver)(nil)
 )
 
 // Driver is the SQLite driver. Create it with Open.
