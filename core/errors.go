@@ -19,7 +19,7 @@ func classify(err error) error {
 		return err
 	}
 	for _, s := range []error{ErrInvalidName, ErrInvalidOption, ErrInvalidMessage, ErrAlreadySettled, ErrIncompatibleSchema, ErrReadOnly, ErrNoRegistry,
-		ErrSubjectNotFound, ErrSubjectVersionNotFound, ErrNotSoftDeleted, ErrReferenced, ErrNotEmpty} {
+		ErrSubjectNotFound, ErrSubjectVersionNotFound, ErrNotSoftDeleted, ErrReferenced, ErrNotEmpty, ErrRevisionNotFound, ErrSchemaInUse} {
 		if errors.Is(err, s) {
 			return err
 		}

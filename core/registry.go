@@ -274,12 +274,26 @@ type Revision struct {
 	ID int64
 	// References are the shared schemas the document refers to by name.
 	References []Reference
+	// Deleted marks a soft-deleted revision (DeleteRevision); only
+	// RevisionsWithDeleted lists them.
+	Deleted bool
 }
 
 // Revisions lists a stream's recorded schemas at version, or at every
-// version when version is 0.
+// version when version is 0; soft-deleted ones are left out.
 func (r *Registry) Revisions(ctx context.Context, stream string, version int) ([]Revision, error) {
-	revs, err := r.storedRevisions(ctx, stream, version)
+	return r.revisions(ctx, stream, version, false)
+}
+
+// RevisionsWithDeleted lists a stream's recorded schemas at version (every
+// version for 0) as Revisions does, the soft-deleted ones too, so that a
+// deletion can be looked at and made permanent.
+func (r *Registry) RevisionsWithDeleted(ctx context.Context, stream string, version int) ([]Revision, error) {
+	return r.revisions(ctx, stream, version, true)
+}
+
+func (r *Registry) revisions(ctx context.Context, stream string, version int, deleted bool) ([]Revision, error) {
+	revs, err := r.storedRevisions(ctx, stream, version, deleted)
 	if err != nil {
 		return nil, err
 	}
@@ -293,8 +307,8 @@ func (r *Registry) Revisions(ctx context.Context, stream string, version int) ([
 }
 
 // storedRevisions is the driver's list of a stream's revisions at version
-// (every version for 0), oldest first.
-func (r *Registry) storedRevisions(ctx context.Context, stream string, version int) ([]driver.SchemaRevision, error) {
+// (every version for 0; soft-deleted ones too with deleted), oldest first.
+func (r *Registry) storedRevisions(ctx context.Context, stream string, version int, deleted bool) ([]driver.SchemaRevision, error) {
 	store, err := r.store()
 	if err != nil {
 		return nil, err
@@ -303,7 +317,7 @@ func (r *Registry) storedRevisions(ctx context.Context, stream string, version i
 	if err != nil {
 		return nil, err
 	}
-	revs, err := store.SchemaRevisions(ctx, driver.SchemaRevisionsParams{StreamID: id, Version: version})
+	revs, err := store.SchemaRevisions(ctx, driver.SchemaRevisionsParams{StreamID: id, Version: version, Deleted: deleted})
 	if err != nil {
 		return nil, fmt.Errorf("sqlstreams: revisions of %q: %w", stream, err)
 	}

@@ -237,9 +237,20 @@ type Subject struct {
 	Version int
 }
 
-// Subjects lists every (stream, version) with recorded revisions, ordered
-// by stream name, then version.
+// Subjects lists every (stream, version) with recorded revisions not
+// soft-deleted, ordered by stream name, then version.
 func (r *Registry) Subjects(ctx context.Context) ([]Subject, error) {
+	return r.streamSubjects(ctx, false)
+}
+
+// SubjectsWithDeleted lists every (stream, version) with recorded
+// revisions as Subjects does, also those whose revisions are all
+// soft-deleted.
+func (r *Registry) SubjectsWithDeleted(ctx context.Context) ([]Subject, error) {
+	return r.streamSubjects(ctx, true)
+}
+
+func (r *Registry) streamSubjects(ctx context.Context, deleted bool) ([]Subject, error) {
 	store, err := r.store()
 	if err != nil {
 		return nil, err
@@ -250,7 +261,7 @@ func (r *Registry) Subjects(ctx context.Context) ([]Subject, error) {
 	}
 	var out []Subject
 	for _, st := range streams {
-		revs, err := store.SchemaRevisions(ctx, driver.SchemaRevisionsParams{StreamID: st.ID})
+		revs, err := store.SchemaRevisions(ctx, driver.SchemaRevisionsParams{StreamID: st.ID, Deleted: deleted})
 		if err != nil {
 			return nil, fmt.Errorf("sqlstreams: revisions of %q: %w", st.Name, classify(err))
 		}
@@ -386,7 +397,7 @@ func (r *Registry) streamNames(ctx context.Context) (map[int64]string, error) {
 
 func (r *Registry) publicRevision(ctx context.Context, rv driver.SchemaRevision) (Revision, error) {
 	out := Revision{Version: rv.Version, Revision: rv.Revision, Fingerprint: rv.Fingerprint, Type: docType(rv.Type), Text: rv.Schema,
-		CreatedAt: rv.CreatedAt, ID: rv.ID}
+		CreatedAt: rv.CreatedAt, ID: rv.ID, Deleted: rv.Deleted}
 	var err error
 	if out.Type == schema.TypeJSON {
 		if out.Schema, err = schema.Parse(rv.Schema); err != nil {

@@ -74,7 +74,7 @@ func (r *Registry) validator(ctx context.Context, stream string, version int) (*
 	if version < 1 || version > MaxSchemaVersion {
 		return nil, fmt.Errorf("%w: schema version %d; versions are 1 to %d", ErrInvalidOption, version, MaxSchemaVersion)
 	}
-	revs, err := r.storedRevisions(ctx, stream, version)
+	revs, err := r.storedRevisions(ctx, stream, version, false)
 	if err != nil {
 		return nil, err
 	}

@@ -300,6 +300,8 @@ func (h *handler) mapError(err error) *apiError {
 		return errorf(http.StatusNotFound, codeVersionNotSoftDeleted, "Not deleted first before being permanently deleted: %v", err)
 	case errors.Is(err, sqlstreams.ErrReferenced):
 		return errorf(http.StatusUnprocessableEntity, codeReferenceExists, "One or more references exist to the schema: %v", err)
+	case errors.Is(err, sqlstreams.ErrSchemaInUse):
+		return errorf(http.StatusUnprocessableEntity, codeNotPermitted, "Operation not permitted: %v", err)
 	case errors.Is(err, sqlstreams.ErrNotEmpty):
 		return errorf(http.StatusUnprocessableEntity, codeNotPermitted, "Operation not permitted: %v", err)
 	case errors.Is(err, sqlstreams.ErrReadOnly):

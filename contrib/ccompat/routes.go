@@ -22,9 +22,6 @@ type route struct {
 	fn      http.HandlerFunc
 }
 
-// refusedDelete says why nothing is deleted.
-const refusedDelete = "revisions describe rows still in the log; retire with DeleteGroup and retention"
-
 func (h *handler) routes() []route {
 	return []route{
 		{"GET /schemas/types", h.types},
@@ -109,7 +106,17 @@ func (h *handler) subject(r *http.Request, write bool) (subjectRef, error) {
 
 // revisions lists a subject's revisions; none is 40401.
 func (h *handler) revisions(ctx context.Context, s subjectRef) ([]sqlstreams.Revision, error) {
-	revs, err := h.reg.Revisions(ctx, s.stream, s.version)
+	return h.revisionsOf(ctx, s, false)
+}
+
+// revisionsOf lists a subject's revisions, the soft-deleted ones too with
+// deleted; none is 40401.
+func (h *handler) revisionsOf(ctx context.Context, s subjectRef, deleted bool) ([]sqlstreams.Revision, error) {
+	list := h.reg.Revisions
+	if deleted {
+		list = h.reg.RevisionsWithDeleted
+	}
+	revs, err := list(ctx, s.stream, s.version)
 	if errors.Is(err, sqlstreams.ErrStreamNotFound) || err == nil && len(revs) == 0 {
 		return nil, errorf(http.StatusNotFound, codeSubjectNotFound, "Subject %q not found", s.name)
 	}
@@ -178,13 +185,10 @@ func (h *handler) types(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) subjects(w http.ResponseWriter, r *http.Request) {
-	subjects, err := h.reg.Subjects(r.Context())
+	subjects, err := h.streamSubjects(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
-	}
-	if deletedOnly(r) {
-		subjects = nil // stream versions are never deleted
 	}
 	prefix := r.URL.Query().Get("subjectPrefix")
 	out := []string{}
@@ -216,25 +220,30 @@ func (h *handler) versions(w http.ResponseWriter, r *http.Request) {
 		h.freeVersions(w, r, s)
 		return
 	}
-	revs, err := h.revisions(r.Context(), s)
+	revs, err := h.revisionsOf(r.Context(), s, deletedToo(r))
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	out := make([]int, len(revs))
-	for i, rv := range revs {
-		out[i] = rv.Revision
+	out := []int{}
+	for _, rv := range revs {
+		if rv.Deleted || !deletedOnly(r) {
+			out = append(out, rv.Revision)
+		}
 	}
 	h.write(w, http.StatusOK, out)
 }
 
-// one resolves {subject} and {version} to a revision.
+// one resolves {subject} and {version} to a revision: a number
+// (soft-deleted only with deleted=true), or "latest" / -1, the latest live
+// revision.
 func (h *handler) one(r *http.Request) (subjectRef, sqlstreams.Revision, error) {
 	s, err := h.subject(r, false)
 	if err != nil {
 		return s, sqlstreams.Revision{}, err
 	}
-	revs, err := h.revisions(r.Context(), s)
+	v := r.PathValue("version")
+	revs, err := h.revisionsOf(r.Context(), s, deletedToo(r) && v != "latest" && v != "-1")
 	if err != nil {
 		return s, sqlstreams.Revision{}, err
 	}
@@ -520,7 +529,7 @@ func (h *handler) deleteSubject(w http.ResponseWriter, r *http.Request) {
 	case s.free:
 		h.freeDeleteSubject(w, r, s)
 	default:
-		h.refuseDelete(w, r)
+		h.streamDeleteSubject(w, r, s)
 	}
 }
 
@@ -532,13 +541,8 @@ func (h *handler) deleteVersion(w http.ResponseWriter, r *http.Request) {
 	case s.free:
 		h.freeDeleteVersion(w, r, s)
 	default:
-		h.refuseDelete(w, r)
+		h.streamDeleteVersion(w, r, s)
 	}
-}
-
-func (h *handler) refuseDelete(w http.ResponseWriter, r *http.Request) {
-	h.fail(w, r, errorf(http.StatusUnprocessableEntity, codeNotPermitted,
-		"Operation not permitted: %s cannot be deleted: %s", r.PathValue("subject"), refusedDelete))
 }
 
 func (h *handler) allSchemas(w http.ResponseWriter, r *http.Request) {

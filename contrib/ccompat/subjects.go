@@ -173,12 +173,8 @@ func (h *handler) freeDeleteSubject(w http.ResponseWriter, r *http.Request, s su
 		return
 	}
 	live := slices.ContainsFunc(all, func(v sqlstreams.SubjectVersion) bool { return !v.Deleted })
-	switch {
-	case !permanent && !live:
-		h.fail(w, r, errorf(http.StatusNotFound, codeSubjectSoftDeleted, "Subject '%s' was soft deleted. Set permanent=true to delete permanently", s.name))
-		return
-	case permanent && live:
-		h.fail(w, r, errorf(http.StatusNotFound, codeSubjectNotSoftDeleted, "Subject '%s' was not deleted first before being permanently deleted", s.name))
+	if err := outOfOrder(s.name, 0, !live, permanent); err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	done, err := h.reg.DeleteSubject(r.Context(), s.name, permanent)
@@ -187,6 +183,24 @@ func (h *handler) freeDeleteSubject(w http.ResponseWriter, r *http.Request, s su
 		return
 	}
 	h.write(w, http.StatusOK, done)
+}
+
+// outOfOrder is Confluent's answer to a deletion out of order, of a whole
+// subject (version 0) or of one version: soft-deleting what is
+// soft-deleted already (40404, 40406), or deleting permanently what is not
+// (40405, 40407). It is nil for a deletion in order.
+func outOfOrder(subject string, version int, deleted, permanent bool) error {
+	switch {
+	case version == 0 && !permanent && deleted:
+		return errorf(http.StatusNotFound, codeSubjectSoftDeleted, "Subject '%s' was soft deleted. Set permanent=true to delete permanently", subject)
+	case version == 0 && permanent && !deleted:
+		return errorf(http.StatusNotFound, codeSubjectNotSoftDeleted, "Subject '%s' was not deleted first before being permanently deleted", subject)
+	case version != 0 && !permanent && deleted:
+		return errorf(http.StatusNotFound, codeVersionSoftDeleted, "Subject '%s' Version %d was soft deleted. Set permanent=true to delete permanently", subject, version)
+	case version != 0 && permanent && !deleted:
+		return errorf(http.StatusNotFound, codeVersionNotSoftDeleted, "Subject '%s' Version %d was not deleted first before being permanently deleted", subject, version)
+	}
+	return nil
 }
 
 // freeDeleteVersion soft-deletes a version ("latest": the latest live
@@ -201,12 +215,8 @@ func (h *handler) freeDeleteVersion(w http.ResponseWriter, r *http.Request, s su
 		h.fail(w, r, err)
 		return
 	}
-	switch {
-	case !permanent && v.Deleted:
-		h.fail(w, r, errorf(http.StatusNotFound, codeVersionSoftDeleted, "Subject '%s' Version %d was soft deleted. Set permanent=true to delete permanently", s.name, v.Version))
-		return
-	case permanent && !v.Deleted:
-		h.fail(w, r, errorf(http.StatusNotFound, codeVersionNotSoftDeleted, "Subject '%s' Version %d was not deleted first before being permanently deleted", s.name, v.Version))
+	if err := outOfOrder(s.name, v.Version, v.Deleted, permanent); err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	n, err := h.reg.DeleteSubjectVersion(r.Context(), s.name, v.Version, permanent)
@@ -256,6 +266,21 @@ func (h *handler) freeNames(r *http.Request) ([]string, error) {
 	}
 	live, err := h.reg.FreeSubjects(r.Context(), false)
 	return slices.DeleteFunc(names, func(n string) bool { return slices.Contains(live, n) }), err
+}
+
+// streamSubjects lists the stream versions with live revisions, with
+// deleted=true also those whose revisions are all soft-deleted, with
+// deletedOnly=true those alone.
+func (h *handler) streamSubjects(r *http.Request) ([]sqlstreams.Subject, error) {
+	if !deletedToo(r) {
+		return h.reg.Subjects(r.Context())
+	}
+	all, err := h.reg.SubjectsWithDeleted(r.Context())
+	if err != nil || !deletedOnly(r) {
+		return all, err
+	}
+	live, err := h.reg.Subjects(r.Context())
+	return slices.DeleteFunc(all, func(s sqlstreams.Subject) bool { return slices.Contains(live, s) }), err
 }
 
 // freeUsages are the free subject versions recorded with an id, the

@@ -26,7 +26,8 @@ type Registry interface {
 	// error is returned. Concurrent calls for one stream are serialized.
 	RecordSchema(ctx context.Context, p RecordSchemaParams) (recorded SchemaRevision, created bool, err error)
 	// SchemaRevisions lists a stream's revisions at p.Version, or at every
-	// version when it is 0, ordered by version then revision.
+	// version when it is 0, ordered by version then revision: the live ones,
+	// and the soft-deleted ones too when p.Deleted.
 	SchemaRevisions(ctx context.Context, p SchemaRevisionsParams) ([]SchemaRevision, error)
 	// RecordReader stores which revision a group reads at a version,
 	// replacing the group's previous reader at that version.
@@ -55,10 +56,12 @@ type RecordSchemaParams struct {
 	Decide   func(existing []SchemaRevision, stream, global RegistrySettings) error
 }
 
-// SchemaRevisionsParams names a stream and a version (0 for every version).
+// SchemaRevisionsParams names a stream and a version (0 for every
+// version); Deleted includes soft-deleted revisions.
 type SchemaRevisionsParams struct {
 	StreamID int64
 	Version  int
+	Deleted  bool
 }
 
 // RecordReaderParams is the reader to store.
@@ -103,6 +106,10 @@ type SchemaRevision struct {
 	// References are the other revisions this one's document refers to by
 	// name, in the order given.
 	References []SchemaReference
+	// Deleted marks a soft-deleted revision (RevisionDeleter): listed only
+	// when asked for, never a match for a new registration, and its number
+	// never given again.
+	Deleted bool
 }
 
 // Reader is a group's registered reader schema at a version.

@@ -17,7 +17,7 @@ type RevisionSteps interface {
 	// transaction ends and returns the stream's settings.
 	LockStream(ctx context.Context, streamID int64) (RegistrySettings, error)
 	// Revisions returns the stream's revisions at version, oldest first,
-	// with their global ids and references.
+	// with their global ids and references, the soft-deleted ones too.
 	Revisions(ctx context.Context, streamID int64, version int) ([]SchemaRevision, error)
 	// Settings returns a scope's settings (0: registry-wide); none stored
 	// reads as unset.
@@ -29,7 +29,8 @@ type RevisionSteps interface {
 }
 
 // RecordRevision is RecordSchema's sequence over an engine's steps: lock
-// the stream, return a revision with the same fingerprint as it is, else
+// the stream, return a live revision with the same fingerprint as it is
+// (a soft-deleted one is not a match: the text is recorded anew), else
 // let p.Decide judge the new one against the existing revisions and the
 // settings, number it (NextRevision), give it its global id and write it.
 // An error of Decide's, and a revision number or id that IMPORT asks for
@@ -41,10 +42,11 @@ func RecordRevision(ctx context.Context, s RevisionSteps, p RecordSchemaParams) 
 	if err != nil {
 		return in, false, err
 	}
-	existing, err := s.Revisions(ctx, in.StreamID, in.Version)
+	all, err := s.Revisions(ctx, in.StreamID, in.Version)
 	if err != nil {
 		return in, false, err
 	}
+	existing := UndeletedRevisions(all)
 	for _, e := range existing {
 		if e.Fingerprint == in.Fingerprint {
 			return e, false, nil
@@ -58,7 +60,7 @@ func RecordRevision(ctx context.Context, s RevisionSteps, p RecordSchemaParams) 
 		return in, false, CallerError{Err: err}
 	}
 	out := in
-	if out.Revision, err = NextRevision(existing, in.Revision); err != nil {
+	if out.Revision, err = NextRevision(all, in.Revision); err != nil {
 		return in, false, CallerError{Err: err}
 	}
 	// Every engine keeps microseconds, so the revision returned is the one
@@ -74,7 +76,8 @@ func RecordRevision(ctx context.Context, s RevisionSteps, p RecordSchemaParams) 
 }
 
 // NextRevision numbers a new revision after existing (one version's
-// revisions, oldest first): one past the last, or 1 for the first. A
+// revisions, oldest first, soft-deleted ones included so that a number
+// never names two documents): one past the last, or 1 for the first. A
 // wanted number (IMPORT mode, 0 for none) may skip numbers but not go
 // back, since revisions of a version are ordered by number: an earlier one
 // fails with ErrRevisionTaken.
@@ -106,4 +109,15 @@ func IDConflict(wanted, has int64) error {
 // fingerprint already has.
 func IDOfOther(id int64) error {
 	return CallerError{Err: fmt.Errorf("%w: id %d belongs to another schema", ErrSchemaIDTaken, id)}
+}
+
+// UndeletedRevisions are the revisions not soft-deleted, in the order given.
+func UndeletedRevisions(all []SchemaRevision) []SchemaRevision {
+	var out []SchemaRevision
+	for _, r := range all {
+		if !r.Deleted {
+			out = append(out, r)
+		}
+	}
+	return out
 }

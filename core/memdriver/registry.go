@@ -44,7 +44,8 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 		if err != nil {
 			return err
 		}
-		existing := s.revisionsAt(b, rev.Version)
+		all := s.revisionsAt(b, rev.Version, true)
+		existing := driver.UndeletedRevisions(all)
 		for _, e := range existing {
 			if e.Fingerprint == rev.Fingerprint {
 				out = e
@@ -58,7 +59,7 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 		out.Type = cmp.Or(rev.Type, "JSON")
 		out.Schema, out.References = slices.Clone(rev.Schema), slices.Clone(rev.References)
 		out.CreatedAt = micro(rev.CreatedAt)
-		if out.Revision, err = driver.NextRevision(existing, rev.Revision); err != nil {
+		if out.Revision, err = driver.NextRevision(all, rev.Revision); err != nil {
 			return err
 		}
 		if out.ID, err = b.assignID(out); err != nil {
@@ -97,11 +98,12 @@ func (b *db) assignID(rev driver.SchemaRevision) (int64, error) {
 }
 
 // revisionsAt returns the stream's revisions at version (every version for
-// 0), ordered by version and revision, with their global ids.
-func (s *streamData) revisionsAt(b *db, version int) []driver.SchemaRevision {
+// 0; soft-deleted ones too with deleted), ordered by version and revision,
+// with their global ids.
+func (s *streamData) revisionsAt(b *db, version int, deleted bool) []driver.SchemaRevision {
 	var out []driver.SchemaRevision
 	for _, r := range s.revisions {
-		if version == 0 || r.Version == version {
+		if (version == 0 || r.Version == version) && (deleted || !r.Deleted) {
 			r.ID = b.byFingerprint[r.Fingerprint]
 			out = append(out, r)
 		}
@@ -119,7 +121,7 @@ func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsPa
 	var out []driver.SchemaRevision
 	err := d.read(ctx, func(b *db) error {
 		if s, err := b.stream(p.StreamID); err == nil {
-			out = s.revisionsAt(b, p.Version)
+			out = s.revisionsAt(b, p.Version, p.Deleted)
 		}
 		return nil
 	})
@@ -140,15 +142,25 @@ func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (dri
 	return out, err
 }
 
-// SchemaUsages implements driver.SchemaIDs.
+// SchemaUsages implements driver.SchemaIDs: live revisions only, as
+// listings hide soft-deleted ones.
 func (d *Driver) SchemaUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
-	return d.revisionsWhere(ctx, func(b *db, r driver.SchemaRevision) bool { return b.byFingerprint[r.Fingerprint] == p.ID })
+	return d.revisionsWhere(ctx, func(b *db, r driver.SchemaRevision) bool { return !r.Deleted && b.byFingerprint[r.Fingerprint] == p.ID })
 }
 
 // ReferencedBy implements driver.SchemaIDs: revisions whose references
 // name the given revision, with its fingerprint as recorded.
 func (d *Driver) ReferencedBy(ctx context.Context, p driver.ReferencedByParams) ([]driver.SchemaRevision, error) {
-	return d.revisionsWhere(ctx, func(b *db, r driver.SchemaRevision) bool {
+	var out []driver.SchemaRevision
+	err := d.read(ctx, func(b *db) error {
+		out = b.referencedBy(p)
+		return nil
+	})
+	return out, err
+}
+
+func (b *db) referencedBy(p driver.ReferencedByParams) []driver.SchemaRevision {
+	return b.revisionsWhere(func(b *db, r driver.SchemaRevision) bool {
 		for _, ref := range r.References {
 			if ref.StreamID == p.StreamID && ref.Version == p.Version && ref.Revision == p.Revision && b.hasRevision(ref) {
 				return true
@@ -173,21 +185,28 @@ func (b *db) hasRevision(ref driver.SchemaReference) bool {
 	return false
 }
 
-// revisionsWhere lists every stream's revisions that keep holds for.
+// revisionsWhere lists every stream's revisions, soft-deleted ones
+// included, that keep holds for.
 func (d *Driver) revisionsWhere(ctx context.Context, keep func(*db, driver.SchemaRevision) bool) ([]driver.SchemaRevision, error) {
 	var out []driver.SchemaRevision
 	err := d.read(ctx, func(b *db) error {
-		for _, s := range b.streams {
-			for _, r := range s.revisionsAt(b, 0) {
-				if keep(b, r) {
-					out = append(out, r)
-				}
-			}
-		}
-		slices.SortFunc(out, revisionOrder)
+		out = b.revisionsWhere(keep)
 		return nil
 	})
 	return out, err
+}
+
+func (b *db) revisionsWhere(keep func(*db, driver.SchemaRevision) bool) []driver.SchemaRevision {
+	var out []driver.SchemaRevision
+	for _, s := range b.streams {
+		for _, r := range s.revisionsAt(b, 0, true) {
+			if keep(b, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	slices.SortFunc(out, revisionOrder)
+	return out
 }
 
 // RecordReader implements driver.Registry.
@@ -208,17 +227,90 @@ func (d *Driver) RecordReader(ctx context.Context, p driver.RecordReaderParams) 
 func (d *Driver) Readers(ctx context.Context, p driver.ReadersParams) ([]driver.Reader, error) {
 	var out []driver.Reader
 	err := d.read(ctx, func(b *db) error {
-		if s, err := b.stream(p.StreamID); err == nil {
-			for _, r := range s.readers {
-				out = append(out, r)
-			}
-		}
-		slices.SortFunc(out, func(a, b driver.Reader) int {
-			return cmp.Or(strings.Compare(a.Group, b.Group), cmp.Compare(a.Version, b.Version))
-		})
+		out = b.readers(p.StreamID)
 		return nil
 	})
 	return out, err
+}
+
+func (b *db) readers(streamID int64) []driver.Reader {
+	var out []driver.Reader
+	if s, err := b.stream(streamID); err == nil {
+		for _, r := range s.readers {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b driver.Reader) int {
+		return cmp.Or(strings.Compare(a.Group, b.Group), cmp.Compare(a.Version, b.Version))
+	})
+	return out
+}
+
+var _ driver.RevisionDeleter = (*Driver)(nil)
+
+// DeleteRevisions implements driver.RevisionDeleter with the writer held,
+// so registrations, appends and readers wait for it.
+func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsParams) ([]int, error) {
+	var out []int
+	err := d.write(ctx, nil, func(b *db) error {
+		var err error
+		out, err = driver.DeleteRevisionsIn(ctx, deletionSteps{b}, p)
+		return err
+	})
+	return out, err
+}
+
+// deletionSteps are driver.DeletionSteps on the held writer's state.
+type deletionSteps struct{ b *db }
+
+func (s deletionSteps) LockStream(_ context.Context, streamID int64) (driver.RegistrySettings, error) {
+	_, err := s.b.stream(streamID)
+	return s.b.settings[streamID], err
+}
+
+func (s deletionSteps) Revisions(_ context.Context, streamID int64, version int) ([]driver.SchemaRevision, error) {
+	st, err := s.b.stream(streamID)
+	if err != nil {
+		return nil, err
+	}
+	return st.revisionsAt(s.b, version, true), nil
+}
+
+func (s deletionSteps) InRows(_ context.Context, streamID int64, version, revision int) (bool, error) {
+	st, err := s.b.stream(streamID)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range st.rows {
+		if r.SchemaVersion == version && r.revision == revision {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (s deletionSteps) Readers(_ context.Context, streamID int64) ([]driver.Reader, error) {
+	return s.b.readers(streamID), nil
+}
+
+func (s deletionSteps) ReferencedBy(_ context.Context, p driver.ReferencedByParams) ([]driver.SchemaRevision, error) {
+	return s.b.referencedBy(p), nil
+}
+
+func (s deletionSteps) Remove(_ context.Context, streamID int64, version int, revisions []int, permanent bool) error {
+	st, err := s.b.writable(streamID)
+	if err != nil {
+		return err
+	}
+	st.revisions = slices.DeleteFunc(st.revisions, func(r driver.SchemaRevision) bool {
+		return permanent && r.Version == version && slices.Contains(revisions, r.Revision)
+	})
+	for i, r := range st.revisions {
+		if r.Version == version && slices.Contains(revisions, r.Revision) {
+			st.revisions[i].Deleted = true
+		}
+	}
+	return nil
 }
 
 // LiveRevisions implements driver.Registry.

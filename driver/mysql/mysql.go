@@ -302,6 +302,7 @@ var (
 	_ driver.ClientDirectory = (*Driver)(nil)
 	_ driver.GroupPauser     = (*Driver)(nil)
 	_ driver.Alterer         = (*Driver)(nil)
+	_ driver.RevisionDeleter = (*Driver)(nil)
 )
 
 // Pool sizes set by Open; change them through DB().

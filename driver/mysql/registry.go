@@ -111,6 +111,15 @@ func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsPa
 	return inOwnTx(ctx, d, func(tx querier) ([]driver.SchemaRevision, error) { return registry.Revisions(ctx, tx, p) })
 }
 
+// DeleteRevisions implements driver.RevisionDeleter, serialized with the
+// stream's registrations by the lock RecordSchema takes.
+func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsParams) ([]int, error) {
+	if err := d.ensureScope(ctx, p.StreamID); err != nil {
+		return nil, err
+	}
+	return inOwnTx(ctx, d, func(tx querier) ([]int, error) { return registry.DeleteRevisions(ctx, tx, logTable(p.StreamID), p) })
+}
+
 // SchemaByID implements driver.SchemaIDs.
 func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (driver.SchemaDocument, error) {
 	return onPool(ctx, d, func(q querier) (driver.SchemaDocument, error) { return registry.ByID(ctx, q, p.ID) })

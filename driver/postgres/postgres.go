@@ -229,6 +229,7 @@ var (
 	_ driver.ClientDirectory = (*Driver)(nil)
 	_ driver.GroupPauser     = (*Driver)(nil)
 	_ driver.Alterer         = (*Driver)(nil)
+	_ driver.RevisionDeleter = (*Driver)(nil)
 )
 
 // Driver is the PostgreSQL driver. Create it with Open.

@@ -52,7 +52,7 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegi
 
 // revisionColumns reads a revision with its global id (r: schema_revision,
 // i: schema_id joined on the fingerprint).
-const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.schema_type, r.schema_json, r.created_at, COALESCE(i.id, 0)`
+const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.schema_type, r.schema_json, r.created_at, r.deleted, COALESCE(i.id, 0)`
 
 const revisionFrom = ` FROM schema_revision r LEFT JOIN schema_id i ON i.fingerprint = r.fingerprint `
 
@@ -61,7 +61,7 @@ func scanRevisions(rows pgx.Rows) ([]driver.SchemaRevision, error) {
 		var rev driver.SchemaRevision
 		var version, revision int32
 		var doc string
-		err := r.Scan(&rev.StreamID, &version, &revision, &rev.Fingerprint, &rev.Type, &doc, &rev.CreatedAt, &rev.ID)
+		err := r.Scan(&rev.StreamID, &version, &revision, &rev.Fingerprint, &rev.Type, &doc, &rev.CreatedAt, &rev.Deleted, &rev.ID)
 		rev.Version, rev.Revision, rev.Schema, rev.CreatedAt = int(version), int(revision), []byte(doc), rev.CreatedAt.UTC()
 		return rev, err
 	})
@@ -173,7 +173,7 @@ func (s revisionSteps) LockStream(ctx context.Context, streamID int64) (driver.R
 }
 
 func (s revisionSteps) Revisions(ctx context.Context, streamID int64, version int) ([]driver.SchemaRevision, error) {
-	return revisionsAt(ctx, s.tx, streamID, version)
+	return revisionsAt(ctx, s.tx, driver.SchemaRevisionsParams{StreamID: streamID, Version: version, Deleted: true})
 }
 
 func (s revisionSteps) Settings(ctx context.Context, streamID int64) (driver.RegistrySettings, error) {
@@ -200,12 +200,12 @@ func (s revisionSteps) InsertRevision(ctx context.Context, rev driver.SchemaRevi
 	return nil
 }
 
-// revisionsAt reads a stream's revisions at version (every version for
-// 0) with their references; q should be a transaction, so that the
-// references match the revisions.
-func revisionsAt(ctx context.Context, q querier, streamID int64, version int) ([]driver.SchemaRevision, error) {
+// revisionsAt reads a stream's revisions at p.Version (every version for
+// 0; soft-deleted ones with p.Deleted) with their references; q should be
+// a transaction, so that the references match the revisions.
+func revisionsAt(ctx context.Context, q querier, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
 	rows, err := q.Query(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE r.stream_id = $1::bigint AND ($2::integer = 0 OR r.version = $2::integer)
-		ORDER BY r.version, r.revision`, streamID, int32(version))
+		AND ($3::boolean OR NOT r.deleted) ORDER BY r.version, r.revision`, p.StreamID, int32(p.Version), p.Deleted)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func revisionsAt(ctx context.Context, q querier, streamID int64, version int) ([
 	if err != nil {
 		return nil, err
 	}
-	return out, withReferences(ctx, q, streamID, out)
+	return out, withReferences(ctx, q, p.StreamID, out)
 }
 
 // SchemaRevisions implements driver.Registry.
@@ -221,7 +221,7 @@ func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsPa
 	var out []driver.SchemaRevision
 	err := d.readTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		out, err = revisionsAt(ctx, tx, p.StreamID, p.Version)
+		out, err = revisionsAt(ctx, tx, p)
 		return err
 	})
 	return out, err
@@ -244,11 +244,12 @@ func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (dri
 	return doc, err
 }
 
-// SchemaUsages implements driver.SchemaIDs.
+// SchemaUsages implements driver.SchemaIDs: live revisions only, as
+// listings hide soft-deleted ones.
 func (d *Driver) SchemaUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
 	var out []driver.SchemaRevision
 	err := d.read(ctx, func() error {
-		rows, err := d.pool.Query(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE i.id = $1::bigint ORDER BY r.stream_id, r.version, r.revision`, p.ID)
+		rows, err := d.pool.Query(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE i.id = $1::bigint AND NOT r.deleted ORDER BY r.stream_id, r.version, r.revision`, p.ID)
 		if err != nil {
 			return err
 		}
@@ -263,18 +264,23 @@ func (d *Driver) SchemaUsages(ctx context.Context, p driver.SchemaUsagesParams) 
 func (d *Driver) ReferencedBy(ctx context.Context, p driver.ReferencedByParams) ([]driver.SchemaRevision, error) {
 	var out []driver.SchemaRevision
 	err := d.read(ctx, func() error {
-		rows, err := d.pool.Query(ctx, `SELECT DISTINCT `+revisionColumns+revisionFrom+`
-			JOIN schema_reference f ON f.stream_id = r.stream_id AND f.version = r.version AND f.revision = r.revision
-			JOIN schema_revision t ON t.stream_id = f.ref_stream_id AND t.version = f.ref_version AND t.revision = f.ref_revision AND t.fingerprint = f.ref_fingerprint
-			WHERE f.ref_stream_id = $1::bigint AND f.ref_version = $2::integer AND f.ref_revision = $3::integer
-			ORDER BY r.stream_id, r.version, r.revision`, p.StreamID, int32(p.Version), int32(p.Revision))
-		if err != nil {
-			return err
-		}
-		out, err = scanRevisions(rows)
+		var err error
+		out, err = referencedBy(ctx, d.pool, p)
 		return err
 	})
 	return out, err
+}
+
+func referencedBy(ctx context.Context, q querier, p driver.ReferencedByParams) ([]driver.SchemaRevision, error) {
+	rows, err := q.Query(ctx, `SELECT DISTINCT `+revisionColumns+revisionFrom+`
+		JOIN schema_reference f ON f.stream_id = r.stream_id AND f.version = r.version AND f.revision = r.revision
+		JOIN schema_revision t ON t.stream_id = f.ref_stream_id AND t.version = f.ref_version AND t.revision = f.ref_revision AND t.fingerprint = f.ref_fingerprint
+		WHERE f.ref_stream_id = $1::bigint AND f.ref_version = $2::integer AND f.ref_revision = $3::integer
+		ORDER BY r.stream_id, r.version, r.revision`, p.StreamID, int32(p.Version), int32(p.Revision))
+	if err != nil {
+		return nil, err
+	}
+	return scanRevisions(rows)
 }
 
 // RecordReader implements driver.Registry.
@@ -293,21 +299,74 @@ func (d *Driver) RecordReader(ctx context.Context, p driver.RecordReaderParams) 
 func (d *Driver) Readers(ctx context.Context, p driver.ReadersParams) ([]driver.Reader, error) {
 	var out []driver.Reader
 	err := d.read(ctx, func() error {
-		rows, err := d.pool.Query(ctx, `SELECT stream_id, group_name, version, revision, registered_at FROM schema_reader
-			WHERE stream_id = $1::bigint ORDER BY group_name, version`, p.StreamID)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (driver.Reader, error) {
-			var r driver.Reader
-			var version, revision int32
-			err := row.Scan(&r.StreamID, &r.Group, &version, &revision, &r.RegisteredAt)
-			r.Version, r.Revision, r.RegisteredAt = int(version), int(revision), r.RegisteredAt.UTC()
-			return r, err
-		})
+		var err error
+		out, err = readers(ctx, d.pool, p.StreamID)
 		return err
 	})
 	return out, err
+}
+
+func readers(ctx context.Context, q querier, streamID int64) ([]driver.Reader, error) {
+	rows, err := q.Query(ctx, `SELECT stream_id, group_name, version, revision, registered_at FROM schema_reader
+		WHERE stream_id = $1::bigint ORDER BY group_name, version`, streamID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (driver.Reader, error) {
+		var r driver.Reader
+		var version, revision int32
+		err := row.Scan(&r.StreamID, &r.Group, &version, &revision, &r.RegisteredAt)
+		r.Version, r.Revision, r.RegisteredAt = int(version), int(revision), r.RegisteredAt.UTC()
+		return r, err
+	})
+}
+
+// DeleteRevisions implements driver.RevisionDeleter, serialized with the
+// stream's registrations by the lock RecordSchema takes.
+func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsParams) ([]int, error) {
+	var out []int
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = driver.DeleteRevisionsIn(ctx, deletionSteps{revisionSteps{tx}}, p)
+		return err
+	})
+	return out, err
+}
+
+// deletionSteps are driver.DeletionSteps in one transaction.
+type deletionSteps struct{ revisionSteps }
+
+func (s deletionSteps) InRows(ctx context.Context, streamID int64, version, revision int) (bool, error) {
+	var used bool
+	err := s.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+logTable(streamID)+` WHERE schema_version = $1::integer AND schema_revision = $2::integer)`,
+		int32(version), int32(revision)).Scan(&used)
+	return used, err
+}
+
+func (s deletionSteps) Readers(ctx context.Context, streamID int64) ([]driver.Reader, error) {
+	return readers(ctx, s.tx, streamID)
+}
+
+func (s deletionSteps) ReferencedBy(ctx context.Context, p driver.ReferencedByParams) ([]driver.SchemaRevision, error) {
+	return referencedBy(ctx, s.tx, p)
+}
+
+func (s deletionSteps) Remove(ctx context.Context, streamID int64, version int, revisions []int, permanent bool) error {
+	const where = ` WHERE stream_id = $1::bigint AND version = $2::integer AND revision = ANY($3::integer[])`
+	nums := make([]int32, len(revisions))
+	for i, n := range revisions {
+		nums[i] = int32(n)
+	}
+	if !permanent {
+		_, err := s.tx.Exec(ctx, `UPDATE schema_revision SET deleted = true`+where, streamID, int32(version), nums)
+		return err
+	}
+	for _, table := range []string{"schema_revision", "schema_reference"} {
+		if _, err := s.tx.Exec(ctx, `DELETE FROM `+table+where, streamID, int32(version), nums); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LiveRevisions implements driver.Registry.

@@ -92,6 +92,12 @@ func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsPa
 	return withTx(ctx, d, false, func(tx *sql.Tx) ([]driver.SchemaRevision, error) { return registry.Revisions(ctx, tx, p) })
 }
 
+// DeleteRevisions implements driver.RevisionDeleter; SQLite's single
+// writer keeps registrations, appends and readers out until it commits.
+func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsParams) ([]int, error) {
+	return withTx(ctx, d, true, func(tx *sql.Tx) ([]int, error) { return registry.DeleteRevisions(ctx, tx, logTable(p.StreamID), p) })
+}
+
 // SchemaByID implements driver.SchemaIDs.
 func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (driver.SchemaDocument, error) {
 	return onReader(d, func(q querier) (driver.SchemaDocument, error) { return registry.ByID(ctx, q, p.ID) })

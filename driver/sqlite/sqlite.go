@@ -55,6 +55,7 @@ var (
 	_ driver.ClientDirectory = (*Driver)(nil)
 	_ driver.GroupPauser     = (*Driver)(nil)
 	_ driver.Notifier        = (*Driver)(nil)
+	_ driver.RevisionDeleter = (*Driver)(nil)
 )
 
 // Driver is the SQLite driver. Create it with Open.

@@ -81,8 +81,13 @@ func testFranz(t *testing.T, b backend) {
 	cl := newSR(t, srv.URL)
 	const subject = "orders.placed-v2"
 
-	// A Go producer's registration is served with its text and id.
-	if _, err := c.Stream[OrderPlaced]("orders.placed").Producer().Register(ctx(t), nil); err != nil {
+	// A Go producer's registration is served with its text and id; the
+	// row it writes needs the revision.
+	p, err := c.Stream[OrderPlaced]("orders.placed").Producer().Register(ctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Produce(ctx(t), OrderPlaced{OrderID: "o-1", Total: Money{Cents: 100, Currency: "EUR"}}); err != nil {
 		t.Fatal(err)
 	}
 	revs, err := reg.Revisions(ctx(t), "orders.placed", 2)
@@ -305,11 +310,14 @@ func testFranz(t *testing.T, b backend) {
 		t.Errorf("ResetMode(): %+v", m[0])
 	}
 
-	// Nothing is deleted.
+	// Nothing is deleted: a row still in the log was written with
+	// revision 1, and a permanent deletion needs a soft one first.
 	_, err = cl.DeleteSubject(ctx(t), subject, sr.SoftDelete)
-	wantCode(t, "DeleteSubject", err, 42205, "retire with DeleteGroup and retention")
+	wantCode(t, "DeleteSubject", err, 42205, "rows still in the log")
+	err = cl.DeleteSchema(ctx(t), subject, 1, sr.SoftDelete)
+	wantCode(t, "DeleteSchema", err, 42205, "rows still in the log")
 	err = cl.DeleteSchema(ctx(t), subject, 1, sr.HardDelete)
-	wantCode(t, "DeleteSchema", err, 42205, "retire with DeleteGroup and retention")
+	wantCode(t, "DeleteSchema permanently", err, 40407, "not deleted first")
 	if n := len(mustRevisions(t, reg, "orders.placed", 2)); n != 2 {
 		t.Errorf("%d revisions after the refused deletions, want 2", n)
 	}

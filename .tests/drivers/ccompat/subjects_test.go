@@ -108,13 +108,18 @@ func TestSubjectSettingsWire(t *testing.T) {
 // TestSubjectDeletesWire: deletes as Confluent documents them: soft, then
 // permanent=true, each out of order with its code (40404-40407); "latest"
 // rolls back; deleted=true lists the soft-deleted; a referenced version
-// is refused with 42206; a stream version is refused with a reason.
+// is refused with 42206. A stream-bound subject's revisions are deleted
+// alike, except one rows of the log still need: 42205 with the reason.
 func TestSubjectDeletesWire(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			srv := serve(t, b.open(t), nil)
+			c := b.open(t)
+			srv := serve(t, c, nil)
+			moneyV1, _ := json.Marshal(map[string]any{"schemaType": "JSON", "schema": `{"type":"object","properties":{"cents":{"type":"integer"}}}`})
+			invoiceV1, _ := json.Marshal(map[string]any{"schemaType": "JSON", "schema": `{"type":"object","properties":{"total":{"$ref":"money.json"}}}`,
+				"references": []map[string]any{{"name": "money.json", "subject": "money-v1", "version": 1}}})
 			money, _ := json.Marshal(map[string]any{"schemaType": "JSON", "schema": `{"type":"object","properties":{"cents":{"type":"integer"}}}`})
 			invoice, _ := json.Marshal(map[string]any{"schemaType": "JSON", "schema": `{"type":"object","properties":{"total":{"$ref":"money"}}}`,
 				"references": []map[string]any{{"name": "money", "subject": "money-value", "version": 1}}})
@@ -150,9 +155,45 @@ func TestSubjectDeletesWire(t *testing.T) {
 				{"still referenced while soft-deleted", "DELETE", "/subjects/money-value", "", 422, 42206, ""},
 				{"the referencing subject permanently", "DELETE", "/subjects/invoice-value?permanent=true", "", 200, 0, "[1]"},
 				{"no longer referenced", "DELETE", "/subjects/money-value", "", 200, 0, "[1]"},
-
+			})
+			// A Go producer's revision, and a row written with it.
+			p, err := c.Stream[OrderPlaced]("placed").Producer().Register(ctx(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Produce(ctx(t), OrderPlaced{OrderID: "o-1", Total: Money{Cents: 100, Currency: "EUR"}}); err != nil {
+				t.Fatal(err)
+			}
+			run(t, srv.URL, []exchange{
 				{"a stream version", "POST", "/subjects/orders-v1/versions", avroBody(fieldA), 200, 0, `"id"`},
-				{"deleting a stream version", "DELETE", "/subjects/orders-v1", "", 422, 42205, "rows still in the log"},
+				{"its revision 2", "POST", "/subjects/orders-v1/versions", avroBody(fieldA + "," + fieldBd), 200, 0, `"id"`},
+				{"a revision permanently before soft", "DELETE", "/subjects/orders-v1/versions/2?permanent=true", "", 404, 40407, ""},
+				{"soft-delete revision 2", "DELETE", "/subjects/orders-v1/versions/2", "", 200, 0, "2"},
+				{"the stream version's latest rolled back", "GET", "/subjects/orders-v1/versions/latest", "", 200, 0, `"version":1`},
+				{"its revisions", "GET", "/subjects/orders-v1/versions", "", 200, 0, "[1]"},
+				{"its revisions with the deleted", "GET", "/subjects/orders-v1/versions?deleted=true", "", 200, 0, "[1,2]"},
+				{"its deleted revisions only", "GET", "/subjects/orders-v1/versions?deletedOnly=true", "", 200, 0, "[2]"},
+				{"a soft-deleted revision", "GET", "/subjects/orders-v1/versions/2", "", 404, 40402, ""},
+				{"a soft-deleted revision with deleted=true", "GET", "/subjects/orders-v1/versions/2?deleted=true", "", 200, 0, `"version":2`},
+				{"soft-delete the revision again", "DELETE", "/subjects/orders-v1/versions/2", "", 404, 40406, ""},
+				{"the revision permanently", "DELETE", "/subjects/orders-v1/versions/2?permanent=true", "", 200, 0, "2"},
+				{"the stream version permanently before soft", "DELETE", "/subjects/orders-v1?permanent=true", "", 404, 40405, ""},
+				{"soft-delete the stream version", "DELETE", "/subjects/orders-v1", "", 200, 0, "[1]"},
+				{"it is listed with deletedOnly=true", "GET", "/subjects?deletedOnly=true", "", 200, 0, `"orders-v1"`},
+				{"soft-delete the stream version again", "DELETE", "/subjects/orders-v1", "", 404, 40404, ""},
+				{"the stream version permanently", "DELETE", "/subjects/orders-v1?permanent=true", "", 200, 0, "[1]"},
+				{"the stream version is gone", "GET", "/subjects/orders-v1/versions?deleted=true", "", 404, 40401, ""},
+
+				{"a revision rows were written with", "DELETE", "/subjects/placed-v2/versions/1", "", 422, 42205, "rows still in the log"},
+				{"a stream version rows were written with", "DELETE", "/subjects/placed-v2", "", 422, 42205, "retention removes them"},
+				{"its revision is still there", "GET", "/subjects/placed-v2/versions/latest", "", 200, 0, `"version":1`},
+
+				{"money-v1", "POST", "/subjects/money-v1/versions", string(moneyV1), 200, 0, `"id"`},
+				{"invoice-v1 referring to money-v1", "POST", "/subjects/invoice-v1/versions", string(invoiceV1), 200, 0, `"id"`},
+				{"a referenced revision", "DELETE", "/subjects/money-v1/versions/1", "", 422, 42206, "invoice version 1 revision 1"},
+				{"the referencing revision", "DELETE", "/subjects/invoice-v1/versions/1", "", 200, 0, "1"},
+				{"the referencing revision permanently", "DELETE", "/subjects/invoice-v1/versions/1?permanent=true", "", 200, 0, "1"},
+				{"no longer referenced", "DELETE", "/subjects/money-v1/versions/latest", "", 200, 0, "1"},
 			})
 		})
 	}

@@ -84,7 +84,11 @@ type fixture struct {
 func TestJavaClientWire(t *testing.T) {
 	t.Parallel()
 	c := backends(t)[0].open(t)
-	if _, err := c.Stream[OrderPlaced]("orders.placed").Producer().Register(ctx(t), nil); err != nil {
+	p, err := c.Stream[OrderPlaced]("orders.placed").Producer().Register(ctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Produce(ctx(t), OrderPlaced{OrderID: "o-1", Total: Money{Cents: 100, Currency: "EUR"}}); err != nil {
 		t.Fatal(err)
 	}
 	revs := mustRevisions(t, c.Registry(), "orders.placed", 2)
@@ -161,9 +165,11 @@ func TestJavaClientWire(t *testing.T) {
 		{name: "malformed PROTOBUF refused", method: "POST", path: subj + "/versions", ctype: javaContentType, body: `{"schemaType":"PROTOBUF","schema":"message {"}`, status: 422,
 			dto: &javaError{}, code: 42201, says: "syntax error"},
 		{name: "invalid subject (a control character)", method: "POST", path: "/subjects/bad%01name/versions", ctype: javaContentType, body: `{"schema":{note}}`, status: 422, dto: &javaError{}, code: 42208},
-		{name: "RestService.deleteSubject", method: "DELETE", path: subj, ctype: javaContentType, status: 422, dto: &javaError{}, code: 42205, says: "retire with DeleteGroup and retention"},
-		{name: "RestService.deleteSchemaVersion", method: "DELETE", path: subj + "/versions/1?permanent=true", ctype: javaContentType, status: 422, dto: &javaError{}, code: 42205,
-			says: "retire with DeleteGroup and retention"},
+		{name: "RestService.deleteSubject", method: "DELETE", path: subj, ctype: javaContentType, status: 422, dto: &javaError{}, code: 42205, says: "rows still in the log"},
+		{name: "RestService.deleteSchemaVersion", method: "DELETE", path: subj + "/versions/1", ctype: javaContentType, status: 422, dto: &javaError{}, code: 42205,
+			says: "rows still in the log"},
+		{name: "RestService.deleteSchemaVersion permanently", method: "DELETE", path: subj + "/versions/1?permanent=true", ctype: javaContentType, status: 404, dto: &javaError{}, code: 40407,
+			says: "not deleted first"},
 		{name: "unsupported media type", method: "POST", path: subj, ctype: "text/plain", body: `{"schema":{note}}`, status: 415, dto: &javaError{}, code: 415},
 	}
 	// Every accepted body type reads the same.

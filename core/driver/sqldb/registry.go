@@ -38,14 +38,14 @@ type Registry[T any] struct {
 
 // revisionColumns reads a revision with its global id (r: schema_revision,
 // i: schema_id joined on the fingerprint).
-const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.schema_type, r.schema_json, r.created_at, COALESCE(i.id, 0)
+const revisionColumns = `r.stream_id, r.version, r.revision, r.fingerprint, r.schema_type, r.schema_json, r.created_at, r.deleted, COALESCE(i.id, 0)
 	FROM schema_revision r LEFT JOIN schema_id i ON i.fingerprint = r.fingerprint `
 
 func (g Registry[T]) scanRevision(r driver.RowScanner) (driver.SchemaRevision, error) {
 	var rev driver.SchemaRevision
 	var doc string
 	var created T
-	err := r.Scan(&rev.StreamID, &rev.Version, &rev.Revision, &rev.Fingerprint, &rev.Type, &doc, &created, &rev.ID)
+	err := r.Scan(&rev.StreamID, &rev.Version, &rev.Revision, &rev.Fingerprint, &rev.Type, &doc, &created, &rev.Deleted, &rev.ID)
 	rev.Schema, rev.CreatedAt = []byte(doc), g.At(created)
 	return rev, err
 }
@@ -89,8 +89,8 @@ func (g Registry[T]) Record(ctx context.Context, tx Querier, p driver.RecordSche
 // Revisions implements driver.Registry.SchemaRevisions on q (a snapshot,
 // so that the references match the revisions).
 func (g Registry[T]) Revisions(ctx context.Context, q Querier, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
-	out, err := Collect(ctx, q, `SELECT `+revisionColumns+`WHERE r.stream_id = ? AND (? = 0 OR r.version = ?)
-		ORDER BY r.version, r.revision`, []any{p.StreamID, p.Version, p.Version}, g.scanRevision)
+	out, err := Collect(ctx, q, `SELECT `+revisionColumns+`WHERE r.stream_id = ? AND (? = 0 OR r.version = ?) AND (? = 1 OR r.deleted = 0)
+		ORDER BY r.version, r.revision`, []any{p.StreamID, p.Version, p.Version, boolArg(p.Deleted)}, g.scanRevision)
 	if err != nil || len(out) == 0 {
 		return out, err
 	}
@@ -179,9 +179,10 @@ func (g Registry[T]) ByID(ctx context.Context, q Querier, id int64) (driver.Sche
 	return doc, err
 }
 
-// Usages implements driver.SchemaIDs.SchemaUsages on q.
+// Usages implements driver.SchemaIDs.SchemaUsages on q: live revisions
+// only, as listings hide soft-deleted ones.
 func (g Registry[T]) Usages(ctx context.Context, q Querier, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
-	return Collect(ctx, q, `SELECT `+revisionColumns+`WHERE i.id = ? ORDER BY r.stream_id, r.version, r.revision`, []any{p.ID}, g.scanRevision)
+	return Collect(ctx, q, `SELECT `+revisionColumns+`WHERE i.id = ? AND r.deleted = 0 ORDER BY r.stream_id, r.version, r.revision`, []any{p.ID}, g.scanRevision)
 }
 
 // ReferencedBy implements driver.SchemaIDs.ReferencedBy on q. Only
@@ -212,6 +213,51 @@ func (g Registry[T]) Readers(ctx context.Context, q Querier, p driver.ReadersPar
 	})
 }
 
+// DeleteRevisions implements driver.RevisionDeleter.DeleteRevisions in tx,
+// by driver.DeleteRevisionsIn over this engine's steps; logTable is the
+// stream's log. On MySQL the stream's settings row must exist before tx
+// begins, as for Record.
+func (g Registry[T]) DeleteRevisions(ctx context.Context, tx Querier, logTable string, p driver.DeleteRevisionsParams) ([]int, error) {
+	return driver.DeleteRevisionsIn(ctx, deletionSteps[T]{revisionSteps[T]{g: g, tx: tx}, logTable}, p)
+}
+
+// deletionSteps are driver.DeletionSteps on one transaction.
+type deletionSteps[T any] struct {
+	revisionSteps[T]
+	logTable string
+}
+
+func (s deletionSteps[T]) InRows(ctx context.Context, _ int64, version, revision int) (bool, error) {
+	var one int
+	err := s.tx.QueryRowContext(ctx, `SELECT 1 FROM `+s.logTable+` WHERE schema_version = ? AND schema_revision = ? LIMIT 1`, version, revision).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (s deletionSteps[T]) Readers(ctx context.Context, streamID int64) ([]driver.Reader, error) {
+	return s.g.Readers(ctx, s.tx, driver.ReadersParams{StreamID: streamID})
+}
+
+func (s deletionSteps[T]) ReferencedBy(ctx context.Context, p driver.ReferencedByParams) ([]driver.SchemaRevision, error) {
+	return s.g.ReferencedBy(ctx, s.tx, p)
+}
+
+func (s deletionSteps[T]) Remove(ctx context.Context, streamID int64, version int, revisions []int, permanent bool) error {
+	in, args := ` WHERE stream_id = ? AND version = ? AND revision IN (`+Placeholders(len(revisions))+`)`, append([]any{streamID, version}, Args(revisions)...)
+	if !permanent {
+		_, err := s.tx.ExecContext(ctx, `UPDATE schema_revision SET deleted = 1`+in, args...)
+		return err
+	}
+	for _, table := range []string{"schema_revision", "schema_reference"} {
+		if _, err := s.tx.ExecContext(ctx, `DELETE FROM `+table+in, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // LiveRevisions implements driver.Registry.LiveRevisions on q, reading the
 // stream's log table logTable.
 func (g Registry[T]) LiveRevisions(ctx context.Context, q Querier, logTable string, p driver.LiveRevisionsParams) ([]int, error) {
@@ -229,7 +275,7 @@ func (s revisionSteps[T]) LockStream(ctx context.Context, streamID int64) (drive
 }
 
 func (s revisionSteps[T]) Revisions(ctx context.Context, streamID int64, version int) ([]driver.SchemaRevision, error) {
-	return s.g.Revisions(ctx, s.tx, driver.SchemaRevisionsParams{StreamID: streamID, Version: version})
+	return s.g.Revisions(ctx, s.tx, driver.SchemaRevisionsParams{StreamID: streamID, Version: version, Deleted: true})
 }
 
 func (s revisionSteps[T]) Settings(ctx context.Context, streamID int64) (driver.RegistrySettings, error) {
