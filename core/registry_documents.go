@@ -15,13 +15,14 @@ import (
 // diff view) judges them with schema.Judge on these documents, so it never
 // disagrees with a registration. A document whose format the client lacks
 // comes back as schema.Opaque, whose ReadsFrom says it cannot be judged.
-// A revision that does not exist is ErrSchemaNotFound.
+// A soft-deleted revision is found too; one that does not exist is
+// ErrSchemaNotFound.
 func (r *Registry) RevisionDocument(ctx context.Context, stream string, version, revision int) (schema.Document, error) {
 	store, err := r.store()
 	if err != nil {
 		return nil, err
 	}
-	revs, err := r.storedRevisions(ctx, stream, version)
+	revs, err := r.storedRevisions(ctx, stream, version, true) // soft-deleted ones too, as SubjectDocument
 	if err != nil {
 		return nil, err
 	}
