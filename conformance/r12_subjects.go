@@ -279,6 +279,10 @@ func testSubjectReferenced(t *testing.T, reg *sqlstreams.Registry) {
 	if len(o.References) != 1 || o.References[0] != (sqlstreams.SubjectReference{Name: "money", Subject: "r12-money", Version: 1}) {
 		t.Errorf("references read back: %+v", o.References)
 	}
+	// A schema id's usages name its references too (what /schemas/ids/{id} answers).
+	if usages, err := reg.SubjectUsages(ctx(t), o.ID); err != nil || len(usages) != 1 || !slices.Equal(usages[0].References, o.References) {
+		t.Errorf("SubjectUsages(%d) = %+v, %v; want r12-order 1 with its reference", o.ID, usages, err)
+	}
 	if again, err := reg.RegisterSubject(ctx(t), order); err != nil || again.Version != 1 || again.ID != o.ID {
 		t.Errorf("the same document with the same reference: %+v, %v; want version 1", again, err)
 	}

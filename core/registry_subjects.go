@@ -391,10 +391,6 @@ func (r *Registry) SubjectUsages(ctx context.Context, id int64) ([]SubjectVersio
 	}
 	out := make([]SubjectVersion, len(vs))
 	for i, v := range vs {
-		// Usages come without references: the version itself has them.
-		if v, err = boundVersion(ctx, store, driver.SubjectReference{Name: v.Subject, Subject: v.Subject, Version: v.Version}); err != nil {
-			return nil, err
-		}
 		if out[i], err = r.publicSubjectVersion(v); err != nil {
 			return nil, err
 		}

@@ -50,8 +50,8 @@ type Subjects interface {
 	// subject's settings.
 	DeleteSubjectVersions(ctx context.Context, p DeleteSubjectVersionsParams) ([]int, error)
 	// SubjectUsages lists the versions, of any subject, recorded with a
-	// global id, soft-deleted ones included, ordered by subject and version;
-	// their References may be left out (SubjectVersions has them).
+	// global id, soft-deleted ones included, ordered by subject and
+	// version, each with its references.
 	SubjectUsages(ctx context.Context, p SchemaUsagesParams) ([]SubjectVersion, error)
 }
 

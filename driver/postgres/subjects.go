@@ -77,23 +77,35 @@ func subjectVersions(ctx context.Context, q querier, p driver.SubjectVersionsPar
 	if err != nil || len(out) == 0 {
 		return out, err
 	}
-	at := map[int]int{}
+	return out, withSubjectReferences(ctx, q, out, `SELECT subject, version, name, ref_subject, ref_version FROM subject_reference
+		WHERE subject = $1::text ORDER BY version, position`, p.Subject)
+}
+
+// withSubjectReferences adds to each of out the references query (with
+// arg) returns for it: rows of subject, version, name, ref_subject,
+// ref_version in position order.
+func withSubjectReferences(ctx context.Context, q querier, out []driver.SubjectVersion, query string, arg any) error {
+	type key struct {
+		subject string
+		version int
+	}
+	at := map[key]int{}
 	for i, v := range out {
-		at[v.Version] = i
+		at[key{v.Subject, v.Version}] = i
 	}
-	rows, err := q.Query(ctx, `SELECT version, name, ref_subject, ref_version FROM subject_reference WHERE subject = $1::text ORDER BY version, position`, p.Subject)
+	rows, err := q.Query(ctx, query, arg)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var version int
+	var k key
 	var ref driver.SubjectReference
-	_, err = pgx.ForEachRow(rows, []any{&version, &ref.Name, &ref.Subject, &ref.Version}, func() error {
-		if i, ok := at[version]; ok {
+	_, err = pgx.ForEachRow(rows, []any{&k.subject, &k.version, &ref.Name, &ref.Subject, &ref.Version}, func() error {
+		if i, ok := at[k]; ok {
 			out[i].References = append(out[i].References, ref)
 		}
 		return nil
 	})
-	return out, err
+	return err
 }
 
 // RecordSubjectVersion implements driver.Subjects; the lock on the
@@ -188,7 +200,11 @@ func (d *Driver) SubjectUsages(ctx context.Context, p driver.SchemaUsagesParams)
 	err := d.read(ctx, func() error {
 		var err error
 		out, err = scanSubjectVersions(d.pool.Query(ctx, subjectVersionColumns+`WHERE v.schema_id = $1::bigint ORDER BY v.subject, v.version`, p.ID))
-		return err
+		if err != nil || len(out) == 0 {
+			return err
+		}
+		return withSubjectReferences(ctx, d.pool, out, `SELECT r.subject, r.version, r.name, r.ref_subject, r.ref_version FROM subject_reference r
+			JOIN subject_version v ON v.subject = r.subject AND v.version = r.version WHERE v.schema_id = $1::bigint ORDER BY r.subject, r.version, r.position`, p.ID)
 	})
 	return out, err
 }

@@ -84,23 +84,33 @@ func (s Subjects[T]) Versions(ctx context.Context, q Querier, p driver.SubjectVe
 	if err != nil || len(out) == 0 {
 		return out, err
 	}
-	at := map[int]int{}
-	for i, v := range out {
-		at[v.Version] = i
+	return out, withSubjectReferences(ctx, q, out, `SELECT subject, version, name, ref_subject, ref_version FROM subject_reference
+		WHERE subject = ? ORDER BY version, position`, p.Subject)
+}
+
+// withSubjectReferences adds to each of out the references query (with
+// arg) returns for it: rows of subject, version, name, ref_subject,
+// ref_version in position order.
+func withSubjectReferences(ctx context.Context, q Querier, out []driver.SubjectVersion, query string, arg any) error {
+	type key struct {
+		subject string
+		version int
 	}
-	err = EachRow(ctx, q, `SELECT version, name, ref_subject, ref_version FROM subject_reference WHERE subject = ? ORDER BY version, position`,
-		[]any{p.Subject}, func(r *sql.Rows) error {
-			var version int
-			var ref driver.SubjectReference
-			if err := r.Scan(&version, &ref.Name, &ref.Subject, &ref.Version); err != nil {
-				return err
-			}
-			if i, ok := at[version]; ok {
-				out[i].References = append(out[i].References, ref)
-			}
-			return nil
-		})
-	return out, err
+	at := map[key]int{}
+	for i, v := range out {
+		at[key{v.Subject, v.Version}] = i
+	}
+	return EachRow(ctx, q, query, []any{arg}, func(r *sql.Rows) error {
+		var k key
+		var ref driver.SubjectReference
+		if err := r.Scan(&k.subject, &k.version, &ref.Name, &ref.Subject, &ref.Version); err != nil {
+			return err
+		}
+		if i, ok := at[k]; ok {
+			out[i].References = append(out[i].References, ref)
+		}
+		return nil
+	})
 }
 
 func boolArg(b bool) int {
@@ -166,7 +176,12 @@ func (s Subjects[T]) List(ctx context.Context, q Querier, p driver.ListSubjectsP
 
 // Usages implements driver.Subjects.SubjectUsages on q.
 func (s Subjects[T]) Usages(ctx context.Context, q Querier, p driver.SchemaUsagesParams) ([]driver.SubjectVersion, error) {
-	return Collect(ctx, q, subjectVersionColumns+`WHERE v.schema_id = ? ORDER BY v.subject, v.version`, []any{p.ID}, s.scanVersion)
+	out, err := Collect(ctx, q, subjectVersionColumns+`WHERE v.schema_id = ? ORDER BY v.subject, v.version`, []any{p.ID}, s.scanVersion)
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	return out, withSubjectReferences(ctx, q, out, `SELECT r.subject, r.version, r.name, r.ref_subject, r.ref_version FROM subject_reference r
+		JOIN subject_version v ON v.subject = r.subject AND v.version = r.version WHERE v.schema_id = ? ORDER BY r.subject, r.version, r.position`, p.ID)
 }
 
 // Delete implements driver.Subjects.DeleteSubjectVersions in tx. The
