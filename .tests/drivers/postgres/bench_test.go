@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -205,42 +204,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 	}{{"notify", nil}, {"poll-only", []postgres.Option{postgres.WithoutNotify()}}} {
 		b.Run(mode.name, func(b *testing.B) {
 			ns := newSchema(b, nil)
-			pc := open(b, ns, mode.opts...)
-			cc := open(b, ns, mode.opts...)
-			p, err := pc.Stream[event]("latency").Producer().Register(context.Background(), nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			cons, err := cc.Stream[event]("latency").Consumer("g").Register(context.Background(), &sqlstreams.ConsumerOptions{PollInterval: 50 * time.Millisecond})
-			if err != nil {
-				b.Fatal(err)
-			}
-			got := make(chan time.Time, 1)
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				_ = cons.Run(ctx, func(context.Context, sqlstreams.Delivery[event]) error {
-					got <- time.Now()
-					return nil
-				})
-			})
-			time.Sleep(200 * time.Millisecond)
-			lat := make([]time.Duration, 0, b.N)
-			for i := 0; b.Loop(); i++ {
-				start := time.Now()
-				if _, err := p.Produce(context.Background(), event{N: i}); err != nil {
-					b.Fatal(err)
-				}
-				lat = append(lat, (<-got).Sub(start))
-				// Produce the next message while the consumer waits idle,
-				// not while it is still acking the last one.
-				time.Sleep(10 * time.Millisecond)
-			}
-			cancel()
-			wg.Wait()
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+			conformance.WakeLatency(b, func(tb testing.TB) *sqlstreams.Client { return open(tb, ns, mode.opts...) })
 		})
 	}
 }

@@ -4,11 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/sqlstreams/sqlstreams/conformance"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
@@ -160,18 +157,12 @@ func (r *raw) Close() error {
 	return r.drv.Close()
 }
 
-type latencyEvent struct {
-	N int `json:"n"`
-}
-
-func (latencyEvent) SchemaVersion() int { return 1 }
-
 // BenchmarkWakeLatency measures produce-to-handler latency when producer and
 // consumer are different clients on the file (as in different processes),
 // so that only the write-ahead log watch, or else polling every 50ms, can
 // wake the consumer:
 //
-//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkWakeLatency$' -benchtime 200x ./.tests/drivers/sqlite
+//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkWakeLatency$' -benchtime 300x ./.tests/drivers/sqlite
 func BenchmarkWakeLatency(b *testing.B) {
 	for _, mode := range []struct {
 		name string
@@ -179,49 +170,14 @@ func BenchmarkWakeLatency(b *testing.B) {
 	}{{"wal-watch", nil}, {"poll-only", []sqlite.Option{sqlite.WithoutNotify()}}} {
 		b.Run(mode.name, func(b *testing.B) {
 			ns := target.NewNamespace(b)
-			open := func() *sqlstreams.Client {
+			conformance.WakeLatency(b, func(tb testing.TB) *sqlstreams.Client {
 				c, err := sqlstreams.Open(context.Background(), sqlite.Open(ns, mode.opts...), sqlstreams.WithMaintenanceInterval(0))
 				if err != nil {
-					b.Fatal(err)
+					tb.Fatal(err)
 				}
-				b.Cleanup(func() { _ = c.Close() })
+				tb.Cleanup(func() { _ = c.Close() })
 				return c
-			}
-			pc, cc := open(), open()
-			p, err := pc.Stream[latencyEvent]("latency").Producer().Register(context.Background(), nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			cons, err := cc.Stream[latencyEvent]("latency").Consumer("g").Register(context.Background(), &sqlstreams.ConsumerOptions{PollInterval: 50 * time.Millisecond})
-			if err != nil {
-				b.Fatal(err)
-			}
-			got := make(chan time.Time, 1)
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				_ = cons.Run(ctx, func(context.Context, sqlstreams.Delivery[latencyEvent]) error {
-					got <- time.Now()
-					return nil
-				})
 			})
-			time.Sleep(200 * time.Millisecond)
-			lat := make([]time.Duration, 0, b.N)
-			for i := 0; b.Loop(); i++ {
-				start := time.Now()
-				if _, err := p.Produce(context.Background(), latencyEvent{N: i}); err != nil {
-					b.Fatal(err)
-				}
-				lat = append(lat, (<-got).Sub(start))
-				// Produce the next message while the consumer waits idle,
-				// not while it is still acking the last one.
-				time.Sleep(10 * time.Millisecond)
-			}
-			cancel()
-			wg.Wait()
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 		})
 	}
 }
