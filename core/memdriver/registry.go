@@ -52,7 +52,7 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 				return nil
 			}
 		}
-		if err := p.Decide(existing, b.settings[rev.StreamID], b.settings[0]); err != nil {
+		if err := d.decide(func() error { return p.Decide(existing, b.settings[rev.StreamID], b.settings[0]) }); err != nil {
 			return err
 		}
 		out = rev
@@ -252,6 +252,8 @@ var _ driver.RevisionDeleter = (*Driver)(nil)
 // so registrations, appends and readers wait for it.
 func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsParams) ([]int, error) {
 	var out []int
+	decide := p.Decide
+	p.Decide = func(del driver.RevisionDeletion) error { return d.decide(func() error { return decide(del) }) }
 	err := d.write(ctx, nil, func(b *db) error {
 		var err error
 		out, err = driver.DeleteRevisionsIn(ctx, deletionSteps{b}, p)

@@ -253,6 +253,21 @@ func (d *Driver) write(ctx context.Context, tx driver.Tx, fn func(*db) error) er
 	return fn(d.store.committed)
 }
 
+// decide runs a caller's decision inside a write (a registry's Decide,
+// which may read the store to judge against stored documents): it lets go
+// of the data lock meanwhile, keeping the writer, so the decision's reads
+// proceed and no other write changes what the write has read. The write
+// must not have changed anything yet.
+func (d *Driver) decide(fn func() error) error {
+	d.store.mu.Unlock()
+	err := fn()
+	d.store.mu.Lock()
+	if err == nil && d.store.closed {
+		err = errStoreClosed
+	}
+	return err
+}
+
 // takeWriter waits for the store's writer, for at most the busy timeout.
 func (d *Driver) takeWriter(ctx context.Context) error {
 	select {

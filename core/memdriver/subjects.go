@@ -100,7 +100,7 @@ func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjec
 		if s, ok := b.subjects[in.Subject]; ok {
 			set = s.settings
 		}
-		if err := p.Decide(live, set, b.settings[0]); err != nil {
+		if err := d.decide(func() error { return p.Decide(live, set, b.settings[0]) }); err != nil {
 			return err
 		}
 		number, err := driver.NextSubjectVersion(all, in.Version)
@@ -167,7 +167,7 @@ func (d *Driver) DeleteSubjectVersions(ctx context.Context, p driver.DeleteSubje
 			}
 		}
 		slices.SortFunc(users, subjectOrder)
-		if err := p.Decide(targets, users); err != nil {
+		if err := d.decide(func() error { return p.Decide(targets, users) }); err != nil {
 			return err
 		}
 		s, ok := b.subjects[p.Subject]
