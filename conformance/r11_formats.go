@@ -18,19 +18,34 @@ func init() { register("R11_Formats", testFormats) }
 // test so that the suite proves the storage of document types without a
 // parser (a driver module running it links none): a document is a list of
 // field names, one a line; a reader reads a writer's data when the writer
-// has every field the reader lists.
+// has every field the reader lists. A line "@name" takes in the fields of
+// the document a reference of that name binds (schema.ReferenceParser).
 const linesType schema.Type = "LINES"
 
 type linesFormat struct{}
 
 func (linesFormat) Type() schema.Type { return linesType }
 
-func (linesFormat) Parse(text []byte) (schema.Document, error) {
+func (f linesFormat) Parse(text []byte) (schema.Document, error) { return f.ParseReferences(text, nil) }
+
+func (linesFormat) ParseReferences(text []byte, refs []schema.Referenced) (schema.Document, error) {
+	bound := map[string][]string{}
 	var fields []string
-	for line := range strings.Lines(string(text)) {
-		if f := strings.TrimSpace(line); f != "" {
-			fields = append(fields, f)
+	for _, doc := range append(refs, schema.Referenced{Text: text}) {
+		fields = nil
+		for line := range strings.Lines(string(doc.Text)) {
+			f := strings.TrimSpace(line)
+			if name, ok := strings.CutPrefix(f, "@"); ok {
+				in, found := bound[name]
+				if !found {
+					return nil, fmt.Errorf("lines: no reference named %q", name)
+				}
+				fields = append(fields, in...)
+			} else if f != "" {
+				fields = append(fields, f)
+			}
 		}
+		bound[doc.Name] = fields
 	}
 	if len(fields) == 0 {
 		return nil, errors.New("lines: no field; write one field name a line")

@@ -88,6 +88,7 @@ func testFreeSubjects(t *testing.T, h *harness) {
 		t.Errorf("an empty subject: %v; want ErrInvalidName", err)
 	}
 	t.Run("Transitive", func(t *testing.T) { testSubjectTransitive(t, reg) })
+	t.Run("References", func(t *testing.T) { testLinesReferences(t, reg) })
 	t.Run("TypeChanged", func(t *testing.T) {
 		_, err := reg.RegisterSubject(ctx(t), sqlstreams.SubjectRegistration{Subject: "orders-value", Schema: []byte(`{"type":"object"}`)})
 		subjectIncompatible(t, "a JSON document after LINES versions", err, schema.Backward, wantProblem{"version 2", schema.SchemaTypeChanged, "#"})
@@ -264,6 +265,45 @@ func testSubjectDeletes(t *testing.T, h *harness) {
 
 // testSubjectReferenced: a JSON Schema under one subject refers to a
 // version of another; that version cannot be deleted while referenced.
+// testLinesReferences: references work for any format that resolves them
+// (schema.ReferenceParser; Avro and Protobuf in contrib, a made-up one
+// here), not JSON Schema only: a document needs its reference to parse,
+// is judged with the referenced fields in, and the same text bound to
+// another version is another schema with another id.
+func testLinesReferences(t *testing.T, reg *sqlstreams.Registry) {
+	if _, err := reg.RegisterSubject(ctx(t), linesUnder("r12-lines-base", "a\nb")); err != nil {
+		t.Fatal(err)
+	}
+	user := func(version int) sqlstreams.SubjectRegistration {
+		r := linesUnder("r12-lines-user", "@base\nc")
+		r.References = []sqlstreams.SubjectReference{{Name: "base", Subject: "r12-lines-base", Version: version}}
+		return r
+	}
+	if _, err := reg.RegisterSubject(ctx(t), linesUnder("r12-lines-user", "@base\nc")); !errors.Is(err, sqlstreams.ErrInvalidOption) {
+		t.Errorf("a LINES document without the reference it uses: %v; want ErrInvalidOption", err)
+	}
+	u1, err := reg.RegisterSubject(ctx(t), user(1))
+	if err != nil || len(u1.References) != 1 {
+		t.Fatalf("a LINES document with its reference: %+v, %v", u1, err)
+	}
+	if err := reg.SetSubjectLevel(ctx(t), "r12-lines-base", schema.None); err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []string{"a", "a\nz"} {
+		if _, err := reg.RegisterSubject(ctx(t), linesUnder("r12-lines-base", doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Bound to base version 2 (fields a, c): it reads version 1's data.
+	u2, err := reg.RegisterSubject(ctx(t), user(2))
+	if err != nil || u2.Version != 2 || u2.ID == u1.ID {
+		t.Errorf("the same text bound to base version 2: %+v, %v; want version 2 with a new id", u2, err)
+	}
+	// Bound to base version 3 (fields a, c, z): it needs z, which version 2 lacks.
+	_, err = reg.RegisterSubject(ctx(t), user(3))
+	subjectIncompatible(t, "a reference bound to a version with a field the latest lacks", err, schema.Backward, wantProblem{"version 2", linesFieldMissing, "/2"})
+}
+
 func testSubjectReferenced(t *testing.T, reg *sqlstreams.Registry) {
 	money, err := reg.RegisterSubject(ctx(t), sqlstreams.SubjectRegistration{Subject: "r12-money",
 		Schema: []byte(`{"type":"object","properties":{"cents":{"type":"integer"}},"required":["cents"]}`)})
