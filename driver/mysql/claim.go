@@ -13,16 +13,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-// The main claim reads a partition in windows of rows after the cursor:
-// the first window is about the size asked for and each further one doubles,
-// up to maxWindow; maxScan bounds one claim's work when most rows are at
-// other versions or match no binding.
-const (
-	minWindow = 16
-	maxWindow = 512
-	maxScan   = 20000
-)
-
 // headExpr is 1 when row m is claimable: on a compacted stream, only a head.
 //
 // The head is looked up by its id, along compaction_head_id (stream_id,
@@ -535,22 +525,18 @@ func (s partitionScan) query() (string, []any) {
 	return query + " FROM " + logTable(s.p.Stream.ID) + " m" + index + " WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?", args
 }
 
-// read reads the partition past the cursor in windows, the first about
-// the limit and each further one twice as large, until it has taken the
-// limit, reached the end, or examined maxScan rows.
+// read reads the partition past the cursor in windows
+// (driver.PartitionScan.ReadWindows), the first about the limit.
 func (s partitionScan) read(ctx context.Context, tx querier) (*driver.PartitionScan, error) {
 	query, args := s.query()
 	out := &driver.PartitionScan{Plan: s.plan, Ordered: s.p.Ordered, Limit: s.limit, LeaseUntil: s.p.LeaseUntil, Cursor: s.cursor}
-	window := min(max(s.limit, minWindow), maxWindow)
-	for !out.Done() && out.Scanned < maxScan {
+	_, err := out.ReadWindows(driver.FirstWindow(s.limit), driver.MaxClaimScan, func(from int64, size int) (int, error) {
 		examined := out.Scanned
-		if err := s.readWindow(ctx, tx, query, append(args, s.part, out.Cursor, window), out); err != nil {
-			return nil, err
-		}
-		if out.Scanned-examined < window {
-			break
-		}
-		window = min(2*window, maxWindow)
+		err := s.readWindow(ctx, tx, query, append(args, s.part, from, size), out)
+		return out.Scanned - examined, err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

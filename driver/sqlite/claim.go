@@ -15,14 +15,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-// scanWindow is how many rows the main claim reads per query while looking
-// for claimable rows; maxScan bounds one claim's work when most rows are at
-// other versions or match no binding.
-const (
-	scanWindow = 512
-	maxScan    = 20000
-)
-
 // headExpr is 1 when row m is claimable: on a compacted stream, only a head.
 func headExpr(stream driver.StreamConfig) string {
 	if !stream.Compacted {
@@ -205,8 +197,10 @@ func (c partitionClaim) cursor(ctx context.Context, tx querier) (int64, error) {
 	return cursor, err
 }
 
-// scan reads the partition past cursor, a window at a time, until it has
-// taken limit rows, the partition ends, or maxScan rows were read.
+// scan reads the partition past cursor (driver.PartitionScan.ReadWindows)
+// in windows of a fixed size: SQLite steps a statement's rows one by one
+// in the process, so a window larger than needed costs nothing past the
+// row where the scan stops.
 func (c partitionClaim) scan(ctx context.Context, tx querier, cursor int64) (*driver.PartitionScan, error) {
 	vf, vargs := sqldb.VersionFilter("m.schema_version", c.plan.Versions)
 	// Payloads are read only for rows at the group's versions: other rows
@@ -215,17 +209,12 @@ func (c partitionClaim) scan(ctx context.Context, tx querier, cursor int64) (*dr
 		CASE WHEN ` + vf + ` THEN m.payload ELSE x'' END, m.headers, m.produced_at, ` + vf + `, ` + headExpr(c.p.Stream) + `
 		FROM ` + logTable(c.p.Stream.ID) + ` m WHERE m.partition = ? AND m.id > ? ORDER BY m.id LIMIT ?`
 	read := &driver.PartitionScan{Plan: c.plan, Ordered: c.p.Ordered, Limit: c.limit, LeaseUntil: c.p.LeaseUntil, Cursor: cursor}
-	for !read.Done() && read.Scanned < maxScan {
-		args := append(append(append([]any{}, vargs...), vargs...), c.part, read.Cursor, scanWindow)
+	_, err := read.ReadWindows(driver.MaxClaimWindow, driver.MaxClaimScan, func(from int64, size int) (int, error) {
 		scanned := read.Scanned
-		if err := c.scanWindow(ctx, tx, query, args, read); err != nil {
-			return read, err
-		}
-		if read.Scanned-scanned < scanWindow {
-			break
-		}
-	}
-	return read, nil
+		err := c.scanWindow(ctx, tx, query, append(append(append([]any{}, vargs...), vargs...), c.part, from, size), read)
+		return read.Scanned - scanned, err
+	})
+	return read, err
 }
 
 // scanWindow reads one window of the scan into read.
