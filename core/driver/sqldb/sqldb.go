@@ -52,6 +52,22 @@ func EachRowUntil(ctx context.Context, q Querier, query string, args []any, done
 	return errors.Join(rows.Err(), rows.Close())
 }
 
+// ReadWindow runs a claim's read of one window past a cursor
+// (driver.PartitionSteps.ReadWindow): each row, as scan reads it with
+// whether the group reads it, goes to s.Inspect until s is done. It
+// returns how many rows it looked at.
+func ReadWindow(ctx context.Context, q Querier, query string, args []any, s *driver.PartitionScan, scan func(*sql.Rows) (driver.Row, bool, error)) (int, error) {
+	before := s.Scanned
+	err := EachRowUntil(ctx, q, query, args, s.Done, func(rows *sql.Rows) error {
+		r, readable, err := scan(rows)
+		if err == nil {
+			s.Inspect(r, readable)
+		}
+		return err
+	})
+	return s.Scanned - before, err
+}
+
 // Collect runs query and returns each row as scan reads it.
 func Collect[T any](ctx context.Context, q Querier, query string, args []any, scan func(driver.RowScanner) (T, error)) ([]T, error) {
 	var out []T
