@@ -706,23 +706,14 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 		_ = f.Add(p, c.msgID, driver.ExceptionState(c.state), c.attempt, exists && heads[c.msgID], func() (driver.Row, error) { return row, nil }, p.LeaseUntil)
 	}
 	now := ts(p.Now)
-	for _, w := range []struct {
-		ids  []int64
-		stmt string
-		args []any
-	}{
-		{f.Resolve, `DELETE FROM delivery_exception`, nil},
+	if err := sqldb.RecordFates(ctx, tx, p.Stream.ID, p.Group, &f, sqldb.DueStatements{
 		// The expired lease's own attempt and holder go to the history.
-		{f.Bury, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?, first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, ` + appendFailure,
-			[]any{p.LastError, now, now, driver.CutHistoryError(p.LastError), driver.HistoryTime(p.Now)}},
-		{f.Lease, `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?`,
-			[]any{ts(p.LeaseUntil), p.Token, p.Holder, now}},
-	} {
-		if len(w.ids) > 0 {
-			if err := execByIDs(ctx, p.Stream.ID, p.Group, w.stmt, w.args...)(tx, w.ids); err != nil {
-				return nil, 0, err
-			}
-		}
+		Bury:      `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?, first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, ` + appendFailure,
+		BuryArgs:  []any{p.LastError, now, now, driver.CutHistoryError(p.LastError), driver.HistoryTime(p.Now)},
+		Lease:     `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?`,
+		LeaseArgs: []any{ts(p.LeaseUntil), p.Token, p.Holder, now},
+	}); err != nil {
+		return nil, 0, err
 	}
 	return f.Leased, f.Dropped(), nil
 }

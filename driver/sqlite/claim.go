@@ -256,41 +256,30 @@ func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan
 }
 
 // claimExceptionBatch examines up to limit due exceptions: it leases those
-// still claimable and resolves or buries the others (driver.FateOfDue),
+// still claimable and resolves or buries the others (driver.DueFates),
 // which it counts as dropped.
-func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
+func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) ([]driver.Delivery, int, error) {
 	cands, err := dueCandidates(ctx, tx, p, plan, limit)
 	if err != nil {
 		return nil, 0, err
 	}
-	// The statements run in id order, as the deliveries go out.
+	// The deliveries go out in id order, as the main claim's do.
 	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(a.msgID, b.msgID) })
+	var f driver.DueFates
 	for _, c := range cands {
-		switch driver.FateOfDue(p, driver.ExceptionState(c.state), c.attempt, c.exists && c.head) {
-		case driver.ResolveDue:
-			if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
-				p.Stream.ID, p.Group, c.msgID); err != nil {
-				return nil, 0, err
-			}
-			dropped++
-		case driver.BuryDue:
-			if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
-				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = `+appendFailure+`
-				WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
-				p.LastError, micros(p.Now), micros(p.Now), driver.CutHistoryError(p.LastError), driver.HistoryTime(p.Now), p.Stream.ID, p.Group, c.msgID); err != nil {
-				return nil, 0, err
-			}
-			dropped++
-		default:
-			if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?,
-				holder = ?, updated_at = ? WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
-				micros(p.LeaseUntil), p.Token, p.Holder, micros(p.Now), p.Stream.ID, p.Group, c.msgID); err != nil {
-				return nil, 0, err
-			}
-			out = append(out, driver.Delivery{Row: c.row, Attempt: c.attempt + 1, LeaseUntil: p.LeaseUntil})
-		}
+		_ = f.Add(p, c.msgID, driver.ExceptionState(c.state), c.attempt, c.exists && c.head, func() (driver.Row, error) { return c.row, nil }, p.LeaseUntil)
 	}
-	return out, dropped, nil
+	now := micros(p.Now)
+	if err := sqldb.RecordFates(ctx, tx, p.Stream.ID, p.Group, &f, sqldb.DueStatements{
+		Bury: `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
+			first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = ` + appendFailure,
+		BuryArgs:  []any{p.LastError, now, now, driver.CutHistoryError(p.LastError), driver.HistoryTime(p.Now)},
+		Lease:     `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?`,
+		LeaseArgs: []any{micros(p.LeaseUntil), p.Token, p.Holder, now},
+	}); err != nil {
+		return nil, 0, err
+	}
+	return f.Leased, f.Dropped(), nil
 }
 
 // candidate is a due exception and the row it is for.
