@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -32,6 +33,13 @@ type Raw interface {
 	// creates its table and reads nothing, so that the benchmarks can do that
 	// before their timers start.
 	Consume(ctx context.Context, streamID int64, limit int, decode func(payload []byte) error) (int, error)
+	// ConsumeLimit is the strictest raw consumer (issue #28): as few
+	// statements and round trips as the database allows for one batch (one
+	// statement on PostgreSQL), reading the next up to limit rows after a
+	// cursor of its own (not Consume's) and moving it, decoding nothing. It
+	// is the database's limit for a consumer's batch, the figure x-limit
+	// divides by. With a limit of 0 it only creates its cursor.
+	ConsumeLimit(ctx context.Context, streamID int64, limit int) (int, error)
 	Close() error
 }
 
@@ -103,7 +111,9 @@ const benchBatch = 100
 //     figure to read the gap by, not a target).
 //   - Consume100/claim-ack: Claim(100) and Ack of the batch, against
 //     Raw.Consume (read the next 100 after a cursor, decode, move the cursor,
-//     in one transaction).
+//     in one transaction) and Raw.ConsumeLimit (the same in as few
+//     statements as the database allows, decoding nothing): x-raw and
+//     x-limit. Every Consume100 row has both.
 //   - Consume100/ack-and-claim: AckAndClaim(100) of the batch the op before
 //     claimed, against Raw.Consume: one commit per batch on both sides.
 //   - Consume100/run-100handlers: Run with 100 handlers, against Raw.Consume.
@@ -168,6 +178,7 @@ func Benchmark(b *testing.B, target BenchTarget) {
 			c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
 			raw, rawStream := rawConsumer(b, target)
 			defer raw.Close()
+			defer rawDrained(b, raw, rawStream)
 			cons := consumer[benchEvent](b, c, "bench", "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
 			interleave(b, benchBatch, func(int) error {
 				ds, err := cons.Claim(context.Background(), benchBatch)
@@ -178,7 +189,7 @@ func Benchmark(b *testing.B, target BenchTarget) {
 					return fmt.Errorf("claim returned %d deliveries, want %d", len(ds), benchBatch)
 				}
 				return cons.Ack(context.Background(), ds...)
-			}, baseline{"raw", rawConsume(raw, rawStream)})
+			}, rawConsumes(raw, rawStream)...)
 		})
 		b.Run("ack-and-claim", func(b *testing.B) {
 			// Claim(100) and Ack as one call: each op acks the batch the
@@ -187,6 +198,7 @@ func Benchmark(b *testing.B, target BenchTarget) {
 			c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
 			raw, rawStream := rawConsumer(b, target)
 			defer raw.Close()
+			defer rawDrained(b, raw, rawStream)
 			cons := consumer[benchEvent](b, c, "bench", "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
 			var ds []sqlstreams.Delivery[benchEvent]
 			interleave(b, benchBatch, func(int) error {
@@ -199,7 +211,7 @@ func Benchmark(b *testing.B, target BenchTarget) {
 				}
 				ds = next
 				return nil
-			}, baseline{"raw", rawConsume(raw, rawStream)})
+			}, rawConsumes(raw, rawStream)...)
 			if err := cons.Ack(context.Background(), ds...); err != nil {
 				b.Fatal(err)
 			}
@@ -210,8 +222,9 @@ func Benchmark(b *testing.B, target BenchTarget) {
 			c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
 			raw, rawStream := rawConsumer(b, target)
 			defer raw.Close()
+			defer rawDrained(b, raw, rawStream)
 			cons := consumer[benchEvent](b, c, "bench", "bench-run", &sqlstreams.ConsumerOptions{Concurrency: 100})
-			runBracketed(b, cons, baseline{"raw", rawConsume(raw, rawStream)})
+			runBracketed(b, cons, rawConsumes(raw, rawStream)...)
 		})
 	})
 	b.Run("ProduceSingle", func(b *testing.B) {
@@ -294,27 +307,38 @@ func report(b *testing.B, perOp int, spent []time.Duration, baselines []baseline
 	}
 }
 
-// runBracketed measures Run over b.N*benchBatch deliveries, and its
+// runBracketed measures Run over b.N*benchBatch deliveries, and each
 // baseline over as many rows, half just before Run and half just after, so
 // that a change of load during the round weighs on both sides alike. (Run
 // cannot be interleaved op for op, and pausing it at a gate lets it claim
 // and ack off the clock.)
-func runBracketed(b *testing.B, cons *sqlstreams.Consumer[benchEvent], bl baseline) {
-	total := int64(b.N * benchBatch)
-	var handled atomic.Int64
-	all := make(chan struct{})
-	spent := make([]time.Duration, 2)
+func runBracketed(b *testing.B, cons *sqlstreams.Consumer[benchEvent], bls ...baseline) {
+	spent := make([]time.Duration, len(bls)+1)
 	rawOps := func(from, to int) {
-		start := time.Now()
-		for op := from; op < to; op++ {
-			if err := bl.op(op); err != nil {
-				b.Fatalf("%s: %v", bl.label, err)
+		for j, bl := range bls {
+			start := time.Now()
+			for op := from; op < to; op++ {
+				if err := bl.op(op); err != nil {
+					b.Fatalf("%s: %v", bl.label, err)
+				}
 			}
+			spent[j+1] += time.Since(start)
 		}
-		spent[1] += time.Since(start)
 	}
 	b.ResetTimer()
 	rawOps(0, b.N/2)
+	spent[0] = runUntil(b, cons, b.N*benchBatch)
+	rawOps(b.N/2, b.N)
+	b.StopTimer()
+	report(b, benchBatch, spent, bls)
+}
+
+// runUntil runs cons until its handlers have returned n deliveries, and
+// returns how long that took from Run's start.
+func runUntil(b *testing.B, cons *sqlstreams.Consumer[benchEvent], n int) time.Duration {
+	total := int64(n)
+	var handled atomic.Int64
+	all := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -332,14 +356,12 @@ func runBracketed(b *testing.B, cons *sqlstreams.Consumer[benchEvent], bl baseli
 	case err := <-done:
 		b.Fatalf("Run returned %v after %d of %d deliveries", err, handled.Load(), total)
 	}
-	spent[0] = time.Since(start)
+	took := time.Since(start)
 	cancel()
 	if err := <-done; err != nil {
 		b.Fatal(err)
 	}
-	rawOps(b.N/2, b.N)
-	b.StopTimer()
-	report(b, benchBatch, spent, []baseline{bl})
+	return took
 }
 
 // rawConsumer opens a baseline on a stream of its own holding b.N batches,
@@ -348,6 +370,9 @@ func rawConsumer(b *testing.B, target BenchTarget) (Raw, int64) {
 	_, info, ns := setupConsume(b, target.Target, b.N*benchBatch)
 	raw := target.NewRaw(b, ns)
 	if _, err := raw.Consume(context.Background(), info.ID, 0, decodeBench); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := raw.ConsumeLimit(context.Background(), info.ID, 0); err != nil {
 		b.Fatal(err)
 	}
 	return raw, info.ID
@@ -362,13 +387,32 @@ func openRaw(b *testing.B, target BenchTarget, ns string) Raw {
 	return raw
 }
 
-func rawConsume(raw Raw, streamID int64) func(int) error {
-	return func(int) error {
-		n, err := raw.Consume(context.Background(), streamID, benchBatch, decodeBench)
-		if err == nil && n != benchBatch {
-			err = fmt.Errorf("raw consume read %d rows, want %d", n, benchBatch)
-		}
-		return err
+// rawDrained fails b unless both baselines' cursors are past every row of
+// streamID: each read its rows once, none twice.
+func rawDrained(b *testing.B, raw Raw, streamID int64) {
+	n, err := raw.Consume(context.Background(), streamID, benchBatch, decodeBench)
+	m, errLimit := raw.ConsumeLimit(context.Background(), streamID, benchBatch)
+	if err := errors.Join(err, errLimit); err != nil || n != 0 || m != 0 {
+		b.Fatalf("after the run the raw consumers read %d and %d more rows (%v), want none: a cursor did not move", n, m, err)
+	}
+}
+
+// rawConsumes are a consume's two baselines on the rows of streamID, each
+// with a cursor of its own: raw (Raw.Consume, which decodes as a consumer
+// does) and limit (Raw.ConsumeLimit, the database's limit).
+func rawConsumes(raw Raw, streamID int64) []baseline {
+	batch := func(label string, consume func() (int, error)) baseline {
+		return baseline{label, func(int) error {
+			n, err := consume()
+			if err == nil && n != benchBatch {
+				err = fmt.Errorf("%s consume read %d rows, want %d", label, n, benchBatch)
+			}
+			return err
+		}}
+	}
+	return []baseline{
+		batch("raw", func() (int, error) { return raw.Consume(context.Background(), streamID, benchBatch, decodeBench) }),
+		batch("limit", func() (int, error) { return raw.ConsumeLimit(context.Background(), streamID, benchBatch) }),
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/conformance"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/mysql"
+	"github.com/sqlstreams/sqlstreams/driver/mysql/mysqltest"
 )
 
 // BenchmarkMySQL runs the shared benchmarks with the strongest bare
@@ -39,6 +40,10 @@ type raw struct {
 	drv         *mysql.Driver
 	ready       bool
 	cursorReady bool
+	// multi is a pool on the same database with multiStatements, for
+	// ConsumeLimit.
+	multi *sql.DB
+	close func() error
 }
 
 func newRaw(tb testing.TB, ns string) conformance.Raw {
@@ -46,7 +51,8 @@ func newRaw(tb testing.TB, ns string) conformance.Raw {
 	if err := d.Migrate(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
-	return &raw{drv: d}
+	multi := mysql.Open(mysqltest.WithParams(ns, "multiStatements=true"))
+	return &raw{drv: d, multi: multi.DB(), close: multi.Close}
 }
 
 // Insert is one multi-row INSERT in autocommit: one round trip.
@@ -85,14 +91,8 @@ func (r *raw) Insert(ctx context.Context, rows []driver.AppendRow) error {
 // transaction: BEGIN, the read, the update, COMMIT.
 func (r *raw) Consume(ctx context.Context, streamID int64, limit int, decode func([]byte) error) (int, error) {
 	db := r.drv.DB()
-	if !r.cursorReady {
-		if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS raw_cursor (id INT PRIMARY KEY, position BIGINT NOT NULL) ENGINE=InnoDB`); err != nil {
-			return 0, err
-		}
-		if _, err := db.ExecContext(ctx, `INSERT IGNORE INTO raw_cursor VALUES (1, 0)`); err != nil {
-			return 0, err
-		}
-		r.cursorReady = true
+	if err := r.cursors(ctx); err != nil {
+		return 0, err
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -136,4 +136,55 @@ func (r *raw) Consume(ctx context.Context, streamID int64, limit int, decode fun
 	return n, tx.Commit()
 }
 
-func (r *raw) Close() error { return r.drv.Close() }
+// Raw consumers' cursors, rows of raw_cursor: Consume's and ConsumeLimit's.
+const (
+	consumeCursor = 1
+	limitCursor   = 2
+)
+
+// cursors creates raw_cursor with both cursors at 0.
+func (r *raw) cursors(ctx context.Context) error {
+	if r.cursorReady {
+		return nil
+	}
+	db := r.drv.DB()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS raw_cursor (id INT PRIMARY KEY, position BIGINT NOT NULL) ENGINE=InnoDB`); err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, `INSERT IGNORE INTO raw_cursor VALUES (?, 0), (?, 0)`, consumeCursor, limitCursor); err != nil {
+		return err
+	}
+	r.cursorReady = true
+	return nil
+}
+
+// ConsumeLimit is Consume's transaction in one round trip, its rows counted,
+// not scanned. One round trip is MariaDB's limit: it has no data-modifying
+// CTE and no UPDATE ... RETURNING, so reading the rows and moving the cursor
+// are separate statements in a transaction, and a multi-statement packet
+// sends them all at once (a stored procedure would too, as one CALL, but a
+// stored program costs MariaDB more than it saves: decisions.md,
+// "Performance: produce").
+func (r *raw) ConsumeLimit(ctx context.Context, streamID int64, limit int) (int, error) {
+	if err := r.cursors(ctx); err != nil || limit == 0 {
+		return 0, err
+	}
+	next := fmt.Sprintf("FROM message_log_%d WHERE id > @raw_position ORDER BY id LIMIT %d", streamID, limit)
+	rows, err := r.multi.QueryContext(ctx, fmt.Sprintf("START TRANSACTION;"+
+		" SELECT position INTO @raw_position FROM raw_cursor WHERE id = %d FOR UPDATE;"+
+		" SELECT id, `partition`, schema_version, msg_key, routing_key, compaction_rank, payload, headers, produced_at %s;"+
+		" UPDATE raw_cursor SET position = COALESCE((SELECT max(id) FROM (SELECT id %s) AS batch), position) WHERE id = %d;"+
+		" COMMIT", limitCursor, next, next, limitCursor))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for more := true; more; more = rows.NextResultSet() {
+		for rows.Next() {
+			n++
+		}
+	}
+	return n, errors.Join(rows.Err(), rows.Close())
+}
+
+func (r *raw) Close() error { return errors.Join(r.close(), r.drv.Close()) }

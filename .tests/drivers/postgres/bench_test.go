@@ -108,21 +108,47 @@ func (r *raw) Copy(ctx context.Context, rows []driver.AppendRow) error {
 	return err
 }
 
-// Consume is one statement, so one round trip and one transaction: lock the
-// cursor row, read the next rows after it, move it past them, return them.
-func (r *raw) Consume(ctx context.Context, streamID int64, limit int, decode func([]byte) error) (int, error) {
+// Raw consumers' cursors, rows of raw_cursor: Consume's and ConsumeLimit's.
+const (
+	consumeCursor = 1
+	limitCursor   = 2
+)
+
+// consume is one statement, so one round trip and one transaction: lock
+// cursor's row, read the next rows after it, move it past them, return them.
+func (r *raw) consume(ctx context.Context, streamID int64, cursor, limit int) (pgx.Rows, error) {
 	if !r.cursorReady {
 		if _, err := r.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS raw_cursor (id integer PRIMARY KEY, position bigint NOT NULL);
-			INSERT INTO raw_cursor VALUES (1, 0) ON CONFLICT DO NOTHING`); err != nil {
-			return 0, err
+			INSERT INTO raw_cursor VALUES (1, 0), (2, 0) ON CONFLICT DO NOTHING`); err != nil {
+			return nil, err
 		}
 		r.cursorReady = true
 	}
-	rows, err := r.pool.Query(ctx, `WITH c AS (SELECT position FROM raw_cursor WHERE id = 1 FOR UPDATE),
+	return r.pool.Query(ctx, `WITH c AS (SELECT position FROM raw_cursor WHERE id = $2::integer FOR UPDATE),
 		r AS (SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, m.payload, m.headers, m.produced_at
 			FROM message_log_`+strconv.FormatInt(streamID, 10)+` m WHERE m.id > (SELECT position FROM c) ORDER BY m.id LIMIT $1::integer),
-		u AS (UPDATE raw_cursor SET position = (SELECT max(id) FROM r) WHERE id = 1 AND EXISTS (SELECT 1 FROM r))
-		SELECT * FROM r ORDER BY id`, int32(limit))
+		u AS (UPDATE raw_cursor SET position = (SELECT max(id) FROM r) WHERE id = $2::integer AND EXISTS (SELECT 1 FROM r))
+		SELECT * FROM r ORDER BY id`, int32(limit), int32(cursor))
+}
+
+// ConsumeLimit is consume's one statement, its rows counted, not scanned.
+func (r *raw) ConsumeLimit(ctx context.Context, streamID int64, limit int) (int, error) {
+	rows, err := r.consume(ctx, streamID, limitCursor, limit)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	return n, rows.Err()
+}
+
+// Consume is consume's one statement, each row scanned and its payload
+// decoded.
+func (r *raw) Consume(ctx context.Context, streamID int64, limit int, decode func([]byte) error) (int, error) {
+	rows, err := r.consume(ctx, streamID, consumeCursor, limit)
 	if err != nil {
 		return 0, err
 	}
