@@ -116,7 +116,9 @@ const benchBatch = 100
 //     x-limit. Every Consume100 row has both.
 //   - Consume100/ack-and-claim: AckAndClaim(100) of the batch the op before
 //     claimed, against Raw.Consume: one commit per batch on both sides.
-//   - Consume100/run-100handlers: Run with 100 handlers, against Raw.Consume.
+//   - Consume100/run-100handlers: Run with 100 handlers, against both raw
+//     consumes and a hand-written Claim(100)+Ack loop of another group on the
+//     same stream (x-claim-ack, which issue #28 wants never below 1).
 //   - ProduceSingle: one message per call, against a one-row Raw.Insert.
 //   - EndToEndLatency: produce one message, wait for a Run handler to see it.
 //
@@ -180,16 +182,7 @@ func Benchmark(b *testing.B, target BenchTarget) {
 			defer raw.Close()
 			defer rawDrained(b, raw, rawStream)
 			cons := consumer[benchEvent](b, c, "bench", "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
-			interleave(b, benchBatch, func(int) error {
-				ds, err := cons.Claim(context.Background(), benchBatch)
-				if err != nil {
-					return err
-				}
-				if len(ds) != benchBatch {
-					return fmt.Errorf("claim returned %d deliveries, want %d", len(ds), benchBatch)
-				}
-				return cons.Ack(context.Background(), ds...)
-			}, rawConsumes(raw, rawStream)...)
+			interleave(b, benchBatch, func(int) error { return claimAck(cons) }, rawConsumes(raw, rawStream)...)
 		})
 		b.Run("ack-and-claim", func(b *testing.B) {
 			// Claim(100) and Ack as one call: each op acks the batch the
@@ -224,7 +217,11 @@ func Benchmark(b *testing.B, target BenchTarget) {
 			defer raw.Close()
 			defer rawDrained(b, raw, rawStream)
 			cons := consumer[benchEvent](b, c, "bench", "bench-run", &sqlstreams.ConsumerOptions{Concurrency: 100})
-			runBracketed(b, cons, rawConsumes(raw, rawStream)...)
+			// The hand-written loop Run must never fall below (issue #28):
+			// Claim(100) and Ack, one batch at a time, by a group of its
+			// own on the same stream.
+			loop := consumer[benchEvent](b, c, "bench", "bench-loop", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
+			runBracketed(b, cons, append(rawConsumes(raw, rawStream), baseline{"claim-ack", func(int) error { return claimAck(loop) }})...)
 		})
 	})
 	b.Run("ProduceSingle", func(b *testing.B) {
@@ -265,6 +262,19 @@ func Benchmark(b *testing.B, target BenchTarget) {
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 	})
+}
+
+// claimAck is one op of a hand-written consumer: Claim(100), then Ack of
+// the batch.
+func claimAck(cons *sqlstreams.Consumer[benchEvent]) error {
+	ds, err := cons.Claim(context.Background(), benchBatch)
+	if err != nil {
+		return err
+	}
+	if len(ds) != benchBatch {
+		return fmt.Errorf("claim returned %d deliveries, want %d", len(ds), benchBatch)
+	}
+	return cons.Ack(context.Background(), ds...)
 }
 
 // baseline is one raw op, labelled for its metrics.
