@@ -119,6 +119,8 @@ const benchBatch = 100
 //   - Consume100/run-100handlers: Run with 100 handlers, against both raw
 //     consumes and a hand-written Claim(100)+Ack loop of another group on the
 //     same stream (x-claim-ack, which issue #28 wants never below 1).
+//   - Consume100/run-100handlers-4partitions: Run with 100 handlers over 4
+//     partitions against Run over 1 (x-1partition; runPartitions).
 //   - ProduceSingle: one message per call, against a one-row Raw.Insert.
 //   - EndToEndLatency: produce one message, wait for a Run handler to see it.
 //
@@ -223,6 +225,7 @@ func Benchmark(b *testing.B, target BenchTarget) {
 			loop := consumer[benchEvent](b, c, "bench", "bench-loop", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
 			runBracketed(b, cons, append(rawConsumes(raw, rawStream), baseline{"claim-ack", func(int) error { return claimAck(loop) }})...)
 		})
+		b.Run("run-100handlers-4partitions", func(b *testing.B) { runPartitions(b, target.Target, 4) })
 	})
 	b.Run("ProduceSingle", func(b *testing.B) {
 		raw := openRaw(b, target, target.NewNamespace(b))
@@ -343,6 +346,33 @@ func runBracketed(b *testing.B, cons *sqlstreams.Consumer[benchEvent], bls ...ba
 	report(b, benchBatch, spent, bls)
 }
 
+// runPartitions measures Run with 100 handlers over a stream of partitions
+// partitions against Run over a stream of one, each side over b.N*benchBatch
+// deliveries in two Runs of half as many, in the order one, many, many, one,
+// so that a change of load and what a Run costs to start weigh on both alike.
+// Each stream holds half the deliveries, and each half is a consumer group
+// of its own. It reports msgs/s, 1partition-msgs/s and x-1partition, which
+// issue #28 wants at 1 or more: partitions are the unit that should scale.
+func runPartitions(b *testing.B, target Target, partitions int) {
+	c := benchClient(b, target, target.NewNamespace(b))
+	half := b.N * benchBatch / 2
+	one, many := setupStream(b, c, "bench-1", 1, half), setupStream(b, c, "bench-n", partitions, half)
+	run := func(info sqlstreams.StreamInfo, group string) *sqlstreams.Consumer[benchEvent] {
+		return consumer[benchEvent](b, c, info.Name, group, &sqlstreams.ConsumerOptions{Concurrency: 100})
+	}
+	order := []struct {
+		side int
+		cons *sqlstreams.Consumer[benchEvent]
+	}{{1, run(one, "first")}, {0, run(many, "first")}, {0, run(many, "second")}, {1, run(one, "second")}}
+	spent := make([]time.Duration, 2)
+	b.ResetTimer()
+	for _, r := range order {
+		spent[r.side] += runUntil(b, r.cons, half)
+	}
+	b.StopTimer()
+	report(b, benchBatch, spent, []baseline{{label: "1partition"}})
+}
+
 // runUntil runs cons until its handlers have returned n deliveries, and
 // returns how long that took from Run's start.
 func runUntil(b *testing.B, cons *sqlstreams.Consumer[benchEvent], n int) time.Duration {
@@ -453,11 +483,17 @@ func precompute[T any](n int, build func(i int) T) []T {
 func setupConsume(b *testing.B, target Target, n int) (*sqlstreams.Client, sqlstreams.StreamInfo, string) {
 	ns := target.NewNamespace(b)
 	c := benchClient(b, target, ns)
-	info, err := c.Stream[benchEvent]("bench").Create(context.Background(), &sqlstreams.StreamOptions{Partitions: 1})
+	return c, setupStream(b, c, "bench", 1, n), ns
+}
+
+// setupStream creates stream name with partitions partitions and n rows,
+// each keyed, so that they spread across the partitions.
+func setupStream(b *testing.B, c *sqlstreams.Client, name string, partitions, n int) sqlstreams.StreamInfo {
+	info, err := c.Stream[benchEvent](name).Create(context.Background(), &sqlstreams.StreamOptions{Partitions: partitions})
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := producer[benchEvent](b, c, "bench")
+	p := producer[benchEvent](b, c, name)
 	for start := 0; start < n; start += 1000 {
 		msgs := make([]sqlstreams.Message[benchEvent], min(1000, n-start))
 		for j := range msgs {
@@ -467,5 +503,5 @@ func setupConsume(b *testing.B, target Target, n int) (*sqlstreams.Client, sqlst
 			b.Fatal(err)
 		}
 	}
-	return c, info, ns
+	return info
 }
