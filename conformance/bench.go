@@ -177,56 +177,7 @@ func Benchmark(b *testing.B, target BenchTarget) {
 			return err
 		}, baselines...)
 	})
-	b.Run("Consume100", func(b *testing.B) {
-		b.Run("claim-ack", func(b *testing.B) {
-			c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
-			raw, rawStream := rawConsumer(b, target)
-			defer raw.Close()
-			defer rawDrained(b, raw, rawStream)
-			cons := consumer[benchEvent](b, c, "bench", "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
-			interleave(b, benchBatch, func(int) error { return claimAck(cons) }, rawConsumes(raw, rawStream)...)
-		})
-		b.Run("ack-and-claim", func(b *testing.B) {
-			// Claim(100) and Ack as one call: each op acks the batch the
-			// one before it claimed, in the transaction that claims the
-			// next, one commit per batch as the raw loop has.
-			c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
-			raw, rawStream := rawConsumer(b, target)
-			defer raw.Close()
-			defer rawDrained(b, raw, rawStream)
-			cons := consumer[benchEvent](b, c, "bench", "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
-			var ds []sqlstreams.Delivery[benchEvent]
-			interleave(b, benchBatch, func(int) error {
-				next, err := cons.AckAndClaim(context.Background(), benchBatch, ds...)
-				if err != nil {
-					return err
-				}
-				if len(next) != benchBatch {
-					return fmt.Errorf("claim returned %d deliveries, want %d", len(next), benchBatch)
-				}
-				ds = next
-				return nil
-			}, rawConsumes(raw, rawStream)...)
-			if err := cons.Ack(context.Background(), ds...); err != nil {
-				b.Fatal(err)
-			}
-		})
-		b.Run("run-100handlers", func(b *testing.B) {
-			// The handler model with its defaults, but for 100 concurrent
-			// handlers: each delivery acked as its handler returns.
-			c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
-			raw, rawStream := rawConsumer(b, target)
-			defer raw.Close()
-			defer rawDrained(b, raw, rawStream)
-			cons := consumer[benchEvent](b, c, "bench", "bench-run", &sqlstreams.ConsumerOptions{Concurrency: 100})
-			// The hand-written loop Run must never fall below (issue #28):
-			// Claim(100) and Ack, one batch at a time, by a group of its
-			// own on the same stream.
-			loop := consumer[benchEvent](b, c, "bench", "bench-loop", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
-			runBracketed(b, cons, append(rawConsumes(raw, rawStream), baseline{"claim-ack", func(int) error { return claimAck(loop) }})...)
-		})
-		b.Run("run-100handlers-4partitions", func(b *testing.B) { runPartitions(b, target.Target, 4) })
-	})
+	b.Run("Consume100", func(b *testing.B) { benchConsume(b, target) })
 	b.Run("ProduceSingle", func(b *testing.B) {
 		raw := openRaw(b, target, target.NewNamespace(b))
 		defer raw.Close()
@@ -265,6 +216,58 @@ func Benchmark(b *testing.B, target BenchTarget) {
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 	})
+}
+
+// benchConsume runs Benchmark's Consume100 rows.
+func benchConsume(b *testing.B, target BenchTarget) {
+	b.Run("claim-ack", func(b *testing.B) {
+		_, cons, raws := consumeSetup(b, target, "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
+		interleave(b, benchBatch, func(int) error { return claimAck(cons) }, raws...)
+	})
+	b.Run("ack-and-claim", func(b *testing.B) {
+		// Claim(100) and Ack as one call: each op acks the batch the
+		// one before it claimed, in the transaction that claims the
+		// next, one commit per batch as the raw loop has.
+		_, cons, raws := consumeSetup(b, target, "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
+		var ds []sqlstreams.Delivery[benchEvent]
+		interleave(b, benchBatch, func(int) error {
+			next, err := cons.AckAndClaim(context.Background(), benchBatch, ds...)
+			if err != nil {
+				return err
+			}
+			if len(next) != benchBatch {
+				return fmt.Errorf("claim returned %d deliveries, want %d", len(next), benchBatch)
+			}
+			ds = next
+			return nil
+		}, raws...)
+		if err := cons.Ack(context.Background(), ds...); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.Run("run-100handlers", func(b *testing.B) {
+		// The handler model with its defaults, but for 100 concurrent
+		// handlers: each delivery acked as its handler returns.
+		c, cons, raws := consumeSetup(b, target, "bench-run", &sqlstreams.ConsumerOptions{Concurrency: 100})
+		// The hand-written loop Run must never fall below (issue #28):
+		// Claim(100) and Ack, one batch at a time, by a group of its
+		// own on the same stream.
+		loop := consumer[benchEvent](b, c, "bench", "bench-loop", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
+		runBracketed(b, cons, append(raws, baseline{"claim-ack", func(int) error { return claimAck(loop) }})...)
+	})
+	b.Run("run-100handlers-4partitions", func(b *testing.B) { runPartitions(b, target.Target, 4) })
+}
+
+// consumeSetup is a Consume100 row's set-up: a client with a one-partition
+// stream "bench" of b.N batches, a consumer of it as group, and the raw
+// consume baselines on rows of their own, checked (rawDrained) and closed
+// when the row ends.
+func consumeSetup(b *testing.B, target BenchTarget, group string, opts *sqlstreams.ConsumerOptions) (*sqlstreams.Client, *sqlstreams.Consumer[benchEvent], []baseline) {
+	c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
+	raw, rawStream := rawConsumer(b, target)
+	b.Cleanup(func() { _ = raw.Close() })
+	b.Cleanup(func() { rawDrained(b, raw, rawStream) })
+	return c, consumer[benchEvent](b, c, "bench", group, opts), rawConsumes(raw, rawStream)
 }
 
 // claimAck is one op of a hand-written consumer: Claim(100), then Ack of
