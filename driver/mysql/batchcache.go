@@ -191,9 +191,9 @@ func (d *Driver) casSettle(op settleOp, leases []driver.Lease) (casStmt, bool) {
 	case len(remaining) == 0:
 		stmt = "DELETE FROM delivery_batch" + pk
 	default:
-		stmt, args = "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?"+pk, []any{encodeIDs(remaining), remaining[0], remaining[len(remaining)-1]}
+		stmt, args = "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?"+pk, []any{sqldb.EncodeInts(remaining), remaining[0], remaining[len(remaining)-1]}
 	}
-	args = append(args, op.streamID, op.group, b.token, b.part, encodeIDs(b.ids))
+	args = append(args, op.streamID, op.group, b.token, b.part, sqldb.EncodeInts(b.ids))
 	return casStmt{b: b, remaining: remaining, stmt: stmt, args: args}, true
 }
 
@@ -229,7 +229,7 @@ func (d *Driver) fastAckWhole(ctx context.Context, streamID int64, group string,
 func ackWholeIn(ctx context.Context, q querier, streamID int64, group string, leases []driver.Lease, parts []heldBatch) ([]driver.Lease, error) {
 	args := []any{streamID, group, leases[0].Token}
 	for _, b := range parts {
-		args = append(args, b.part, encodeIDs(b.ids))
+		args = append(args, b.part, sqldb.EncodeInts(b.ids))
 	}
 	deleted := map[int]bool{}
 	if err := sqldb.Mark(ctx, q, "DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND ("+

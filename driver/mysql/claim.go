@@ -550,7 +550,7 @@ func insertBatch(ctx context.Context, tx querier, p driver.ClaimParams, part int
 		ids[i] = t.ID
 	}
 	_, err := tx.ExecContext(ctx, "INSERT INTO delivery_batch (stream_id, group_name, lease_token, `partition`, first_id, last_id, ids, holder, lease_until, created_at)"+
-		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", p.Stream.ID, p.Group, p.Token, part, ids[0], ids[len(ids)-1], encodeIDs(ids), p.Holder, ts(p.LeaseUntil), ts(p.Now))
+		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", p.Stream.ID, p.Group, p.Token, part, ids[0], ids[len(ids)-1], sqldb.EncodeInts(ids), p.Holder, ts(p.LeaseUntil), ts(p.Now))
 	return heldBatch{batchRef: batchRef{group: p.Group, token: p.Token, part: part}, ids: ids}, err
 }
 

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -370,3 +371,41 @@ func RecordFates(ctx context.Context, q Querier, streamID int64, group string, f
 // every engine's limit on a statement's parameters (SQLite's is 32,766) for
 // a claim of any size.
 const fateChunk = 1000
+
+// EncodeInts writes integers as delivery_batch stores a batch's ids (and
+// SQLite its versions): a JSON array without spaces, which SQL can read
+// with its JSON functions. Every writer uses it, so that a settle can
+// compare the stored text with the text it expects.
+func EncodeInts[T int | int64](vs []T) string {
+	b := make([]byte, 0, 2+8*len(vs))
+	b = append(b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(v), 10)
+	}
+	return string(append(b, ']'))
+}
+
+// DecodeInts reads a JSON array of integers, as EncodeInts writes it or
+// as an engine's JSON functions do (with spaces).
+func DecodeInts[T int | int64](s string) ([]T, error) {
+	s = strings.TrimSpace(s)
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
+		return nil, fmt.Errorf("%.40q is not a JSON array of integers", s)
+	}
+	body := strings.TrimSpace(s[1 : len(s)-1])
+	if body == "" {
+		return nil, nil
+	}
+	out := make([]T, 0, strings.Count(body, ",")+1)
+	for f := range strings.SplitSeq(body, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%.40q: %w", s, err)
+		}
+		out = append(out, T(v))
+	}
+	return out, nil
+}

@@ -329,3 +329,29 @@ func TestRecordFates(t *testing.T) {
 		})
 	}
 }
+
+func TestEncodeDecodeInts(t *testing.T) {
+	t.Parallel()
+	for _, ids := range [][]int64{nil, {7}, {1, 2, 300000000000}} {
+		text := EncodeInts(ids)
+		if strings.Contains(text, " ") {
+			t.Errorf("EncodeInts(%v) = %q: stored text has no spaces, so settles can compare it", ids, text)
+		}
+		back, err := DecodeInts[int64](text)
+		if err != nil || !slices.Equal(back, ids) {
+			t.Errorf("DecodeInts(%q) = %v, %v; want %v", text, back, err, ids)
+		}
+	}
+	if got := EncodeInts([]int{1, 2}); got != "[1,2]" {
+		t.Errorf("EncodeInts = %q", got)
+	}
+	// As an engine's JSON functions write an array.
+	if got, err := DecodeInts[int](" [1, 2 ,3] "); err != nil || !slices.Equal(got, []int{1, 2, 3}) {
+		t.Errorf("with spaces: %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "1,2", "[1,x]", "[1,,2]", "{}"} {
+		if got, err := DecodeInts[int64](bad); err == nil {
+			t.Errorf("DecodeInts(%q) = %v, want an error", bad, got)
+		}
+	}
+}
