@@ -25,7 +25,6 @@ import (
 // jsonIDs joins a batch b's members as rows j(id).
 const jsonIDs = `JSON_TABLE(b.ids, '$[*]' COLUMNS (id BIGINT PATH '$')) j`
 
-
 // batchRef names one batch of a stream.
 type batchRef struct {
 	group string
