@@ -139,8 +139,12 @@ func Open(path string, opts ...Option) *Driver {
 	return d
 }
 
+// driverName is the driver's name: Name, and the adapter of a caller's
+// transaction (driver.AdaptedTx).
+const driverName = "sqlite"
+
 // Name implements driver.Driver.
-func (d *Driver) Name() string { return "sqlite" }
+func (d *Driver) Name() string { return driverName }
 
 // Capabilities implements driver.Driver.
 func (d *Driver) Capabilities() driver.Capabilities {
