@@ -303,6 +303,7 @@ var (
 	_ driver.GroupPauser     = (*Driver)(nil)
 	_ driver.Alterer         = (*Driver)(nil)
 	_ driver.RevisionDeleter = (*Driver)(nil)
+	_ driver.SampleStore     = (*Driver)(nil)
 )
 
 // Pool sizes set by Open; change them through DB().

@@ -7,8 +7,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-var _ driver.SampleStore = (*Driver)(nil)
-
 // RecordSample implements driver.SampleStore. IGNORE turns a second sample
 // of the bucket into nothing (0 rows affected, where the no-op update of
 // ON DUPLICATE KEY counts the row the driver's clientFoundRows finds); the

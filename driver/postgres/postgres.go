@@ -230,6 +230,7 @@ var (
 	_ driver.GroupPauser     = (*Driver)(nil)
 	_ driver.Alterer         = (*Driver)(nil)
 	_ driver.RevisionDeleter = (*Driver)(nil)
+	_ driver.SampleStore     = (*Driver)(nil)
 )
 
 // Driver is the PostgreSQL driver. Create it with Open.

@@ -8,10 +8,9 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-var _ driver.SampleStore = (*Driver)(nil)
-
-// RecordSample implements driver.SampleStore: an insert that a stored
-// sample of the same bucket turns into nothing.
+// RecordSample implements driver.SampleStore, in the one writer's
+// transaction: ON CONFLICT DO NOTHING turns another process's sample of the
+// bucket into no row.
 func (d *Driver) RecordSample(ctx context.Context, p driver.RecordSampleParams) (bool, error) {
 	s := p.Sample
 	var n int64

@@ -56,6 +56,7 @@ var (
 	_ driver.GroupPauser     = (*Driver)(nil)
 	_ driver.Notifier        = (*Driver)(nil)
 	_ driver.RevisionDeleter = (*Driver)(nil)
+	_ driver.SampleStore     = (*Driver)(nil)
 )
 
 // Driver is the SQLite driver. Create it with Open.
