@@ -98,26 +98,15 @@ func (f *alterFixture) stale(op string, stream driver.StreamConfig) error {
 // generation.
 func TestAlterRefusesStalePlans(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		op   string
-		busy bool // the group's claims before the alter took their Limit
-	}{
-		{op: "append"},
-		{op: "append in a transaction"},
-		{op: "append in a caller's transaction"},
-		{op: "claim"},
-		{op: "claim of a busy group", busy: true},
-	} {
-		t.Run(tc.op, func(t *testing.T) {
-			t.Parallel()
-			f := newAlterFixture(t, tc.op == "append in a transaction")
-			altered := drivertest.CheckStalePlan(t, testCtx(t), drivertest.StalePlan{Driver: f.drv, Stream: f.stream, Count: f.count,
-				Partition: "`partition`", Claim: f.claim, Run: f.stale}, tc.op, tc.busy)
-			if n := f.count(fmt.Sprintf(`SELECT COUNT(*) FROM stream_partition WHERE stream_id = %d AND generation = %d`, f.stream.ID, altered.Generation)); n != 3 {
-				t.Errorf("%d partition rows at the new generation; want 3", n)
-			}
-		})
-	}
+	drivertest.CheckStalePlans(t, func(t *testing.T, op string) drivertest.StalePlan {
+		f := newAlterFixture(t, op == "append in a transaction")
+		return drivertest.StalePlan{Ctx: testCtx(t), Driver: f.drv, Stream: f.stream, Count: f.count, Partition: "`partition`", Claim: f.claim, Run: f.stale,
+			Altered: func(altered driver.StreamConfig) {
+				if n := f.count(fmt.Sprintf(`SELECT COUNT(*) FROM stream_partition WHERE stream_id = %d AND generation = %d`, f.stream.ID, altered.Generation)); n != 3 {
+					t.Errorf("%d partition rows at the new generation; want 3", n)
+				}
+			}}
+	}, "append in a transaction")
 }
 
 // TestRegisterGroupDuringAlter: a group registered while an alter that adds

@@ -16,51 +16,40 @@ import (
 // the probe and may take the fast path).
 func TestAlterRefusesStalePlans(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		op   string
-		busy bool // the group's claims before the alter took their Limit
-	}{
-		{op: "append"},
-		{op: "append in a caller's transaction"},
-		{op: "claim"},
-		{op: "claim of a busy group", busy: true},
-	} {
-		t.Run(tc.op, func(t *testing.T) {
-			t.Parallel()
-			f := newFixture(t, 2)
-			f.group("g", driver.GroupConfig{})
-			f.appendN(0, 20)
-			f.appendN(1, 20)
-			claim := func(stream driver.StreamConfig) (driver.ClaimResult, error) {
-				return f.drv.Claim(tctx(t), driver.ClaimParams{Stream: stream, Group: "g", Member: driver.Member{SchemaVersion: 1},
-					Limit: 5, Token: randomName("tok-"), Holder: "h", Now: f.now, LeaseUntil: f.now.Add(time.Minute)})
-			}
-			drivertest.CheckStalePlan(t, tctx(t), drivertest.StalePlan{Driver: f.drv, Stream: f.stream, Count: f.count, Partition: "partition",
-				Claim: claim, Run: func(op string, stream driver.StreamConfig) error {
-					rows := []driver.AppendRow{{Partition: 1, SchemaVersion: 1, Payload: []byte(`{"n":1}`), ProducedAt: f.now}}
-					switch op {
-					case "append":
-						_, err := f.drv.Append(tctx(t), driver.AppendParams{Stream: stream, Rows: rows})
-						return err
-					case "append in a caller's transaction":
-						tx, err := f.drv.Pool().Begin(tctx(t))
-						if err != nil {
-							t.Fatal(err)
-						}
-						defer func() { _ = tx.Rollback(tctx(t)) }()
-						_, err = f.drv.Append(tctx(t), driver.AppendParams{Stream: stream, Rows: rows, Tx: postgres.Tx(tx)})
-						var one int
-						if qerr := tx.QueryRow(tctx(t), `SELECT 1`).Scan(&one); qerr != nil {
-							t.Errorf("the caller's transaction after the refusal: %v", qerr)
-						}
-						return err
-					default: // claims
-						_, err := claim(stream)
-						return err
+	drivertest.CheckStalePlans(t, func(t *testing.T, _ string) drivertest.StalePlan {
+		f := newFixture(t, 2)
+		f.group("g", driver.GroupConfig{})
+		f.appendN(0, 20)
+		f.appendN(1, 20)
+		claim := func(stream driver.StreamConfig) (driver.ClaimResult, error) {
+			return f.drv.Claim(tctx(t), driver.ClaimParams{Stream: stream, Group: "g", Member: driver.Member{SchemaVersion: 1},
+				Limit: 5, Token: randomName("tok-"), Holder: "h", Now: f.now, LeaseUntil: f.now.Add(time.Minute)})
+		}
+		return drivertest.StalePlan{Ctx: tctx(t), Driver: f.drv, Stream: f.stream, Count: f.count, Partition: "partition",
+			Claim: claim, Run: func(op string, stream driver.StreamConfig) error {
+				rows := []driver.AppendRow{{Partition: 1, SchemaVersion: 1, Payload: []byte(`{"n":1}`), ProducedAt: f.now}}
+				switch op {
+				case "append":
+					_, err := f.drv.Append(tctx(t), driver.AppendParams{Stream: stream, Rows: rows})
+					return err
+				case "append in a caller's transaction":
+					tx, err := f.drv.Pool().Begin(tctx(t))
+					if err != nil {
+						t.Fatal(err)
 					}
-				}}, tc.op, tc.busy)
-		})
-	}
+					defer func() { _ = tx.Rollback(tctx(t)) }()
+					_, err = f.drv.Append(tctx(t), driver.AppendParams{Stream: stream, Rows: rows, Tx: postgres.Tx(tx)})
+					var one int
+					if qerr := tx.QueryRow(tctx(t), `SELECT 1`).Scan(&one); qerr != nil {
+						t.Errorf("the caller's transaction after the refusal: %v", qerr)
+					}
+					return err
+				default: // claims
+					_, err := claim(stream)
+					return err
+				}
+			}}
+	})
 }
 
 // TestRegisterGroupDuringAlter: a group registered while an alter that adds

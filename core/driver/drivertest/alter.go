@@ -13,6 +13,7 @@ import (
 // StalePlan is one driver's side of CheckStalePlan: a stream of two
 // partitions, each with rows, and a group "g" of schema version 1.
 type StalePlan struct {
+	Ctx    context.Context
 	Driver interface {
 		driver.Driver
 		driver.Alterer
@@ -29,15 +30,37 @@ type StalePlan struct {
 	// Run runs op (an append, or a claim when op starts with "claim")
 	// planned with stream.
 	Run func(op string, stream driver.StreamConfig) error
+	// Altered, when set, checks the engine's own rows after the refusal.
+	Altered func(altered driver.StreamConfig)
 }
+
+// CheckStalePlans runs CheckStalePlan, each in a parallel subtest on a
+// fixture plan builds for it, for the calls every driver has: an append,
+// one in a caller's transaction, a claim after the probe and claims of a
+// busy group (which skip the probe), and for the engine's extra ones (an
+// append path of its own).
+func CheckStalePlans(t *testing.T, plan func(t *testing.T, op string) StalePlan, extra ...string) {
+	t.Helper()
+	ops := append([]string{"append", "append in a caller's transaction", "claim", busyClaim}, extra...)
+	for _, op := range ops {
+		t.Run(op, func(t *testing.T) {
+			t.Parallel()
+			CheckStalePlan(t, plan(t, op), op, op == busyClaim)
+		})
+	}
+}
+
+// busyClaim is a claim of a group whose claims before the alter took their
+// Limit.
+const busyClaim = "claim of a busy group"
 
 // CheckStalePlan proves that op, planned before AlterStream adds a
 // partition, is refused with the stored configuration (a
 // *driver.StreamChangedError) and writes or leases nothing, that the new
 // partition has the group's cursor at its start, and that op planned again
 // goes through. With busy, the group's claims took their Limit before the
-// alter (so a claim skips its probe). It returns the altered configuration.
-func CheckStalePlan(t *testing.T, ctx context.Context, p StalePlan, op string, busy bool) driver.StreamConfig {
+// alter (so a claim skips its probe).
+func CheckStalePlan(t *testing.T, p StalePlan, op string, busy bool) {
 	t.Helper()
 	if busy {
 		for range 2 {
@@ -49,7 +72,7 @@ func CheckStalePlan(t *testing.T, ctx context.Context, p StalePlan, op string, b
 	logCount := fmt.Sprintf(`SELECT COUNT(*) FROM message_log_%d`, p.Stream.ID)
 	const batches, cursors = `SELECT COUNT(*) FROM delivery_batch`, `SELECT SUM(position) FROM group_cursor`
 	rowsBefore, batchesBefore, cursorsBefore := p.Count(logCount), p.Count(batches), p.Count(cursors)
-	altered, err := p.Driver.AlterStream(ctx, driver.AlterStreamParams{StreamID: p.Stream.ID, Partitions: 3})
+	altered, err := p.Driver.AlterStream(p.Ctx, driver.AlterStreamParams{StreamID: p.Stream.ID, Partitions: 3})
 	if err != nil || altered.Partitions != 3 || altered.Generation != p.Stream.Generation+1 {
 		t.Fatalf("alter: %+v, %v", altered, err)
 	}
@@ -71,10 +94,12 @@ func CheckStalePlan(t *testing.T, ctx context.Context, p StalePlan, op string, b
 	if n := p.Count(`SELECT COUNT(*) FROM group_cursor WHERE ` + p.Partition + ` = 2 AND position = 0`); n != 1 {
 		t.Errorf("%d cursors of the new partition at its start; want 1", n)
 	}
+	if p.Altered != nil {
+		p.Altered(altered)
+	}
 	if err := p.Run(op, changed.Current); err != nil { // planned again, the call goes through
 		t.Errorf("%s planned with the stored configuration: %v", op, err)
 	}
-	return altered
 }
 
 // RegisterDuringAlter is one driver's side of CheckRegisterDuringAlter: a
