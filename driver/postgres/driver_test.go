@@ -20,20 +20,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/drivertest"
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
 )
 
-type event struct {
-	N int `json:"n"`
-}
+// event is the message these tests produce; tctx their context.
+type event = drivertest.Event
 
-func (event) SchemaVersion() int { return 1 }
-
-func tctx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+var tctx = drivertest.Ctx
 
 func open(t testing.TB, ns string, opts ...postgres.Option) *sqlstreams.Client {
 	t.Helper()
