@@ -20,6 +20,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/drivertest"
 	"github.com/sqlstreams/sqlstreams/driver/mysql"
 )
 
@@ -98,29 +99,19 @@ var ddl = regexp.MustCompile(`(?i)^\s*(CREATE|ALTER|DROP|RENAME|TRUNCATE)\b`)
 // which would end the caller's transaction behind its back, so DDL inside
 // tx is refused: run it with tx nil.
 func ExecTx(ctx context.Context, drv driver.Driver, tx driver.Tx, query string) error {
-	if tx == nil {
-		_, err := drv.(*mysql.Driver).DB().ExecContext(ctx, query)
-		return err
-	}
-	stx, ok := mysql.UnwrapTx(tx)
-	if !ok {
-		return fmt.Errorf("mysqltest: not a mysql transaction: %T", tx)
-	}
-	if ddl.MatchString(query) {
+	if tx != nil && ddl.MatchString(query) {
 		return fmt.Errorf("mysqltest: %q inside a transaction: MySQL would commit the transaction implicitly before it; run DDL with tx nil", query)
 	}
-	_, err := stx.ExecContext(ctx, query)
-	return err
+	return kit.ExecTx(ctx, drv, tx, query)
 }
 
-// QueryInt runs a query returning one integer on drv's pool.
+// QueryInt runs a query returning one integer (NULL is 0) on drv's pool.
 func QueryInt(ctx context.Context, drv driver.Driver, query string) (int64, error) {
-	var n sql.NullInt64
-	if err := drv.(*mysql.Driver).DB().QueryRowContext(ctx, query).Scan(&n); err != nil {
-		return 0, err
-	}
-	return n.Int64, nil
+	return kit.QueryInt(ctx, drv, query)
 }
+
+// kit is the conformance hooks of a database/sql driver, over mysql's.
+var kit = drivertest.SQLKit[*mysql.Driver]{Name: "mysqltest", DB: (*mysql.Driver).DB, Adapt: mysql.Tx, Unwrap: mysql.UnwrapTx}
 
 // sqlstreamsTables are the tables of the driver's migrations; ResetNamespace
 // empties them (but the migration records) and drops every other table.
@@ -366,13 +357,5 @@ func WithParams(dsn, params string) string {
 // BeginTx begins a transaction on the driver's database, adapted with
 // mysql.Tx, and returns its commit and rollback.
 func BeginTx(ctx context.Context, d driver.Driver) (driver.Tx, func() error, func() error, error) {
-	md, ok := d.(*mysql.Driver)
-	if !ok {
-		return nil, nil, nil, fmt.Errorf("mysqltest: a %T, not a *mysql.Driver", d)
-	}
-	tx, err := md.DB().BeginTx(ctx, nil)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return mysql.Tx(tx), tx.Commit, tx.Rollback, nil
+	return kit.BeginTx(ctx, d)
 }

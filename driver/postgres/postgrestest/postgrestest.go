@@ -20,6 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/drivertest"
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
 )
 
@@ -80,7 +81,11 @@ func NewSchema(t testing.TB, extra url.Values) string {
 // BeginTx begins a transaction on the driver's pool, adapted with
 // postgres.Tx, and returns its commit and rollback.
 func BeginTx(ctx context.Context, d driver.Driver) (driver.Tx, func() error, func() error, error) {
-	tx, err := d.(*postgres.Driver).Pool().Begin(ctx)
+	pd, err := drivertest.As[*postgres.Driver]("postgrestest", d)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tx, err := pd.Pool().Begin(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -99,22 +104,22 @@ func ExecTx(ctx context.Context, d driver.Driver, tx driver.Tx, query string) er
 		_, err := native.Exec(ctx, query)
 		return err
 	}
-	pd, ok := d.(*postgres.Driver)
-	if !ok {
-		return fmt.Errorf("postgrestest: a %T, not a *postgres.Driver", d)
+	pd, err := drivertest.As[*postgres.Driver]("postgrestest", d)
+	if err != nil {
+		return err
 	}
-	_, err := pd.Pool().Exec(ctx, query)
+	_, err = pd.Pool().Exec(ctx, query)
 	return err
 }
 
 // QueryInt runs a query returning one integer on the driver's pool.
 func QueryInt(ctx context.Context, d driver.Driver, query string) (int64, error) {
-	pd, ok := d.(*postgres.Driver)
-	if !ok {
-		return 0, fmt.Errorf("postgrestest: a %T, not a *postgres.Driver", d)
+	pd, err := drivertest.As[*postgres.Driver]("postgrestest", d)
+	if err != nil {
+		return 0, err
 	}
 	var n int64
-	err := pd.Pool().QueryRow(ctx, query).Scan(&n)
+	err = pd.Pool().QueryRow(ctx, query).Scan(&n)
 	return n, err
 }
 
