@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,11 +62,7 @@ func withParams(t testing.TB, base string, params map[string]string) string {
 	return u.String()
 }
 
-func randomName(prefix string) string {
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
+func randomName(prefix string) string { return drivertest.RandomName(prefix, 5) }
 
 // A wrong URL, database, user or permission fails at sqlstreams.Open with
 // the server's own reason.

@@ -2,6 +2,8 @@ package drivertest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"testing"
 	"time"
 )
@@ -22,3 +24,11 @@ type Event struct {
 
 // SchemaVersion is the version every Event is written at.
 func (Event) SchemaVersion() int { return 1 }
+
+// RandomName is prefix and n random bytes in hex: a schema, database or
+// token no other test (or run) uses.
+func RandomName(prefix string, n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}

@@ -4,10 +4,9 @@
 package mysqltest
 
 import (
+	"cmp"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -27,10 +26,7 @@ import (
 // AdminDSN is the server the tests use: SQLSTREAMS_MYSQL_DSN, or the local
 // MariaDB/MySQL with user root and no password.
 func AdminDSN() string {
-	if dsn := os.Getenv("SQLSTREAMS_MYSQL_DSN"); dsn != "" {
-		return dsn
-	}
-	return "root@tcp(127.0.0.1:3306)/test"
+	return cmp.Or(os.Getenv("SQLSTREAMS_MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/test")
 }
 
 // admin is the admin connection, kept for the process and opened again
@@ -76,7 +72,7 @@ func AdminDB(tb testing.TB) (*sql.DB, *gomysql.Config) {
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
 	db, cfg := AdminDB(tb)
-	name := "t_" + randomHex(6)
+	name := drivertest.RandomName("t_", 6)
 	if _, err := db.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
 		tb.Fatalf("create database %s: %v", name, err)
 	}
@@ -291,7 +287,7 @@ func freshSchema(ctx context.Context) (string, error) {
 				return "", err
 			}
 			defer db.Close()
-			name := "t_" + randomHex(6)
+			name := drivertest.RandomName("t_", 6)
 			if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
 				return "", err
 			}
@@ -329,12 +325,6 @@ func diffLines(want, got string) string {
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // SteppedIDs are the session parameters that make the server step ids as a

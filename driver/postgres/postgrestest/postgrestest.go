@@ -4,9 +4,8 @@
 package postgrestest
 
 import (
+	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -26,10 +25,7 @@ import (
 
 // BaseURL is the server the tests use; each test gets a schema of its own.
 func BaseURL() string {
-	if u := os.Getenv("SQLSTREAMS_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	return cmp.Or(os.Getenv("SQLSTREAMS_POSTGRES_URL"), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
 }
 
 // NewSchema creates a fresh schema, drops it at cleanup, and returns a URL
@@ -44,9 +40,7 @@ func NewSchema(t testing.TB, extra url.Values) string {
 		t.Fatalf("postgres: cannot reach the test server at SQLSTREAMS_POSTGRES_URL (default %s): %v", BaseURL(), err)
 	}
 	defer conn.Close(ctx)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "t_" + hex.EncodeToString(b[:])
+	schema := drivertest.RandomName("t_", 6)
 	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
 		t.Fatalf("create schema %s: %v", schema, err)
 	}
