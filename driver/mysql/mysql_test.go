@@ -96,33 +96,6 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-// TestMigrateConcurrently: processes starting at once apply the schema once.
-func TestMigrateConcurrently(t *testing.T) {
-	t.Parallel()
-	dsn := newDatabase(t)
-	var wg sync.WaitGroup
-	errs := make(chan error, 6)
-	for range 6 {
-		wg.Go(func() {
-			d := mysql.Open(dsn)
-			defer d.Close()
-			errs <- d.Migrate(testCtx(t))
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatalf("concurrent Migrate: %v", err)
-		}
-	}
-	db, _ := adminDB(t)
-	var n int
-	if err := db.QueryRow("SELECT COUNT(*) FROM " + dbName(t, dsn) + ".sqlstreams_migration").Scan(&n); err != nil || n != mysql.MigrationCount() {
-		t.Fatalf("migrations recorded: %d (%v), want %d", n, err, mysql.MigrationCount())
-	}
-}
-
 // TestTimesAreUTC: whatever the DSN says about parseTime, loc or the
 // session time zone, times are stored as UTC and read back right, also
 // when ProduceTx runs in a transaction of a pool with another loc.

@@ -118,30 +118,6 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-// Several processes starting at once migrate once; Migrate is idempotent.
-func TestConcurrentMigrate(t *testing.T) {
-	t.Parallel()
-	ns := newSchema(t, nil)
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for range 8 {
-		wg.Go(func() {
-			d := postgres.Open(ns)
-			defer d.Close()
-			for range 2 {
-				if err := d.Migrate(tctx(t)); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Errorf("concurrent Migrate: %v", err)
-	}
-}
-
 // ProduceTx writes inside the caller's pgx.Tx: consumers see the message
 // exactly when the business write commits, in both exec modes.
 func TestProduceTx(t *testing.T) {
