@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -32,6 +33,13 @@ type Raw interface {
 	// creates its table and reads nothing, so that the benchmarks can do that
 	// before their timers start.
 	Consume(ctx context.Context, streamID int64, limit int, decode func(payload []byte) error) (int, error)
+	// ConsumeLimit is the strictest raw consumer (issue #28): as few
+	// statements and round trips as the database allows for one batch (one
+	// statement on PostgreSQL), reading the next up to limit rows after a
+	// cursor of its own (not Consume's) and moving it, decoding nothing. It
+	// is the database's limit for a consumer's batch, the figure x-limit
+	// divides by. With a limit of 0 it only creates its cursor.
+	ConsumeLimit(ctx context.Context, streamID int64, limit int) (int, error)
 	Close() error
 }
 
@@ -103,10 +111,16 @@ const benchBatch = 100
 //     figure to read the gap by, not a target).
 //   - Consume100/claim-ack: Claim(100) and Ack of the batch, against
 //     Raw.Consume (read the next 100 after a cursor, decode, move the cursor,
-//     in one transaction).
+//     in one transaction) and Raw.ConsumeLimit (the same in as few
+//     statements as the database allows, decoding nothing): x-raw and
+//     x-limit. Every Consume100 row has both.
 //   - Consume100/ack-and-claim: AckAndClaim(100) of the batch the op before
 //     claimed, against Raw.Consume: one commit per batch on both sides.
-//   - Consume100/run-100handlers: Run with 100 handlers, against Raw.Consume.
+//   - Consume100/run-100handlers: Run with 100 handlers, against both raw
+//     consumes and a hand-written Claim(100)+Ack loop of another group on the
+//     same stream (x-claim-ack, which issue #28 wants never below 1).
+//   - Consume100/run-100handlers-4partitions: Run with 100 handlers over 4
+//     partitions against Run over 1 (x-1partition; runPartitions).
 //   - ProduceSingle: one message per call, against a one-row Raw.Insert.
 //   - EndToEndLatency: produce one message, wait for a Run handler to see it.
 //
@@ -163,57 +177,7 @@ func Benchmark(b *testing.B, target BenchTarget) {
 			return err
 		}, baselines...)
 	})
-	b.Run("Consume100", func(b *testing.B) {
-		b.Run("claim-ack", func(b *testing.B) {
-			c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
-			raw, rawStream := rawConsumer(b, target)
-			defer raw.Close()
-			cons := consumer[benchEvent](b, c, "bench", "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
-			interleave(b, benchBatch, func(int) error {
-				ds, err := cons.Claim(context.Background(), benchBatch)
-				if err != nil {
-					return err
-				}
-				if len(ds) != benchBatch {
-					return fmt.Errorf("claim returned %d deliveries, want %d", len(ds), benchBatch)
-				}
-				return cons.Ack(context.Background(), ds...)
-			}, baseline{"raw", rawConsume(raw, rawStream)})
-		})
-		b.Run("ack-and-claim", func(b *testing.B) {
-			// Claim(100) and Ack as one call: each op acks the batch the
-			// one before it claimed, in the transaction that claims the
-			// next, one commit per batch as the raw loop has.
-			c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
-			raw, rawStream := rawConsumer(b, target)
-			defer raw.Close()
-			cons := consumer[benchEvent](b, c, "bench", "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
-			var ds []sqlstreams.Delivery[benchEvent]
-			interleave(b, benchBatch, func(int) error {
-				next, err := cons.AckAndClaim(context.Background(), benchBatch, ds...)
-				if err != nil {
-					return err
-				}
-				if len(next) != benchBatch {
-					return fmt.Errorf("claim returned %d deliveries, want %d", len(next), benchBatch)
-				}
-				ds = next
-				return nil
-			}, baseline{"raw", rawConsume(raw, rawStream)})
-			if err := cons.Ack(context.Background(), ds...); err != nil {
-				b.Fatal(err)
-			}
-		})
-		b.Run("run-100handlers", func(b *testing.B) {
-			// The handler model with its defaults, but for 100 concurrent
-			// handlers: each delivery acked as its handler returns.
-			c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
-			raw, rawStream := rawConsumer(b, target)
-			defer raw.Close()
-			cons := consumer[benchEvent](b, c, "bench", "bench-run", &sqlstreams.ConsumerOptions{Concurrency: 100})
-			runBracketed(b, cons, baseline{"raw", rawConsume(raw, rawStream)})
-		})
-	})
+	b.Run("Consume100", func(b *testing.B) { benchConsume(b, target) })
 	b.Run("ProduceSingle", func(b *testing.B) {
 		raw := openRaw(b, target, target.NewNamespace(b))
 		defer raw.Close()
@@ -252,6 +216,71 @@ func Benchmark(b *testing.B, target BenchTarget) {
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 	})
+}
+
+// benchConsume runs Benchmark's Consume100 rows.
+func benchConsume(b *testing.B, target BenchTarget) {
+	b.Run("claim-ack", func(b *testing.B) {
+		_, cons, raws := consumeSetup(b, target, "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
+		interleave(b, benchBatch, func(int) error { return claimAck(cons) }, raws...)
+	})
+	b.Run("ack-and-claim", func(b *testing.B) {
+		// Claim(100) and Ack as one call: each op acks the batch the
+		// one before it claimed, in the transaction that claims the
+		// next, one commit per batch as the raw loop has.
+		_, cons, raws := consumeSetup(b, target, "bench-group", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
+		var ds []sqlstreams.Delivery[benchEvent]
+		interleave(b, benchBatch, func(int) error {
+			next, err := cons.AckAndClaim(context.Background(), benchBatch, ds...)
+			if err != nil {
+				return err
+			}
+			if len(next) != benchBatch {
+				return fmt.Errorf("claim returned %d deliveries, want %d", len(next), benchBatch)
+			}
+			ds = next
+			return nil
+		}, raws...)
+		if err := cons.Ack(context.Background(), ds...); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.Run("run-100handlers", func(b *testing.B) {
+		// The handler model with its defaults, but for 100 concurrent
+		// handlers: each delivery acked as its handler returns.
+		c, cons, raws := consumeSetup(b, target, "bench-run", &sqlstreams.ConsumerOptions{Concurrency: 100})
+		// The hand-written loop Run must never fall below (issue #28):
+		// Claim(100) and Ack, one batch at a time, by a group of its
+		// own on the same stream.
+		loop := consumer[benchEvent](b, c, "bench", "bench-loop", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
+		runBracketed(b, cons, append(raws, baseline{"claim-ack", func(int) error { return claimAck(loop) }})...)
+	})
+	b.Run("run-100handlers-4partitions", func(b *testing.B) { runPartitions(b, target.Target, 4) })
+}
+
+// consumeSetup is a Consume100 row's set-up: a client with a one-partition
+// stream "bench" of b.N batches, a consumer of it as group, and the raw
+// consume baselines on rows of their own, checked (rawDrained) and closed
+// when the row ends.
+func consumeSetup(b *testing.B, target BenchTarget, group string, opts *sqlstreams.ConsumerOptions) (*sqlstreams.Client, *sqlstreams.Consumer[benchEvent], []baseline) {
+	c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
+	raw, rawStream := rawConsumer(b, target)
+	b.Cleanup(func() { _ = raw.Close() })
+	b.Cleanup(func() { rawDrained(b, raw, rawStream) })
+	return c, consumer[benchEvent](b, c, "bench", group, opts), rawConsumes(raw, rawStream)
+}
+
+// claimAck is one op of a hand-written consumer: Claim(100), then Ack of
+// the batch.
+func claimAck(cons *sqlstreams.Consumer[benchEvent]) error {
+	ds, err := cons.Claim(context.Background(), benchBatch)
+	if err != nil {
+		return err
+	}
+	if len(ds) != benchBatch {
+		return fmt.Errorf("claim returned %d deliveries, want %d", len(ds), benchBatch)
+	}
+	return cons.Ack(context.Background(), ds...)
 }
 
 // baseline is one raw op, labelled for its metrics.
@@ -294,27 +323,65 @@ func report(b *testing.B, perOp int, spent []time.Duration, baselines []baseline
 	}
 }
 
-// runBracketed measures Run over b.N*benchBatch deliveries, and its
+// runBracketed measures Run over b.N*benchBatch deliveries, and each
 // baseline over as many rows, half just before Run and half just after, so
 // that a change of load during the round weighs on both sides alike. (Run
 // cannot be interleaved op for op, and pausing it at a gate lets it claim
 // and ack off the clock.)
-func runBracketed(b *testing.B, cons *sqlstreams.Consumer[benchEvent], bl baseline) {
-	total := int64(b.N * benchBatch)
-	var handled atomic.Int64
-	all := make(chan struct{})
-	spent := make([]time.Duration, 2)
+func runBracketed(b *testing.B, cons *sqlstreams.Consumer[benchEvent], bls ...baseline) {
+	spent := make([]time.Duration, len(bls)+1)
 	rawOps := func(from, to int) {
-		start := time.Now()
-		for op := from; op < to; op++ {
-			if err := bl.op(op); err != nil {
-				b.Fatalf("%s: %v", bl.label, err)
+		for j, bl := range bls {
+			start := time.Now()
+			for op := from; op < to; op++ {
+				if err := bl.op(op); err != nil {
+					b.Fatalf("%s: %v", bl.label, err)
+				}
 			}
+			spent[j+1] += time.Since(start)
 		}
-		spent[1] += time.Since(start)
 	}
 	b.ResetTimer()
 	rawOps(0, b.N/2)
+	spent[0] = runUntil(b, cons, b.N*benchBatch)
+	rawOps(b.N/2, b.N)
+	b.StopTimer()
+	report(b, benchBatch, spent, bls)
+}
+
+// runPartitions measures Run with 100 handlers over a stream of partitions
+// partitions against Run over a stream of one, each side over b.N*benchBatch
+// deliveries in two Runs of half as many, in the order one, many, many, one,
+// so that a change of load and what a Run costs to start weigh on both alike.
+// Each stream holds half the deliveries, and each half is a consumer group
+// of its own. It reports msgs/s, 1partition-msgs/s and x-1partition, which
+// issue #28 wants at 1 or more: partitions are the unit that should scale.
+func runPartitions(b *testing.B, target Target, partitions int) {
+	c := benchClient(b, target, target.NewNamespace(b))
+	half := b.N * benchBatch / 2
+	one, many := setupStream(b, c, "bench-1", 1, half), setupStream(b, c, "bench-n", partitions, half)
+	run := func(info sqlstreams.StreamInfo, group string) *sqlstreams.Consumer[benchEvent] {
+		return consumer[benchEvent](b, c, info.Name, group, &sqlstreams.ConsumerOptions{Concurrency: 100})
+	}
+	order := []struct {
+		side int
+		cons *sqlstreams.Consumer[benchEvent]
+	}{{1, run(one, "first")}, {0, run(many, "first")}, {0, run(many, "second")}, {1, run(one, "second")}}
+	spent := make([]time.Duration, 2)
+	b.ResetTimer()
+	for _, r := range order {
+		spent[r.side] += runUntil(b, r.cons, half)
+	}
+	b.StopTimer()
+	report(b, benchBatch, spent, []baseline{{label: "1partition"}})
+}
+
+// runUntil runs cons until its handlers have returned n deliveries, and
+// returns how long that took from Run's start.
+func runUntil(b *testing.B, cons *sqlstreams.Consumer[benchEvent], n int) time.Duration {
+	total := int64(n)
+	var handled atomic.Int64
+	all := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -332,14 +399,12 @@ func runBracketed(b *testing.B, cons *sqlstreams.Consumer[benchEvent], bl baseli
 	case err := <-done:
 		b.Fatalf("Run returned %v after %d of %d deliveries", err, handled.Load(), total)
 	}
-	spent[0] = time.Since(start)
+	took := time.Since(start)
 	cancel()
 	if err := <-done; err != nil {
 		b.Fatal(err)
 	}
-	rawOps(b.N/2, b.N)
-	b.StopTimer()
-	report(b, benchBatch, spent, []baseline{bl})
+	return took
 }
 
 // rawConsumer opens a baseline on a stream of its own holding b.N batches,
@@ -348,6 +413,9 @@ func rawConsumer(b *testing.B, target BenchTarget) (Raw, int64) {
 	_, info, ns := setupConsume(b, target.Target, b.N*benchBatch)
 	raw := target.NewRaw(b, ns)
 	if _, err := raw.Consume(context.Background(), info.ID, 0, decodeBench); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := raw.ConsumeLimit(context.Background(), info.ID, 0); err != nil {
 		b.Fatal(err)
 	}
 	return raw, info.ID
@@ -362,13 +430,32 @@ func openRaw(b *testing.B, target BenchTarget, ns string) Raw {
 	return raw
 }
 
-func rawConsume(raw Raw, streamID int64) func(int) error {
-	return func(int) error {
-		n, err := raw.Consume(context.Background(), streamID, benchBatch, decodeBench)
-		if err == nil && n != benchBatch {
-			err = fmt.Errorf("raw consume read %d rows, want %d", n, benchBatch)
-		}
-		return err
+// rawDrained fails b unless both baselines' cursors are past every row of
+// streamID: each read its rows once, none twice.
+func rawDrained(b *testing.B, raw Raw, streamID int64) {
+	n, err := raw.Consume(context.Background(), streamID, benchBatch, decodeBench)
+	m, errLimit := raw.ConsumeLimit(context.Background(), streamID, benchBatch)
+	if err := errors.Join(err, errLimit); err != nil || n != 0 || m != 0 {
+		b.Fatalf("after the run the raw consumers read %d and %d more rows (%v), want none: a cursor did not move", n, m, err)
+	}
+}
+
+// rawConsumes are a consume's two baselines on the rows of streamID, each
+// with a cursor of its own: raw (Raw.Consume, which decodes as a consumer
+// does) and limit (Raw.ConsumeLimit, the database's limit).
+func rawConsumes(raw Raw, streamID int64) []baseline {
+	batch := func(label string, consume func() (int, error)) baseline {
+		return baseline{label, func(int) error {
+			n, err := consume()
+			if err == nil && n != benchBatch {
+				err = fmt.Errorf("%s consume read %d rows, want %d", label, n, benchBatch)
+			}
+			return err
+		}}
+	}
+	return []baseline{
+		batch("raw", func() (int, error) { return raw.Consume(context.Background(), streamID, benchBatch, decodeBench) }),
+		batch("limit", func() (int, error) { return raw.ConsumeLimit(context.Background(), streamID, benchBatch) }),
 	}
 }
 
@@ -399,11 +486,17 @@ func precompute[T any](n int, build func(i int) T) []T {
 func setupConsume(b *testing.B, target Target, n int) (*sqlstreams.Client, sqlstreams.StreamInfo, string) {
 	ns := target.NewNamespace(b)
 	c := benchClient(b, target, ns)
-	info, err := c.Stream[benchEvent]("bench").Create(context.Background(), &sqlstreams.StreamOptions{Partitions: 1})
+	return c, setupStream(b, c, "bench", 1, n), ns
+}
+
+// setupStream creates stream name with partitions partitions and n rows,
+// each keyed, so that they spread across the partitions.
+func setupStream(b *testing.B, c *sqlstreams.Client, name string, partitions, n int) sqlstreams.StreamInfo {
+	info, err := c.Stream[benchEvent](name).Create(context.Background(), &sqlstreams.StreamOptions{Partitions: partitions})
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := producer[benchEvent](b, c, "bench")
+	p := producer[benchEvent](b, c, name)
 	for start := 0; start < n; start += 1000 {
 		msgs := make([]sqlstreams.Message[benchEvent], min(1000, n-start))
 		for j := range msgs {
@@ -413,5 +506,5 @@ func setupConsume(b *testing.B, target Target, n int) (*sqlstreams.Client, sqlst
 			b.Fatal(err)
 		}
 	}
-	return c, info, ns
+	return info
 }

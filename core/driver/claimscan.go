@@ -53,3 +53,44 @@ func (s *PartitionScan) Inspect(r Row, readable bool) bool {
 	}
 	return !s.Done()
 }
+
+// The main claim reads a partition in windows of rows past the cursor. The
+// first is about the size the claim asks for (FirstWindow), each further
+// one twice as large up to MaxClaimWindow, and MaxClaimScan bounds one
+// claim's reading when most rows are passed over (other versions, keys the
+// bindings do not select): the claim then returns short and the next one
+// goes on from the cursor it moved.
+const (
+	MinClaimWindow = 16
+	MaxClaimWindow = 512
+	MaxClaimScan   = 20000
+)
+
+// FirstWindow is the first window of a claim of limit rows.
+func FirstWindow(limit int) int { return min(max(limit, MinClaimWindow), MaxClaimWindow) }
+
+// ReadWindows is the main claim's reading loop, the same on every engine:
+// read reads up to size rows past from, handing each to Inspect (and may
+// stop early once Done), and returns how many rows its window held. The
+// loop reads windows of first rows, then twice as many each time up to
+// MaxClaimWindow, until the scan is done, a window comes back short (the
+// partition ends), or bound rows were looked at. more reports that the scan
+// stopped at its limit or its bound, so rows may remain past its cursor for
+// the claim to take; not at the end of the partition or at an ordered
+// group's deferred row.
+func (s *PartitionScan) ReadWindows(first, bound int, read func(from int64, size int) (int, error)) (more bool, err error) {
+	for size := first; !s.Done() && s.Scanned < bound; size = min(2*size, MaxClaimWindow) {
+		n, err := read(s.Cursor, size)
+		switch {
+		case err != nil:
+			return false, err
+		case s.Stopped:
+			return false, nil
+		case s.Done():
+			return true, nil
+		case n < size:
+			return false, nil
+		}
+	}
+	return !s.Stopped, nil
+}

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -65,5 +66,81 @@ func TestPartitionScan(t *testing.T) {
 					taken, deferred, s.Cursor, s.Scanned, s.Stopped, tc.wantTaken, tc.wantDeferred, tc.wantCursor, tc.wantStopped)
 			}
 		})
+	}
+}
+
+func TestReadWindows(t *testing.T) {
+	t.Parallel()
+	// A partition of ids 1..n: every id divisible by 10 is at another
+	// version (not readable), id 55 is at a version the member cannot
+	// decode (deferred).
+	plan := ClaimPlan{Versions: []int{1, 2}, Decodable: []int{1}}
+	partition := func(n int64) func(s *PartitionScan, from int64, size int) int {
+		return func(s *PartitionScan, from int64, size int) int {
+			read := 0
+			for id := from + 1; id <= n && read < size; id++ {
+				read++
+				version := 1
+				if id == 55 {
+					version = 2
+				}
+				if !s.Inspect(Row{ID: id, SchemaVersion: version}, id%10 != 0) {
+					break
+				}
+			}
+			return read
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		rows        int64
+		ordered     bool
+		limit       int
+		first       int
+		bound       int
+		wantSizes   []int
+		wantTaken   int
+		wantCursor  int64
+		wantMore    bool
+		wantStopped bool
+	}{
+		{"one window fills the limit", 1000, false, 9, 16, 100, []int{16}, 9, 9, true, false},
+		{"windows double up to the most", 5000, false, 1000, 300, 5000, []int{300, 512, 512}, 1000, 1112, true, false},
+		{"a short window ends the partition", 30, false, 100, 100, 1000, []int{100}, 27, 30, false, false},
+		{"the bound stops the scan", 1000, false, 500, 16, 40, []int{16, 32}, 44, 48, true, false},
+		{"an ordered group stops at a deferred row", 1000, true, 100, 16, 1000, []int{16, 32, 64}, 49, 55, false, true},
+		{"nothing to take", 1000, false, 0, 16, 100, nil, 0, 0, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := PartitionScan{Plan: plan, Ordered: tc.ordered, Limit: tc.limit}
+			read := partition(tc.rows)
+			var sizes []int
+			more, err := s.ReadWindows(tc.first, tc.bound, func(from int64, size int) (int, error) {
+				if from != s.Cursor {
+					t.Fatalf("window past %d, cursor at %d", from, s.Cursor)
+				}
+				sizes = append(sizes, size)
+				return read(&s, from, size), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(sizes, tc.wantSizes) || len(s.Taken) != tc.wantTaken || s.Cursor != tc.wantCursor || more != tc.wantMore || s.Stopped != tc.wantStopped {
+				t.Errorf("windows %v, taken %d, cursor %d, more %v, stopped %v; want %v, %d, %d, %v, %v",
+					sizes, len(s.Taken), s.Cursor, more, s.Stopped, tc.wantSizes, tc.wantTaken, tc.wantCursor, tc.wantMore, tc.wantStopped)
+			}
+		})
+	}
+	t.Run("an error ends the scan", func(t *testing.T) {
+		t.Parallel()
+		s := PartitionScan{Plan: plan, Limit: 10}
+		boom := errors.New("boom")
+		if more, err := s.ReadWindows(16, 100, func(int64, int) (int, error) { return 0, boom }); !errors.Is(err, boom) || more {
+			t.Errorf("more %v, err %v", more, err)
+		}
+	})
+	if got := []int{FirstWindow(1), FirstWindow(100), FirstWindow(10000)}; !slices.Equal(got, []int{MinClaimWindow, 100, MaxClaimWindow}) {
+		t.Errorf("FirstWindow: %v", got)
 	}
 }

@@ -13,16 +13,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-// The main claim reads a partition in windows of rows after the cursor:
-// the first window is about the size asked for and each further one doubles,
-// up to maxWindow; maxScan bounds one claim's work when most rows are at
-// other versions or match no binding.
-const (
-	minWindow = 16
-	maxWindow = 512
-	maxScan   = 20000
-)
-
 // headExpr is 1 when row m is claimable: on a compacted stream, only a head.
 //
 // The head is looked up by its id, along compaction_head_id (stream_id,
@@ -360,7 +350,7 @@ func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimPara
 	if f.groupLock != "" {
 		return nil
 	}
-	return d.claimNew(ctx, tx, partitionScan{p: p, plan: plan, newestException: newestException}, f, out)
+	return claimNew(ctx, partitionScan{p: p, plan: plan, newestException: newestException, tx: tx, out: out}, f)
 }
 
 // fencedGroup reads the group's configuration under the fence. With a
@@ -398,26 +388,26 @@ func fencedGroup(ctx context.Context, tx querier, p driver.ClaimParams, groupLoc
 }
 
 // claimNew is the main claim: new rows from the partitions f names, until
-// the limit is met. s carries what every partition's scan shares.
-func (d *Driver) claimNew(ctx context.Context, tx querier, s partitionScan, f fence, out *claimOut) error {
+// the limit is met. s carries what every partition's claim shares.
+func claimNew(ctx context.Context, s partitionScan, f fence) error {
 	cands, more := f.cands, f.more
-	for i := 0; i < len(cands) && len(out.res.Deliveries) < s.p.Limit; i++ {
+	for i := 0; i < len(cands) && len(s.out.res.Deliveries) < s.p.Limit; i++ {
 		part := cands[i]
 		pos, ok := f.positions[part]
 		if !ok && !f.skipped[part] {
 			var err error
-			if pos, ok, err = lockCursor(ctx, tx, s.p, part); err != nil {
+			if pos, ok, err = lockCursor(ctx, s.tx, s.p, part); err != nil {
 				return err
 			}
 		}
 		if !ok {
 			continue
 		}
-		s.part, s.cursor, s.limit = part, pos, s.p.Limit-len(out.res.Deliveries)
-		if err := d.claimPartition(ctx, tx, s, out); err != nil {
+		s.part, s.cursor = part, pos
+		if err := s.claim(ctx, s.p.Limit-len(s.out.res.Deliveries)); err != nil {
 			return err
 		}
-		if i == len(cands)-1 && more != nil && len(out.res.Deliveries) < s.p.Limit {
+		if i == len(cands)-1 && more != nil && len(s.out.res.Deliveries) < s.p.Limit {
 			extra, err := more()
 			if err != nil {
 				return err
@@ -440,7 +430,8 @@ func lockCursor(ctx context.Context, tx querier, p driver.ClaimParams, part int)
 	return pos, err == nil, err
 }
 
-// partitionScan is the main claim of one partition.
+// partitionScan is the main claim of one partition, the engine's steps
+// of driver.ClaimPartition.
 type partitionScan struct {
 	p    driver.ClaimParams
 	plan driver.ClaimPlan
@@ -448,60 +439,62 @@ type partitionScan struct {
 	newestException int64
 	part            int
 	cursor          int64 // the position of the cursor this transaction holds
-	limit           int   // how many rows to take at most
+	tx              querier
+	out             *claimOut
 }
 
-// claimPartition claims up to s.limit rows of partition s.part, as one
+// claim claims up to limit rows of partition s.part, as one
 // batch in out. Rows the group reads that the member cannot decode become
 // due exceptions for members that can; they are counted as deferred. A row
 // the group already has an exception for (its cursor was moved back over
 // it with SetCursors) keeps that exception as it is: the claim passes over
 // it, and goes on reading to fill the limit. out.full is set to the
 // partition when its rows filled the claim.
-func (d *Driver) claimPartition(ctx context.Context, tx querier, s partitionScan, out *claimOut) error {
-	if s.p.Ordered {
-		if held, err := partitionPending(ctx, tx, s.p, s.part); err != nil || held {
-			return err
-		}
-	}
-	rows, err := s.read(ctx, tx)
-	if err != nil || rows.Cursor == s.cursor {
-		return err
-	}
-	deferred, err := insertDeferred(ctx, tx, s.p, rows.Deferred)
+func (s partitionScan) claim(ctx context.Context, limit int) error {
+	taken, deferred, err := driver.ClaimPartition(ctx, s, driver.PartitionClaim{Params: s.p, Plan: s.plan, Cursor: s.cursor, Limit: limit, FirstWindow: driver.FirstWindow(limit)})
 	if err != nil {
 		return err
 	}
-	if len(rows.Taken) > 0 {
-		b, err := insertBatch(ctx, tx, s.p, s.part, rows.Taken)
-		if err != nil {
-			return err
-		}
-		out.batches = append(out.batches, b)
-	}
-	if _, err := tx.ExecContext(ctx, "UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND `partition` = ?",
-		rows.Cursor, s.p.Stream.ID, s.p.Group, s.part); err != nil {
-		return err
-	}
-	out.res.Deliveries = append(out.res.Deliveries, rows.Taken...)
-	out.res.Deferred += deferred
-	if len(rows.Taken) == s.limit {
-		out.full = s.part
+	s.out.res.Deliveries = append(s.out.res.Deliveries, taken...)
+	s.out.res.Deferred += deferred
+	if len(taken) == limit {
+		s.out.full = s.part
 	}
 	return nil
 }
 
-// partitionPending reports whether an ordered group's partition is held: a
-// pending (leased or delayed) exception or a batch holds it. New exceptions
-// and batches of a partition are only made under its cursor lock, which
-// this transaction holds, or by materializing a batch's members in the
-// transaction that shrinks it: one statement, one snapshot, sees the batch
-// or the rows.
-func partitionPending(ctx context.Context, tx querier, p driver.ClaimParams, part int) (bool, error) {
+// Record implements driver.PartitionSteps: the read passed over the rows
+// the group has an exception for, so the batch holds every row taken.
+func (s partitionScan) Record(ctx context.Context, rows *driver.PartitionScan) ([]driver.Delivery, int, error) {
+	deferred, err := insertDeferred(ctx, s.tx, s.p, rows.Deferred)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(rows.Taken) > 0 {
+		b, err := insertBatch(ctx, s.tx, s.p, s.part, rows.Taken)
+		if err != nil {
+			return nil, 0, err
+		}
+		s.out.batches = append(s.out.batches, b)
+	}
+	if _, err := s.tx.ExecContext(ctx, "UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND `partition` = ?",
+		rows.Cursor, s.p.Stream.ID, s.p.Group, s.part); err != nil {
+		return nil, 0, err
+	}
+	return rows.Taken, deferred, nil
+}
+
+// Pending implements driver.PartitionSteps: an ordered group's partition
+// is held by a pending (leased or delayed) exception or a batch. New
+// exceptions and batches of a partition are only made under its cursor
+// lock, which this transaction holds, or by materializing a batch's
+// members in the transaction that shrinks it: one statement, one
+// snapshot, sees the batch or the rows.
+func (s partitionScan) Pending(ctx context.Context) (bool, error) {
 	var pending bool
-	err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `partition` = ? AND state IN ('leased', 'delayed'))"+
+	err := s.tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `partition` = ? AND state IN ('leased', 'delayed'))"+
 		" OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND `partition` = ?)",
-		p.Stream.ID, p.Group, part, p.Stream.ID, p.Group, part).Scan(&pending)
+		s.p.Stream.ID, s.p.Group, s.part, s.p.Stream.ID, s.p.Group, s.part).Scan(&pending)
 	return pending, err
 }
 
@@ -535,40 +528,17 @@ func (s partitionScan) query() (string, []any) {
 	return query + " FROM " + logTable(s.p.Stream.ID) + " m" + index + " WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?", args
 }
 
-// read reads the partition past the cursor in windows, the first about
-// the limit and each further one twice as large, until it has taken the
-// limit, reached the end, or examined maxScan rows.
-func (s partitionScan) read(ctx context.Context, tx querier) (*driver.PartitionScan, error) {
+// ReadWindow implements driver.PartitionSteps.
+func (s partitionScan) ReadWindow(ctx context.Context, from int64, size int, out *driver.PartitionScan) (int, error) {
 	query, args := s.query()
-	out := &driver.PartitionScan{Plan: s.plan, Ordered: s.p.Ordered, Limit: s.limit, LeaseUntil: s.p.LeaseUntil, Cursor: s.cursor}
-	window := min(max(s.limit, minWindow), maxWindow)
-	for !out.Done() && out.Scanned < maxScan {
-		examined := out.Scanned
-		if err := s.readWindow(ctx, tx, query, append(args, s.part, out.Cursor, window), out); err != nil {
-			return nil, err
-		}
-		if out.Scanned-examined < window {
-			break
-		}
-		window = min(2*window, maxWindow)
-	}
-	return out, nil
-}
-
-// readWindow runs the scan's query for one window and hands each row it
-// reads to out.
-func (s partitionScan) readWindow(ctx context.Context, tx querier, query string, args []any, out *driver.PartitionScan) error {
-	return sqldb.EachRowUntil(ctx, tx, query, args, out.Done, func(rows *sql.Rows) error {
+	return sqldb.ReadWindow(ctx, s.tx, query, append(args, s.part, from, size), out, func(rows *sql.Rows) (driver.Row, bool, error) {
 		var versionOK, head, excepted bool
 		dest := []any{&versionOK, &head}
 		if s.excepting() {
 			dest = append(dest, &excepted)
 		}
 		r, err := scanRow(rows, dest...)
-		if err == nil {
-			out.Inspect(r, versionOK && head && !excepted)
-		}
-		return err
+		return r, versionOK && head && !excepted, err
 	})
 }
 
@@ -736,23 +706,14 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 		_ = f.Add(p, c.msgID, driver.ExceptionState(c.state), c.attempt, exists && heads[c.msgID], func() (driver.Row, error) { return row, nil }, p.LeaseUntil)
 	}
 	now := ts(p.Now)
-	for _, w := range []struct {
-		ids  []int64
-		stmt string
-		args []any
-	}{
-		{f.Resolve, `DELETE FROM delivery_exception`, nil},
+	if err := sqldb.RecordFates(ctx, tx, p.Stream.ID, p.Group, &f, sqldb.DueStatements{
 		// The expired lease's own attempt and holder go to the history.
-		{f.Bury, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?, first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, ` + appendFailure,
-			[]any{p.LastError, now, now, driver.CutHistoryError(p.LastError), driver.HistoryTime(p.Now)}},
-		{f.Lease, `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?`,
-			[]any{ts(p.LeaseUntil), p.Token, p.Holder, now}},
-	} {
-		if len(w.ids) > 0 {
-			if err := execByIDs(ctx, p.Stream.ID, p.Group, w.stmt, w.args...)(tx, w.ids); err != nil {
-				return nil, 0, err
-			}
-		}
+		Bury:      `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?, first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, ` + appendFailure,
+		BuryArgs:  []any{p.LastError, now, now, driver.CutHistoryError(p.LastError), driver.HistoryTime(p.Now)},
+		Lease:     `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?`,
+		LeaseArgs: []any{ts(p.LeaseUntil), p.Token, p.Holder, now},
+	}); err != nil {
+		return nil, 0, err
 	}
 	return f.Leased, f.Dropped(), nil
 }

@@ -130,9 +130,9 @@ func (d *Driver) readRows(ctx context.Context, p driver.ReadRowsParams, res *dri
 	}
 	window := p.Limit
 	if filtered {
-		window = max(window, minWindow)
+		window = max(window, driver.MinClaimWindow)
 	}
-	window = min(window, maxWindow)
+	window = min(window, driver.MaxClaimWindow)
 	type read struct {
 		row   driver.Row
 		match bool
@@ -183,6 +183,6 @@ func (d *Driver) readRows(ctx context.Context, p driver.ReadRowsParams, res *dri
 			}
 			return err
 		}
-		window = min(2*window, maxWindow)
+		window = min(2*window, driver.MaxClaimWindow)
 	}
 }

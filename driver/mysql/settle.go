@@ -55,17 +55,12 @@ type settleOp struct {
 // args), on the exception rows named.
 func execByIDs(ctx context.Context, streamID int64, group, stmt string, args ...any) func(querier, []int64) error {
 	return func(tx querier, ids []int64) error {
-		where, wargs := byIDs(streamID, group, ids)
+		where, wargs := sqldb.ByIDs(streamID, group, ids)
 		_, err := tx.ExecContext(ctx, stmt+where, append(slices.Clone(args), wargs...)...)
 		return err
 	}
 }
 
-// byIDs is the WHERE clause naming exception rows by id, and its arguments.
-func byIDs(streamID int64, group string, ids []int64) (string, []any) {
-	return ` WHERE stream_id = ? AND group_name = ? AND msg_id IN (` + sqldb.Placeholders(len(ids)) + `)`,
-		append([]any{streamID, group}, sqldb.Args(ids)...)
-}
 
 // settleOne settles a single delivery with one statement (stmt, setting
 // columns with args), whose matched-row count (clientFoundRows) says
@@ -134,7 +129,7 @@ func settleRowsIn(ctx context.Context, tx querier, op settleOp, leases []driver.
 		for i, l := range chunk {
 			keys[i] = l.ID
 		}
-		where, wargs := byIDs(op.streamID, op.group, keys)
+		where, wargs := sqldb.ByIDs(op.streamID, op.group, keys)
 		var ids []int64
 		if err := sqldb.EachRow(ctx, tx, `SELECT msg_id, COALESCE(lease_token, ''), state FROM delivery_exception FORCE INDEX (PRIMARY)`+where+` FOR UPDATE`,
 			wargs, func(r *sql.Rows) error {
@@ -372,7 +367,7 @@ func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleRe
 			groups[v] = append(groups[v], id)
 		}
 		for _, v := range order {
-			where, wargs := byIDs(p.StreamID, p.Group, groups[v])
+			where, wargs := sqldb.ByIDs(p.StreamID, p.Group, groups[v])
 			if _, err := tx.ExecContext(ctx, set+where, append([]any{v.state, v.due, v.error, now, now, driver.CutHistoryError(v.error), at}, wargs...)...); err != nil {
 				return err
 			}

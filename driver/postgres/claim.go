@@ -10,14 +10,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// maxWindow is the most rows the main claim reads per query while looking
-// for claimable rows; maxScan bounds one claim's work when most rows are at
-// other versions or match no binding.
-const (
-	maxWindow = 512
-	maxScan   = 20000
-)
-
 // Claim implements driver.Driver, as "Claims" in the package documentation
 // describes. setUpClaim decides, from what the driver remembers of the
 // group's last claim, whether the probe can be skipped and where to start;
@@ -88,7 +80,7 @@ func (d *Driver) setUpClaim(p driver.ClaimParams) claimSetup {
 	// A window is read for the next claim only when it may take it whole:
 	// the claims of the group take one window's worth at most and as many
 	// as the claim before (a loop of Claim(n); Run's claims vary).
-	s.readNext = p.Limit <= maxWindow && (!s.hot || s.ahead.limit == p.Limit) && windowed(p)
+	s.readNext = p.Limit <= driver.MaxClaimWindow && (!s.hot || s.ahead.limit == p.Limit) && windowed(p)
 	if s.hot {
 		s.win = d.takeWindow(p.Stream.ID, p.Group)
 	}

@@ -39,8 +39,8 @@ func (u *usualClaim) claimPartition(ctx context.Context, t *claimTxn, c lockedCu
 	only := u.p.Stream.Partitions == 1
 	out := partitionClaim{cursor: c.position}
 	scanned := 0
-	for len(out.taken) < limit && scanned < maxScan {
-		s, err := u.scanPartition(ctx, t, lockedCursor{c.partition, out.cursor}, limit-len(out.taken), maxScan-scanned, ahead)
+	for len(out.taken) < limit && scanned < driver.MaxClaimScan {
+		s, err := u.scanPartition(ctx, t, lockedCursor{c.partition, out.cursor}, limit-len(out.taken), driver.MaxClaimScan-scanned, ahead)
 		if err != nil {
 			return partitionClaim{}, err
 		}
@@ -86,38 +86,31 @@ func newScan(p driver.ClaimParams, plan driver.ClaimPlan, cursor int64, limit in
 }
 
 // scanPartition reads up to limit claimable rows past cursor from,
-// inspecting at most bound rows. ahead, when it holds the first window this
-// scan would read (past from, of the same size), stands in for that
-// window's query.
+// inspecting at most bound rows (driver.PartitionScan.ReadWindows). ahead,
+// when it holds the first window this scan would read (past from, of the
+// same size), stands in for that window's query.
 func (u *usualClaim) scanPartition(ctx context.Context, t *claimTxn, from lockedCursor, limit, bound int, ahead *window) (partitionScan, error) {
 	query, vargs := scanQuery(u.p, u.plan.Versions)
 	s := newScan(u.p, u.plan, from.position, limit)
-	size := windowSize(limit)
-	for len(s.Taken) < limit && s.Scanned < bound {
+	more, err := s.ReadWindows(driver.FirstWindow(limit), bound, func(after int64, size int) (int, error) {
 		var win []scannedRow
-		if ahead != nil && ahead.from == s.Cursor && ahead.size == size {
+		if ahead != nil && ahead.from == after && ahead.size == size {
 			win = ahead.rows
 		} else {
-			rows, err := t.Query(ctx, query, append([]any{from.partition, s.Cursor, int32(size)}, vargs...)...)
+			rows, err := t.Query(ctx, query, append([]any{from.partition, after, int32(size)}, vargs...)...)
 			if err != nil {
-				return s, err
+				return 0, err
 			}
 			if win, err = collectWindow(rows); err != nil {
-				return s, err
+				return 0, err
 			}
 		}
 		ahead = nil
-		full, stop := s.inspect(win)
-		if full {
-			break
-		}
-		if stop || len(win) < size {
-			s.more = false
-			break
-		}
-		size = min(size*2, maxWindow)
-	}
-	return s, nil
+		s.inspect(win)
+		return len(win), nil
+	})
+	s.more = more
+	return s, err
 }
 
 // inspect takes the claimable rows of a window in order until the scan has
@@ -187,7 +180,7 @@ func rowIsHead(stream driver.StreamConfig) string {
 type window struct {
 	partition int32
 	from      int64 // the cursor position the rows follow
-	size      int   // the most rows read (windowSize)
+	size      int   // the most rows read (driver.FirstWindow)
 	versions  []int // the versions whose payloads the read took; nil: every version
 	rows      []scannedRow
 	done      bool // the rows were read
@@ -196,14 +189,10 @@ type window struct {
 	print string // groupPrint of group
 }
 
-// windowSize is the size of a scan's first window for a claim of limit
-// rows; the windows after it double, up to maxWindow.
-func windowSize(limit int) int { return min(max(limit, 16), maxWindow) }
-
 // queue queues the read of the window past from, sized as the first
 // window of a claim of p.Limit rows.
 func (w *window) queue(b *pgx.Batch, p driver.ClaimParams, part int32, from int64) {
-	w.partition, w.from, w.size = part, from, windowSize(p.Limit)
+	w.partition, w.from, w.size = part, from, driver.FirstWindow(p.Limit)
 	query, vargs := scanQuery(p, w.versions)
 	b.Queue(query, append([]any{part, from, int32(w.size)}, vargs...)...)
 }

@@ -15,14 +15,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-// scanWindow is how many rows the main claim reads per query while looking
-// for claimable rows; maxScan bounds one claim's work when most rows are at
-// other versions or match no binding.
-const (
-	scanWindow = 512
-	maxScan    = 20000
-)
-
 // headExpr is 1 when row m is claimable: on a compacted stream, only a head.
 func headExpr(stream driver.StreamConfig) string {
 	if !stream.Compacted {
@@ -133,7 +125,7 @@ func claimIn(ctx context.Context, tx cachedTx, p driver.ClaimParams, work claimW
 		if len(res.Deliveries) >= p.Limit {
 			break
 		}
-		got, deferred, err := claimPartition(ctx, tx, partitionClaim{p: p, plan: plan, part: (first + i) % n, limit: p.Limit - len(res.Deliveries)})
+		got, deferred, err := claimPartition(ctx, partitionClaim{p: p, plan: plan, part: (first + i) % n, tx: tx}, p.Limit-len(res.Deliveries))
 		if err != nil {
 			return err
 		}
@@ -143,61 +135,41 @@ func claimIn(ctx context.Context, tx cachedTx, p driver.ClaimParams, work claimW
 	return nil
 }
 
-// partitionClaim is the main claim's work on one partition.
+// partitionClaim is the main claim's work on one partition, the engine's
+// steps of driver.ClaimPartition.
 type partitionClaim struct {
-	p     driver.ClaimParams
-	plan  driver.ClaimPlan
-	part  int
-	limit int // the most deliveries to take
+	p    driver.ClaimParams
+	plan driver.ClaimPlan
+	part int
+	tx   querier
 }
 
-// claimPartition runs the main claim on one partition: it reads past the
-// group's cursor, moves the cursor over what it read, leases what it takes
-// as one batch and leaves the rows this member cannot decode due for
-// another. It returns the deliveries and how many rows it left due.
-func claimPartition(ctx context.Context, tx querier, c partitionClaim) ([]driver.Delivery, int, error) {
-	if c.p.Ordered {
-		// Only once nothing of the partition is pending may more go out.
-		if pending, err := c.pending(ctx, tx); err != nil || pending {
-			return nil, 0, err
-		}
-	}
-	cursor, err := c.cursor(ctx, tx)
+// claimPartition runs the main claim on one partition, up to limit rows.
+// It returns the deliveries and how many rows it left due.
+func claimPartition(ctx context.Context, c partitionClaim, limit int) ([]driver.Delivery, int, error) {
+	cursor, err := c.cursor(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
-	read, err := c.scan(ctx, tx, cursor)
-	if err != nil || read.Cursor == cursor {
-		return nil, 0, err
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND partition = ?`,
-		read.Cursor, c.p.Stream.ID, c.p.Group, c.part); err != nil {
-		return nil, 0, err
-	}
-	taken, err := c.lease(ctx, tx, read.Taken)
-	if err != nil {
-		return nil, 0, err
-	}
-	deferred, err := c.deferRows(ctx, tx, read.Deferred)
-	if err != nil {
-		return nil, 0, err
-	}
-	return taken, deferred, nil
+	// SQLite steps a statement's rows one by one in the process, so a
+	// window larger than needed costs nothing past the row where the scan
+	// stops: every window is the largest.
+	return driver.ClaimPartition(ctx, c, driver.PartitionClaim{Params: c.p, Plan: c.plan, Cursor: cursor, Limit: limit, FirstWindow: driver.MaxClaimWindow})
 }
 
-// pending reports whether the partition has a leased or delayed delivery.
-func (c partitionClaim) pending(ctx context.Context, tx querier) (bool, error) {
+// Pending implements driver.PartitionSteps.
+func (c partitionClaim) Pending(ctx context.Context) (bool, error) {
 	var pending bool
-	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND partition = ? AND state IN ('leased', 'delayed'))
+	err := c.tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND partition = ? AND state IN ('leased', 'delayed'))
 		OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND partition = ?)`,
 		c.p.Stream.ID, c.p.Group, c.part, c.p.Stream.ID, c.p.Group, c.part).Scan(&pending)
 	return pending, err
 }
 
 // cursor reads the group's position in the partition.
-func (c partitionClaim) cursor(ctx context.Context, tx querier) (int64, error) {
+func (c partitionClaim) cursor(ctx context.Context) (int64, error) {
 	var cursor int64
-	err := tx.QueryRowContext(ctx, `SELECT position FROM group_cursor WHERE stream_id = ? AND group_name = ? AND partition = ?`,
+	err := c.tx.QueryRowContext(ctx, `SELECT position FROM group_cursor WHERE stream_id = ? AND group_name = ? AND partition = ?`,
 		c.p.Stream.ID, c.p.Group, c.part).Scan(&cursor)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("group %q partition %d: %w", c.p.Group, c.part, driver.ErrGroupNotFound)
@@ -205,50 +177,48 @@ func (c partitionClaim) cursor(ctx context.Context, tx querier) (int64, error) {
 	return cursor, err
 }
 
-// scan reads the partition past cursor, a window at a time, until it has
-// taken limit rows, the partition ends, or maxScan rows were read.
-func (c partitionClaim) scan(ctx context.Context, tx querier, cursor int64) (*driver.PartitionScan, error) {
+// ReadWindow implements driver.PartitionSteps. Payloads are read only for
+// rows at the group's versions: other rows are passed over without their
+// payload leaving the database.
+func (c partitionClaim) ReadWindow(ctx context.Context, from int64, size int, s *driver.PartitionScan) (int, error) {
 	vf, vargs := sqldb.VersionFilter("m.schema_version", c.plan.Versions)
-	// Payloads are read only for rows at the group's versions: other rows
-	// are passed over without their payload leaving the database.
 	query := `SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank,
 		CASE WHEN ` + vf + ` THEN m.payload ELSE x'' END, m.headers, m.produced_at, ` + vf + `, ` + headExpr(c.p.Stream) + `
 		FROM ` + logTable(c.p.Stream.ID) + ` m WHERE m.partition = ? AND m.id > ? ORDER BY m.id LIMIT ?`
-	read := &driver.PartitionScan{Plan: c.plan, Ordered: c.p.Ordered, Limit: c.limit, LeaseUntil: c.p.LeaseUntil, Cursor: cursor}
-	for !read.Done() && read.Scanned < maxScan {
-		args := append(append(append([]any{}, vargs...), vargs...), c.part, read.Cursor, scanWindow)
-		scanned := read.Scanned
-		if err := c.scanWindow(ctx, tx, query, args, read); err != nil {
-			return read, err
-		}
-		if read.Scanned-scanned < scanWindow {
-			break
-		}
-	}
-	return read, nil
-}
-
-// scanWindow reads one window of the scan into read.
-func (c partitionClaim) scanWindow(ctx context.Context, tx querier, query string, args []any, read *driver.PartitionScan) error {
-	return sqldb.EachRowUntil(ctx, tx, query, args, read.Done, func(rows *sql.Rows) error {
+	args := append(append(append([]any{}, vargs...), vargs...), c.part, from, size)
+	return sqldb.ReadWindow(ctx, c.tx, query, args, s, func(rows *sql.Rows) (driver.Row, bool, error) {
 		var versionOK, head bool
 		r, err := scanRow(rows, &versionOK, &head)
-		if err == nil {
-			read.Inspect(r, versionOK && head)
-		}
-		return err
+		return r, versionOK && head, err
 	})
+}
+
+// Record implements driver.PartitionSteps.
+func (c partitionClaim) Record(ctx context.Context, s *driver.PartitionScan) ([]driver.Delivery, int, error) {
+	if _, err := c.tx.ExecContext(ctx, `UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND partition = ?`,
+		s.Cursor, c.p.Stream.ID, c.p.Group, c.part); err != nil {
+		return nil, 0, err
+	}
+	taken, err := c.lease(ctx, s.Taken)
+	if err != nil {
+		return nil, 0, err
+	}
+	deferred, err := c.deferRows(ctx, s.Deferred)
+	if err != nil {
+		return nil, 0, err
+	}
+	return taken, deferred, nil
 }
 
 // lease writes the batch record of the rows taken. A row the group already
 // has an exception for (a cursor moved back over it) keeps that exception
 // and is passed over.
-func (c partitionClaim) lease(ctx context.Context, tx querier, taken []driver.Delivery) ([]driver.Delivery, error) {
+func (c partitionClaim) lease(ctx context.Context, taken []driver.Delivery) ([]driver.Delivery, error) {
 	if len(taken) == 0 {
 		return nil, nil
 	}
 	held := map[int64]bool{}
-	if err := sqldb.Mark(ctx, tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id BETWEEN ? AND ?`,
+	if err := sqldb.Mark(ctx, c.tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id BETWEEN ? AND ?`,
 		[]any{c.p.Stream.ID, c.p.Group, taken[0].ID, taken[len(taken)-1].ID}, held); err != nil {
 		return nil, err
 	}
@@ -256,14 +226,14 @@ func (c partitionClaim) lease(ctx context.Context, tx querier, taken []driver.De
 	if len(taken) == 0 {
 		return nil, nil
 	}
-	return taken, insertBatch(ctx, tx, c.p, c.part, taken)
+	return taken, insertBatch(ctx, c.tx, c.p, c.part, taken)
 }
 
 // deferRows gives the rows this member cannot decode delayed exception rows,
 // due now, and returns how many it wrote: a row the group already has an
 // exception for keeps it, and the insert passes over it.
-func (c partitionClaim) deferRows(ctx context.Context, tx querier, deferred []driver.Row) (int, error) {
-	return sqldb.DeferRows(ctx, tx, c.p, deferred, micros(c.p.Now), 100, func(n int) string {
+func (c partitionClaim) deferRows(ctx context.Context, deferred []driver.Row) (int, error) {
+	return sqldb.DeferRows(ctx, c.tx, c.p, deferred, micros(c.p.Now), 100, func(n int) string {
 		return `INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, holder, updated_at)
 			VALUES ` + sqldb.Repeated(n, "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", ") + ` ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`
 	})
@@ -281,41 +251,30 @@ func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan
 }
 
 // claimExceptionBatch examines up to limit due exceptions: it leases those
-// still claimable and resolves or buries the others (driver.FateOfDue),
+// still claimable and resolves or buries the others (driver.DueFates),
 // which it counts as dropped.
-func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) (out []driver.Delivery, dropped int, err error) {
+func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) ([]driver.Delivery, int, error) {
 	cands, err := dueCandidates(ctx, tx, p, plan, limit)
 	if err != nil {
 		return nil, 0, err
 	}
-	// The statements run in id order, as the deliveries go out.
+	// The deliveries go out in id order, as the main claim's do.
 	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(a.msgID, b.msgID) })
+	var f driver.DueFates
 	for _, c := range cands {
-		switch driver.FateOfDue(p, driver.ExceptionState(c.state), c.attempt, c.exists && c.head) {
-		case driver.ResolveDue:
-			if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
-				p.Stream.ID, p.Group, c.msgID); err != nil {
-				return nil, 0, err
-			}
-			dropped++
-		case driver.BuryDue:
-			if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
-				first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = `+appendFailure+`
-				WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
-				p.LastError, micros(p.Now), micros(p.Now), driver.CutHistoryError(p.LastError), driver.HistoryTime(p.Now), p.Stream.ID, p.Group, c.msgID); err != nil {
-				return nil, 0, err
-			}
-			dropped++
-		default:
-			if _, err := tx.ExecContext(ctx, `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?,
-				holder = ?, updated_at = ? WHERE stream_id = ? AND group_name = ? AND msg_id = ?`,
-				micros(p.LeaseUntil), p.Token, p.Holder, micros(p.Now), p.Stream.ID, p.Group, c.msgID); err != nil {
-				return nil, 0, err
-			}
-			out = append(out, driver.Delivery{Row: c.row, Attempt: c.attempt + 1, LeaseUntil: p.LeaseUntil})
-		}
+		_ = f.Add(p, c.msgID, driver.ExceptionState(c.state), c.attempt, c.exists && c.head, func() (driver.Row, error) { return c.row, nil }, p.LeaseUntil)
 	}
-	return out, dropped, nil
+	now := micros(p.Now)
+	if err := sqldb.RecordFates(ctx, tx, p.Stream.ID, p.Group, &f, sqldb.DueStatements{
+		Bury: `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
+			first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = ` + appendFailure,
+		BuryArgs:  []any{p.LastError, now, now, driver.CutHistoryError(p.LastError), driver.HistoryTime(p.Now)},
+		Lease:     `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?`,
+		LeaseArgs: []any{micros(p.LeaseUntil), p.Token, p.Holder, now},
+	}); err != nil {
+		return nil, 0, err
+	}
+	return f.Leased, f.Dropped(), nil
 }
 
 // candidate is a due exception and the row it is for.

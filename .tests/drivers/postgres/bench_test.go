@@ -108,27 +108,51 @@ func (r *raw) Copy(ctx context.Context, rows []driver.AppendRow) error {
 	return err
 }
 
-// Consume is one statement, so one round trip and one transaction: lock the
-// cursor row, read the next rows after it, move it past them, return them.
-func (r *raw) Consume(ctx context.Context, streamID int64, limit int, decode func([]byte) error) (int, error) {
+// Raw consumers' cursors, rows of raw_cursor: Consume's and ConsumeLimit's.
+const (
+	consumeCursor = 1
+	limitCursor   = 2
+)
+
+// consume is one statement, so one round trip and one transaction: lock
+// cursor's row, read the next rows after it, move it past them, return them,
+// each to each. It returns how many rows it read.
+func (r *raw) consume(ctx context.Context, streamID int64, cursor, limit int, each func(pgx.Rows) error) (int, error) {
 	if !r.cursorReady {
 		if _, err := r.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS raw_cursor (id integer PRIMARY KEY, position bigint NOT NULL);
-			INSERT INTO raw_cursor VALUES (1, 0) ON CONFLICT DO NOTHING`); err != nil {
+			INSERT INTO raw_cursor VALUES (1, 0), (2, 0) ON CONFLICT DO NOTHING`); err != nil {
 			return 0, err
 		}
 		r.cursorReady = true
 	}
-	rows, err := r.pool.Query(ctx, `WITH c AS (SELECT position FROM raw_cursor WHERE id = 1 FOR UPDATE),
+	rows, err := r.pool.Query(ctx, `WITH c AS (SELECT position FROM raw_cursor WHERE id = $2::integer FOR UPDATE),
 		r AS (SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, m.payload, m.headers, m.produced_at
 			FROM message_log_`+strconv.FormatInt(streamID, 10)+` m WHERE m.id > (SELECT position FROM c) ORDER BY m.id LIMIT $1::integer),
-		u AS (UPDATE raw_cursor SET position = (SELECT max(id) FROM r) WHERE id = 1 AND EXISTS (SELECT 1 FROM r))
-		SELECT * FROM r ORDER BY id`, int32(limit))
+		u AS (UPDATE raw_cursor SET position = (SELECT max(id) FROM r) WHERE id = $2::integer AND EXISTS (SELECT 1 FROM r))
+		SELECT * FROM r ORDER BY id`, int32(limit), int32(cursor))
 	if err != nil {
 		return 0, err
 	}
 	defer rows.Close()
 	n := 0
 	for rows.Next() {
+		if err := each(rows); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, rows.Err()
+}
+
+// ConsumeLimit is consume's one statement, its rows counted, not scanned.
+func (r *raw) ConsumeLimit(ctx context.Context, streamID int64, limit int) (int, error) {
+	return r.consume(ctx, streamID, limitCursor, limit, func(pgx.Rows) error { return nil })
+}
+
+// Consume is consume's one statement, each row scanned and its payload
+// decoded.
+func (r *raw) Consume(ctx context.Context, streamID int64, limit int, decode func([]byte) error) (int, error) {
+	return r.consume(ctx, streamID, consumeCursor, limit, func(rows pgx.Rows) error {
 		var (
 			id               int64
 			part, ver        int32
@@ -139,14 +163,10 @@ func (r *raw) Consume(ctx context.Context, streamID int64, limit int, decode fun
 			produced         time.Time
 		)
 		if err := rows.Scan(&id, &part, &ver, &key, &rk, &rank, &payload, &headers, &produced); err != nil {
-			return n, err
+			return err
 		}
-		if err := decode(payload); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, rows.Err()
+		return decode(payload)
+	})
 }
 
 // BenchmarkC5Mechanism compares the two known cures for commit order (C5)

@@ -40,6 +40,12 @@ type raw struct {
 	advance *sql.Stmt
 }
 
+// Raw consumers' cursors, rows of raw_cursor: Consume's and ConsumeLimit's.
+const (
+	consumeCursor = 1
+	limitCursor   = 2
+)
+
 func newRaw(tb testing.TB, ns string) conformance.Raw {
 	d := sqlite.Open(ns)
 	if err := d.Migrate(context.Background()); err != nil {
@@ -89,21 +95,22 @@ func (r *raw) Insert(ctx context.Context, rows []driver.AppendRow) error {
 	return tx.Commit()
 }
 
-// Consume reads the next rows after the cursor and moves it, with prepared
-// statements, in one transaction.
-func (r *raw) Consume(ctx context.Context, streamID int64, limit int, decode func([]byte) error) (int, error) {
+// consume reads the next rows after cursor and moves it past them, with
+// prepared statements, in one transaction; each row goes to scan, which
+// returns its id.
+func (r *raw) consume(ctx context.Context, streamID int64, cursor, limit int, scan func(*sql.Rows) (int64, error)) (int, error) {
 	db := r.drv.DB()
 	if r.read == nil {
 		if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS raw_cursor (id INTEGER PRIMARY KEY, position INTEGER NOT NULL);
-			INSERT INTO raw_cursor VALUES (1, 0) ON CONFLICT DO NOTHING`); err != nil {
+			INSERT INTO raw_cursor VALUES (1, 0), (2, 0) ON CONFLICT DO NOTHING`); err != nil {
 			return 0, err
 		}
 		var err error
 		if r.read, err = db.PrepareContext(ctx, fmt.Sprintf(`SELECT id, partition, schema_version, msg_key, routing_key, compaction_rank, payload, headers, produced_at
-			FROM message_log_%d WHERE id > (SELECT position FROM raw_cursor WHERE id = 1) ORDER BY id LIMIT ?`, streamID)); err != nil {
+			FROM message_log_%d WHERE id > (SELECT position FROM raw_cursor WHERE id = ?) ORDER BY id LIMIT ?`, streamID)); err != nil {
 			return 0, err
 		}
-		if r.advance, err = db.PrepareContext(ctx, `UPDATE raw_cursor SET position = ? WHERE id = 1`); err != nil {
+		if r.advance, err = db.PrepareContext(ctx, `UPDATE raw_cursor SET position = ? WHERE id = ?`); err != nil {
 			return 0, err
 		}
 	}
@@ -112,24 +119,14 @@ func (r *raw) Consume(ctx context.Context, streamID int64, limit int, decode fun
 		return 0, err
 	}
 	defer tx.Rollback()
-	rows, err := tx.StmtContext(ctx, r.read).QueryContext(ctx, limit)
+	rows, err := tx.StmtContext(ctx, r.read).QueryContext(ctx, cursor, limit)
 	if err != nil {
 		return 0, err
 	}
 	n, last := 0, int64(0)
 	for rows.Next() {
-		var (
-			id, produced    int64
-			part, ver, rank int
-			key, headers    sql.NullString
-			rk              string
-			payload         []byte
-		)
-		if err := rows.Scan(&id, &part, &ver, &key, &rk, &rank, &payload, &headers, &produced); err != nil {
-			rows.Close()
-			return n, err
-		}
-		if err := decode(payload); err != nil {
+		id, err := scan(rows)
+		if err != nil {
 			rows.Close()
 			return n, err
 		}
@@ -139,11 +136,39 @@ func (r *raw) Consume(ctx context.Context, streamID int64, limit int, decode fun
 		return n, err
 	}
 	if n > 0 {
-		if _, err := tx.StmtContext(ctx, r.advance).ExecContext(ctx, last); err != nil {
+		if _, err := tx.StmtContext(ctx, r.advance).ExecContext(ctx, last, cursor); err != nil {
 			return n, err
 		}
 	}
 	return n, tx.Commit()
+}
+
+// ConsumeLimit is consume converting each row's id alone, decoding nothing
+// else (the other columns are left as the driver's bytes): the id is what
+// moves the cursor.
+func (r *raw) ConsumeLimit(ctx context.Context, streamID int64, limit int) (int, error) {
+	var skip sql.RawBytes
+	return r.consume(ctx, streamID, limitCursor, limit, func(rows *sql.Rows) (id int64, err error) {
+		err = rows.Scan(&id, &skip, &skip, &skip, &skip, &skip, &skip, &skip, &skip)
+		return id, err
+	})
+}
+
+// Consume is consume scanning every column and decoding the payload.
+func (r *raw) Consume(ctx context.Context, streamID int64, limit int, decode func([]byte) error) (int, error) {
+	return r.consume(ctx, streamID, consumeCursor, limit, func(rows *sql.Rows) (int64, error) {
+		var (
+			id, produced    int64
+			part, ver, rank int
+			key, headers    sql.NullString
+			rk              string
+			payload         []byte
+		)
+		if err := rows.Scan(&id, &part, &ver, &key, &rk, &rank, &payload, &headers, &produced); err != nil {
+			return 0, err
+		}
+		return id, decode(payload)
+	})
 }
 
 func (r *raw) Close() error {

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,6 +51,22 @@ func EachRowUntil(ctx context.Context, q Querier, query string, args []any, done
 		}
 	}
 	return errors.Join(rows.Err(), rows.Close())
+}
+
+// ReadWindow runs a claim's read of one window past a cursor
+// (driver.PartitionSteps.ReadWindow): each row, as scan reads it with
+// whether the group reads it, goes to s.Inspect until s is done. It
+// returns how many rows it looked at.
+func ReadWindow(ctx context.Context, q Querier, query string, args []any, s *driver.PartitionScan, scan func(*sql.Rows) (driver.Row, bool, error)) (int, error) {
+	before := s.Scanned
+	err := EachRowUntil(ctx, q, query, args, s.Done, func(rows *sql.Rows) error {
+		r, readable, err := scan(rows)
+		if err == nil {
+			s.Inspect(r, readable)
+		}
+		return err
+	})
+	return s.Scanned - before, err
 }
 
 // Collect runs query and returns each row as scan reads it.
@@ -327,3 +344,46 @@ func ScanSample[T any](r driver.RowScanner, at func(T) time.Time) (driver.Sample
 	s.At = at(when)
 	return s, err
 }
+
+// ByIDs is the WHERE clause naming a group's exception rows by message
+// id, and its arguments.
+func ByIDs(streamID int64, group string, ids []int64) (string, []any) {
+	return ` WHERE stream_id = ? AND group_name = ? AND msg_id IN (` + Placeholders(len(ids)) + `)`,
+		append([]any{streamID, group}, Args(ids)...)
+}
+
+// DueStatements are an engine's statements for the due exceptions a claim
+// sorted (driver.DueFates): each sets columns, taking its Args first, and
+// is followed by ByIDs.
+type DueStatements struct {
+	Bury, Lease         string
+	BuryArgs, LeaseArgs []any
+}
+
+// RecordFates writes what a claim decided of due exceptions: the resolved
+// rows go, the buried become dead, the leased are leased again; a
+// statement for each (per fateChunk ids).
+func RecordFates(ctx context.Context, q Querier, streamID int64, group string, f *driver.DueFates, s DueStatements) error {
+	for _, w := range []struct {
+		ids  []int64
+		stmt string
+		args []any
+	}{
+		{f.Resolve, `DELETE FROM delivery_exception`, nil},
+		{f.Bury, s.Bury, s.BuryArgs},
+		{f.Lease, s.Lease, s.LeaseArgs},
+	} {
+		for chunk := range slices.Chunk(w.ids, fateChunk) {
+			where, args := ByIDs(streamID, group, chunk)
+			if _, err := q.ExecContext(ctx, w.stmt+where, append(slices.Clone(w.args), args...)...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// fateChunk bounds the ids one statement of RecordFates names, well within
+// every engine's limit on a statement's parameters (SQLite's is 32,766) for
+// a claim of any size.
+const fateChunk = 1000

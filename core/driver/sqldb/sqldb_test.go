@@ -291,3 +291,41 @@ func TestEachRowUntil(t *testing.T) {
 		})
 	}
 }
+
+func TestRecordFates(t *testing.T) {
+	t.Parallel()
+	many := make([]int64, fateChunk+1)
+	for i := range many {
+		many[i] = int64(i + 1)
+	}
+	s := DueStatements{Bury: "BURY", BuryArgs: []any{"err"}, Lease: "LEASE", LeaseArgs: []any{"until"}}
+	where := func(n int) string { return " WHERE stream_id = ? AND group_name = ? AND msg_id IN (" + Placeholders(n) + ")" }
+	for _, tc := range []struct {
+		name    string
+		fates   driver.DueFates
+		fail    string
+		want    []string
+		wantErr bool
+	}{
+		{"nothing decided", driver.DueFates{}, "", nil, false},
+		{"each fate its statement, its own arguments first", driver.DueFates{Resolve: []int64{1}, Bury: []int64{2, 3}, Lease: []int64{4}}, "", []string{
+			"DELETE FROM delivery_exception" + where(1) + "[7 g 1]",
+			"BURY" + where(2) + "[err 7 g 2 3]",
+			"LEASE" + where(1) + "[until 7 g 4]"}, false},
+		{"a statement per chunk of ids", driver.DueFates{Lease: many}, "", []string{
+			"LEASE" + where(fateChunk) + fmt.Sprint(append([]any{"until", 7, "g"}, Args(many[:fateChunk])...)),
+			"LEASE" + where(1) + fmt.Sprintf("[until 7 g %d]", fateChunk+1)}, false},
+		{"stops at a failure", driver.DueFates{Resolve: []int64{1}, Bury: []int64{2}, Lease: []int64{3}}, "BURY", []string{
+			"DELETE FROM delivery_exception" + where(1) + "[7 g 1]",
+			"BURY" + where(1) + "[err 7 g 2]"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			q := &execLog{fail: tc.fail}
+			err := RecordFates(context.Background(), q, 7, "g", &tc.fates, s)
+			if (err != nil) != tc.wantErr || !slices.Equal(q.ran, tc.want) {
+				t.Fatalf("RecordFates ran %q, %v; want %q (error %v)", q.ran, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
