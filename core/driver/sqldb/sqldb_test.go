@@ -299,7 +299,9 @@ func TestRecordFates(t *testing.T) {
 		many[i] = int64(i + 1)
 	}
 	s := DueStatements{Bury: "BURY", BuryArgs: []any{"err"}, Lease: "LEASE", LeaseArgs: []any{"until"}}
-	where := func(n int) string { return " WHERE stream_id = ? AND group_name = ? AND msg_id IN (" + Placeholders(n) + ")" }
+	where := func(n int) string {
+		return " WHERE stream_id = ? AND group_name = ? AND msg_id IN (" + Placeholders(n) + ")"
+	}
 	for _, tc := range []struct {
 		name    string
 		fates   driver.DueFates
