@@ -157,11 +157,7 @@ type casStmt struct {
 // run executes the statement on q and returns how many batches it changed:
 // 1 when the batch was as expected.
 func (c casStmt) run(ctx context.Context, q querier) (int64, error) {
-	res, err := q.ExecContext(ctx, c.stmt, c.args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return sqldb.Affected(q.ExecContext(ctx, c.stmt, c.args...))
 }
 
 // casSettle builds fastSettle's statement, when it applies.

@@ -218,13 +218,8 @@ func (c partitionClaim) lease(ctx context.Context, taken []driver.Delivery) ([]d
 		return nil, nil
 	}
 	held := map[int64]bool{}
-	if err := sqldb.EachRow(ctx, c.tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id BETWEEN ? AND ?`,
-		[]any{c.p.Stream.ID, c.p.Group, taken[0].ID, taken[len(taken)-1].ID}, func(r *sql.Rows) error {
-			var id int64
-			err := r.Scan(&id)
-			held[id] = true
-			return err
-		}); err != nil {
+	if err := sqldb.Mark(ctx, c.tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id BETWEEN ? AND ?`,
+		[]any{c.p.Stream.ID, c.p.Group, taken[0].ID, taken[len(taken)-1].ID}, held); err != nil {
 		return nil, err
 	}
 	taken = slices.DeleteFunc(taken, func(d driver.Delivery) bool { return held[d.ID] })

@@ -104,7 +104,8 @@ func Map[K comparable, V any](ctx context.Context, q Querier, query string, args
 }
 
 // Mark runs query, whose rows have one column (the ids a statement's
-// RETURNING names), and marks each value in marked.
+// RETURNING names, the ids or names a read lists), and marks each value in
+// marked.
 func Mark[K comparable](ctx context.Context, q Querier, query string, args []any, marked map[K]bool) error {
 	return EachRow(ctx, q, query, args, func(r *sql.Rows) error {
 		var k K
@@ -112,6 +113,22 @@ func Mark[K comparable](ctx context.Context, q Querier, query string, args []any
 		marked[k] = true
 		return err
 	})
+}
+
+// Affected is how many rows a statement changed, or its error: the count a
+// prune or an insert that a conflict turns into nothing reports.
+func Affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// Probe answers RetainBound's index dives (driver.RetentionStatements, the
+// driver's text) on q: the database/sql side of a retention pass's Probe
+// step.
+func Probe(ctx context.Context, q Querier, s driver.RetentionStatements) driver.RetentionProbe {
+	return s.Probe(func(query string, args ...any) driver.RowScanner { return q.QueryRowContext(ctx, query, args...) }, sql.ErrNoRows)
 }
 
 // Changed reports the outcome of a statement that must change a row: its
