@@ -705,14 +705,8 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 		row, exists := found[c.msgID]
 		_ = f.Add(p, c.msgID, driver.ExceptionState(c.state), c.attempt, exists && heads[c.msgID], func() (driver.Row, error) { return row, nil }, p.LeaseUntil)
 	}
-	now := ts(p.Now)
-	if err := sqldb.RecordFates(ctx, tx, p.Stream.ID, p.Group, &f, sqldb.DueStatements{
-		// The expired lease's own attempt and holder go to the history.
-		Bury:      `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?, first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, ` + appendFailure,
-		BuryArgs:  []any{p.LastError, now, now, driver.CutHistoryError(p.LastError), driver.HistoryTime(p.Now)},
-		Lease:     `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?`,
-		LeaseArgs: []any{ts(p.LeaseUntil), p.Token, p.Holder, now},
-	}); err != nil {
+	// The expired lease's own attempt and holder go to the history.
+	if err := sqldb.RecordFates(ctx, tx, p, &f, sqldb.DueWrites{Failures: appendFailure, Now: ts(p.Now), LeaseUntil: ts(p.LeaseUntil)}); err != nil {
 		return nil, 0, err
 	}
 	return f.Leased, f.Dropped(), nil

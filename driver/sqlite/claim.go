@@ -264,14 +264,7 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 	for _, c := range cands {
 		_ = f.Add(p, c.msgID, driver.ExceptionState(c.state), c.attempt, c.exists && c.head, func() (driver.Row, error) { return c.row, nil }, p.LeaseUntil)
 	}
-	now := micros(p.Now)
-	if err := sqldb.RecordFates(ctx, tx, p.Stream.ID, p.Group, &f, sqldb.DueStatements{
-		Bury: `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
-			first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = ` + appendFailure,
-		BuryArgs:  []any{p.LastError, now, now, driver.CutHistoryError(p.LastError), driver.HistoryTime(p.Now)},
-		Lease:     `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?`,
-		LeaseArgs: []any{micros(p.LeaseUntil), p.Token, p.Holder, now},
-	}); err != nil {
+	if err := sqldb.RecordFates(ctx, tx, p, &f, sqldb.DueWrites{Failures: "failures = " + appendFailure, Now: micros(p.Now), LeaseUntil: micros(p.LeaseUntil)}); err != nil {
 		return nil, 0, err
 	}
 	return f.Leased, f.Dropped(), nil

@@ -353,30 +353,37 @@ func ByIDs(streamID int64, group string, ids []int64) (string, []any) {
 		append([]any{streamID, group}, Args(ids)...)
 }
 
-// DueStatements are an engine's statements for the due exceptions a claim
-// sorted (driver.DueFates): each sets columns, taking its Args first, and
-// is followed by ByIDs.
-type DueStatements struct {
-	Bury, Lease         string
-	BuryArgs, LeaseArgs []any
+// DueWrites are what RecordFates's statements differ by from engine to
+// engine.
+type DueWrites struct {
+	// Failures is the SET clause that appends the expired lease's attempt
+	// to the failure history ("failures = ..."), taking the error and the
+	// time as its arguments.
+	Failures string
+	// Now and LeaseUntil are the claim's times as the engine stores them.
+	Now, LeaseUntil any
 }
 
-// RecordFates writes what a claim decided of due exceptions: the resolved
-// rows go, the buried become dead, the leased are leased again; a
-// statement for each (per fateChunk ids).
-func RecordFates(ctx context.Context, q Querier, streamID int64, group string, f *driver.DueFates, s DueStatements) error {
-	for _, w := range []struct {
+// RecordFates writes what a claim decided of due exceptions (driver.
+// DueFates): the resolved rows go, the buried become dead with the expired
+// lease's attempt in their history, the leased are leased again to the
+// claim; a statement for each (per fateChunk ids). The statements are the
+// same on both engines but for w.
+func RecordFates(ctx context.Context, q Querier, p driver.ClaimParams, f *driver.DueFates, w DueWrites) error {
+	for _, fate := range []struct {
 		ids  []int64
 		stmt string
 		args []any
 	}{
 		{f.Resolve, `DELETE FROM delivery_exception`, nil},
-		{f.Bury, s.Bury, s.BuryArgs},
-		{f.Lease, s.Lease, s.LeaseArgs},
+		{f.Bury, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?, first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, ` + w.Failures,
+			[]any{p.LastError, w.Now, w.Now, driver.CutHistoryError(p.LastError), driver.HistoryTime(p.Now)}},
+		{f.Lease, `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?`,
+			[]any{w.LeaseUntil, p.Token, p.Holder, w.Now}},
 	} {
-		for chunk := range slices.Chunk(w.ids, fateChunk) {
-			where, args := ByIDs(streamID, group, chunk)
-			if _, err := q.ExecContext(ctx, w.stmt+where, append(slices.Clone(w.args), args...)...); err != nil {
+		for chunk := range slices.Chunk(fate.ids, fateChunk) {
+			where, args := ByIDs(p.Stream.ID, p.Group, chunk)
+			if _, err := q.ExecContext(ctx, fate.stmt+where, append(slices.Clone(fate.args), args...)...); err != nil {
 				return err
 			}
 		}

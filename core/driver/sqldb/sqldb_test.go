@@ -298,7 +298,13 @@ func TestRecordFates(t *testing.T) {
 	for i := range many {
 		many[i] = int64(i + 1)
 	}
-	s := DueStatements{Bury: "BURY", BuryArgs: []any{"err"}, Lease: "LEASE", LeaseArgs: []any{"until"}}
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	p := driver.ClaimParams{Stream: driver.StreamConfig{ID: 7}, Group: "g", Token: "tok", Holder: "h", LastError: "lease expired", Now: at}
+	w := DueWrites{Failures: "FAILURES", Now: "now", LeaseUntil: "until"}
+	bury := "UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?, first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, FAILURES"
+	buryArgs := fmt.Sprint([]any{"lease expired", "now", "now", driver.CutHistoryError("lease expired"), driver.HistoryTime(at)})
+	buryArgs = buryArgs[1 : len(buryArgs)-1]
+	lease := "UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?"
 	where := func(n int) string {
 		return " WHERE stream_id = ? AND group_name = ? AND msg_id IN (" + Placeholders(n) + ")"
 	}
@@ -312,19 +318,19 @@ func TestRecordFates(t *testing.T) {
 		{"nothing decided", driver.DueFates{}, "", nil, false},
 		{"each fate its statement, its own arguments first", driver.DueFates{Resolve: []int64{1}, Bury: []int64{2, 3}, Lease: []int64{4}}, "", []string{
 			"DELETE FROM delivery_exception" + where(1) + "[7 g 1]",
-			"BURY" + where(2) + "[err 7 g 2 3]",
-			"LEASE" + where(1) + "[until 7 g 4]"}, false},
+			bury + where(2) + "[" + buryArgs + " 7 g 2 3]",
+			lease + where(1) + "[until tok h now 7 g 4]"}, false},
 		{"a statement per chunk of ids", driver.DueFates{Lease: many}, "", []string{
-			"LEASE" + where(fateChunk) + fmt.Sprint(append([]any{"until", 7, "g"}, Args(many[:fateChunk])...)),
-			"LEASE" + where(1) + fmt.Sprintf("[until 7 g %d]", fateChunk+1)}, false},
-		{"stops at a failure", driver.DueFates{Resolve: []int64{1}, Bury: []int64{2}, Lease: []int64{3}}, "BURY", []string{
+			lease + where(fateChunk) + fmt.Sprint(append([]any{"until", "tok", "h", "now", 7, "g"}, Args(many[:fateChunk])...)),
+			lease + where(1) + fmt.Sprintf("[until tok h now 7 g %d]", fateChunk+1)}, false},
+		{"stops at a failure", driver.DueFates{Resolve: []int64{1}, Bury: []int64{2}, Lease: []int64{3}}, "state = 'dead'", []string{
 			"DELETE FROM delivery_exception" + where(1) + "[7 g 1]",
-			"BURY" + where(1) + "[err 7 g 2]"}, true},
+			bury + where(1) + "[" + buryArgs + " 7 g 2]"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			q := &execLog{fail: tc.fail}
-			err := RecordFates(context.Background(), q, 7, "g", &tc.fates, s)
+			err := RecordFates(context.Background(), q, p, &tc.fates, w)
 			if (err != nil) != tc.wantErr || !slices.Equal(q.ran, tc.want) {
 				t.Fatalf("RecordFates ran %q, %v; want %q (error %v)", q.ran, err, tc.want, tc.wantErr)
 			}
