@@ -560,9 +560,9 @@ func (r *Registry) recordedAs(ctx context.Context, sh schema.SharedRef) (driver.
 // referencerProblems checks a new revision of a shared schema against the
 // schemas that reference its version (the latest revision of each
 // referencing stream version): each one, with the reference replaced by
-// the candidate, must pass its own stream's level against itself as it is,
+// the candidate, must pass its own version's level against itself as it is,
 // and be readable by its stream's readers at that version.
-func (r *Registry) referencerProblems(ctx context.Context, store driver.Registry, res *resolver, reg registration, existing []driver.SchemaRevision, global driver.RegistrySettings) ([]SchemaProblem, error) {
+func (r *Registry) referencerProblems(ctx context.Context, store driver.Registry, res *resolver, reg registration, existing []driver.SchemaRevision) ([]SchemaProblem, error) {
 	ids, ok := store.(driver.SchemaIDs)
 	if !ok || len(existing) == 0 || reg.doc != nil { // only JSON Schemas are referenced
 		return nil, nil
@@ -621,11 +621,11 @@ func (r *Registry) referencerProblems(ctx context.Context, store driver.Registry
 		if err != nil {
 			return nil, err
 		}
-		streamSet, err := store.RegistrySettings(ctx, driver.RegistrySettingsParams{StreamID: user.StreamID})
+		set, err := revisionSettings(ctx, store, user.StreamID, user.Version)
 		if err != nil {
 			return nil, classify(err)
 		}
-		level, _ := effectiveLevel(streamSet, global)
+		level, _ := levelOf(set)
 		name := names[user.StreamID]
 		for _, p := range schema.Check(level, []*schema.Schema{before}, after, reg.policy).Problems {
 			out = append(out, SchemaProblem{Against: fmt.Sprintf("stream %s version %d revision %d, which references it", name, user.Version, user.Revision), Problem: p})

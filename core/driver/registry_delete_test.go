@@ -14,7 +14,7 @@ func TestRecordRevisionSkipsDeleted(t *testing.T) {
 	var judged []SchemaRevision
 	out, created, err := RecordRevision(context.Background(), m, RecordSchemaParams{
 		Revision: SchemaRevision{Fingerprint: "b"},
-		Decide: func(existing []SchemaRevision, _, _ RegistrySettings) error {
+		Decide: func(existing []SchemaRevision, _ RevisionSettings) error {
 			judged = existing
 			return nil
 		},

@@ -22,7 +22,7 @@ type Registry[T any] struct {
 	// ends ("FOR UPDATE"; empty for SQLite's single writer).
 	Lock string
 	// SaveSettings stores a scope's settings (arguments: level, mode,
-	// stream id).
+	// stream id, version).
 	SaveSettings string
 	// InsertID and InsertNewID insert a schema_id row unless its id or
 	// fingerprint is taken (arguments: [id,] fingerprint, schema_type,
@@ -51,13 +51,13 @@ func (g Registry[T]) scanRevision(r driver.RowScanner) (driver.SchemaRevision, e
 }
 
 // Settings implements driver.Registry.RegistrySettings on q.
-func (g Registry[T]) Settings(ctx context.Context, q Querier, streamID int64) (driver.RegistrySettings, error) {
-	return g.settings(ctx, q, streamID, "")
+func (g Registry[T]) Settings(ctx context.Context, q Querier, p driver.RegistrySettingsParams) (driver.RegistrySettings, error) {
+	return g.settings(ctx, q, p.StreamID, p.Version, "")
 }
 
-func (g Registry[T]) settings(ctx context.Context, q Querier, streamID int64, lock string) (driver.RegistrySettings, error) {
+func (g Registry[T]) settings(ctx context.Context, q Querier, streamID int64, version int, lock string) (driver.RegistrySettings, error) {
 	var s driver.RegistrySettings
-	err := q.QueryRowContext(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = ? `+lock, streamID).Scan(&s.Level, &s.Mode)
+	err := q.QueryRowContext(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = ? AND version = ? `+lock, streamID, version).Scan(&s.Level, &s.Mode)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, nil
 	}
@@ -68,14 +68,14 @@ func (g Registry[T]) settings(ctx context.Context, q Querier, streamID int64, lo
 // On MySQL the scope's row must exist before tx begins, so that the
 // locking read has a row to lock.
 func (g Registry[T]) UpdateSettings(ctx context.Context, tx Querier, p driver.UpdateRegistrySettingsParams) error {
-	s, err := g.settings(ctx, tx, p.StreamID, g.Lock)
+	s, err := g.settings(ctx, tx, p.StreamID, p.Version, g.Lock)
 	if err != nil {
 		return err
 	}
 	if err := p.Update(&s); err != nil {
 		return driver.CallerError{Err: err}
 	}
-	_, err = tx.ExecContext(ctx, g.SaveSettings, s.Level, s.Mode, p.StreamID)
+	_, err = tx.ExecContext(ctx, g.SaveSettings, s.Level, s.Mode, p.StreamID, p.Version)
 	return err
 }
 
@@ -271,15 +271,15 @@ type revisionSteps[T any] struct {
 }
 
 func (s revisionSteps[T]) LockStream(ctx context.Context, streamID int64) (driver.RegistrySettings, error) {
-	return s.g.settings(ctx, s.tx, streamID, s.g.Lock)
+	return s.g.settings(ctx, s.tx, streamID, 0, s.g.Lock)
 }
 
 func (s revisionSteps[T]) Revisions(ctx context.Context, streamID int64, version int) ([]driver.SchemaRevision, error) {
 	return s.g.Revisions(ctx, s.tx, driver.SchemaRevisionsParams{StreamID: streamID, Version: version, Deleted: true})
 }
 
-func (s revisionSteps[T]) Settings(ctx context.Context, streamID int64) (driver.RegistrySettings, error) {
-	return s.g.Settings(ctx, s.tx, streamID)
+func (s revisionSteps[T]) Settings(ctx context.Context, streamID int64, version int) (driver.RegistrySettings, error) {
+	return s.g.settings(ctx, s.tx, streamID, version, "")
 }
 
 func (s revisionSteps[T]) AssignID(ctx context.Context, rev driver.SchemaRevision) (int64, error) {
