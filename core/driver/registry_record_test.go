@@ -12,10 +12,10 @@ import (
 type memSteps struct {
 	existing                []SchemaRevision
 	version, stream, global RegistrySettings
-	id             int64
-	idErr          error
-	calls          []string
-	inserted       []SchemaRevision
+	id                      int64
+	idErr                   error
+	calls                   []string
+	inserted                []SchemaRevision
 }
 
 func (m *memSteps) LockStream(context.Context, int64) (RegistrySettings, error) {
