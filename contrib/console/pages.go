@@ -563,7 +563,7 @@ func (p SchemasPage) document() any {
 		out.Level, out.Mode = &level, &mode
 	}
 	for _, v := range p.Versions {
-		sv := view.SchemaVersion{Version: v.Version, Subject: v.Subject, Revisions: []view.Revision{}}
+		sv := view.SchemaVersion{Version: v.Version, Subject: v.Subject, Level: view.LevelOf(v.Level), Mode: view.ModeOf(v.Mode), Revisions: []view.Revision{}}
 		for _, rv := range v.Revisions {
 			sv.Revisions = append(sv.Revisions, view.Revision{Revision: rv.Revision, Fingerprint: rv.Fingerprint,
 				CreatedAt: view.Time(rv.CreatedAt), Readers: rv.Readers})
@@ -576,10 +576,13 @@ func (p SchemasPage) document() any {
 	return out
 }
 
-// SchemaVersion is the revisions recorded at one version.
+// SchemaVersion is the revisions recorded at one version, with the level
+// and mode that judge them (the version's own, else the stream's, ...).
 type SchemaVersion struct {
 	Version   int
 	Subject   string
+	Level     sqlstreams.Setting[schema.Level]
+	Mode      sqlstreams.Setting[sqlstreams.Mode]
 	Revisions []RevisionView
 }
 
@@ -620,7 +623,11 @@ func (h *handler) schemasPage(r *http.Request) (any, error) {
 	}
 	for _, rv := range revs {
 		if len(page.Versions) == 0 || page.Versions[len(page.Versions)-1].Version != rv.Version {
-			page.Versions = append(page.Versions, SchemaVersion{Version: rv.Version, Subject: Subject(stream, rv.Version)})
+			sv := SchemaVersion{Version: rv.Version, Subject: Subject(stream, rv.Version)}
+			if sv.Level, sv.Mode, err = versionSettings(ctx, reg, stream, rv.Version); err != nil {
+				return nil, err
+			}
+			page.Versions = append(page.Versions, sv)
 		}
 		view := RevisionView{Revision: rv.Revision, Fingerprint: rv.Fingerprint, CreatedAt: rv.CreatedAt, Readers: []string{}}
 		for _, rd := range page.Readers {
@@ -632,6 +639,18 @@ func (h *handler) schemasPage(r *http.Request) (any, error) {
 		sv.Revisions = append(sv.Revisions, view)
 	}
 	return page, nil
+}
+
+// versionSettings are the level and mode in force for a stream version's
+// revisions, each with where it is set: the version's own, the stream's,
+// registry-wide or the default.
+func versionSettings(ctx context.Context, reg *sqlstreams.Registry, stream string, version int) (sqlstreams.Setting[schema.Level], sqlstreams.Setting[sqlstreams.Mode], error) {
+	level, err := reg.VersionLevel(ctx, stream, version)
+	if err != nil {
+		return level, sqlstreams.Setting[sqlstreams.Mode]{}, err
+	}
+	mode, err := reg.VersionMode(ctx, stream, version)
+	return level, mode, err
 }
 
 // Subject is a stream version's name in the Confluent REST naming:
@@ -684,7 +703,7 @@ func (h *handler) schemaDiffPage(r *http.Request) (any, error) {
 	if page.A, page.B, err = pickPair(r, page.Revisions, fmt.Sprintf("revisions at v%d", version)); err != nil {
 		return nil, err
 	}
-	page.Comparison, err = judgePair(r, page.A, page.B, func() (sqlstreams.Setting[schema.Level], error) { return reg.Level(ctx, stream) },
+	page.Comparison, err = judgePair(r, page.A, page.B, func() (sqlstreams.Setting[schema.Level], error) { return reg.VersionLevel(ctx, stream, version) },
 		func(n int) (schema.Document, string, error) {
 			d, err := revisionDocument(ctx, reg, stream, byRev[n])
 			return d, revisionText(byRev[n]), err
@@ -793,19 +812,14 @@ func (h *handler) registryPage(r *http.Request) (any, error) {
 		if len(revs) == 0 {
 			continue
 		}
-		level, err := reg.Level(ctx, info.Name)
-		if err != nil {
-			return nil, err
-		}
-		mode, err := reg.Mode(ctx, info.Name)
-		if err != nil {
-			return nil, err
-		}
 		for _, rv := range revs {
 			n := len(page.Subjects)
 			if n == 0 || page.Subjects[n-1].Stream != info.Name || page.Subjects[n-1].Version != rv.Version {
-				page.Subjects = append(page.Subjects, SubjectView{Subject: Subject(info.Name, rv.Version), Stream: info.Name,
-					Version: rv.Version, Level: level, Mode: mode})
+				sv := SubjectView{Subject: Subject(info.Name, rv.Version), Stream: info.Name, Version: rv.Version}
+				if sv.Level, sv.Mode, err = versionSettings(ctx, reg, info.Name, rv.Version); err != nil {
+					return nil, err
+				}
+				page.Subjects = append(page.Subjects, sv)
 				n++
 			}
 			page.Subjects[n-1].Revisions++

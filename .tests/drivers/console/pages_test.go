@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/schema"
 )
 
 // get fetches a page and returns its status and body.
@@ -79,6 +81,11 @@ func TestPages(t *testing.T) {
 			c := openClient(t, tg, sqlstreams.WithHeartbeatInterval(time.Hour))
 			dead := seed(t, c)
 			recorded(t, c, 4)
+			// v2 has a level of its own: its revisions are judged by it, and
+			// the pages say so; v1 keeps the stream's.
+			if err := c.Registry().SetVersionLevel(context.Background(), orders, 2, schema.Full); err != nil {
+				t.Fatal(err)
+			}
 			srv := serve(t, c, false).URL + prefix
 			h := health(t, c, orders)
 			v1, _ := h.Version(1)
@@ -119,10 +126,11 @@ func TestPages(t *testing.T) {
 				{"messages by key", "/streams/" + orders + "/messages?key=acct-3", []string{"v1 acct-3"}},
 				{"messages by id", fmt.Sprintf("/streams/%s/messages?id=%d", orders, dead), []string{"v1 acct-1"}},
 				{"schemas", "/streams/" + orders + "/schemas", []string{"Compatibility level BACKWARD (set by stream)",
-					"Mode READWRITE (set by default)", "v1 subject orders.placed-v1", "v2 subject orders.placed-v2"}},
+					"Mode READWRITE (set by default)", "v1 subject orders.placed-v1 Level BACKWARD (set by stream) · Mode READWRITE (set by default)",
+					"v2 subject orders.placed-v2 Level FULL (set by version) · Mode READWRITE (set by default)"}},
 				{"schema diff", "/streams/" + orders + "/schemas/2", []string{"v2: revision 1 → revision 2",
-					"Problems at BACKWARD (level set by stream)", "new reader, old data TYPE_CHANGED #/properties/cents/type"}},
-				{"registry", "/registry", []string{"Compatibility level BACKWARD (set by default)", "orders.placed-v2 orders.placed v2 JSON 2 2 BACKWARD (stream)",
+					"Problems at FULL (level set by version)", "new reader, old data TYPE_CHANGED #/properties/cents/type"}},
+				{"registry", "/registry", []string{"Compatibility level BACKWARD (set by default)", "orders.placed-v2 orders.placed v2 JSON 2 2 FULL (version)",
 					"payments-v1 payments v1 JSON 1 1 BACKWARD (default) READWRITE (default)"}},
 			}
 			for _, tc := range cases {
@@ -205,7 +213,7 @@ func TestPages(t *testing.T) {
 					t.Errorf("dead letter %+v", dl)
 				}
 				diff := getJSON[view.SchemaDiff](t, srv, "/streams/"+orders+"/schemas/2?a=1&b=2")
-				if diff.Compatible || len(diff.Problems) == 0 || diff.Level != "BACKWARD" || diff.LevelSource != "stream" {
+				if diff.Compatible || len(diff.Problems) == 0 || diff.Level != "FULL" || diff.LevelSource != "version" {
 					t.Errorf("diff %+v", diff)
 				}
 				same := getJSON[view.SchemaDiff](t, srv, "/streams/"+orders+"/schemas/2?a=2&b=2&level=FULL")
@@ -213,6 +221,10 @@ func TestPages(t *testing.T) {
 					t.Errorf("same revision diff %+v", same)
 				}
 				sch := getJSON[view.Schemas](t, srv, "/streams/"+orders+"/schemas")
+				if len(sch.Versions) != 2 || sch.Versions[0].Level != (view.Setting{Value: "BACKWARD", Scope: "stream"}) ||
+					sch.Versions[1].Level != (view.Setting{Value: "FULL", Scope: "version"}) || sch.Versions[1].Mode.Scope != "default" {
+					t.Errorf("settings per version: %+v", sch.Versions)
+				}
 				readers := map[string]bool{}
 				for _, v := range sch.Versions {
 					for _, r := range v.Revisions {

@@ -7,7 +7,8 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/schema"
 )
 
-// Setting is a registry setting in force and where it is set: "stream",
+// Setting is a registry setting in force and where it is set: "version"
+// (a stream version's own), "stream", "subject" (a free subject's own),
 // "registry" (registry-wide) or "default".
 type Setting struct {
 	Value string `json:"value"`
@@ -41,10 +42,12 @@ type Revision struct {
 }
 
 // SchemaVersion is the revisions recorded at one version, with its subject
-// in the Confluent REST naming.
+// in the Confluent REST naming and the level and mode that judge them.
 type SchemaVersion struct {
 	Version   int        `json:"version"`
 	Subject   string     `json:"subject"`
+	Level     Setting    `json:"level"`
+	Mode      Setting    `json:"mode"`
 	Revisions []Revision `json:"revisions"`
 }
 
