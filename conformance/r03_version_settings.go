@@ -41,8 +41,9 @@ func wantSetting[V comparable](t testing.TB, what string, got sqlstreams.Setting
 // R3: a stream version has a level of its own, set before or after its
 // first revision. It judges that version's revisions only (registration,
 // a producer's start-up registration and the dry run alike), never
-// another version's, and clearing it falls back to the stream's level,
-// then the registry-wide one, then BACKWARD.
+// another version's; clearing it falls back to the stream's level, then
+// the registry-wide one, then BACKWARD, and a permanent deletion of the
+// whole version forgets it.
 func testVersionLevels(t *testing.T, h *harness) {
 	// Registry-wide settings apply to every stream of a namespace.
 	c := (&harness{target: h.target}).client(t)
@@ -127,6 +128,32 @@ func testVersionLevels(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	level(1, schema.Backward, "default")
+	level(3, schema.None, "version")
+
+	// Deleting one revision, or soft-deleting the whole version, keeps its
+	// level; a permanent deletion of the whole version forgets it, as one
+	// of a free subject does.
+	for _, doc := range [][]byte{docA, docB} {
+		if _, err := reg.Register(ctx(t), stream, 4, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := reg.SetVersionLevel(ctx(t), stream, 4, schema.Forward); err != nil {
+		t.Fatal(err)
+	}
+	for _, permanent := range []bool{false, true} {
+		if _, err := reg.DeleteRevision(ctx(t), stream, 4, 2, permanent); err != nil {
+			t.Fatalf("DeleteRevision(v4 r2, permanent %v): %v", permanent, err)
+		}
+	}
+	if _, err := reg.DeleteRevisions(ctx(t), stream, 4, false); err != nil {
+		t.Fatal(err)
+	}
+	level(4, schema.Forward, "version")
+	if _, err := reg.DeleteRevisions(ctx(t), stream, 4, true); err != nil {
+		t.Fatal(err)
+	}
+	level(4, schema.Backward, "default")
 	level(3, schema.None, "version")
 
 	// Versions start at 1; the registry-wide scope has none.

@@ -324,6 +324,11 @@ func (s deletionSteps) Remove(_ context.Context, streamID int64, version int, re
 	return nil
 }
 
+func (s deletionSteps) ForgetSettings(_ context.Context, streamID int64, version int) error {
+	delete(s.b.settings, scopeKey{streamID, version})
+	return nil
+}
+
 // LiveRevisions implements driver.Registry.
 func (d *Driver) LiveRevisions(ctx context.Context, p driver.LiveRevisionsParams) ([]int, error) {
 	var out []int

@@ -371,6 +371,11 @@ func (s deletionSteps) Remove(ctx context.Context, streamID int64, version int, 
 	return nil
 }
 
+func (s deletionSteps) ForgetSettings(ctx context.Context, streamID int64, version int) error {
+	_, err := s.tx.Exec(ctx, `UPDATE registry_setting SET level = '', mode = '' WHERE stream_id = $1::bigint AND version = $2::integer`, streamID, int32(version))
+	return err
+}
+
 // LiveRevisions implements driver.Registry.
 func (d *Driver) LiveRevisions(ctx context.Context, p driver.LiveRevisionsParams) ([]int, error) {
 	var out []int

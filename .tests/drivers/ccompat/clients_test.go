@@ -74,7 +74,8 @@ func TestKafkaJSRegisterWire(t *testing.T) {
 // second version's subject. Its GET /config answers 40408, not the level
 // set on the first version, so the client sets its own and registers
 // instead of failing on a level it did not ask for; each version's
-// revisions are then judged by that version's level only.
+// revisions are then judged by that version's level and mode only, and a
+// permanent deletion of a version forgets its settings.
 func TestKafkaJSVersionSubjectsWire(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
@@ -114,6 +115,12 @@ func TestKafkaJSVersionSubjectsWire(t *testing.T) {
 				{"v2: IMPORT with force", "PUT", "/mode/invoices-v2?force=true", `{"mode":"IMPORT"}`, 200, 0, `{"mode":"IMPORT"}`},
 				{"v1: DELETE clears its own mode", "DELETE", "/mode/invoices-v1", "", 200, 0, `{"mode":"READONLY"}`},
 				{"v1: none of its own after the DELETE", "GET", "/mode/invoices-v1?defaultToGlobal=true", "", 200, 0, `{"mode":"READWRITE"}`},
+
+				{"v2: a soft deletion", "DELETE", "/subjects/invoices-v2", "", 200, 0, `[1,2,3]`},
+				{"v2 keeps its level while soft-deleted", "GET", "/config/invoices-v2", "", 200, 0, `{"compatibilityLevel":"BACKWARD"}`},
+				{"v2: a permanent deletion", "DELETE", "/subjects/invoices-v2?permanent=true", "", 200, 0, `[1,2,3]`},
+				{"v2 forgets its level with its revisions", "GET", "/config/invoices-v2", "", 404, 40408, ""},
+				{"v2 forgets its mode with its revisions", "GET", "/mode/invoices-v2", "", 404, 40409, ""},
 			})
 		})
 	}

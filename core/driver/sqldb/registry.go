@@ -258,6 +258,14 @@ func (s deletionSteps[T]) Remove(ctx context.Context, streamID int64, version in
 	return nil
 }
 
+// ForgetSettings unsets the version's own settings, keeping the row: on
+// MySQL a settings update may hold it between its insert and its locking
+// read.
+func (s deletionSteps[T]) ForgetSettings(ctx context.Context, streamID int64, version int) error {
+	_, err := s.tx.ExecContext(ctx, `UPDATE registry_setting SET level = '', mode = '' WHERE stream_id = ? AND version = ?`, streamID, version)
+	return err
+}
+
 // LiveRevisions implements driver.Registry.LiveRevisions on q, reading the
 // stream's log table logTable.
 func (g Registry[T]) LiveRevisions(ctx context.Context, q Querier, logTable string, p driver.LiveRevisionsParams) ([]int, error) {
