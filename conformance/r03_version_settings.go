@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
-	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/schema"
 )
 
@@ -38,6 +36,13 @@ func wantSetting[V comparable](t testing.TB, what string, got sqlstreams.Setting
 	}
 }
 
+// wantVersionLevel asserts the effective level of a stream version.
+func wantVersionLevel(t testing.TB, reg *sqlstreams.Registry, stream string, version int, want schema.Level, scope string) {
+	t.Helper()
+	got, err := reg.VersionLevel(ctx(t), stream, version)
+	wantSetting(t, fmt.Sprintf("VersionLevel(%s v%d)", stream, version), got, err, want, scope)
+}
+
 // R3: a stream version has a level of its own, set before or after its
 // first revision. It judges that version's revisions only (registration,
 // a producer's start-up registration and the dry run alike), never
@@ -51,8 +56,7 @@ func testVersionLevels(t *testing.T, h *harness) {
 	const stream = "r3-versions"
 	level := func(version int, want schema.Level, scope string) {
 		t.Helper()
-		got, err := reg.VersionLevel(ctx(t), stream, version)
-		wantSetting(t, fmt.Sprintf("VersionLevel(v%d)", version), got, err, want, scope)
+		wantVersionLevel(t, reg, stream, version, want, scope)
 	}
 	for _, v := range []int{1, 2} {
 		if _, err := reg.Register(ctx(t), stream, v, docA); err != nil {
@@ -111,7 +115,19 @@ func testVersionLevels(t *testing.T, h *harness) {
 		t.Errorf("Order3Email with v3 NONE: %v", err)
 	}
 
-	// Clearing falls back: the stream's, then registry-wide, then BACKWARD.
+	versionLevelFallback(t, c, stream)
+}
+
+// versionLevelFallback: clearing a version's level falls back to the
+// stream's, then the registry-wide one, then BACKWARD; a permanent
+// deletion of the whole version forgets it. Versions 1 and 3 of stream
+// have revisions and a level of their own (NONE).
+func versionLevelFallback(t *testing.T, c *sqlstreams.Client, stream string) {
+	reg := c.Registry()
+	level := func(version int, want schema.Level, scope string) {
+		t.Helper()
+		wantVersionLevel(t, reg, stream, version, want, scope)
+	}
 	setLevel(t, c, stream, schema.Forward)
 	level(1, schema.None, "version")
 	level(2, schema.Forward, "stream")
@@ -256,13 +272,7 @@ func testVersionModes(t *testing.T, h *harness) {
 // registry-wide ones; up again, versions have none until set.
 func testVersionSettingsDown(t *testing.T, h *harness) {
 	ns := h.target.NewNamespace(t) // never pooled: migrations go down here
-	open := func(opts ...sqlstreams.ClientOption) *sqlstreams.Client {
-		d, err := h.target.Open(ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h.clientOn(t, d, opts...)
-	}
+	open := opener(t, h, ns)
 	reg := open().Registry()
 	const stream = "r3-versions-down"
 	if _, err := reg.Register(ctx(t), stream, 1, docA); err != nil {
@@ -275,26 +285,7 @@ func testVersionSettingsDown(t *testing.T, h *harness) {
 			t.Fatal(err)
 		}
 	}
-	d, err := h.target.Open(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	m := sqlstreams.NewMigrator(d)
-	all, err := m.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(all, func(mg driver.Migration) bool { return strings.Contains(mg.Name, "version_settings") })
-	if i < 1 {
-		t.Fatalf("no version_settings migration after the first among %d", len(all))
-	}
-	if _, err := m.Migrate(ctx(t), sqlstreams.MigrateOptions{Down: true, TargetVersion: all[i-1].Version}); err != nil {
-		t.Fatalf("down to %d: %v", all[i-1].Version, err)
-	}
-	if _, err := m.Migrate(ctx(t), sqlstreams.MigrateOptions{}); err != nil {
-		t.Fatalf("up again: %v", err)
-	}
+	downAndUp(t, h, ns, "version_settings")
 	reg = open(sqlstreams.WithoutMigrate()).Registry()
 	l, err := reg.VersionLevel(ctx(t), stream, 1)
 	wantSetting(t, "VersionLevel(v1) after down and up", l, err, schema.Full, "stream")
