@@ -604,7 +604,12 @@ func (h *handler) id(r *http.Request) (sqlstreams.SchemaDocument, error) {
 	return doc, err
 }
 
+// usages are the stream revisions recorded with an id, the soft-deleted
+// ones only with deleted=true, as freeUsages lists free subjects'.
 func (h *handler) usages(r *http.Request, id int64) ([]sqlstreams.SchemaUsage, error) {
+	if deletedToo(r) {
+		return h.reg.SchemaUsagesWithDeleted(r.Context(), id)
+	}
 	return h.reg.SchemaUsages(r.Context(), id)
 }
 

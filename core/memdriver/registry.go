@@ -151,10 +151,12 @@ func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (dri
 	return out, err
 }
 
-// SchemaUsages implements driver.SchemaIDs: live revisions only, as
-// listings hide soft-deleted ones.
+// SchemaUsages implements driver.SchemaIDs: live revisions, as listings
+// hide soft-deleted ones, unless p.Deleted.
 func (d *Driver) SchemaUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
-	return d.revisionsWhere(ctx, func(b *db, r driver.SchemaRevision) bool { return !r.Deleted && b.byFingerprint[r.Fingerprint] == p.ID })
+	return d.revisionsWhere(ctx, func(b *db, r driver.SchemaRevision) bool {
+		return (p.Deleted || !r.Deleted) && b.byFingerprint[r.Fingerprint] == p.ID
+	})
 }
 
 // ReferencedBy implements driver.SchemaIDs: revisions whose references

@@ -246,12 +246,13 @@ func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (dri
 	return doc, err
 }
 
-// SchemaUsages implements driver.SchemaIDs: live revisions only, as
-// listings hide soft-deleted ones.
+// SchemaUsages implements driver.SchemaIDs: live revisions, as listings
+// hide soft-deleted ones, unless p.Deleted.
 func (d *Driver) SchemaUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
 	var out []driver.SchemaRevision
 	err := d.read(ctx, func() error {
-		rows, err := d.pool.Query(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE i.id = $1::bigint AND NOT r.deleted ORDER BY r.stream_id, r.version, r.revision`, p.ID)
+		rows, err := d.pool.Query(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE i.id = $1::bigint AND ($2::boolean OR NOT r.deleted)
+			ORDER BY r.stream_id, r.version, r.revision`, p.ID, p.Deleted)
 		if err != nil {
 			return err
 		}

@@ -179,10 +179,11 @@ func (g Registry[T]) ByID(ctx context.Context, q Querier, id int64) (driver.Sche
 	return doc, err
 }
 
-// Usages implements driver.SchemaIDs.SchemaUsages on q: live revisions
-// only, as listings hide soft-deleted ones.
+// Usages implements driver.SchemaIDs.SchemaUsages on q: live revisions,
+// as listings hide soft-deleted ones, unless p.Deleted.
 func (g Registry[T]) Usages(ctx context.Context, q Querier, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
-	return Collect(ctx, q, `SELECT `+revisionColumns+`WHERE i.id = ? AND r.deleted = 0 ORDER BY r.stream_id, r.version, r.revision`, []any{p.ID}, g.scanRevision)
+	return Collect(ctx, q, `SELECT `+revisionColumns+`WHERE i.id = ? AND (? = 1 OR r.deleted = 0) ORDER BY r.stream_id, r.version, r.revision`,
+		[]any{p.ID, boolArg(p.Deleted)}, g.scanRevision)
 }
 
 // ReferencedBy implements driver.SchemaIDs.ReferencedBy on q. Only
