@@ -548,16 +548,19 @@ type SchemasPage struct {
 	Stream string
 	// NoRegistry is set when the driver keeps no schema registry.
 	NoRegistry bool
-	Level      sqlstreams.Setting[schema.Level]
-	Mode       sqlstreams.Setting[sqlstreams.Mode]
-	Versions   []SchemaVersion
-	Readers    []sqlstreams.Reader
+	// Deleted is set when soft-deleted revisions are listed too (asked
+	// with deleted=true, as Confluent's REST API asks); they are marked.
+	Deleted  bool
+	Level    sqlstreams.Setting[schema.Level]
+	Mode     sqlstreams.Setting[sqlstreams.Mode]
+	Versions []SchemaVersion
+	Readers  []sqlstreams.Reader
 }
 
 func (p SchemasPage) title() string { return "Schemas · " + p.Stream }
 
 func (p SchemasPage) document() any {
-	out := view.Schemas{Stream: p.Stream, NoRegistry: p.NoRegistry, Versions: []view.SchemaVersion{}, Readers: []view.Reader{}}
+	out := view.Schemas{Stream: p.Stream, NoRegistry: p.NoRegistry, Deleted: p.Deleted, Versions: []view.SchemaVersion{}, Readers: []view.Reader{}}
 	if !p.NoRegistry {
 		level, mode := view.LevelOf(p.Level), view.ModeOf(p.Mode)
 		out.Level, out.Mode = &level, &mode
@@ -566,7 +569,7 @@ func (p SchemasPage) document() any {
 		sv := view.SchemaVersion{Version: v.Version, Subject: v.Subject, Level: view.LevelOf(v.Level), Mode: view.ModeOf(v.Mode), Revisions: []view.Revision{}}
 		for _, rv := range v.Revisions {
 			sv.Revisions = append(sv.Revisions, view.Revision{Revision: rv.Revision, Fingerprint: rv.Fingerprint,
-				CreatedAt: view.Time(rv.CreatedAt), Readers: rv.Readers})
+				CreatedAt: view.Time(rv.CreatedAt), Readers: rv.Readers, Deleted: rv.Deleted})
 		}
 		out.Versions = append(out.Versions, sv)
 	}
@@ -586,12 +589,14 @@ type SchemaVersion struct {
 	Revisions []RevisionView
 }
 
-// RevisionView is one revision with the groups that read it.
+// RevisionView is one revision with the groups that read it; Deleted
+// marks a soft-deleted one.
 type RevisionView struct {
 	Revision    int
 	Fingerprint string
 	CreatedAt   time.Time
 	Readers     []string
+	Deleted     bool
 }
 
 func (h *handler) schemasPage(r *http.Request) (any, error) {
@@ -602,7 +607,7 @@ func (h *handler) schemasPage(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	page := SchemasPage{Stream: info.Name, Versions: []SchemaVersion{}, Readers: []sqlstreams.Reader{}}
+	page := SchemasPage{Stream: info.Name, Deleted: r.URL.Query().Get("deleted") == "true", Versions: []SchemaVersion{}, Readers: []sqlstreams.Reader{}}
 	if !h.hasRegistry {
 		page.NoRegistry = true
 		return page, nil
@@ -614,7 +619,11 @@ func (h *handler) schemasPage(r *http.Request) (any, error) {
 	if page.Mode, err = reg.Mode(ctx, stream); err != nil {
 		return nil, err
 	}
-	revs, err := reg.Revisions(ctx, stream, 0)
+	list := reg.Revisions
+	if page.Deleted {
+		list = reg.RevisionsWithDeleted
+	}
+	revs, err := list(ctx, stream, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -629,7 +638,7 @@ func (h *handler) schemasPage(r *http.Request) (any, error) {
 			}
 			page.Versions = append(page.Versions, sv)
 		}
-		view := RevisionView{Revision: rv.Revision, Fingerprint: rv.Fingerprint, CreatedAt: rv.CreatedAt, Readers: []string{}}
+		view := RevisionView{Revision: rv.Revision, Fingerprint: rv.Fingerprint, CreatedAt: rv.CreatedAt, Readers: []string{}, Deleted: rv.Deleted}
 		for _, rd := range page.Readers {
 			if rd.Version == rv.Version && rd.Revision == rv.Revision {
 				view.Readers = append(view.Readers, rd.Group)

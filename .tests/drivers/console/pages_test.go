@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -277,6 +278,59 @@ func TestPages(t *testing.T) {
 					}
 				}
 			})
+		})
+	}
+}
+
+// TestSchemasDeleted: a stream's schemas page lists soft-deleted revisions
+// only when asked (deleted=true, as Confluent's REST API), marked, on
+// every engine; a permanently deleted one is gone either way.
+func TestSchemasDeleted(t *testing.T) {
+	t.Parallel()
+	for _, tg := range engines() {
+		t.Run(tg.Name, func(t *testing.T) {
+			t.Parallel()
+			c := openClient(t, tg)
+			reg := c.Registry()
+			for _, doc := range []string{`{"type":"object","properties":{"a":{"type":"string"}}}`,
+				`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}}}`,
+				`{"type":"object","properties":{"a":{"type":"string"},"c":{"type":"string"}}}`} {
+				if _, err := reg.Register(context.Background(), "ledger", 1, []byte(doc)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, del := range []struct {
+				revision  int
+				permanent bool
+			}{{2, false}, {3, false}, {3, true}} {
+				if _, err := reg.DeleteRevision(context.Background(), "ledger", 1, del.revision, del.permanent); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv := serve(t, c, false).URL + prefix
+			revisions := func(path string) (out []string, deleted bool) {
+				sch := getJSON[view.Schemas](t, srv, path)
+				for _, v := range sch.Versions {
+					for _, r := range v.Revisions {
+						out = append(out, fmt.Sprintf("v%d.%d deleted=%v", v.Version, r.Revision, r.Deleted))
+					}
+				}
+				return out, sch.Deleted
+			}
+			if got, asked := revisions("/streams/ledger/schemas"); asked || !slices.Equal(got, []string{"v1.1 deleted=false"}) {
+				t.Errorf("schemas without deleted=true: %v (deleted %v); want revision 1 only", got, asked)
+			}
+			if got, asked := revisions("/streams/ledger/schemas?deleted=true"); !asked || !slices.Equal(got, []string{"v1.1 deleted=false", "v1.2 deleted=true"}) {
+				t.Errorf("schemas with deleted=true: %v (deleted %v); want revision 1, and 2 marked soft-deleted", got, asked)
+			}
+			code, body := get(t, srv, "/streams/ledger/schemas?deleted=true")
+			if page := text(body); code != 200 || !strings.Contains(page, "2 soft-deleted") || !strings.Contains(page, "Hide soft-deleted revisions") {
+				t.Errorf("the page with deleted=true: %d %s", code, page)
+			}
+			code, body = get(t, srv, "/streams/ledger/schemas")
+			if page := text(body); code != 200 || strings.Contains(page, "2 soft-deleted") || !strings.Contains(page, "Show soft-deleted revisions") {
+				t.Errorf("the page without deleted=true: %d %s", code, page)
+			}
 		})
 	}
 }

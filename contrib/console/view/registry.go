@@ -33,12 +33,14 @@ type Reader struct {
 	RegisteredAt *string `json:"registered_at"`
 }
 
-// Revision is one schema revision with the groups that read it.
+// Revision is one schema revision with the groups that read it; Deleted
+// marks a soft-deleted one (listed only when asked for).
 type Revision struct {
 	Revision    int      `json:"revision"`
 	Fingerprint string   `json:"fingerprint"`
 	CreatedAt   *string  `json:"created_at"`
 	Readers     []string `json:"readers"`
+	Deleted     bool     `json:"deleted"`
 }
 
 // SchemaVersion is the revisions recorded at one version, with its subject
@@ -55,12 +57,14 @@ type SchemaVersion struct {
 // version and the readers. NoRegistry is set, and the rest empty, when the
 // driver keeps no registry.
 type Schemas struct {
-	Stream     string          `json:"stream"`
-	NoRegistry bool            `json:"no_registry"`
-	Level      *Setting        `json:"level"`
-	Mode       *Setting        `json:"mode"`
-	Versions   []SchemaVersion `json:"versions"`
-	Readers    []Reader        `json:"readers"`
+	Stream     string `json:"stream"`
+	NoRegistry bool   `json:"no_registry"`
+	// Deleted is set when the soft-deleted revisions are listed too.
+	Deleted  bool            `json:"deleted"`
+	Level    *Setting        `json:"level"`
+	Mode     *Setting        `json:"mode"`
+	Versions []SchemaVersion `json:"versions"`
+	Readers  []Reader        `json:"readers"`
 }
 
 // Difference is one change between two schemas, with whether it is
