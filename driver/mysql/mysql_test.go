@@ -857,14 +857,20 @@ func startCutProxy(t *testing.T, dsn string, cut func([]byte) bool) (string, *cu
 			c.Close()
 			return
 		}
-		go func() { io.Copy(c, s); c.Close(); s.Close() }()
-		p.relay(c, s)
+		// The copy ends when the server answers after the client's side was
+		// cut (or either side closed).
+		answered := make(chan struct{})
+		go func() { io.Copy(c, s); c.Close(); s.Close(); close(answered) }()
+		p.relay(c, s, answered)
 	})
 	return cfg.FormatDSN(), p
 }
 
-// relay copies client packets to the server one at a time.
-func (p *cutProxy) relay(c, s net.Conn) {
+// relay copies client packets to the server one at a time. The packet
+// that cuts the connection closes the client's side, then still goes to the
+// server, and the server's side stays open until the server has answered
+// it (answered): the statement ran, whatever the client saw.
+func (p *cutProxy) relay(c, s net.Conn, answered <-chan struct{}) {
 	defer c.Close()
 	defer s.Close()
 	head := make([]byte, 4)
@@ -885,7 +891,10 @@ func (p *cutProxy) relay(c, s net.Conn) {
 			return
 		}
 		if cut {
-			time.Sleep(100 * time.Millisecond) // let the server run it
+			select {
+			case <-answered:
+			case <-time.After(30 * time.Second): // a failure detector: the test's count then fails
+			}
 			return
 		}
 	}
@@ -898,7 +907,8 @@ func isQuery(prefix string) func([]byte) bool {
 }
 
 // TestCutConnection: a connection lost after COMMIT was sent makes Produce
-// fail with ErrOutcomeUnknown (here the row did commit); one lost before
+// fail with ErrOutcomeUnknown (here the row did commit: the proxy keeps the
+// server's side open until it answered); one lost before
 // COMMIT has written nothing, so the driver runs its transaction again and
 // the row is written once. On MariaDB, where an append is one INSERT that
 // commits on its own, a connection lost after that INSERT was sent is an

@@ -78,14 +78,19 @@ func ExampleReadDeadLetters() {
 	runCtx, stop := context.WithCancel(ctx)
 	var seen sync.WaitGroup
 	seen.Add(3)
+	ran := make(chan struct{})
 	go func() {
+		defer close(ran)
 		_ = c.Run(runCtx, func(ctx context.Context, d sqlstreams.Delivery[Refund]) error {
 			defer seen.Done()
 			return sqlstreams.Dead(fmt.Errorf("refund %s: account closed", d.Value.ID))
 		})
 	}()
+	// Run records an outcome after its handler returns: once every handler
+	// has returned, a stopped Run returns with all three recorded.
 	seen.Wait()
 	stop()
+	<-ran
 
 	g := client.Stream[sqlstreams.RawPayload]("refunds").Group("payouts")
 	var after int64
