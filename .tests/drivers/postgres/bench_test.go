@@ -224,7 +224,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 	}{{"notify", nil}, {"poll-only", []postgres.Option{postgres.WithoutNotify()}}} {
 		b.Run(mode.name, func(b *testing.B) {
 			ns := newSchema(b, nil)
-			conformance.WakeLatency(b, func(tb testing.TB) *sqlstreams.Client { return open(tb, ns, mode.opts...) })
+			conformance.WakeLatency(b, 50*time.Millisecond, func(tb testing.TB) *sqlstreams.Client { return open(tb, ns, mode.opts...) })
 		})
 	}
 }
