@@ -22,13 +22,16 @@ import (
 // same point every time. It reports p50-µs and p99-µs, and what the
 // consumer's claims cost while it waits: claims/s (almost all of them the
 // idle polls) and claim-ms/s, the time spent in them per second, from a
-// ClaimHook. A driver runs it with and without its wake-ups.
+// ClaimHook; claim-p50-µs is the median time of the claims that brought a
+// message, the part of the latency the claim itself costs. A driver runs it
+// with and without its wake-ups.
 func WakeLatency(b *testing.B, poll time.Duration, open func(testing.TB) *sqlstreams.Client) {
 	pc, cc := open(b), open(b)
 	p := producer[benchEvent](b, pc, "latency")
 	claims := &claimCounter{}
+	found := &deliveringClaims{}
 	cons := consumer[benchEvent](b, cc, "latency", "g", &sqlstreams.ConsumerOptions{PollInterval: poll,
-		Middleware: []sqlstreams.Middleware{claims}})
+		Middleware: []sqlstreams.Middleware{claims, found}})
 	got := make(chan time.Time, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -60,5 +63,27 @@ func WakeLatency(b *testing.B, poll time.Duration, open func(testing.TB) *sqlstr
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 	b.ReportMetric(float64(claims.n.Load())/elapsed, "claims/s")
+	found.mu.Lock()
+	if len(found.d) > 0 {
+		slices.Sort(found.d)
+		b.ReportMetric(float64(found.d[len(found.d)/2].Microseconds()), "claim-p50-µs")
+	}
+	found.mu.Unlock()
 	b.ReportMetric(time.Duration(claims.spent.Load()).Seconds()*1000/elapsed, "claim-ms/s")
+}
+
+// deliveringClaims records how long each claim that brought deliveries
+// took: the part of the latency the claim itself costs.
+type deliveringClaims struct {
+	sqlstreams.MiddlewareDefaults
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (c *deliveringClaims) Claimed(_ context.Context, e sqlstreams.ClaimEvent) {
+	if len(e.Deliveries) > 0 {
+		c.mu.Lock()
+		c.d = append(c.d, e.Duration)
+		c.mu.Unlock()
+	}
 }
