@@ -48,9 +48,24 @@ func testRevisionDeletes(t *testing.T, h *harness) {
 	const stream = "r13-docs"
 	docA := []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`)
 	docB := []byte(`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}}}`)
+	var idB int64
 	for _, doc := range [][]byte{docA, docB} {
-		if _, err := reg.Register(ctx(t), stream, 1, doc); err != nil {
+		rv, err := reg.Register(ctx(t), stream, 1, doc)
+		if err != nil {
 			t.Fatal(err)
+		}
+		idB = rv.ID
+	}
+	// usagesOfB asserts where docB's id is used, the soft-deleted
+	// revisions too with deleted.
+	usagesOfB := func(what string, deleted bool, want ...sqlstreams.SchemaUsage) {
+		t.Helper()
+		list := reg.SchemaUsages
+		if deleted {
+			list = reg.SchemaUsagesWithDeleted
+		}
+		if got, err := list(ctx(t), idB); err != nil || !slices.Equal(got, append([]sqlstreams.SchemaUsage{}, want...)) {
+			t.Errorf("%s: usages of docB's id (deleted %v) = %+v, %v; want %+v", what, deleted, got, err, want)
 		}
 	}
 	if _, err := reg.DeleteRevision(ctx(t), stream, 1, 2, true); !errors.Is(err, sqlstreams.ErrNotSoftDeleted) {
@@ -65,6 +80,8 @@ func testRevisionDeletes(t *testing.T, h *harness) {
 	if revs, err := reg.RevisionsWithDeleted(ctx(t), stream, 1); err != nil || len(revs) != 2 || revs[0].Deleted || !revs[1].Deleted {
 		t.Errorf("revisions with the deleted: %+v, %v; want 1 live and 2 soft-deleted", revs, err)
 	}
+	usagesOfB("after its soft deletion", false)
+	usagesOfB("after its soft deletion", true, sqlstreams.SchemaUsage{Stream: stream, Version: 1, Revision: 2, Deleted: true})
 	if _, err := reg.DeleteRevision(ctx(t), stream, 1, 2, false); !errors.Is(err, sqlstreams.ErrRevisionNotFound) {
 		t.Errorf("soft-deleting a soft-deleted revision: %v; want ErrRevisionNotFound", err)
 	}
@@ -85,6 +102,7 @@ func testRevisionDeletes(t *testing.T, h *harness) {
 	if got := revisionNumbers(t, reg, stream, 1, true); !slices.Equal(got, []int{1, 3}) {
 		t.Errorf("revisions after the permanent deletion of 2: %v; want [1 3]", got)
 	}
+	usagesOfB("revision 2 permanently deleted, 3 soft-deleted", true, sqlstreams.SchemaUsage{Stream: stream, Version: 1, Revision: 3, Deleted: true})
 	if got, err := reg.DeleteRevisions(ctx(t), stream, 1, false); err != nil || !slices.Equal(got, []int{1}) {
 		t.Errorf("soft-delete the version: %v, %v; want [1] (3 is soft-deleted already)", got, err)
 	}
@@ -170,17 +188,9 @@ func testRevisionsInUse(t *testing.T, h *harness) {
 // keeps the live ones; up again, the freed number is given again.
 func testRevisionDeletesDown(t *testing.T, h *harness) {
 	ns := h.target.NewNamespace(t) // never pooled: migrations go down here
-	open := func(opts ...sqlstreams.ClientOption) *sqlstreams.Client {
-		d, err := h.target.Open(ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h.clientOn(t, d, opts...)
-	}
+	open := opener(t, h, ns)
 	reg := open().Registry()
 	const stream = "r13-down"
-	docA := []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`)
-	docB := []byte(`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}}}`)
 	for _, doc := range [][]byte{docA, docB} {
 		if _, err := reg.Register(ctx(t), stream, 1, doc); err != nil {
 			t.Fatal(err)
@@ -189,6 +199,31 @@ func testRevisionDeletesDown(t *testing.T, h *harness) {
 	if _, err := reg.DeleteRevision(ctx(t), stream, 1, 2, false); err != nil {
 		t.Fatal(err)
 	}
+	downAndUp(t, h, ns, "revision_deletes")
+	reg = open(sqlstreams.WithoutMigrate()).Registry()
+	if got := revisionNumbers(t, reg, stream, 1, true); !slices.Equal(got, []int{1}) {
+		t.Errorf("revisions after down and up: %v; want [1] (the soft-deleted one gone)", got)
+	}
+	if rv, err := reg.Register(ctx(t), stream, 1, docB); err != nil || rv.Revision != 2 {
+		t.Errorf("docB after down and up: %+v, %v; want revision 2 recorded anew", rv, err)
+	}
+}
+
+// opener opens clients on namespace ns, with options.
+func opener(t *testing.T, h *harness, ns string) func(...sqlstreams.ClientOption) *sqlstreams.Client {
+	return func(opts ...sqlstreams.ClientOption) *sqlstreams.Client {
+		d, err := h.target.Open(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.clientOn(t, d, opts...)
+	}
+}
+
+// downAndUp migrates namespace ns down to just before the migration whose
+// name contains name, then up again.
+func downAndUp(t *testing.T, h *harness, ns, name string) {
+	t.Helper()
 	d, err := h.target.Open(ns)
 	if err != nil {
 		t.Fatal(err)
@@ -199,21 +234,14 @@ func testRevisionDeletesDown(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(all, func(mg driver.Migration) bool { return strings.Contains(mg.Name, "revision_deletes") })
+	i := slices.IndexFunc(all, func(mg driver.Migration) bool { return strings.Contains(mg.Name, name) })
 	if i < 1 {
-		t.Fatalf("no revision_deletes migration after the first among %d", len(all))
+		t.Fatalf("no %s migration after the first among %d", name, len(all))
 	}
 	if _, err := m.Migrate(ctx(t), sqlstreams.MigrateOptions{Down: true, TargetVersion: all[i-1].Version}); err != nil {
 		t.Fatalf("down to %d: %v", all[i-1].Version, err)
 	}
 	if _, err := m.Migrate(ctx(t), sqlstreams.MigrateOptions{}); err != nil {
 		t.Fatalf("up again: %v", err)
-	}
-	reg = open(sqlstreams.WithoutMigrate()).Registry()
-	if got := revisionNumbers(t, reg, stream, 1, true); !slices.Equal(got, []int{1}) {
-		t.Errorf("revisions after down and up: %v; want [1] (the soft-deleted one gone)", got)
-	}
-	if rv, err := reg.Register(ctx(t), stream, 1, docB); err != nil || rv.Revision != 2 {
-		t.Errorf("docB after down and up: %+v, %v; want revision 2 recorded anew", rv, err)
 	}
 }

@@ -122,102 +122,141 @@ func (r *Registry) scope(ctx context.Context, stream string) (int64, error) {
 // Setting is an effective level or mode and where it comes from.
 type Setting[V any] struct {
 	Value V
-	// Scope is "stream", "registry" (registry-wide) or "default".
+	// Scope is "version" (a stream version's own), "stream", "subject" (a
+	// free subject's own), "registry" (registry-wide) or "default".
 	Scope string
 }
 
 // Level returns the compatibility level in force for a stream (or, for
-// RegistryWide, the registry-wide one), and where it is set.
+// RegistryWide, the registry-wide one), and where it is set. It is what
+// judges the revisions of every version of the stream that has no level
+// of its own (VersionLevel).
 func (r *Registry) Level(ctx context.Context, stream string) (Setting[schema.Level], error) {
-	streamSet, global, err := r.settings(ctx, stream)
-	if err != nil {
-		return Setting[schema.Level]{}, err
-	}
-	level, scope := effectiveLevel(streamSet, global)
-	return Setting[schema.Level]{Value: level, Scope: scope}, nil
+	return r.VersionLevel(ctx, stream, 0)
 }
 
-// Mode returns the registry mode in force for a stream (or RegistryWide).
+// Mode returns the registry mode in force for a stream (or RegistryWide),
+// the fallback of every version of the stream (VersionMode).
 func (r *Registry) Mode(ctx context.Context, stream string) (Setting[Mode], error) {
-	streamSet, global, err := r.settings(ctx, stream)
-	if err != nil {
-		return Setting[Mode]{}, err
-	}
-	mode, scope := effectiveMode(streamSet, global)
-	return Setting[Mode]{Value: mode, Scope: scope}, nil
+	return r.VersionMode(ctx, stream, 0)
 }
 
-func (r *Registry) settings(ctx context.Context, stream string) (streamSet, global driver.RegistrySettings, err error) {
+// settings reads the scopes that decide a stream version's revisions
+// (version 0: the whole stream's; RegistryWide: the registry-wide one).
+func (r *Registry) settings(ctx context.Context, stream string, version int) (driver.RevisionSettings, error) {
 	store, err := r.store()
 	if err != nil {
-		return streamSet, global, err
+		return driver.RevisionSettings{}, err
 	}
 	id, err := r.scope(ctx, stream)
 	if err != nil {
-		return streamSet, global, err
+		return driver.RevisionSettings{}, err
 	}
-	if global, err = store.RegistrySettings(ctx, driver.RegistrySettingsParams{}); err != nil {
-		return streamSet, global, fmt.Errorf("sqlstreams: registry settings: %w", err)
+	set, err := revisionSettings(ctx, store, id, version)
+	if err != nil {
+		return set, fmt.Errorf("sqlstreams: registry settings of %q: %w", stream, classify(err))
 	}
-	if id != 0 {
-		if streamSet, err = store.RegistrySettings(ctx, driver.RegistrySettingsParams{StreamID: id}); err != nil {
-			return streamSet, global, fmt.Errorf("sqlstreams: registry settings of %q: %w", stream, err)
-		}
-	}
-	return streamSet, global, nil
+	return set, nil
 }
 
-func effectiveLevel(streamSet, global driver.RegistrySettings) (schema.Level, string) {
-	for _, s := range []struct{ value, scope string }{{streamSet.Level, "stream"}, {global.Level, "registry"}} {
-		if l, err := schema.ParseLevel(s.value); s.value != "" && err == nil {
-			return l, s.scope
-		}
+// revisionSettings reads the scopes that decide the revisions of a stream
+// version, nearest first: the version's own (when version is not 0), the
+// stream's (when streamID is not 0) and the registry-wide settings.
+func revisionSettings(ctx context.Context, store driver.Registry, streamID int64, version int) (driver.RevisionSettings, error) {
+	var set driver.RevisionSettings
+	var err error
+	if set.Global, err = store.RegistrySettings(ctx, driver.RegistrySettingsParams{}); err != nil || streamID == 0 {
+		return set, err
 	}
-	return schema.Backward, "default"
+	if set.Stream, err = store.RegistrySettings(ctx, driver.RegistrySettingsParams{StreamID: streamID}); err != nil || version == 0 {
+		return set, err
+	}
+	set.Version, err = store.RegistrySettings(ctx, driver.RegistrySettingsParams{StreamID: streamID, Version: version})
+	return set, err
 }
 
-func effectiveMode(streamSet, global driver.RegistrySettings) (Mode, string) {
-	for _, s := range []struct{ value, scope string }{{streamSet.Mode, "stream"}, {global.Mode, "registry"}} {
-		if m, err := ParseMode(s.value); s.value != "" && err == nil {
-			return m, s.scope
+// effective picks the nearest scope that sets a value (value reads it from
+// a scope's settings) and names it; none set is def, from "default".
+func effective[V any](set driver.RevisionSettings, value func(driver.RegistrySettings) string, parse func(string) (V, error), def V) (V, string) {
+	for _, s := range []struct {
+		set   driver.RegistrySettings
+		scope string
+	}{{set.Version, "version"}, {set.Stream, "stream"}, {set.Global, "registry"}} {
+		if v := value(s.set); v != "" {
+			if parsed, err := parse(v); err == nil {
+				return parsed, s.scope
+			}
 		}
 	}
-	return ModeReadWrite, "default"
+	return def, "default"
+}
+
+// levelOf is the level in force for a revision of a stream version.
+func levelOf(set driver.RevisionSettings) (schema.Level, string) {
+	return effective(set, func(s driver.RegistrySettings) string { return s.Level }, schema.ParseLevel, schema.Backward)
+}
+
+// modeOf is the mode in force for a revision of a stream version.
+func modeOf(set driver.RevisionSettings) (Mode, string) {
+	return effective(set, func(s driver.RegistrySettings) string { return s.Mode }, ParseMode, ModeReadWrite)
+}
+
+// effectiveLevel is the level of a scope with settings of its own (a
+// stream, a free subject) over the registry-wide ones.
+func effectiveLevel(own, global driver.RegistrySettings) (schema.Level, string) {
+	return levelOf(driver.RevisionSettings{Stream: own, Global: global})
+}
+
+// effectiveMode is effectiveLevel's mode.
+func effectiveMode(own, global driver.RegistrySettings) (Mode, string) {
+	return modeOf(driver.RevisionSettings{Stream: own, Global: global})
 }
 
 // SetLevel sets the compatibility level of a stream, or registry-wide for
-// RegistryWide. A stream's own level wins over the registry-wide one.
+// RegistryWide. A stream's own level wins over the registry-wide one, and
+// a version's own (SetVersionLevel) over the stream's.
 func (r *Registry) SetLevel(ctx context.Context, stream string, level schema.Level) error {
+	return r.setLevel(ctx, stream, 0, level)
+}
+
+func (r *Registry) setLevel(ctx context.Context, stream string, version int, level schema.Level) error {
 	if _, err := schema.ParseLevel(level.String()); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidOption, err)
 	}
-	return r.update(ctx, stream, false, func(s *driver.RegistrySettings) { s.Level = level.String() })
+	return r.update(ctx, stream, version, false, func(s *driver.RegistrySettings) { s.Level = level.String() })
 }
 
 // ClearLevel removes a stream's own level (or the registry-wide one), so the
 // next scope's level applies again.
 func (r *Registry) ClearLevel(ctx context.Context, stream string) error {
-	return r.update(ctx, stream, false, func(s *driver.RegistrySettings) { s.Level = "" })
+	return r.update(ctx, stream, 0, false, func(s *driver.RegistrySettings) { s.Level = "" })
 }
 
 // SetMode sets the registry mode of a stream, or registry-wide for
-// RegistryWide. A stream's own mode wins over the registry-wide one.
+// RegistryWide. A stream's own mode wins over the registry-wide one, and
+// a version's own (SetVersionMode) over the stream's.
 func (r *Registry) SetMode(ctx context.Context, stream string, mode Mode) error {
+	return r.setMode(ctx, stream, 0, mode)
+}
+
+func (r *Registry) setMode(ctx context.Context, stream string, version int, mode Mode) error {
 	m, err := ParseMode(string(mode))
 	if err != nil {
 		return err
 	}
-	return r.update(ctx, stream, true, func(s *driver.RegistrySettings) { s.Mode = string(m) })
+	return r.update(ctx, stream, version, true, func(s *driver.RegistrySettings) { s.Mode = string(m) })
 }
 
 // ClearMode removes a stream's own mode (or the registry-wide one).
 func (r *Registry) ClearMode(ctx context.Context, stream string) error {
-	return r.update(ctx, stream, true, func(s *driver.RegistrySettings) { s.Mode = "" })
+	return r.update(ctx, stream, 0, true, func(s *driver.RegistrySettings) { s.Mode = "" })
 }
 
-// update changes a scope's settings. READONLY refuses level changes; mode
-// changes are always allowed, or a read-only registry could never reopen.
-func (r *Registry) update(ctx context.Context, stream string, modeChange bool, change func(*driver.RegistrySettings)) error {
+// update changes a scope's settings: a stream version's, a whole stream's
+// (version 0) or the registry-wide ones. READONLY refuses level changes;
+// mode changes are always allowed, or a read-only registry could never
+// reopen.
+func (r *Registry) update(ctx context.Context, stream string, version int, modeChange bool, change func(*driver.RegistrySettings)) error {
 	store, err := r.store()
 	if err != nil {
 		return err
@@ -226,31 +265,39 @@ func (r *Registry) update(ctx context.Context, stream string, modeChange bool, c
 	if err != nil {
 		return err
 	}
-	var global driver.RegistrySettings
-	if id != 0 {
-		if global, err = store.RegistrySettings(ctx, driver.RegistrySettingsParams{}); err != nil {
-			return err
-		}
+	around, err := revisionSettings(ctx, store, id, version)
+	if err != nil {
+		return fmt.Errorf("sqlstreams: registry settings of %q: %w", stream, classify(err))
 	}
-	return store.UpdateRegistrySettings(ctx, driver.UpdateRegistrySettingsParams{StreamID: id, Update: func(s *driver.RegistrySettings) error {
+	err = store.UpdateRegistrySettings(ctx, driver.UpdateRegistrySettingsParams{StreamID: id, Version: version, Update: func(s *driver.RegistrySettings) error {
 		if !modeChange {
-			streamSet := *s
-			if id == 0 {
-				global, streamSet = *s, driver.RegistrySettings{}
+			set := around
+			switch {
+			case id == 0:
+				set.Global = *s
+			case version == 0:
+				set.Stream = *s
+			default:
+				set.Version = *s
 			}
-			if mode, scope := effectiveMode(streamSet, global); mode == ModeReadOnly {
-				return readOnlyError(stream, scope, "change the compatibility level")
+			if mode, scope := modeOf(set); mode == ModeReadOnly {
+				return readOnlyError(stream, version, scope, "change the compatibility level")
 			}
 		}
 		change(s)
 		return nil
 	}})
+	return classify(err)
 }
 
-func readOnlyError(stream, scope, what string) error {
+// readOnlyError says which scope's READONLY refused what.
+func readOnlyError(stream string, version int, scope, what string) error {
 	where := "registry-wide"
-	if scope == "stream" {
+	switch scope {
+	case "stream":
 		where = fmt.Sprintf("on stream %q", stream)
+	case "version":
+		where = fmt.Sprintf("on stream %q version %d", stream, version)
 	}
 	return fmt.Errorf("sqlstreams: cannot %s: %w (mode READONLY set %s); set the mode to READWRITE first", what, ErrReadOnly, where)
 }
@@ -516,19 +563,19 @@ func (r *Registry) recordRevision(ctx context.Context, reg registration) (driver
 	res := r.newResolver(store)
 	rev, _, err := store.RecordSchema(ctx, driver.RecordSchemaParams{Revision: driver.SchemaRevision{StreamID: reg.stream.ID, Version: reg.version,
 		Fingerprint: reg.fingerprint(), Type: string(reg.docType()), Schema: reg.stored(), CreatedAt: time.Now().UTC(), ID: reg.id, Revision: reg.rev, References: reg.refs},
-		Decide: func(existing []driver.SchemaRevision, streamSet, global driver.RegistrySettings) error {
+		Decide: func(existing []driver.SchemaRevision, set driver.RevisionSettings) error {
 			// Checked again inside the driver's transaction, against what a
 			// concurrent registration may have recorded since the precheck.
-			mode, scope := effectiveMode(streamSet, global)
+			mode, scope := modeOf(set)
 			switch {
 			case mode == ModeReadOnly:
-				return readOnlyError(reg.stream.Name, scope, fmt.Sprintf("record a new schema for %s at version %d", reg.typ, reg.version))
+				return readOnlyError(reg.stream.Name, reg.version, scope, fmt.Sprintf("record a new schema for %s at version %d", reg.typ, reg.version))
 			case mode != ModeImport && (reg.id != 0 || reg.rev != 0):
 				return fmt.Errorf("%w: an explicit schema id or revision needs IMPORT mode (the mode is %s, set %s)", ErrInvalidOption, mode, scope)
 			case mode == ModeImport || len(existing) == 0:
 				return nil
 			}
-			level, _ := effectiveLevel(streamSet, global)
+			level, _ := levelOf(set)
 			problems, err := gateProblems(ctx, res, reg, level, existing)
 			if err != nil {
 				return err
@@ -572,16 +619,12 @@ func unwrapDriver(err error) error {
 // then, for a shared schema, the schemas that reference it. It writes
 // nothing; Check (the dry run) is exactly this.
 func (r *Registry) precheck(ctx context.Context, store driver.Registry, reg registration) error {
-	streamSet, err := store.RegistrySettings(ctx, driver.RegistrySettingsParams{StreamID: reg.stream.ID})
+	set, err := revisionSettings(ctx, store, reg.stream.ID, reg.version)
 	if err != nil {
 		return classify(err)
 	}
-	global, err := store.RegistrySettings(ctx, driver.RegistrySettingsParams{})
-	if err != nil {
-		return classify(err)
-	}
-	level, _ := effectiveLevel(streamSet, global)
-	mode, scope := effectiveMode(streamSet, global)
+	level, _ := levelOf(set)
+	mode, scope := modeOf(set)
 	if mode == ModeImport {
 		return nil
 	}
@@ -598,7 +641,7 @@ func (r *Registry) precheck(ctx context.Context, store driver.Registry, reg regi
 	}
 	if mode == ModeReadOnly && !recorded {
 		// As RecordSchema's decide would; said here too so the dry run does.
-		return readOnlyError(reg.stream.Name, scope, fmt.Sprintf("record a new schema for %s at version %d", reg.typ, reg.version))
+		return readOnlyError(reg.stream.Name, reg.version, scope, fmt.Sprintf("record a new schema for %s at version %d", reg.typ, reg.version))
 	}
 	if level == schema.None && reg.against == nil {
 		return nil
@@ -625,7 +668,7 @@ func (r *Registry) precheck(ctx context.Context, store driver.Registry, reg regi
 		}
 	}
 	if !recorded && reg.group == "" {
-		refs, err := r.referencerProblems(ctx, store, res, reg, existing, global)
+		refs, err := r.referencerProblems(ctx, store, res, reg, existing)
 		if err != nil {
 			return err
 		}
@@ -793,7 +836,7 @@ func (r *Registry) dryRun(ctx context.Context, stream string, reg registration) 
 			return err
 		}
 		if mode, scope := effectiveMode(driver.RegistrySettings{}, global); mode == ModeReadOnly {
-			return readOnlyError(stream, scope, fmt.Sprintf("record a first schema for %s on a new stream", reg.typ))
+			return readOnlyError(stream, 0, scope, fmt.Sprintf("record a first schema for %s on a new stream", reg.typ))
 		}
 		return nil
 	}

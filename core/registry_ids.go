@@ -288,6 +288,8 @@ type SchemaUsage struct {
 	Stream   string
 	Version  int
 	Revision int
+	// Deleted marks a soft-deleted revision (SchemaUsagesWithDeleted).
+	Deleted bool
 }
 
 func (r *Registry) ids() (driver.Registry, driver.SchemaIDs, error) {
@@ -328,11 +330,22 @@ func (r *Registry) SchemaByID(ctx context.Context, id int64) (SchemaDocument, er
 // id's schema, ordered by stream name, version and revision. An id no
 // stream uses any more (its streams were deleted) lists none.
 func (r *Registry) SchemaUsages(ctx context.Context, id int64) ([]SchemaUsage, error) {
+	return r.schemaUsages(ctx, id, false)
+}
+
+// SchemaUsagesWithDeleted is SchemaUsages with the soft-deleted revisions
+// too, marked Deleted: a soft-deleted revision's id is still served (R9),
+// and Confluent's deleted=true lists where it was used.
+func (r *Registry) SchemaUsagesWithDeleted(ctx context.Context, id int64) ([]SchemaUsage, error) {
+	return r.schemaUsages(ctx, id, true)
+}
+
+func (r *Registry) schemaUsages(ctx context.Context, id int64, deleted bool) ([]SchemaUsage, error) {
 	_, ids, err := r.ids()
 	if err != nil {
 		return nil, err
 	}
-	revs, err := ids.SchemaUsages(ctx, driver.SchemaUsagesParams{ID: id})
+	revs, err := ids.SchemaUsages(ctx, driver.SchemaUsagesParams{ID: id, Deleted: deleted})
 	if err != nil {
 		return nil, fmt.Errorf("sqlstreams: usages of schema id %d: %w", id, classify(err))
 	}
@@ -365,7 +378,7 @@ func (r *Registry) usages(ctx context.Context, revs []driver.SchemaRevision) ([]
 	out := []SchemaUsage{}
 	for _, rv := range revs {
 		if name, ok := names[rv.StreamID]; ok {
-			out = append(out, SchemaUsage{Stream: name, Version: rv.Version, Revision: rv.Revision})
+			out = append(out, SchemaUsage{Stream: name, Version: rv.Version, Revision: rv.Revision, Deleted: rv.Deleted})
 		}
 	}
 	slices.SortFunc(out, func(a, b SchemaUsage) int {
@@ -560,9 +573,9 @@ func (r *Registry) recordedAs(ctx context.Context, sh schema.SharedRef) (driver.
 // referencerProblems checks a new revision of a shared schema against the
 // schemas that reference its version (the latest revision of each
 // referencing stream version): each one, with the reference replaced by
-// the candidate, must pass its own stream's level against itself as it is,
+// the candidate, must pass its own version's level against itself as it is,
 // and be readable by its stream's readers at that version.
-func (r *Registry) referencerProblems(ctx context.Context, store driver.Registry, res *resolver, reg registration, existing []driver.SchemaRevision, global driver.RegistrySettings) ([]SchemaProblem, error) {
+func (r *Registry) referencerProblems(ctx context.Context, store driver.Registry, res *resolver, reg registration, existing []driver.SchemaRevision) ([]SchemaProblem, error) {
 	ids, ok := store.(driver.SchemaIDs)
 	if !ok || len(existing) == 0 || reg.doc != nil { // only JSON Schemas are referenced
 		return nil, nil
@@ -621,11 +634,11 @@ func (r *Registry) referencerProblems(ctx context.Context, store driver.Registry
 		if err != nil {
 			return nil, err
 		}
-		streamSet, err := store.RegistrySettings(ctx, driver.RegistrySettingsParams{StreamID: user.StreamID})
+		set, err := revisionSettings(ctx, store, user.StreamID, user.Version)
 		if err != nil {
 			return nil, classify(err)
 		}
-		level, _ := effectiveLevel(streamSet, global)
+		level, _ := levelOf(set)
 		name := names[user.StreamID]
 		for _, p := range schema.Check(level, []*schema.Schema{before}, after, reg.policy).Problems {
 			out = append(out, SchemaProblem{Against: fmt.Sprintf("stream %s version %d revision %d, which references it", name, user.Version, user.Revision), Problem: p})

@@ -104,7 +104,7 @@ func Example_registerDocument() {
 	fmt.Println(err != nil)
 	// Output:
 	// same id in two streams: true
-	// [{orders.audit 1 1} {orders.placed 1 1}]
+	// [{orders.audit 1 1 false} {orders.placed 1 1 false}]
 	// [{orders.audit 1} {orders.placed 1}]
 	// {"properties":{"id":{"type":"string"}},"required":["id"],"type":"object"}
 	// true
@@ -138,7 +138,7 @@ func Example_references() {
 	fmt.Println(strings.Contains(err.Error(), "stream invoices version 1 revision 1, which references it"))
 	// Output:
 	// [{money.json money 1 1}]
-	// [{invoices 1 1}]
+	// [{invoices 1 1 false}]
 	// true
 }
 

@@ -430,7 +430,8 @@ func (h *handler) register(w http.ResponseWriter, r *http.Request) {
 }
 
 // importOnly refuses an explicit id or version unless the subject's mode
-// (a missing stream's: the registry-wide one) is IMPORT.
+// (a stream version's own, else its stream's; a missing stream's: the
+// registry-wide one) is IMPORT.
 func (h *handler) importOnly(r *http.Request, s subjectRef) error {
 	var mode sqlstreams.Setting[sqlstreams.Mode]
 	var err error
@@ -438,7 +439,7 @@ func (h *handler) importOnly(r *http.Request, s subjectRef) error {
 	case s.free:
 		mode, err = h.reg.SubjectMode(r.Context(), s.name)
 	default:
-		mode, err = h.reg.Mode(r.Context(), s.stream)
+		mode, err = h.reg.VersionMode(r.Context(), s.stream, s.version)
 		if errors.Is(err, sqlstreams.ErrStreamNotFound) {
 			mode, err = h.reg.Mode(r.Context(), sqlstreams.RegistryWide)
 		}
@@ -603,7 +604,12 @@ func (h *handler) id(r *http.Request) (sqlstreams.SchemaDocument, error) {
 	return doc, err
 }
 
+// usages are the stream revisions recorded with an id, the soft-deleted
+// ones only with deleted=true, as freeUsages lists free subjects'.
 func (h *handler) usages(r *http.Request, id int64) ([]sqlstreams.SchemaUsage, error) {
+	if deletedToo(r) {
+		return h.reg.SchemaUsagesWithDeleted(r.Context(), id)
+	}
 	return h.reg.SchemaUsages(r.Context(), id)
 }
 
@@ -714,42 +720,15 @@ func (h *handler) idSubjects(w http.ResponseWriter, r *http.Request) {
 	h.write(w, http.StatusOK, out)
 }
 
-// scope is the stream a /config or /mode request names, or RegistryWide.
-func (h *handler) scope(r *http.Request, write bool) (subjectRef, string, error) {
-	if r.PathValue("subject") == "" {
-		return subjectRef{}, sqlstreams.RegistryWide, nil
-	}
-	s, err := h.subject(r, write)
-	if err != nil {
-		return s, "", err
-	}
-	if _, err := h.client.Stream[sqlstreams.RawPayload](s.stream).Get(r.Context()); err != nil {
-		if errors.Is(err, sqlstreams.ErrStreamNotFound) {
-			return s, "", errorf(http.StatusNotFound, codeSubjectNotFound, "Subject %q not found: stream %q does not exist; register a schema first", s.name, s.stream)
-		}
-		return s, "", err
-	}
-	return s, s.stream, nil
-}
-
+// getConfig answers the registry-wide level; /config/{subject} is the
+// subject's own (subjectSettings).
 func (h *handler) getConfig(w http.ResponseWriter, r *http.Request) {
-	if h.freeSettings(w, r) {
+	if h.subjectSettings(w, r) {
 		return
 	}
-	s, stream, err := h.scope(r, false)
+	level, err := h.reg.Level(r.Context(), sqlstreams.RegistryWide)
 	if err != nil {
 		h.fail(w, r, err)
-		return
-	}
-	level, err := h.reg.Level(r.Context(), stream)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if stream != sqlstreams.RegistryWide && level.Scope != "stream" && r.URL.Query().Get("defaultToGlobal") != "true" {
-		h.fail(w, r, errorf(http.StatusNotFound, codeSubjectLevelNoLevel,
-			"Subject %q does not have subject-level compatibility configured (stream %q uses the %s level %s); ask with defaultToGlobal=true for the effective one",
-			s.name, stream, level.Scope, level.Value))
 		return
 	}
 	h.write(w, http.StatusOK, struct {
@@ -758,12 +737,7 @@ func (h *handler) getConfig(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) putConfig(w http.ResponseWriter, r *http.Request) {
-	if h.freeSettings(w, r) {
-		return
-	}
-	_, stream, err := h.scope(r, true)
-	if err != nil {
-		h.fail(w, r, err)
+	if h.subjectSettings(w, r) {
 		return
 	}
 	level, err := readLevel(r)
@@ -771,7 +745,7 @@ func (h *handler) putConfig(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	if err := h.reg.SetLevel(r.Context(), stream, level); err != nil {
+	if err := h.reg.SetLevel(r.Context(), sqlstreams.RegistryWide, level); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -797,34 +771,22 @@ func readLevel(r *http.Request) (schema.Level, error) {
 	return level, nil
 }
 
-// deleteConfig clears the scope's own level and answers the one that was
-// set, under both of Confluent's field names.
+// deleteConfig clears the registry-wide level and answers the one that
+// was in force, under both of Confluent's field names.
 func (h *handler) deleteConfig(w http.ResponseWriter, r *http.Request) {
-	if h.freeSettings(w, r) {
+	if h.subjectSettings(w, r) {
 		return
 	}
-	s, stream, err := h.scope(r, true)
+	before, err := h.reg.Level(r.Context(), sqlstreams.RegistryWide)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	before, err := h.reg.Level(r.Context(), stream)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	want := "stream"
-	if stream == sqlstreams.RegistryWide {
-		want = "registry"
-	}
-	if before.Scope != want {
-		if stream != sqlstreams.RegistryWide {
-			h.fail(w, r, errorf(http.StatusNotFound, codeSubjectLevelNoLevel, "Subject %q does not have subject-level compatibility configured", s.name))
+	if before.Scope == "registry" {
+		if err := h.reg.ClearLevel(r.Context(), sqlstreams.RegistryWide); err != nil {
+			h.fail(w, r, err)
 			return
 		}
-	} else if err := h.reg.ClearLevel(r.Context(), stream); err != nil {
-		h.fail(w, r, err)
-		return
 	}
 	h.write(w, http.StatusOK, struct {
 		Level     string `json:"compatibilityLevel"`
@@ -832,24 +794,15 @@ func (h *handler) deleteConfig(w http.ResponseWriter, r *http.Request) {
 	}{before.Value.String(), before.Value.String()})
 }
 
+// getMode answers the registry-wide mode; /mode/{subject} is the
+// subject's own (subjectSettings).
 func (h *handler) getMode(w http.ResponseWriter, r *http.Request) {
-	if h.freeSettings(w, r) {
+	if h.subjectSettings(w, r) {
 		return
 	}
-	s, stream, err := h.scope(r, false)
+	mode, err := h.reg.Mode(r.Context(), sqlstreams.RegistryWide)
 	if err != nil {
 		h.fail(w, r, err)
-		return
-	}
-	mode, err := h.reg.Mode(r.Context(), stream)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if stream != sqlstreams.RegistryWide && mode.Scope != "stream" && r.URL.Query().Get("defaultToGlobal") != "true" {
-		h.fail(w, r, errorf(http.StatusNotFound, codeSubjectLevelNoMode,
-			"Subject %q does not have subject-level mode configured (stream %q uses the %s mode %s); ask with defaultToGlobal=true for the effective one",
-			s.name, stream, mode.Scope, mode.Value))
 		return
 	}
 	h.write(w, http.StatusOK, struct {
@@ -858,12 +811,7 @@ func (h *handler) getMode(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) putMode(w http.ResponseWriter, r *http.Request) {
-	if h.freeSettings(w, r) {
-		return
-	}
-	_, stream, err := h.scope(r, true)
-	if err != nil {
-		h.fail(w, r, err)
+	if h.subjectSettings(w, r) {
 		return
 	}
 	mode, err := readMode(r)
@@ -871,11 +819,11 @@ func (h *handler) putMode(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	if err := h.importNeedsForce(r, stream, mode); err != nil {
+	if err := h.importNeedsForce(r, mode); err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	if err := h.reg.SetMode(r.Context(), stream, mode); err != nil {
+	if err := h.reg.SetMode(r.Context(), sqlstreams.RegistryWide, mode); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -885,24 +833,15 @@ func (h *handler) putMode(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) deleteMode(w http.ResponseWriter, r *http.Request) {
-	if h.freeSettings(w, r) {
+	if h.subjectSettings(w, r) {
 		return
 	}
-	s, stream, err := h.scope(r, true)
+	before, err := h.reg.Mode(r.Context(), sqlstreams.RegistryWide)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	before, err := h.reg.Mode(r.Context(), stream)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if stream != sqlstreams.RegistryWide && before.Scope != "stream" {
-		h.fail(w, r, errorf(http.StatusNotFound, codeSubjectLevelNoMode, "Subject %q does not have subject-level mode configured", s.name))
-		return
-	}
-	if err := h.reg.ClearMode(r.Context(), stream); err != nil {
+	if err := h.reg.ClearMode(r.Context(), sqlstreams.RegistryWide); err != nil {
 		h.fail(w, r, err)
 		return
 	}

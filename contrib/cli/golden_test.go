@@ -57,6 +57,8 @@ var goldenCases = []struct {
 	{"schema-show-missing-revision", []string{"schema", "show", "orders", "1", "--revision", "9"}},
 	{"schema-show-missing-version", []string{"schema", "show", "orders", "7"}},
 	{"schema-level-get", []string{"schema", "level", "get", "orders"}},
+	{"schema-level-get-version", []string{"schema", "level", "get", "orders", "--version", "1"}},
+	{"schema-mode-get-version-json", []string{"schema", "mode", "get", "orders", "--version", "2", "-o", "json"}},
 	{"schema-mode-get-global-json", []string{"schema", "mode", "get", "--global", "-o", "json"}},
 	{"migrate-list", []string{"migrate", "list"}},
 	{"migrate-validate", []string{"migrate", "validate"}},

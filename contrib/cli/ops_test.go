@@ -387,10 +387,11 @@ func TestSettings(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
 		must(t, url, "streams", "create", "orders")
 		type setting struct {
-			Scope  string `json:"scope"`
-			Level  string `json:"level"`
-			Mode   string `json:"mode"`
-			Source string `json:"source"`
+			Scope   string `json:"scope"`
+			Level   string `json:"level"`
+			Mode    string `json:"mode"`
+			Source  string `json:"source"`
+			Version int    `json:"version"`
 		}
 		get := func(args ...string) setting {
 			return decode[setting](t, must(t, url, append([]string{"-o", "json", "schema"}, args...)...))
@@ -410,6 +411,29 @@ func TestSettings(t *testing.T) {
 		if s := get("level", "clear", "orders"); s.Level != "FULL" || s.Source != "registry" {
 			t.Fatalf("clear stream: %+v", s)
 		}
+		// A version's own level and mode: set before its first revision,
+		// only on it, and cleared back to the stream's (else registry-wide).
+		if s := get("level", "set", "orders", "--version", "2", "NONE"); s.Level != "NONE" || s.Source != "version" || s.Version != 2 || s.Scope != "orders" {
+			t.Fatalf("set version 2: %+v", s)
+		}
+		if s := get("level", "get", "orders", "--version", "1"); s.Level != "FULL" || s.Source != "registry" || s.Version != 1 {
+			t.Fatalf("version 1 next to version 2's own level: %+v", s)
+		}
+		if s := get("level", "get", "orders"); s.Level != "FULL" || s.Source != "registry" {
+			t.Fatalf("the stream's level next to version 2's own: %+v", s)
+		}
+		if s := get("level", "clear", "orders", "--version", "2"); s.Level != "FULL" || s.Source != "registry" {
+			t.Fatalf("clear version 2: %+v", s)
+		}
+		if s := get("mode", "set", "orders", "--version", "2", "import"); s.Mode != "IMPORT" || s.Source != "version" {
+			t.Fatalf("set version 2's mode: %+v", s)
+		}
+		if s := get("mode", "clear", "orders", "--version", "2"); s.Mode != "READWRITE" || s.Source != "default" {
+			t.Fatalf("clear version 2's mode: %+v", s)
+		}
+		if out := must(t, url, "schema", "level", "get", "orders", "--version", "3"); out != "SCOPE             LEVEL  SOURCE\norders version 3  FULL   registry\n" {
+			t.Fatalf("level get --version table:\n%q", out)
+		}
 		if s := get("mode", "set", "orders", "readonly"); s.Mode != "READONLY" || s.Source != "stream" {
 			t.Fatalf("set mode: %+v", s)
 		}
@@ -424,7 +448,8 @@ func TestSettings(t *testing.T) {
 			t.Fatalf("mode get --global table:\n%q", out)
 		}
 		for _, args := range [][]string{{"schema", "level", "set", "orders", "SIDEWAYS"}, {"schema", "level", "get"},
-			{"schema", "level", "get", "orders", "--global"}, {"schema", "mode", "set", "--global", "WRITEONLY"}} {
+			{"schema", "level", "get", "orders", "--global"}, {"schema", "mode", "set", "--global", "WRITEONLY"},
+			{"schema", "level", "get", "--global", "--version", "1"}, {"schema", "level", "get", "orders", "--version", "-1"}} {
 			if r := cli(t, url, args...); r.code != 2 {
 				t.Fatalf("%v: %v", args, r)
 			}

@@ -485,119 +485,135 @@ func (c *CLI) writeCheck(out checkJSON, what, tail string) error {
 }
 
 // settingCmd builds schema level and schema mode: get, set and clear, per
-// stream or registry-wide, showing where the effective value comes from.
+// stream version (--version), per stream or registry-wide, showing where
+// the effective value comes from.
 func (c *CLI) settingCmd(what, long, def string) *cobra.Command {
-	var global bool
-	scope := func(args []string, n int) (string, error) {
+	var global, force bool
+	var version int
+	scope := func(args []string, n int) (settingScope, error) {
 		switch {
+		case version < 0 || version > 0 && global:
+			return settingScope{}, Usagef("schema %s: --version takes a version (1 or more) of a STREAM, not --global", what)
 		case global && len(args) == n:
-			return sqlstreams.RegistryWide, nil
+			return settingScope{stream: sqlstreams.RegistryWide}, nil
 		case !global && len(args) == n+1:
-			return args[0], nil
+			return settingScope{stream: args[0], version: version}, nil
 		}
-		return "", Usagef("schema %s: name a STREAM or pass --global (not both)", what)
+		return settingScope{}, Usagef("schema %s: name a STREAM or pass --global (not both)", what)
 	}
-	show := func(ctx context.Context, reg *sqlstreams.Registry, stream string) error {
-		return c.showSetting(ctx, reg, what, stream)
+	// act runs one subcommand's change on the scope, then shows the
+	// setting in force.
+	act := func(n int, change func(context.Context, *sqlstreams.Registry, settingScope, []string) error) func(*cobra.Command, []string) error {
+		return c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			sc, err := scope(args, n)
+			if err != nil {
+				return err
+			}
+			client, err := c.Client(ctx)
+			if err != nil {
+				return err
+			}
+			reg := client.Registry()
+			if err := change(ctx, reg, sc, args); err != nil {
+				return err
+			}
+			return c.showSetting(ctx, reg, what, sc)
+		})
 	}
-	registry := func(ctx context.Context) (*sqlstreams.Registry, error) {
-		client, err := c.Client(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return client.Registry(), nil
-	}
-	get := &cobra.Command{Use: "get [STREAM | --global]", Short: "Show the " + long + " in force and where it is set",
-		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			stream, err := scope(args, 0)
-			if err != nil {
-				return err
-			}
-			reg, err := registry(ctx)
-			if err != nil {
-				return err
-			}
-			return show(ctx, reg, stream)
+	get := &cobra.Command{Use: "get [STREAM [--version N] | --global]", Short: "Show the " + long + " in force and where it is set",
+		RunE: act(0, func(context.Context, *sqlstreams.Registry, settingScope, []string) error { return nil })}
+	set := &cobra.Command{Use: "set (STREAM [--version N] | --global) VALUE", Short: "Set the " + long,
+		RunE: act(1, func(ctx context.Context, reg *sqlstreams.Registry, sc settingScope, args []string) error {
+			return sc.set(ctx, reg, what, args[len(args)-1], force)
 		})}
-	set := &cobra.Command{Use: "set (STREAM | --global) VALUE", Short: "Set the " + long,
-		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			stream, err := scope(args, 1)
-			if err != nil {
-				return err
-			}
-			value := args[len(args)-1]
-			reg, err := registry(ctx)
-			if err != nil {
-				return err
-			}
-			// The setting's own error, not a parse error shadowing it: a
-			// refused change must fail the command.
-			if what == "level" {
-				l, perr := schema.ParseLevel(value)
-				if perr != nil {
-					return Usagef("%v", perr)
-				}
-				err = reg.SetLevel(ctx, stream, l)
-			} else {
-				m, perr := sqlstreams.ParseMode(value)
-				if perr != nil {
-					return Usagef("%v", perr)
-				}
-				err = reg.SetMode(ctx, stream, m)
-			}
-			if err != nil {
-				return err
-			}
-			return show(ctx, reg, stream)
+	set.Flags().BoolVar(&force, "force", false, "with --version, IMPORT on a version that has revisions")
+	clear := &cobra.Command{Use: "clear [STREAM [--version N] | --global]", Short: "Remove the setting, so the wider one (or " + def + ") applies",
+		RunE: act(0, func(ctx context.Context, reg *sqlstreams.Registry, sc settingScope, _ []string) error {
+			return sc.clear(ctx, reg, what)
 		})}
-	clear := &cobra.Command{Use: "clear [STREAM | --global]", Short: "Remove the setting, so the wider one (or " + def + ") applies",
-		RunE: c.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			stream, err := scope(args, 0)
-			if err != nil {
-				return err
-			}
-			reg, err := registry(ctx)
-			if err != nil {
-				return err
-			}
-			if what == "level" {
-				err = reg.ClearLevel(ctx, stream)
-			} else {
-				err = reg.ClearMode(ctx, stream)
-			}
-			if err != nil {
-				return err
-			}
-			return show(ctx, reg, stream)
-		})}
-	g := group(what, "Get, set or clear the "+long+" of a stream or of the registry", get, set, clear)
+	g := group(what, "Get, set or clear the "+long+" of a stream version, a stream or the registry", get, set, clear)
 	g.PersistentFlags().BoolVar(&global, "global", false, "the registry-wide setting")
+	g.PersistentFlags().IntVar(&version, "version", 0, "one version of the STREAM: its own setting, which wins over the stream's")
 	return g
 }
 
-// showSetting prints the level or mode (what) in force for stream and
+// settingScope is what schema level and schema mode act on: a stream
+// version, a whole stream (version 0) or the registry (RegistryWide).
+type settingScope struct {
+	stream  string
+	version int
+}
+
+// set parses value and sets it on the scope. The setting's own error is
+// returned, not a parse error shadowing it: a refused change must fail
+// the command.
+func (sc settingScope) set(ctx context.Context, reg *sqlstreams.Registry, what, value string, force bool) error {
+	if what == "level" {
+		l, err := schema.ParseLevel(value)
+		if err != nil {
+			return Usagef("%v", err)
+		}
+		if sc.version > 0 {
+			return reg.SetVersionLevel(ctx, sc.stream, sc.version, l)
+		}
+		return reg.SetLevel(ctx, sc.stream, l)
+	}
+	m, err := sqlstreams.ParseMode(value)
+	if err != nil {
+		return Usagef("%v", err)
+	}
+	if sc.version > 0 {
+		return reg.SetVersionMode(ctx, sc.stream, sc.version, m, force)
+	}
+	return reg.SetMode(ctx, sc.stream, m)
+}
+
+// clear removes the scope's own level or mode.
+func (sc settingScope) clear(ctx context.Context, reg *sqlstreams.Registry, what string) error {
+	switch {
+	case what == "level" && sc.version > 0:
+		return reg.ClearVersionLevel(ctx, sc.stream, sc.version)
+	case what == "level":
+		return reg.ClearLevel(ctx, sc.stream)
+	case sc.version > 0:
+		return reg.ClearVersionMode(ctx, sc.stream, sc.version)
+	}
+	return reg.ClearMode(ctx, sc.stream)
+}
+
+// showSetting prints the level or mode (what) in force for a scope and
 // where it is set.
-func (c *CLI) showSetting(ctx context.Context, reg *sqlstreams.Registry, what, stream string) error {
+func (c *CLI) showSetting(ctx context.Context, reg *sqlstreams.Registry, what string, sc settingScope) error {
 	var value, source string
 	if what == "level" {
-		s, err := reg.Level(ctx, stream)
+		s, err := reg.VersionLevel(ctx, sc.stream, sc.version)
 		if err != nil {
 			return err
 		}
 		value, source = s.Value.String(), s.Scope
 	} else {
-		s, err := reg.Mode(ctx, stream)
+		s, err := reg.VersionMode(ctx, sc.stream, sc.version)
 		if err != nil {
 			return err
 		}
 		value, source = string(s.Value), s.Scope
 	}
-	name := stream
-	if stream == sqlstreams.RegistryWide {
+	name := sc.stream
+	switch {
+	case sc.stream == sqlstreams.RegistryWide:
 		name = "(registry-wide)"
+	case sc.version > 0:
+		name = fmt.Sprintf("%s version %d", sc.stream, sc.version)
 	}
 	if c.JSON() {
-		return c.WriteJSON(map[string]any{"scope": name, what: value, "source": source})
+		out := map[string]any{"scope": sc.stream, what: value, "source": source}
+		if sc.stream == sqlstreams.RegistryWide {
+			out["scope"] = name
+		}
+		if sc.version > 0 {
+			out["version"] = sc.version
+		}
+		return c.WriteJSON(out)
 	}
 	tw := c.table()
 	fmt.Fprintf(tw, "SCOPE\t%s\tSOURCE\n%s\t%s\t%s\n", strings.ToUpper(what), name, value, source)

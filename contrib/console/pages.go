@@ -548,25 +548,28 @@ type SchemasPage struct {
 	Stream string
 	// NoRegistry is set when the driver keeps no schema registry.
 	NoRegistry bool
-	Level      sqlstreams.Setting[schema.Level]
-	Mode       sqlstreams.Setting[sqlstreams.Mode]
-	Versions   []SchemaVersion
-	Readers    []sqlstreams.Reader
+	// Deleted is set when soft-deleted revisions are listed too (asked
+	// with deleted=true, as Confluent's REST API asks); they are marked.
+	Deleted  bool
+	Level    sqlstreams.Setting[schema.Level]
+	Mode     sqlstreams.Setting[sqlstreams.Mode]
+	Versions []SchemaVersion
+	Readers  []sqlstreams.Reader
 }
 
 func (p SchemasPage) title() string { return "Schemas · " + p.Stream }
 
 func (p SchemasPage) document() any {
-	out := view.Schemas{Stream: p.Stream, NoRegistry: p.NoRegistry, Versions: []view.SchemaVersion{}, Readers: []view.Reader{}}
+	out := view.Schemas{Stream: p.Stream, NoRegistry: p.NoRegistry, Deleted: p.Deleted, Versions: []view.SchemaVersion{}, Readers: []view.Reader{}}
 	if !p.NoRegistry {
 		level, mode := view.LevelOf(p.Level), view.ModeOf(p.Mode)
 		out.Level, out.Mode = &level, &mode
 	}
 	for _, v := range p.Versions {
-		sv := view.SchemaVersion{Version: v.Version, Subject: v.Subject, Revisions: []view.Revision{}}
+		sv := view.SchemaVersion{Version: v.Version, Subject: v.Subject, Level: view.LevelOf(v.Level), Mode: view.ModeOf(v.Mode), Revisions: []view.Revision{}}
 		for _, rv := range v.Revisions {
 			sv.Revisions = append(sv.Revisions, view.Revision{Revision: rv.Revision, Fingerprint: rv.Fingerprint,
-				CreatedAt: view.Time(rv.CreatedAt), Readers: rv.Readers})
+				CreatedAt: view.Time(rv.CreatedAt), Readers: rv.Readers, Deleted: rv.Deleted})
 		}
 		out.Versions = append(out.Versions, sv)
 	}
@@ -576,19 +579,24 @@ func (p SchemasPage) document() any {
 	return out
 }
 
-// SchemaVersion is the revisions recorded at one version.
+// SchemaVersion is the revisions recorded at one version, with the level
+// and mode that judge them (the version's own, else the stream's, ...).
 type SchemaVersion struct {
 	Version   int
 	Subject   string
+	Level     sqlstreams.Setting[schema.Level]
+	Mode      sqlstreams.Setting[sqlstreams.Mode]
 	Revisions []RevisionView
 }
 
-// RevisionView is one revision with the groups that read it.
+// RevisionView is one revision with the groups that read it; Deleted
+// marks a soft-deleted one.
 type RevisionView struct {
 	Revision    int
 	Fingerprint string
 	CreatedAt   time.Time
 	Readers     []string
+	Deleted     bool
 }
 
 func (h *handler) schemasPage(r *http.Request) (any, error) {
@@ -599,7 +607,7 @@ func (h *handler) schemasPage(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	page := SchemasPage{Stream: info.Name, Versions: []SchemaVersion{}, Readers: []sqlstreams.Reader{}}
+	page := SchemasPage{Stream: info.Name, Deleted: r.URL.Query().Get("deleted") == "true", Versions: []SchemaVersion{}, Readers: []sqlstreams.Reader{}}
 	if !h.hasRegistry {
 		page.NoRegistry = true
 		return page, nil
@@ -611,7 +619,11 @@ func (h *handler) schemasPage(r *http.Request) (any, error) {
 	if page.Mode, err = reg.Mode(ctx, stream); err != nil {
 		return nil, err
 	}
-	revs, err := reg.Revisions(ctx, stream, 0)
+	list := reg.Revisions
+	if page.Deleted {
+		list = reg.RevisionsWithDeleted
+	}
+	revs, err := list(ctx, stream, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -620,9 +632,13 @@ func (h *handler) schemasPage(r *http.Request) (any, error) {
 	}
 	for _, rv := range revs {
 		if len(page.Versions) == 0 || page.Versions[len(page.Versions)-1].Version != rv.Version {
-			page.Versions = append(page.Versions, SchemaVersion{Version: rv.Version, Subject: Subject(stream, rv.Version)})
+			sv := SchemaVersion{Version: rv.Version, Subject: Subject(stream, rv.Version)}
+			if sv.Level, sv.Mode, err = versionSettings(ctx, reg, stream, rv.Version); err != nil {
+				return nil, err
+			}
+			page.Versions = append(page.Versions, sv)
 		}
-		view := RevisionView{Revision: rv.Revision, Fingerprint: rv.Fingerprint, CreatedAt: rv.CreatedAt, Readers: []string{}}
+		view := RevisionView{Revision: rv.Revision, Fingerprint: rv.Fingerprint, CreatedAt: rv.CreatedAt, Readers: []string{}, Deleted: rv.Deleted}
 		for _, rd := range page.Readers {
 			if rd.Version == rv.Version && rd.Revision == rv.Revision {
 				view.Readers = append(view.Readers, rd.Group)
@@ -632,6 +648,18 @@ func (h *handler) schemasPage(r *http.Request) (any, error) {
 		sv.Revisions = append(sv.Revisions, view)
 	}
 	return page, nil
+}
+
+// versionSettings are the level and mode in force for a stream version's
+// revisions, each with where it is set: the version's own, the stream's,
+// registry-wide or the default.
+func versionSettings(ctx context.Context, reg *sqlstreams.Registry, stream string, version int) (sqlstreams.Setting[schema.Level], sqlstreams.Setting[sqlstreams.Mode], error) {
+	level, err := reg.VersionLevel(ctx, stream, version)
+	if err != nil {
+		return level, sqlstreams.Setting[sqlstreams.Mode]{}, err
+	}
+	mode, err := reg.VersionMode(ctx, stream, version)
+	return level, mode, err
 }
 
 // Subject is a stream version's name in the Confluent REST naming:
@@ -684,7 +712,7 @@ func (h *handler) schemaDiffPage(r *http.Request) (any, error) {
 	if page.A, page.B, err = pickPair(r, page.Revisions, fmt.Sprintf("revisions at v%d", version)); err != nil {
 		return nil, err
 	}
-	page.Comparison, err = judgePair(r, page.A, page.B, func() (sqlstreams.Setting[schema.Level], error) { return reg.Level(ctx, stream) },
+	page.Comparison, err = judgePair(r, page.A, page.B, func() (sqlstreams.Setting[schema.Level], error) { return reg.VersionLevel(ctx, stream, version) },
 		func(n int) (schema.Document, string, error) {
 			d, err := revisionDocument(ctx, reg, stream, byRev[n])
 			return d, revisionText(byRev[n]), err
@@ -793,19 +821,14 @@ func (h *handler) registryPage(r *http.Request) (any, error) {
 		if len(revs) == 0 {
 			continue
 		}
-		level, err := reg.Level(ctx, info.Name)
-		if err != nil {
-			return nil, err
-		}
-		mode, err := reg.Mode(ctx, info.Name)
-		if err != nil {
-			return nil, err
-		}
 		for _, rv := range revs {
 			n := len(page.Subjects)
 			if n == 0 || page.Subjects[n-1].Stream != info.Name || page.Subjects[n-1].Version != rv.Version {
-				page.Subjects = append(page.Subjects, SubjectView{Subject: Subject(info.Name, rv.Version), Stream: info.Name,
-					Version: rv.Version, Level: level, Mode: mode})
+				sv := SubjectView{Subject: Subject(info.Name, rv.Version), Stream: info.Name, Version: rv.Version}
+				if sv.Level, sv.Mode, err = versionSettings(ctx, reg, info.Name, rv.Version); err != nil {
+					return nil, err
+				}
+				page.Subjects = append(page.Subjects, sv)
 				n++
 			}
 			page.Subjects[n-1].Revisions++

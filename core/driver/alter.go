@@ -104,6 +104,24 @@ func Altered(stored StreamConfig, p AlterStreamParams) (StreamConfig, error) {
 	return out, nil
 }
 
+// Alter is AlterStream's sequence, run in the engine's transaction between
+// its two steps: stored takes the engine's locks and reads the
+// configuration, Altered decides what it becomes under p, and store writes
+// next over it. An alteration Altered refuses (ErrFewerPartitions) is the
+// caller's (a CallerError), so that the engine's transaction hands it back
+// as it is, unclassified and not retried.
+func Alter(p AlterStreamParams, stored func() (StreamConfig, error), store func(stored, next StreamConfig) error) (StreamConfig, error) {
+	was, err := stored()
+	if err != nil {
+		return StreamConfig{}, err
+	}
+	next, err := Altered(was, p)
+	if err != nil {
+		return StreamConfig{}, CallerError{Err: err}
+	}
+	return next, store(was, next)
+}
+
 // CheckGeneration returns nil when gen, the generation a driver read under
 // the locks AlterStream takes, is the one the call was planned with (used),
 // and otherwise the *StreamChangedError for the stored configuration, which
@@ -134,12 +152,17 @@ func StaleOrGone(used StreamConfig, lookup func() (StreamConfig, error)) error {
 	return fmt.Errorf("stream %d lacks a partition written to: %w", used.ID, ErrStreamNotFound)
 }
 
-// AlterConflict adds advice to an AlterStream whose lock wait ran out (an
-// ErrConflict *Error without advice of its own), and returns err.
-func AlterConflict(err error) error {
+// AlterConflict is the error of the stream's AlterStream that failed with
+// err, the engine's classified error, or nil: it names the stream, and adds
+// advice when the lock wait ran out (an ErrConflict *Error without advice of
+// its own).
+func AlterConflict(streamID int64, err error) error {
+	if err == nil {
+		return nil
+	}
 	var de *Error
 	if errors.As(err, &de) && de.Kind == ErrConflict && de.Advice == "" {
 		de.Advice = "appends, claims or maintenance of this stream held their locks longer than the lock timeout (an open ProduceTx?); nothing was changed, retry the alter"
 	}
-	return err
+	return fmt.Errorf("alter stream %d: %w", streamID, err)
 }

@@ -10,8 +10,10 @@ import (
 // modes, the diff engine); the driver owns storage and the transaction that
 // makes a check and the write it allows one atomic step.
 type Registry interface {
-	// RegistrySettings returns the level and mode set for one stream
-	// (StreamID > 0) or registry-wide (StreamID 0). Empty strings mean unset.
+	// RegistrySettings returns the level and mode set for one scope: a
+	// stream version (StreamID and Version > 0), a whole stream (Version
+	// 0) or registry-wide (both 0). Empty strings mean unset; a scope
+	// holds only its own values, never a fallback's.
 	RegistrySettings(ctx context.Context, p RegistrySettingsParams) (RegistrySettings, error)
 	// UpdateRegistrySettings reads the settings of a scope, lets p.Update
 	// change them and stores the result, in one transaction. Empty strings
@@ -21,7 +23,8 @@ type Registry interface {
 	// revision with the same fingerprint exists it is returned with
 	// created=false and nothing is written. Otherwise p.Decide runs inside the
 	// driver's transaction with the existing revisions of the version (oldest
-	// first) and the stream's and registry-wide settings; when it returns nil
+	// first) and the version's, the stream's and the registry-wide
+	// settings; when it returns nil
 	// the next revision number is written, else nothing is written and its
 	// error is returned. Concurrent calls for one stream are serialized.
 	RecordSchema(ctx context.Context, p RecordSchemaParams) (recorded SchemaRevision, created bool, err error)
@@ -39,21 +42,32 @@ type Registry interface {
 	LiveRevisions(ctx context.Context, p LiveRevisionsParams) ([]int, error)
 }
 
-// RegistrySettingsParams names a scope: a stream, or 0 for registry-wide.
+// RegistrySettingsParams names a scope: a stream version (StreamID and
+// Version), a whole stream (Version 0), or registry-wide (both 0).
 type RegistrySettingsParams struct {
 	StreamID int64
+	Version  int
 }
 
-// UpdateRegistrySettingsParams changes a scope's settings.
+// UpdateRegistrySettingsParams changes a scope's settings, named as in
+// RegistrySettingsParams.
 type UpdateRegistrySettingsParams struct {
 	StreamID int64
+	Version  int
 	Update   func(*RegistrySettings) error
 }
 
 // RecordSchemaParams records a revision, if Decide allows it.
 type RecordSchemaParams struct {
 	Revision SchemaRevision
-	Decide   func(existing []SchemaRevision, stream, global RegistrySettings) error
+	Decide   func(existing []SchemaRevision, set RevisionSettings) error
+}
+
+// RevisionSettings are the scopes whose settings decide a stream
+// version's revisions, nearest first: a value set on the version wins
+// over the stream's, which wins over the registry-wide one.
+type RevisionSettings struct {
+	Version, Stream, Global RegistrySettings
 }
 
 // SchemaRevisionsParams names a stream and a version (0 for every

@@ -70,11 +70,16 @@ type DeletionSteps interface {
 	// Remove marks revisions of a version soft-deleted, or with permanent
 	// removes them and the references they make.
 	Remove(ctx context.Context, streamID int64, version int, revisions []int, permanent bool) error
+	// ForgetSettings unsets a stream version's own level and mode.
+	ForgetSettings(ctx context.Context, streamID int64, version int) error
 }
 
 // DeleteRevisionsIn is DeleteRevisions' sequence over an engine's steps:
 // lock the stream, pick the targets, gather what needs them, let p.Decide
-// judge, and write. An error of Decide's comes back as CallerError.
+// judge, and write. A permanent deletion of the whole version also forgets
+// the version's own level and mode, as a free subject's does: a version
+// registered again later starts from the stream's settings. An error of
+// Decide's comes back as CallerError.
 func DeleteRevisionsIn(ctx context.Context, s DeletionSteps, p DeleteRevisionsParams) ([]int, error) {
 	if _, err := s.LockStream(ctx, p.StreamID); err != nil {
 		return nil, err
@@ -102,7 +107,13 @@ func DeleteRevisionsIn(ctx context.Context, s DeletionSteps, p DeleteRevisionsPa
 	if len(numbers) == 0 {
 		return nil, nil
 	}
-	return numbers, s.Remove(ctx, p.StreamID, p.Version, numbers, p.Permanent)
+	if err := s.Remove(ctx, p.StreamID, p.Version, numbers, p.Permanent); err != nil {
+		return nil, err
+	}
+	if p.Permanent && p.Revisions == nil {
+		return numbers, s.ForgetSettings(ctx, p.StreamID, p.Version)
+	}
+	return numbers, nil
 }
 
 // needs fills in what still needs the targets: rows, readers, references.

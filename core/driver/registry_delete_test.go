@@ -14,7 +14,7 @@ func TestRecordRevisionSkipsDeleted(t *testing.T) {
 	var judged []SchemaRevision
 	out, created, err := RecordRevision(context.Background(), m, RecordSchemaParams{
 		Revision: SchemaRevision{Fingerprint: "b"},
-		Decide: func(existing []SchemaRevision, _, _ RegistrySettings) error {
+		Decide: func(existing []SchemaRevision, _ RevisionSettings) error {
 			judged = existing
 			return nil
 		},
@@ -35,6 +35,7 @@ type delSteps struct {
 	users   map[int][]SchemaRevision
 	removed []int
 	perm    bool
+	forgot  []int
 }
 
 func (d *delSteps) InRows(_ context.Context, _ int64, _, revision int) (bool, error) {
@@ -49,6 +50,11 @@ func (d *delSteps) ReferencedBy(_ context.Context, p ReferencedByParams) ([]Sche
 
 func (d *delSteps) Remove(_ context.Context, _ int64, _ int, revisions []int, permanent bool) error {
 	d.removed, d.perm = revisions, permanent
+	return nil
+}
+
+func (d *delSteps) ForgetSettings(_ context.Context, _ int64, version int) error {
+	d.forgot = append(d.forgot, version)
 	return nil
 }
 
@@ -73,5 +79,15 @@ func TestDeleteRevisionsIn(t *testing.T) {
 	done, err := DeleteRevisionsIn(context.Background(), d, DeleteRevisionsParams{Version: 2, Permanent: true, Decide: func(RevisionDeletion) error { return nil }})
 	if err != nil || !reflect.DeepEqual(done, []int{1, 2, 3}) || !reflect.DeepEqual(d.removed, []int{1, 2, 3}) || !d.perm {
 		t.Fatalf("a permanent deletion of the version: %v, %v; removed %v permanent %v", done, err, d.removed, d.perm)
+	}
+	if !reflect.DeepEqual(d.forgot, []int{2}) {
+		t.Fatalf("a permanent deletion of the version forgot the settings of versions %v; want [2]", d.forgot)
+	}
+	d.forgot = nil
+	for _, p := range []DeleteRevisionsParams{{Version: 2, Revisions: []int{1}, Permanent: true}, {Version: 2}} {
+		p.Decide = func(RevisionDeletion) error { return nil }
+		if _, err := DeleteRevisionsIn(context.Background(), d, p); err != nil || d.forgot != nil {
+			t.Fatalf("deletion %+v: %v; forgot %v, want the version's settings kept", p, err, d.forgot)
+		}
 	}
 }

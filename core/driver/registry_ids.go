@@ -42,9 +42,12 @@ type SchemaByIDParams struct {
 	ID int64
 }
 
-// SchemaUsagesParams names a global schema id.
+// SchemaUsagesParams names a global schema id. Deleted asks
+// SchemaUsages for the soft-deleted revisions too (marked Deleted);
+// Subjects.SubjectUsages lists soft-deleted versions, marked, either way.
 type SchemaUsagesParams struct {
-	ID int64
+	ID      int64
+	Deleted bool
 }
 
 // ReferencedByParams names a revision.

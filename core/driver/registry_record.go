@@ -19,9 +19,10 @@ type RevisionSteps interface {
 	// Revisions returns the stream's revisions at version, oldest first,
 	// with their global ids and references, the soft-deleted ones too.
 	Revisions(ctx context.Context, streamID int64, version int) ([]SchemaRevision, error)
-	// Settings returns a scope's settings (0: registry-wide); none stored
-	// reads as unset.
-	Settings(ctx context.Context, streamID int64) (RegistrySettings, error)
+	// Settings returns a scope's settings (a stream version, version 0 for
+	// the whole stream, stream 0 for registry-wide); none stored reads as
+	// unset.
+	Settings(ctx context.Context, streamID int64, version int) (RegistrySettings, error)
 	// AssignID returns the global id of rev's fingerprint (see SchemaIDs).
 	AssignID(ctx context.Context, rev SchemaRevision) (int64, error)
 	// InsertRevision writes rev and its references.
@@ -32,7 +33,8 @@ type RevisionSteps interface {
 // the stream, return a live revision with the same fingerprint as it is
 // (a soft-deleted one is not a match: the text is recorded anew), else
 // let p.Decide judge the new one against the existing revisions and the
-// settings, number it (NextRevision), give it its global id and write it.
+// version's, stream's and registry-wide settings, number it
+// (NextRevision), give it its global id and write it.
 // An error of Decide's, and a revision number or id that IMPORT asks for
 // and cannot have, come back as CallerError: the driver rolls back and
 // hands them to the caller unclassified.
@@ -52,11 +54,14 @@ func RecordRevision(ctx context.Context, s RevisionSteps, p RecordSchemaParams) 
 			return e, false, nil
 		}
 	}
-	global, err := s.Settings(ctx, 0)
-	if err != nil {
+	set := RevisionSettings{Stream: streamSet}
+	if set.Version, err = s.Settings(ctx, in.StreamID, in.Version); err != nil {
 		return in, false, err
 	}
-	if err := p.Decide(existing, streamSet, global); err != nil {
+	if set.Global, err = s.Settings(ctx, 0, 0); err != nil {
+		return in, false, err
+	}
+	if err := p.Decide(existing, set); err != nil {
 		return in, false, CallerError{Err: err}
 	}
 	out := in

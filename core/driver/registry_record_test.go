@@ -10,12 +10,12 @@ import (
 
 // memSteps records what RecordRevision asked of an engine.
 type memSteps struct {
-	existing       []SchemaRevision
-	stream, global RegistrySettings
-	id             int64
-	idErr          error
-	calls          []string
-	inserted       []SchemaRevision
+	existing                []SchemaRevision
+	version, stream, global RegistrySettings
+	id                      int64
+	idErr                   error
+	calls                   []string
+	inserted                []SchemaRevision
 }
 
 func (m *memSteps) LockStream(context.Context, int64) (RegistrySettings, error) {
@@ -28,12 +28,15 @@ func (m *memSteps) Revisions(context.Context, int64, int) ([]SchemaRevision, err
 	return m.existing, nil
 }
 
-func (m *memSteps) Settings(_ context.Context, streamID int64) (RegistrySettings, error) {
+func (m *memSteps) Settings(_ context.Context, streamID int64, version int) (RegistrySettings, error) {
 	m.calls = append(m.calls, "settings")
-	if streamID != 0 {
-		return RegistrySettings{}, errors.New("settings of a stream asked for after the lock")
+	switch {
+	case streamID == 0 && version == 0:
+		return m.global, nil
+	case version != 0:
+		return m.version, nil
 	}
-	return m.global, nil
+	return RegistrySettings{}, errors.New("settings of a whole stream asked for after the lock")
 }
 
 func (m *memSteps) AssignID(_ context.Context, rev SchemaRevision) (int64, error) {
@@ -47,18 +50,18 @@ func (m *memSteps) InsertRevision(_ context.Context, rev SchemaRevision) error {
 	return nil
 }
 
-func allow([]SchemaRevision, RegistrySettings, RegistrySettings) error { return nil }
+func allow([]SchemaRevision, RevisionSettings) error { return nil }
 
 func TestRecordRevisionNumbersAndWrites(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6789, time.FixedZone("x", 3600))
 	m := &memSteps{existing: []SchemaRevision{{Revision: 1, Fingerprint: "a"}, {Revision: 3, Fingerprint: "b"}}, id: 42,
-		stream: RegistrySettings{Level: "FULL"}, global: RegistrySettings{Mode: "READWRITE"}}
+		version: RegistrySettings{Level: "NONE"}, stream: RegistrySettings{Level: "FULL"}, global: RegistrySettings{Mode: "READWRITE"}}
 	var judged []SchemaRevision
-	var sawStream, sawGlobal RegistrySettings
+	var saw RevisionSettings
 	out, created, err := RecordRevision(context.Background(), m, RecordSchemaParams{
 		Revision: SchemaRevision{StreamID: 7, Version: 2, Fingerprint: "c", CreatedAt: at},
-		Decide: func(existing []SchemaRevision, stream, global RegistrySettings) error {
-			judged, sawStream, sawGlobal = existing, stream, global
+		Decide: func(existing []SchemaRevision, set RevisionSettings) error {
+			judged, saw = existing, set
 			return nil
 		},
 	})
@@ -70,10 +73,10 @@ func TestRecordRevisionNumbersAndWrites(t *testing.T) {
 	if !reflect.DeepEqual(out, want) || !reflect.DeepEqual(m.inserted, []SchemaRevision{want}) {
 		t.Fatalf("recorded %+v, inserted %+v; want %+v", out, m.inserted, want)
 	}
-	if len(judged) != 2 || sawStream != m.stream || sawGlobal != m.global {
-		t.Fatalf("Decide saw %v, %v, %v", judged, sawStream, sawGlobal)
+	if want := (RevisionSettings{Version: m.version, Stream: m.stream, Global: m.global}); len(judged) != 2 || saw != want {
+		t.Fatalf("Decide saw %v, %+v; want 2 revisions, %+v", judged, saw, want)
 	}
-	if got := []string{"lock", "revisions", "settings", "id", "insert"}; !reflect.DeepEqual(m.calls, got) {
+	if got := []string{"lock", "revisions", "settings", "settings", "id", "insert"}; !reflect.DeepEqual(m.calls, got) {
 		t.Fatalf("steps %v, want %v", m.calls, got)
 	}
 }
@@ -82,7 +85,7 @@ func TestRecordRevisionSameFingerprintWritesNothing(t *testing.T) {
 	m := &memSteps{existing: []SchemaRevision{{Revision: 1, Fingerprint: "a", ID: 5}}}
 	out, created, err := RecordRevision(context.Background(), m, RecordSchemaParams{
 		Revision: SchemaRevision{Fingerprint: "a"},
-		Decide: func([]SchemaRevision, RegistrySettings, RegistrySettings) error {
+		Decide: func([]SchemaRevision, RevisionSettings) error {
 			t.Fatal("Decide ran for a known fingerprint")
 			return nil
 		},
@@ -97,7 +100,7 @@ func TestRecordRevisionCallerErrors(t *testing.T) {
 	m := &memSteps{}
 	_, _, err := RecordRevision(context.Background(), m, RecordSchemaParams{
 		Revision: SchemaRevision{Fingerprint: "a"},
-		Decide:   func([]SchemaRevision, RegistrySettings, RegistrySettings) error { return refused },
+		Decide:   func([]SchemaRevision, RevisionSettings) error { return refused },
 	})
 	if inner, ok := FromCaller(err); !ok || inner != refused || len(m.inserted) != 0 {
 		t.Fatalf("a refusal came back as %v (caller's: %v), inserted %v", err, ok, m.inserted)

@@ -10,11 +10,17 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
+// scopeKey names a settings scope as driver.RegistrySettingsParams does.
+type scopeKey struct {
+	stream  int64
+	version int
+}
+
 // RegistrySettings implements driver.Registry.
 func (d *Driver) RegistrySettings(ctx context.Context, p driver.RegistrySettingsParams) (driver.RegistrySettings, error) {
 	var out driver.RegistrySettings
 	err := d.read(ctx, func(b *db) error {
-		out = b.settings[p.StreamID]
+		out = b.settings[scopeKey{p.StreamID, p.Version}]
 		return nil
 	})
 	return out, err
@@ -23,11 +29,12 @@ func (d *Driver) RegistrySettings(ctx context.Context, p driver.RegistrySettings
 // UpdateRegistrySettings implements driver.Registry.
 func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegistrySettingsParams) error {
 	return d.write(ctx, nil, func(b *db) error {
-		s := b.settings[p.StreamID]
+		k := scopeKey{p.StreamID, p.Version}
+		s := b.settings[k]
 		if err := p.Update(&s); err != nil {
 			return err
 		}
-		b.settings[p.StreamID] = s
+		b.settings[k] = s
 		return nil
 	})
 }
@@ -52,7 +59,9 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 				return nil
 			}
 		}
-		if err := d.decide(func() error { return p.Decide(existing, b.settings[rev.StreamID], b.settings[0]) }); err != nil {
+		set := driver.RevisionSettings{Version: b.settings[scopeKey{rev.StreamID, rev.Version}],
+			Stream: b.settings[scopeKey{rev.StreamID, 0}], Global: b.settings[scopeKey{}]}
+		if err := d.decide(func() error { return p.Decide(existing, set) }); err != nil {
 			return err
 		}
 		out = rev
@@ -142,10 +151,12 @@ func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (dri
 	return out, err
 }
 
-// SchemaUsages implements driver.SchemaIDs: live revisions only, as
-// listings hide soft-deleted ones.
+// SchemaUsages implements driver.SchemaIDs: live revisions, as listings
+// hide soft-deleted ones, unless p.Deleted.
 func (d *Driver) SchemaUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
-	return d.revisionsWhere(ctx, func(b *db, r driver.SchemaRevision) bool { return !r.Deleted && b.byFingerprint[r.Fingerprint] == p.ID })
+	return d.revisionsWhere(ctx, func(b *db, r driver.SchemaRevision) bool {
+		return (p.Deleted || !r.Deleted) && b.byFingerprint[r.Fingerprint] == p.ID
+	})
 }
 
 // ReferencedBy implements driver.SchemaIDs: revisions whose references
@@ -267,7 +278,7 @@ type deletionSteps struct{ b *db }
 
 func (s deletionSteps) LockStream(_ context.Context, streamID int64) (driver.RegistrySettings, error) {
 	_, err := s.b.stream(streamID)
-	return s.b.settings[streamID], err
+	return s.b.settings[scopeKey{streamID, 0}], err
 }
 
 func (s deletionSteps) Revisions(_ context.Context, streamID int64, version int) ([]driver.SchemaRevision, error) {
@@ -312,6 +323,11 @@ func (s deletionSteps) Remove(_ context.Context, streamID int64, version int, re
 			st.revisions[i].Deleted = true
 		}
 	}
+	return nil
+}
+
+func (s deletionSteps) ForgetSettings(_ context.Context, streamID int64, version int) error {
+	delete(s.b.settings, scopeKey{streamID, version})
 	return nil
 }
 

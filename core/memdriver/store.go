@@ -48,8 +48,9 @@ type db struct {
 	nextStream int64
 	streams    map[int64]*streamData
 	byName     map[string]int64
-	// settings holds the registry's settings by stream id (0: registry-wide).
-	settings map[int64]driver.RegistrySettings
+	// settings holds the registry's settings by scope: a stream version, a
+	// whole stream (version 0), registry-wide (stream 0, version 0).
+	settings map[scopeKey]driver.RegistrySettings
 	// docs are the global schema ids with their documents; byFingerprint
 	// finds a fingerprint's id. They outlive the streams that recorded them.
 	docs          map[int64]driver.SchemaDocument
@@ -66,7 +67,7 @@ type db struct {
 }
 
 func newDB() *db {
-	return &db{streams: map[int64]*streamData{}, byName: map[string]int64{}, settings: map[int64]driver.RegistrySettings{},
+	return &db{streams: map[int64]*streamData{}, byName: map[string]int64{}, settings: map[scopeKey]driver.RegistrySettings{},
 		docs: map[int64]driver.SchemaDocument{}, byFingerprint: map[string]int64{}, subjects: map[string]*subjectData{},
 		samples: map[int64][]driver.Sample{}}
 }

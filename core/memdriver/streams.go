@@ -3,6 +3,7 @@ package memdriver
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -84,7 +85,7 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 		}
 		delete(b.byName, s.cfg.Name)
 		delete(b.streams, p.StreamID)
-		delete(b.settings, p.StreamID)
+		maps.DeleteFunc(b.settings, func(k scopeKey, _ driver.RegistrySettings) bool { return k.stream == p.StreamID })
 		return nil
 	})
 }

@@ -100,7 +100,7 @@ func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjec
 		if s, ok := b.subjects[in.Subject]; ok {
 			set = s.settings
 		}
-		if err := d.decide(func() error { return p.Decide(live, set, b.settings[0]) }); err != nil {
+		if err := d.decide(func() error { return p.Decide(live, set, b.settings[scopeKey{}]) }); err != nil {
 			return err
 		}
 		number, err := driver.NextSubjectVersion(all, in.Version)

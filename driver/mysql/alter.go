@@ -3,7 +3,6 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"fmt"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
@@ -25,33 +24,32 @@ func (d *Driver) AlterStream(ctx context.Context, p driver.AlterStreamParams) (d
 	var out driver.StreamConfig
 	err := d.withLog(ctx, p.StreamID, func() error {
 		return d.inTx(ctx, nil, func(tx querier) error {
-			stored, err := queryStream(ctx, tx, "id = ? FOR UPDATE"+d.waitClause(), p.StreamID)
-			if err != nil {
-				return err
-			}
-			for _, lock := range []string{
-				"SELECT 1 FROM consumer_group WHERE stream_id = ? ORDER BY name FOR UPDATE",
-				"SELECT 1 FROM group_cursor WHERE stream_id = ? ORDER BY group_name, `partition` FOR UPDATE",
-			} {
-				if err := sqldb.EachRow(ctx, tx, lock+d.waitClause(), []any{p.StreamID}, func(*sql.Rows) error { return nil }); err != nil {
-					return err
-				}
-			}
-			if _, err := d.lockPartitions(ctx, tx, p.StreamID, nil, false, false); err != nil {
-				return err
-			}
-			next, err := driver.Altered(stored, p)
-			if err != nil {
-				return driver.CallerError{Err: err}
-			}
-			out = next
-			return storeAltered(ctx, tx, stored, next)
+			var err error
+			out, err = driver.Alter(p, func() (driver.StreamConfig, error) { return d.lockAltered(ctx, tx, p.StreamID) },
+				func(stored, next driver.StreamConfig) error { return storeAltered(ctx, tx, stored, next) })
+			return err
 		})
 	})
+	return out, driver.AlterConflict(p.StreamID, err)
+}
+
+// lockAltered takes AlterStream's locks, in its order, and returns the
+// stream's configuration read with the first.
+func (d *Driver) lockAltered(ctx context.Context, tx querier, streamID int64) (driver.StreamConfig, error) {
+	stored, err := queryStream(ctx, tx, "id = ? FOR UPDATE"+d.waitClause(), streamID)
 	if err != nil {
-		return out, fmt.Errorf("alter stream %d: %w", p.StreamID, driver.AlterConflict(err))
+		return stored, err
 	}
-	return out, nil
+	for _, lock := range []string{
+		"SELECT 1 FROM consumer_group WHERE stream_id = ? ORDER BY name FOR UPDATE",
+		"SELECT 1 FROM group_cursor WHERE stream_id = ? ORDER BY group_name, `partition` FOR UPDATE",
+	} {
+		if err := sqldb.EachRow(ctx, tx, lock+d.waitClause(), []any{streamID}, func(*sql.Rows) error { return nil }); err != nil {
+			return stored, err
+		}
+	}
+	_, err = d.lockPartitions(ctx, tx, streamID, nil, false, false)
+	return stored, err
 }
 
 // storeAltered writes next over stored, under AlterStream's locks: the

@@ -3,7 +3,6 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,42 +24,6 @@ import (
 
 // jsonIDs joins a batch b's members as rows j(id).
 const jsonIDs = `JSON_TABLE(b.ids, '$[*]' COLUMNS (id BIGINT PATH '$')) j`
-
-// encodeIDs writes ascending ids as delivery_batch.ids stores them: a JSON
-// array of integers without spaces. Every writer of ids uses it, so that a
-// settle can compare the stored text with the text it expects.
-func encodeIDs(ids []int64) string {
-	b := make([]byte, 0, 2+8*len(ids))
-	b = append(b, '[')
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, id, 10)
-	}
-	return string(append(b, ']'))
-}
-
-// decodeIDs reads what encodeIDs wrote.
-func decodeIDs(s string) ([]int64, error) {
-	s = strings.TrimSpace(s)
-	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
-		return nil, fmt.Errorf("stored batch ids %.40q are not a JSON array", s)
-	}
-	body := strings.TrimSpace(s[1 : len(s)-1])
-	if body == "" {
-		return nil, nil
-	}
-	out := make([]int64, 0, strings.Count(body, ",")+1)
-	for f := range strings.SplitSeq(body, ",") {
-		id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("stored batch ids: %w", err)
-		}
-		out = append(out, id)
-	}
-	return out, nil
-}
 
 // batchRef names one batch of a stream.
 type batchRef struct {
@@ -94,7 +57,7 @@ func lockBatches(ctx context.Context, q querier, streamID int64, cond string, ar
 				return err
 			}
 			var err error
-			b.ids, err = decodeIDs(ids)
+			b.ids, err = sqldb.DecodeInts[int64](ids)
 			out = append(out, b)
 			return err
 		})
@@ -155,7 +118,7 @@ func writeBatch(ctx context.Context, q querier, streamID int64, ref batchRef, re
 		return deleteBatches(ctx, q, streamID, []batchRef{ref})
 	}
 	_, err := q.ExecContext(ctx, "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ? WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ?",
-		encodeIDs(remaining), remaining[0], remaining[len(remaining)-1], streamID, ref.group, ref.token, ref.part)
+		sqldb.EncodeInts(remaining), remaining[0], remaining[len(remaining)-1], streamID, ref.group, ref.token, ref.part)
 	return err
 }
 
@@ -347,7 +310,7 @@ func (w *batchWrites) extend(ctx context.Context, tx querier, b heldBatch, keep,
 		_, err = tx.ExecContext(ctx, "UPDATE delivery_batch SET lease_until = ?, created_at = ?"+pk, op.until, op.now, op.streamID, b.group, b.token, b.part)
 	} else if err = materialize(ctx, tx, op.streamID, []materialization{{ref: b.batchRef, ids: out}}); err == nil {
 		_, err = tx.ExecContext(ctx, "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?, lease_until = ?, created_at = ?"+pk,
-			encodeIDs(keep), keep[0], keep[len(keep)-1], op.until, op.now, op.streamID, b.group, b.token, b.part)
+			sqldb.EncodeInts(keep), keep[0], keep[len(keep)-1], op.until, op.now, op.streamID, b.group, b.token, b.part)
 	}
 	if err != nil {
 		return err

@@ -157,11 +157,7 @@ type casStmt struct {
 // run executes the statement on q and returns how many batches it changed:
 // 1 when the batch was as expected.
 func (c casStmt) run(ctx context.Context, q querier) (int64, error) {
-	res, err := q.ExecContext(ctx, c.stmt, c.args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return sqldb.Affected(q.ExecContext(ctx, c.stmt, c.args...))
 }
 
 // casSettle builds fastSettle's statement, when it applies.
@@ -191,9 +187,9 @@ func (d *Driver) casSettle(op settleOp, leases []driver.Lease) (casStmt, bool) {
 	case len(remaining) == 0:
 		stmt = "DELETE FROM delivery_batch" + pk
 	default:
-		stmt, args = "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?"+pk, []any{encodeIDs(remaining), remaining[0], remaining[len(remaining)-1]}
+		stmt, args = "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?"+pk, []any{sqldb.EncodeInts(remaining), remaining[0], remaining[len(remaining)-1]}
 	}
-	args = append(args, op.streamID, op.group, b.token, b.part, encodeIDs(b.ids))
+	args = append(args, op.streamID, op.group, b.token, b.part, sqldb.EncodeInts(b.ids))
 	return casStmt{b: b, remaining: remaining, stmt: stmt, args: args}, true
 }
 
@@ -229,7 +225,7 @@ func (d *Driver) fastAckWhole(ctx context.Context, streamID int64, group string,
 func ackWholeIn(ctx context.Context, q querier, streamID int64, group string, leases []driver.Lease, parts []heldBatch) ([]driver.Lease, error) {
 	args := []any{streamID, group, leases[0].Token}
 	for _, b := range parts {
-		args = append(args, b.part, encodeIDs(b.ids))
+		args = append(args, b.part, sqldb.EncodeInts(b.ids))
 	}
 	deleted := map[int]bool{}
 	if err := sqldb.Mark(ctx, q, "DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND ("+

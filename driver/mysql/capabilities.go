@@ -2,8 +2,6 @@ package mysql
 
 import (
 	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -28,54 +26,37 @@ var ErrUnsupportedServer = errors.New("the server lacks a capability sqlstreams 
 //
 // DDL is never transactional on these engines; the driver does not need it
 // (see the package documentation).
-type engineInfo struct {
-	name    string
-	missing []string
-	advice  string
+//
+// refusedEngines are the engines known to lack some of it, each told by its
+// version text.
+var refusedEngines = []driver.Engine{
+	{Name: "TiDB", Marker: "-tidb-",
+		Missing: []string{"SKIP LOCKED (TiDB parses it but does not skip locked rows)",
+			"AUTO_INCREMENT in commit order across TiDB servers (each server allocates from a cached range unless AUTO_ID_CACHE=1)"},
+		Advice: "sqlstreams cannot claim without waiting nor keep commit order (C5) on TiDB; use MySQL or MariaDB (Galera Cluster for writes through several nodes)"},
+	{Name: "Vitess (vtgate)", Marker: "vitess",
+		Missing: []string{"AUTO_INCREMENT in commit order across shards (a sharded keyspace takes ids from a Vitess sequence, not in commit order)",
+			"GET_LOCK and SKIP LOCKED with the driver's semantics through vtgate (not verified)"},
+		Advice: "connect sqlstreams to the MySQL server of an unsharded keyspace directly, not through vtgate"},
 }
 
-// classifyServer tells from VERSION() which engine answers. It is a pure
-// function of the text, tested against captured version strings.
-func classifyServer(version string) engineInfo {
-	v := strings.ToLower(version)
-	switch {
-	case strings.Contains(v, "-tidb-"):
-		return engineInfo{name: "TiDB",
-			missing: []string{"SKIP LOCKED (TiDB parses it but does not skip locked rows)",
-				"AUTO_INCREMENT in commit order across TiDB servers (each server allocates from a cached range unless AUTO_ID_CACHE=1)"},
-			advice: "sqlstreams cannot claim without waiting nor keep commit order (C5) on TiDB; use MySQL or MariaDB (Galera Cluster for writes through several nodes)"}
-	case strings.Contains(v, "vitess"):
-		return engineInfo{name: "Vitess (vtgate)",
-			missing: []string{"AUTO_INCREMENT in commit order across shards (a sharded keyspace takes ids from a Vitess sequence, not in commit order)",
-				"GET_LOCK and SKIP LOCKED with the driver's semantics through vtgate (not verified)"},
-			advice: "connect sqlstreams to the MySQL server of an unsharded keyspace directly, not through vtgate"}
-	}
-	return engineInfo{name: "MySQL or MariaDB"}
+// classifyServer tells from VERSION() which engine answers.
+func classifyServer(version string) driver.Engine {
+	return driver.EngineOf(version, "MySQL or MariaDB", refusedEngines...)
 }
 
+// refuseEngine is Migrate's error for an engine it refuses: an ErrDatabase
+// with the engine's advice.
 func refuseEngine(version string) error {
-	e := classifyServer(version)
-	if len(e.missing) == 0 {
-		return nil
-	}
-	return &unsupportedError{engine: e}
+	return classifyServer(version).Refused("", ErrUnsupportedServer)
 }
 
-// unsupportedError names the engine and what it lacks; Migrate gives it
-// the engine's advice.
-type unsupportedError struct{ engine engineInfo }
-
-func (e *unsupportedError) Error() string {
-	return fmt.Sprintf("%s: %s lacks %s", ErrUnsupportedServer, e.engine.name, strings.Join(e.engine.missing, "; "))
-}
-
-func (e *unsupportedError) Unwrap() error { return ErrUnsupportedServer }
-
-// serverError is Migrate's error for a server it refuses.
+// serverError is Migrate's error for a server it refuses: an engine's
+// refusal as it is, an old server's with the advice to upgrade.
 func serverError(err error) error {
-	var ue *unsupportedError
-	if errors.As(err, &ue) {
-		return &driver.Error{Kind: driver.ErrDatabase, Advice: ue.engine.advice, Err: err}
+	var de *driver.Error
+	if errors.As(err, &de) {
+		return err
 	}
 	return &driver.Error{Kind: driver.ErrDatabase, Advice: "upgrade the server", Err: err}
 }

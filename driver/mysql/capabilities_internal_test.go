@@ -2,65 +2,36 @@ package mysql
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/drivertest"
 )
 
 // TestClassifyServer runs the engine detection of Migrate against version
-// strings captured from each engine: MySQL, MariaDB and MariaDB Galera are
-// accepted; TiDB and Vitess are refused with ErrUnsupportedServer naming the
-// missing capabilities, as an ErrDatabase with the engine's advice.
+// strings captured from each engine (drivertest.CheckEngines): MySQL,
+// MariaDB and MariaDB Galera are accepted; TiDB and Vitess are refused with
+// ErrUnsupportedServer naming the missing capabilities, as an ErrDatabase
+// with the engine's advice.
 func TestClassifyServer(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		version string
-		engine  string
-		missing []string // substrings of the error; nil: accepted
-		advice  string
-	}{
-		{version: "8.0.36", engine: "MySQL or MariaDB"},
-		{version: "8.4.3-commercial", engine: "MySQL or MariaDB"},
-		{version: "10.11.19-MariaDB-0+deb12u1", engine: "MySQL or MariaDB"},
-		{version: "10.11.19-MariaDB-0+deb12u1-log", engine: "MySQL or MariaDB"}, // a Galera node with the binlog on
-		{version: "11.4.2-MariaDB-ubu2404", engine: "MySQL or MariaDB"},
-		{version: "8.0.11-TiDB-v7.5.1", engine: "TiDB", missing: []string{"SKIP LOCKED", "AUTO_INCREMENT in commit order"}, advice: "use MySQL or MariaDB"},
-		{version: "5.7.25-TiDB-v6.5.0", engine: "TiDB", missing: []string{"SKIP LOCKED"}, advice: "use MySQL or MariaDB"},
-		{version: "8.0.30-Vitess", engine: "Vitess (vtgate)", missing: []string{"AUTO_INCREMENT in commit order across shards", "GET_LOCK"}, advice: "unsharded keyspace directly"},
-		{version: "5.7.9-vitess-17.0.0", engine: "Vitess (vtgate)", missing: []string{"Vitess sequence"}, advice: "not through vtgate"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.version, func(t *testing.T) {
-			t.Parallel()
-			if got := classifyServer(tt.version).name; got != tt.engine {
-				t.Errorf("engine %q; want %q", got, tt.engine)
-			}
-			_, err := supported(tt.version)
-			if tt.missing == nil {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			if !errors.Is(err, ErrUnsupportedServer) {
-				t.Fatalf("supported(%q) = %v; want ErrUnsupportedServer", tt.version, err)
-			}
-			for _, m := range tt.missing {
-				if !strings.Contains(err.Error(), m) {
-					t.Errorf("error %q does not name %q", err, m)
-				}
-			}
-			werr := serverError(err)
-			var de *driver.Error
-			if !errors.Is(werr, driver.ErrDatabase) || !errors.Is(werr, ErrUnsupportedServer) || !errors.As(werr, &de) {
-				t.Fatalf("Migrate's error %v is not an ErrDatabase with ErrUnsupportedServer", werr)
-			}
-			if !strings.Contains(de.Advice, tt.advice) {
-				t.Errorf("advice %q; want it to say %q", de.Advice, tt.advice)
-			}
-		})
-	}
+	drivertest.CheckEngines(t, classifyServer, func(version string) error {
+		_, err := supported(version)
+		if err != nil {
+			err = serverError(err)
+		}
+		return err
+	}, ErrUnsupportedServer, []drivertest.EngineCase{
+		{Version: "8.0.36", Engine: "MySQL or MariaDB"},
+		{Version: "8.4.3-commercial", Engine: "MySQL or MariaDB"},
+		{Version: "10.11.19-MariaDB-0+deb12u1", Engine: "MySQL or MariaDB"},
+		{Version: "10.11.19-MariaDB-0+deb12u1-log", Engine: "MySQL or MariaDB"}, // a Galera node with the binlog on
+		{Version: "11.4.2-MariaDB-ubu2404", Engine: "MySQL or MariaDB"},
+		{Version: "8.0.11-TiDB-v7.5.1", Engine: "TiDB", Missing: []string{"SKIP LOCKED", "AUTO_INCREMENT in commit order"}, Advice: "use MySQL or MariaDB"},
+		{Version: "5.7.25-TiDB-v6.5.0", Engine: "TiDB", Missing: []string{"SKIP LOCKED"}, Advice: "use MySQL or MariaDB"},
+		{Version: "8.0.30-Vitess", Engine: "Vitess (vtgate)", Missing: []string{"AUTO_INCREMENT in commit order across shards", "GET_LOCK"}, Advice: "unsharded keyspace directly"},
+		{Version: "5.7.9-vitess-17.0.0", Engine: "Vitess (vtgate)", Missing: []string{"Vitess sequence"}, Advice: "not through vtgate"},
+	})
 }
 
 // TestOldServersStillSayUpgrade: the version check of old servers keeps its

@@ -550,7 +550,7 @@ func insertBatch(ctx context.Context, tx querier, p driver.ClaimParams, part int
 		ids[i] = t.ID
 	}
 	_, err := tx.ExecContext(ctx, "INSERT INTO delivery_batch (stream_id, group_name, lease_token, `partition`, first_id, last_id, ids, holder, lease_until, created_at)"+
-		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", p.Stream.ID, p.Group, p.Token, part, ids[0], ids[len(ids)-1], encodeIDs(ids), p.Holder, ts(p.LeaseUntil), ts(p.Now))
+		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", p.Stream.ID, p.Group, p.Token, part, ids[0], ids[len(ids)-1], sqldb.EncodeInts(ids), p.Holder, ts(p.LeaseUntil), ts(p.Now))
 	return heldBatch{batchRef: batchRef{group: p.Group, token: p.Token, part: part}, ids: ids}, err
 }
 
@@ -705,14 +705,8 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 		row, exists := found[c.msgID]
 		_ = f.Add(p, c.msgID, driver.ExceptionState(c.state), c.attempt, exists && heads[c.msgID], func() (driver.Row, error) { return row, nil }, p.LeaseUntil)
 	}
-	now := ts(p.Now)
-	if err := sqldb.RecordFates(ctx, tx, p.Stream.ID, p.Group, &f, sqldb.DueStatements{
-		// The expired lease's own attempt and holder go to the history.
-		Bury:      `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?, first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, ` + appendFailure,
-		BuryArgs:  []any{p.LastError, now, now, driver.CutHistoryError(p.LastError), driver.HistoryTime(p.Now)},
-		Lease:     `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?`,
-		LeaseArgs: []any{ts(p.LeaseUntil), p.Token, p.Holder, now},
-	}); err != nil {
+	// The expired lease's own attempt and holder go to the history.
+	if err := sqldb.RecordFates(ctx, tx, p, &f, sqldb.DueWrites{Failures: appendFailure, Now: ts(p.Now), LeaseUntil: ts(p.LeaseUntil)}); err != nil {
 		return nil, 0, err
 	}
 	return f.Leased, f.Dropped(), nil

@@ -33,9 +33,5 @@ func (d *Driver) ListClients(ctx context.Context, _ driver.ListClientsParams) ([
 
 // PruneClients implements driver.ClientDirectory.
 func (d *Driver) PruneClients(ctx context.Context, p driver.PruneClientsParams) (int64, error) {
-	res, err := d.exec(ctx, `DELETE FROM client_heartbeat WHERE last_seen < ?`, ts(p.Before))
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return sqldb.Affected(d.exec(ctx, `DELETE FROM client_heartbeat WHERE last_seen < ?`, ts(p.Before)))
 }

@@ -6,10 +6,10 @@ package mysql
 import (
 	"errors"
 	"net/url"
-	"strings"
 	"testing"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/drivertest"
 )
 
 // FuzzOpenDSN opens the driver on user:password@rest DSNs. Open never
@@ -35,8 +35,8 @@ func FuzzOpenDSN(f *testing.F) {
 			t.Fatalf("Open(%q) = %v; want ErrUnavailable", user+":"+pass+"@"+rest, err)
 		}
 		other := openErr(user + ":Qz7Qz7Qz7@" + rest)
-		for _, p := range passwordForms(pass) {
-			if shows(err, p) && !shows(other, p) {
+		for _, p := range drivertest.PasswordForms(pass, url.PathUnescape) {
+			if drivertest.Shows(err, p) && !drivertest.Shows(other, p) {
 				t.Fatalf("Open(%q) shows the password %q: %v", user+":"+pass+"@"+rest, p, err)
 			}
 		}
@@ -51,36 +51,4 @@ func openErr(dsn string) error {
 		_ = d.db.Close()
 	}
 	return d.opened
-}
-
-// passwordForms is the password as written and unescaped, where at least
-// three bytes long (shorter ones show by chance).
-func passwordForms(p string) []string {
-	out := []string{p}
-	if u, err := url.PathUnescape(p); err == nil {
-		out = append(out, u)
-	}
-	var long []string
-	for _, s := range out {
-		if len(s) >= 3 {
-			long = append(long, s)
-		}
-	}
-	return long
-}
-
-// shows reports whether err's text holds s outside the marks driver.Scrub
-// leaves ("xxxxx" then " 1" would otherwise show the password "x 1").
-func shows(err error, s string) bool {
-	if err == nil {
-		return false
-	}
-	// Each piece between scrub marks on its own: a password that spans a
-	// mark (its NUL byte where the mark was, say) is not shown.
-	for _, piece := range strings.Split(err.Error(), "xxxxx") {
-		if strings.Contains(piece, s) {
-			return true
-		}
-	}
-	return false
 }

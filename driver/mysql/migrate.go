@@ -379,13 +379,8 @@ func (d *Driver) runStep(ctx context.Context, conn *sql.Conn, s step) error {
 // streamLogs lists the log tables of existing streams.
 func streamLogs(ctx context.Context, conn *sql.Conn) ([]string, error) {
 	tables := map[string]bool{}
-	if err := sqldb.EachRow(ctx, conn, `SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'message\_log\_%'`, nil,
-		func(r *sql.Rows) error {
-			var name string
-			err := r.Scan(&name)
-			tables[name] = true
-			return err
-		}); err != nil {
+	if err := sqldb.Mark(ctx, conn, `SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'message\_log\_%'`, nil,
+		tables); err != nil {
 		return nil, err
 	}
 	var out []string

@@ -303,6 +303,7 @@ var (
 	_ driver.GroupPauser     = (*Driver)(nil)
 	_ driver.Alterer         = (*Driver)(nil)
 	_ driver.RevisionDeleter = (*Driver)(nil)
+	_ driver.SampleStore     = (*Driver)(nil)
 )
 
 // Pool sizes set by Open; change them through DB().
@@ -408,8 +409,12 @@ func (d *Driver) unusable(err error, advice string) error {
 // ProduceTx. Its connections run at READ COMMITTED with UTC times.
 func (d *Driver) DB() *sql.DB { return d.db }
 
+// driverName is the driver's name: Name, and the adapter of a caller's
+// transaction (driver.AdaptedTx).
+const driverName = "mysql"
+
 // Name implements driver.Driver.
-func (d *Driver) Name() string { return "mysql" }
+func (d *Driver) Name() string { return driverName }
 
 // Capabilities implements driver.Driver.
 func (d *Driver) Capabilities() driver.Capabilities {

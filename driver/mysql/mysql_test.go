@@ -20,20 +20,14 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/drivertest"
 	"github.com/sqlstreams/sqlstreams/driver/mysql"
 )
 
-type event struct {
-	N int `json:"n"`
-}
+// event is the message these tests produce; testCtx their context.
+type event = drivertest.Event
 
-func (event) SchemaVersion() int { return 1 }
-
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+var testCtx = drivertest.Ctx
 
 func openClient(t testing.TB, drv *mysql.Driver) *sqlstreams.Client {
 	t.Helper()
@@ -99,33 +93,6 @@ func TestOpenErrors(t *testing.T) {
 				t.Errorf("error shows the password: %v", err)
 			}
 		})
-	}
-}
-
-// TestMigrateConcurrently: processes starting at once apply the schema once.
-func TestMigrateConcurrently(t *testing.T) {
-	t.Parallel()
-	dsn := newDatabase(t)
-	var wg sync.WaitGroup
-	errs := make(chan error, 6)
-	for range 6 {
-		wg.Go(func() {
-			d := mysql.Open(dsn)
-			defer d.Close()
-			errs <- d.Migrate(testCtx(t))
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatalf("concurrent Migrate: %v", err)
-		}
-	}
-	db, _ := adminDB(t)
-	var n int
-	if err := db.QueryRow("SELECT COUNT(*) FROM " + dbName(t, dsn) + ".sqlstreams_migration").Scan(&n); err != nil || n != mysql.MigrationCount() {
-		t.Fatalf("migrations recorded: %d (%v), want %d", n, err, mysql.MigrationCount())
 	}
 }
 
@@ -882,29 +849,17 @@ func startCutProxy(t *testing.T, dsn string, cut func([]byte) bool) (string, *cu
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := &cutProxy{cut: cut}
 	target := cfg.Addr
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			go func() { io.Copy(c, s); c.Close(); s.Close() }()
-			go p.relay(c, s)
+	cfg.Addr = drivertest.Serve(t, func(c net.Conn) {
+		s, err := net.Dial("tcp", target)
+		if err != nil {
+			c.Close()
+			return
 		}
-	}()
-	cfg.Addr = ln.Addr().String()
+		go func() { io.Copy(c, s); c.Close(); s.Close() }()
+		p.relay(c, s)
+	})
 	return cfg.FormatDSN(), p
 }
 

@@ -13,7 +13,7 @@ import (
 var registry = sqldb.Registry[time.Time]{
 	Name:         "mysql",
 	Lock:         `FOR UPDATE`,
-	SaveSettings: `UPDATE registry_setting SET level = ?, mode = ? WHERE stream_id = ?`,
+	SaveSettings: `UPDATE registry_setting SET level = ?, mode = ? WHERE stream_id = ? AND version = ?`,
 	InsertID:     `INSERT IGNORE INTO schema_id (id, fingerprint, schema_type, schema_json, created_at) VALUES (?, ?, ?, ?, ?)`,
 	InsertNewID:  `INSERT IGNORE INTO schema_id (fingerprint, schema_type, schema_json, created_at) VALUES (?, ?, ?, ?)`,
 	// VALUES() is the spelling both engines accept in ON DUPLICATE KEY UPDATE.
@@ -68,22 +68,22 @@ func inOwnTx[T any](ctx context.Context, d *Driver, fn func(querier) (T, error))
 // missing row locks nothing. It runs before the transaction that locks
 // the row: inserting it there would take a shared lock first, and two
 // writers upgrading theirs would deadlock.
-func (d *Driver) ensureScope(ctx context.Context, streamID int64) error {
+func (d *Driver) ensureScope(ctx context.Context, streamID int64, version int) error {
 	if err := d.check(); err != nil {
 		return err
 	}
-	_, err := d.exec(ctx, `INSERT IGNORE INTO registry_setting (stream_id) VALUES (?)`, streamID)
+	_, err := d.exec(ctx, `INSERT IGNORE INTO registry_setting (stream_id, version) VALUES (?, ?)`, streamID, version)
 	return err
 }
 
 // RegistrySettings implements driver.Registry.
 func (d *Driver) RegistrySettings(ctx context.Context, p driver.RegistrySettingsParams) (driver.RegistrySettings, error) {
-	return onPool(ctx, d, func(q querier) (driver.RegistrySettings, error) { return registry.Settings(ctx, q, p.StreamID) })
+	return onPool(ctx, d, func(q querier) (driver.RegistrySettings, error) { return registry.Settings(ctx, q, p) })
 }
 
 // UpdateRegistrySettings implements driver.Registry.
 func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegistrySettingsParams) error {
-	if err := d.ensureScope(ctx, p.StreamID); err != nil {
+	if err := d.ensureScope(ctx, p.StreamID, p.Version); err != nil {
 		return err
 	}
 	return d.inTx(ctx, nil, func(tx querier) error { return registry.UpdateSettings(ctx, tx, p) })
@@ -93,7 +93,7 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegi
 // references, driver.SchemaIDs. Registrations of one stream are serialized
 // by locking the stream's settings row.
 func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) (driver.SchemaRevision, bool, error) {
-	if err := d.ensureScope(ctx, p.Revision.StreamID); err != nil {
+	if err := d.ensureScope(ctx, p.Revision.StreamID, 0); err != nil {
 		return p.Revision, false, err
 	}
 	var created bool
@@ -114,7 +114,7 @@ func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsPa
 // DeleteRevisions implements driver.RevisionDeleter, serialized with the
 // stream's registrations by the lock RecordSchema takes.
 func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsParams) ([]int, error) {
-	if err := d.ensureScope(ctx, p.StreamID); err != nil {
+	if err := d.ensureScope(ctx, p.StreamID, 0); err != nil {
 		return nil, err
 	}
 	return inOwnTx(ctx, d, func(tx querier) ([]int, error) { return registry.DeleteRevisions(ctx, tx, logTable(p.StreamID), p) })

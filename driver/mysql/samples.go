@@ -7,8 +7,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-var _ driver.SampleStore = (*Driver)(nil)
-
 // RecordSample implements driver.SampleStore. IGNORE turns a second sample
 // of the bucket into nothing (0 rows affected, where the no-op update of
 // ON DUPLICATE KEY counts the row the driver's clientFoundRows finds); the
@@ -16,12 +14,8 @@ var _ driver.SampleStore = (*Driver)(nil)
 // written by ts and a JSON document.
 func (d *Driver) RecordSample(ctx context.Context, p driver.RecordSampleParams) (bool, error) {
 	s := p.Sample
-	res, err := d.exec(ctx, `INSERT IGNORE INTO stream_sample (`+sqldb.SampleColumns+`) VALUES (?, ?, ?)`,
-		s.StreamID, ts(s.At), s.Figures)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
+	n, err := sqldb.Affected(d.exec(ctx, `INSERT IGNORE INTO stream_sample (`+sqldb.SampleColumns+`) VALUES (?, ?, ?)`,
+		s.StreamID, ts(s.At), s.Figures))
 	return n == 1, err
 }
 
@@ -39,10 +33,6 @@ func (d *Driver) ListSamples(ctx context.Context, p driver.ListSamplesParams) ([
 
 // PruneSamples implements driver.SampleStore.
 func (d *Driver) PruneSamples(ctx context.Context, p driver.PruneSamplesParams) (int64, error) {
-	res, err := d.exec(ctx, `DELETE FROM stream_sample
-		WHERE sampled_at < ? OR stream_id NOT IN (SELECT id FROM stream_config)`, ts(p.Before))
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return sqldb.Affected(d.exec(ctx, `DELETE FROM stream_sample
+		WHERE sampled_at < ? OR stream_id NOT IN (SELECT id FROM stream_config)`, ts(p.Before)))
 }

@@ -61,7 +61,6 @@ func execByIDs(ctx context.Context, streamID int64, group, stmt string, args ...
 	}
 }
 
-
 // settleOne settles a single delivery with one statement (stmt, setting
 // columns with args), whose matched-row count (clientFoundRows) says
 // exactly whether it changed.

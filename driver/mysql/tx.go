@@ -54,14 +54,14 @@ func (d *Driver) inTx(ctx context.Context, tx driver.Tx, fn func(querier) error)
 	if tx == nil {
 		return d.ownTx(ctx, false, fn)
 	}
-	a, ok := tx.(txAdapter)
+	native, ok := driver.Unwrap[*sql.Tx](tx, driverName)
 	if !ok {
-		return fmt.Errorf("mysql: %w: got a %s transaction; wrap a *sql.Tx from this driver's DB() with mysql.Tx", driver.ErrForeignTx, tx.DriverName())
+		return driver.ForeignTx(driverName, tx, "wrap a *sql.Tx from this driver's DB() with mysql.Tx")
 	}
-	if a.tx == nil {
+	if native == nil {
 		return fmt.Errorf("mysql: %w: mysql.Tx was given a nil *sql.Tx", driver.ErrForeignTx)
 	}
-	caller, _, err := marked(fn(a.tx))
+	caller, _, err := marked(fn(native))
 	if caller {
 		return err
 	}
@@ -282,17 +282,13 @@ func sleep(ctx context.Context, d time.Duration) error {
 // when the caller commits. While it is open the transaction holds the append
 // lock of the partitions it produced to, and the locks of the deliveries it
 // settled (see the package documentation).
-func Tx(tx *sql.Tx) driver.Tx { return txAdapter{tx} }
+func Tx(tx *sql.Tx) driver.Tx { return driver.AdaptedTx[*sql.Tx]{Native: tx, Driver: driverName} }
 
 // UnwrapTx returns the *sql.Tx that Tx adapted, so that code handed a
 // driver.Tx (middleware, a handler) can write its own rows in the same
 // transaction. It reports false for a transaction of another driver or a
 // nil one.
 func UnwrapTx(tx driver.Tx) (*sql.Tx, bool) {
-	a, ok := tx.(txAdapter)
-	return a.tx, ok && a.tx != nil
+	native, ok := driver.Unwrap[*sql.Tx](tx, driverName)
+	return native, ok && native != nil
 }
-
-type txAdapter struct{ tx *sql.Tx }
-
-func (txAdapter) DriverName() string { return "mysql" }

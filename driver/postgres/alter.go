@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -32,38 +31,32 @@ func staleOrMissing(ctx context.Context, q querier, used driver.StreamConfig) er
 func (d *Driver) AlterStream(ctx context.Context, p driver.AlterStreamParams) (driver.StreamConfig, error) {
 	var out driver.StreamConfig
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		if lt := d.lockTimeoutValue(); lt != "" {
-			b.Queue(setLockTimeout, lt)
-		}
-		// FOR UPDATE, not NO KEY UPDATE: it also waits for a group being
-		// registered (RegisterGroup holds KEY SHARE on the row), so that
-		// group's cursors are locked and extended below, and makes a group
-		// registered after it read the new partition count.
-		b.Queue(`SELECT 1 FROM stream_config WHERE id = $1::bigint FOR UPDATE`, p.StreamID)
-		b.Queue(`SELECT 1 FROM group_cursor WHERE stream_id = $1::bigint ORDER BY group_name, partition FOR UPDATE`, p.StreamID)
-		b.Queue(`SELECT 1 FROM stream_partition WHERE stream_id = $1::bigint ORDER BY partition FOR NO KEY UPDATE`, p.StreamID)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		stored, err := lookupStreamByID(ctx, tx, p.StreamID)
-		if err != nil {
-			return err
-		}
-		next, err := driver.Altered(stored, p)
-		if err != nil {
-			return driver.CallerError{Err: err}
-		}
-		if err := storeAltered(ctx, tx, stored, next); err != nil {
-			return err
-		}
-		out = next
-		return nil
+		var err error
+		out, err = driver.Alter(p, func() (driver.StreamConfig, error) { return d.lockAltered(ctx, tx, p.StreamID) },
+			func(stored, next driver.StreamConfig) error { return storeAltered(ctx, tx, stored, next) })
+		return err
 	})
-	if err != nil {
-		return out, fmt.Errorf("alter stream %d: %w", p.StreamID, driver.AlterConflict(err))
+	return out, driver.AlterConflict(p.StreamID, err)
+}
+
+// lockAltered takes AlterStream's locks, in one round trip, and reads the
+// stream's configuration under them.
+func (d *Driver) lockAltered(ctx context.Context, tx pgx.Tx, streamID int64) (driver.StreamConfig, error) {
+	b := &pgx.Batch{}
+	if lt := d.lockTimeoutValue(); lt != "" {
+		b.Queue(setLockTimeout, lt)
 	}
-	return out, nil
+	// FOR UPDATE, not NO KEY UPDATE: it also waits for a group being
+	// registered (RegisterGroup holds KEY SHARE on the row), so that
+	// group's cursors are locked and extended below, and makes a group
+	// registered after it read the new partition count.
+	b.Queue(`SELECT 1 FROM stream_config WHERE id = $1::bigint FOR UPDATE`, streamID)
+	b.Queue(`SELECT 1 FROM group_cursor WHERE stream_id = $1::bigint ORDER BY group_name, partition FOR UPDATE`, streamID)
+	b.Queue(`SELECT 1 FROM stream_partition WHERE stream_id = $1::bigint ORDER BY partition FOR NO KEY UPDATE`, streamID)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return driver.StreamConfig{}, err
+	}
+	return lookupStreamByID(ctx, tx, streamID)
 }
 
 // storeAltered writes next over stored, under AlterStream's locks: the

@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"sync/atomic"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -31,29 +29,29 @@ var ErrUnsupportedServer = errors.New("the server lacks a capability sqlstreams 
 //     transaction mode) consumers poll; a listener that cannot LISTEN makes
 //     Run log "polling only" and go on polling.
 //   - transactional DDL: CreateStream is atomic. Required.
-type engineInfo struct {
-	name    string
-	missing []string // capabilities the engine lacks that the driver needs
-	advice  string
+//
+// refusedEngines are the engines known to lack some of it, each told by its
+// version text.
+var refusedEngines = []driver.Engine{
+	{Name: "CockroachDB", Marker: "cockroachdb",
+		Missing: []string{"commit-ordered visibility (pg_current_snapshot and xid8: CockroachDB has no global transaction ids)",
+			"transaction-level advisory locks (pg_advisory_xact_lock)", "LISTEN/NOTIFY"},
+		Advice: "sqlstreams cannot keep commit order (C5) on CockroachDB; use PostgreSQL (with a streaming replica and failover for availability)"},
+	{Name: "YugabyteDB", Marker: "-yb-",
+		Missing: []string{"commit-ordered visibility (pg_current_snapshot xmin is per tablet server, not one order across the cluster)",
+			"transaction-level advisory locks (before YugabyteDB 2.25)", "LISTEN/NOTIFY (before 2025.2.3, and then only with yb_enable_listen_notify)"},
+		Advice: "sqlstreams cannot keep commit order (C5) on YugabyteDB; use PostgreSQL (with a streaming replica and failover for availability)"},
 }
 
-// classifyServer reads version() and tells which engine answers. It is a
-// pure function of the text, tested against captured version strings.
-func classifyServer(version string) engineInfo {
-	v := strings.ToLower(version)
-	switch {
-	case strings.Contains(v, "cockroachdb"):
-		return engineInfo{name: "CockroachDB",
-			missing: []string{"commit-ordered visibility (pg_current_snapshot and xid8: CockroachDB has no global transaction ids)",
-				"transaction-level advisory locks (pg_advisory_xact_lock)", "LISTEN/NOTIFY"},
-			advice: "sqlstreams cannot keep commit order (C5) on CockroachDB; use PostgreSQL (with a streaming replica and failover for availability)"}
-	case strings.Contains(v, "-yb-"):
-		return engineInfo{name: "YugabyteDB",
-			missing: []string{"commit-ordered visibility (pg_current_snapshot xmin is per tablet server, not one order across the cluster)",
-				"transaction-level advisory locks (before YugabyteDB 2.25)", "LISTEN/NOTIFY (before 2025.2.3, and then only with yb_enable_listen_notify)"},
-			advice: "sqlstreams cannot keep commit order (C5) on YugabyteDB; use PostgreSQL (with a streaming replica and failover for availability)"}
-	}
-	return engineInfo{name: "PostgreSQL"}
+// classifyServer reads version() and tells which engine answers.
+func classifyServer(version string) driver.Engine {
+	return driver.EngineOf(version, "PostgreSQL", refusedEngines...)
+}
+
+// refuseEngine is Migrate's error for an engine it refuses: an ErrDatabase
+// with the engine's advice.
+func refuseEngine(version string) error {
+	return classifyServer(version).Refused("postgres: ", ErrUnsupportedServer)
 }
 
 // serverCheck remembers that the server passed checkServer.
@@ -69,17 +67,9 @@ func (d *Driver) checkServer(ctx context.Context) error {
 	if err := d.pool.QueryRow(ctx, `SELECT version()`).Scan(&version); err != nil {
 		return d.wrap(ctx, err, stageRead)
 	}
-	if err := refuseEngine(classifyServer(version)); err != nil {
+	if err := refuseEngine(version); err != nil {
 		return err
 	}
 	d.server.ok.Store(true)
 	return nil
-}
-
-func refuseEngine(e engineInfo) error {
-	if len(e.missing) == 0 {
-		return nil
-	}
-	return &driver.Error{Kind: driver.ErrDatabase, Advice: e.advice,
-		Err: fmt.Errorf("postgres: %w: %s lacks %s", ErrUnsupportedServer, e.name, strings.Join(e.missing, "; "))}
 }

@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,20 +18,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/drivertest"
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
 )
 
-type event struct {
-	N int `json:"n"`
-}
+// event is the message these tests produce; tctx their context.
+type event = drivertest.Event
 
-func (event) SchemaVersion() int { return 1 }
-
-func tctx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+var tctx = drivertest.Ctx
 
 func open(t testing.TB, ns string, opts ...postgres.Option) *sqlstreams.Client {
 	t.Helper()
@@ -70,11 +62,7 @@ func withParams(t testing.TB, base string, params map[string]string) string {
 	return u.String()
 }
 
-func randomName(prefix string) string {
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
+func randomName(prefix string) string { return drivertest.RandomName(prefix, 5) }
 
 // A wrong URL, database, user or permission fails at sqlstreams.Open with
 // the server's own reason.
@@ -127,30 +115,6 @@ func TestOpenErrors(t *testing.T) {
 				t.Errorf("Open error %q does not contain %q", err, tc.want)
 			}
 		})
-	}
-}
-
-// Several processes starting at once migrate once; Migrate is idempotent.
-func TestConcurrentMigrate(t *testing.T) {
-	t.Parallel()
-	ns := newSchema(t, nil)
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for range 8 {
-		wg.Go(func() {
-			d := postgres.Open(ns)
-			defer d.Close()
-			for range 2 {
-				if err := d.Migrate(tctx(t)); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Errorf("concurrent Migrate: %v", err)
 	}
 }
 

@@ -7,11 +7,11 @@ package postgres
 import (
 	"errors"
 	"net/url"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/drivertest"
 )
 
 // pgForms builds a connection string around a password: a URL, a
@@ -55,8 +55,8 @@ func FuzzOpenURL(f *testing.F) {
 		// parse the same way): text both show comes from elsewhere.
 		other := openErr(build(user, "Qz7Qz7Qz7", rest))
 		lookalike := openErr(build(user, disguise(pass), rest))
-		for _, p := range passwordForms(pass) {
-			if shows(err, p) && !shows(other, p) && !shows(lookalike, p) {
+		for _, p := range drivertest.PasswordForms(pass, url.PathUnescape, url.QueryUnescape) {
+			if drivertest.Shows(err, p) && !drivertest.Shows(other, p) && !drivertest.Shows(lookalike, p) {
 				t.Fatalf("Open(%q) shows the password %q: %v", conn, p, err)
 			}
 		}
@@ -98,39 +98,4 @@ func openErr(conn string) error {
 		return nil
 	}
 	return Open(conn).opened
-}
-
-// passwordForms is the password as written and unescaped, where at least
-// three bytes long (shorter ones show by chance).
-func passwordForms(p string) []string {
-	var out []string
-	for _, s := range []string{p, unescaped(p, url.PathUnescape), unescaped(p, url.QueryUnescape)} {
-		if len(s) >= 3 {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func unescaped(s string, fn func(string) (string, error)) string {
-	if u, err := fn(s); err == nil {
-		return u
-	}
-	return ""
-}
-
-// shows reports whether err's text holds s outside the marks driver.Scrub
-// leaves ("xxxxx" then " 1" would otherwise show the password "x 1").
-func shows(err error, s string) bool {
-	if err == nil {
-		return false
-	}
-	// Each piece between scrub marks on its own: a password that spans a
-	// mark (its NUL byte where the mark was, say) is not shown.
-	for _, piece := range strings.Split(err.Error(), "xxxxx") {
-		if strings.Contains(piece, s) {
-			return true
-		}
-	}
-	return false
 }

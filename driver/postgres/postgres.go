@@ -234,6 +234,7 @@ var (
 	_ driver.GroupPauser     = (*Driver)(nil)
 	_ driver.Alterer         = (*Driver)(nil)
 	_ driver.RevisionDeleter = (*Driver)(nil)
+	_ driver.SampleStore     = (*Driver)(nil)
 )
 
 // Driver is the PostgreSQL driver. Create it with Open.
@@ -407,19 +408,11 @@ func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
 // Tx adapts a transaction for Producer.ProduceTx, and for settling
 // deliveries inside it (AckParams.Tx, FailParams.Tx). The transaction must be
 // on the database the driver uses (for example begun on Pool()).
-func Tx(tx pgx.Tx) driver.Tx { return txAdapter{tx} }
+func Tx(tx pgx.Tx) driver.Tx { return driver.AdaptedTx[pgx.Tx]{Native: tx, Driver: driverName} }
 
 // UnwrapTx returns the transaction Tx adapted, and false for a transaction
 // another driver adapted (or nil).
-func UnwrapTx(tx driver.Tx) (pgx.Tx, bool) {
-	a, ok := tx.(txAdapter)
-	if !ok {
-		return nil, false
-	}
-	return a.tx, true
-}
-
-type txAdapter struct{ tx pgx.Tx }
+func UnwrapTx(tx driver.Tx) (pgx.Tx, bool) { return driver.Unwrap[pgx.Tx](tx, driverName) }
 
 // callerTx returns the caller's transaction tx adapted for this driver, or
 // ErrForeignTx.
@@ -427,13 +420,15 @@ func callerTx(tx driver.Tx) (pgx.Tx, error) {
 	if native, ok := UnwrapTx(tx); ok {
 		return native, nil
 	}
-	return nil, fmt.Errorf("postgres: %w: got a %s transaction; wrap a pgx.Tx with postgres.Tx", driver.ErrForeignTx, tx.DriverName())
+	return nil, driver.ForeignTx(driverName, tx, "wrap a pgx.Tx with postgres.Tx")
 }
 
-func (txAdapter) DriverName() string { return "postgres" }
+// driverName is the driver's name: Name, and the adapter of a caller's
+// transaction (driver.AdaptedTx).
+const driverName = "postgres"
 
 // Name implements driver.Driver.
-func (d *Driver) Name() string { return "postgres" }
+func (d *Driver) Name() string { return driverName }
 
 // Capabilities implements driver.Driver.
 func (d *Driver) Capabilities() driver.Capabilities {

@@ -10,9 +10,11 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-func readSettings(ctx context.Context, q querier, streamID int64) (driver.RegistrySettings, error) {
+// readSettings reads a scope's settings: a stream version, a whole stream
+// (version 0) or registry-wide (stream 0, version 0).
+func readSettings(ctx context.Context, q querier, streamID int64, version int) (driver.RegistrySettings, error) {
 	var s driver.RegistrySettings
-	err := q.QueryRow(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = $1::bigint`, streamID).Scan(&s.Level, &s.Mode)
+	err := q.QueryRow(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = $1::bigint AND version = $2::integer`, streamID, int32(version)).Scan(&s.Level, &s.Mode)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, nil
 	}
@@ -24,7 +26,7 @@ func (d *Driver) RegistrySettings(ctx context.Context, p driver.RegistrySettings
 	var s driver.RegistrySettings
 	err := d.read(ctx, func() error {
 		var err error
-		s, err = readSettings(ctx, d.pool, p.StreamID)
+		s, err = readSettings(ctx, d.pool, p.StreamID, p.Version)
 		return err
 	})
 	return s, err
@@ -33,19 +35,19 @@ func (d *Driver) RegistrySettings(ctx context.Context, p driver.RegistrySettings
 // UpdateRegistrySettings implements driver.Registry. The scope's row is
 // created first and locked, so concurrent updates of a scope serialize.
 func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegistrySettingsParams) error {
-	streamID := p.StreamID
+	streamID, version := p.StreamID, int32(p.Version)
 	return d.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO registry_setting (stream_id) VALUES ($1::bigint) ON CONFLICT (stream_id) DO NOTHING`, streamID); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO registry_setting (stream_id, version) VALUES ($1::bigint, $2::integer) ON CONFLICT (stream_id, version) DO NOTHING`, streamID, version); err != nil {
 			return err
 		}
 		var s driver.RegistrySettings
-		if err := tx.QueryRow(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = $1::bigint FOR UPDATE`, streamID).Scan(&s.Level, &s.Mode); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = $1::bigint AND version = $2::integer FOR UPDATE`, streamID, version).Scan(&s.Level, &s.Mode); err != nil {
 			return err
 		}
 		if err := p.Update(&s); err != nil {
 			return driver.CallerError{Err: err}
 		}
-		_, err := tx.Exec(ctx, `UPDATE registry_setting SET level = $1::text, mode = $2::text WHERE stream_id = $3::bigint`, s.Level, s.Mode, streamID)
+		_, err := tx.Exec(ctx, `UPDATE registry_setting SET level = $1::text, mode = $2::text WHERE stream_id = $3::bigint AND version = $4::integer`, s.Level, s.Mode, streamID, version)
 		return err
 	})
 }
@@ -169,15 +171,15 @@ func (s revisionSteps) LockStream(ctx context.Context, streamID int64) (driver.R
 	if err != nil {
 		return driver.RegistrySettings{}, err
 	}
-	return readSettings(ctx, s.tx, streamID)
+	return readSettings(ctx, s.tx, streamID, 0)
 }
 
 func (s revisionSteps) Revisions(ctx context.Context, streamID int64, version int) ([]driver.SchemaRevision, error) {
 	return revisionsAt(ctx, s.tx, driver.SchemaRevisionsParams{StreamID: streamID, Version: version, Deleted: true})
 }
 
-func (s revisionSteps) Settings(ctx context.Context, streamID int64) (driver.RegistrySettings, error) {
-	return readSettings(ctx, s.tx, streamID)
+func (s revisionSteps) Settings(ctx context.Context, streamID int64, version int) (driver.RegistrySettings, error) {
+	return readSettings(ctx, s.tx, streamID, version)
 }
 
 func (s revisionSteps) AssignID(ctx context.Context, rev driver.SchemaRevision) (int64, error) {
@@ -244,12 +246,13 @@ func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (dri
 	return doc, err
 }
 
-// SchemaUsages implements driver.SchemaIDs: live revisions only, as
-// listings hide soft-deleted ones.
+// SchemaUsages implements driver.SchemaIDs: live revisions, as listings
+// hide soft-deleted ones, unless p.Deleted.
 func (d *Driver) SchemaUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
 	var out []driver.SchemaRevision
 	err := d.read(ctx, func() error {
-		rows, err := d.pool.Query(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE i.id = $1::bigint AND NOT r.deleted ORDER BY r.stream_id, r.version, r.revision`, p.ID)
+		rows, err := d.pool.Query(ctx, `SELECT `+revisionColumns+revisionFrom+`WHERE i.id = $1::bigint AND ($2::boolean OR NOT r.deleted)
+			ORDER BY r.stream_id, r.version, r.revision`, p.ID, p.Deleted)
 		if err != nil {
 			return err
 		}
@@ -367,6 +370,11 @@ func (s deletionSteps) Remove(ctx context.Context, streamID int64, version int, 
 		}
 	}
 	return nil
+}
+
+func (s deletionSteps) ForgetSettings(ctx context.Context, streamID int64, version int) error {
+	_, err := s.tx.Exec(ctx, `UPDATE registry_setting SET level = '', mode = '' WHERE stream_id = $1::bigint AND version = $2::integer`, streamID, int32(version))
+	return err
 }
 
 // LiveRevisions implements driver.Registry.

@@ -8,10 +8,9 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-var _ driver.SampleStore = (*Driver)(nil)
-
-// RecordSample implements driver.SampleStore: an insert that a stored
-// sample of the same bucket turns into nothing.
+// RecordSample implements driver.SampleStore: ON CONFLICT DO NOTHING turns
+// a second client's sample of the bucket into no row, without an error that
+// would abort the transaction.
 func (d *Driver) RecordSample(ctx context.Context, p driver.RecordSampleParams) (bool, error) {
 	s := p.Sample
 	var stored bool

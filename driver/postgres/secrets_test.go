@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgproto3"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/driver/drivertest"
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
 )
 
@@ -98,50 +99,36 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // server might. It returns host:port.
 func fakeAuthServer(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-				be := pgproto3.NewBackend(conn, conn)
-				msg, err := be.ReceiveStartupMessage()
-				if err != nil {
-					return
-				}
-				if _, ok := msg.(*pgproto3.StartupMessage); !ok {
-					return
-				}
-				be.Send(&pgproto3.AuthenticationCleartextPassword{})
-				if err := be.Flush(); err != nil {
-					return
-				}
-				if err := be.SetAuthType(pgproto3.AuthTypeCleartextPassword); err != nil {
-					return
-				}
-				got, err := be.Receive()
-				if err != nil {
-					return
-				}
-				pw := ""
-				if m, ok := got.(*pgproto3.PasswordMessage); ok {
-					pw = m.Password
-				}
-				be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: "28P01",
-					Message: fmt.Sprintf("password authentication failed for user \"app\" (password %q)", pw)})
-				_ = be.Flush()
-			}()
+	return drivertest.Serve(t, func(conn net.Conn) {
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		be := pgproto3.NewBackend(conn, conn)
+		msg, err := be.ReceiveStartupMessage()
+		if err != nil {
+			return
 		}
-	}()
-	return ln.Addr().String()
+		if _, ok := msg.(*pgproto3.StartupMessage); !ok {
+			return
+		}
+		be.Send(&pgproto3.AuthenticationCleartextPassword{})
+		if err := be.Flush(); err != nil {
+			return
+		}
+		if err := be.SetAuthType(pgproto3.AuthTypeCleartextPassword); err != nil {
+			return
+		}
+		got, err := be.Receive()
+		if err != nil {
+			return
+		}
+		pw := ""
+		if m, ok := got.(*pgproto3.PasswordMessage); ok {
+			pw = m.Password
+		}
+		be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: "28P01",
+			Message: fmt.Sprintf("password authentication failed for user \"app\" (password %q)", pw)})
+		_ = be.Flush()
+	})
 }
 
 // With a password that is also a word of every error ("postgres", the usual

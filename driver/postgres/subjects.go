@@ -137,7 +137,7 @@ func recordSubjectVersion(ctx context.Context, tx pgx.Tx, p driver.RecordSubject
 			return v, false, nil
 		}
 	}
-	global, err := readSettings(ctx, tx, 0)
+	global, err := readSettings(ctx, tx, 0, 0)
 	if err != nil {
 		return in, false, err
 	}

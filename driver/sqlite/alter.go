@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -18,39 +17,35 @@ func (d *Driver) AlterStream(ctx context.Context, p driver.AlterStreamParams) (d
 	}
 	var out driver.StreamConfig
 	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
-		stored, err := lookupStreamByID(ctx, tx, p.StreamID)
-		if err != nil {
-			return err
-		}
-		next, err := driver.Altered(stored, p)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE stream_config SET partitions = ?, compacted = ?, retention_max_age_us = ?,
-			retention_max_rows = ?, retention_hard = ?, generation = ? WHERE id = ?`, next.Partitions, next.Compacted,
-			next.Retention.MaxAge.Microseconds(), next.Retention.MaxRows, next.Retention.Hard, next.Generation, next.ID); err != nil {
-			return err
-		}
-		// Every group reads a new partition from its start: nothing written
-		// there is passed over.
-		for part := stored.Partitions; part < next.Partitions; part++ {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO group_cursor (stream_id, group_name, partition, position)
-				SELECT stream_id, name, ?, 0 FROM consumer_group WHERE stream_id = ?`, part, next.ID); err != nil {
-				return err
-			}
-		}
-		if next.Compacted != stored.Compacted {
-			if err := rebuildHeads(ctx, tx, next); err != nil {
-				return err
-			}
-		}
-		out = next
-		return nil
+		var err error
+		out, err = driver.Alter(p, func() (driver.StreamConfig, error) { return lookupStreamByID(ctx, tx, p.StreamID) },
+			func(stored, next driver.StreamConfig) error { return storeAltered(ctx, tx, stored, next) })
+		return err
 	})
-	if err != nil {
-		return out, fmt.Errorf("alter stream %d: %w", p.StreamID, d.wrap(err))
+	// The writer's busy timeout has advice of its own: AlterConflict only
+	// names the stream.
+	return out, driver.AlterConflict(p.StreamID, d.wrap(err))
+}
+
+// storeAltered writes next over stored: the configuration, a cursor of
+// every group at the start of each new partition (nothing written there is
+// passed over), and the compaction heads when compaction is switched.
+func storeAltered(ctx context.Context, tx *sql.Tx, stored, next driver.StreamConfig) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE stream_config SET partitions = ?, compacted = ?, retention_max_age_us = ?,
+		retention_max_rows = ?, retention_hard = ?, generation = ? WHERE id = ?`, next.Partitions, next.Compacted,
+		next.Retention.MaxAge.Microseconds(), next.Retention.MaxRows, next.Retention.Hard, next.Generation, next.ID); err != nil {
+		return err
 	}
-	return out, nil
+	for part := stored.Partitions; part < next.Partitions; part++ {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO group_cursor (stream_id, group_name, partition, position)
+			SELECT stream_id, name, ?, 0 FROM consumer_group WHERE stream_id = ?`, part, next.ID); err != nil {
+			return err
+		}
+	}
+	if next.Compacted == stored.Compacted {
+		return nil
+	}
+	return rebuildHeads(ctx, tx, next)
 }
 
 // rebuildHeads drops the stream's compaction heads and, on a stream made

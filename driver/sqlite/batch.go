@@ -3,10 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
@@ -45,56 +43,16 @@ func scanBatch(r driver.RowScanner) (batch, error) {
 		return b, err
 	}
 	var err error
-	if b.ids, err = decodeInts[int64](ids); err != nil {
+	if b.ids, err = sqldb.DecodeInts[int64](ids); err != nil {
 		return b, fmt.Errorf("batch %s: stored ids: %w", b.token, err)
 	}
-	if b.versions, err = decodeInts[int](versions); err != nil {
+	if b.versions, err = sqldb.DecodeInts[int](versions); err != nil {
 		return b, fmt.Errorf("batch %s: stored versions: %w", b.token, err)
 	}
 	if len(b.ids) != len(b.versions) {
 		return b, fmt.Errorf("batch %s: %d ids but %d versions stored", b.token, len(b.ids), len(b.versions))
 	}
 	return b, nil
-}
-
-// encodeInts writes a JSON array of integers, so that SQL can read it with
-// json_each (the down migration does).
-func encodeInts[T int | int64](vs []T) string {
-	buf := make([]byte, 0, 2+8*len(vs))
-	buf = append(buf, '[')
-	for i, v := range vs {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = strconv.AppendInt(buf, int64(v), 10)
-	}
-	return string(append(buf, ']'))
-}
-
-var errBadArray = errors.New("not a JSON array of integers")
-
-func decodeInts[T int | int64](s string) ([]T, error) {
-	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
-		return nil, errBadArray
-	}
-	body := s[1 : len(s)-1]
-	if body == "" {
-		return nil, nil
-	}
-	out := make([]T, 0, len(body)/4)
-	start := 0
-	for i := 0; i <= len(body); i++ {
-		if i < len(body) && body[i] != ',' {
-			continue
-		}
-		v, err := strconv.ParseInt(body[start:i], 10, 64)
-		if err != nil {
-			return nil, errBadArray
-		}
-		out = append(out, T(v))
-		start = i + 1
-	}
-	return out, nil
 }
 
 // insertBatch leases taken (rows of one partition, ascending) as one batch.
@@ -105,7 +63,7 @@ func insertBatch(ctx context.Context, tx querier, p driver.ClaimParams, part int
 		ids[i], versions[i] = t.ID, t.SchemaVersion
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO delivery_batch (stream_id, group_name, lease_token, partition, first_id, last_id, ids, versions, holder, lease_until, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.Stream.ID, p.Group, p.Token, part, ids[0], ids[len(ids)-1], encodeInts(ids), encodeInts(versions),
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.Stream.ID, p.Group, p.Token, part, ids[0], ids[len(ids)-1], sqldb.EncodeInts(ids), sqldb.EncodeInts(versions),
 		p.Holder, micros(p.LeaseUntil), micros(p.Now))
 	return err
 }
@@ -140,7 +98,7 @@ func materialize(ctx context.Context, tx querier, streamID int64, b batch, ids m
 	if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, lease_token, holder, updated_at)
 		SELECT ?, ?, i.value, ?, v.value, 'leased', 1, ?, ?, ?, ? FROM json_each(?) i JOIN json_each(?) v ON v.key = i.key WHERE 1
 		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`,
-		streamID, b.group, b.partition, b.leaseUntil, b.token, b.holder, b.createdAt, encodeInts(named.ids), encodeInts(named.versions)); err != nil {
+		streamID, b.group, b.partition, b.leaseUntil, b.token, b.holder, b.createdAt, sqldb.EncodeInts(named.ids), sqldb.EncodeInts(named.versions)); err != nil {
 		return err
 	}
 	return storeBatch(ctx, tx, streamID, rest)
@@ -155,7 +113,7 @@ func storeBatch(ctx context.Context, tx querier, streamID int64, b batch) error 
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE delivery_batch SET ids = ?, versions = ?, first_id = ?, last_id = ?
 		WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND partition = ?`,
-		encodeInts(b.ids), encodeInts(b.versions), b.ids[0], b.ids[len(b.ids)-1], streamID, b.group, b.token, b.partition)
+		sqldb.EncodeInts(b.ids), sqldb.EncodeInts(b.versions), b.ids[0], b.ids[len(b.ids)-1], streamID, b.group, b.token, b.partition)
 	return err
 }
 

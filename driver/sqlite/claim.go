@@ -218,13 +218,8 @@ func (c partitionClaim) lease(ctx context.Context, taken []driver.Delivery) ([]d
 		return nil, nil
 	}
 	held := map[int64]bool{}
-	if err := sqldb.EachRow(ctx, c.tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id BETWEEN ? AND ?`,
-		[]any{c.p.Stream.ID, c.p.Group, taken[0].ID, taken[len(taken)-1].ID}, func(r *sql.Rows) error {
-			var id int64
-			err := r.Scan(&id)
-			held[id] = true
-			return err
-		}); err != nil {
+	if err := sqldb.Mark(ctx, c.tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id BETWEEN ? AND ?`,
+		[]any{c.p.Stream.ID, c.p.Group, taken[0].ID, taken[len(taken)-1].ID}, held); err != nil {
 		return nil, err
 	}
 	taken = slices.DeleteFunc(taken, func(d driver.Delivery) bool { return held[d.ID] })
@@ -269,14 +264,7 @@ func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, 
 	for _, c := range cands {
 		_ = f.Add(p, c.msgID, driver.ExceptionState(c.state), c.attempt, c.exists && c.head, func() (driver.Row, error) { return c.row, nil }, p.LeaseUntil)
 	}
-	now := micros(p.Now)
-	if err := sqldb.RecordFates(ctx, tx, p.Stream.ID, p.Group, &f, sqldb.DueStatements{
-		Bury: `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?,
-			first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, failures = ` + appendFailure,
-		BuryArgs:  []any{p.LastError, now, now, driver.CutHistoryError(p.LastError), driver.HistoryTime(p.Now)},
-		Lease:     `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?`,
-		LeaseArgs: []any{micros(p.LeaseUntil), p.Token, p.Holder, now},
-	}); err != nil {
+	if err := sqldb.RecordFates(ctx, tx, p, &f, sqldb.DueWrites{Failures: "failures = " + appendFailure, Now: micros(p.Now), LeaseUntil: micros(p.LeaseUntil)}); err != nil {
 		return nil, 0, err
 	}
 	return f.Leased, f.Dropped(), nil

@@ -39,11 +39,8 @@ func (d *Driver) ListClients(ctx context.Context, _ driver.ListClientsParams) ([
 func (d *Driver) PruneClients(ctx context.Context, p driver.PruneClientsParams) (int64, error) {
 	var n int64
 	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM client_heartbeat WHERE last_seen < ?`, micros(p.Before))
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
+		var err error
+		n, err = sqldb.Affected(tx.ExecContext(ctx, `DELETE FROM client_heartbeat WHERE last_seen < ?`, micros(p.Before)))
 		return err
 	})
 	return n, err

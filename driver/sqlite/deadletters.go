@@ -60,11 +60,8 @@ func (d *Driver) onDead(ctx context.Context, streamID int64, group string, ids [
 			where += ` AND msg_id IN (` + sqldb.Placeholders(len(ids)) + `)`
 			all = append(all, sqldb.Args(ids)...)
 		}
-		res, err := tx.ExecContext(ctx, stmt+where, all...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
+		var err error
+		n, err = sqldb.Affected(tx.ExecContext(ctx, stmt+where, all...))
 		return err
 	})
 	return n, err

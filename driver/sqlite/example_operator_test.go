@@ -154,7 +154,7 @@ func ExampleNewMigrator() {
 	fmt.Println("open")
 	// Output:
 	// true
-	// applied 16 migrations, the first: 0001_init.sql
+	// applied 17 migrations, the first: 0001_init.sql
 	// open
 }
 

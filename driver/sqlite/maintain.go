@@ -92,13 +92,13 @@ func (r retention) Stream(ctx context.Context, streamID int64) (driver.StreamCon
 
 func (r retention) Probe(ctx context.Context, stream driver.StreamConfig) driver.RetentionProbe {
 	table := logTable(stream.ID)
-	return driver.RetentionStatements{
+	return sqldb.Probe(ctx, r.tx, driver.RetentionStatements{
 		// Apart: SQLite reads MIN and MAX of one SELECT by a scan.
 		Span:       `SELECT (SELECT MIN(id) FROM ` + table + `), (SELECT MAX(id) FROM ` + table + `)`,
 		FirstYoung: `SELECT id FROM ` + table + ` WHERE produced_at >= ? ORDER BY id LIMIT 1`,
 		NthNewest:  `SELECT id FROM ` + table + ` ORDER BY id DESC LIMIT 1 OFFSET ?`,
 		At:         func(t time.Time) any { return micros(t) },
-	}.Probe(func(query string, args ...any) driver.RowScanner { return r.tx.QueryRowContext(ctx, query, args...) }, sql.ErrNoRows)
+	})
 }
 
 func (r retention) Victims(ctx context.Context, stream driver.StreamConfig, bound int64, limit int) ([]driver.RetainCandidate, error) {

@@ -13,8 +13,8 @@ import (
 // single writer serializes the writers of a scope, so no read locks.
 var registry = sqldb.Registry[int64]{
 	Name: "sqlite",
-	SaveSettings: `INSERT INTO registry_setting (level, mode, stream_id) VALUES (?, ?, ?)
-		ON CONFLICT (stream_id) DO UPDATE SET level = excluded.level, mode = excluded.mode`,
+	SaveSettings: `INSERT INTO registry_setting (level, mode, stream_id, version) VALUES (?, ?, ?, ?)
+		ON CONFLICT (stream_id, version) DO UPDATE SET level = excluded.level, mode = excluded.mode`,
 	InsertID:    `INSERT INTO schema_id (id, fingerprint, schema_type, schema_json, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	InsertNewID: `INSERT INTO schema_id (fingerprint, schema_type, schema_json, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	SaveReader: `INSERT INTO schema_reader (stream_id, group_name, version, revision, registered_at) VALUES (?, ?, ?, ?, ?)
@@ -65,7 +65,7 @@ func withTx[T any](ctx context.Context, d *Driver, write bool, fn func(*sql.Tx) 
 
 // RegistrySettings implements driver.Registry.
 func (d *Driver) RegistrySettings(ctx context.Context, p driver.RegistrySettingsParams) (driver.RegistrySettings, error) {
-	return onReader(d, func(q querier) (driver.RegistrySettings, error) { return registry.Settings(ctx, q, p.StreamID) })
+	return onReader(d, func(q querier) (driver.RegistrySettings, error) { return registry.Settings(ctx, q, p) })
 }
 
 // UpdateRegistrySettings implements driver.Registry.

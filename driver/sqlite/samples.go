@@ -8,20 +8,16 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-var _ driver.SampleStore = (*Driver)(nil)
-
-// RecordSample implements driver.SampleStore: an insert that a stored
-// sample of the same bucket turns into nothing.
+// RecordSample implements driver.SampleStore, in the one writer's
+// transaction: ON CONFLICT DO NOTHING turns another process's sample of the
+// bucket into no row.
 func (d *Driver) RecordSample(ctx context.Context, p driver.RecordSampleParams) (bool, error) {
 	s := p.Sample
 	var n int64
 	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO stream_sample (`+sqldb.SampleColumns+`) VALUES (?, ?, ?)
-			ON CONFLICT (stream_id, sampled_at) DO NOTHING`, s.StreamID, micros(s.At), s.Figures)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
+		var err error
+		n, err = sqldb.Affected(tx.ExecContext(ctx, `INSERT INTO stream_sample (`+sqldb.SampleColumns+`) VALUES (?, ?, ?)
+			ON CONFLICT (stream_id, sampled_at) DO NOTHING`, s.StreamID, micros(s.At), s.Figures))
 		return err
 	})
 	return n > 0, err
@@ -45,12 +41,9 @@ func (d *Driver) ListSamples(ctx context.Context, p driver.ListSamplesParams) ([
 func (d *Driver) PruneSamples(ctx context.Context, p driver.PruneSamplesParams) (int64, error) {
 	var n int64
 	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM stream_sample
-			WHERE sampled_at < ? OR stream_id NOT IN (SELECT id FROM stream_config)`, micros(p.Before))
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
+		var err error
+		n, err = sqldb.Affected(tx.ExecContext(ctx, `DELETE FROM stream_sample
+			WHERE sampled_at < ? OR stream_id NOT IN (SELECT id FROM stream_config)`, micros(p.Before)))
 		return err
 	})
 	return n, err

@@ -56,6 +56,7 @@ var (
 	_ driver.GroupPauser     = (*Driver)(nil)
 	_ driver.Notifier        = (*Driver)(nil)
 	_ driver.RevisionDeleter = (*Driver)(nil)
+	_ driver.SampleStore     = (*Driver)(nil)
 )
 
 // Driver is the SQLite driver. Create it with Open.
@@ -139,8 +140,12 @@ func Open(path string, opts ...Option) *Driver {
 	return d
 }
 
+// driverName is the driver's name: Name, and the adapter of a caller's
+// transaction (driver.AdaptedTx).
+const driverName = "sqlite"
+
 // Name implements driver.Driver.
-func (d *Driver) Name() string { return "sqlite" }
+func (d *Driver) Name() string { return driverName }
 
 // Capabilities implements driver.Driver.
 func (d *Driver) Capabilities() driver.Capabilities {

@@ -17,18 +17,14 @@ func (d *Driver) DB() *sql.DB { return d.write }
 
 // Tx adapts a transaction begun on DB() for Producer.ProduceTx and the
 // transactional settles (Delivery.AckTx).
-func Tx(tx *sql.Tx) driver.Tx { return txAdapter{tx} }
+func Tx(tx *sql.Tx) driver.Tx { return driver.AdaptedTx[*sql.Tx]{Native: tx, Driver: driverName} }
 
 // UnwrapTx returns the *sql.Tx that Tx adapted, so that code handed a
 // driver.Tx can write its own rows in the same transaction.
 func UnwrapTx(tx driver.Tx) (*sql.Tx, bool) {
-	a, ok := tx.(txAdapter)
-	return a.tx, ok && a.tx != nil
+	native, ok := driver.Unwrap[*sql.Tx](tx, driverName)
+	return native, ok && native != nil
 }
-
-type txAdapter struct{ tx *sql.Tx }
-
-func (txAdapter) DriverName() string { return "sqlite" }
 
 // inTx runs fn in the caller's transaction when tx is not nil, or in a new
 // immediate transaction on the writer that commits when fn succeeds. Waiting
@@ -46,11 +42,11 @@ func (d *Driver) inTxQ(ctx context.Context, tx driver.Tx, fn func(cachedTx) erro
 		return err
 	}
 	if tx != nil {
-		a, ok := tx.(txAdapter)
+		native, ok := driver.Unwrap[*sql.Tx](tx, driverName)
 		if !ok {
-			return fmt.Errorf("sqlite: %w: got a %s transaction; wrap a transaction from this driver's DB() with sqlite.Tx", driver.ErrForeignTx, tx.DriverName())
+			return driver.ForeignTx(driverName, tx, "wrap a transaction from this driver's DB() with sqlite.Tx")
 		}
-		return d.wrap(fn(cachedTx{Tx: a.tx}))
+		return d.wrap(fn(cachedTx{Tx: native}))
 	}
 	wctx, cancel := context.WithTimeout(ctx, d.busyTimeout)
 	d.wstmts.prepare(wctx) // before taking the writer: preparing needs it free

@@ -3,6 +3,7 @@ package ccompat_test
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -61,6 +62,65 @@ func TestKafkaJSRegisterWire(t *testing.T) {
 				{"getLatestSchemaId", "GET", "/subjects/payments-value/versions/latest", "", 200, 0, `"version":2,"id":` + id2 + `,`},
 				{"decode: the writer's schema by id", "GET", "/schemas/ids/" + id2, "", 200, 0, strconv.Quote(v2)},
 				{"getRegistryIdBySchema of a schema never registered", "POST", "/subjects/payments-value", typed("AVRO", v3), 404, 40403, ""},
+			})
+		})
+	}
+}
+
+// TestKafkaJSVersionSubjectsWire replays kafkajs's register(schema,
+// {subject, compatibility}) on stream-bound subjects, on SQLite and
+// PostgreSQL: the first version's subject before its stream exists (40408,
+// the PUT creates the stream, the register records revision 1), then a
+// second version's subject. Its GET /config answers 40408, not the level
+// set on the first version, so the client sets its own and registers
+// instead of failing on a level it did not ask for; each version's
+// revisions are then judged by that version's level and mode only, and a
+// permanent deletion of a version forgets its settings.
+func TestKafkaJSVersionSubjectsWire(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			base := serve(t, b.open(t), nil).URL
+			doc := func(fields ...string) string {
+				return `{"type":"object","properties":{"id":{"type":"string"},"` + fields[0] + `":{"type":"integer"}},"required":["` + strings.Join(fields[1:], `","`) + `"]}`
+			}
+			run(t, base, []exchange{
+				{"v1: the subject's level before the stream exists", "GET", "/config/invoices-v1", "", 404, 40408, "invoices-v1"},
+				{"v1: set FULL (creates the stream)", "PUT", "/config/invoices-v1", `{"compatibility":"FULL"}`, 200, 0, `{"compatibility":"FULL"}`},
+				{"v1: register", "POST", "/subjects/invoices-v1/versions", typed("JSON", doc("amount", "id", "amount")), 200, 0, `"id":`},
+				{"v1 again: the level it set", "GET", "/config/invoices-v1", "", 200, 0, `{"compatibilityLevel":"FULL"}`},
+
+				{"v2: no level of its own (v1's does not answer)", "GET", "/config/invoices-v2", "", 404, 40408, "invoices-v2"},
+				{"v2: with defaultToGlobal, the registry's default", "GET", "/config/invoices-v2?defaultToGlobal=true", "", 200, 0, `{"compatibilityLevel":"BACKWARD"}`},
+				{"v2: set BACKWARD (the default option)", "PUT", "/config/invoices-v2", `{"compatibility":"BACKWARD"}`, 200, 0, `{"compatibility":"BACKWARD"}`},
+				{"v2: register", "POST", "/subjects/invoices-v2/versions", typed("JSON", doc("cents", "id", "cents")), 200, 0, `"id":`},
+				{"v1's level is unchanged", "GET", "/config/invoices-v1", "", 200, 0, `{"compatibilityLevel":"FULL"}`},
+
+				{"v2: a required field made optional passes its BACKWARD", "POST", "/subjects/invoices-v2/versions", typed("JSON", doc("cents", "id")), 200, 0, `"id":`},
+				{"v1: the same change breaks its FULL", "POST", "/subjects/invoices-v1/versions", typed("JSON", doc("amount", "id")), 409, 409, "invoices-v1"},
+				{"v1: DELETE clears its own level", "DELETE", "/config/invoices-v1", "", 200, 0, `"compatibilityLevel":"FULL"`},
+				{"v1: none of its own after the DELETE", "GET", "/config/invoices-v1", "", 404, 40408, ""},
+				{"v1: a second DELETE has nothing to clear", "DELETE", "/config/invoices-v1", "", 404, 40408, ""},
+				{"v2 keeps its own", "GET", "/config/invoices-v2", "", 200, 0, `{"compatibilityLevel":"BACKWARD"}`},
+			})
+			noted := `{"type":"object","properties":{"id":{"type":"string"},"cents":{"type":"integer"},"note":{"type":"string"}},"required":["id"]}`
+			run(t, base, []exchange{
+				{"v1: READONLY", "PUT", "/mode/invoices-v1", `{"mode":"READONLY"}`, 200, 0, `{"mode":"READONLY"}`},
+				{"v1: a new revision is refused", "POST", "/subjects/invoices-v1/versions", typed("JSON", doc("total", "id")), 422, 42205, "READONLY"},
+				{"v2: no mode of its own", "GET", "/mode/invoices-v2", "", 404, 40409, "invoices-v2"},
+				{"v2: still registers", "POST", "/subjects/invoices-v2/versions", typed("JSON", noted), 200, 0, `"id":`},
+				{"v2: IMPORT next to its revisions needs force", "PUT", "/mode/invoices-v2", `{"mode":"IMPORT"}`, 422, 42205, "force"},
+				{"v3: IMPORT before its first revision", "PUT", "/mode/invoices-v3", `{"mode":"IMPORT"}`, 200, 0, `{"mode":"IMPORT"}`},
+				{"v2: IMPORT with force", "PUT", "/mode/invoices-v2?force=true", `{"mode":"IMPORT"}`, 200, 0, `{"mode":"IMPORT"}`},
+				{"v1: DELETE clears its own mode", "DELETE", "/mode/invoices-v1", "", 200, 0, `{"mode":"READONLY"}`},
+				{"v1: none of its own after the DELETE", "GET", "/mode/invoices-v1?defaultToGlobal=true", "", 200, 0, `{"mode":"READWRITE"}`},
+
+				{"v2: a soft deletion", "DELETE", "/subjects/invoices-v2", "", 200, 0, `[1,2,3]`},
+				{"v2 keeps its level while soft-deleted", "GET", "/config/invoices-v2", "", 200, 0, `{"compatibilityLevel":"BACKWARD"}`},
+				{"v2: a permanent deletion", "DELETE", "/subjects/invoices-v2?permanent=true", "", 200, 0, `[1,2,3]`},
+				{"v2 forgets its level with its revisions", "GET", "/config/invoices-v2", "", 404, 40408, ""},
+				{"v2 forgets its mode with its revisions", "GET", "/mode/invoices-v2", "", 404, 40409, ""},
 			})
 		})
 	}

@@ -234,7 +234,7 @@ func testFranz(t *testing.T, b backend) {
 		t.Errorf("after a restart: %+v, %v; want id %d and the same text", again, err, goID)
 	}
 
-	// Levels: registry-wide and per stream, mapped one to one.
+	// Levels: registry-wide and per stream version, mapped one to one.
 	cr := cl.Compatibility(ctx(t))
 	if cr[0].Err != nil || cr[0].Level != sr.CompatBackward {
 		t.Errorf("Compatibility(): %+v", cr[0])
@@ -252,18 +252,42 @@ func testFranz(t *testing.T, b backend) {
 	if set := cl.SetCompatibility(ctx(t), sr.SetCompatibility{Level: sr.CompatNone}, subject); set[0].Err != nil || set[0].Level != sr.CompatNone {
 		t.Errorf("SetCompatibility(NONE, subject): %+v", set[0])
 	}
-	if l, err := reg.Level(ctx(t), "orders.placed"); err != nil || l.Value != schema.None || l.Scope != "stream" {
-		t.Errorf("the stream's level after the PUT: %+v, %v", l, err)
+	if l, err := reg.VersionLevel(ctx(t), "orders.placed", 2); err != nil || l.Value != schema.None || l.Scope != "version" {
+		t.Errorf("version 2's level after the PUT: %+v, %v", l, err)
 	}
-	// The stream's level is shared by its versions: v1 sees it too.
-	if g := cl.Compatibility(ctx(t), "orders.placed-v1"); g[0].Err != nil || g[0].Level != sr.CompatNone {
-		t.Errorf("Compatibility(orders.placed-v1): %+v", g[0])
+	if l, err := reg.Level(ctx(t), "orders.placed"); err != nil || l.Scope != "registry" {
+		t.Errorf("the stream's level after a PUT on one version: %+v, %v; want the registry-wide one", l, err)
+	}
+	// A version's level is its own: v1 (no revisions yet) has none, and
+	// defaultToGlobal answers the stream's, else the registry-wide one.
+	wantCode(t, "Compatibility(orders.placed-v1) next to v2's own", cl.Compatibility(ctx(t), "orders.placed-v1")[0].Err, 40408)
+	if g := cl.Compatibility(sr.WithParams(ctx(t), sr.DefaultToGlobal), "orders.placed-v1"); g[0].Err != nil || g[0].Level != sr.CompatFullTransitive {
+		t.Errorf("Compatibility(orders.placed-v1, defaultToGlobal): %+v; want the registry's FULL_TRANSITIVE", g[0])
+	}
+	if err := reg.SetLevel(ctx(t), "orders.placed", schema.Forward); err != nil {
+		t.Fatal(err)
+	}
+	if g := cl.Compatibility(sr.WithParams(ctx(t), sr.DefaultToGlobal), "orders.placed-v1"); g[0].Err != nil || g[0].Level != sr.CompatForward {
+		t.Errorf("Compatibility(orders.placed-v1, defaultToGlobal) with a stream level: %+v; want the stream's FORWARD", g[0])
+	}
+	if err := reg.ClearLevel(ctx(t), "orders.placed"); err != nil {
+		t.Fatal(err)
+	}
+	// Set before v1's first revision; NONE there lets nothing through at v2.
+	if set := cl.SetCompatibility(ctx(t), sr.SetCompatibility{Level: sr.CompatNone}, "orders.placed-v1"); set[0].Err != nil {
+		t.Errorf("SetCompatibility(NONE, orders.placed-v1): %+v", set[0])
 	}
 	if rs := cl.ResetCompatibility(ctx(t), subject); rs[0].Err != nil || rs[0].Level != sr.CompatNone {
 		t.Errorf("ResetCompatibility(subject): %+v", rs[0])
 	}
-	if l, _ := reg.Level(ctx(t), "orders.placed"); l.Scope != "registry" {
-		t.Errorf("the stream's level after the reset comes from %s", l.Scope)
+	if l, _ := reg.VersionLevel(ctx(t), "orders.placed", 2); l.Scope != "registry" {
+		t.Errorf("version 2's level after the reset comes from %s", l.Scope)
+	}
+	required := `{"type":"object","properties":{"sku":{"type":"string"}},"required":["sku"]}`
+	_, err = cl.CreateSchema(ctx(t), subject, sr.Schema{Schema: required, Type: sr.TypeJSON})
+	wantCode(t, "an incompatible v2 revision while v1 is NONE", err, 409)
+	if rs := cl.ResetCompatibility(ctx(t), "orders.placed-v1"); rs[0].Err != nil || rs[0].Level != sr.CompatNone {
+		t.Errorf("ResetCompatibility(orders.placed-v1): %+v", rs[0])
 	}
 	if rs := cl.ResetCompatibility(ctx(t)); rs[0].Err != nil {
 		t.Errorf("ResetCompatibility(): %+v", rs[0])
@@ -279,9 +303,13 @@ func testFranz(t *testing.T, b backend) {
 	if m := cl.SetMode(ctx(t), sr.ModeReadOnly, subject); m[0].Err != nil || m[0].Mode != sr.ModeReadOnly {
 		t.Errorf("SetMode(READONLY, subject): %+v", m[0])
 	}
-	if m, _ := reg.Mode(ctx(t), "orders.placed"); m.Value != sqlstreams.ModeReadOnly || m.Scope != "stream" {
-		t.Errorf("the stream's mode after the PUT: %+v", m)
+	if m, _ := reg.VersionMode(ctx(t), "orders.placed", 2); m.Value != sqlstreams.ModeReadOnly || m.Scope != "version" {
+		t.Errorf("version 2's mode after the PUT: %+v", m)
 	}
+	if m, _ := reg.Mode(ctx(t), "orders.placed"); m.Value != sqlstreams.ModeReadWrite || m.Scope != "default" {
+		t.Errorf("the stream's mode after a PUT on one version: %+v", m)
+	}
+	wantCode(t, "Mode(orders.placed-v1) next to v2's own", cl.Mode(ctx(t), "orders.placed-v1")[0].Err, 40409)
 	if m := cl.Mode(ctx(t), subject); m[0].Err != nil || m[0].Mode != sr.ModeReadOnly {
 		t.Errorf("Mode(subject): %+v", m[0])
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sqlstreams/sqlstreams/contrib/ccompat"
+	"github.com/sqlstreams/sqlstreams/core/schema"
 )
 
 // call sends one request and decodes the answer's JSON.
@@ -92,6 +93,18 @@ func TestOptions(t *testing.T) {
 	status, m, raw = call(t, "POST", alias+"/subjects/orders-value/versions", `{"schemaType":"JSON","schema":"{}"}`)
 	if status != 422 || code(m) != 42205 || !strings.Contains(m["message"].(string), "read-only alias") {
 		t.Errorf("POST to the alias: %d %s; want 42205", status, raw)
+	}
+	// The alias's settings are the highest version's, read-only.
+	if err := reg.SetVersionLevel(ctx(t), "orders", 3, schema.Full); err != nil {
+		t.Fatal(err)
+	}
+	if status, m, raw = call(t, "GET", alias+"/config/orders-value", ""); status != 200 || m["compatibilityLevel"] != "FULL" {
+		t.Errorf("GET /config of the alias: %d %s; want version 3's FULL", status, raw)
+	}
+	for _, path := range []string{"/config/orders-value", "/mode/orders-value"} {
+		if status, m, raw = call(t, "PUT", alias+path, `{"compatibility":"NONE","mode":"READONLY"}`); status != 422 || code(m) != 42205 {
+			t.Errorf("PUT %s: %d %s; want 42205 (a read-only alias)", path, status, raw)
+		}
 	}
 	if status, m, _ = call(t, "GET", alias+"/subjects/missing-value/versions", ""); status != 404 || code(m) != 40401 {
 		t.Errorf("alias of a missing stream: %d %v", status, m)

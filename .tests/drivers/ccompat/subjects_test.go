@@ -201,7 +201,7 @@ func TestSubjectDeletesWire(t *testing.T) {
 
 // TestSubjectIDsWire: a free subject's versions are served by id with the
 // subjects and versions that use it, next to the stream versions that
-// record the same schema.
+// record the same schema; deleted=true lists the soft-deleted ones of both.
 func TestSubjectIDsWire(t *testing.T) {
 	t.Parallel()
 	b := backends(t)[0]
@@ -219,6 +219,18 @@ func TestSubjectIDsWire(t *testing.T) {
 		{"every schema", "GET", "/schemas?subjectPrefix=orders-va", "", 200, 0, `"subject":"orders-value"`},
 		{"the version by number", "GET", "/subjects/orders-value/versions/1", "", 200, 0, `"schemaType":"AVRO"`},
 		{"the version's text", "GET", "/subjects/orders-value/versions/latest/schema", "", 200, 0, strconv.Quote("a")},
+
+		// Soft-deleted, both are hidden from the id's usages unless
+		// deleted=true, as Confluent lists them; the id is still served.
+		{"soft-delete the stream revision", "DELETE", "/subjects/orders-v1/versions/1", "", 200, 0, "1"},
+		{"soft-delete the subject version", "DELETE", "/subjects/orders-value/versions/1", "", 200, 0, "1"},
+		{"versions of the id, live", "GET", "/schemas/ids/1/versions", "", 200, 0, `[]`},
+		{"versions of the id with deleted=true", "GET", "/schemas/ids/1/versions?deleted=true", "", 200, 0,
+			`[{"subject":"orders-v1","version":1},{"subject":"orders-value","version":1}]`},
+		{"subjects of the id with deleted=true", "GET", "/schemas/ids/1/subjects?deleted=true", "", 200, 0, `["orders-v1","orders-value"]`},
+		{"the id is still served", "GET", "/schemas/ids/1", "", 200, 0, `"schemaType":"AVRO"`},
+		{"the stream revision permanently", "DELETE", "/subjects/orders-v1/versions/1?permanent=true", "", 200, 0, "1"},
+		{"versions of the id with deleted=true, after", "GET", "/schemas/ids/1/versions?deleted=true", "", 200, 0, `[{"subject":"orders-value","version":1}]`},
 	})
 }
 

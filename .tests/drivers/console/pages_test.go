@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -8,12 +9,14 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/contrib/console/view"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/schema"
 )
 
 // get fetches a page and returns its status and body.
@@ -79,6 +82,11 @@ func TestPages(t *testing.T) {
 			c := openClient(t, tg, sqlstreams.WithHeartbeatInterval(time.Hour))
 			dead := seed(t, c)
 			recorded(t, c, 4)
+			// v2 has a level of its own: its revisions are judged by it, and
+			// the pages say so; v1 keeps the stream's.
+			if err := c.Registry().SetVersionLevel(context.Background(), orders, 2, schema.Full); err != nil {
+				t.Fatal(err)
+			}
 			srv := serve(t, c, false).URL + prefix
 			h := health(t, c, orders)
 			v1, _ := h.Version(1)
@@ -119,10 +127,11 @@ func TestPages(t *testing.T) {
 				{"messages by key", "/streams/" + orders + "/messages?key=acct-3", []string{"v1 acct-3"}},
 				{"messages by id", fmt.Sprintf("/streams/%s/messages?id=%d", orders, dead), []string{"v1 acct-1"}},
 				{"schemas", "/streams/" + orders + "/schemas", []string{"Compatibility level BACKWARD (set by stream)",
-					"Mode READWRITE (set by default)", "v1 subject orders.placed-v1", "v2 subject orders.placed-v2"}},
+					"Mode READWRITE (set by default)", "v1 subject orders.placed-v1 Level BACKWARD (set by stream) · Mode READWRITE (set by default)",
+					"v2 subject orders.placed-v2 Level FULL (set by version) · Mode READWRITE (set by default)"}},
 				{"schema diff", "/streams/" + orders + "/schemas/2", []string{"v2: revision 1 → revision 2",
-					"Problems at BACKWARD (level set by stream)", "new reader, old data TYPE_CHANGED #/properties/cents/type"}},
-				{"registry", "/registry", []string{"Compatibility level BACKWARD (set by default)", "orders.placed-v2 orders.placed v2 JSON 2 2 BACKWARD (stream)",
+					"Problems at FULL (level set by version)", "new reader, old data TYPE_CHANGED #/properties/cents/type"}},
+				{"registry", "/registry", []string{"Compatibility level BACKWARD (set by default)", "orders.placed-v2 orders.placed v2 JSON 2 2 FULL (version)",
 					"payments-v1 payments v1 JSON 1 1 BACKWARD (default) READWRITE (default)"}},
 			}
 			for _, tc := range cases {
@@ -205,7 +214,7 @@ func TestPages(t *testing.T) {
 					t.Errorf("dead letter %+v", dl)
 				}
 				diff := getJSON[view.SchemaDiff](t, srv, "/streams/"+orders+"/schemas/2?a=1&b=2")
-				if diff.Compatible || len(diff.Problems) == 0 || diff.Level != "BACKWARD" || diff.LevelSource != "stream" {
+				if diff.Compatible || len(diff.Problems) == 0 || diff.Level != "FULL" || diff.LevelSource != "version" {
 					t.Errorf("diff %+v", diff)
 				}
 				same := getJSON[view.SchemaDiff](t, srv, "/streams/"+orders+"/schemas/2?a=2&b=2&level=FULL")
@@ -213,6 +222,10 @@ func TestPages(t *testing.T) {
 					t.Errorf("same revision diff %+v", same)
 				}
 				sch := getJSON[view.Schemas](t, srv, "/streams/"+orders+"/schemas")
+				if len(sch.Versions) != 2 || sch.Versions[0].Level != (view.Setting{Value: "BACKWARD", Scope: "stream"}) ||
+					sch.Versions[1].Level != (view.Setting{Value: "FULL", Scope: "version"}) || sch.Versions[1].Mode.Scope != "default" {
+					t.Errorf("settings per version: %+v", sch.Versions)
+				}
 				readers := map[string]bool{}
 				for _, v := range sch.Versions {
 					for _, r := range v.Revisions {
@@ -265,6 +278,59 @@ func TestPages(t *testing.T) {
 					}
 				}
 			})
+		})
+	}
+}
+
+// TestSchemasDeleted: a stream's schemas page lists soft-deleted revisions
+// only when asked (deleted=true, as Confluent's REST API), marked, on
+// every engine; a permanently deleted one is gone either way.
+func TestSchemasDeleted(t *testing.T) {
+	t.Parallel()
+	for _, tg := range engines() {
+		t.Run(tg.Name, func(t *testing.T) {
+			t.Parallel()
+			c := openClient(t, tg)
+			reg := c.Registry()
+			for _, doc := range []string{`{"type":"object","properties":{"a":{"type":"string"}}}`,
+				`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}}}`,
+				`{"type":"object","properties":{"a":{"type":"string"},"c":{"type":"string"}}}`} {
+				if _, err := reg.Register(context.Background(), "ledger", 1, []byte(doc)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, del := range []struct {
+				revision  int
+				permanent bool
+			}{{2, false}, {3, false}, {3, true}} {
+				if _, err := reg.DeleteRevision(context.Background(), "ledger", 1, del.revision, del.permanent); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv := serve(t, c, false).URL + prefix
+			revisions := func(path string) (out []string, deleted bool) {
+				sch := getJSON[view.Schemas](t, srv, path)
+				for _, v := range sch.Versions {
+					for _, r := range v.Revisions {
+						out = append(out, fmt.Sprintf("v%d.%d deleted=%v", v.Version, r.Revision, r.Deleted))
+					}
+				}
+				return out, sch.Deleted
+			}
+			if got, asked := revisions("/streams/ledger/schemas"); asked || !slices.Equal(got, []string{"v1.1 deleted=false"}) {
+				t.Errorf("schemas without deleted=true: %v (deleted %v); want revision 1 only", got, asked)
+			}
+			if got, asked := revisions("/streams/ledger/schemas?deleted=true"); !asked || !slices.Equal(got, []string{"v1.1 deleted=false", "v1.2 deleted=true"}) {
+				t.Errorf("schemas with deleted=true: %v (deleted %v); want revision 1, and 2 marked soft-deleted", got, asked)
+			}
+			code, body := get(t, srv, "/streams/ledger/schemas?deleted=true")
+			if page := text(body); code != 200 || !strings.Contains(page, "2 soft-deleted") || !strings.Contains(page, "Hide soft-deleted revisions") {
+				t.Errorf("the page with deleted=true: %d %s", code, page)
+			}
+			code, body = get(t, srv, "/streams/ledger/schemas")
+			if page := text(body); code != 200 || strings.Contains(page, "2 soft-deleted") || !strings.Contains(page, "Show soft-deleted revisions") {
+				t.Errorf("the page without deleted=true: %d %s", code, page)
+			}
 		})
 	}
 }

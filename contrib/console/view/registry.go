@@ -7,7 +7,8 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/schema"
 )
 
-// Setting is a registry setting in force and where it is set: "stream",
+// Setting is a registry setting in force and where it is set: "version"
+// (a stream version's own), "stream", "subject" (a free subject's own),
 // "registry" (registry-wide) or "default".
 type Setting struct {
 	Value string `json:"value"`
@@ -32,19 +33,23 @@ type Reader struct {
 	RegisteredAt *string `json:"registered_at"`
 }
 
-// Revision is one schema revision with the groups that read it.
+// Revision is one schema revision with the groups that read it; Deleted
+// marks a soft-deleted one (listed only when asked for).
 type Revision struct {
 	Revision    int      `json:"revision"`
 	Fingerprint string   `json:"fingerprint"`
 	CreatedAt   *string  `json:"created_at"`
 	Readers     []string `json:"readers"`
+	Deleted     bool     `json:"deleted"`
 }
 
 // SchemaVersion is the revisions recorded at one version, with its subject
-// in the Confluent REST naming.
+// in the Confluent REST naming and the level and mode that judge them.
 type SchemaVersion struct {
 	Version   int        `json:"version"`
 	Subject   string     `json:"subject"`
+	Level     Setting    `json:"level"`
+	Mode      Setting    `json:"mode"`
 	Revisions []Revision `json:"revisions"`
 }
 
@@ -52,12 +57,14 @@ type SchemaVersion struct {
 // version and the readers. NoRegistry is set, and the rest empty, when the
 // driver keeps no registry.
 type Schemas struct {
-	Stream     string          `json:"stream"`
-	NoRegistry bool            `json:"no_registry"`
-	Level      *Setting        `json:"level"`
-	Mode       *Setting        `json:"mode"`
-	Versions   []SchemaVersion `json:"versions"`
-	Readers    []Reader        `json:"readers"`
+	Stream     string `json:"stream"`
+	NoRegistry bool   `json:"no_registry"`
+	// Deleted is set when the soft-deleted revisions are listed too.
+	Deleted  bool            `json:"deleted"`
+	Level    *Setting        `json:"level"`
+	Mode     *Setting        `json:"mode"`
+	Versions []SchemaVersion `json:"versions"`
+	Readers  []Reader        `json:"readers"`
 }
 
 // Difference is one change between two schemas, with whether it is

@@ -22,7 +22,7 @@ type Registry[T any] struct {
 	// ends ("FOR UPDATE"; empty for SQLite's single writer).
 	Lock string
 	// SaveSettings stores a scope's settings (arguments: level, mode,
-	// stream id).
+	// stream id, version).
 	SaveSettings string
 	// InsertID and InsertNewID insert a schema_id row unless its id or
 	// fingerprint is taken (arguments: [id,] fingerprint, schema_type,
@@ -51,13 +51,13 @@ func (g Registry[T]) scanRevision(r driver.RowScanner) (driver.SchemaRevision, e
 }
 
 // Settings implements driver.Registry.RegistrySettings on q.
-func (g Registry[T]) Settings(ctx context.Context, q Querier, streamID int64) (driver.RegistrySettings, error) {
-	return g.settings(ctx, q, streamID, "")
+func (g Registry[T]) Settings(ctx context.Context, q Querier, p driver.RegistrySettingsParams) (driver.RegistrySettings, error) {
+	return g.settings(ctx, q, p.StreamID, p.Version, "")
 }
 
-func (g Registry[T]) settings(ctx context.Context, q Querier, streamID int64, lock string) (driver.RegistrySettings, error) {
+func (g Registry[T]) settings(ctx context.Context, q Querier, streamID int64, version int, lock string) (driver.RegistrySettings, error) {
 	var s driver.RegistrySettings
-	err := q.QueryRowContext(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = ? `+lock, streamID).Scan(&s.Level, &s.Mode)
+	err := q.QueryRowContext(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = ? AND version = ? `+lock, streamID, version).Scan(&s.Level, &s.Mode)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, nil
 	}
@@ -68,14 +68,14 @@ func (g Registry[T]) settings(ctx context.Context, q Querier, streamID int64, lo
 // On MySQL the scope's row must exist before tx begins, so that the
 // locking read has a row to lock.
 func (g Registry[T]) UpdateSettings(ctx context.Context, tx Querier, p driver.UpdateRegistrySettingsParams) error {
-	s, err := g.settings(ctx, tx, p.StreamID, g.Lock)
+	s, err := g.settings(ctx, tx, p.StreamID, p.Version, g.Lock)
 	if err != nil {
 		return err
 	}
 	if err := p.Update(&s); err != nil {
 		return driver.CallerError{Err: err}
 	}
-	_, err = tx.ExecContext(ctx, g.SaveSettings, s.Level, s.Mode, p.StreamID)
+	_, err = tx.ExecContext(ctx, g.SaveSettings, s.Level, s.Mode, p.StreamID, p.Version)
 	return err
 }
 
@@ -179,10 +179,11 @@ func (g Registry[T]) ByID(ctx context.Context, q Querier, id int64) (driver.Sche
 	return doc, err
 }
 
-// Usages implements driver.SchemaIDs.SchemaUsages on q: live revisions
-// only, as listings hide soft-deleted ones.
+// Usages implements driver.SchemaIDs.SchemaUsages on q: live revisions,
+// as listings hide soft-deleted ones, unless p.Deleted.
 func (g Registry[T]) Usages(ctx context.Context, q Querier, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
-	return Collect(ctx, q, `SELECT `+revisionColumns+`WHERE i.id = ? AND r.deleted = 0 ORDER BY r.stream_id, r.version, r.revision`, []any{p.ID}, g.scanRevision)
+	return Collect(ctx, q, `SELECT `+revisionColumns+`WHERE i.id = ? AND (? = 1 OR r.deleted = 0) ORDER BY r.stream_id, r.version, r.revision`,
+		[]any{p.ID, boolArg(p.Deleted)}, g.scanRevision)
 }
 
 // ReferencedBy implements driver.SchemaIDs.ReferencedBy on q. Only
@@ -258,6 +259,14 @@ func (s deletionSteps[T]) Remove(ctx context.Context, streamID int64, version in
 	return nil
 }
 
+// ForgetSettings unsets the version's own settings, keeping the row: on
+// MySQL a settings update may hold it between its insert and its locking
+// read.
+func (s deletionSteps[T]) ForgetSettings(ctx context.Context, streamID int64, version int) error {
+	_, err := s.tx.ExecContext(ctx, `UPDATE registry_setting SET level = '', mode = '' WHERE stream_id = ? AND version = ?`, streamID, version)
+	return err
+}
+
 // LiveRevisions implements driver.Registry.LiveRevisions on q, reading the
 // stream's log table logTable.
 func (g Registry[T]) LiveRevisions(ctx context.Context, q Querier, logTable string, p driver.LiveRevisionsParams) ([]int, error) {
@@ -271,15 +280,15 @@ type revisionSteps[T any] struct {
 }
 
 func (s revisionSteps[T]) LockStream(ctx context.Context, streamID int64) (driver.RegistrySettings, error) {
-	return s.g.settings(ctx, s.tx, streamID, s.g.Lock)
+	return s.g.settings(ctx, s.tx, streamID, 0, s.g.Lock)
 }
 
 func (s revisionSteps[T]) Revisions(ctx context.Context, streamID int64, version int) ([]driver.SchemaRevision, error) {
 	return s.g.Revisions(ctx, s.tx, driver.SchemaRevisionsParams{StreamID: streamID, Version: version, Deleted: true})
 }
 
-func (s revisionSteps[T]) Settings(ctx context.Context, streamID int64) (driver.RegistrySettings, error) {
-	return s.g.Settings(ctx, s.tx, streamID)
+func (s revisionSteps[T]) Settings(ctx context.Context, streamID int64, version int) (driver.RegistrySettings, error) {
+	return s.g.settings(ctx, s.tx, streamID, version, "")
 }
 
 func (s revisionSteps[T]) AssignID(ctx context.Context, rev driver.SchemaRevision) (int64, error) {

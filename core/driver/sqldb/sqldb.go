@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -103,7 +104,8 @@ func Map[K comparable, V any](ctx context.Context, q Querier, query string, args
 }
 
 // Mark runs query, whose rows have one column (the ids a statement's
-// RETURNING names), and marks each value in marked.
+// RETURNING names, the ids or names a read lists), and marks each value in
+// marked.
 func Mark[K comparable](ctx context.Context, q Querier, query string, args []any, marked map[K]bool) error {
 	return EachRow(ctx, q, query, args, func(r *sql.Rows) error {
 		var k K
@@ -111,6 +113,22 @@ func Mark[K comparable](ctx context.Context, q Querier, query string, args []any
 		marked[k] = true
 		return err
 	})
+}
+
+// Affected is how many rows a statement changed, or its error: the count a
+// prune or an insert that a conflict turns into nothing reports.
+func Affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// Probe answers RetainBound's index dives (driver.RetentionStatements, the
+// driver's text) on q: the database/sql side of a retention pass's Probe
+// step.
+func Probe(ctx context.Context, q Querier, s driver.RetentionStatements) driver.RetentionProbe {
+	return s.Probe(func(query string, args ...any) driver.RowScanner { return q.QueryRowContext(ctx, query, args...) }, sql.ErrNoRows)
 }
 
 // Changed reports the outcome of a statement that must change a row: its
@@ -335,30 +353,37 @@ func ByIDs(streamID int64, group string, ids []int64) (string, []any) {
 		append([]any{streamID, group}, Args(ids)...)
 }
 
-// DueStatements are an engine's statements for the due exceptions a claim
-// sorted (driver.DueFates): each sets columns, taking its Args first, and
-// is followed by ByIDs.
-type DueStatements struct {
-	Bury, Lease         string
-	BuryArgs, LeaseArgs []any
+// DueWrites are what RecordFates's statements differ by from engine to
+// engine.
+type DueWrites struct {
+	// Failures is the SET clause that appends the expired lease's attempt
+	// to the failure history ("failures = ..."), taking the error and the
+	// time as its arguments.
+	Failures string
+	// Now and LeaseUntil are the claim's times as the engine stores them.
+	Now, LeaseUntil any
 }
 
-// RecordFates writes what a claim decided of due exceptions: the resolved
-// rows go, the buried become dead, the leased are leased again; a
-// statement for each (per fateChunk ids).
-func RecordFates(ctx context.Context, q Querier, streamID int64, group string, f *driver.DueFates, s DueStatements) error {
-	for _, w := range []struct {
+// RecordFates writes what a claim decided of due exceptions (driver.
+// DueFates): the resolved rows go, the buried become dead with the expired
+// lease's attempt in their history, the leased are leased again to the
+// claim; a statement for each (per fateChunk ids). The statements are the
+// same on both engines but for w.
+func RecordFates(ctx context.Context, q Querier, p driver.ClaimParams, f *driver.DueFates, w DueWrites) error {
+	for _, fate := range []struct {
 		ids  []int64
 		stmt string
 		args []any
 	}{
 		{f.Resolve, `DELETE FROM delivery_exception`, nil},
-		{f.Bury, s.Bury, s.BuryArgs},
-		{f.Lease, s.Lease, s.LeaseArgs},
+		{f.Bury, `UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?, first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, ` + w.Failures,
+			[]any{p.LastError, w.Now, w.Now, driver.CutHistoryError(p.LastError), driver.HistoryTime(p.Now)}},
+		{f.Lease, `UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?`,
+			[]any{w.LeaseUntil, p.Token, p.Holder, w.Now}},
 	} {
-		for chunk := range slices.Chunk(w.ids, fateChunk) {
-			where, args := ByIDs(streamID, group, chunk)
-			if _, err := q.ExecContext(ctx, w.stmt+where, append(slices.Clone(w.args), args...)...); err != nil {
+		for chunk := range slices.Chunk(fate.ids, fateChunk) {
+			where, args := ByIDs(p.Stream.ID, p.Group, chunk)
+			if _, err := q.ExecContext(ctx, fate.stmt+where, append(slices.Clone(fate.args), args...)...); err != nil {
 				return err
 			}
 		}
@@ -370,3 +395,41 @@ func RecordFates(ctx context.Context, q Querier, streamID int64, group string, f
 // every engine's limit on a statement's parameters (SQLite's is 32,766) for
 // a claim of any size.
 const fateChunk = 1000
+
+// EncodeInts writes integers as delivery_batch stores a batch's ids (and
+// SQLite its versions): a JSON array without spaces, which SQL can read
+// with its JSON functions. Every writer uses it, so that a settle can
+// compare the stored text with the text it expects.
+func EncodeInts[T int | int64](vs []T) string {
+	b := make([]byte, 0, 2+8*len(vs))
+	b = append(b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(v), 10)
+	}
+	return string(append(b, ']'))
+}
+
+// DecodeInts reads a JSON array of integers, as EncodeInts writes it or
+// as an engine's JSON functions do (with spaces).
+func DecodeInts[T int | int64](s string) ([]T, error) {
+	s = strings.TrimSpace(s)
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
+		return nil, fmt.Errorf("%.40q is not a JSON array of integers", s)
+	}
+	body := strings.TrimSpace(s[1 : len(s)-1])
+	if body == "" {
+		return nil, nil
+	}
+	out := make([]T, 0, strings.Count(body, ",")+1)
+	for f := range strings.SplitSeq(body, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%.40q: %w", s, err)
+		}
+		out = append(out, T(v))
+	}
+	return out, nil
+}

@@ -298,8 +298,16 @@ func TestRecordFates(t *testing.T) {
 	for i := range many {
 		many[i] = int64(i + 1)
 	}
-	s := DueStatements{Bury: "BURY", BuryArgs: []any{"err"}, Lease: "LEASE", LeaseArgs: []any{"until"}}
-	where := func(n int) string { return " WHERE stream_id = ? AND group_name = ? AND msg_id IN (" + Placeholders(n) + ")" }
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	p := driver.ClaimParams{Stream: driver.StreamConfig{ID: 7}, Group: "g", Token: "tok", Holder: "h", LastError: "lease expired", Now: at}
+	w := DueWrites{Failures: "FAILURES", Now: "now", LeaseUntil: "until"}
+	bury := "UPDATE delivery_exception SET state = 'dead', lease_token = NULL, last_error = ?, first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, FAILURES"
+	buryArgs := fmt.Sprint([]any{"lease expired", "now", "now", driver.CutHistoryError("lease expired"), driver.HistoryTime(at)})
+	buryArgs = buryArgs[1 : len(buryArgs)-1]
+	lease := "UPDATE delivery_exception SET state = 'leased', attempt = attempt + 1, due_at = ?, lease_token = ?, holder = ?, updated_at = ?"
+	where := func(n int) string {
+		return " WHERE stream_id = ? AND group_name = ? AND msg_id IN (" + Placeholders(n) + ")"
+	}
 	for _, tc := range []struct {
 		name    string
 		fates   driver.DueFates
@@ -310,22 +318,48 @@ func TestRecordFates(t *testing.T) {
 		{"nothing decided", driver.DueFates{}, "", nil, false},
 		{"each fate its statement, its own arguments first", driver.DueFates{Resolve: []int64{1}, Bury: []int64{2, 3}, Lease: []int64{4}}, "", []string{
 			"DELETE FROM delivery_exception" + where(1) + "[7 g 1]",
-			"BURY" + where(2) + "[err 7 g 2 3]",
-			"LEASE" + where(1) + "[until 7 g 4]"}, false},
+			bury + where(2) + "[" + buryArgs + " 7 g 2 3]",
+			lease + where(1) + "[until tok h now 7 g 4]"}, false},
 		{"a statement per chunk of ids", driver.DueFates{Lease: many}, "", []string{
-			"LEASE" + where(fateChunk) + fmt.Sprint(append([]any{"until", 7, "g"}, Args(many[:fateChunk])...)),
-			"LEASE" + where(1) + fmt.Sprintf("[until 7 g %d]", fateChunk+1)}, false},
-		{"stops at a failure", driver.DueFates{Resolve: []int64{1}, Bury: []int64{2}, Lease: []int64{3}}, "BURY", []string{
+			lease + where(fateChunk) + fmt.Sprint(append([]any{"until", "tok", "h", "now", 7, "g"}, Args(many[:fateChunk])...)),
+			lease + where(1) + fmt.Sprintf("[until tok h now 7 g %d]", fateChunk+1)}, false},
+		{"stops at a failure", driver.DueFates{Resolve: []int64{1}, Bury: []int64{2}, Lease: []int64{3}}, "state = 'dead'", []string{
 			"DELETE FROM delivery_exception" + where(1) + "[7 g 1]",
-			"BURY" + where(1) + "[err 7 g 2]"}, true},
+			bury + where(1) + "[" + buryArgs + " 7 g 2]"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			q := &execLog{fail: tc.fail}
-			err := RecordFates(context.Background(), q, 7, "g", &tc.fates, s)
+			err := RecordFates(context.Background(), q, p, &tc.fates, w)
 			if (err != nil) != tc.wantErr || !slices.Equal(q.ran, tc.want) {
 				t.Fatalf("RecordFates ran %q, %v; want %q (error %v)", q.ran, err, tc.want, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestEncodeDecodeInts(t *testing.T) {
+	t.Parallel()
+	for _, ids := range [][]int64{nil, {7}, {1, 2, 300000000000}} {
+		text := EncodeInts(ids)
+		if strings.Contains(text, " ") {
+			t.Errorf("EncodeInts(%v) = %q: stored text has no spaces, so settles can compare it", ids, text)
+		}
+		back, err := DecodeInts[int64](text)
+		if err != nil || !slices.Equal(back, ids) {
+			t.Errorf("DecodeInts(%q) = %v, %v; want %v", text, back, err, ids)
+		}
+	}
+	if got := EncodeInts([]int{1, 2}); got != "[1,2]" {
+		t.Errorf("EncodeInts = %q", got)
+	}
+	// As an engine's JSON functions write an array.
+	if got, err := DecodeInts[int](" [1, 2 ,3] "); err != nil || !slices.Equal(got, []int{1, 2, 3}) {
+		t.Errorf("with spaces: %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "1,2", "[1,x]", "[1,,2]", "{}"} {
+		if got, err := DecodeInts[int64](bad); err == nil {
+			t.Errorf("DecodeInts(%q) = %v, want an error", bad, got)
+		}
 	}
 }

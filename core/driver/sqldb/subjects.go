@@ -138,7 +138,7 @@ func (s Subjects[T]) Record(ctx context.Context, tx Querier, p driver.RecordSubj
 		}
 	}
 	var global driver.RegistrySettings
-	err = tx.QueryRowContext(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = 0`).Scan(&global.Level, &global.Mode)
+	err = tx.QueryRowContext(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = 0 AND version = 0`).Scan(&global.Level, &global.Mode)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return in, false, err
 	}

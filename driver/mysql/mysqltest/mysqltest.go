@@ -4,10 +4,9 @@
 package mysqltest
 
 import (
+	"cmp"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -20,16 +19,14 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/drivertest"
 	"github.com/sqlstreams/sqlstreams/driver/mysql"
 )
 
 // AdminDSN is the server the tests use: SQLSTREAMS_MYSQL_DSN, or the local
 // MariaDB/MySQL with user root and no password.
 func AdminDSN() string {
-	if dsn := os.Getenv("SQLSTREAMS_MYSQL_DSN"); dsn != "" {
-		return dsn
-	}
-	return "root@tcp(127.0.0.1:3306)/test"
+	return cmp.Or(os.Getenv("SQLSTREAMS_MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/test")
 }
 
 // admin is the admin connection, kept for the process and opened again
@@ -75,7 +72,7 @@ func AdminDB(tb testing.TB) (*sql.DB, *gomysql.Config) {
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
 	db, cfg := AdminDB(tb)
-	name := "t_" + randomHex(6)
+	name := drivertest.RandomName("t_", 6)
 	if _, err := db.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
 		tb.Fatalf("create database %s: %v", name, err)
 	}
@@ -98,29 +95,19 @@ var ddl = regexp.MustCompile(`(?i)^\s*(CREATE|ALTER|DROP|RENAME|TRUNCATE)\b`)
 // which would end the caller's transaction behind its back, so DDL inside
 // tx is refused: run it with tx nil.
 func ExecTx(ctx context.Context, drv driver.Driver, tx driver.Tx, query string) error {
-	if tx == nil {
-		_, err := drv.(*mysql.Driver).DB().ExecContext(ctx, query)
-		return err
-	}
-	stx, ok := mysql.UnwrapTx(tx)
-	if !ok {
-		return fmt.Errorf("mysqltest: not a mysql transaction: %T", tx)
-	}
-	if ddl.MatchString(query) {
+	if tx != nil && ddl.MatchString(query) {
 		return fmt.Errorf("mysqltest: %q inside a transaction: MySQL would commit the transaction implicitly before it; run DDL with tx nil", query)
 	}
-	_, err := stx.ExecContext(ctx, query)
-	return err
+	return kit.ExecTx(ctx, drv, tx, query)
 }
 
-// QueryInt runs a query returning one integer on drv's pool.
+// QueryInt runs a query returning one integer (NULL is 0) on drv's pool.
 func QueryInt(ctx context.Context, drv driver.Driver, query string) (int64, error) {
-	var n sql.NullInt64
-	if err := drv.(*mysql.Driver).DB().QueryRowContext(ctx, query).Scan(&n); err != nil {
-		return 0, err
-	}
-	return n.Int64, nil
+	return kit.QueryInt(ctx, drv, query)
 }
+
+// kit is the conformance hooks of a database/sql driver, over mysql's.
+var kit = drivertest.SQLKit[*mysql.Driver]{Name: "mysqltest", DB: (*mysql.Driver).DB, Adapt: mysql.Tx, Unwrap: mysql.UnwrapTx}
 
 // sqlstreamsTables are the tables of the driver's migrations; ResetNamespace
 // empties them (but the migration records) and drops every other table.
@@ -300,7 +287,7 @@ func freshSchema(ctx context.Context) (string, error) {
 				return "", err
 			}
 			defer db.Close()
-			name := "t_" + randomHex(6)
+			name := drivertest.RandomName("t_", 6)
 			if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
 				return "", err
 			}
@@ -340,12 +327,6 @@ func diffLines(want, got string) string {
 	return strings.Join(out, "\n")
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // SteppedIDs are the session parameters that make the server step ids as a
 // 3-node Galera cluster does with wsrep_auto_increment_control ON (its
 // default): by 3, from an offset of 2. go-sql-driver sets them on each
@@ -366,13 +347,5 @@ func WithParams(dsn, params string) string {
 // BeginTx begins a transaction on the driver's database, adapted with
 // mysql.Tx, and returns its commit and rollback.
 func BeginTx(ctx context.Context, d driver.Driver) (driver.Tx, func() error, func() error, error) {
-	md, ok := d.(*mysql.Driver)
-	if !ok {
-		return nil, nil, nil, fmt.Errorf("mysqltest: a %T, not a *mysql.Driver", d)
-	}
-	tx, err := md.DB().BeginTx(ctx, nil)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return mysql.Tx(tx), tx.Commit, tx.Rollback, nil
+	return kit.BeginTx(ctx, d)
 }

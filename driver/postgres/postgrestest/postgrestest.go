@@ -4,9 +4,8 @@
 package postgrestest
 
 import (
+	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -20,15 +19,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/drivertest"
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
 )
 
 // BaseURL is the server the tests use; each test gets a schema of its own.
 func BaseURL() string {
-	if u := os.Getenv("SQLSTREAMS_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	return cmp.Or(os.Getenv("SQLSTREAMS_POSTGRES_URL"), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
 }
 
 // NewSchema creates a fresh schema, drops it at cleanup, and returns a URL
@@ -43,9 +40,7 @@ func NewSchema(t testing.TB, extra url.Values) string {
 		t.Fatalf("postgres: cannot reach the test server at SQLSTREAMS_POSTGRES_URL (default %s): %v", BaseURL(), err)
 	}
 	defer conn.Close(ctx)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "t_" + hex.EncodeToString(b[:])
+	schema := drivertest.RandomName("t_", 6)
 	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
 		t.Fatalf("create schema %s: %v", schema, err)
 	}
@@ -80,7 +75,11 @@ func NewSchema(t testing.TB, extra url.Values) string {
 // BeginTx begins a transaction on the driver's pool, adapted with
 // postgres.Tx, and returns its commit and rollback.
 func BeginTx(ctx context.Context, d driver.Driver) (driver.Tx, func() error, func() error, error) {
-	tx, err := d.(*postgres.Driver).Pool().Begin(ctx)
+	pd, err := drivertest.As[*postgres.Driver]("postgrestest", d)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tx, err := pd.Pool().Begin(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -99,22 +98,22 @@ func ExecTx(ctx context.Context, d driver.Driver, tx driver.Tx, query string) er
 		_, err := native.Exec(ctx, query)
 		return err
 	}
-	pd, ok := d.(*postgres.Driver)
-	if !ok {
-		return fmt.Errorf("postgrestest: a %T, not a *postgres.Driver", d)
+	pd, err := drivertest.As[*postgres.Driver]("postgrestest", d)
+	if err != nil {
+		return err
 	}
-	_, err := pd.Pool().Exec(ctx, query)
+	_, err = pd.Pool().Exec(ctx, query)
 	return err
 }
 
 // QueryInt runs a query returning one integer on the driver's pool.
 func QueryInt(ctx context.Context, d driver.Driver, query string) (int64, error) {
-	pd, ok := d.(*postgres.Driver)
-	if !ok {
-		return 0, fmt.Errorf("postgrestest: a %T, not a *postgres.Driver", d)
+	pd, err := drivertest.As[*postgres.Driver]("postgrestest", d)
+	if err != nil {
+		return 0, err
 	}
 	var n int64
-	err := pd.Pool().QueryRow(ctx, query).Scan(&n)
+	err = pd.Pool().QueryRow(ctx, query).Scan(&n)
 	return n, err
 }
 

@@ -5,12 +5,12 @@ package sqlitetest
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/drivertest"
 	"github.com/sqlstreams/sqlstreams/driver/sqlite"
 )
 
@@ -22,46 +22,23 @@ func NewFile(tb testing.TB) string { return filepath.Join(tb.TempDir(), "sqlstre
 // the driver cannot open it.
 var UnreachablePath = filepath.Join(os.TempDir(), "sqlstreams-missing-dir-0f3c", "nested", "app.db")
 
+// kit is the conformance hooks of a database/sql driver, over sqlite's.
+var kit = drivertest.SQLKit[*sqlite.Driver]{Name: "sqlitetest", DB: (*sqlite.Driver).DB, Adapt: sqlite.Tx, Unwrap: sqlite.UnwrapTx}
+
 // BeginTx begins a transaction on the driver's database, adapted with
 // sqlite.Tx, and returns its commit and rollback.
 func BeginTx(ctx context.Context, d driver.Driver) (driver.Tx, func() error, func() error, error) {
-	sd, ok := d.(*sqlite.Driver)
-	if !ok {
-		return nil, nil, nil, fmt.Errorf("sqlitetest: a %T, not a *sqlite.Driver", d)
-	}
-	tx, err := sd.DB().BeginTx(ctx, nil)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return sqlite.Tx(tx), tx.Commit, tx.Rollback, nil
+	return kit.BeginTx(ctx, d)
 }
 
 // ExecTx runs one statement in the adapted transaction tx or, with tx nil,
 // on the driver's database.
 func ExecTx(ctx context.Context, d driver.Driver, tx driver.Tx, query string) error {
-	if tx == nil {
-		sd, ok := d.(*sqlite.Driver)
-		if !ok {
-			return fmt.Errorf("sqlitetest: a %T, not a *sqlite.Driver", d)
-		}
-		_, err := sd.DB().ExecContext(ctx, query)
-		return err
-	}
-	stx, ok := sqlite.UnwrapTx(tx)
-	if !ok {
-		return fmt.Errorf("sqlitetest: a %s transaction, not one sqlite.Tx adapted", tx.DriverName())
-	}
-	_, err := stx.ExecContext(ctx, query)
-	return err
+	return kit.ExecTx(ctx, d, tx, query)
 }
 
-// QueryInt runs a query returning one integer on the driver's database.
+// QueryInt runs a query returning one integer (NULL is 0) on the driver's
+// database.
 func QueryInt(ctx context.Context, d driver.Driver, query string) (int64, error) {
-	sd, ok := d.(*sqlite.Driver)
-	if !ok {
-		return 0, fmt.Errorf("sqlitetest: a %T, not a *sqlite.Driver", d)
-	}
-	var n int64
-	err := sd.DB().QueryRowContext(ctx, query).Scan(&n)
-	return n, err
+	return kit.QueryInt(ctx, d, query)
 }
