@@ -333,13 +333,17 @@ func testHeldTxKeepsLeases(t *testing.T, h *harness, a *sqlstreams.Client) {
 	rec.checkOnce(t)
 }
 
-// claimCounter counts the claims of the consumers it is middleware of.
+// claimCounter counts the claims of the consumers it is middleware of, and
+// the time they took.
 type claimCounter struct {
 	sqlstreams.MiddlewareDefaults
-	n atomic.Int64
+	n, spent atomic.Int64
 }
 
-func (c *claimCounter) Claimed(context.Context, sqlstreams.ClaimEvent) { c.n.Add(1) }
+func (c *claimCounter) Claimed(_ context.Context, e sqlstreams.ClaimEvent) {
+	c.n.Add(1)
+	c.spent.Add(int64(e.Duration))
+}
 
 // childAckTx claims one delivery, writes the application's row and acks in
 // one transaction, records "in-tx" and waits to be killed before it commits.

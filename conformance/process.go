@@ -33,6 +33,7 @@ var childRoles = map[string]childRole{
 	"produce":   childProduce,
 	"consume":   childConsume,
 	"ack-tx":    childAckTx,
+	"drain":     childDrain,
 }
 
 func dispatchChildren(target Target) {

@@ -32,6 +32,9 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		}
 	}
 	took := c.took
+	if err == nil && took.ok {
+		d.wakes.leftAt(p.Stream.ID, p.Group, took)
+	}
 	took.first, took.drawn, took.limit = s.nextFirst, true, p.Limit
 	d.setBusy(p.Stream.ID, p.Group, err == nil && p.Limit > 0 && len(c.res.Deliveries) >= p.Limit, took)
 	if err != nil {
@@ -50,10 +53,13 @@ type claimSetup struct {
 	hot   bool
 	ahead busyState
 	win   *window
-	// direct: no probe runs (the claim is hot, or carries acks, which it
-	// writes whatever the probe would say): the transaction finds out
-	// itself what is claimable.
+	// direct: no probe runs (the claim is hot, or woken by a notification
+	// (wakeclaim.go), or carries acks, which it writes whatever the probe
+	// would say): the transaction finds out itself what is claimable.
 	direct bool
+	// readAhead: the first round trip reads the rows past ahead (the
+	// claim is hot, or woken).
+	readAhead bool
 	// What the probe found, or direct may find: rows past a cursor,
 	// batches expired, exceptions due (or expired).
 	fresh, expired, due bool
@@ -68,13 +74,19 @@ func (d *Driver) setUpClaim(p driver.ClaimParams) claimSetup {
 	var s claimSetup
 	s.ahead, s.hot = d.busy(p.Stream.ID, p.Group)
 	s.hot = s.hot && p.Limit > 0
+	woken, left := d.wakes.woken(p.Stream.ID, p.Group)
+	woken = woken && p.Limit > 0 && !s.hot
 	s.acks = d.newClaimAcks(p)
-	s.direct = s.hot || s.acks != nil
+	s.direct = s.hot || woken || s.acks != nil
+	s.readAhead = s.hot
 	s.first = int32(rand.IntN(p.Stream.Partitions))
-	if s.hot && s.ahead.drawn && s.ahead.first < int32(p.Stream.Partitions) {
+	switch {
+	case s.hot && s.ahead.drawn && s.ahead.first < int32(p.Stream.Partitions):
 		// Drawn by the claim before, which read the window past its cursor
 		// only when it drew that cursor's partition.
 		s.first = s.ahead.first
+	case woken && left.ok && left.partition < int32(p.Stream.Partitions):
+		s.ahead, s.readAhead, s.first = left, true, left.partition
 	}
 	s.nextFirst = int32(rand.IntN(p.Stream.Partitions))
 	// A window is read for the next claim only when it may take it whole:
@@ -263,7 +275,7 @@ func (u *usualClaim) queueFirst(b *pgx.Batch) {
 		b.Queue(`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
 			AND e.state <> 'dead' AND e.due_at <= $3::timestamptz)`, p.Stream.ID, p.Group, ts(p.Now))
 	}
-	if u.rows && s.hot && s.ahead.ok && !p.Ordered {
+	if u.rows && s.readAhead && s.ahead.ok && !p.Ordered {
 		// Read after the lock (a snapshot that sees what the lock's holder
 		// did), and used when this claim locks that cursor again, at that
 		// position, reading the same versions (nextCursor).

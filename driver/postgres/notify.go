@@ -34,7 +34,7 @@ func (d *Driver) Subscribe(ctx context.Context, p driver.SubscribeParams) error 
 		d.lis = newListener(d)
 	}
 	lis := d.lis
-	s := &subscription{wake: wake}
+	s := &subscription{wake: wake, stream: p.StreamID}
 	lis.add(ch, s)
 	d.mu.Unlock()
 	defer lis.remove(ch, s)
@@ -45,7 +45,10 @@ func (d *Driver) Subscribe(ctx context.Context, p driver.SubscribeParams) error 
 	return nil
 }
 
-type subscription struct{ wake func() }
+type subscription struct {
+	wake   func()
+	stream int64
+}
 
 // notifyEvery is the producer-side debounce: a process sends at most one
 // NOTIFY per stream in this interval from its own appends. An append inside
@@ -337,10 +340,13 @@ func (l *listener) channels() []string {
 	return out
 }
 
+// wake wakes the subscribers of ch, noting first that the stream was
+// notified, so that the claims they make skip their probe (wakeclaim.go).
 func (l *listener) wake(ch string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for s := range l.subs[ch] {
+		l.d.wakes.notifiedFor(s.stream)
 		s.wake()
 	}
 }

@@ -86,7 +86,11 @@
 // when the claim before took its Limit from one partition, it also read
 // the rows past that cursor, and a claim that finds nothing changed (the
 // cursor at that position and free, the group the same, nothing due, the
-// rows still there) is one round trip from BEGIN to COMMIT. A
+// rows still there) is one round trip from BEGIN to COMMIT. A claim that
+// follows a notification for its stream (an idle consumer woken) skips the
+// probe too, and its first round trip reads the rows past where the group's
+// last claim here left its cursor: two round trips from the wake-up to the
+// commit, where the probe and a read of their own made four. A
 // claim carrying acks (ClaimParams.Acks, Consumer.AckAndClaim) skips the
 // probe as well and resolves them in that first round trip, before the
 // statements that read, so that they commit with the claim: one commit per
@@ -259,6 +263,7 @@ type Driver struct {
 	busyGroups driver.NextClaim[busyState]
 	windows    driver.NextClaim[*window]
 	claimed    driver.ClaimMemo[claimedBatch] // the batches of recent claims (batch.go)
+	wakes      wakeNotes                      // notifications received, for the claims they wake (wakeclaim.go)
 	txWakes    txWakes                        // wake-ups for rows of callers' transactions (notify.go)
 }
 

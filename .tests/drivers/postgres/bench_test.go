@@ -214,6 +214,12 @@ func BenchmarkC5Mechanism(b *testing.B) {
 	}
 }
 
+// BenchmarkProcesses measures consuming a 4-partition stream with four
+// consumer processes against one (conformance.Processes):
+//
+//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench 'BenchmarkProcesses$' -benchtime 200x ./.tests/drivers/postgres
+func BenchmarkProcesses(b *testing.B) { conformance.Processes(b, target) }
+
 // BenchmarkWakeLatency measures produce-to-handler latency when producer and
 // consumer are different clients (as in different processes), so that only
 // NOTIFY, or else polling every 50ms, can wake the consumer.
@@ -224,7 +230,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 	}{{"notify", nil}, {"poll-only", []postgres.Option{postgres.WithoutNotify()}}} {
 		b.Run(mode.name, func(b *testing.B) {
 			ns := newSchema(b, nil)
-			conformance.WakeLatency(b, func(tb testing.TB) *sqlstreams.Client { return open(tb, ns, mode.opts...) })
+			conformance.WakeLatency(b, 50*time.Millisecond, func(tb testing.TB) *sqlstreams.Client { return open(tb, ns, mode.opts...) })
 		})
 	}
 }

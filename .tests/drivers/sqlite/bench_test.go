@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sqlstreams/sqlstreams/conformance"
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
@@ -195,7 +196,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 	}{{"wal-watch", nil}, {"poll-only", []sqlite.Option{sqlite.WithoutNotify()}}} {
 		b.Run(mode.name, func(b *testing.B) {
 			ns := target.NewNamespace(b)
-			conformance.WakeLatency(b, func(tb testing.TB) *sqlstreams.Client {
+			conformance.WakeLatency(b, 50*time.Millisecond, func(tb testing.TB) *sqlstreams.Client {
 				c, err := sqlstreams.Open(context.Background(), sqlite.Open(ns, mode.opts...), sqlstreams.WithMaintenanceInterval(0))
 				if err != nil {
 					tb.Fatal(err)

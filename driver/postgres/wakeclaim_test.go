@@ -1,0 +1,106 @@
+package postgres_test
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/driver/postgres"
+)
+
+// A claim that follows a notification for its stream (an idle consumer
+// woken by another client's append) skips the probe and reads the rows past
+// where the group's last claim left its cursor in its first round trip: two
+// round trips, the first beginning the transaction, the second ending it.
+// A claim with no notification since the group's last claim stays one probe
+// when nothing is new.
+func TestWokenClaimInTwoRoundTrips(t *testing.T) {
+	t.Parallel()
+	for _, mode := range execModes {
+		for _, woken := range []bool{true, false} {
+			name := mode.name + "/idle"
+			if woken {
+				name = mode.name + "/woken"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				tr := &sentTracer{}
+				f := newFixture(t, 1, append(slices.Clone(mode.opts), postgres.WithPoolConfig(func(c *pgxpool.Config) { c.ConnConfig.Tracer = tr }))...)
+				other := postgres.Open(f.ns, mode.opts...) // the producing client
+				t.Cleanup(func() { _ = other.Close() })
+				if err := other.Migrate(tctx(t)); err != nil { // it learns the channels' names
+					t.Fatal(err)
+				}
+				f.group("g", driver.GroupConfig{})
+				var wakes atomic.Int64
+				wake := make(chan struct{}, 1)
+				ctx, cancel := context.WithCancel(tctx(t))
+				done := make(chan error, 1)
+				go func() {
+					done <- f.drv.Subscribe(ctx, driver.SubscribeParams{StreamID: f.stream.ID, Wake: func() {
+						wakes.Add(1)
+						select {
+						case wake <- struct{}{}:
+						default:
+						}
+					}})
+				}()
+				t.Cleanup(func() { cancel(); <-done })
+				// awaitWakes waits until the subscriber was woken n times in all.
+				awaitWakes := func(n int64) {
+					t.Helper()
+					giveUp := time.After(time.Minute)
+					for wakes.Load() < n {
+						select {
+						case <-wake:
+						case <-giveUp:
+							t.Fatalf("woken %d times within a minute; want %d", wakes.Load(), n)
+						}
+					}
+				}
+				produce := func() int64 {
+					t.Helper()
+					row := driver.AppendRow{SchemaVersion: 1, Payload: []byte(`{}`), ProducedAt: f.now}
+					got, err := other.Append(tctx(t), driver.AppendParams{Stream: f.stream, Rows: []driver.AppendRow{row}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return got[0]
+				}
+				awaitWakes(1) // listening (the listener wakes once its LISTEN took effect)
+				if res, _ := f.claim("g", "h", 10, f.now, time.Minute); len(res.Deliveries) != 0 {
+					t.Fatalf("the claim of an empty stream took %v", ids(res.Deliveries))
+				}
+				first := produce()
+				awaitWakes(2)
+				if res, _ := f.claim("g", "h", 10, f.now, time.Minute); !slices.Equal(ids(res.Deliveries), []int64{first}) {
+					t.Fatalf("the claim after the first append took %v; want [%d]", ids(res.Deliveries), first)
+				}
+				var want []int64
+				if woken {
+					want = []int64{produce()}
+					awaitWakes(3)
+				}
+				tr.take()
+				res, _ := f.claim("g", "h", 10, f.now, time.Minute)
+				sent := tr.take()
+				if !slices.Equal(ids(res.Deliveries), want) {
+					t.Fatalf("the claim took %v; want %v", ids(res.Deliveries), want)
+				}
+				if !woken {
+					if len(sent) != 1 || firstWord(sent[0][0]) == "begin" {
+						t.Errorf("the idle claim sent %q; want one probe", sent)
+					}
+					return
+				}
+				if len(sent) != 2 || firstWord(sent[0][0]) != "begin" || firstWord(sent[1][len(sent[1])-1]) != "commit" {
+					t.Errorf("the woken claim sent %q; want two batches, from BEGIN to COMMIT", sent)
+				}
+			})
+		}
+	}
+}
