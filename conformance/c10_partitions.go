@@ -10,6 +10,7 @@ import (
 	"time"
 
 	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
 func init() { register("C10_Partitions", testPartitions) }
@@ -25,6 +26,7 @@ func testPartitions(t *testing.T, h *harness) {
 	t.Run("ConcurrentClaims", func(t *testing.T) { testPartitionConcurrentClaims(t, h, c) })
 	t.Run("OrderedHold", func(t *testing.T) { testPartitionOrderedHold(t, c) })
 	t.Run("OrderedRun", func(t *testing.T) { testPartitionOrderedRun(t, c) })
+	t.Run("NoStarvation", func(t *testing.T) { testPartitionNoStarvation(t, c) })
 }
 
 // keysFor returns one key per partition 0..parts-1 (under a prefix).
@@ -406,4 +408,43 @@ func testPartitionOrderedRun(t *testing.T, c *sqlstreams.Client) {
 	if !lastY.Before(xResolved) {
 		t.Errorf("partition Y finished at %v, after partition X's failing row resolved at %v: a failing row held another partition", lastY, xResolved)
 	}
+}
+
+// testPartitionNoStarvation: a member whose every claim fills its limit
+// from one partition (a backlog that never runs dry while it claims) still
+// reaches the others. Engines may start a member's claims where its last
+// claim's rows were, which saves a round trip, but only a few claims in a
+// row (driver.StickyClaims); from then on a claim starts at a drawn
+// partition, here one of two, so the lone row in the other partition comes
+// out long before the backlog is drained (the chance that it does not is
+// about 2^-20).
+func testPartitionNoStarvation(t *testing.T, c *sqlstreams.Client) {
+	const stream, parts, backlog = "c10-starve", 2, 20 * (driver.StickyClaims + 1)
+	if _, err := c.Stream[EventV1](stream).Create(ctx(t), &sqlstreams.StreamOptions{Partitions: parts}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	keys := keysFor("s", parts)
+	p := producer[EventV1](t, c, stream)
+	msgs := make([]sqlstreams.Message[EventV1], backlog)
+	for i := range msgs {
+		msgs[i] = sqlstreams.NewMessage(EventV1{Seq: i + 1}, sqlstreams.Key(keys[0]))
+	}
+	if _, err := p.ProduceBatch(ctx(t), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	lone := produceV1(t, p, 1, sqlstreams.Key(keys[1]))[0]
+	cons := consumer[EventV1](t, c, stream, "g", &sqlstreams.ConsumerOptions{LeaseDuration: time.Minute})
+	for i := range backlog {
+		ds, err := cons.Claim(ctx(t), 1)
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("claim %d: %d deliveries, %v", i+1, len(ds), err)
+		}
+		if ds[0].ID == lone {
+			return
+		}
+		if err := cons.Ack(ctx(t), ds...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatalf("partition 1's row was not claimed in %d claims while partition 0 had rows left: one partition starved the other", backlog)
 }

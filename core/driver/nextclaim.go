@@ -72,6 +72,34 @@ func (n *NextClaim[T]) Note(stream int64, group string, note T, filled bool) {
 	}
 }
 
+// StickyClaims bounds how many claims in a row a member starts at the
+// partition whose rows filled its claim before. Staying saves a round trip
+// (the engines read the rows past that cursor ahead, or go there without a
+// probe); moving on after a few keeps a partition that never runs dry from
+// starving the others of a member that reads them all.
+const StickyClaims = 16
+
+// Streak is a group's claims in a row, in this process, that filled their
+// limit from one partition: Count of them, from Partition.
+type Streak struct {
+	Partition, Count int
+}
+
+// Then is the streak after a claim that filled its limit from partition
+// part. The claim after StickyClaims in a row started elsewhere (Stay), so
+// wherever its rows were, a new streak begins there.
+func (s Streak) Then(part int) Streak {
+	if s.Stay() && s.Partition == part {
+		return Streak{part, s.Count + 1}
+	}
+	return Streak{part, 1}
+}
+
+// Stay reports whether the next claim starts at s.Partition again: after
+// fewer than StickyClaims in a row there. Otherwise it starts where the
+// engine draws, as a claim does without a streak.
+func (s Streak) Stay() bool { return s.Count > 0 && s.Count < StickyClaims }
+
 // ClaimMemo remembers what this process's recent claims wrote (V: the
 // driver's record of a claim's batch leases), by claim token, so that a
 // settle naming exactly what a claim wrote can change it in one statement

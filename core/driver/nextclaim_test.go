@@ -138,3 +138,25 @@ func TestHintsConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestStreak(t *testing.T) {
+	t.Parallel()
+	var s Streak
+	if s.Stay() {
+		t.Fatal("no streak yet, and the claim stays")
+	}
+	for i := 1; i <= StickyClaims; i++ {
+		s = s.Then(3)
+		if want := i < StickyClaims; s.Stay() != want || s.Count != i || s.Partition != 3 {
+			t.Fatalf("after %d claims from partition 3: %+v, stay %v; want stay %v", i, s, s.Stay(), want)
+		}
+	}
+	// The claim after the streak started elsewhere: wherever it filled,
+	// its partition starts a new streak, the same one included.
+	if s = s.Then(3); s != (Streak{3, 1}) || !s.Stay() {
+		t.Fatalf("after the streak's end, a claim from partition 3 again: %+v", s)
+	}
+	if s = s.Then(1); s != (Streak{1, 1}) || !s.Stay() {
+		t.Fatalf("after a claim from partition 1: %+v", s)
+	}
+}

@@ -103,22 +103,29 @@ func (d *Driver) claimed(p driver.ClaimParams, out *claimOut) {
 }
 
 // hotPartition returns the partition whose new rows filled the driver's
-// last claim of the group, when this claim may go there without the probe.
-// Not for ordered groups: there the last claim's leases hold the partition
-// until they are settled.
+// last claim of the group, when this claim may go there without the probe:
+// a few claims in a row (driver.Streak), so that a partition that never
+// runs dry does not starve the others, which a claim through the probe
+// visits from a random one on. Not for ordered groups: there the last
+// claim's leases hold the partition until they are settled.
 func (d *Driver) hotPartition(p driver.ClaimParams) (int, bool) {
-	part, ok := d.next.Hint(p.Stream.ID, p.Group)
-	if !ok || p.Limit <= 0 || p.Ordered {
+	st, ok := d.next.Hint(p.Stream.ID, p.Group)
+	if !ok || p.Limit <= 0 || p.Ordered || (!st.Stay() && p.Stream.Partitions > 1) {
 		return 0, false
 	}
-	return part, true
+	return st.Partition, true
 }
 
 // setHot notes that the last claim of a group filled its limit from
 // partition part's new rows (-1: it did not), so that the next claim goes
 // there without the probe (claimHot).
 func (d *Driver) setHot(p driver.ClaimParams, part int) {
-	d.next.Note(p.Stream.ID, p.Group, part, part >= 0)
+	if part < 0 {
+		d.next.Forget(p.Stream.ID, p.Group)
+		return
+	}
+	st, _ := d.next.Hint(p.Stream.ID, p.Group)
+	d.next.Set(p.Stream.ID, p.Group, st.Then(part))
 }
 
 // claimHot claims from partition part, which filled this driver's last

@@ -337,7 +337,7 @@ type Driver struct {
 	batches batchCache // the batches this driver's claims wrote (batchcache.go)
 	// next notes, per group, the partition whose new rows filled the
 	// driver's last claim of it (claimHot).
-	next driver.NextClaim[int]
+	next driver.NextClaim[driver.Streak]
 
 	// Test hooks, set before Migrate.
 	forceReadBack    bool // always read new ids back

@@ -36,6 +36,14 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		d.wakes.leftAt(p.Stream.ID, p.Group, took)
 	}
 	took.first, took.drawn, took.limit = s.nextFirst, true, p.Limit
+	if took.ok {
+		// The next claim starts where this one's rows were, a few claims
+		// in a row (driver.Streak): its first round trip then reads the
+		// rows it takes.
+		if took.streak = s.streak.Then(int(took.partition)); took.streak.Stay() {
+			took.first = took.partition
+		}
+	}
 	d.setBusy(p.Stream.ID, p.Group, err == nil && p.Limit > 0 && len(c.res.Deliveries) >= p.Limit, took)
 	if err != nil {
 		s.acks.failed()
@@ -64,7 +72,8 @@ type claimSetup struct {
 	// batches expired, exceptions due (or expired).
 	fresh, expired, due bool
 	first, nextFirst    int32 // the partition to lock first, and the next claim's
-	readNext            bool  // read the window past the cursor for the next claim
+	streak              driver.Streak
+	readNext            bool // read the window past the cursor for the next claim
 }
 
 // setUpClaim decides, from what this driver remembers of the group's last
@@ -88,7 +97,15 @@ func (d *Driver) setUpClaim(p driver.ClaimParams) claimSetup {
 	case woken && left.ok && left.partition < int32(p.Stream.Partitions):
 		s.ahead, s.readAhead, s.first = left, true, left.partition
 	}
+	if s.hot {
+		s.streak = s.ahead.streak
+	}
+	// The next claim starts here too when this one fills its limit here
+	// and the streak goes on; else where it is drawn.
 	s.nextFirst = int32(rand.IntN(p.Stream.Partitions))
+	if s.streak.Then(int(s.first)).Stay() {
+		s.nextFirst = s.first
+	}
 	// A window is read for the next claim only when it may take it whole:
 	// the claims of the group take one window's worth at most and as many
 	// as the claim before (a loop of Claim(n); Run's claims vary).
@@ -502,15 +519,16 @@ type busyState struct {
 	partition int32
 	position  int64
 	versions  []int // nil: every version
-	// first is where the next claim starts looking for a cursor (drawn at
-	// random by this one: a window is read only past the cursor of that
-	// partition).
-	first int32
-	drawn bool
-	limit int // this claim's Limit
+	// first is where the next claim starts looking for a cursor (this
+	// partition while the streak stays, else drawn at random by this one:
+	// a window is read only past the cursor of that partition).
+	first  int32
+	drawn  bool
+	limit  int // this claim's Limit
+	streak driver.Streak
 }
 
 func (b busyState) same(o busyState) bool {
 	return b.ok == o.ok && b.partition == o.partition && b.position == o.position && sameVersions(b.versions, o.versions) &&
-		b.first == o.first && b.drawn == o.drawn && b.limit == o.limit
+		b.first == o.first && b.drawn == o.drawn && b.limit == o.limit && b.streak == o.streak
 }
