@@ -89,16 +89,19 @@ type Streak struct {
 // part. The claim after StickyClaims in a row started elsewhere (Stay), so
 // wherever its rows were, a new streak begins there.
 func (s Streak) Then(part int) Streak {
-	if s.Stay() && s.Partition == part {
+	if s.Count > 0 && s.Count < StickyClaims && s.Partition == part {
 		return Streak{part, s.Count + 1}
 	}
 	return Streak{part, 1}
 }
 
 // Stay reports whether the next claim starts at s.Partition again: after
-// fewer than StickyClaims in a row there. Otherwise it starts where the
+// fewer than StickyClaims in a row there, or always on a stream of one
+// partition, which has no other to starve. Otherwise it starts where the
 // engine draws, as a claim does without a streak.
-func (s Streak) Stay() bool { return s.Count > 0 && s.Count < StickyClaims }
+func (s Streak) Stay(partitions int) bool {
+	return s.Count > 0 && (partitions == 1 || s.Count < StickyClaims)
+}
 
 // ClaimMemo remembers what this process's recent claims wrote (V: the
 // driver's record of a claim's batch leases), by claim token, so that a

@@ -142,21 +142,24 @@ func TestHintsConcurrently(t *testing.T) {
 func TestStreak(t *testing.T) {
 	t.Parallel()
 	var s Streak
-	if s.Stay() {
+	if s.Stay(2) {
 		t.Fatal("no streak yet, and the claim stays")
 	}
 	for i := 1; i <= StickyClaims; i++ {
 		s = s.Then(3)
-		if want := i < StickyClaims; s.Stay() != want || s.Count != i || s.Partition != 3 {
-			t.Fatalf("after %d claims from partition 3: %+v, stay %v; want stay %v", i, s, s.Stay(), want)
+		if want := i < StickyClaims; s.Stay(2) != want || s.Count != i || s.Partition != 3 {
+			t.Fatalf("after %d claims from partition 3: %+v, stay %v; want stay %v", i, s, s.Stay(2), want)
 		}
+	}
+	if !s.Stay(1) {
+		t.Fatalf("a stream of one partition ends no streak: %+v", s)
 	}
 	// The claim after the streak started elsewhere: wherever it filled,
 	// its partition starts a new streak, the same one included.
-	if s = s.Then(3); s != (Streak{3, 1}) || !s.Stay() {
+	if s = s.Then(3); s != (Streak{3, 1}) || !s.Stay(2) {
 		t.Fatalf("after the streak's end, a claim from partition 3 again: %+v", s)
 	}
-	if s = s.Then(1); s != (Streak{1, 1}) || !s.Stay() {
+	if s = s.Then(1); s != (Streak{1, 1}) || !s.Stay(2) {
 		t.Fatalf("after a claim from partition 1: %+v", s)
 	}
 }

@@ -110,7 +110,7 @@ func (d *Driver) claimed(p driver.ClaimParams, out *claimOut) {
 // claim's leases hold the partition until they are settled.
 func (d *Driver) hotPartition(p driver.ClaimParams) (int, bool) {
 	st, ok := d.next.Hint(p.Stream.ID, p.Group)
-	if !ok || p.Limit <= 0 || p.Ordered || (!st.Stay() && p.Stream.Partitions > 1) {
+	if !ok || p.Limit <= 0 || p.Ordered || !st.Stay(p.Stream.Partitions) {
 		return 0, false
 	}
 	return st.Partition, true

@@ -40,7 +40,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		// The next claim starts where this one's rows were, a few claims
 		// in a row (driver.Streak): its first round trip then reads the
 		// rows it takes.
-		if took.streak = s.streak.Then(int(took.partition)); took.streak.Stay() {
+		if took.streak = s.streak.Then(int(took.partition)); took.streak.Stay(p.Stream.Partitions) {
 			took.first = took.partition
 		}
 	}
@@ -103,7 +103,7 @@ func (d *Driver) setUpClaim(p driver.ClaimParams) claimSetup {
 	// The next claim starts here too when this one fills its limit here
 	// and the streak goes on; else where it is drawn.
 	s.nextFirst = int32(rand.IntN(p.Stream.Partitions))
-	if s.streak.Then(int(s.first)).Stay() {
+	if s.streak.Then(int(s.first)).Stay(p.Stream.Partitions) {
 		s.nextFirst = s.first
 	}
 	// A window is read for the next claim only when it may take it whole:
