@@ -448,6 +448,10 @@ type partitionScan struct {
 	cursor          int64 // the position of the cursor this transaction holds
 	tx              querier
 	out             *claimOut
+	// query reads a window (windowQuery), with its arguments but the last
+	// three (partition, cursor, window).
+	query string
+	args  []any
 }
 
 // claim claims up to limit rows of partition s.part, as one
@@ -458,6 +462,7 @@ type partitionScan struct {
 // it, and goes on reading to fill the limit. out.full is set to the
 // partition when its rows filled the claim.
 func (s partitionScan) claim(ctx context.Context, limit int) error {
+	s.query, s.args = s.windowQuery()
 	taken, deferred, err := driver.ClaimPartition(ctx, s, driver.PartitionClaim{Params: s.p, Plan: s.plan, Cursor: s.cursor, Limit: limit, FirstWindow: driver.FirstWindow(limit)})
 	if err != nil {
 		return err
@@ -515,7 +520,7 @@ func (s partitionScan) excepting() bool { return s.newestException > s.cursor }
 // without their payload leaving the database. The read is a consistent
 // read of committed rows; appends commit a partition's ids in increasing
 // order, so it sees a gap-free prefix (C5).
-func (s partitionScan) query() (string, []any) {
+func (s partitionScan) windowQuery() (string, []any) {
 	vf, vargs := sqldb.VersionFilter("m.schema_version", s.plan.Versions)
 	query := "SELECT m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, " +
 		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(s.p.Stream)
@@ -537,8 +542,7 @@ func (s partitionScan) query() (string, []any) {
 
 // ReadWindow implements driver.PartitionSteps.
 func (s partitionScan) ReadWindow(ctx context.Context, from int64, size int, out *driver.PartitionScan) (int, error) {
-	query, args := s.query()
-	return sqldb.ReadWindow(ctx, s.tx, query, append(args, s.part, from, size), out, func(rows *sql.Rows) (driver.Row, bool, error) {
+	return sqldb.ReadWindow(ctx, s.tx, s.query, slices.Concat(s.args, []any{s.part, from, size}), out, func(rows *sql.Rows) (driver.Row, bool, error) {
 		var versionOK, head, excepted bool
 		dest := []any{&versionOK, &head}
 		if s.excepting() {

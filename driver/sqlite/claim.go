@@ -142,6 +142,10 @@ type partitionClaim struct {
 	plan driver.ClaimPlan
 	part int
 	tx   querier
+	// query reads a window (windowQuery), with its arguments but the last
+	// three (partition, cursor, window).
+	query string
+	args  []any
 }
 
 // claimPartition runs the main claim on one partition, up to limit rows.
@@ -154,6 +158,7 @@ func claimPartition(ctx context.Context, c partitionClaim, limit int) ([]driver.
 	// SQLite steps a statement's rows one by one in the process, so a
 	// window larger than needed costs nothing past the row where the scan
 	// stops: every window is the largest.
+	c.query, c.args = c.windowQuery()
 	return driver.ClaimPartition(ctx, c, driver.PartitionClaim{Params: c.p, Plan: c.plan, Cursor: cursor, Limit: limit, FirstWindow: driver.MaxClaimWindow})
 }
 
@@ -177,16 +182,20 @@ func (c partitionClaim) cursor(ctx context.Context) (int64, error) {
 	return cursor, err
 }
 
-// ReadWindow implements driver.PartitionSteps. Payloads are read only for
+// windowQuery is the statement that reads a window, and its arguments but
+// the last three (partition, cursor, window). Payloads are read only for
 // rows at the group's versions: other rows are passed over without their
 // payload leaving the database.
-func (c partitionClaim) ReadWindow(ctx context.Context, from int64, size int, s *driver.PartitionScan) (int, error) {
+func (c partitionClaim) windowQuery() (string, []any) {
 	vf, vargs := sqldb.VersionFilter("m.schema_version", c.plan.Versions)
-	query := `SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank,
+	return `SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank,
 		CASE WHEN ` + vf + ` THEN m.payload ELSE x'' END, m.headers, m.produced_at, ` + vf + `, ` + headExpr(c.p.Stream) + `
-		FROM ` + logTable(c.p.Stream.ID) + ` m WHERE m.partition = ? AND m.id > ? ORDER BY m.id LIMIT ?`
-	args := append(append(append([]any{}, vargs...), vargs...), c.part, from, size)
-	return sqldb.ReadWindow(ctx, c.tx, query, args, s, func(rows *sql.Rows) (driver.Row, bool, error) {
+		FROM ` + logTable(c.p.Stream.ID) + ` m WHERE m.partition = ? AND m.id > ? ORDER BY m.id LIMIT ?`, slices.Concat(vargs, vargs)
+}
+
+// ReadWindow implements driver.PartitionSteps.
+func (c partitionClaim) ReadWindow(ctx context.Context, from int64, size int, s *driver.PartitionScan) (int, error) {
+	return sqldb.ReadWindow(ctx, c.tx, c.query, slices.Concat(c.args, []any{c.part, from, size}), s, func(rows *sql.Rows) (driver.Row, bool, error) {
 		var versionOK, head bool
 		r, err := scanRow(rows, &versionOK, &head)
 		return r, versionOK && head, err
