@@ -5,6 +5,7 @@ import (
 	sqldriver "database/sql/driver"
 	"io"
 	"strconv"
+	"sync/atomic"
 )
 
 // fakeDB serves one query: its text is a row count n, and it returns the
@@ -49,9 +50,14 @@ func (r *fakeRows) Next(dest []sqldriver.Value) error {
 	return nil
 }
 
+// fakes numbers the fakeDB registrations: database/sql panics on a name
+// registered twice, as a second run of a test (-count) would.
+var fakes atomic.Int64
+
 // openFake opens a database of fakeDB and the count of rows fetched from it.
-func openFake(name string) (*sql.DB, *int) {
+func openFake() (*sql.DB, *int) {
 	fetched := new(int)
+	name := "sqldbfake" + strconv.FormatInt(fakes.Add(1), 10)
 	sql.Register(name, fakeDB{fetched})
 	db, _ := sql.Open(name, "")
 	return db, fetched

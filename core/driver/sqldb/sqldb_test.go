@@ -265,7 +265,7 @@ func TestAddRemovedUnread(t *testing.T) {
 
 func TestEachRowUntil(t *testing.T) {
 	t.Parallel()
-	for i, tc := range []struct {
+	for _, tc := range []struct {
 		name      string
 		rows, at  int // the query's rows; done after that many were read
 		want      []int64
@@ -277,7 +277,7 @@ func TestEachRowUntil(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			db, fetched := openFake("sqldbfake" + strconv.Itoa(i))
+			db, fetched := openFake()
 			defer db.Close()
 			var got []int64
 			err := EachRowUntil(context.Background(), db, strconv.Itoa(tc.rows), nil, func() bool { return len(got) >= tc.at }, func(r *sql.Rows) error {
