@@ -175,7 +175,12 @@ func (c *Client) heartbeatLoop(ctx context.Context) {
 		case <-t.C:
 		case <-c.beat.soon:
 		}
-		c.recordBeat(ctx, time.Time{})
+		// A beat once started runs to its end (bounded by the operation
+		// timeout), even when Close stops the loop meanwhile: one cancelled
+		// mid-statement may still commit on the server after the close's
+		// own record, and mark the closed client live again. Close waits
+		// for the loop before it records the close.
+		c.recordBeat(context.WithoutCancel(ctx), time.Time{})
 	}
 }
 
