@@ -79,24 +79,17 @@ func drainInProcesses(b *testing.B, ns, stream, group string, procs, n int) time
 		}
 		return sum, last
 	}
-	for {
-		if ready() == procs {
-			break
-		}
+	for ready() < procs {
 		waitOrGiveUp(b, children, giveUp, "the consumer processes to get ready")
 	}
 	start := time.Now()
 	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	var last int64
-	for {
-		sum, at := total()
-		if sum >= int64(n) {
-			last = at
-			break
-		}
+	sum, last := total()
+	for sum < int64(n) {
 		waitOrGiveUp(b, children, giveUp, fmt.Sprintf("%d deliveries (%d so far)", n, sum))
+		sum, last = total()
 	}
 	for _, ch := range children {
 		ch.Terminate()

@@ -1,6 +1,10 @@
 package postgres
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
 
 // A claim woken by a notification: NOTIFY says rows were appended to the
 // stream, so the probe (a round trip that would only say so again) is
@@ -15,18 +19,13 @@ import "sync"
 // read for nothing.
 type wakeNotes struct {
 	mu       sync.Mutex
-	notified map[int64]int64         // stream id -> notifications received
-	groups   map[groupKey]groupNotes // what each group's last claim here saw and left
-}
-
-type groupKey struct {
-	stream int64
-	group  string
-}
-
-type groupNotes struct {
-	seen int64     // the stream's notifications when the claim began
-	left busyState // where it left the cursor it took rows from (ok: it took some)
+	notified map[int64]int64 // stream id -> notifications received
+	// Per group, under mu: the stream's notifications when the group's
+	// last claim here began.
+	seen driver.NextClaim[int64]
+	// Per group: where its last claim here left the cursor it took rows
+	// from (ok: it took some).
+	left driver.NextClaim[busyState]
 }
 
 // notifiedFor counts a notification received for the stream.
@@ -46,28 +45,15 @@ func (w *wakeNotes) woken(stream int64, group string) (bool, busyState) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := w.notified[stream]
-	k := groupKey{stream, group}
-	g, ok := w.groups[k]
-	if n == 0 || (ok && g.seen == n) {
-		return false, g.left
+	left, _ := w.left.Hint(stream, group)
+	if seen, _ := w.seen.Hint(stream, group); seen == n {
+		return false, left
 	}
-	if w.groups == nil {
-		w.groups = map[groupKey]groupNotes{}
-	}
-	g.seen = n
-	w.groups[k] = g
-	return true, g.left
+	w.seen.Set(stream, group, n)
+	return true, left
 }
 
 // leftAt notes where a claim of the group left the cursor it took rows from.
 func (w *wakeNotes) leftAt(stream int64, group string, at busyState) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.groups == nil {
-		w.groups = map[groupKey]groupNotes{}
-	}
-	k := groupKey{stream, group}
-	g := w.groups[k]
-	g.left = at
-	w.groups[k] = g
+	w.left.Set(stream, group, at)
 }

@@ -80,7 +80,7 @@ func (d *Driver) Subscribe(ctx context.Context, p driver.SubscribeParams) error 
 // an in-memory database. Open takes a file name or a "file:" URI, either
 // with query parameters.
 func databaseFile(path string) (string, bool) {
-	if path == ":memory:" || strings.Contains(path, "mode=memory") {
+	if inMemory(path) {
 		return "", false
 	}
 	name, _, _ := strings.Cut(strings.TrimPrefix(path, "file:"), "?")
@@ -92,4 +92,11 @@ func databaseFile(path string) (string, bool) {
 		return "", false
 	}
 	return abs, true
+}
+
+// inMemory reports whether path names an in-memory database, which has no
+// file: Open shares its one connection with the readers, and Subscribe has
+// no log to watch.
+func inMemory(path string) bool {
+	return path == ":memory:" || strings.Contains(path, "mode=memory")
 }

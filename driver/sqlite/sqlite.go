@@ -106,7 +106,7 @@ func Open(path string, opts ...Option) *Driver {
 		d.opened = fmt.Errorf("sqlite: busy timeout %v; use a positive duration", d.busyTimeout)
 		return d
 	}
-	memory := path == ":memory:" || strings.Contains(path, "mode=memory")
+	memory := inMemory(path)
 	pragmas := url.Values{}
 	for _, p := range []string{"busy_timeout(" + strconv.Itoa(int(d.busyTimeout.Milliseconds())) + ")", "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(1)"} {
 		pragmas.Add("_pragma", p)
