@@ -137,12 +137,20 @@ func NextSubjectVersion(all []SubjectVersion, asked int) (int, error) {
 	return highest + 1, nil
 }
 
-// LiveVersions are the versions not soft-deleted, in the order given.
-func LiveVersions(all []SubjectVersion) []SubjectVersion {
-	var out []SubjectVersion
-	for _, v := range all {
-		if !v.Deleted {
-			out = append(out, v)
+// softDeleted is a registry record that a soft deletion hides: a
+// SubjectVersion or a SchemaRevision.
+type softDeleted interface{ softDeleted() bool }
+
+func (v SubjectVersion) softDeleted() bool { return v.Deleted }
+func (r SchemaRevision) softDeleted() bool { return r.Deleted }
+
+// Live are the records (subject versions or schema revisions) not
+// soft-deleted, in the order given.
+func Live[T softDeleted](all []T) []T {
+	var out []T
+	for _, r := range all {
+		if !r.softDeleted() {
+			out = append(out, r)
 		}
 	}
 	return out

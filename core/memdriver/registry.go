@@ -52,7 +52,7 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 			return err
 		}
 		all := s.revisionsAt(b, rev.Version, true)
-		existing := driver.UndeletedRevisions(all)
+		existing := driver.Live(all)
 		for _, e := range existing {
 			if e.Fingerprint == rev.Fingerprint {
 				out = e

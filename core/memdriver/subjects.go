@@ -89,7 +89,7 @@ func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjec
 	err := d.write(ctx, nil, func(b *db) error {
 		in := p.Version
 		all := b.versionsOf(in.Subject, true)
-		live := driver.LiveVersions(all)
+		live := driver.Live(all)
 		for _, v := range live {
 			if v.Fingerprint == in.Fingerprint {
 				out = v

@@ -131,7 +131,7 @@ func recordSubjectVersion(ctx context.Context, tx pgx.Tx, p driver.RecordSubject
 	if err != nil {
 		return in, false, err
 	}
-	live := driver.LiveVersions(all)
+	live := driver.Live(all)
 	for _, v := range live {
 		if v.Fingerprint == in.Fingerprint {
 			return v, false, nil

@@ -131,7 +131,7 @@ func (s Subjects[T]) Record(ctx context.Context, tx Querier, p driver.RecordSubj
 	if err != nil {
 		return in, false, err
 	}
-	live := driver.LiveVersions(all)
+	live := driver.Live(all)
 	for _, v := range live {
 		if v.Fingerprint == in.Fingerprint {
 			return v, false, nil
