@@ -279,27 +279,15 @@ func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsPa
 	p.Decide = func(del driver.RevisionDeletion) error { return d.decide(func() error { return decide(del) }) }
 	err := d.write(ctx, nil, func(b *db) error {
 		var err error
-		out, err = driver.DeleteRevisionsIn(ctx, deletionSteps{b}, p)
+		out, err = driver.DeleteRevisionsIn(ctx, deletionSteps{revisionSteps{b}}, p)
 		return err
 	})
 	return out, err
 }
 
-// deletionSteps are driver.DeletionSteps on the held writer's state.
-type deletionSteps struct{ b *db }
-
-func (s deletionSteps) LockStream(_ context.Context, streamID int64) (driver.RegistrySettings, error) {
-	_, err := s.b.stream(streamID)
-	return s.b.settings[scopeKey{streamID, 0}], err
-}
-
-func (s deletionSteps) Revisions(_ context.Context, streamID int64, version int) ([]driver.SchemaRevision, error) {
-	st, err := s.b.stream(streamID)
-	if err != nil {
-		return nil, err
-	}
-	return st.revisionsAt(s.b, version, true), nil
-}
+// deletionSteps are driver.DeletionSteps on the held writer's state; the
+// stream lock and its revisions are revisionSteps'.
+type deletionSteps struct{ revisionSteps }
 
 func (s deletionSteps) InRows(_ context.Context, streamID int64, version, revision int) (bool, error) {
 	st, err := s.b.stream(streamID)
