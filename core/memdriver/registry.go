@@ -98,11 +98,13 @@ func (s revisionSteps) InsertRevision(_ context.Context, rev driver.SchemaRevisi
 
 // assignID returns the global id of the revision's fingerprint, creating it
 // (with the id asked for, in IMPORT mode) the first time any stream records
-// the fingerprint.
+// the fingerprint. Its refusals are CallerErrors, as the SQL drivers'
+// (driver.IDConflict, driver.IDOfOther); RecordSchema and
+// RecordSubjectVersion hand back the error they carry.
 func (b *db) assignID(rev driver.SchemaRevision) (int64, error) {
 	if id, ok := b.byFingerprint[rev.Fingerprint]; ok {
-		if rev.ID != 0 && rev.ID != id {
-			return 0, fmt.Errorf("%w: the schema already has id %d, not %d", driver.ErrSchemaIDTaken, id, rev.ID)
+		if err := driver.IDConflict(rev.ID, id); err != nil {
+			return 0, err
 		}
 		return id, nil
 	}
@@ -110,7 +112,7 @@ func (b *db) assignID(rev driver.SchemaRevision) (int64, error) {
 	if id == 0 {
 		id = b.nextDoc + 1
 	} else if _, taken := b.docs[id]; taken {
-		return 0, fmt.Errorf("%w: id %d belongs to another schema", driver.ErrSchemaIDTaken, id)
+		return 0, driver.IDOfOther(id)
 	}
 	b.nextDoc = max(b.nextDoc, id)
 	b.docs[id] = driver.SchemaDocument{ID: id, Fingerprint: rev.Fingerprint, Type: rev.Type, Schema: slices.Clone(rev.Schema), CreatedAt: micro(rev.CreatedAt)}
