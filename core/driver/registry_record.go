@@ -48,7 +48,7 @@ func RecordRevision(ctx context.Context, s RevisionSteps, p RecordSchemaParams) 
 	if err != nil {
 		return in, false, err
 	}
-	existing := UndeletedRevisions(all)
+	existing := Live(all)
 	for _, e := range existing {
 		if e.Fingerprint == in.Fingerprint {
 			return e, false, nil
@@ -114,15 +114,4 @@ func IDConflict(wanted, has int64) error {
 // fingerprint already has.
 func IDOfOther(id int64) error {
 	return CallerError{Err: fmt.Errorf("%w: id %d belongs to another schema", ErrSchemaIDTaken, id)}
-}
-
-// UndeletedRevisions are the revisions not soft-deleted, in the order given.
-func UndeletedRevisions(all []SchemaRevision) []SchemaRevision {
-	var out []SchemaRevision
-	for _, r := range all {
-		if !r.Deleted {
-			out = append(out, r)
-		}
-	}
-	return out
 }

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -137,12 +138,20 @@ func NextSubjectVersion(all []SubjectVersion, asked int) (int, error) {
 	return highest + 1, nil
 }
 
-// LiveVersions are the versions not soft-deleted, in the order given.
-func LiveVersions(all []SubjectVersion) []SubjectVersion {
-	var out []SubjectVersion
-	for _, v := range all {
-		if !v.Deleted {
-			out = append(out, v)
+// softDeleted is a registry record that a soft deletion hides: a
+// SubjectVersion or a SchemaRevision.
+type softDeleted interface{ softDeleted() bool }
+
+func (v SubjectVersion) softDeleted() bool { return v.Deleted }
+func (r SchemaRevision) softDeleted() bool { return r.Deleted }
+
+// Live are the records (subject versions or schema revisions) not
+// soft-deleted, in the order given.
+func Live[T softDeleted](all []T) []T {
+	var out []T
+	for _, r := range all {
+		if !r.softDeleted() {
+			out = append(out, r)
 		}
 	}
 	return out
@@ -158,4 +167,70 @@ func DeletionTargets(all []SubjectVersion, version int, permanent bool) []Subjec
 		}
 	}
 	return out
+}
+
+// SubjectSteps are an engine's statements for recording a subject version
+// (Subjects.RecordSubjectVersion), all run in the one transaction the
+// driver opens around RecordSubjectVersionIn. The engine decides how it
+// locks and what SQL it runs; RecordSubjectVersionIn decides what is
+// recorded, so that every driver answers a registration alike.
+type SubjectSteps interface {
+	// LockSubject serializes the recorders of one subject until the
+	// transaction ends and returns the subject's settings.
+	LockSubject(ctx context.Context, subject string) (RegistrySettings, error)
+	// Versions returns the subject's versions, soft-deleted ones included,
+	// ordered by version.
+	Versions(ctx context.Context, subject string) ([]SubjectVersion, error)
+	// GlobalSettings returns the registry-wide settings; none stored reads
+	// as unset.
+	GlobalSettings(ctx context.Context) (RegistrySettings, error)
+	// AssignID returns the global id of rev's fingerprint (see SchemaIDs).
+	AssignID(ctx context.Context, rev SchemaRevision) (int64, error)
+	// InsertVersion writes v and its references and returns it as stored,
+	// with its id's document (the first text of its fingerprint).
+	InsertVersion(ctx context.Context, v SubjectVersion) (SubjectVersion, error)
+}
+
+// RecordSubjectVersionIn is RecordSubjectVersion's sequence over an
+// engine's steps: lock the subject, return a live version with the same
+// fingerprint as it is, else let p.Decide judge the new one against the
+// live versions and the subject's and registry-wide settings, number it
+// (NextSubjectVersion), give it its global id and write it. An error of
+// Decide's, and a version number that IMPORT asks for and cannot have,
+// come back as CallerError.
+func RecordSubjectVersionIn(ctx context.Context, s SubjectSteps, p RecordSubjectVersionParams) (SubjectVersion, bool, error) {
+	in := p.Version
+	subjectSet, err := s.LockSubject(ctx, in.Subject)
+	if err != nil {
+		return in, false, err
+	}
+	all, err := s.Versions(ctx, in.Subject)
+	if err != nil {
+		return in, false, err
+	}
+	live := Live(all)
+	for _, v := range live {
+		if v.Fingerprint == in.Fingerprint {
+			return v, false, nil
+		}
+	}
+	global, err := s.GlobalSettings(ctx)
+	if err != nil {
+		return in, false, err
+	}
+	if err := p.Decide(live, subjectSet, global); err != nil {
+		return in, false, CallerError{Err: err}
+	}
+	out := in
+	if out.Version, err = NextSubjectVersion(all, in.Version); err != nil {
+		return in, false, CallerError{Err: err}
+	}
+	out.Type, out.CreatedAt = cmp.Or(in.Type, "JSON"), in.CreatedAt.UTC().Truncate(time.Microsecond)
+	if out.ID, err = s.AssignID(ctx, SchemaRevision{Fingerprint: out.Fingerprint, Type: out.Type, Schema: out.Schema, CreatedAt: out.CreatedAt, ID: in.ID}); err != nil {
+		return in, false, err
+	}
+	if out, err = s.InsertVersion(ctx, out); err != nil {
+		return in, false, err
+	}
+	return out, true, nil
 }

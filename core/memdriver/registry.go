@@ -40,57 +40,71 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegi
 }
 
 // RecordSchema implements driver.Registry, with global schema ids and
-// references (driver.SchemaIDs). It runs with the writer held, so calls
-// for one stream are serialized.
+// references (driver.SchemaIDs), by driver.RecordRevision over
+// revisionSteps. It runs with the writer held, so calls for one stream are
+// serialized; p.Decide runs with the data lock let go (Driver.decide).
 func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) (driver.SchemaRevision, bool, error) {
 	var out driver.SchemaRevision
 	var created bool
+	decide := p.Decide
+	p.Decide = func(existing []driver.SchemaRevision, set driver.RevisionSettings) error {
+		return d.decide(func() error { return decide(existing, set) })
+	}
 	err := d.write(ctx, nil, func(b *db) error {
-		rev := p.Revision
-		s, err := b.stream(rev.StreamID)
-		if err != nil {
-			return err
-		}
-		all := s.revisionsAt(b, rev.Version, true)
-		existing := driver.UndeletedRevisions(all)
-		for _, e := range existing {
-			if e.Fingerprint == rev.Fingerprint {
-				out = e
-				return nil
-			}
-		}
-		set := driver.RevisionSettings{Version: b.settings[scopeKey{rev.StreamID, rev.Version}],
-			Stream: b.settings[scopeKey{rev.StreamID, 0}], Global: b.settings[scopeKey{}]}
-		if err := d.decide(func() error { return p.Decide(existing, set) }); err != nil {
-			return err
-		}
-		out = rev
-		out.Type = cmp.Or(rev.Type, "JSON")
-		out.Schema, out.References = slices.Clone(rev.Schema), slices.Clone(rev.References)
-		out.CreatedAt = micro(rev.CreatedAt)
-		if out.Revision, err = driver.NextRevision(all, rev.Revision); err != nil {
-			return err
-		}
-		if out.ID, err = b.assignID(out); err != nil {
-			return err
-		}
-		if s, err = b.writable(rev.StreamID); err != nil {
-			return err
-		}
-		s.revisions = append(s.revisions, out)
-		created = true
-		return nil
+		var err error
+		out, created, err = driver.RecordRevision(ctx, revisionSteps{b}, p)
+		err, _ = driver.FromCaller(err)
+		return err
 	})
 	return out, created, err
 }
 
+// revisionSteps are driver.RevisionSteps over the store's data, with the
+// writer already held.
+type revisionSteps struct{ b *db }
+
+func (s revisionSteps) LockStream(_ context.Context, streamID int64) (driver.RegistrySettings, error) {
+	if _, err := s.b.stream(streamID); err != nil {
+		return driver.RegistrySettings{}, err
+	}
+	return s.b.settings[scopeKey{streamID, 0}], nil
+}
+
+func (s revisionSteps) Revisions(_ context.Context, streamID int64, version int) ([]driver.SchemaRevision, error) {
+	st, err := s.b.stream(streamID)
+	if err != nil {
+		return nil, err
+	}
+	return st.revisionsAt(s.b, version, true), nil
+}
+
+func (s revisionSteps) Settings(_ context.Context, streamID int64, version int) (driver.RegistrySettings, error) {
+	return s.b.settings[scopeKey{streamID, version}], nil
+}
+
+func (s revisionSteps) AssignID(_ context.Context, rev driver.SchemaRevision) (int64, error) {
+	return s.b.assignID(rev)
+}
+
+func (s revisionSteps) InsertRevision(_ context.Context, rev driver.SchemaRevision) error {
+	st, err := s.b.writable(rev.StreamID)
+	if err != nil {
+		return err
+	}
+	rev.Schema, rev.References = slices.Clone(rev.Schema), slices.Clone(rev.References)
+	st.revisions = append(st.revisions, rev)
+	return nil
+}
+
 // assignID returns the global id of the revision's fingerprint, creating it
 // (with the id asked for, in IMPORT mode) the first time any stream records
-// the fingerprint.
+// the fingerprint. Its refusals are CallerErrors, as the SQL drivers'
+// (driver.IDConflict, driver.IDOfOther); RecordSchema and
+// RecordSubjectVersion hand back the error they carry.
 func (b *db) assignID(rev driver.SchemaRevision) (int64, error) {
 	if id, ok := b.byFingerprint[rev.Fingerprint]; ok {
-		if rev.ID != 0 && rev.ID != id {
-			return 0, fmt.Errorf("%w: the schema already has id %d, not %d", driver.ErrSchemaIDTaken, id, rev.ID)
+		if err := driver.IDConflict(rev.ID, id); err != nil {
+			return 0, err
 		}
 		return id, nil
 	}
@@ -98,7 +112,7 @@ func (b *db) assignID(rev driver.SchemaRevision) (int64, error) {
 	if id == 0 {
 		id = b.nextDoc + 1
 	} else if _, taken := b.docs[id]; taken {
-		return 0, fmt.Errorf("%w: id %d belongs to another schema", driver.ErrSchemaIDTaken, id)
+		return 0, driver.IDOfOther(id)
 	}
 	b.nextDoc = max(b.nextDoc, id)
 	b.docs[id] = driver.SchemaDocument{ID: id, Fingerprint: rev.Fingerprint, Type: rev.Type, Schema: slices.Clone(rev.Schema), CreatedAt: micro(rev.CreatedAt)}
@@ -267,27 +281,15 @@ func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsPa
 	p.Decide = func(del driver.RevisionDeletion) error { return d.decide(func() error { return decide(del) }) }
 	err := d.write(ctx, nil, func(b *db) error {
 		var err error
-		out, err = driver.DeleteRevisionsIn(ctx, deletionSteps{b}, p)
+		out, err = driver.DeleteRevisionsIn(ctx, deletionSteps{revisionSteps{b}}, p)
 		return err
 	})
 	return out, err
 }
 
-// deletionSteps are driver.DeletionSteps on the held writer's state.
-type deletionSteps struct{ b *db }
-
-func (s deletionSteps) LockStream(_ context.Context, streamID int64) (driver.RegistrySettings, error) {
-	_, err := s.b.stream(streamID)
-	return s.b.settings[scopeKey{streamID, 0}], err
-}
-
-func (s deletionSteps) Revisions(_ context.Context, streamID int64, version int) ([]driver.SchemaRevision, error) {
-	st, err := s.b.stream(streamID)
-	if err != nil {
-		return nil, err
-	}
-	return st.revisionsAt(s.b, version, true), nil
-}
+// deletionSteps are driver.DeletionSteps on the held writer's state; the
+// stream lock and its revisions are revisionSteps'.
+type deletionSteps struct{ revisionSteps }
 
 func (s deletionSteps) InRows(_ context.Context, streamID int64, version, revision int) (bool, error) {
 	st, err := s.b.stream(streamID)

@@ -82,47 +82,56 @@ func (d *Driver) UpdateSubjectSettings(ctx context.Context, p driver.UpdateSubje
 	})
 }
 
-// RecordSubjectVersion implements driver.Subjects, with the writer held.
+// RecordSubjectVersion implements driver.Subjects, with the writer held,
+// by driver.RecordSubjectVersionIn over subjectSteps; p.Decide runs with
+// the data lock let go (Driver.decide).
 func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjectVersionParams) (driver.SubjectVersion, bool, error) {
 	var out driver.SubjectVersion
 	var created bool
+	decide := p.Decide
+	p.Decide = func(live []driver.SubjectVersion, subject, global driver.RegistrySettings) error {
+		return d.decide(func() error { return decide(live, subject, global) })
+	}
 	err := d.write(ctx, nil, func(b *db) error {
-		in := p.Version
-		all := b.versionsOf(in.Subject, true)
-		live := driver.LiveVersions(all)
-		for _, v := range live {
-			if v.Fingerprint == in.Fingerprint {
-				out = v
-				return nil
-			}
-		}
-		var set driver.RegistrySettings
-		if s, ok := b.subjects[in.Subject]; ok {
-			set = s.settings
-		}
-		if err := d.decide(func() error { return p.Decide(live, set, b.settings[scopeKey{}]) }); err != nil {
-			return err
-		}
-		number, err := driver.NextSubjectVersion(all, in.Version)
-		if err != nil {
-			return err
-		}
-		out = in
-		out.Type = cmp.Or(in.Type, "JSON")
-		out.Version, out.CreatedAt, out.Deleted = number, micro(in.CreatedAt), false
-		if out.ID, err = b.assignID(driver.SchemaRevision{Fingerprint: out.Fingerprint, Type: out.Type, Schema: out.Schema, CreatedAt: out.CreatedAt, ID: in.ID}); err != nil {
-			return err
-		}
-		s := b.subject(in.Subject)
-		stored := out
-		stored.Schema, stored.References = nil, slices.Clone(in.References)
-		s.versions = append(s.versions, stored)
-		slices.SortFunc(s.versions, func(a, b driver.SubjectVersion) int { return cmp.Compare(a.Version, b.Version) })
-		out = b.withDocument(stored)
-		created = true
-		return nil
+		var err error
+		out, created, err = driver.RecordSubjectVersionIn(ctx, subjectSteps{b}, p)
+		err, _ = driver.FromCaller(err)
+		return err
 	})
 	return out, created, err
+}
+
+// subjectSteps are driver.SubjectSteps over the store's data, with the
+// writer already held.
+type subjectSteps struct{ b *db }
+
+func (s subjectSteps) LockSubject(_ context.Context, subject string) (driver.RegistrySettings, error) {
+	var set driver.RegistrySettings
+	if sd, ok := s.b.subjects[subject]; ok {
+		set = sd.settings
+	}
+	return set, nil
+}
+
+func (s subjectSteps) Versions(_ context.Context, subject string) ([]driver.SubjectVersion, error) {
+	return s.b.versionsOf(subject, true), nil
+}
+
+func (s subjectSteps) GlobalSettings(context.Context) (driver.RegistrySettings, error) {
+	return s.b.settings[scopeKey{}], nil
+}
+
+func (s subjectSteps) AssignID(_ context.Context, rev driver.SchemaRevision) (int64, error) {
+	return s.b.assignID(rev)
+}
+
+func (s subjectSteps) InsertVersion(_ context.Context, v driver.SubjectVersion) (driver.SubjectVersion, error) {
+	sd := s.b.subject(v.Subject)
+	stored := v
+	stored.Schema, stored.References, stored.Deleted = nil, slices.Clone(v.References), false
+	sd.versions = append(sd.versions, stored)
+	slices.SortFunc(sd.versions, func(a, b driver.SubjectVersion) int { return cmp.Compare(a.Version, b.Version) })
+	return s.b.withDocument(stored), nil
 }
 
 // SubjectVersions implements driver.Subjects.

@@ -1,10 +1,8 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -115,58 +113,47 @@ func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjec
 	var created bool
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		out, created, err = recordSubjectVersion(ctx, tx, p)
+		out, created, err = driver.RecordSubjectVersionIn(ctx, subjectSteps{tx}, p)
 		return err
 	})
 	return out, created, err
 }
 
-func recordSubjectVersion(ctx context.Context, tx pgx.Tx, p driver.RecordSubjectVersionParams) (driver.SubjectVersion, bool, error) {
-	in := p.Version
-	subjectSet, err := lockSubject(ctx, tx, in.Subject)
-	if err != nil {
-		return in, false, err
+// subjectSteps are driver.SubjectSteps in tx.
+type subjectSteps struct{ tx pgx.Tx }
+
+func (s subjectSteps) LockSubject(ctx context.Context, subject string) (driver.RegistrySettings, error) {
+	return lockSubject(ctx, s.tx, subject)
+}
+
+func (s subjectSteps) Versions(ctx context.Context, subject string) ([]driver.SubjectVersion, error) {
+	return subjectVersions(ctx, s.tx, driver.SubjectVersionsParams{Subject: subject, Deleted: true})
+}
+
+func (s subjectSteps) GlobalSettings(ctx context.Context) (driver.RegistrySettings, error) {
+	return readSettings(ctx, s.tx, 0, 0)
+}
+
+func (s subjectSteps) AssignID(ctx context.Context, rev driver.SchemaRevision) (int64, error) {
+	return assignID(ctx, s.tx, rev)
+}
+
+func (s subjectSteps) InsertVersion(ctx context.Context, v driver.SubjectVersion) (driver.SubjectVersion, error) {
+	if _, err := s.tx.Exec(ctx, `INSERT INTO subject_version (subject, version, schema_id, created_at) VALUES ($1::text, $2::integer, $3::bigint, $4::timestamptz)`,
+		v.Subject, v.Version, v.ID, v.CreatedAt); err != nil {
+		return v, err
 	}
-	all, err := subjectVersions(ctx, tx, driver.SubjectVersionsParams{Subject: in.Subject, Deleted: true})
-	if err != nil {
-		return in, false, err
-	}
-	live := driver.LiveVersions(all)
-	for _, v := range live {
-		if v.Fingerprint == in.Fingerprint {
-			return v, false, nil
-		}
-	}
-	global, err := readSettings(ctx, tx, 0, 0)
-	if err != nil {
-		return in, false, err
-	}
-	if err := p.Decide(live, subjectSet, global); err != nil {
-		return in, false, driver.CallerError{Err: err}
-	}
-	out := in
-	if out.Version, err = driver.NextSubjectVersion(all, in.Version); err != nil {
-		return in, false, driver.CallerError{Err: err}
-	}
-	out.Type, out.CreatedAt = cmp.Or(in.Type, "JSON"), in.CreatedAt.UTC().Truncate(time.Microsecond)
-	if out.ID, err = assignID(ctx, tx, driver.SchemaRevision{Fingerprint: out.Fingerprint, Type: out.Type, Schema: out.Schema, CreatedAt: out.CreatedAt, ID: in.ID}); err != nil {
-		return in, false, err
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO subject_version (subject, version, schema_id, created_at) VALUES ($1::text, $2::integer, $3::bigint, $4::timestamptz)`,
-		out.Subject, out.Version, out.ID, out.CreatedAt); err != nil {
-		return in, false, err
-	}
-	for i, ref := range out.References {
-		if _, err := tx.Exec(ctx, `INSERT INTO subject_reference (subject, version, position, name, ref_subject, ref_version)
-			VALUES ($1::text, $2::integer, $3::integer, $4::text, $5::text, $6::integer)`, out.Subject, out.Version, i, ref.Name, ref.Subject, ref.Version); err != nil {
-			return in, false, err
+	for i, ref := range v.References {
+		if _, err := s.tx.Exec(ctx, `INSERT INTO subject_reference (subject, version, position, name, ref_subject, ref_version)
+			VALUES ($1::text, $2::integer, $3::integer, $4::text, $5::text, $6::integer)`, v.Subject, v.Version, i, ref.Name, ref.Subject, ref.Version); err != nil {
+			return v, err
 		}
 	}
 	// The stored document is the id's: the first text of its fingerprint.
 	var doc string
-	err = tx.QueryRow(ctx, `SELECT schema_json FROM schema_id WHERE id = $1::bigint`, out.ID).Scan(&doc)
-	out.Schema = []byte(doc)
-	return out, true, err
+	err := s.tx.QueryRow(ctx, `SELECT schema_json FROM schema_id WHERE id = $1::bigint`, v.ID).Scan(&doc)
+	v.Schema = []byte(doc)
+	return v, err
 }
 
 // SubjectVersions implements driver.Subjects.

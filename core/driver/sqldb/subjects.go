@@ -1,7 +1,6 @@
 package sqldb
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -120,52 +119,53 @@ func boolArg(b bool) int {
 	return 0
 }
 
-// Record implements driver.Subjects.RecordSubjectVersion in tx.
+// Record implements driver.Subjects.RecordSubjectVersion in tx, by
+// driver.RecordSubjectVersionIn over this engine's steps.
 func (s Subjects[T]) Record(ctx context.Context, tx Querier, p driver.RecordSubjectVersionParams) (driver.SubjectVersion, bool, error) {
-	in := p.Version
-	subjectSet, err := s.lockSubject(ctx, tx, in.Subject)
-	if err != nil {
-		return in, false, err
-	}
-	all, err := s.Versions(ctx, tx, driver.SubjectVersionsParams{Subject: in.Subject, Deleted: true})
-	if err != nil {
-		return in, false, err
-	}
-	live := driver.LiveVersions(all)
-	for _, v := range live {
-		if v.Fingerprint == in.Fingerprint {
-			return v, false, nil
-		}
-	}
+	return driver.RecordSubjectVersionIn(ctx, subjectSteps[T]{s: s, tx: tx}, p)
+}
+
+// subjectSteps are driver.SubjectSteps in tx.
+type subjectSteps[T any] struct {
+	s  Subjects[T]
+	tx Querier
+}
+
+func (st subjectSteps[T]) LockSubject(ctx context.Context, subject string) (driver.RegistrySettings, error) {
+	return st.s.lockSubject(ctx, st.tx, subject)
+}
+
+func (st subjectSteps[T]) Versions(ctx context.Context, subject string) ([]driver.SubjectVersion, error) {
+	return st.s.Versions(ctx, st.tx, driver.SubjectVersionsParams{Subject: subject, Deleted: true})
+}
+
+func (st subjectSteps[T]) GlobalSettings(ctx context.Context) (driver.RegistrySettings, error) {
 	var global driver.RegistrySettings
-	err = tx.QueryRowContext(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = 0 AND version = 0`).Scan(&global.Level, &global.Mode)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return in, false, err
+	err := st.tx.QueryRowContext(ctx, `SELECT level, mode FROM registry_setting WHERE stream_id = 0 AND version = 0`).Scan(&global.Level, &global.Mode)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil
 	}
-	if err := p.Decide(live, subjectSet, global); err != nil {
-		return in, false, driver.CallerError{Err: err}
+	return global, err
+}
+
+func (st subjectSteps[T]) AssignID(ctx context.Context, rev driver.SchemaRevision) (int64, error) {
+	return st.s.AssignID(ctx, st.tx, rev)
+}
+
+func (st subjectSteps[T]) InsertVersion(ctx context.Context, v driver.SubjectVersion) (driver.SubjectVersion, error) {
+	if _, err := st.tx.ExecContext(ctx, `INSERT INTO subject_version (subject, version, schema_id, deleted, created_at) VALUES (?, ?, ?, 0, ?)`,
+		v.Subject, v.Version, v.ID, st.s.Time(v.CreatedAt)); err != nil {
+		return v, err
 	}
-	out := in
-	if out.Version, err = driver.NextSubjectVersion(all, in.Version); err != nil {
-		return in, false, driver.CallerError{Err: err}
-	}
-	out.Type, out.CreatedAt = cmp.Or(in.Type, "JSON"), in.CreatedAt.UTC().Truncate(time.Microsecond)
-	if out.ID, err = s.AssignID(ctx, tx, driver.SchemaRevision{Fingerprint: out.Fingerprint, Type: out.Type, Schema: out.Schema, CreatedAt: out.CreatedAt, ID: in.ID}); err != nil {
-		return in, false, err
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO subject_version (subject, version, schema_id, deleted, created_at) VALUES (?, ?, ?, 0, ?)`,
-		out.Subject, out.Version, out.ID, s.Time(out.CreatedAt)); err != nil {
-		return in, false, err
-	}
-	for i, ref := range out.References {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO subject_reference (subject, version, position, name, ref_subject, ref_version) VALUES (?, ?, ?, ?, ?, ?)`,
-			out.Subject, out.Version, i, ref.Name, ref.Subject, ref.Version); err != nil {
-			return in, false, err
+	for i, ref := range v.References {
+		if _, err := st.tx.ExecContext(ctx, `INSERT INTO subject_reference (subject, version, position, name, ref_subject, ref_version) VALUES (?, ?, ?, ?, ?, ?)`,
+			v.Subject, v.Version, i, ref.Name, ref.Subject, ref.Version); err != nil {
+			return v, err
 		}
 	}
 	// The stored document is the id's: the first text of its fingerprint.
-	err = tx.QueryRowContext(ctx, `SELECT schema_json FROM schema_id WHERE id = ?`, out.ID).Scan(&out.Schema)
-	return out, true, err
+	err := st.tx.QueryRowContext(ctx, `SELECT schema_json FROM schema_id WHERE id = ?`, v.ID).Scan(&v.Schema)
+	return v, err
 }
 
 // List implements driver.Subjects.ListSubjects on q.
