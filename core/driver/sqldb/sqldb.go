@@ -5,7 +5,9 @@
 // package driver only, so that each driver, a module of its own, can use it
 // without compiling another driver's code. What stays in each driver is its
 // SQL, its locks and transactions, and its error classification
-// (docs/internals.md).
+// (docs/internals.md). The schema registry's storage (Registry, Subjects)
+// runs on a Runner instead of a Querier, which PostgreSQL adapts to pgx:
+// all three engines run it.
 package sqldb
 
 import (
