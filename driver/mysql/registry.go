@@ -13,6 +13,7 @@ import (
 var registry = sqldb.Registry[time.Time]{
 	Name:         "mysql",
 	Lock:         `FOR UPDATE`,
+	IDLock:       `FOR UPDATE`,
 	SaveSettings: `UPDATE registry_setting SET level = ?, mode = ? WHERE stream_id = ? AND version = ?`,
 	InsertID:     `INSERT IGNORE INTO schema_id (id, fingerprint, schema_type, schema_json, created_at) VALUES (?, ?, ?, ?, ?)`,
 	InsertNewID:  `INSERT IGNORE INTO schema_id (fingerprint, schema_type, schema_json, created_at) VALUES (?, ?, ?, ?)`,
@@ -41,22 +42,22 @@ var (
 
 // onPool runs one of the registry's reads on the pool, outside any
 // transaction, and classifies its error.
-func onPool[T any](ctx context.Context, d *Driver, read func(querier) (T, error)) (T, error) {
+func onPool[T any](ctx context.Context, d *Driver, read func(sqldb.Runner) (T, error)) (T, error) {
 	if err := d.check(); err != nil {
 		var zero T
 		return zero, err
 	}
-	out, err := read(d.db)
+	out, err := read(sqldb.On(d.db))
 	return out, d.wrap(ctx, err, opRead)
 }
 
 // inOwnTx runs fn in a transaction of the driver's own (re-run on
 // deadlocks) and returns what its last run gave.
-func inOwnTx[T any](ctx context.Context, d *Driver, fn func(querier) (T, error)) (T, error) {
+func inOwnTx[T any](ctx context.Context, d *Driver, fn func(sqldb.Runner) (T, error)) (T, error) {
 	var out T
 	err := d.inTx(ctx, nil, func(tx querier) error {
 		var err error
-		out, err = fn(tx)
+		out, err = fn(sqldb.On(tx))
 		return err
 	})
 	return out, err
@@ -78,7 +79,7 @@ func (d *Driver) ensureScope(ctx context.Context, streamID int64, version int) e
 
 // RegistrySettings implements driver.Registry.
 func (d *Driver) RegistrySettings(ctx context.Context, p driver.RegistrySettingsParams) (driver.RegistrySettings, error) {
-	return onPool(ctx, d, func(q querier) (driver.RegistrySettings, error) { return registry.Settings(ctx, q, p) })
+	return onPool(ctx, d, func(q sqldb.Runner) (driver.RegistrySettings, error) { return registry.Settings(ctx, q, p) })
 }
 
 // UpdateRegistrySettings implements driver.Registry.
@@ -86,7 +87,7 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegi
 	if err := d.ensureScope(ctx, p.StreamID, p.Version); err != nil {
 		return err
 	}
-	return d.inTx(ctx, nil, func(tx querier) error { return registry.UpdateSettings(ctx, tx, p) })
+	return d.inTx(ctx, nil, func(tx querier) error { return registry.UpdateSettings(ctx, sqldb.On(tx), p) })
 }
 
 // RecordSchema implements driver.Registry and, with the global id and the
@@ -97,7 +98,7 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 		return p.Revision, false, err
 	}
 	var created bool
-	out, err := inOwnTx(ctx, d, func(tx querier) (driver.SchemaRevision, error) {
+	out, err := inOwnTx(ctx, d, func(tx sqldb.Runner) (driver.SchemaRevision, error) {
 		out, c, err := registry.Record(ctx, tx, p)
 		created = c
 		return out, err
@@ -108,7 +109,7 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 // SchemaRevisions implements driver.Registry, in a transaction so that the
 // references match the revisions.
 func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
-	return inOwnTx(ctx, d, func(tx querier) ([]driver.SchemaRevision, error) { return registry.Revisions(ctx, tx, p) })
+	return inOwnTx(ctx, d, func(tx sqldb.Runner) ([]driver.SchemaRevision, error) { return registry.Revisions(ctx, tx, p) })
 }
 
 // DeleteRevisions implements driver.RevisionDeleter, serialized with the
@@ -117,39 +118,41 @@ func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsPa
 	if err := d.ensureScope(ctx, p.StreamID, 0); err != nil {
 		return nil, err
 	}
-	return inOwnTx(ctx, d, func(tx querier) ([]int, error) { return registry.DeleteRevisions(ctx, tx, logTable(p.StreamID), p) })
+	return inOwnTx(ctx, d, func(tx sqldb.Runner) ([]int, error) {
+		return registry.DeleteRevisions(ctx, tx, logTable(p.StreamID), p)
+	})
 }
 
 // SchemaByID implements driver.SchemaIDs.
 func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (driver.SchemaDocument, error) {
-	return onPool(ctx, d, func(q querier) (driver.SchemaDocument, error) { return registry.ByID(ctx, q, p.ID) })
+	return onPool(ctx, d, func(q sqldb.Runner) (driver.SchemaDocument, error) { return registry.ByID(ctx, q, p.ID) })
 }
 
 // SchemaUsages implements driver.SchemaIDs.
 func (d *Driver) SchemaUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
-	return onPool(ctx, d, func(q querier) ([]driver.SchemaRevision, error) { return registry.Usages(ctx, q, p) })
+	return onPool(ctx, d, func(q sqldb.Runner) ([]driver.SchemaRevision, error) { return registry.Usages(ctx, q, p) })
 }
 
 // ReferencedBy implements driver.SchemaIDs.
 func (d *Driver) ReferencedBy(ctx context.Context, p driver.ReferencedByParams) ([]driver.SchemaRevision, error) {
-	return onPool(ctx, d, func(q querier) ([]driver.SchemaRevision, error) { return registry.ReferencedBy(ctx, q, p) })
+	return onPool(ctx, d, func(q sqldb.Runner) ([]driver.SchemaRevision, error) { return registry.ReferencedBy(ctx, q, p) })
 }
 
 // RecordReader implements driver.Registry.
 func (d *Driver) RecordReader(ctx context.Context, p driver.RecordReaderParams) error {
-	return d.autocommit(ctx, func(q querier) error { return registry.RecordReader(ctx, q, p.Reader) })
+	return d.autocommit(ctx, func(q querier) error { return registry.RecordReader(ctx, sqldb.On(q), p.Reader) })
 }
 
 // Readers implements driver.Registry.
 func (d *Driver) Readers(ctx context.Context, p driver.ReadersParams) ([]driver.Reader, error) {
-	return onPool(ctx, d, func(q querier) ([]driver.Reader, error) { return registry.Readers(ctx, q, p) })
+	return onPool(ctx, d, func(q sqldb.Runner) ([]driver.Reader, error) { return registry.Readers(ctx, q, p) })
 }
 
 // LiveRevisions implements driver.Registry. The log's (schema_version,
 // schema_revision) index makes this a short index scan; a log table lost
 // to a crash mid-DDL is healed and read again.
 func (d *Driver) LiveRevisions(ctx context.Context, p driver.LiveRevisionsParams) ([]int, error) {
-	return onPool(ctx, d, func(q querier) (out []int, err error) {
+	return onPool(ctx, d, func(q sqldb.Runner) (out []int, err error) {
 		err = d.withLog(ctx, p.StreamID, func() error {
 			out, err = registry.LiveRevisions(ctx, q, logTable(p.StreamID), p)
 			return err
@@ -160,18 +163,18 @@ func (d *Driver) LiveRevisions(ctx context.Context, p driver.LiveRevisionsParams
 
 // SubjectSettings implements driver.Subjects.
 func (d *Driver) SubjectSettings(ctx context.Context, p driver.SubjectParams) (driver.RegistrySettings, error) {
-	return onPool(ctx, d, func(q querier) (driver.RegistrySettings, error) { return subjects.Settings(ctx, q, p.Subject) })
+	return onPool(ctx, d, func(q sqldb.Runner) (driver.RegistrySettings, error) { return subjects.Settings(ctx, q, p.Subject) })
 }
 
 // UpdateSubjectSettings implements driver.Subjects.
 func (d *Driver) UpdateSubjectSettings(ctx context.Context, p driver.UpdateSubjectSettingsParams) error {
-	return d.inTx(ctx, nil, func(tx querier) error { return subjects.UpdateSettings(ctx, tx, p) })
+	return d.inTx(ctx, nil, func(tx querier) error { return subjects.UpdateSettings(ctx, sqldb.On(tx), p) })
 }
 
 // RecordSubjectVersion implements driver.Subjects.
 func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjectVersionParams) (driver.SubjectVersion, bool, error) {
 	var created bool
-	out, err := inOwnTx(ctx, d, func(tx querier) (driver.SubjectVersion, error) {
+	out, err := inOwnTx(ctx, d, func(tx sqldb.Runner) (driver.SubjectVersion, error) {
 		out, c, err := subjects.Record(ctx, tx, p)
 		created = c
 		return out, err
@@ -181,20 +184,20 @@ func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjec
 
 // SubjectVersions implements driver.Subjects.
 func (d *Driver) SubjectVersions(ctx context.Context, p driver.SubjectVersionsParams) ([]driver.SubjectVersion, error) {
-	return onPool(ctx, d, func(q querier) ([]driver.SubjectVersion, error) { return subjects.Versions(ctx, q, p) })
+	return onPool(ctx, d, func(q sqldb.Runner) ([]driver.SubjectVersion, error) { return subjects.Versions(ctx, q, p) })
 }
 
 // ListSubjects implements driver.Subjects.
 func (d *Driver) ListSubjects(ctx context.Context, p driver.ListSubjectsParams) ([]string, error) {
-	return onPool(ctx, d, func(q querier) ([]string, error) { return subjects.List(ctx, q, p) })
+	return onPool(ctx, d, func(q sqldb.Runner) ([]string, error) { return subjects.List(ctx, q, p) })
 }
 
 // DeleteSubjectVersions implements driver.Subjects.
 func (d *Driver) DeleteSubjectVersions(ctx context.Context, p driver.DeleteSubjectVersionsParams) ([]int, error) {
-	return inOwnTx(ctx, d, func(tx querier) ([]int, error) { return subjects.Delete(ctx, tx, p) })
+	return inOwnTx(ctx, d, func(tx sqldb.Runner) ([]int, error) { return subjects.Delete(ctx, tx, p) })
 }
 
 // SubjectUsages implements driver.Subjects.
 func (d *Driver) SubjectUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SubjectVersion, error) {
-	return onPool(ctx, d, func(q querier) ([]driver.SubjectVersion, error) { return subjects.Usages(ctx, q, p) })
+	return onPool(ctx, d, func(q sqldb.Runner) ([]driver.SubjectVersion, error) { return subjects.Usages(ctx, q, p) })
 }

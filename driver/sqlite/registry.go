@@ -39,22 +39,22 @@ var (
 
 // onReader runs one of the registry's reads on the readers' pool, outside
 // any transaction, and classifies its error.
-func onReader[T any](d *Driver, read func(querier) (T, error)) (T, error) {
+func onReader[T any](d *Driver, read func(sqldb.Runner) (T, error)) (T, error) {
 	if err := d.check(); err != nil {
 		var zero T
 		return zero, err
 	}
-	out, err := read(d.read)
+	out, err := read(sqldb.On(d.read))
 	return out, d.wrap(err)
 }
 
 // withTx runs fn in a transaction: the writer's (write set) or a read
 // transaction, which sees one snapshot.
-func withTx[T any](ctx context.Context, d *Driver, write bool, fn func(*sql.Tx) (T, error)) (T, error) {
+func withTx[T any](ctx context.Context, d *Driver, write bool, fn func(sqldb.Runner) (T, error)) (T, error) {
 	var out T
 	run := func(tx *sql.Tx) error {
 		var err error
-		out, err = fn(tx)
+		out, err = fn(sqldb.On(tx))
 		return err
 	}
 	if write {
@@ -65,12 +65,12 @@ func withTx[T any](ctx context.Context, d *Driver, write bool, fn func(*sql.Tx) 
 
 // RegistrySettings implements driver.Registry.
 func (d *Driver) RegistrySettings(ctx context.Context, p driver.RegistrySettingsParams) (driver.RegistrySettings, error) {
-	return onReader(d, func(q querier) (driver.RegistrySettings, error) { return registry.Settings(ctx, q, p) })
+	return onReader(d, func(q sqldb.Runner) (driver.RegistrySettings, error) { return registry.Settings(ctx, q, p) })
 }
 
 // UpdateRegistrySettings implements driver.Registry.
 func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegistrySettingsParams) error {
-	return d.inTx(ctx, nil, func(tx *sql.Tx) error { return registry.UpdateSettings(ctx, tx, p) })
+	return d.inTx(ctx, nil, func(tx *sql.Tx) error { return registry.UpdateSettings(ctx, sqldb.On(tx), p) })
 }
 
 // RecordSchema implements driver.Registry and, with the global id and the
@@ -78,7 +78,7 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegi
 // concurrent registrations.
 func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) (driver.SchemaRevision, bool, error) {
 	var created bool
-	out, err := withTx(ctx, d, true, func(tx *sql.Tx) (driver.SchemaRevision, error) {
+	out, err := withTx(ctx, d, true, func(tx sqldb.Runner) (driver.SchemaRevision, error) {
 		out, c, err := registry.Record(ctx, tx, p)
 		created = c
 		return out, err
@@ -89,60 +89,62 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 // SchemaRevisions implements driver.Registry, in a read transaction so
 // that the references match the revisions.
 func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
-	return withTx(ctx, d, false, func(tx *sql.Tx) ([]driver.SchemaRevision, error) { return registry.Revisions(ctx, tx, p) })
+	return withTx(ctx, d, false, func(tx sqldb.Runner) ([]driver.SchemaRevision, error) { return registry.Revisions(ctx, tx, p) })
 }
 
 // DeleteRevisions implements driver.RevisionDeleter; SQLite's single
 // writer keeps registrations, appends and readers out until it commits.
 func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsParams) ([]int, error) {
-	return withTx(ctx, d, true, func(tx *sql.Tx) ([]int, error) { return registry.DeleteRevisions(ctx, tx, logTable(p.StreamID), p) })
+	return withTx(ctx, d, true, func(tx sqldb.Runner) ([]int, error) {
+		return registry.DeleteRevisions(ctx, tx, logTable(p.StreamID), p)
+	})
 }
 
 // SchemaByID implements driver.SchemaIDs.
 func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (driver.SchemaDocument, error) {
-	return onReader(d, func(q querier) (driver.SchemaDocument, error) { return registry.ByID(ctx, q, p.ID) })
+	return onReader(d, func(q sqldb.Runner) (driver.SchemaDocument, error) { return registry.ByID(ctx, q, p.ID) })
 }
 
 // SchemaUsages implements driver.SchemaIDs.
 func (d *Driver) SchemaUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
-	return onReader(d, func(q querier) ([]driver.SchemaRevision, error) { return registry.Usages(ctx, q, p) })
+	return onReader(d, func(q sqldb.Runner) ([]driver.SchemaRevision, error) { return registry.Usages(ctx, q, p) })
 }
 
 // ReferencedBy implements driver.SchemaIDs.
 func (d *Driver) ReferencedBy(ctx context.Context, p driver.ReferencedByParams) ([]driver.SchemaRevision, error) {
-	return onReader(d, func(q querier) ([]driver.SchemaRevision, error) { return registry.ReferencedBy(ctx, q, p) })
+	return onReader(d, func(q sqldb.Runner) ([]driver.SchemaRevision, error) { return registry.ReferencedBy(ctx, q, p) })
 }
 
 // RecordReader implements driver.Registry.
 func (d *Driver) RecordReader(ctx context.Context, p driver.RecordReaderParams) error {
-	return d.inTx(ctx, nil, func(tx *sql.Tx) error { return registry.RecordReader(ctx, tx, p.Reader) })
+	return d.inTx(ctx, nil, func(tx *sql.Tx) error { return registry.RecordReader(ctx, sqldb.On(tx), p.Reader) })
 }
 
 // Readers implements driver.Registry.
 func (d *Driver) Readers(ctx context.Context, p driver.ReadersParams) ([]driver.Reader, error) {
-	return onReader(d, func(q querier) ([]driver.Reader, error) { return registry.Readers(ctx, q, p) })
+	return onReader(d, func(q sqldb.Runner) ([]driver.Reader, error) { return registry.Readers(ctx, q, p) })
 }
 
 // LiveRevisions implements driver.Registry.
 func (d *Driver) LiveRevisions(ctx context.Context, p driver.LiveRevisionsParams) ([]int, error) {
-	return onReader(d, func(q querier) ([]int, error) { return registry.LiveRevisions(ctx, q, logTable(p.StreamID), p) })
+	return onReader(d, func(q sqldb.Runner) ([]int, error) { return registry.LiveRevisions(ctx, q, logTable(p.StreamID), p) })
 }
 
 // SubjectSettings implements driver.Subjects.
 func (d *Driver) SubjectSettings(ctx context.Context, p driver.SubjectParams) (driver.RegistrySettings, error) {
-	return onReader(d, func(q querier) (driver.RegistrySettings, error) { return subjects.Settings(ctx, q, p.Subject) })
+	return onReader(d, func(q sqldb.Runner) (driver.RegistrySettings, error) { return subjects.Settings(ctx, q, p.Subject) })
 }
 
 // UpdateSubjectSettings implements driver.Subjects.
 func (d *Driver) UpdateSubjectSettings(ctx context.Context, p driver.UpdateSubjectSettingsParams) error {
-	return d.inTx(ctx, nil, func(tx *sql.Tx) error { return subjects.UpdateSettings(ctx, tx, p) })
+	return d.inTx(ctx, nil, func(tx *sql.Tx) error { return subjects.UpdateSettings(ctx, sqldb.On(tx), p) })
 }
 
 // RecordSubjectVersion implements driver.Subjects; SQLite's single writer
 // serializes registrations.
 func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjectVersionParams) (driver.SubjectVersion, bool, error) {
 	var created bool
-	out, err := withTx(ctx, d, true, func(tx *sql.Tx) (driver.SubjectVersion, error) {
+	out, err := withTx(ctx, d, true, func(tx sqldb.Runner) (driver.SubjectVersion, error) {
 		out, c, err := subjects.Record(ctx, tx, p)
 		created = c
 		return out, err
@@ -152,20 +154,20 @@ func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjec
 
 // SubjectVersions implements driver.Subjects.
 func (d *Driver) SubjectVersions(ctx context.Context, p driver.SubjectVersionsParams) ([]driver.SubjectVersion, error) {
-	return withTx(ctx, d, false, func(tx *sql.Tx) ([]driver.SubjectVersion, error) { return subjects.Versions(ctx, tx, p) })
+	return withTx(ctx, d, false, func(tx sqldb.Runner) ([]driver.SubjectVersion, error) { return subjects.Versions(ctx, tx, p) })
 }
 
 // ListSubjects implements driver.Subjects.
 func (d *Driver) ListSubjects(ctx context.Context, p driver.ListSubjectsParams) ([]string, error) {
-	return onReader(d, func(q querier) ([]string, error) { return subjects.List(ctx, q, p) })
+	return onReader(d, func(q sqldb.Runner) ([]string, error) { return subjects.List(ctx, q, p) })
 }
 
 // DeleteSubjectVersions implements driver.Subjects.
 func (d *Driver) DeleteSubjectVersions(ctx context.Context, p driver.DeleteSubjectVersionsParams) ([]int, error) {
-	return withTx(ctx, d, true, func(tx *sql.Tx) ([]int, error) { return subjects.Delete(ctx, tx, p) })
+	return withTx(ctx, d, true, func(tx sqldb.Runner) ([]int, error) { return subjects.Delete(ctx, tx, p) })
 }
 
 // SubjectUsages implements driver.Subjects.
 func (d *Driver) SubjectUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SubjectVersion, error) {
-	return onReader(d, func(q querier) ([]driver.SubjectVersion, error) { return subjects.Usages(ctx, q, p) })
+	return onReader(d, func(q sqldb.Runner) ([]driver.SubjectVersion, error) { return subjects.Usages(ctx, q, p) })
 }

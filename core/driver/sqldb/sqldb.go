@@ -5,14 +5,15 @@
 // package driver only, so that each driver, a module of its own, can use it
 // without compiling another driver's code. What stays in each driver is its
 // SQL, its locks and transactions, and its error classification
-// (docs/internals.md).
+// (docs/internals.md). The schema registry's storage (Registry, Subjects)
+// runs on a Runner instead of a Querier, which PostgreSQL adapts to pgx:
+// all three engines run it.
 package sqldb
 
 import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -41,17 +42,7 @@ func EachRow(ctx context.Context, q Querier, query string, args []any, fn func(*
 // a claim's window read stops at its limit without fetching the rest of
 // the window.
 func EachRowUntil(ctx context.Context, q Querier, query string, args []any, done func() bool, fn func(*sql.Rows) error) error {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for !done() && rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return errors.Join(rows.Err(), rows.Close())
+	return eachRowOn(ctx, On(q), query, args, done, func(r Rows) error { return fn(r.(*sql.Rows)) })
 }
 
 // ReadWindow runs a claim's read of one window past a cursor
@@ -72,13 +63,7 @@ func ReadWindow(ctx context.Context, q Querier, query string, args []any, s *dri
 
 // Collect runs query and returns each row as scan reads it.
 func Collect[T any](ctx context.Context, q Querier, query string, args []any, scan func(driver.RowScanner) (T, error)) ([]T, error) {
-	var out []T
-	err := EachRow(ctx, q, query, args, func(r *sql.Rows) error {
-		v, err := scan(r)
-		out = append(out, v)
-		return err
-	})
-	return out, err
+	return collectOn(ctx, On(q), query, args, scan)
 }
 
 // Column reads a row of one column as a T: Collect's scan for a list of

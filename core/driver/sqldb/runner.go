@@ -1,0 +1,88 @@
+package sqldb
+
+import (
+	"context"
+	"errors"
+
+	"github.com/sqlstreams/sqlstreams/core/driver"
+)
+
+// Runner runs the statements of the schema registry's storage (Registry,
+// Subjects), whatever the engine runs them on: On adapts a database/sql
+// Querier (MySQL, SQLite), and PostgreSQL adapts pgx, so that the three
+// engines run one registry. The statements name their values by ?, and
+// contain no ? otherwise, so that an engine may number them ($1, $2, ...).
+// Its arguments are Go ints, int64s, strings, bools and the engine's time
+// values, which every engine accepts with or without parameter types
+// (PostgreSQL's simple protocol sends them as untyped literals).
+type Runner interface {
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+	// Exec runs a statement and reports how many rows it changed.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+}
+
+// Rows are a statement's rows, as *sql.Rows reads them.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// On runs a Runner's statements on q.
+func On(q Querier) Runner { return onQuerier{q} }
+
+type onQuerier struct{ q Querier }
+
+func (o onQuerier) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+	rows, err := o.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err // not a nil *sql.Rows in a non-nil Rows
+	}
+	return rows, nil
+}
+
+func (o onQuerier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	return Affected(o.q.ExecContext(ctx, query, args...))
+}
+
+// eachRowOn runs query on r and calls fn for each row until done reports
+// true, stopping at fn's first error; it also reports an error closing
+// the rows, which a driver may otherwise not see (a lost connection after
+// the last row).
+func eachRowOn(ctx context.Context, r Runner, query string, args []any, done func() bool, fn func(Rows) error) error {
+	rows, err := r.Query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for !done() && rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return errors.Join(rows.Err(), rows.Close())
+}
+
+// collectOn runs query on r and returns each row as scan reads it.
+func collectOn[T any](ctx context.Context, r Runner, query string, args []any, scan func(driver.RowScanner) (T, error)) ([]T, error) {
+	var out []T
+	err := eachRowOn(ctx, r, query, args, never, func(row Rows) error {
+		v, err := scan(row)
+		out = append(out, v)
+		return err
+	})
+	return out, err
+}
+
+func never() bool { return false }
+
+// scanRow reads the first row of query on r into dest; found is false
+// when there is none.
+func scanRow(ctx context.Context, r Runner, query string, args []any, dest ...any) (found bool, err error) {
+	err = eachRowOn(ctx, r, query, args, func() bool { return found }, func(row Rows) error {
+		found = true
+		return row.Scan(dest...)
+	})
+	return found, err
+}

@@ -1,0 +1,18 @@
+package postgres
+
+import "testing"
+
+// TestNumbered numbers the shared statements' placeholders for pgx.
+func TestNumbered(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{`SELECT 1`, `SELECT 1`},
+		{`SELECT level FROM registry_setting WHERE stream_id = ? AND version = ? FOR UPDATE`, `SELECT level FROM registry_setting WHERE stream_id = $1 AND version = $2 FOR UPDATE`},
+		{`x IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, `x IN ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`},
+		{`?`, `$1`},
+	} {
+		if got := numbered(tc.in); got != tc.want {
+			t.Errorf("numbered(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
