@@ -213,6 +213,21 @@ func (s Store[T]) RegisterGroup(ctx context.Context, tx Querier, p driver.Regist
 	return cfg, nil
 }
 
+// PauseGroup implements driver.GroupPauser.PauseGroup in tx: the group's
+// row is read (locked with lock), then every cursor of the group (waiting
+// for claims in flight, which hold one), in RegisterGroup's order (C19),
+// and the pause is written.
+func (s Store[T]) PauseGroup(ctx context.Context, tx Querier, p driver.PauseGroupParams, lock string) error {
+	if _, err := s.LoadGroup(ctx, tx, p.StreamID, p.Group, lock); err != nil {
+		return err
+	}
+	if _, err := cursorsOf(ctx, tx, p.StreamID, p.Group, lock); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE consumer_group SET paused_at = ? WHERE stream_id = ? AND name = ?`, driver.TimeOrNull(p.PausedAt, s.Time), p.StreamID, p.Group)
+	return err
+}
+
 // cursorChunk is how many cursors one statement writes.
 const cursorChunk = 256
 
