@@ -6,23 +6,15 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// Health implements driver.Driver. It reads one snapshot (store.Health),
-// in a transaction that heals a missing log table (withLog).
+// Health implements driver.Driver (store.Health): the figures in a
+// read-only snapshot, the new rows counted in a transaction that first
+// locks the stream (its consistent reads then see every removal that
+// committed before, lockStream); both heal a missing log table (withLog).
 func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.HealthStats, error) {
-	var st driver.HealthStats
-	var uncounted int64
-	err := d.withLog(ctx, p.StreamID, func() error {
-		return d.ownTx(ctx, true, func(tx querier) error {
-			var err error
-			st, uncounted, err = store.Health(ctx, tx, p.StreamID)
-			return err
-		})
-	})
-	if err == nil && uncounted > 0 {
-		// Count the new rows once, so that the next read need not. The
-		// counts are a cache: a failure (a read-only user, a lock wait)
-		// costs the next read a longer count, never a wrong one.
-		_ = d.catchUpRowCounts(ctx, p.StreamID)
+	healing := func(snapshot bool) func(context.Context, func(querier) error) error {
+		return func(ctx context.Context, fn func(querier) error) error {
+			return d.withLog(ctx, p.StreamID, func() error { return d.ownTx(ctx, snapshot, fn) })
+		}
 	}
-	return st, err
+	return store.Health(ctx, p, healing(true), healing(false), " FOR UPDATE")
 }

@@ -8,24 +8,9 @@ import (
 )
 
 // Health's rows per version come from row_count and the rows past the
-// marks in row_count_mark (sqldb.RowCounts). Counting and removing both
+// marks in row_count_mark (sqldb.Store.Health). Counting and removing both
 // lock the stream's stream_config row first (lockStream), so that no row
 // is counted by one and missed by the other.
-
-// catchUpRowCounts adds the rows past the marks to row_count and moves the
-// marks past them, in a transaction of its own that first locks the stream
-// (its consistent reads then see every removal that committed before).
-func (d *Driver) catchUpRowCounts(ctx context.Context, streamID int64) error {
-	return d.withLog(ctx, streamID, func() error {
-		return d.inTx(ctx, nil, func(tx querier) error {
-			stream, err := lockStream(ctx, tx, streamID)
-			if err != nil {
-				return err
-			}
-			return store.CatchUpRowCounts(ctx, tx, stream)
-		})
-	})
-}
 
 // subtractRowCounts takes the victims at or below their partition's mark out
 // of row_count. The caller holds the stream lock (lockStream) and removes

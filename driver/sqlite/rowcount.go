@@ -3,25 +3,13 @@ package sqlite
 import "context"
 
 // Health's rows per version come from row_count and the rows past the
-// marks in row_count_mark (sqldb.RowCounts); compaction and retention
+// marks in row_count_mark (sqldb.Store.Health); compaction and retention
 // subtract the rows they remove at or below the marks (subtractRowCounts),
 // in the transaction that removes them. The single writer orders the two.
 
 // partitionsCTE numbers a stream's partitions (its only parameter is the
 // partition count), so that a statement can visit each partition's index.
 const partitionsCTE = `WITH RECURSIVE p(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM p WHERE n + 1 < ?) `
-
-// catchUpRowCounts adds the rows past the marks to row_count and moves the
-// marks past them, in a write transaction of its own.
-func (d *Driver) catchUpRowCounts(ctx context.Context, streamID int64) error {
-	return d.writing(ctx, func(tx querier) error {
-		stream, err := lookupStreamByID(ctx, tx, streamID)
-		if err != nil {
-			return err
-		}
-		return store.CatchUpRowCounts(ctx, tx, stream)
-	})
-}
 
 // subtractRowCounts takes the log rows named by ids (placeholders in, the
 // ids' arguments in ids) that lie at or below their partition's mark out of

@@ -7,10 +7,34 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// Health reads a stream's figures in q, which should be one snapshot, and
-// how many rows lay past the row count marks (which CatchUpRowCounts then
-// counts once).
-func (s Store[T]) Health(ctx context.Context, q Querier, streamID int64) (driver.HealthStats, int64, error) {
+// Health implements driver.Driver.Health: the figures read in snapshot
+// (one snapshot of the engine's), then, when rows lay past the row count
+// marks, those rows counted once in write, which reads the stream with
+// lock (the engine's order against removals), so that the next read need
+// not count them. The counts are a cache: a failure to count (a read-only
+// user or file, a lock wait) costs the next read a longer count, never a
+// wrong one.
+func (s Store[T]) Health(ctx context.Context, p driver.HealthParams, snapshot, write Runner, lock string) (driver.HealthStats, error) {
+	var uncounted int64
+	st, err := In(ctx, snapshot, func(ctx context.Context, q Querier, streamID int64) (st driver.HealthStats, err error) {
+		st, uncounted, err = s.health(ctx, q, streamID)
+		return st, err
+	}, p.StreamID)
+	if err == nil && uncounted > 0 {
+		_ = write(ctx, func(tx Querier) error {
+			stream, err := s.Stream(ctx, tx, "id = ?"+lock, p.StreamID)
+			if err != nil {
+				return err
+			}
+			return s.catchUpRowCounts(ctx, tx, stream)
+		})
+	}
+	return st, err
+}
+
+// health reads a stream's figures in q, and how many rows lay past the row
+// count marks.
+func (s Store[T]) health(ctx context.Context, q Querier, streamID int64) (driver.HealthStats, int64, error) {
 	var st driver.HealthStats
 	var uncounted int64
 	stream, err := s.Stream(ctx, q, "id = ?", streamID)
@@ -59,10 +83,10 @@ func (s Store[T]) highWaters(ctx context.Context, q Querier, stream driver.Strea
 }
 
 // versionStats counts rows and compaction heads per version, the rows from
-// the counts kept up to the marks and the rows past them (RowCounts), not
+// the counts kept up to the marks and the rows past them (rowCounts), not
 // a scan of the log; uncounted is how many lay past the marks.
 func versionStats(ctx context.Context, q Querier, stream driver.StreamConfig) ([]driver.VersionStats, int64, error) {
-	return driver.ReadVersionStats(func() (map[int]int64, int64, error) { return RowCounts(ctx, q, stream) },
+	return driver.ReadVersionStats(func() (map[int]int64, int64, error) { return rowCounts(ctx, q, stream) },
 		func() (map[int]int64, error) {
 			return Map[int, int64](ctx, q, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, stream.ID)
 		})
@@ -115,9 +139,9 @@ func (s Store[T]) scanHolder(r driver.RowScanner) (driver.HolderCount, error) {
 // and retention subtract the rows they remove at or below the marks, in
 // the transaction that removes them.
 
-// PartCount is how many rows of a version a partition holds past its
+// partCount is how many rows of a version a partition holds past its
 // mark, and the newest of them.
-type PartCount struct {
+type partCount struct {
 	Partition, Version int
 	Rows, Newest       int64
 }
@@ -127,18 +151,18 @@ func Marks(ctx context.Context, q Querier, streamID int64) (map[int]int64, error
 	return Map[int, int64](ctx, q, "SELECT `partition`, counted_to FROM row_count_mark WHERE stream_id = ?", streamID)
 }
 
-// pastMarkChunk is how many partitions one statement of PastMarks reads.
+// pastMarkChunk is how many partitions one statement of pastMarks reads.
 const pastMarkChunk = 64
 
-// PastMarks counts the rows past the marks per partition and version, with
+// pastMarks counts the rows past the marks per partition and version, with
 // the greatest id counted: one range of the (partition, id) index per
 // partition, in statements of up to pastMarkChunk partitions.
-func PastMarks(ctx context.Context, q Querier, stream driver.StreamConfig) ([]PartCount, error) {
+func pastMarks(ctx context.Context, q Querier, stream driver.StreamConfig) ([]partCount, error) {
 	marks, err := Marks(ctx, q, stream.ID)
 	if err != nil {
 		return nil, err
 	}
-	var out []PartCount
+	var out []partCount
 	for start := 0; start < stream.Partitions; start += pastMarkChunk {
 		end := min(start+pastMarkChunk, stream.Partitions)
 		var args []any
@@ -147,7 +171,7 @@ func PastMarks(ctx context.Context, q Querier, stream driver.StreamConfig) ([]Pa
 		}
 		query := Repeated(end-start, "SELECT ?, schema_version, COUNT(*), MAX(id) FROM "+LogTable(stream.ID)+" WHERE `partition` = ? AND id > ? GROUP BY schema_version", " UNION ALL ")
 		if err := EachRow(ctx, q, query, args, func(r *sql.Rows) error {
-			var c PartCount
+			var c partCount
 			err := r.Scan(&c.Partition, &c.Version, &c.Rows, &c.Newest)
 			out = append(out, c)
 			return err
@@ -158,14 +182,14 @@ func PastMarks(ctx context.Context, q Querier, stream driver.StreamConfig) ([]Pa
 	return out, nil
 }
 
-// RowCounts returns the rows per version of a stream in q's snapshot, and
+// rowCounts returns the rows per version of a stream in q's snapshot, and
 // how many of them lay past the marks (counted from the log).
-func RowCounts(ctx context.Context, q Querier, stream driver.StreamConfig) (map[int]int64, int64, error) {
+func rowCounts(ctx context.Context, q Querier, stream driver.StreamConfig) (map[int]int64, int64, error) {
 	rows, err := Map[int, int64](ctx, q, `SELECT schema_version, SUM(row_count) FROM row_count WHERE stream_id = ? GROUP BY schema_version`, stream.ID)
 	if err != nil {
 		return nil, 0, err
 	}
-	past, err := PastMarks(ctx, q, stream)
+	past, err := pastMarks(ctx, q, stream)
 	var n int64
 	for _, c := range past {
 		rows[c.Version] += c.Rows
@@ -174,14 +198,14 @@ func RowCounts(ctx context.Context, q Querier, stream driver.StreamConfig) (map[
 	return rows, n, err
 }
 
-// rowCountChunk is how many rows one statement of CatchUpRowCounts writes.
+// rowCountChunk is how many rows one statement of catchUpRowCounts writes.
 const rowCountChunk = 256
 
-// CatchUpRowCounts adds the rows past the marks to row_count and moves the
+// catchUpRowCounts adds the rows past the marks to row_count and moves the
 // marks past them, in tx, in which the engine has ordered it against
 // removals (MySQL: the stream's row locked).
-func (s Store[T]) CatchUpRowCounts(ctx context.Context, tx Querier, stream driver.StreamConfig) error {
-	past, err := PastMarks(ctx, tx, stream)
+func (s Store[T]) catchUpRowCounts(ctx context.Context, tx Querier, stream driver.StreamConfig) error {
+	past, err := pastMarks(ctx, tx, stream)
 	if err != nil || len(past) == 0 {
 		return err
 	}

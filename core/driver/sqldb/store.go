@@ -53,10 +53,13 @@ type Store[T any] struct {
 	InsertSample string
 }
 
-// In runs op with p on what run gives it (a driver's transaction, or its
-// runner of single statements) and returns op's value from the last run,
-// since run may run it again.
-func In[P, V any](ctx context.Context, run func(context.Context, func(Querier) error) error, op func(context.Context, Querier, P) (V, error), p P) (V, error) {
+// Runner runs fn on what a driver gives it: a transaction of its own, a
+// snapshot, or a connection for single statements; it may run fn again
+// (after a deadlock), and classifies fn's error.
+type Runner func(ctx context.Context, fn func(Querier) error) error
+
+// In runs op with p in run and returns op's value from the last run.
+func In[P, V any](ctx context.Context, run Runner, op func(context.Context, Querier, P) (V, error), p P) (V, error) {
 	var v V
 	err := run(ctx, func(q Querier) (err error) {
 		v, err = op(ctx, q, p)
