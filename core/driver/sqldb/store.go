@@ -138,6 +138,49 @@ func DeleteStream(ctx context.Context, tx Querier, streamID int64, locked func()
 	return ExecEach(ctx, tx, append(tables, StreamTables...), func(table string) string { return `DELETE FROM ` + table + ` WHERE stream_id = ?` }, streamID)
 }
 
+// StoreAltered writes next over stored in tx, under the engine's locks
+// (driver.Alter's write step): the configuration, then partitions (the
+// engine's rows of its partitions; nil for none), a cursor of every group
+// at the start of each new partition (nothing written there is passed
+// over), and the compaction heads when compaction is switched.
+func StoreAltered(ctx context.Context, tx Querier, stored, next driver.StreamConfig, partitions func() error) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE stream_config SET partitions = ?, compacted = ?, retention_max_age_us = ?,
+		retention_max_rows = ?, retention_hard = ?, generation = ? WHERE id = ?`, next.Partitions, next.Compacted,
+		next.Retention.MaxAge.Microseconds(), next.Retention.MaxRows, next.Retention.Hard, next.Generation, next.ID); err != nil {
+		return err
+	}
+	if partitions != nil {
+		if err := partitions(); err != nil {
+			return err
+		}
+	}
+	for start := stored.Partitions; start < next.Partitions; start += cursorChunk {
+		end := min(start+cursorChunk, next.Partitions)
+		args := make([]any, 0, end-start+1)
+		for part := start; part < end; part++ {
+			args = append(args, part)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO group_cursor (stream_id, group_name, `partition`, position) SELECT g.stream_id, g.name, n.p, 0 FROM consumer_group g JOIN ("+
+			Repeated(end-start, "SELECT ? AS p", " UNION ALL ")+") n WHERE g.stream_id = ?", append(args, next.ID)...); err != nil {
+			return err
+		}
+	}
+	if next.Compacted == stored.Compacted {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM compaction_head WHERE stream_id = ?`, next.ID); err != nil || !next.Compacted {
+		return err
+	}
+	// Each key's head is its row with the greatest (schema_version,
+	// compaction_rank, id) (C11).
+	_, err := tx.ExecContext(ctx, `INSERT INTO compaction_head (stream_id, msg_key, head_id, schema_version, compaction_rank)
+		SELECT ?, msg_key, id, schema_version, compaction_rank FROM (
+			SELECT msg_key, id, schema_version, compaction_rank, ROW_NUMBER() OVER (PARTITION BY msg_key
+				ORDER BY schema_version DESC, compaction_rank DESC, id DESC) AS n
+			FROM `+LogTable(next.ID)+` WHERE msg_key IS NOT NULL) h WHERE n = 1`, next.ID)
+	return err
+}
+
 // LoadGroup reads a group's stored configuration, the locking clause lock
 // following the read, or fails with ErrGroupNotFound.
 func (s Store[T]) LoadGroup(ctx context.Context, q Querier, streamID int64, name, lock string) (driver.GroupConfig, error) {
