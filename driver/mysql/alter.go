@@ -52,48 +52,16 @@ func (d *Driver) lockAltered(ctx context.Context, tx querier, streamID int64) (d
 	return stored, err
 }
 
-// storeAltered writes next over stored, under AlterStream's locks: the
-// configuration, the generation of every partition row, the rows of new
-// partitions with a cursor of every group at their start (nothing written
-// there is passed over), and the compaction heads when compaction is
-// switched.
+// storeAltered writes next over stored, under AlterStream's locks
+// (sqldb.StoreAltered), with the generation of every partition row and the
+// rows of new partitions.
 func storeAltered(ctx context.Context, tx querier, stored, next driver.StreamConfig) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE stream_config SET partitions = ?, compacted = ?, retention_max_age_us = ?,
-		retention_max_rows = ?, retention_hard = ?, generation = ? WHERE id = ?`, next.Partitions, next.Compacted,
-		next.Retention.MaxAge.Microseconds(), next.Retention.MaxRows, next.Retention.Hard, next.Generation, next.ID); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE stream_partition SET generation = ? WHERE stream_id = ?`, next.Generation, next.ID); err != nil {
-		return err
-	}
-	if err := insertPartitions(ctx, tx, next, stored.Partitions); err != nil {
-		return err
-	}
-	for start := stored.Partitions; start < next.Partitions; start += partitionChunk {
-		end := min(start+partitionChunk, next.Partitions)
-		args := make([]any, 0, end-start+1)
-		for part := start; part < end; part++ {
-			args = append(args, part)
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO group_cursor (stream_id, group_name, `partition`, position) SELECT g.stream_id, g.name, n.p, 0 FROM consumer_group g JOIN ("+
-			sqldb.Repeated(end-start, "SELECT ? AS p", " UNION ALL ")+") n WHERE g.stream_id = ?", append(args, next.ID)...); err != nil {
+	return sqldb.StoreAltered(ctx, tx, stored, next, func() error {
+		if _, err := tx.ExecContext(ctx, `UPDATE stream_partition SET generation = ? WHERE stream_id = ?`, next.Generation, next.ID); err != nil {
 			return err
 		}
-	}
-	if next.Compacted == stored.Compacted {
-		return nil
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM compaction_head WHERE stream_id = ?`, next.ID); err != nil || !next.Compacted {
-		return err
-	}
-	// Each key's head is its row with the greatest (schema_version,
-	// compaction_rank, id) (C11).
-	_, err := tx.ExecContext(ctx, `INSERT INTO compaction_head (stream_id, msg_key, head_id, schema_version, compaction_rank)
-		SELECT ?, msg_key, id, schema_version, compaction_rank FROM (
-			SELECT msg_key, id, schema_version, compaction_rank, ROW_NUMBER() OVER (PARTITION BY msg_key
-				ORDER BY schema_version DESC, compaction_rank DESC, id DESC) AS n
-			FROM `+logTable(next.ID)+` WHERE msg_key IS NOT NULL) h WHERE n = 1`, next.ID)
-	return err
+		return insertPartitions(ctx, tx, next, stored.Partitions)
+	})
 }
 
 // staleOrGone explains an append whose partition locks found fewer rows at

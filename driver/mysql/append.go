@@ -413,25 +413,9 @@ func moveHeads(ctx context.Context, t querier, streamID int64, rows []driver.App
 	return nil
 }
 
-const rowColumns = "m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, m.payload, m.headers, m.produced_at"
+const rowColumns = sqldb.RowColumns
 
 // scanRow reads rowColumns, plus extra destinations after them.
 func scanRow(r driver.RowScanner, extra ...any) (driver.Row, error) {
-	var row driver.Row
-	var key, headers sql.NullString
-	var payload []byte
-	var produced sql.NullTime
-	dest := append([]any{&row.ID, &row.Partition, &row.SchemaVersion, &key, &row.RoutingKey, &row.CompactionRank, &payload, &headers, &produced}, extra...)
-	if err := r.Scan(dest...); err != nil {
-		return row, err
-	}
-	row.Key, row.HasKey = key.String, key.Valid
-	row.Payload = payload
-	row.ProducedAt = utc(produced.Time)
-	if headers.Valid && headers.String != "" {
-		if err := json.Unmarshal([]byte(headers.String), &row.Headers); err != nil {
-			return row, fmt.Errorf("row %d: stored headers: %w", row.ID, err)
-		}
-	}
-	return row, nil
+	return sqldb.ScanRow(r, utc, extra...)
 }

@@ -284,12 +284,12 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 //go:embed migrations/*.sql
@@ -451,7 +451,8 @@ func utc(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
 }
 
-func logTable(streamID int64) string { return "message_log_" + strconv.FormatInt(streamID, 10) }
+// logTable names a stream's log table.
+var logTable = sqldb.LogTable
 
 // idChunk bounds the ids (or keys) one statement names.
 const idChunk = 500

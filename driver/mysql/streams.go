@@ -3,17 +3,64 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-// scanStream reads sqldb.StreamColumns as MySQL stores them.
-func scanStream(r driver.RowScanner) (driver.StreamConfig, error) { return sqldb.ScanStream(r, utc) }
+// store is the bookkeeping and reads MySQL does as SQLite does: the
+// statements whose text differs.
+var store = sqldb.Store[time.Time]{
+	Time: func(t time.Time) any { return ts(t) },
+	At:   utc,
+	Head: headExpr,
+	HighWaters: func(stream driver.StreamConfig) (string, []any) {
+		return "SELECT p.`partition`, GREATEST(COALESCE((SELECT m.id FROM " + logTable(stream.ID) + " m WHERE m.`partition` = p.`partition` ORDER BY m.id DESC LIMIT 1), 0), p.high_water)" +
+			" FROM stream_partition p WHERE p.stream_id = ?", []any{stream.ID}
+	},
+	ExceptionCounts: func(streamID int64) string {
+		return `SELECT group_name, schema_version, state, SUM(n) FROM (
+			SELECT group_name, schema_version, state, COUNT(*) n FROM delivery_exception WHERE stream_id = ? GROUP BY group_name, schema_version, state
+			UNION ALL SELECT b.group_name, m.schema_version, 'leased', COUNT(*) FROM delivery_batch b JOIN ` + jsonIDs + ` JOIN ` + logTable(streamID) + ` m ON m.id = j.id
+				WHERE b.stream_id = ? GROUP BY b.group_name, m.schema_version) x
+			GROUP BY group_name, schema_version, state ORDER BY group_name, schema_version, state`
+	},
+	// Through the groups, so that each is a range of the (stream, group,
+	// state) index holding its leases only, not a scan of the stream's
+	// dead letters.
+	HolderCounts: func(int64) string {
+		return `SELECT group_name, holder, SUM(n), MAX(until) FROM (
+			SELECT e.group_name, COALESCE(e.holder, '') holder, COUNT(*) n, MAX(e.due_at) until FROM consumer_group g
+				JOIN delivery_exception e ON e.stream_id = g.stream_id AND e.group_name = g.name AND e.state = 'leased'
+				WHERE g.stream_id = ? GROUP BY e.group_name, COALESCE(e.holder, '')
+			UNION ALL SELECT b.group_name, COALESCE(b.holder, ''), JSON_LENGTH(b.ids), b.lease_until FROM delivery_batch b WHERE b.stream_id = ?) x
+			GROUP BY group_name, holder ORDER BY group_name, holder`
+	},
+	// VALUES() is the spelling both MySQL and MariaDB accept.
+	AddRowCounts: `ON DUPLICATE KEY UPDATE row_count = row_count + VALUES(row_count)`,
+	MoveMarks:    `ON DUPLICATE KEY UPDATE counted_to = GREATEST(counted_to, VALUES(counted_to))`,
+	// One upsert of a row only this client writes: nothing else locks it.
+	UpsertClient: `ON DUPLICATE KEY UPDATE identity = VALUES(identity), host = VALUES(host), pid = VALUES(pid), library_version = VALUES(library_version),
+		group_list = VALUES(group_list), started_at = VALUES(started_at), last_seen = VALUES(last_seen),
+		heartbeat_every_us = VALUES(heartbeat_every_us), closed_at = VALUES(closed_at)`,
+	// A read of the log goes along the (partition, id) index for one
+	// partition, the primary key for all, named. msg_key is VARBINARY.
+	Index: func(partition bool) string {
+		if partition {
+			return " FORCE INDEX (by_partition)"
+		}
+		return " FORCE INDEX (PRIMARY)"
+	},
+	KeyIs: func(key string) (string, any) { return "<=> ?", []byte(key) },
+	// IGNORE turns a second sample of the bucket into nothing (0 rows
+	// affected, where the no-op update of ON DUPLICATE KEY counts the row
+	// the driver's clientFoundRows finds); the values it could otherwise
+	// let through adjusted are ours: an id, a time written by ts and a JSON
+	// document.
+	InsertSample: `INSERT IGNORE INTO stream_sample (` + sqldb.SampleColumns + `) VALUES (?, ?, ?)`,
+}
 
 // logDDL is the CREATE TABLE statement of a stream log named table.
 func logDDL(table string) string {
@@ -67,13 +114,10 @@ func (d *Driver) withLog(ctx context.Context, streamID int64, op func() error) e
 
 // CreateStream implements driver.Driver.
 func (d *Driver) CreateStream(ctx context.Context, p driver.CreateStreamParams) (driver.StreamConfig, error) {
-	cfg := p.Config
-	cfg.CreatedAt = cfg.CreatedAt.UTC().Truncate(time.Microsecond)
+	var cfg driver.StreamConfig
 	err := d.inTx(ctx, nil, func(tx querier) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO stream_config (name, partitions, compacted, retention_max_age_us, retention_max_rows, retention_hard, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, cfg.Name, cfg.Partitions, cfg.Compacted, cfg.Retention.MaxAge.Microseconds(),
-			cfg.Retention.MaxRows, cfg.Retention.Hard, ts(cfg.CreatedAt))
-		if cfg.ID, err = sqldb.NewStreamID(res, err, isUnique(err)); err != nil {
+		var err error
+		if cfg, err = store.CreateStream(ctx, tx, p.Config, isUnique); err != nil {
 			return err
 		}
 		return insertPartitions(ctx, tx, cfg, 0)
@@ -81,6 +125,7 @@ func (d *Driver) CreateStream(ctx context.Context, p driver.CreateStreamParams) 
 	if err != nil {
 		return cfg, err
 	}
+	// The log table is made after the transaction: DDL commits on its own.
 	if err := d.createLog(ctx, cfg.ID); err != nil {
 		// Leave nothing half-made when possible; a config row left behind
 		// gets its table on first use (healLog).
@@ -114,37 +159,36 @@ func (d *Driver) LookupStream(ctx context.Context, p driver.LookupStreamParams) 
 	if err := d.check(); err != nil {
 		return driver.StreamConfig{}, err
 	}
-	c, err := queryStream(ctx, d.db, "name = ?", p.Name)
+	c, err := store.Stream(ctx, d.db, "name = ?", p.Name)
 	return c, d.wrap(ctx, err, opRead)
 }
 
 // queryStream reads the config of the stream that where (with arg) names,
 // or fails with ErrStreamNotFound.
 func queryStream(ctx context.Context, q querier, where string, arg any) (driver.StreamConfig, error) {
-	c, err := scanStream(q.QueryRowContext(ctx, `SELECT `+sqldb.StreamColumns+` FROM stream_config WHERE `+where, arg))
-	if errors.Is(err, sql.ErrNoRows) {
-		return c, driver.ErrStreamNotFound
-	}
-	return c, err
+	return store.Stream(ctx, q, where, arg)
 }
 
 func lookupStreamByID(ctx context.Context, q querier, id int64) (driver.StreamConfig, error) {
-	return queryStream(ctx, q, "id = ?", id)
+	return store.Stream(ctx, q, "id = ?", id)
 }
 
 // ListStreams implements driver.Driver.
-func (d *Driver) ListStreams(ctx context.Context, _ driver.ListStreamsParams) ([]driver.StreamConfig, error) {
+func (d *Driver) ListStreams(ctx context.Context, p driver.ListStreamsParams) ([]driver.StreamConfig, error) {
+	return sqldb.In(ctx, d.read, store.ListStreams, p)
+}
+
+// read runs fn, reads that need no transaction, on the pool.
+func (d *Driver) read(ctx context.Context, fn func(querier) error) error {
 	if err := d.check(); err != nil {
-		return nil, err
+		return err
 	}
-	out, err := sqldb.Collect(ctx, d.db, `SELECT `+sqldb.StreamColumns+` FROM stream_config ORDER BY name`, nil, scanStream)
-	return out, d.wrap(ctx, err, opRead)
+	return d.wrap(ctx, fn(d.db), opRead)
 }
 
 // RenameStream implements driver.Driver.
 func (d *Driver) RenameStream(ctx context.Context, p driver.RenameStreamParams) error {
-	res, err := d.exec(ctx, `UPDATE stream_config SET name = ? WHERE id = ?`, p.NewName, p.StreamID)
-	return sqldb.Renamed(res, err, isUnique(err))
+	return d.autocommit(ctx, func(q querier) error { return sqldb.RenameStream(ctx, q, p, isUnique) })
 }
 
 // DestroyStream implements driver.Driver. The config, partitions, groups,
@@ -157,15 +201,10 @@ func (d *Driver) RenameStream(ctx context.Context, p driver.RenameStreamParams) 
 func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams) error {
 	streamID := p.StreamID
 	err := d.inTx(ctx, nil, func(tx querier) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM stream_config WHERE id = ?`, streamID)
-		if err := sqldb.Changed(res, err, driver.ErrStreamNotFound); err != nil {
+		return sqldb.DeleteStream(ctx, tx, streamID, func() error {
+			_, err := d.lockPartitions(ctx, tx, streamID, nil, false, false)
 			return err
-		}
-		if _, err := d.lockPartitions(ctx, tx, streamID, nil, false, false); err != nil {
-			return err
-		}
-		return sqldb.ExecEach(ctx, tx, []string{"stream_partition", "consumer_group", "group_cursor", "delivery_exception", "delivery_batch", "compaction_head",
-			"schema_revision", "schema_reader", "registry_setting", "row_count", "row_count_mark"}, deleteByStream, streamID)
+		}, "stream_partition")
 	})
 	if err != nil {
 		return err
@@ -184,41 +223,27 @@ func scanGroup(r driver.RowScanner, extra ...any) (driver.GroupConfig, int64, er
 // lock ("" for a plain read, which at READ COMMITTED sees the latest
 // commit), or fails with ErrGroupNotFound.
 func loadGroup(ctx context.Context, q querier, streamID int64, name, lock string) (driver.GroupConfig, error) {
-	g, _, err := scanGroup(q.QueryRowContext(ctx, `SELECT `+sqldb.GroupColumns+` FROM consumer_group WHERE stream_id = ? AND name = ?`+lock, streamID, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return g, driver.GroupNotFound(name)
-	}
-	return g, err
+	return store.LoadGroup(ctx, q, streamID, name, lock)
 }
 
-// RegisterGroup implements driver.Driver. An existing group's row is locked
-// FOR UPDATE while p.Update decides; a change then locks every cursor of the
-// group (waiting for claims in flight, which hold cursor locks) before it is
-// written, so that claims after it read the new configuration (C19).
+// RegisterGroup implements driver.Driver. The stream's row is read LOCK IN
+// SHARE MODE: shared with other registrations; AlterStream locks the row
+// exclusively, so a group is registered either before an alter (which then
+// gives it cursors in the new partitions) or after it, with the new
+// partition count. An existing group's row is locked FOR UPDATE while
+// p.Update decides; a change then locks every cursor of the group (waiting
+// for claims in flight, which hold cursor locks) before it is written, so
+// that claims after it read the new configuration (C19).
 func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams) (driver.GroupConfig, error) {
-	cfg := p.Group
-	cfg.CreatedAt = cfg.CreatedAt.UTC().Truncate(time.Microsecond)
 	var out driver.GroupConfig
+	locks := sqldb.GroupLocks{Stream: " LOCK IN SHARE MODE" + d.waitClause(), Group: " FOR UPDATE" + d.waitClause()}
 	register := func(tx querier) error {
-		// Shared with other registrations; AlterStream locks the row
-		// exclusively, so a group is registered either before an alter
-		// (which then gives it cursors in the new partitions) or after it,
-		// with the new partition count.
-		stream, err := queryStream(ctx, tx, "id = ? LOCK IN SHARE MODE"+d.waitClause(), cfg.StreamID)
-		if err != nil {
-			return err
-		}
-		existing, err := loadGroup(ctx, tx, cfg.StreamID, cfg.Name, " FOR UPDATE"+d.waitClause())
-		switch {
-		case err == nil:
-			out, err = d.updateGroup(ctx, tx, existing, p.Update)
-		case errors.Is(err, driver.ErrGroupNotFound):
-			out, err = d.createGroup(ctx, tx, stream, cfg)
-		}
+		var err error
+		out, err = store.RegisterGroup(ctx, tx, p, locks, func(stream driver.StreamConfig) ([]int64, error) { return d.latest(ctx, tx, stream) })
 		return err
 	}
 	for attempt := 0; ; attempt++ {
-		err := d.withLog(ctx, cfg.StreamID, func() error { return d.inTx(ctx, nil, register) })
+		err := d.withLog(ctx, p.Group.StreamID, func() error { return d.inTx(ctx, nil, register) })
 		// Two processes registering the group at once: the loser finds the
 		// winner's row on the next attempt.
 		if isUnique(err) && attempt < 3 {
@@ -228,132 +253,41 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 	}
 }
 
-// updateGroup stores what update makes of an existing group's bindings and
-// converter versions, locking every cursor of the group first when they
-// change.
-func (d *Driver) updateGroup(ctx context.Context, tx querier, existing driver.GroupConfig,
-	update func(driver.GroupConfig) (driver.GroupConfig, error)) (driver.GroupConfig, error) {
-	if update == nil {
-		return existing, nil
+// latest is the newest row of each partition, where a group that starts
+// at the latest row puts its cursors. It waits for appends in flight (they
+// hold their partitions), so that "the last row present" is exact per
+// partition.
+func (d *Driver) latest(ctx context.Context, tx querier, stream driver.StreamConfig) ([]int64, error) {
+	if _, err := d.lockPartitions(ctx, tx, stream.ID, nil, true, false); err != nil {
+		return nil, err
 	}
-	next, err := update(existing)
-	if err != nil {
-		return existing, driver.CallerError{Err: err}
-	}
-	out := existing
-	out.Bindings, out.ConvertsFrom = sqldb.NilIfEmpty(slices.Clone(next.Bindings)), sqldb.NilIfEmpty(slices.Clone(next.ConvertsFrom))
-	if slices.Equal(out.Bindings, existing.Bindings) && slices.Equal(out.ConvertsFrom, existing.ConvertsFrom) {
-		return existing, nil
-	}
-	if err := sqldb.EachRow(ctx, tx, "SELECT `partition` FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY `partition` FOR UPDATE"+d.waitClause(),
-		[]any{out.StreamID, out.Name}, func(*sql.Rows) error { return nil }); err != nil {
-		return existing, err
-	}
-	b, c, err := sqldb.EncodeGroupLists(out)
-	if err != nil {
-		return out, err
-	}
-	_, err = tx.ExecContext(ctx, `UPDATE consumer_group SET bindings = ?, converts_from = ? WHERE stream_id = ? AND name = ?`, b, c, out.StreamID, out.Name)
-	return out, err
-}
-
-// createGroup writes a new group and its cursors: at 0, or at the newest
-// row of each partition for StartLatest.
-func (d *Driver) createGroup(ctx context.Context, tx querier, stream driver.StreamConfig, cfg driver.GroupConfig) (driver.GroupConfig, error) {
-	bindings, convertsFrom, err := sqldb.EncodeGroupLists(cfg)
-	if err != nil {
-		return cfg, err
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO consumer_group (stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, cfg.StreamID, cfg.Name, cfg.SchemaVersion, cfg.AllVersions, bindings, convertsFrom, int(cfg.Start), ts(cfg.CreatedAt)); err != nil {
-		return cfg, err
-	}
+	tops, err := readTops(ctx, tx, stream.ID, nil)
 	start := make([]int64, stream.Partitions)
-	if cfg.Start == driver.StartLatest {
-		// Wait for appends in flight (they hold their partitions), so
-		// that "the last row present" is exact per partition.
-		if _, err := d.lockPartitions(ctx, tx, cfg.StreamID, nil, true, false); err != nil {
-			return cfg, err
-		}
-		tops, err := readTops(ctx, tx, cfg.StreamID, nil)
-		if err != nil {
-			return cfg, err
-		}
-		for p := range start {
-			start[p] = tops[p].newest
-		}
+	for p := range start {
+		start[p] = tops[p].newest
 	}
-	args := make([]any, 0, 4*len(start))
-	for p, pos := range start {
-		args = append(args, cfg.StreamID, cfg.Name, p, pos)
-	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO group_cursor (stream_id, group_name, `partition`, position) VALUES "+sqldb.Repeated(len(start), "(?, ?, ?, ?)", ", "), args...); err != nil {
-		return cfg, err
-	}
-	cfg.Bindings, cfg.ConvertsFrom = sqldb.NilIfEmpty(slices.Clone(cfg.Bindings)), sqldb.NilIfEmpty(slices.Clone(cfg.ConvertsFrom))
-	return cfg, nil
+	return start, err
 }
 
 // ListGroups implements driver.Driver.
 func (d *Driver) ListGroups(ctx context.Context, p driver.ListGroupsParams) ([]driver.GroupConfig, error) {
-	if err := d.check(); err != nil {
-		return nil, err
-	}
-	out, err := sqldb.Collect(ctx, d.db, `SELECT `+sqldb.GroupColumns+` FROM consumer_group WHERE stream_id = ? ORDER BY name`, []any{p.StreamID},
-		func(r driver.RowScanner) (driver.GroupConfig, error) { g, _, err := scanGroup(r); return g, err })
-	return out, d.wrap(ctx, err, opRead)
+	return sqldb.In(ctx, d.read, store.ListGroups, p)
 }
 
 // DeleteGroup implements driver.Driver.
 func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) error {
-	streamID, group := p.StreamID, p.Group
-	return d.inTx(ctx, nil, func(tx querier) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM consumer_group WHERE stream_id = ? AND name = ?`, streamID, group)
-		if err := sqldb.Changed(res, err, driver.ErrGroupNotFound); err != nil {
-			return err
-		}
-		return sqldb.ExecEach(ctx, tx, []string{"group_cursor", "delivery_exception", "delivery_batch", "schema_reader"}, deleteByGroup, streamID, group)
-	})
+	return d.inTx(ctx, nil, func(tx querier) error { return sqldb.DeleteGroup(ctx, tx, p) })
 }
 
 // loadGroups reads a stream's groups with their cursors; lock locks the
 // group rows and then the cursors FOR UPDATE, in the order RegisterGroup
 // takes them.
 func (d *Driver) loadGroups(ctx context.Context, q querier, stream driver.StreamConfig, lock bool) ([]driver.GroupStats, error) {
-	var groups []driver.GroupStats
-	index := map[string]int{}
-	query := `SELECT ` + sqldb.GroupColumns + ` FROM consumer_group WHERE stream_id = ? ORDER BY name`
+	clause := ""
 	if lock {
-		query += ` FOR UPDATE` + d.waitClause()
+		clause = " FOR UPDATE" + d.waitClause()
 	}
-	if err := sqldb.EachRow(ctx, q, query, []any{stream.ID}, func(r *sql.Rows) error {
-		g, removed, err := scanGroup(r)
-		if err != nil {
-			return err
-		}
-		index[g.Name] = len(groups)
-		groups = append(groups, driver.GroupStats{GroupConfig: g, RemovedUnread: removed, Cursors: make([]int64, stream.Partitions)})
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	query = "SELECT group_name, `partition`, position FROM group_cursor WHERE stream_id = ? ORDER BY group_name, `partition`"
-	if lock {
-		query += " FOR UPDATE" + d.waitClause()
-	}
-	err := sqldb.EachRow(ctx, q, query, []any{stream.ID}, func(r *sql.Rows) error {
-		var name string
-		var p int
-		var pos int64
-		if err := r.Scan(&name, &p, &pos); err != nil {
-			return err
-		}
-		if i, ok := index[name]; ok && p >= 0 && p < stream.Partitions {
-			groups[i].Cursors[p] = pos
-		}
-		return nil
-	})
-	return groups, err
+	return store.LoadGroups(ctx, q, stream, clause)
 }
 
 // partitionTop is a partition's newest id (0 when it has no row) and its
@@ -378,12 +312,4 @@ func readTops(ctx context.Context, q querier, streamID int64, parts []int) (map[
 		return err
 	})
 	return out, err
-}
-
-// deleteByStream and deleteByGroup delete a stream's or a group's rows from
-// a table (sqldb.ExecEach).
-func deleteByStream(table string) string { return `DELETE FROM ` + table + ` WHERE stream_id = ?` }
-
-func deleteByGroup(table string) string {
-	return `DELETE FROM ` + table + ` WHERE stream_id = ? AND group_name = ?`
 }

@@ -2,12 +2,12 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // Append implements driver.Driver.
@@ -130,25 +130,9 @@ func key(r driver.AppendRow) any {
 	return nil
 }
 
-const rowColumns = `m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, m.payload, m.headers, m.produced_at`
+const rowColumns = sqldb.RowColumns
 
 // scanRow reads rowColumns, plus extra destinations after them.
 func scanRow(r driver.RowScanner, extra ...any) (driver.Row, error) {
-	var row driver.Row
-	var key, headers sql.NullString
-	var payload []byte
-	var produced int64
-	dest := append([]any{&row.ID, &row.Partition, &row.SchemaVersion, &key, &row.RoutingKey, &row.CompactionRank, &payload, &headers, &produced}, extra...)
-	if err := r.Scan(dest...); err != nil {
-		return row, err
-	}
-	row.Key, row.HasKey = key.String, key.Valid
-	row.Payload = payload
-	row.ProducedAt = fromMicros(produced)
-	if headers.Valid && headers.String != "" {
-		if err := json.Unmarshal([]byte(headers.String), &row.Headers); err != nil {
-			return row, fmt.Errorf("row %d: stored headers: %w", row.ID, err)
-		}
-	}
-	return row, nil
+	return sqldb.ScanRow(r, fromMicros, extra...)
 }

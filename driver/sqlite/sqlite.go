@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -207,7 +208,8 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
-func logTable(streamID int64) string { return "message_log_" + strconv.FormatInt(streamID, 10) }
+// logTable names a stream's log table.
+var logTable = sqldb.LogTable
 
 func isUnique(err error) bool {
 	var se *sqlite.Error
