@@ -14,7 +14,7 @@ import (
 // not count them. The counts are a cache: a failure to count (a read-only
 // user or file, a lock wait) costs the next read a longer count, never a
 // wrong one.
-func (s Store[T]) Health(ctx context.Context, p driver.HealthParams, snapshot, write Runner, lock string) (driver.HealthStats, error) {
+func (s Store[T]) Health(ctx context.Context, p driver.HealthParams, snapshot, write Scope, lock string) (driver.HealthStats, error) {
 	var uncounted int64
 	st, err := In(ctx, snapshot, func(ctx context.Context, q Querier, streamID int64) (st driver.HealthStats, err error) {
 		st, uncounted, err = s.health(ctx, q, streamID)

@@ -53,13 +53,13 @@ type Store[T any] struct {
 	InsertSample string
 }
 
-// Runner runs fn on what a driver gives it: a transaction of its own, a
+// Scope runs fn on what a driver gives it: a transaction of its own, a
 // snapshot, or a connection for single statements; it may run fn again
 // (after a deadlock), and classifies fn's error.
-type Runner func(ctx context.Context, fn func(Querier) error) error
+type Scope func(ctx context.Context, fn func(Querier) error) error
 
 // In runs op with p in run and returns op's value from the last run.
-func In[P, V any](ctx context.Context, run Runner, op func(context.Context, Querier, P) (V, error), p P) (V, error) {
+func In[P, V any](ctx context.Context, run Scope, op func(context.Context, Querier, P) (V, error), p P) (V, error) {
 	var v V
 	err := run(ctx, func(q Querier) (err error) {
 		v, err = op(ctx, q, p)
