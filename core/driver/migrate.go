@@ -41,24 +41,17 @@ type MigratePendingParams struct {
 // migration that is not, in version order. Processes starting at once
 // apply each migration once: the later ones find it recorded.
 func MigratePending(ctx context.Context, s MigrationSteps, p MigratePendingParams) error {
-	unlock, err := s.Lock(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	applied, err := s.Applied(ctx)
-	if err != nil {
-		return err
-	}
-	for _, m := range p.Migrations {
-		if applied[m.Version] || (p.Through > 0 && m.Version > p.Through) {
-			continue
+	return underLock(ctx, s, func(applied map[int]bool) error {
+		for _, m := range p.Migrations {
+			if applied[m.Version] || (p.Through > 0 && m.Version > p.Through) {
+				continue
+			}
+			if err := runMigration(ctx, s, m, false); err != nil {
+				return err
+			}
 		}
-		if err := runMigration(ctx, s, m, false); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // ApplyOne is ApplyMigration's sequence over an engine's steps: it refuses
@@ -76,6 +69,21 @@ func ApplyOne(ctx context.Context, s MigrationSteps, ms []Migration, p ApplyMigr
 		return refusal("going back over it would lose data; restore a backup taken before it was applied instead",
 			"migration %s has no down migration", m.Name)
 	}
+	var before *Migration
+	if i > 0 {
+		before = &ms[i-1]
+	}
+	return underLock(ctx, s, func(applied map[int]bool) error {
+		if err := refuseMigration(m, before, applied, p.Down); err != nil {
+			return err
+		}
+		return runMigration(ctx, s, m, p.Down)
+	})
+}
+
+// underLock runs fn holding the migration lock, with the versions the
+// database records as applied read under it.
+func underLock(ctx context.Context, s MigrationSteps, fn func(applied map[int]bool) error) error {
 	unlock, err := s.Lock(ctx)
 	if err != nil {
 		return err
@@ -85,14 +93,7 @@ func ApplyOne(ctx context.Context, s MigrationSteps, ms []Migration, p ApplyMigr
 	if err != nil {
 		return err
 	}
-	var before *Migration
-	if i > 0 {
-		before = &ms[i-1]
-	}
-	if err := refuseMigration(m, before, applied, p.Down); err != nil {
-		return err
-	}
-	return runMigration(ctx, s, m, p.Down)
+	return fn(applied)
 }
 
 // refuseMigration refuses an up step already applied or whose predecessor

@@ -62,15 +62,7 @@ func (d *Driver) AppliedMigrations(ctx context.Context, _ driver.AppliedMigratio
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	var out []driver.AppliedMigration
-	err := sqldb.EachRow(ctx, d.db, `SELECT version, applied_at FROM sqlstreams_migration ORDER BY version`, nil, func(r *sql.Rows) error {
-		var m driver.AppliedMigration
-		var at time.Time
-		err := r.Scan(&m.Version, &at)
-		m.AppliedAt = utc(at)
-		out = append(out, m)
-		return err
-	})
+	out, err := sqldb.AppliedMigrations(ctx, d.db, utc)
 	if mysqlErrno(err) == errNoSuchTable {
 		return nil, nil
 	}
@@ -163,11 +155,7 @@ func (s *migrationSteps) Lock(ctx context.Context) (func(), error) {
 }
 
 func (s *migrationSteps) Applied(ctx context.Context) (map[int]bool, error) {
-	if _, err := s.conn.ExecContext(ctx, migrationTable); err != nil {
-		return nil, err
-	}
-	applied := map[int]bool{}
-	return applied, sqldb.Mark(ctx, s.conn, `SELECT version FROM sqlstreams_migration`, nil, applied)
+	return sqldb.AppliedVersions(ctx, s.conn, migrationTable)
 }
 
 // Exec runs a migration file statement by statement, with its directives

@@ -47,14 +47,9 @@ func (d *Driver) AppliedMigrations(ctx context.Context, _ driver.AppliedMigratio
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sqlstreams_migration')`).Scan(&exists); err != nil || !exists {
 			return err
 		}
-		return sqldb.EachRow(ctx, tx, `SELECT version, applied_at FROM sqlstreams_migration ORDER BY version`, nil, func(r *sql.Rows) error {
-			var m driver.AppliedMigration
-			var at int64
-			err := r.Scan(&m.Version, &at)
-			m.AppliedAt = fromMicros(at)
-			out = append(out, m)
-			return err
-		})
+		var err error
+		out, err = sqldb.AppliedMigrations(ctx, tx, fromMicros)
+		return err
 	})
 	return out, err
 }
@@ -86,11 +81,7 @@ type migrationSteps struct{ tx *sql.Tx }
 func (migrationSteps) Lock(context.Context) (func(), error) { return func() {}, nil }
 
 func (s migrationSteps) Applied(ctx context.Context) (map[int]bool, error) {
-	if _, err := s.tx.ExecContext(ctx, migrationTable); err != nil {
-		return nil, err
-	}
-	applied := map[int]bool{}
-	return applied, sqldb.Mark(ctx, s.tx, `SELECT version FROM sqlstreams_migration`, nil, applied)
+	return sqldb.AppliedVersions(ctx, s.tx, migrationTable)
 }
 
 func (s migrationSteps) Exec(ctx context.Context, sql string) error {
