@@ -42,16 +42,27 @@ type MigratePendingParams struct {
 // apply each migration once: the later ones find it recorded.
 func MigratePending(ctx context.Context, s MigrationSteps, p MigratePendingParams) error {
 	return underLock(ctx, s, func(applied map[int]bool) error {
-		for _, m := range p.Migrations {
-			if applied[m.Version] || (p.Through > 0 && m.Version > p.Through) {
-				continue
-			}
+		for _, m := range Pending(p.Migrations, applied, p.Through) {
 			if err := runMigration(ctx, s, m, false); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// Pending are the migrations of ms (in version order) that applied (the
+// versions a database records, with anything) lacks, through version
+// through (0: all of them), in version order: what Migrate runs and what
+// an outdated schema is missing.
+func Pending[V any](ms []Migration, applied map[int]V, through int) []Migration {
+	var out []Migration
+	for _, m := range ms {
+		if _, ok := applied[m.Version]; !ok && (through == 0 || m.Version <= through) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // ApplyOne is ApplyMigration's sequence over an engine's steps: it refuses

@@ -143,3 +143,26 @@ func versions(vs []int) map[int]bool {
 	}
 	return m
 }
+
+// Pending is what a database lacks, in version order, up to a version; a
+// version recorded with any value counts as applied.
+func TestPending(t *testing.T) {
+	t.Parallel()
+	names := func(ms []driver.Migration) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.Name)
+		}
+		return out
+	}
+	applied := map[int]string{2: "", 7: "a version this driver lacks"}
+	if got := names(driver.Pending(testMigrations, applied, 0)); !slices.Equal(got, []string{"0001_a.sql", "0003_c.sql"}) {
+		t.Errorf("pending %v; want 1 and 3", got)
+	}
+	if got := names(driver.Pending(testMigrations, applied, 2)); !slices.Equal(got, []string{"0001_a.sql"}) {
+		t.Errorf("pending through 2: %v; want 1", got)
+	}
+	if got := driver.Pending(testMigrations, map[int]bool{1: true, 2: true, 3: true}, 0); got != nil {
+		t.Errorf("pending on a current schema: %v", got)
+	}
+}
