@@ -118,10 +118,8 @@ func (m *Migrator) Validate(ctx context.Context) error {
 		return err
 	}
 	var pending []int
-	for _, mg := range all {
-		if _, ok := applied[mg.Version]; !ok {
-			pending = append(pending, mg.Version)
-		}
+	for _, mg := range driver.Pending(all, applied, 0) {
+		pending = append(pending, mg.Version)
 	}
 	if len(pending) > 0 {
 		return &SchemaOutdatedError{Driver: m.drv.Name(), Pending: pending}
@@ -163,10 +161,8 @@ func (m *Migrator) Migrate(ctx context.Context, o MigrateOptions) ([]MigrationSt
 	}
 	var plan []MigrationStep
 	if !o.Down {
-		for _, mg := range all {
-			if _, ok := applied[mg.Version]; !ok && (o.TargetVersion == 0 || mg.Version <= o.TargetVersion) {
-				plan = append(plan, MigrationStep{Version: mg.Version, Name: mg.Name, SQL: mg.Up})
-			}
+		for _, mg := range driver.Pending(all, applied, o.TargetVersion) {
+			plan = append(plan, MigrationStep{Version: mg.Version, Name: mg.Name, SQL: mg.Up})
 		}
 	} else {
 		for _, mg := range slices.Backward(all) {

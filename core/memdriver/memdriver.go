@@ -133,8 +133,7 @@ func (d *Driver) AppliedMigrations(ctx context.Context, _ driver.AppliedMigratio
 
 // ApplyMigration implements driver.Driver: there is no migration to apply.
 func (d *Driver) ApplyMigration(ctx context.Context, p driver.ApplyMigrationParams) error {
-	return &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("memdriver: no migration %d", p.Version),
-		Advice: "the in-memory driver has no schema and no migrations; there is nothing to apply"}
+	return fmt.Errorf("memdriver: %w", driver.NoMigration(nil, p.Version))
 }
 
 // CheckPrivileges implements driver.Driver: memory needs none.

@@ -846,7 +846,7 @@ func TestMigrationAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused("up 1 again", apply(1, false), "already applied")
-	refused("down 1", apply(1, true), "has no down SQL")
+	refused("down 1", apply(1, true), "has no down migration")
 	if err := apply(2, false); err != nil {
 		t.Fatal(err)
 	}

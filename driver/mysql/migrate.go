@@ -17,10 +17,9 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-// Migrate implements driver.Driver: it applies every pending migration, in
-// version order. It holds a named lock scoped to the database while it
-// checks and applies them, so processes starting at once apply each one
-// exactly once.
+// Migrate implements driver.Driver: driver.MigratePending holding a named
+// lock scoped to the database, so processes starting at once apply each
+// migration exactly once.
 func (d *Driver) Migrate(ctx context.Context) error {
 	return d.migrateTo(ctx, 0)
 }
@@ -28,16 +27,8 @@ func (d *Driver) Migrate(ctx context.Context) error {
 // migrateTo applies the pending migrations up to version last (0: all of
 // them).
 func (d *Driver) migrateTo(ctx context.Context, last int) error {
-	return d.underMigrationLock(ctx, func(conn *sql.Conn, ms []driver.Migration, applied map[int]bool) error {
-		for _, m := range ms {
-			if applied[m.Version] || (last > 0 && m.Version > last) {
-				continue
-			}
-			if err := d.runMigration(ctx, conn, m, false); err != nil {
-				return err
-			}
-		}
-		return nil
+	return d.migrating(ctx, func(s *migrationSteps, ms []driver.Migration) error {
+		return driver.MigratePending(ctx, s, driver.MigratePendingParams{Migrations: ms, Through: last})
 	})
 }
 
@@ -71,15 +62,7 @@ func (d *Driver) AppliedMigrations(ctx context.Context, _ driver.AppliedMigratio
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	var out []driver.AppliedMigration
-	err := sqldb.EachRow(ctx, d.db, `SELECT version, applied_at FROM sqlstreams_migration ORDER BY version`, nil, func(r *sql.Rows) error {
-		var m driver.AppliedMigration
-		var at time.Time
-		err := r.Scan(&m.Version, &at)
-		m.AppliedAt = utc(at)
-		out = append(out, m)
-		return err
-	})
+	out, err := sqldb.AppliedMigrations(ctx, d.db, utc)
 	if mysqlErrno(err) == errNoSuchTable {
 		return nil, nil
 	}
@@ -89,57 +72,23 @@ func (d *Driver) AppliedMigrations(ctx context.Context, _ driver.AppliedMigratio
 	return out, nil
 }
 
-// ApplyMigration implements driver.Driver. It runs under the named lock
-// Migrate holds. DDL commits on its own in MySQL, so a migration is not one
-// transaction: its statements are idempotent (or guarded by directives) and
-// its record is written after them (removed after them, going down), so
-// that one that died half-way is simply run again.
+// ApplyMigration implements driver.Driver: driver.ApplyOne under the named
+// lock Migrate holds. DDL commits on its own in MySQL, so a migration is
+// not one transaction: its statements are idempotent (or guarded by
+// directives) and its record is written after them (removed after them,
+// going down), so that one that died half-way is simply run again.
 func (d *Driver) ApplyMigration(ctx context.Context, p driver.ApplyMigrationParams) error {
-	return d.underMigrationLock(ctx, func(conn *sql.Conn, ms []driver.Migration, applied map[int]bool) error {
-		i := slices.IndexFunc(ms, func(m driver.Migration) bool { return m.Version == p.Version })
-		if i < 0 {
-			return &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("no migration %d", p.Version),
-				Advice: "list the driver's migrations with Migrations and pick one of their versions"}
-		}
-		m := ms[i]
-		refuse := func(why, advice string) error {
-			return &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("migration %s %s", m.Name, why), Advice: advice}
-		}
-		var above []int
-		for v := range applied {
-			if v > m.Version {
-				above = append(above, v)
-			}
-		}
-		slices.Sort(above)
-		later := make([]string, len(above))
-		for i, v := range above {
-			later[i] = strconv.Itoa(v)
-		}
-		switch {
-		case !p.Down && applied[m.Version]:
-			return refuse("is already applied", "nothing to do; AppliedMigrations lists what the database has")
-		case !p.Down && i > 0 && !applied[ms[i-1].Version]:
-			return refuse("needs "+ms[i-1].Name+" first, which is not applied", "apply the migrations in version order (Migrate applies every pending one)")
-		case p.Down && m.Down == "":
-			return refuse("has no down SQL", "going back from it would lose data; restore a backup instead")
-		case p.Down && !applied[m.Version]:
-			return refuse("is not applied", "nothing to undo; AppliedMigrations lists what the database has")
-		case p.Down && len(later) > 0:
-			return refuse("has later migrations applied (versions "+strings.Join(later, ", ")+")", "undo those first, the newest first")
-		}
-		return d.runMigration(ctx, conn, m, p.Down)
-	})
+	return d.migrating(ctx, func(s *migrationSteps, ms []driver.Migration) error { return driver.ApplyOne(ctx, s, ms, p) })
 }
 
-// underMigrationLock runs fn on a connection holding the database's named
-// migration lock, with the driver's migrations and the versions the
-// database has recorded. It reads the server's kind and settings first.
-func (d *Driver) underMigrationLock(ctx context.Context, fn func(conn *sql.Conn, ms []driver.Migration, applied map[int]bool) error) error {
+// migrating runs fn with the driver's migrations and the steps on a
+// connection of the driver's own, after reading the server's kind and
+// settings.
+func (d *Driver) migrating(ctx context.Context, fn func(s *migrationSteps, ms []driver.Migration) error) error {
 	if err := d.check(); err != nil {
 		return err
 	}
-	if err := d.withMigrationLock(ctx, fn); err != nil {
+	if err := d.onMigrationConn(ctx, fn); err != nil {
 		if driver.Classified(err) {
 			return fmt.Errorf("mysql %s: %w", d.where, err)
 		}
@@ -148,7 +97,7 @@ func (d *Driver) underMigrationLock(ctx context.Context, fn func(conn *sql.Conn,
 	return nil
 }
 
-func (d *Driver) withMigrationLock(ctx context.Context, fn func(conn *sql.Conn, ms []driver.Migration, applied map[int]bool) error) error {
+func (d *Driver) onMigrationConn(ctx context.Context, fn func(s *migrationSteps, ms []driver.Migration) error) error {
 	ms, err := d.Migrations()
 	if err != nil {
 		return err
@@ -175,68 +124,63 @@ func (d *Driver) withMigrationLock(ctx context.Context, fn func(conn *sql.Conn, 
 		return serverError(err)
 	}
 	d.setServer(mariadb, lockMode, incr)
-
-	if d.gal.on.Load() {
-		// GET_LOCK is node-local on Galera: a lock row instead (galera.go).
-		release, err := d.clusterMigrationLock(ctx, conn, 2*time.Minute)
-		if err != nil {
-			return err
-		}
-		defer release()
-	} else {
-		sum := sha1.Sum([]byte(dbName.String))
-		lock := "sqlstreams.migrate." + hex.EncodeToString(sum[:16])
-		var got sql.NullInt64
-		if err := conn.QueryRowContext(ctx, `SELECT GET_LOCK(?, 120)`, lock).Scan(&got); err != nil {
-			return err
-		}
-		if !got.Valid || got.Int64 != 1 {
-			return &driver.Error{Kind: driver.ErrConflict, Err: errors.New("another process has been migrating this database for 2 minutes (named lock " + lock + ")"),
-				Advice: "retry when it is done"}
-		}
-		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT RELEASE_LOCK(?)`, lock)
-	}
-
-	if _, err := conn.ExecContext(ctx, migrationTable); err != nil {
-		return err
-	}
-	applied := map[int]bool{}
-	if err := sqldb.EachRow(ctx, conn, `SELECT version FROM sqlstreams_migration`, nil, func(r *sql.Rows) error {
-		var v int
-		err := r.Scan(&v)
-		applied[v] = true
-		return err
-	}); err != nil {
-		return err
-	}
-	return fn(conn, ms, applied)
+	return fn(&migrationSteps{d: d, conn: conn, database: dbName.String}, ms)
 }
 
-// runMigration runs one migration's Up (or Down) statements and then
-// records it (or removes its record).
-func (d *Driver) runMigration(ctx context.Context, conn *sql.Conn, m driver.Migration, down bool) error {
-	body, what := m.Up, m.Name
-	if down {
-		body, what = m.Down, m.Name+" (down)"
+// migrationSteps are MySQL's driver.MigrationSteps on the connection conn
+// to database.
+type migrationSteps struct {
+	d        *Driver
+	conn     *sql.Conn
+	database string
+}
+
+// Lock takes the database's named lock, waiting up to 2 minutes; on Galera,
+// where GET_LOCK is node-local, a lock row instead (galera.go).
+func (s *migrationSteps) Lock(ctx context.Context) (func(), error) {
+	if s.d.gal.on.Load() {
+		return s.d.clusterMigrationLock(ctx, s.conn, 2*time.Minute)
 	}
+	sum := sha1.Sum([]byte(s.database))
+	lock := "sqlstreams.migrate." + hex.EncodeToString(sum[:16])
+	var got sql.NullInt64
+	if err := s.conn.QueryRowContext(ctx, `SELECT GET_LOCK(?, 120)`, lock).Scan(&got); err != nil {
+		return nil, err
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return nil, &driver.Error{Kind: driver.ErrConflict, Err: errors.New("another process has been migrating this database for 2 minutes (named lock " + lock + ")"),
+			Advice: "retry when it is done"}
+	}
+	return func() { _, _ = s.conn.ExecContext(context.WithoutCancel(ctx), `SELECT RELEASE_LOCK(?)`, lock) }, nil
+}
+
+func (s *migrationSteps) Applied(ctx context.Context) (map[int]bool, error) {
+	return sqldb.AppliedVersions(ctx, s.conn, migrationTable)
+}
+
+// Exec runs a migration file statement by statement, with its directives
+// (parseMigration).
+func (s *migrationSteps) Exec(ctx context.Context, body string) error {
 	steps, err := parseMigration(body)
 	if err != nil {
-		return fmt.Errorf("migration %s: %w", what, err)
+		return err
 	}
-	for _, s := range steps {
-		if err := d.runStep(ctx, conn, s); err != nil {
-			return fmt.Errorf("migration %s: %w", what, err)
+	for _, st := range steps {
+		if err := s.d.runStep(ctx, s.conn, st); err != nil {
+			return err
 		}
 	}
-	if down {
-		_, err = conn.ExecContext(ctx, `DELETE FROM sqlstreams_migration WHERE version = ?`, m.Version)
-	} else {
-		_, err = conn.ExecContext(ctx, `INSERT IGNORE INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, m.Version, ts(time.Now()))
-	}
-	if err != nil {
-		return fmt.Errorf("migration %s: %w", what, err)
-	}
 	return nil
+}
+
+func (s *migrationSteps) Record(ctx context.Context, version int, down bool) error {
+	var err error
+	if down {
+		_, err = s.conn.ExecContext(ctx, `DELETE FROM sqlstreams_migration WHERE version = ?`, version)
+	} else {
+		_, err = s.conn.ExecContext(ctx, `INSERT IGNORE INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, version, ts(time.Now()))
+	}
+	return err
 }
 
 var serverVersion = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)`)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"slices"
 	"strings"
 	"time"
 
@@ -41,10 +40,9 @@ func (d *Driver) Migrations() ([]driver.Migration, error) {
 	return ms, nil
 }
 
-// Migrate implements driver.Driver. Every pending migration runs, in
-// version order, in one transaction that first takes the schema's
-// transaction-level advisory lock, so processes starting at once apply each
-// migration exactly once.
+// Migrate implements driver.Driver: driver.MigratePending in one
+// transaction that first takes the schema's transaction-level advisory
+// lock, so processes starting at once apply each migration exactly once.
 func (d *Driver) Migrate(ctx context.Context) error {
 	if err := d.check(); err != nil {
 		return err
@@ -56,24 +54,14 @@ func (d *Driver) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return d.migrating(ctx, func(tx pgx.Tx, applied map[int]bool) error {
-		for _, m := range ms {
-			if applied[m.Version] {
-				continue
-			}
-			if err := runMigration(ctx, tx, m, false); err != nil {
-				return err
-			}
-		}
-		return nil
+	return d.migrating(ctx, func(s migrationSteps) error {
+		return driver.MigratePending(ctx, s, driver.MigratePendingParams{Migrations: ms})
 	})
 }
 
-// ApplyMigration implements driver.Driver. It runs one migration's Up (or
-// Down, removing its record) under the lock Migrate takes, in one
-// transaction: a failure leaves the schema as it was. It refuses, with
-// ErrDatabase, an Up already applied or whose predecessor is not, and a Down
-// that is not applied or that the migration does not have.
+// ApplyMigration implements driver.Driver: driver.ApplyOne under the lock
+// Migrate takes, in one transaction, so a failure leaves the schema as it
+// was.
 func (d *Driver) ApplyMigration(ctx context.Context, p driver.ApplyMigrationParams) error {
 	if err := d.check(); err != nil {
 		return err
@@ -82,47 +70,13 @@ func (d *Driver) ApplyMigration(ctx context.Context, p driver.ApplyMigrationPara
 	if err != nil {
 		return err
 	}
-	i := -1
-	for j, m := range ms {
-		if m.Version == p.Version {
-			i = j
-		}
-	}
-	if i < 0 {
-		return refuse(fmt.Sprintf("Migrations lists the versions this driver has (1 to %d)", ms[len(ms)-1].Version),
-			"there is no migration %d", p.Version)
-	}
-	m := ms[i]
-	if p.Down && m.Down == "" {
-		return refuse("going back over it would lose data; restore a backup taken before it was applied instead",
-			"migration %s has no down migration", m.Name)
-	}
-	return d.migrating(ctx, func(tx pgx.Tx, applied map[int]bool) error {
-		switch {
-		case !p.Down && applied[m.Version]:
-			return refuse("nothing to do; AppliedMigrations lists what the database has", "migration %s is already applied", m.Name)
-		case !p.Down && i > 0 && !applied[ms[i-1].Version]:
-			return refuse(fmt.Sprintf("apply migration %d first (migrations go up in version order), or run Migrate for every pending one", ms[i-1].Version),
-				"migration %s needs migration %s, which is not applied", m.Name, ms[i-1].Name)
-		case p.Down && !applied[m.Version]:
-			return refuse("nothing to undo; AppliedMigrations lists what the database has", "migration %s is not applied", m.Name)
-		case p.Down && slices.ContainsFunc(ms[i+1:], func(later driver.Migration) bool { return applied[later.Version] }):
-			return refuse("undo the later migrations first (migrations go down newest first)", "migration %s has later migrations applied", m.Name)
-		}
-		return runMigration(ctx, tx, m, p.Down)
-	})
+	return d.migrating(ctx, func(s migrationSteps) error { return driver.ApplyOne(ctx, s, ms, p) })
 }
 
-// refuse is an ApplyMigration refusal.
-func refuse(advice, format string, args ...any) error {
-	return &driver.Error{Kind: driver.ErrDatabase, Advice: advice, Err: fmt.Errorf("postgres: "+format, args...)}
-}
-
-// migrating runs fn in one transaction of the driver's own that holds the
-// schema's migration lock, with the table of migration records in place
-// and applied holding the versions it records. It then knows the
-// notification channel prefix.
-func (d *Driver) migrating(ctx context.Context, fn func(tx pgx.Tx, applied map[int]bool) error) error {
+// migrating runs fn in one transaction of the driver's own, on the first
+// schema of the search_path, and then knows the notification channel
+// prefix. A refusal of fn's is the driver's.
+func (d *Driver) migrating(ctx context.Context, fn func(migrationSteps) error) error {
 	var schema, database string
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT current_database(), COALESCE(current_schema(), '')`).Scan(&database, &schema); err != nil {
@@ -131,25 +85,11 @@ func (d *Driver) migrating(ctx context.Context, fn func(tx pgx.Tx, applied map[i
 		if schema == "" {
 			return noSchema(ctx, tx)
 		}
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))`, migrationLock+schema); err != nil {
-			return err
+		err := fn(migrationSteps{tx: tx, schema: schema})
+		if driver.Classified(err) {
+			err = fmt.Errorf("postgres: %w", err) // a refusal; wrap names the rest
 		}
-		if _, err := tx.Exec(ctx, migrationTable); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, `SELECT version FROM sqlstreams_migration`)
-		if err != nil {
-			return err
-		}
-		versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-		if err != nil {
-			return err
-		}
-		applied := map[int]bool{}
-		for _, v := range versions {
-			applied[int(v)] = true
-		}
-		return fn(tx, applied)
+		return err
 	})
 	if err != nil {
 		return err
@@ -162,22 +102,49 @@ func (d *Driver) migrating(ctx context.Context, fn func(tx pgx.Tx, applied map[i
 	return nil
 }
 
-// runMigration runs a migration's Up and records it, or its Down and
-// removes its record, in the migration transaction tx.
-func runMigration(ctx context.Context, tx pgx.Tx, m driver.Migration, down bool) error {
-	sql, what := m.Up, m.Name
-	if down {
-		sql, what = m.Down, strings.TrimSuffix(m.Name, ".sql")+".down.sql"
+// migrationSteps are PostgreSQL's driver.MigrationSteps in the migration
+// transaction tx.
+type migrationSteps struct {
+	tx     pgx.Tx
+	schema string
+}
+
+// Lock takes the schema's transaction-level advisory lock: the
+// transaction's end releases it.
+func (s migrationSteps) Lock(ctx context.Context) (func(), error) {
+	_, err := s.tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))`, migrationLock+s.schema)
+	return func() {}, err
+}
+
+func (s migrationSteps) Applied(ctx context.Context) (map[int]bool, error) {
+	if _, err := s.tx.Exec(ctx, migrationTable); err != nil {
+		return nil, err
 	}
-	// The simple protocol runs the file's statements as they are written.
-	if _, err := tx.Conn().PgConn().Exec(ctx, sql).ReadAll(); err != nil {
-		return fmt.Errorf("migration %s: %w", what, err)
+	rows, err := s.tx.Query(ctx, `SELECT version FROM sqlstreams_migration`)
+	if err != nil {
+		return nil, err
 	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	applied := map[int]bool{}
+	for _, v := range versions {
+		applied[int(v)] = true
+	}
+	return applied, err
+}
+
+// Exec runs the file's statements as they are written, in the simple
+// protocol.
+func (s migrationSteps) Exec(ctx context.Context, sql string) error {
+	_, err := s.tx.Conn().PgConn().Exec(ctx, sql).ReadAll()
+	return err
+}
+
+func (s migrationSteps) Record(ctx context.Context, version int, down bool) error {
 	var err error
 	if down {
-		_, err = tx.Exec(ctx, `DELETE FROM sqlstreams_migration WHERE version = $1::integer`, m.Version)
+		_, err = s.tx.Exec(ctx, `DELETE FROM sqlstreams_migration WHERE version = $1::integer`, version)
 	} else {
-		_, err = tx.Exec(ctx, `INSERT INTO sqlstreams_migration (version, applied_at) VALUES ($1::integer, $2::timestamptz)`, m.Version, ts(time.Now()))
+		_, err = s.tx.Exec(ctx, `INSERT INTO sqlstreams_migration (version, applied_at) VALUES ($1::integer, $2::timestamptz)`, version, ts(time.Now()))
 	}
 	return err
 }

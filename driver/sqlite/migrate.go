@@ -14,20 +14,13 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Migrate implements driver.Driver: every pending migration, in version
-// order, each in its own immediate transaction, so processes starting at
-// once apply each exactly once.
+// Migrate implements driver.Driver: driver.MigratePending in one immediate
+// transaction, so processes starting at once apply each migration exactly
+// once.
 func (d *Driver) Migrate(ctx context.Context) error {
-	ms, err := d.Migrations()
-	if err != nil {
-		return err
-	}
-	for _, m := range ms {
-		if err := d.apply(ctx, m, false, true); err != nil {
-			return err
-		}
-	}
-	return nil
+	return d.migrating(ctx, func(s migrationSteps, ms []driver.Migration) error {
+		return driver.MigratePending(ctx, s, driver.MigratePendingParams{Migrations: ms})
+	})
 }
 
 // Migrations implements driver.Driver.
@@ -54,81 +47,54 @@ func (d *Driver) AppliedMigrations(ctx context.Context, _ driver.AppliedMigratio
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sqlstreams_migration')`).Scan(&exists); err != nil || !exists {
 			return err
 		}
-		return sqldb.EachRow(ctx, tx, `SELECT version, applied_at FROM sqlstreams_migration ORDER BY version`, nil, func(r *sql.Rows) error {
-			var m driver.AppliedMigration
-			var at int64
-			err := r.Scan(&m.Version, &at)
-			m.AppliedAt = fromMicros(at)
-			out = append(out, m)
-			return err
-		})
+		var err error
+		out, err = sqldb.AppliedMigrations(ctx, tx, fromMicros)
+		return err
 	})
 	return out, err
 }
 
-// ApplyMigration implements driver.Driver.
+// ApplyMigration implements driver.Driver: driver.ApplyOne in one
+// immediate transaction.
 func (d *Driver) ApplyMigration(ctx context.Context, p driver.ApplyMigrationParams) error {
+	return d.migrating(ctx, func(s migrationSteps, ms []driver.Migration) error { return driver.ApplyOne(ctx, s, ms, p) })
+}
+
+// migrating runs fn with the driver's migrations in a write transaction:
+// SQLite's single writer is the migration lock.
+func (d *Driver) migrating(ctx context.Context, fn func(s migrationSteps, ms []driver.Migration) error) error {
 	ms, err := d.Migrations()
 	if err != nil {
 		return err
 	}
-	for _, m := range ms {
-		if m.Version == p.Version {
-			return d.apply(ctx, m, p.Down, false)
-		}
-	}
-	return &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("sqlite: no migration %d", p.Version),
-		Advice: "list the driver's migrations with Migrations and pick one of their versions"}
-}
-
-// apply runs one migration up or down in an immediate transaction that
-// first checks what the database has: pending-only (Migrate) skips a
-// migration already applied; otherwise the step must make sense.
-func (d *Driver) apply(ctx context.Context, m driver.Migration, down, pendingOnly bool) error {
-	if err := d.check(); err != nil {
-		return err
-	}
-	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, migrationTable); err != nil {
-			return err
-		}
-		var applied, before, after int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE version = ?), count(*) FILTER (WHERE version = ? - 1), count(*) FILTER (WHERE version > ?)
-			FROM sqlstreams_migration`, m.Version, m.Version, m.Version).Scan(&applied, &before, &after); err != nil {
-			return err
-		}
-		refuse := func(why, advice string) error {
-			return &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("migration %s %s", m.Name, why), Advice: advice}
-		}
-		switch {
-		case pendingOnly && applied > 0:
-			return nil
-		case !down && applied > 0:
-			return refuse("is already applied", "nothing to do")
-		case !down && m.Version > 1 && before == 0:
-			return refuse("needs the migration before it", "apply the migrations in version order")
-		case down && applied == 0:
-			return refuse("is not applied", "nothing to undo")
-		case down && after > 0:
-			return refuse("has later migrations applied", "undo the later migrations first")
-		case down && m.Down == "":
-			return refuse("has no down step", "going back from it would lose data; restore a backup instead")
-		}
-		if down {
-			if _, err := tx.ExecContext(ctx, m.Down); err != nil {
-				return err
-			}
-			_, err := tx.ExecContext(ctx, `DELETE FROM sqlstreams_migration WHERE version = ?`, m.Version)
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, m.Up); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, m.Version, micros(time.Now()))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("sqlite %s: migration %s: %w", d.path, m.Name, err)
+	if err := d.inTx(ctx, nil, func(tx *sql.Tx) error { return fn(migrationSteps{tx}, ms) }); err != nil {
+		return fmt.Errorf("sqlite %s: %w", d.path, err)
 	}
 	return nil
+}
+
+// migrationSteps are SQLite's driver.MigrationSteps in the write
+// transaction tx.
+type migrationSteps struct{ tx *sql.Tx }
+
+// Lock has nothing to do: the transaction holds the database's one writer.
+func (migrationSteps) Lock(context.Context) (func(), error) { return func() {}, nil }
+
+func (s migrationSteps) Applied(ctx context.Context) (map[int]bool, error) {
+	return sqldb.AppliedVersions(ctx, s.tx, migrationTable)
+}
+
+func (s migrationSteps) Exec(ctx context.Context, sql string) error {
+	_, err := s.tx.ExecContext(ctx, sql)
+	return err
+}
+
+func (s migrationSteps) Record(ctx context.Context, version int, down bool) error {
+	var err error
+	if down {
+		_, err = s.tx.ExecContext(ctx, `DELETE FROM sqlstreams_migration WHERE version = ?`, version)
+	} else {
+		_, err = s.tx.ExecContext(ctx, `INSERT INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, version, micros(time.Now()))
+	}
+	return err
 }
