@@ -242,9 +242,15 @@ type usualClaim struct {
 	locked  *lockedCursor // the cursor it locked, if any
 	pending bool          // exceptions are due
 	ahead   *window       // the rows past where the group's last claim left its cursor
-	plan    driver.ClaimPlan
-	visited []int32 // the partitions whose cursors it locked
-	out     claimOutcome
+	// asked: the first round trip asks whether cursors other than the one
+	// it locks have rows past them (queueRowsElsewhere, on a stream of
+	// several partitions, for a claim that may take fewer rows than its
+	// Limit); alone: none had, so reading the locked partition to its end
+	// ends the claim.
+	asked, alone bool
+	plan         driver.ClaimPlan
+	visited      []int32 // the partitions whose cursors it locked
+	out          claimOutcome
 }
 
 // claimUsual runs a claim's transaction: its first round trip begins it
@@ -299,6 +305,9 @@ func (u *usualClaim) queueFirst(b *pgx.Batch) {
 		u.ahead = &window{versions: s.ahead.versions}
 		u.ahead.queue(b, p, s.ahead.partition, s.ahead.position)
 	}
+	if u.asked = u.rows && !s.hot && p.Limit > 0 && p.Stream.Partitions > 1; u.asked {
+		queueRowsElsewhere(b, p)
+	}
 }
 
 // readFirst reads the results of what queueFirst queued.
@@ -332,6 +341,11 @@ func (u *usualClaim) readFirst(br pgx.BatchResults) error {
 	}
 	if u.ahead != nil {
 		if err := u.ahead.read(br); err != nil {
+			return err
+		}
+	}
+	if u.asked {
+		if u.alone, err = readRowsElsewhere(br); err != nil {
 			return err
 		}
 	}

@@ -36,7 +36,7 @@ type partitionClaim struct {
 // window read ahead (scanPartition).
 func (u *usualClaim) claimPartition(ctx context.Context, t *claimTxn, c lockedCursor, ahead *window) (partitionClaim, error) {
 	limit := u.p.Limit - len(u.out.res.Deliveries)
-	only := u.p.Stream.Partitions == 1
+	only := u.p.Stream.Partitions == 1 || u.alone // no other cursor had rows
 	out := partitionClaim{cursor: c.position}
 	scanned := 0
 	for len(out.taken) < limit && scanned < driver.MaxClaimScan {

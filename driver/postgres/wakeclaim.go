@@ -3,6 +3,7 @@ package postgres
 import (
 	"sync"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
@@ -56,4 +57,32 @@ func (w *wakeNotes) woken(stream int64, group string) (bool, busyState) {
 // leftAt notes where a claim of the group left the cursor it took rows from.
 func (w *wakeNotes) leftAt(stream int64, group string, at busyState) {
 	w.left.Set(stream, group, at)
+}
+
+// A claim of a stream of several partitions that takes fewer rows than its
+// Limit from the cursor it locked first goes on to lock the next cursor
+// with rows past it, and finds none when the new rows were all in that one
+// partition, as they are when an idle consumer is woken for one append:
+// the record, a lock that finds nothing and the COMMIT, two round trips
+// more than on a stream of one partition. So the first round trip of a
+// claim that is not hot (its last claim did not take its Limit) also asks
+// whether any other cursor of the group has rows past it (rowsElsewhere);
+// when none has, the record of the locked partition's rows ends the claim
+// with its COMMIT, as on a stream of one partition. The answer is a read,
+// after the lock, of what was committed then: rows that commit later in
+// another partition are left to the next claim, which their notification
+// (or the poll) brings, as rows that commit after a claim's last lock are.
+// A cursor that another claim holds counts as one with rows.
+func queueRowsElsewhere(b *pgx.Batch, p driver.ClaimParams) {
+	b.Queue(`SELECT count(*) > 1 FROM group_cursor c WHERE c.stream_id = $1::bigint AND c.group_name = $2::text
+		AND COALESCE((SELECT TRUE FROM `+logTable(p.Stream.ID)+` m WHERE m.partition = c.partition AND m.id > c.position LIMIT 1), FALSE)`,
+		p.Stream.ID, p.Group)
+}
+
+// readRowsElsewhere reads queueRowsElsewhere's answer: alone, no cursor
+// but the one locked has rows past it.
+func readRowsElsewhere(br pgx.BatchResults) (alone bool, err error) {
+	var elsewhere bool
+	err = br.QueryRow().Scan(&elsewhere)
+	return !elsewhere, err
 }
