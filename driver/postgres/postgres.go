@@ -170,14 +170,17 @@
 //
 // Appends wake consumers with a NOTIFY on a channel derived from the schema
 // and stream id. The driver's own appends carry it, debounced to one per
-// stream per 5ms with a trailing one after a burst, sent once the burst's
-// last append has committed (PostgreSQL serializes the commits of notifying
-// transactions of a database). A ProduceTx transaction carries none, so
-// that committers do not queue behind each other's NOTIFY: the append
-// reports the transaction's id, and the driver sends one NOTIFY per stream,
-// from a transaction of its own, once pg_xact_status says that transactions
-// which produced to it have committed (checked a millisecond after the first,
-// then every 5ms while any is open; PostgreSQL 13 or later). The driver keeps one LISTEN connection per
+// stream per 5ms (the first of a quiet spell at once) with a trailing one
+// after a burst, sent once the burst's last append has committed
+// (PostgreSQL serializes the commits of notifying transactions of a
+// database). A ProduceTx transaction carries none, so that committers do
+// not queue behind each other's NOTIFY: the append reports the
+// transaction's id, and the driver sends one NOTIFY per stream, from a
+// transaction of its own, once pg_xact_status says that transactions which
+// produced to it have committed (checked a millisecond after the first of
+// an idle spell, then at intervals doubling up to 5ms while any is open;
+// PostgreSQL 13 or later). A NOTIFY sent from a transaction of its own
+// commits without waiting for the WAL flush: it is only a hint. The driver keeps one LISTEN connection per
 // process for all consumers and forwards notifications as hints,
 // coalescing a burst into one wake-up. Consumers keep polling, so a lost notification or a
 // lost listener connection only costs latency. The listener reconnects by
