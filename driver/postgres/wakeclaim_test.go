@@ -16,12 +16,13 @@ import (
 // A claim that follows a notification for its stream (an idle consumer
 // woken by another client's append) skips the probe and reads the rows past
 // where the group's last claim left its cursor in its first round trip: two
-// round trips, the first beginning the transaction, the second ending it,
-// also on a stream of several partitions, where the first also finds that
-// no other cursor has rows (queueRowsElsewhere) so that the record of the
-// woken rows ends the claim instead of a lock that finds nothing. A claim
-// with no notification since the group's last claim stays one probe when
-// nothing is new.
+// round trips, the first beginning the transaction, the second ending it.
+// Also on a stream of several partitions, with the new row in another
+// partition than the last claim's: the first reads the rows past every
+// cursor (queueWindows) and finds that no other cursor has rows
+// (queueRowsElsewhere), so that the record of the woken rows ends the claim
+// instead of a lock that finds nothing. A claim with no notification since
+// the group's last claim stays one probe when nothing is new.
 func TestWokenClaimInTwoRoundTrips(t *testing.T) {
 	t.Parallel()
 	for _, mode := range execModes {
@@ -70,9 +71,9 @@ func TestWokenClaimInTwoRoundTrips(t *testing.T) {
 						}
 					}
 				}
-				produce := func() int64 {
+				produce := func(part int) int64 {
 					t.Helper()
-					row := driver.AppendRow{SchemaVersion: 1, Payload: []byte(`{}`), ProducedAt: f.now}
+					row := driver.AppendRow{Partition: part, SchemaVersion: 1, Payload: []byte(`{}`), ProducedAt: f.now}
 					got, err := other.Append(tctx(t), driver.AppendParams{Stream: f.stream, Rows: []driver.AppendRow{row}})
 					if err != nil {
 						t.Fatal(err)
@@ -83,14 +84,16 @@ func TestWokenClaimInTwoRoundTrips(t *testing.T) {
 				if res, _ := f.claim("g", "h", 10, f.now, time.Minute); len(res.Deliveries) != 0 {
 					t.Fatalf("the claim of an empty stream took %v", ids(res.Deliveries))
 				}
-				first := produce()
+				first := produce(0)
 				awaitWakes(2)
 				if res, _ := f.claim("g", "h", 10, f.now, time.Minute); !slices.Equal(ids(res.Deliveries), []int64{first}) {
 					t.Fatalf("the claim after the first append took %v; want [%d]", ids(res.Deliveries), first)
 				}
 				var want []int64
 				if woken {
-					want = []int64{produce()}
+					// Not where the claim before left a cursor, on a stream
+					// of several partitions (queueWindows).
+					want = []int64{produce(c.partitions - 1)}
 					awaitWakes(3)
 				}
 				tr.take()
@@ -107,6 +110,17 @@ func TestWokenClaimInTwoRoundTrips(t *testing.T) {
 				}
 				if len(sent) != 2 || firstWord(sent[0][0]) != "begin" || firstWord(sent[1][len(sent[1])-1]) != "commit" {
 					t.Errorf("the woken claim sent %q; want two batches, from BEGIN to COMMIT", sent)
+				}
+				if c.partitions > 1 {
+					// Rows in two partitions: the woken claim takes both.
+					want := []int64{produce(1), produce(2)}
+					awaitWakes(4)
+					res, _ := f.claim("g", "h", 10, f.now, time.Minute)
+					got := ids(res.Deliveries)
+					slices.Sort(got)
+					if !slices.Equal(got, want) {
+						t.Errorf("the woken claim of rows in two partitions took %v; want %v", got, want)
+					}
 				}
 			})
 		}
