@@ -89,8 +89,10 @@
 // rows still there) is one round trip from BEGIN to COMMIT. A claim that
 // follows a notification for its stream (an idle consumer woken) skips the
 // probe too, and its first round trip reads the rows past where the group's
-// last claim here left its cursor: two round trips from the wake-up to the
-// commit, where the probe and a read of their own made four. A
+// last claim here left its cursor (on a stream of up to 16 partitions, past
+// every cursor) and whether any cursor but the one it locks has rows: two
+// round trips from the wake-up to the commit on any stream, where the probe
+// and a read of their own made four. A
 // claim carrying acks (ClaimParams.Acks, Consumer.AckAndClaim) skips the
 // probe as well and resolves them in that first round trip, before the
 // statements that read, so that they commit with the claim: one commit per
