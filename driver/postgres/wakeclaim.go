@@ -66,7 +66,7 @@ func (w *wakeNotes) leftAt(stream int64, group string, at busyState) {
 // the record, a lock that finds nothing and the COMMIT, two round trips
 // more than on a stream of one partition. So the first round trip of a
 // claim that is not hot (its last claim did not take its Limit) also asks
-// whether any other cursor of the group has rows past it (rowsElsewhere);
+// whether any other cursor of the group has rows past it;
 // when none has, the record of the locked partition's rows ends the claim
 // with its COMMIT, as on a stream of one partition. The answer is a read,
 // after the lock, of what was committed then: rows that commit later in
