@@ -18,7 +18,7 @@ import (
 // next claim (its window) and Ack (the batch written) may use; readOn
 // completes a claim whose transaction ended early. The statements that
 // record what a claim took go out with the COMMIT when they end it (it has
-// its Limit, or read to the end of the only partition).
+// its Limit, or read to the end of the only partition with rows).
 func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimResult, error) {
 	if err := d.check(); err != nil {
 		return driver.ClaimResult{}, err
@@ -242,9 +242,19 @@ type usualClaim struct {
 	locked  *lockedCursor // the cursor it locked, if any
 	pending bool          // exceptions are due
 	ahead   *window       // the rows past where the group's last claim left its cursor
-	plan    driver.ClaimPlan
-	visited []int32 // the partitions whose cursors it locked
-	out     claimOutcome
+	// windows: the rows past every cursor, by partition, read by a woken
+	// claim of a stream of several partitions (queueWindows); the window of
+	// the cursor it locked becomes ahead.
+	windows map[int32]*window
+	// asked: the first round trip asks whether cursors other than the one
+	// it locks have rows past them (queueRowsElsewhere, on a stream of
+	// several partitions, for a claim that may take fewer rows than its
+	// Limit); alone: none had, so reading the locked partition to its end
+	// ends the claim.
+	asked, alone bool
+	plan         driver.ClaimPlan
+	visited      []int32 // the partitions whose cursors it locked
+	out          claimOutcome
 }
 
 // claimUsual runs a claim's transaction: its first round trip begins it
@@ -292,12 +302,22 @@ func (u *usualClaim) queueFirst(b *pgx.Batch) {
 		b.Queue(`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
 			AND e.state <> 'dead' AND e.due_at <= $3::timestamptz)`, p.Stream.ID, p.Group, ts(p.Now))
 	}
-	if u.rows && s.readAhead && s.ahead.ok && !p.Ordered {
+	switch {
+	case !u.rows || !s.readAhead || !s.ahead.ok || p.Ordered:
+	case !s.hot && p.Stream.Partitions > 1 && p.Stream.Partitions <= wokenWindowsMax:
+		// Woken: the rows past every cursor (wakeclaim.go), read after
+		// the lock as below.
+		u.windows = map[int32]*window{}
+		queueWindows(b, p, s.ahead.versions)
+	default:
 		// Read after the lock (a snapshot that sees what the lock's holder
 		// did), and used when this claim locks that cursor again, at that
 		// position, reading the same versions (nextCursor).
 		u.ahead = &window{versions: s.ahead.versions}
 		u.ahead.queue(b, p, s.ahead.partition, s.ahead.position)
+	}
+	if u.asked = u.rows && !s.hot && p.Limit > 0 && p.Stream.Partitions > 1; u.asked {
+		queueRowsElsewhere(b, p)
 	}
 }
 
@@ -335,8 +355,22 @@ func (u *usualClaim) readFirst(br pgx.BatchResults) error {
 			return err
 		}
 	}
+	if u.windows != nil {
+		if u.windows, err = readWindows(br, u.p, u.s.ahead.versions); err != nil {
+			return err
+		}
+	}
+	if u.asked {
+		if u.alone, err = readRowsElsewhere(br); err != nil {
+			return err
+		}
+	}
 	if ok {
 		u.locked = &locked
+		if w := u.windows[locked.partition]; w != nil {
+			// Read under this lock, as u.ahead is (nextCursor checks it).
+			u.ahead = w
+		}
 	} else {
 		u.rows = false // every partition with rows is being claimed
 	}

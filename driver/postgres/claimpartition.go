@@ -30,13 +30,14 @@ type partitionClaim struct {
 // is still short of limit, does it look further.
 //
 // When its last write ends the claim (it takes what the claim lacks, or
-// reads to the end of the only partition), that write carries the COMMIT:
+// reads to the end of the only partition with rows, usualClaim.alone),
+// that write carries the COMMIT:
 // one round trip less. short then says the record passed over rows and the
 // claim should read on, in a transaction of its own. ahead is a first
 // window read ahead (scanPartition).
 func (u *usualClaim) claimPartition(ctx context.Context, t *claimTxn, c lockedCursor, ahead *window) (partitionClaim, error) {
 	limit := u.p.Limit - len(u.out.res.Deliveries)
-	only := u.p.Stream.Partitions == 1
+	only := u.p.Stream.Partitions == 1 || u.alone // no other cursor had rows
 	out := partitionClaim{cursor: c.position}
 	scanned := 0
 	for len(out.taken) < limit && scanned < driver.MaxClaimScan {
@@ -130,10 +131,18 @@ func (s *partitionScan) inspect(win []scannedRow) (full, stop bool) {
 // argument. Payloads are read only for rows at the group's versions: other
 // rows are passed over without their payload leaving the database.
 func scanQuery(p driver.ClaimParams, versions []int) (string, []any) {
-	vf, vargs := versionFilter("m.schema_version", versions, 4)
-	return `SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank,
-		CASE WHEN ` + vf + ` THEN m.payload END, m.headers, m.produced_at, ` + vf + `, ` + rowIsHead(p.Stream) + `
+	cols, vargs := scanColumns(p, versions)
+	return `SELECT ` + cols + `
 		FROM ` + logTable(p.Stream.ID) + ` m WHERE m.partition = $1::integer AND m.id > $2::bigint ORDER BY m.id LIMIT $3::integer`, vargs
+}
+
+// scanColumns is the select list of a window's read of log rows m (what
+// scanRow reads, then whether the row is at the versions, whether it is its
+// key's head), with its version filter's argument, $4.
+func scanColumns(p driver.ClaimParams, versions []int) (string, []any) {
+	vf, vargs := versionFilter("m.schema_version", versions, 4)
+	return `m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank,
+		CASE WHEN ` + vf + ` THEN m.payload END, m.headers, m.produced_at, ` + vf + `, ` + rowIsHead(p.Stream), vargs
 }
 
 // scannedRow is a row of a window, with whether it is at the group's

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -32,4 +33,15 @@ func Channel(d *Driver, streamID int64) string { return d.channel(streamID) }
 // for plan tests.
 func LockCursorQuery(stream driver.StreamConfig, group string) (string, []any) {
 	return lockCursor(driver.ClaimParams{Stream: stream, Group: group}, []int32{}, 0)
+}
+
+// Debounce makes the appends to the stream in the next two seconds fall
+// inside the debounce interval, as if one were carrying a NOTIFY then:
+// they carry none, and the trailing NOTIFY follows at the interval's end,
+// two seconds and notifyEvery from now.
+func Debounce(d *Driver, streamID int64) {
+	s := d.notifyState(streamID)
+	s.mu.Lock()
+	s.last = time.Now().Add(2 * time.Second)
+	s.mu.Unlock()
 }

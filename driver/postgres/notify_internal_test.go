@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -50,5 +51,21 @@ func TestTrailingNotifyWaitsForCommit(t *testing.T) {
 	}
 	if (&Driver{}).notifyNow(stream) {
 		t.Error("a driver WithoutNotify carried a NOTIFY")
+	}
+}
+
+// The checks of ProduceTx transactions after an idle spell come at
+// intervals that double from txWakeFirst up to notifyEvery: a transaction
+// that commits soon after producing is seen soon, and a steady flow is
+// checked every notifyEvery.
+func TestTxWakeChecksDouble(t *testing.T) {
+	t.Parallel()
+	var got []time.Duration
+	for d := txWakeFirst; len(got) < 6; d = txWakeAfter(d) {
+		got = append(got, d)
+	}
+	want := []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond, notifyEvery, notifyEvery, notifyEvery}
+	if !slices.Equal(got, want) {
+		t.Errorf("intervals %v; want %v", got, want)
 	}
 }

@@ -89,8 +89,10 @@
 // rows still there) is one round trip from BEGIN to COMMIT. A claim that
 // follows a notification for its stream (an idle consumer woken) skips the
 // probe too, and its first round trip reads the rows past where the group's
-// last claim here left its cursor: two round trips from the wake-up to the
-// commit, where the probe and a read of their own made four. A
+// last claim here left its cursor (on a stream of up to 16 partitions, past
+// every cursor) and whether any cursor but the one it locks has rows: two
+// round trips from the wake-up to the commit on any stream, where the probe
+// and a read of their own made four. A
 // claim carrying acks (ClaimParams.Acks, Consumer.AckAndClaim) skips the
 // probe as well and resolves them in that first round trip, before the
 // statements that read, so that they commit with the claim: one commit per
@@ -170,14 +172,17 @@
 //
 // Appends wake consumers with a NOTIFY on a channel derived from the schema
 // and stream id. The driver's own appends carry it, debounced to one per
-// stream per 5ms with a trailing one after a burst, sent once the burst's
-// last append has committed (PostgreSQL serializes the commits of notifying
-// transactions of a database). A ProduceTx transaction carries none, so
-// that committers do not queue behind each other's NOTIFY: the append
-// reports the transaction's id, and the driver sends one NOTIFY per stream,
-// from a transaction of its own, once pg_xact_status says that transactions
-// which produced to it have committed (checked a millisecond after the first,
-// then every 5ms while any is open; PostgreSQL 13 or later). The driver keeps one LISTEN connection per
+// stream per 5ms (the first of a quiet spell at once) with a trailing one
+// after a burst, sent once the burst's last append has committed
+// (PostgreSQL serializes the commits of notifying transactions of a
+// database). A ProduceTx transaction carries none, so that committers do
+// not queue behind each other's NOTIFY: the append reports the
+// transaction's id, and the driver sends one NOTIFY per stream, from a
+// transaction of its own, once pg_xact_status says that transactions which
+// produced to it have committed (checked a millisecond after the first of
+// an idle spell, then at intervals doubling up to 5ms while any is open;
+// PostgreSQL 13 or later). A NOTIFY sent from a transaction of its own
+// commits without waiting for the WAL flush: it is only a hint. The driver keeps one LISTEN connection per
 // process for all consumers and forwards notifications as hints,
 // coalescing a burst into one wake-up. Consumers keep polling, so a lost notification or a
 // lost listener connection only costs latency. The listener reconnects by

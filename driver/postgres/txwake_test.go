@@ -185,3 +185,31 @@ func TestCloseStopsTxWakes(t *testing.T) {
 		t.Fatal("the checker of ProduceTx transactions outlived Close")
 	}
 }
+
+// An append inside the debounce interval carries no NOTIFY; the trailing
+// NOTIFY that follows its commit, from a transaction of its own that does
+// not wait for the WAL flush (notifyAlone), reaches a listener.
+func TestTrailingNotifyArrives(t *testing.T) {
+	t.Parallel()
+	for _, mode := range execModes {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, 1, mode.opts...)
+			lis, err := pgx.Connect(tctx(t), f.ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lis.Close(context.Background())
+			if _, err := lis.Exec(tctx(t), `LISTEN `+pgx.Identifier{postgres.Channel(f.drv, f.stream.ID)}.Sanitize()); err != nil {
+				t.Fatal(err)
+			}
+			postgres.Debounce(f.drv, f.stream.ID)
+			f.appendN(0, 1)
+			ctx, cancel := context.WithTimeout(tctx(t), 30*time.Second)
+			defer cancel()
+			if _, err := lis.WaitForNotification(ctx); err != nil {
+				t.Fatalf("no trailing NOTIFY within 30s of a debounced append: %v", err)
+			}
+		})
+	}
+}
