@@ -92,8 +92,10 @@ func testOutcomeAcked(t *testing.T, c *sqlstreams.Client) {
 	p := producer[EventV1](t, c, stream)
 	ids := produceV1(t, p, 4)
 	// Pull: acked deliveries do not come back, also after their lease would
-	// have expired.
-	pull := consumer[EventV1](t, c, stream, "pull", fastRetry(sqlstreams.ConsumerOptions{LeaseDuration: 200 * time.Millisecond}))
+	// have expired. The lease is long enough for the acks to land on a
+	// loaded machine; the claim after it has lapsed for certain.
+	const lease = time.Second
+	pull := consumer[EventV1](t, c, stream, "pull", fastRetry(sqlstreams.ConsumerOptions{LeaseDuration: lease}))
 	ds, err := pull.Claim(ctx(t), 10)
 	if err != nil || !equalIDs(idsOf(ds), ids) {
 		t.Fatalf("claimed %v (err %v), want %v", idsOf(ds), err, ids)
@@ -107,20 +109,26 @@ func testOutcomeAcked(t *testing.T, c *sqlstreams.Client) {
 	if err := ds[0].Ack(ctx(t)); !errors.Is(err, sqlstreams.ErrAlreadySettled) {
 		t.Errorf("second Ack of one delivery: err %v, want ErrAlreadySettled", err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	if g := groupAt(t, health(t, c, stream), 1, "pull"); g.Unresolved != 0 || g.Unread != 0 {
+		t.Errorf("health after the pull's acks: %+v; want every row resolved", g)
+	}
+	time.Sleep(lease + 100*time.Millisecond)
 	if again, err := pull.Claim(ctx(t), 10); err != nil || len(again) != 0 {
 		t.Errorf("acked deliveries came back: %v (err %v)", idsOf(again), err)
 	}
 
-	// Run: a nil return resolves; each row is handled exactly once.
+	// Run: a nil return resolves; each row is handled exactly once. The
+	// lease outlasts any stall of a loaded machine (a lapsed lease hands a
+	// row out again, as it should); Health after Run shows every row
+	// resolved, not held, so none can come back.
 	var rec recorder
-	run := consumer[EventV1](t, c, stream, "run", fastRetry(sqlstreams.ConsumerOptions{LeaseDuration: 200 * time.Millisecond, Concurrency: 2}))
+	run := consumer[EventV1](t, c, stream, "run", fastRetry(sqlstreams.ConsumerOptions{Concurrency: 2}))
 	stop := runFor(t, run, func(_ context.Context, d sqlstreams.Delivery[EventV1]) error {
 		rec.add(d)
 		return nil
 	})
 	eventually(t, 30*time.Second, "Run to handle every row", func() bool { return rec.count() >= len(ids) })
-	time.Sleep(400 * time.Millisecond) // two lease lengths, many polls
+	time.Sleep(100 * time.Millisecond) // polls that would find a row not resolved
 	stop()
 	for _, id := range ids {
 		if calls := rec.of(id); len(calls) != 1 || calls[0].attempt != 1 {
