@@ -62,8 +62,8 @@ type Batch struct {
 	Versions     []int   // each member's version, with Leases.Versions; else nil
 }
 
-// Member reports whether id is still held by the batch.
-func (b Batch) Member(id int64) bool {
+// member reports whether id is still held by the batch.
+func (b Batch) member(id int64) bool {
 	_, ok := slices.BinarySearch(b.IDs, id)
 	return ok
 }
@@ -219,9 +219,9 @@ func (l Leases) Explode(ctx context.Context, q Querier, streamID int64, held []B
 	return deleteBatches(ctx, q, streamID, held)
 }
 
-// ExplodeWhere explodes the stream's batches matching cond (with args),
+// explodeWhere explodes the stream's batches matching cond (with args),
 // locked with l.Lock.
-func (l Leases) ExplodeWhere(ctx context.Context, q Querier, streamID int64, cond string, args ...any) error {
+func (l Leases) explodeWhere(ctx context.Context, q Querier, streamID int64, cond string, args ...any) error {
 	held, err := l.Batches(ctx, q, streamID, cond, args, l.Lock)
 	if err != nil {
 		return err

@@ -124,7 +124,7 @@ func Leased(p driver.FailParams) []driver.Lease {
 // rest.
 func (l Leases) ReleaseClaim(ctx context.Context, q Querier, p driver.ReleaseParams) error {
 	now := l.Time(p.Now)
-	if err := l.ExplodeWhere(ctx, q, p.StreamID, "group_name = ? AND lease_token = ?", p.Group, p.ClaimToken); err != nil {
+	if err := l.explodeWhere(ctx, q, p.StreamID, "group_name = ? AND lease_token = ?", p.Group, p.ClaimToken); err != nil {
 		return err
 	}
 	_, err := q.ExecContext(ctx, ReleaseStmt+` WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND state = 'leased'`,
@@ -240,7 +240,7 @@ func namedMembers(held []Batch, leases []driver.Lease, members bool) (named []ma
 	named = make([]map[int64]bool, len(held))
 	rest = make([]driver.Lease, 0, len(leases))
 	for _, l := range leases {
-		k := slices.IndexFunc(byToken[l.Token], func(i int) bool { return held[i].Member(l.ID) })
+		k := slices.IndexFunc(byToken[l.Token], func(i int) bool { return held[i].member(l.ID) })
 		if k < 0 || members {
 			rest = append(rest, l)
 		}
