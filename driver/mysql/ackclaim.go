@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // claimAcking is Claim with acks (ClaimParams.Acks): one transaction of the
@@ -53,7 +54,7 @@ func (d *Driver) claimAcking(ctx context.Context, p driver.ClaimParams) (driver.
 		// what the acks did only after COMMIT; after a COMMIT of unknown
 		// outcome it cannot know.
 		if errors.Is(err, driver.ErrOutcomeUnknown) {
-			d.batches.forget(p.Stream.ID, p.Group, tokensOf(p.Acks)...)
+			d.batches.forget(p.Stream.ID, p.Group, sqldb.Tokens(p.Acks)...)
 		}
 		return driver.ClaimResult{}, err
 	}
@@ -83,7 +84,7 @@ type ackedIn struct {
 // remember, MySQL) takes the locking path: the leases' batches locked,
 // then their exception rows.
 func (d *Driver) ackIn(ctx context.Context, tx querier, streamID int64, group string, leases []driver.Lease) (ackedIn, error) {
-	op := ackOp(ctx, streamID, group)
+	op := ackOp(streamID, group)
 	forget := func() { d.forgetTokens(streamID, group, leases) }
 	if cs, ok := d.casSettle(op, leases); ok {
 		n, err := cs.run(ctx, tx)
@@ -130,17 +131,17 @@ func (d *Driver) ackIn(ctx context.Context, tx querier, streamID int64, group st
 	return ackLockedIn(ctx, tx, op, leases, rest, changed, commit)
 }
 
-// ackLockedIn acks rest, of leases, on the locking path (settleLockedIn) in
+// ackLockedIn acks rest, of ls, on the locking path (leaseWrites.SettleIn) in
 // tx, after the leases already marked in changed; commit is what the cache
 // learns once tx commits.
-func ackLockedIn(ctx context.Context, tx querier, op settleOp, leases, rest []driver.Lease, changed map[int64]bool, commit func()) (ackedIn, error) {
+func ackLockedIn(ctx context.Context, tx querier, op sqldb.Settle, ls, rest []driver.Lease, changed map[int64]bool, commit func()) (ackedIn, error) {
 	if changed == nil {
-		changed = make(map[int64]bool, len(leases))
+		changed = make(map[int64]bool, len(ls))
 	}
 	if len(rest) > 0 {
-		if err := settleLockedIn(ctx, tx, op, rest, changed); err != nil {
+		if err := leaseWrites.SettleIn(ctx, tx, op, rest, changed); err != nil {
 			return ackedIn{}, err
 		}
 	}
-	return ackedIn{lost: driver.Lost(leases, changed), commit: commit}, nil
+	return ackedIn{lost: driver.Lost(ls, changed), commit: commit}, nil
 }

@@ -122,7 +122,7 @@ func (c *batchCache) whole(stream int64, group string, leases []driver.Lease) ([
 // none is left), an extension naming every remaining member moves its
 // lease. It reports false when that does not apply or the batch is not as
 // expected; then nothing changed, and the caller takes the locking path.
-func (d *Driver) fastSettle(ctx context.Context, op settleOp, leases []driver.Lease) (bool, error) {
+func (d *Driver) fastSettle(ctx context.Context, op sqldb.Settle, leases []driver.Lease) (bool, error) {
 	cs, ok := d.casSettle(op, leases)
 	if !ok {
 		return false, nil
@@ -134,14 +134,14 @@ func (d *Driver) fastSettle(ctx context.Context, op settleOp, leases []driver.Le
 		return err
 	}
 	if err := d.autocommit(ctx, run); err != nil {
-		d.batches.forget(op.streamID, op.group, cs.b.token)
+		d.batches.forget(op.StreamID, op.Group, cs.b.token)
 		return false, err
 	}
 	if n != 1 {
-		d.batches.forget(op.streamID, op.group, cs.b.token)
+		d.batches.forget(op.StreamID, op.Group, cs.b.token)
 		return false, nil
 	}
-	d.batches.settled(op.streamID, cs.b.batchRef, cs.b.ids, cs.remaining)
+	d.batches.settled(op.StreamID, cs.b.batchRef, cs.b.ids, cs.remaining)
 	return true, nil
 }
 
@@ -161,35 +161,35 @@ func (c casStmt) run(ctx context.Context, q querier) (int64, error) {
 }
 
 // casSettle builds fastSettle's statement, when it applies.
-func (d *Driver) casSettle(op settleOp, leases []driver.Lease) (casStmt, bool) {
-	mode := op.mode
-	if mode == settleMaterialize {
+func (d *Driver) casSettle(op sqldb.Settle, leases []driver.Lease) (casStmt, bool) {
+	mode := op.Mode
+	if mode == sqldb.SettleMaterialize {
 		return casStmt{}, false
 	}
-	b, named, ok := d.batches.one(op.streamID, op.group, leases)
-	if !ok || (mode == settleExtend && named != len(b.ids)) {
+	b, named, ok := d.batches.one(op.StreamID, op.Group, leases)
+	if !ok || (mode == sqldb.SettleExtend && named != len(b.ids)) {
 		return casStmt{}, false
 	}
 	gone := make(map[int64]bool, len(leases))
 	for _, l := range leases {
 		gone[l.ID] = true
 	}
-	remaining := remainingAfter(b.ids, gone)
-	if mode == settleExtend {
+	remaining := slices.DeleteFunc(slices.Clone(b.ids), func(id int64) bool { return gone[id] })
+	if mode == sqldb.SettleExtend {
 		remaining = b.ids
 	}
 	pk := " WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ? AND ids = ?"
 	var stmt string
 	var args []any
 	switch {
-	case mode == settleExtend:
-		stmt, args = "UPDATE delivery_batch SET lease_until = ?, created_at = ?"+pk, []any{op.until, op.now}
+	case mode == sqldb.SettleExtend:
+		stmt, args = "UPDATE delivery_batch SET lease_until = ?, created_at = ?"+pk, []any{op.Until, op.Now}
 	case len(remaining) == 0:
 		stmt = "DELETE FROM delivery_batch" + pk
 	default:
 		stmt, args = "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?"+pk, []any{sqldb.EncodeInts(remaining), remaining[0], remaining[len(remaining)-1]}
 	}
-	args = append(args, op.streamID, op.group, b.token, b.part, sqldb.EncodeInts(b.ids))
+	args = append(args, op.StreamID, op.Group, b.token, b.part, sqldb.EncodeInts(b.ids))
 	return casStmt{b: b, remaining: remaining, stmt: stmt, args: args}, true
 }
 

@@ -5,9 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
@@ -29,14 +27,8 @@ func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, er
 			if err != nil || !stream.Compacted {
 				return err
 			}
-			var victims []driver.RetainCandidate
-			if err := sqldb.EachRow(ctx, tx, "SELECT m.id, m.`partition`, m.schema_version FROM "+logTable(p.StreamID)+" m WHERE NOT "+headExpr(stream)+" ORDER BY m.id LIMIT ?",
-				[]any{p.Limit}, func(r *sql.Rows) error {
-					var v driver.RetainCandidate
-					err := r.Scan(&v.ID, &v.Partition, &v.Version)
-					victims = append(victims, v)
-					return err
-				}); err != nil {
+			victims, err := sqldb.CompactVictims(ctx, tx, logTable(p.StreamID), headExpr(stream), p.Limit)
+			if err != nil {
 				return err
 			}
 			removed = int64(len(victims))
@@ -179,114 +171,53 @@ func (d *Driver) leaseWaitError(streamID int64, what string, err error) error {
 // Retain implements driver.Driver. Soft limits remove a row only when every
 // group's cursor in its partition has passed it and no group holds an
 // exception for it; hard limits remove it regardless and count, per group,
-// the rows removed before the group resolved them.
+// the rows removed before the group resolved them. The steps
+// (sqldb.Retention) lock the stream first, then (hard limits) the groups
+// and their cursors, so that the count of unread rows is exact (claims
+// take cursors with SKIP LOCKED and pass these over meanwhile), then the
+// batches among the victims, the rows last.
 func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.RetainResult, error) {
 	var res driver.RetainResult
 	err := d.withLog(ctx, req.StreamID, func() error {
 		return d.inTx(ctx, nil, func(tx querier) error {
 			var err error
-			res, err = driver.RetainPass(ctx, req, retention{d, tx})
+			res, err = driver.RetainPass(ctx, req, sqldb.Retention{
+				Q: tx, Table: logTable, Time: leaseWrites.Time,
+				Span: func(table string) string {
+					return `SELECT (SELECT id FROM ` + table + ` ORDER BY id LIMIT 1), (SELECT id FROM ` + table + ` ORDER BY id DESC LIMIT 1)`
+				},
+				ReadStream: func(ctx context.Context, streamID int64) (driver.StreamConfig, error) {
+					return lockStream(ctx, tx, streamID)
+				},
+				Groups: func(ctx context.Context, stream driver.StreamConfig) ([]driver.GroupStats, error) {
+					return d.loadGroups(ctx, tx, stream, true)
+				},
+				Materialize: func(ctx context.Context, streamID int64, victims []driver.RetainCandidate) error {
+					return d.materializeOverlapping(ctx, tx, streamID, victims)
+				},
+				// Removing a head races with appends moving it: on a
+				// compacted stream deleteRows takes every partition, in the
+				// order appends take them, so the two cannot deadlock.
+				Delete: func(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate) error {
+					return d.deleteRows(ctx, tx, stream, victims, stream.Compacted)
+				},
+			})
 			return err
 		})
 	})
 	return res, err
 }
 
-// retention is Retain's statements (driver.RetainSteps): the stream is
-// locked first, then (hard limits) the groups and their cursors, so that
-// the count of unread rows is exact (claims take cursors with SKIP LOCKED
-// and pass these over meanwhile), then the batches among the victims, the
-// rows last.
-type retention struct {
-	d  *Driver
-	tx querier
-}
-
-func (r retention) Stream(ctx context.Context, streamID int64) (driver.StreamConfig, error) {
-	return lockStream(ctx, r.tx, streamID)
-}
-
-func (r retention) Probe(ctx context.Context, stream driver.StreamConfig) driver.RetentionProbe {
-	table := logTable(stream.ID)
-	return sqldb.Probe(ctx, r.tx, driver.RetentionStatements{
-		Span:       `SELECT (SELECT id FROM ` + table + ` ORDER BY id LIMIT 1), (SELECT id FROM ` + table + ` ORDER BY id DESC LIMIT 1)`,
-		FirstYoung: `SELECT id FROM ` + table + ` WHERE produced_at >= ? ORDER BY id LIMIT 1`,
-		NthNewest:  `SELECT id FROM ` + table + ` ORDER BY id DESC LIMIT 1 OFFSET ?`,
-		At:         func(t time.Time) any { return ts(t) },
-	})
-}
-
-func (r retention) Victims(ctx context.Context, stream driver.StreamConfig, bound int64, limit int) ([]driver.RetainCandidate, error) {
-	where := `m.id < ?`
-	if sid := strconv.FormatInt(stream.ID, 10); !stream.Retention.Hard {
-		where += " AND NOT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = " + sid + " AND c.`partition` = m.`partition` AND c.position < m.id)" +
-			" AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = " + sid + " AND e.msg_id = m.id)" +
-			// Nor a row at or above any batch's lowest member: batch
-			// members are leased exceptions (one snapshot sees a batch or
-			// the rows materialized from it).
-			" AND m.id < COALESCE((SELECT MIN(b.first_id) FROM delivery_batch b WHERE b.stream_id = " + sid + "), m.id + 1)"
-	}
-	return sqldb.Collect(ctx, r.tx, "SELECT m.id, m.`partition`, m.schema_version, m.routing_key FROM "+logTable(stream.ID)+" m WHERE "+where+" ORDER BY m.id LIMIT ?",
-		[]any{bound, limit}, driver.ScanRetainCandidate)
-}
-
-func (r retention) Unread(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate) ([]driver.GroupStats, driver.Held, error) {
-	groups, err := r.d.loadGroups(ctx, r.tx, stream, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	// Batch members among the victims become exception rows, which count
-	// as held and go with their rows.
-	if err := r.d.materializeOverlapping(ctx, r.tx, stream.ID, victims); err != nil {
-		return nil, nil, err
-	}
-	held := driver.Held{}
-	return groups, held, sqldb.EachRow(ctx, r.tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = ? AND msg_id BETWEEN ? AND ?`,
-		[]any{stream.ID, victims[0].ID, victims[len(victims)-1].ID}, func(rs *sql.Rows) error { return held.Scan(rs) })
-}
-
-func (r retention) Remove(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate, removedUnread map[string]int64) error {
-	if err := sqldb.AddRemovedUnread(ctx, r.tx, `UPDATE consumer_group SET removed_unread = removed_unread + ? WHERE stream_id = ? AND name = ?`,
-		stream.ID, removedUnread); err != nil {
-		return err
-	}
-	// Removing a head races with appends moving it: on a compacted stream
-	// deleteRows takes every partition, in the order appends take them, so
-	// the two cannot deadlock.
-	return r.d.deleteRows(ctx, r.tx, stream, victims, stream.Compacted)
-}
-
 // materializeOverlapping writes back as exception rows the members of the
 // stream's batches that are among the victims, and removes them from their
-// batches, before the rows are removed: the exception rows then go with
-// them (hard retention counts them as held, not unread), and the holders'
-// settles find those leases lost, as they find removed exception rows. Only
-// the batches whose id range overlaps the victims' are locked and read.
+// batches, before the rows are removed (sqldb.Leases.MaterializeRemoved).
+// Only the batches whose id range overlaps the victims' are locked and
+// read, each wait bounded.
 func (d *Driver) materializeOverlapping(ctx context.Context, tx querier, streamID int64, victims []driver.RetainCandidate) error {
-	if len(victims) == 0 {
-		return nil
-	}
-	gone := make(map[int64]bool, len(victims))
-	lo, hi := victims[0].ID, victims[0].ID
-	for _, v := range victims {
-		lo, hi = min(lo, v.ID), max(hi, v.ID)
-		gone[v.ID] = true
-	}
-	held, err := lockBatches(ctx, tx, streamID, "first_id <= ? AND last_id >= ?", []any{hi, lo}, " FOR UPDATE"+d.waitClause())
+	ids := driver.RetainIDs(victims)
+	held, err := leaseWrites.Overlapping(ctx, tx, streamID, ids, " FOR UPDATE"+d.waitClause())
 	if err != nil {
 		return d.leaseWaitError(streamID, "lock batches of rows removed", err)
 	}
-	w := batchWrites{op: settleOp{streamID: streamID, mode: settleMaterialize}}
-	for _, b := range held {
-		named := map[int64]bool{}
-		for _, id := range b.ids {
-			if gone[id] {
-				named[id] = true
-			}
-		}
-		if len(named) > 0 {
-			w.materializeLater(b, named)
-		}
-	}
-	return w.finish(ctx, tx)
+	return leaseWrites.MaterializeRemoved(ctx, tx, streamID, held, ids)
 }
