@@ -72,8 +72,8 @@ func (d *Driver) Subscribe(ctx context.Context, p driver.SubscribeParams) error 
 }
 
 // watchMarks reads the stream's marks until ctx ends, waking w's
-// subscribers whenever they moved. Reads start a period apart, however long
-// each took. A failed read is tried again after a backoff (the wake-ups are
+// subscribers whenever they moved. Reads start a period apart, or further
+// when one took over half of it. A failed read is tried again after a backoff (the wake-ups are
 // hints, and the consumers keep polling); it ends only when the driver
 // closed.
 func (d *Driver) watchMarks(ctx context.Context, w *watch) error {
@@ -104,7 +104,11 @@ func (d *Driver) watchMarks(ctx context.Context, w *watch) error {
 		for _, wake := range watching.observe(w, mark) {
 			wake()
 		}
-		t.Reset(period - time.Since(start))
+		// A read that took longer than half the period (a server
+		// overloaded) is followed by as long a pause: the watch never keeps
+		// a statement in flight more than half the time.
+		took := time.Since(start)
+		t.Reset(max(period-took, took))
 	}
 }
 
