@@ -69,7 +69,7 @@ func (c *Consumer[T]) Run(ctx context.Context, handle Handler[T]) error {
 	var background sync.WaitGroup
 	if n, ok := c.client.drv.(driver.Notifier); ok {
 		background.Go(func() {
-			if err := n.Subscribe(bgCtx, driver.SubscribeParams{StreamID: c.stream.ID, Wake: w.poke}); err != nil && bgCtx.Err() == nil {
+			if err := n.Subscribe(bgCtx, driver.SubscribeParams{StreamID: c.stream.ID, Wake: w.poke, PollInterval: c.opts.PollInterval}); err != nil && bgCtx.Err() == nil {
 				c.client.logger.Warn("sqlstreams: wake-up subscription ended; polling only", "stream", c.stream.Name, "error", err)
 			}
 		})

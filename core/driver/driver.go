@@ -196,6 +196,11 @@ type Notifier interface {
 type SubscribeParams struct {
 	StreamID int64
 	Wake     func()
+	// PollInterval is how often the subscriber polls anyway (the consumer's
+	// PollInterval; zero when unknown). A driver that must itself poll to
+	// see appends (MySQL) reads a few times per interval, so that its
+	// wake-ups come sooner than the poll at a cost in proportion to it.
+	PollInterval time.Duration
 }
 
 // Tx is a transaction owned by the caller, adapted by the driver that created
