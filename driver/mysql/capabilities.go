@@ -22,7 +22,8 @@ var ErrUnsupportedServer = errors.New("the server lacks a capability sqlstreams 
 //   - SKIP LOCKED that skips rows another transaction locked: consumers of
 //     a group spread over partitions.
 //   - GET_LOCK: Migrate's lock (node-local on Galera; see galera.go).
-//   - no LISTEN/NOTIFY: consumers of this driver always poll.
+//   - no LISTEN/NOTIFY: the driver watches a subscribed stream's newest id
+//     instead (notify.go), and consumers poll as well.
 //
 // DDL is never transactional on these engines; the driver does not need it
 // (see the package documentation).

@@ -338,6 +338,9 @@ type Driver struct {
 	// next notes, per group, the partition whose new rows filled the
 	// driver's last claim of it (claimHot).
 	next driver.NextClaim[driver.Streak]
+	// watching are the readers of each subscribed stream's newest id that
+	// wake its consumers (notify.go).
+	watching watches
 
 	// Test hooks, set before Migrate.
 	forceReadBack    bool // always read new ids back
@@ -418,7 +421,9 @@ func (d *Driver) Name() string { return driverName }
 
 // Capabilities implements driver.Driver.
 func (d *Driver) Capabilities() driver.Capabilities {
-	return driver.Capabilities{}
+	// Notify: Subscribe wakes consumers when another process appends
+	// (notify.go), as NOTIFY does on PostgreSQL.
+	return driver.Capabilities{Notify: true}
 }
 
 // Close implements driver.Driver.

@@ -61,8 +61,8 @@ func (d *Driver) Subscribe(ctx context.Context, p driver.SubscribeParams) error 
 	if err := d.check(); err != nil {
 		return err
 	}
-	w, s := watching.join(watchKey{d: d, stream: p.StreamID}, p)
-	defer watching.leave(w, s)
+	w, s := d.watching.join(watchKey{stream: p.StreamID}, p)
+	defer d.watching.leave(w, s)
 	select {
 	case <-ctx.Done():
 		return nil
@@ -88,7 +88,7 @@ func (d *Driver) watchMarks(ctx context.Context, w *watch) error {
 		}
 		start := time.Now()
 		mark, err := d.marks(ctx, w.key.stream)
-		period := watching.period(w)
+		period := d.watching.period(w)
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -101,7 +101,7 @@ func (d *Driver) watchMarks(ctx context.Context, w *watch) error {
 			continue
 		}
 		fails = 0
-		for _, wake := range watching.observe(w, mark) {
+		for _, wake := range d.watching.observe(w, mark) {
 			wake()
 		}
 		// A read that took longer than half the period (a server
@@ -123,10 +123,8 @@ func (d *Driver) marks(ctx context.Context, streamID int64) (int64, error) {
 	return top, err
 }
 
-// watchKey names what one reader watches: a stream, through one driver (one
-// client's pool).
+// watchKey names what one reader of a driver watches: a stream.
 type watchKey struct {
-	d      *Driver
 	stream int64
 }
 
@@ -147,16 +145,12 @@ type subscriber struct {
 	lead chan struct{}
 }
 
-// watches is the process's readers, by driver and stream. It lives beside
-// the driver rather than in it so that a reader's bookkeeping is all here;
-// a watch is removed with its last subscriber, so it holds only drivers
-// with subscriptions running.
+// watches are a driver's readers, by stream. A watch is removed with its
+// last subscriber, so it holds only streams with subscriptions running.
 type watches struct {
 	mu sync.Mutex
 	m  map[watchKey]*watch
 }
-
-var watching = watches{m: map[watchKey]*watch{}}
 
 // join adds a subscriber to the watch of key, creating it. The first
 // subscriber of a watch, or the first after its reader left, is told to
@@ -169,6 +163,9 @@ func (ws *watches) join(key watchKey, p driver.SubscribeParams) (*watch, *subscr
 	s := &subscriber{wake: p.Wake, period: min(max(poll/watchesPerPoll, minWatchPeriod), maxWatchPeriod), lead: make(chan struct{}, 1)}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
+	if ws.m == nil {
+		ws.m = map[watchKey]*watch{}
+	}
 	w := ws.m[key]
 	if w == nil {
 		w = &watch{key: key, subs: map[*subscriber]struct{}{}}
