@@ -14,7 +14,8 @@ import (
 // leased exception rows, one per row, that a claim would otherwise write
 // (same token, partition, holder, attempt 1, due_at = lease_until). The
 // fast paths act on the batch itself: an ack removes members from ids, an
-// extension naming every remaining member moves lease_until. Everything
+// extension naming at least half of the remaining members moves lease_until
+// and materializes the rest. Everything
 // else first materializes the members it names (writes their leased
 // exception rows and removes them from the batch) and then runs the
 // per-delivery SQL unchanged, which also serves every delivery with an

@@ -10,8 +10,9 @@ import (
 // A batch lease (delivery_batch, migration 0007) is how the main claim
 // leases what it takes from one partition: one record standing for the
 // leased exception rows of its members, all with the same token, holder,
-// attempt 1 and expiry. Paths other than a bulk ack or an extension of the
-// whole batch first materialize the members they name, writing exactly
+// attempt 1 and expiry. Paths other than a bulk ack or an extension naming at
+// least half of the remaining members (which moves the batch's expiry and
+// materializes the rest) first materialize the members they name, writing exactly
 // those exception rows ("rows of their own") and taking the ids out of the
 // batch, and then run the SQL on rows of their own, which also settles rows
 // an older member leased one by one. A member has no exception row, and

@@ -91,7 +91,7 @@ func claimIn(ctx context.Context, tx cachedTx, p driver.ClaimParams, work claimW
 	if len(p.Acks) > 0 {
 		// First, so that what they resolve is claimable (an ordered
 		// partition they free) and commits with the claim.
-		acked, err := settleIn(ctx, tx, settlement{streamID: p.Stream.ID, group: p.Group, leases: p.Acks, op: settleAck}, byStatement(ackStmt))
+		acked, err := settleIn(ctx, tx, settlement{streamID: p.Stream.ID, group: p.Group, leases: p.Acks, mode: settleAck}, byStatement(ackStmt))
 		if err != nil {
 			return err
 		}

@@ -67,6 +67,9 @@ func (d *Driver) migrating(ctx context.Context, fn func(s migrationSteps, ms []d
 	if err != nil {
 		return err
 	}
+	if err := d.check(); err != nil {
+		return err // names the file already
+	}
 	if err := d.inTx(ctx, nil, func(tx *sql.Tx) error { return fn(migrationSteps{tx}, ms) }); err != nil {
 		return fmt.Errorf("sqlite %s: %w", d.path, err)
 	}

@@ -35,7 +35,7 @@ type settlement struct {
 	streamID   int64
 	group      string
 	leases     []driver.Lease
-	op         sqldb.SettleMode
+	mode       sqldb.SettleMode
 	until, now int64
 }
 
@@ -72,7 +72,7 @@ func (d *Driver) settle(ctx context.Context, callerTx driver.Tx, s settlement, a
 // then the rows of their own.
 func settleIn(ctx context.Context, tx querier, s settlement, apply sqldb.Apply) (driver.SettleResult, error) {
 	changed := map[int64]bool{}
-	op := sqldb.Settle{StreamID: s.streamID, Group: s.group, Mode: s.op, Until: s.until, Now: s.now, Apply: apply}
+	op := sqldb.Settle{StreamID: s.streamID, Group: s.group, Mode: s.mode, Until: s.until, Now: s.now, Apply: apply}
 	if err := leaseWrites.SettleIn(ctx, tx, op, s.leases, changed); err != nil {
 		return driver.SettleResult{}, err
 	}
@@ -81,12 +81,12 @@ func settleIn(ctx context.Context, tx querier, s settlement, apply sqldb.Apply) 
 
 // Ack implements driver.Driver.
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	return d.settle(ctx, p.Tx, settlement{streamID: p.StreamID, group: p.Group, leases: p.Leases, op: settleAck}, byStatement(ackStmt))
+	return d.settle(ctx, p.Tx, settlement{streamID: p.StreamID, group: p.Group, leases: p.Leases, mode: settleAck}, byStatement(ackStmt))
 }
 
 // Fail implements driver.Driver. All failures run in one transaction.
 func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleResult, error) {
-	s := settlement{streamID: p.StreamID, group: p.Group, leases: sqldb.Leased(p), op: sqldb.SettleMaterialize}
+	s := settlement{streamID: p.StreamID, group: p.Group, leases: sqldb.Leased(p), mode: sqldb.SettleMaterialize}
 	return d.settle(ctx, p.Tx, s, leaseWrites.Fail(p))
 }
 
@@ -100,7 +100,7 @@ func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.Se
 		return driver.SettleResult{}, d.inTx(ctx, nil, func(tx *sql.Tx) error { return leaseWrites.ReleaseClaim(ctx, tx, p) })
 	}
 	now := micros(p.Now)
-	s := settlement{streamID: p.StreamID, group: p.Group, leases: p.Leases, op: sqldb.SettleMaterialize}
+	s := settlement{streamID: p.StreamID, group: p.Group, leases: p.Leases, mode: sqldb.SettleMaterialize}
 	return d.settle(ctx, nil, s, byStatement(sqldb.ReleaseStmt, now, now))
 }
 
@@ -118,7 +118,7 @@ func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.Sett
 			return err
 		}
 		now := time.Now().UTC()
-		s := settlement{streamID: p.StreamID, group: p.Group, leases: p.Leases, op: sqldb.SettleExtend,
+		s := settlement{streamID: p.StreamID, group: p.Group, leases: p.Leases, mode: sqldb.SettleExtend,
 			until: micros(p.Until.Add(max(now.Sub(p.Now), 0))), now: micros(now)}
 		var err error
 		res, err = settleIn(ctx, tx, s, byStatement(sqldb.ExtendStmt, s.until, s.now))

@@ -55,7 +55,7 @@ var store = sqldb.Store[int64]{
 }
 
 // writing runs fn in a write transaction (inTx), reading in a read
-// transaction (readTx): the runners sqldb.In takes.
+// transaction (readTx): the scopes (sqldb.Scope) sqldb.In takes.
 func (d *Driver) writing(ctx context.Context, fn func(querier) error) error {
 	return d.inTx(ctx, nil, func(tx *sql.Tx) error { return fn(tx) })
 }

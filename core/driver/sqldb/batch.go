@@ -172,9 +172,9 @@ func (l Leases) materialize(ctx context.Context, q Querier, streamID int64, ms [
 	return nil
 }
 
-// store writes back what is left of a locked batch b: its members, or no
+// writeBack writes back what is left of a locked batch b: its members, or no
 // record when none is left.
-func (l Leases) store(ctx context.Context, q Querier, streamID int64, b Batch, set string, args ...any) error {
+func (l Leases) writeBack(ctx context.Context, q Querier, streamID int64, b Batch, set string, args ...any) error {
 	if len(b.IDs) == 0 && set == "" {
 		return deleteBatches(ctx, q, streamID, []Batch{b})
 	}

@@ -1,8 +1,8 @@
 package sqldb
 
 import (
+	"cmp"
 	"context"
-	"errors"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -49,7 +49,8 @@ func (o onQuerier) Exec(ctx context.Context, query string, args ...any) (int64, 
 // eachRowOn runs query on r and calls fn for each row until done reports
 // true, stopping at fn's first error; it also reports an error closing
 // the rows, which a driver may otherwise not see (a lost connection after
-// the last row).
+// the last row). It reports one error, the read's before the close's:
+// pgx reports a failed read from Close too, and a user would read it twice.
 func eachRowOn(ctx context.Context, r Runner, query string, args []any, done func() bool, fn func(Rows) error) error {
 	rows, err := r.Query(ctx, query, args...)
 	if err != nil {
@@ -61,7 +62,8 @@ func eachRowOn(ctx context.Context, r Runner, query string, args []any, done fun
 			return err
 		}
 	}
-	return errors.Join(rows.Err(), rows.Close())
+	closed := rows.Close()
+	return cmp.Or(rows.Err(), closed)
 }
 
 // collectOn runs query on r and returns each row as scan reads it.

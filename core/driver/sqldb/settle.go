@@ -294,7 +294,7 @@ func (w *batchWrites) settle(ctx context.Context, q Querier, b Batch, named map[
 func (w *batchWrites) ack(ctx context.Context, q Querier, b Batch, named map[int64]bool) error {
 	if len(named) == len(b.IDs) {
 		w.emptied = append(w.emptied, b)
-	} else if err := w.l.store(ctx, q, w.op.StreamID, b.keeping(func(id int64) bool { return !named[id] }), ""); err != nil {
+	} else if err := w.l.writeBack(ctx, q, w.op.StreamID, b.keeping(func(id int64) bool { return !named[id] }), ""); err != nil {
 		return err
 	}
 	for id := range named {
@@ -311,7 +311,7 @@ func (w *batchWrites) extend(ctx context.Context, q Querier, b Batch, named map[
 	if len(named) == len(b.IDs) {
 		_, err = q.ExecContext(ctx, "UPDATE delivery_batch SET lease_until = ?, created_at = ?"+batchKey, op.Until, op.Now, op.StreamID, b.Group, b.Token, b.Part)
 	} else if err = w.l.materialize(ctx, q, op.StreamID, []materialization{{b: b, ids: b.keeping(func(id int64) bool { return !named[id] }).IDs}}); err == nil {
-		err = w.l.store(ctx, q, op.StreamID, b.keeping(func(id int64) bool { return named[id] }), ", lease_until = ?, created_at = ?", op.Until, op.Now)
+		err = w.l.writeBack(ctx, q, op.StreamID, b.keeping(func(id int64) bool { return named[id] }), ", lease_until = ?, created_at = ?", op.Until, op.Now)
 	}
 	if err != nil {
 		return err
@@ -349,7 +349,7 @@ func (w *batchWrites) finish(ctx context.Context, q Querier) error {
 		return err
 	}
 	for _, b := range w.shrunk {
-		if err := w.l.store(ctx, q, w.op.StreamID, b, ""); err != nil {
+		if err := w.l.writeBack(ctx, q, w.op.StreamID, b, ""); err != nil {
 			return err
 		}
 	}
