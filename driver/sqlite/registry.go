@@ -51,16 +51,11 @@ func onReader[T any](d *Driver, read func(sqldb.Runner) (T, error)) (T, error) {
 // withTx runs fn in a transaction: the writer's (write set) or a read
 // transaction, which sees one snapshot.
 func withTx[T any](ctx context.Context, d *Driver, write bool, fn func(sqldb.Runner) (T, error)) (T, error) {
-	var out T
-	run := func(tx *sql.Tx) error {
-		var err error
-		out, err = fn(sqldb.On(tx))
-		return err
-	}
+	scope := d.reading
 	if write {
-		return out, d.inTx(ctx, nil, run)
+		scope = d.writing
 	}
-	return out, d.readTx(ctx, run)
+	return sqldb.Within(ctx, scope, func(tx querier) (T, error) { return fn(sqldb.On(tx)) })
 }
 
 // RegistrySettings implements driver.Registry.

@@ -60,9 +60,15 @@ type Scope func(ctx context.Context, fn func(Querier) error) error
 
 // In runs op with p in run and returns op's value from the last run.
 func In[P, V any](ctx context.Context, run Scope, op func(context.Context, Querier, P) (V, error), p P) (V, error) {
+	return Within(ctx, run, func(q Querier) (V, error) { return op(ctx, q, p) })
+}
+
+// Within runs fn in run and returns fn's value from the last run (a scope
+// may run fn again after a deadlock).
+func Within[V any](ctx context.Context, run Scope, fn func(Querier) (V, error)) (V, error) {
 	var v V
 	err := run(ctx, func(q Querier) (err error) {
-		v, err = op(ctx, q, p)
+		v, err = fn(q)
 		return err
 	})
 	return v, err
