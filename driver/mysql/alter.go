@@ -56,7 +56,7 @@ func (d *Driver) lockAltered(ctx context.Context, tx querier, streamID int64) (d
 // (sqldb.StoreAltered), with the generation of every partition row and the
 // rows of new partitions.
 func storeAltered(ctx context.Context, tx querier, stored, next driver.StreamConfig) error {
-	return sqldb.StoreAltered(ctx, tx, stored, next, func() error {
+	return sqldb.StoreAltered(ctx, sqldb.On(tx), stored, next, func() error {
 		if _, err := tx.ExecContext(ctx, `UPDATE stream_partition SET generation = ? WHERE stream_id = ?`, next.Generation, next.ID); err != nil {
 			return err
 		}

@@ -10,15 +10,15 @@ import (
 // RecordClient implements driver.ClientDirectory: one statement that
 // commits on its own.
 func (d *Driver) RecordClient(ctx context.Context, p driver.RecordClientParams) error {
-	return d.autocommit(ctx, func(q querier) error { return store.RecordClient(ctx, q, p) })
+	return d.autocommit(ctx, func(q querier) error { return store.RecordClient(ctx, sqldb.On(q), p) })
 }
 
 // ListClients implements driver.ClientDirectory.
 func (d *Driver) ListClients(ctx context.Context, p driver.ListClientsParams) ([]driver.ClientRecord, error) {
-	return sqldb.In(ctx, d.read, store.ListClients, p)
+	return sqldb.In(ctx, sqldb.Over(d.read), store.ListClients, p)
 }
 
 // PruneClients implements driver.ClientDirectory.
 func (d *Driver) PruneClients(ctx context.Context, p driver.PruneClientsParams) (int64, error) {
-	return sqldb.In(ctx, d.autocommit, store.PruneClients, p)
+	return sqldb.In(ctx, sqldb.Over(d.autocommit), store.PruneClients, p)
 }

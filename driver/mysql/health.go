@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // Health implements driver.Driver (store.Health): the figures in a
@@ -16,5 +17,5 @@ func (d *Driver) Health(ctx context.Context, p driver.HealthParams) (driver.Heal
 			return d.withLog(ctx, p.StreamID, func() error { return d.ownTx(ctx, snapshot, fn) })
 		}
 	}
-	return store.Health(ctx, p, healing(true), healing(false), " FOR UPDATE")
+	return store.Health(ctx, p, sqldb.Over(healing(true)), sqldb.Over(healing(false)), " FOR UPDATE")
 }

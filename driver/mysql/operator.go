@@ -16,7 +16,7 @@ import (
 // it moves, then sets the positions. Exceptions are not touched.
 func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) error {
 	return d.inTx(ctx, nil, func(tx querier) error {
-		return sqldb.SetCursors(ctx, tx, p, sqldb.CursorSteps{
+		return sqldb.SetCursors(ctx, sqldb.On(tx), p, sqldb.CursorSteps{
 			Lock: " FOR UPDATE" + d.waitClause(),
 			Locked: func(err error) error {
 				if lockWaitEnded(err) {
@@ -42,7 +42,7 @@ func (d *Driver) ReadRows(ctx context.Context, p driver.ReadRowsParams) (driver.
 	}
 	var res driver.ReadRowsResult
 	err := d.withLog(ctx, p.StreamID, func() (err error) {
-		res, err = store.ReadRows(ctx, d.db, p)
+		res, err = store.ReadRows(ctx, sqldb.On(d.db), p)
 		return err
 	})
 	if mysqlErrno(err) == errNoSuchTable {

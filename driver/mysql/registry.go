@@ -43,14 +43,14 @@ var (
 // onPool runs one of the registry's reads on the pool, outside any
 // transaction, and classifies its error.
 func onPool[T any](ctx context.Context, d *Driver, read func(sqldb.Runner) (T, error)) (T, error) {
-	return sqldb.Within(ctx, d.read, func(q querier) (T, error) { return read(sqldb.On(q)) })
+	return sqldb.Within(ctx, sqldb.Over(d.read), read)
 }
 
 // inOwnTx runs fn in a transaction of the driver's own (re-run on
 // deadlocks) and returns what its last run gave.
 func inOwnTx[T any](ctx context.Context, d *Driver, fn func(sqldb.Runner) (T, error)) (T, error) {
 	own := func(ctx context.Context, run func(querier) error) error { return d.inTx(ctx, nil, run) }
-	return sqldb.Within(ctx, own, func(tx querier) (T, error) { return fn(sqldb.On(tx)) })
+	return sqldb.Within(ctx, sqldb.Over(own), fn)
 }
 
 // ensureScope makes sure a scope's settings row exists (empty strings mean

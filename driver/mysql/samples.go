@@ -10,15 +10,15 @@ import (
 // RecordSample implements driver.SampleStore: one statement that commits
 // on its own (store.InsertSample).
 func (d *Driver) RecordSample(ctx context.Context, p driver.RecordSampleParams) (bool, error) {
-	return sqldb.In(ctx, d.autocommit, store.RecordSample, p)
+	return sqldb.In(ctx, sqldb.Over(d.autocommit), store.RecordSample, p)
 }
 
 // ListSamples implements driver.SampleStore.
 func (d *Driver) ListSamples(ctx context.Context, p driver.ListSamplesParams) ([]driver.Sample, error) {
-	return sqldb.In(ctx, d.read, store.ListSamples, p)
+	return sqldb.In(ctx, sqldb.Over(d.read), store.ListSamples, p)
 }
 
 // PruneSamples implements driver.SampleStore.
 func (d *Driver) PruneSamples(ctx context.Context, p driver.PruneSamplesParams) (int64, error) {
-	return sqldb.In(ctx, d.autocommit, store.PruneSamples, p)
+	return sqldb.In(ctx, sqldb.Over(d.autocommit), store.PruneSamples, p)
 }

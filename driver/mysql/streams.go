@@ -60,6 +60,7 @@ var store = sqldb.Store[time.Time]{
 	// let through adjusted are ours: an id, a time written by ts and a JSON
 	// document.
 	InsertSample: `INSERT IGNORE INTO stream_sample (` + sqldb.SampleColumns + `) VALUES (?, ?, ?)`,
+	LastID:       `SELECT LAST_INSERT_ID()`,
 }
 
 // logDDL is the CREATE TABLE statement of a stream log named table.
@@ -117,7 +118,7 @@ func (d *Driver) CreateStream(ctx context.Context, p driver.CreateStreamParams) 
 	var cfg driver.StreamConfig
 	err := d.inTx(ctx, nil, func(tx querier) error {
 		var err error
-		if cfg, err = store.CreateStream(ctx, tx, p.Config, isUnique); err != nil {
+		if cfg, err = store.CreateStream(ctx, sqldb.On(tx), p.Config, isUnique); err != nil {
 			return err
 		}
 		return insertPartitions(ctx, tx, cfg, 0)
@@ -159,23 +160,23 @@ func (d *Driver) LookupStream(ctx context.Context, p driver.LookupStreamParams) 
 	if err := d.check(); err != nil {
 		return driver.StreamConfig{}, err
 	}
-	c, err := store.Stream(ctx, d.db, "name = ?", p.Name)
+	c, err := store.Stream(ctx, sqldb.On(d.db), "name = ?", p.Name)
 	return c, d.wrap(ctx, err, opRead)
 }
 
 // queryStream reads the config of the stream that where (with arg) names,
 // or fails with ErrStreamNotFound.
 func queryStream(ctx context.Context, q querier, where string, arg any) (driver.StreamConfig, error) {
-	return store.Stream(ctx, q, where, arg)
+	return store.Stream(ctx, sqldb.On(q), where, arg)
 }
 
 func lookupStreamByID(ctx context.Context, q querier, id int64) (driver.StreamConfig, error) {
-	return store.Stream(ctx, q, "id = ?", id)
+	return store.Stream(ctx, sqldb.On(q), "id = ?", id)
 }
 
 // ListStreams implements driver.Driver.
 func (d *Driver) ListStreams(ctx context.Context, p driver.ListStreamsParams) ([]driver.StreamConfig, error) {
-	return sqldb.In(ctx, d.read, store.ListStreams, p)
+	return sqldb.In(ctx, sqldb.Over(d.read), store.ListStreams, p)
 }
 
 // read runs fn, reads that need no transaction, on the pool.
@@ -188,7 +189,7 @@ func (d *Driver) read(ctx context.Context, fn func(querier) error) error {
 
 // RenameStream implements driver.Driver.
 func (d *Driver) RenameStream(ctx context.Context, p driver.RenameStreamParams) error {
-	return d.autocommit(ctx, func(q querier) error { return sqldb.RenameStream(ctx, q, p, isUnique) })
+	return d.autocommit(ctx, func(q querier) error { return sqldb.RenameStream(ctx, sqldb.On(q), p, isUnique) })
 }
 
 // DestroyStream implements driver.Driver. The config, partitions, groups,
@@ -201,7 +202,7 @@ func (d *Driver) RenameStream(ctx context.Context, p driver.RenameStreamParams) 
 func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams) error {
 	streamID := p.StreamID
 	err := d.inTx(ctx, nil, func(tx querier) error {
-		return sqldb.DeleteStream(ctx, tx, streamID, func() error {
+		return sqldb.DeleteStream(ctx, sqldb.On(tx), streamID, func() error {
 			_, err := d.lockPartitions(ctx, tx, streamID, nil, false, false)
 			return err
 		}, "stream_partition")
@@ -223,7 +224,7 @@ func scanGroup(r driver.RowScanner, extra ...any) (driver.GroupConfig, int64, er
 // lock ("" for a plain read, which at READ COMMITTED sees the latest
 // commit), or fails with ErrGroupNotFound.
 func loadGroup(ctx context.Context, q querier, streamID int64, name, lock string) (driver.GroupConfig, error) {
-	return store.LoadGroup(ctx, q, streamID, name, lock)
+	return store.LoadGroup(ctx, sqldb.On(q), streamID, name, lock)
 }
 
 // RegisterGroup implements driver.Driver. The stream's row is read LOCK IN
@@ -239,7 +240,7 @@ func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams
 	locks := sqldb.GroupLocks{Stream: " LOCK IN SHARE MODE" + d.waitClause(), Group: " FOR UPDATE" + d.waitClause()}
 	register := func(tx querier) error {
 		var err error
-		out, err = store.RegisterGroup(ctx, tx, p, locks, func(stream driver.StreamConfig) ([]int64, error) { return d.latest(ctx, tx, stream) })
+		out, err = store.RegisterGroup(ctx, sqldb.On(tx), p, locks, func(stream driver.StreamConfig) ([]int64, error) { return d.latest(ctx, tx, stream) })
 		return err
 	}
 	for attempt := 0; ; attempt++ {
@@ -271,12 +272,12 @@ func (d *Driver) latest(ctx context.Context, tx querier, stream driver.StreamCon
 
 // ListGroups implements driver.Driver.
 func (d *Driver) ListGroups(ctx context.Context, p driver.ListGroupsParams) ([]driver.GroupConfig, error) {
-	return sqldb.In(ctx, d.read, store.ListGroups, p)
+	return sqldb.In(ctx, sqldb.Over(d.read), store.ListGroups, p)
 }
 
 // DeleteGroup implements driver.Driver.
 func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) error {
-	return d.inTx(ctx, nil, func(tx querier) error { return sqldb.DeleteGroup(ctx, tx, p) })
+	return d.inTx(ctx, nil, func(tx querier) error { return sqldb.DeleteGroup(ctx, sqldb.On(tx), p) })
 }
 
 // loadGroups reads a stream's groups with their cursors; lock locks the
@@ -287,7 +288,7 @@ func (d *Driver) loadGroups(ctx context.Context, q querier, stream driver.Stream
 	if lock {
 		clause = " FOR UPDATE" + d.waitClause()
 	}
-	return store.LoadGroups(ctx, q, stream, clause)
+	return store.LoadGroups(ctx, sqldb.On(q), stream, clause)
 }
 
 // partitionTop is a partition's newest id (0 when it has no row) and its

@@ -20,7 +20,9 @@ func (d *Driver) AlterStream(ctx context.Context, p driver.AlterStreamParams) (d
 	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		var err error
 		out, err = driver.Alter(p, func() (driver.StreamConfig, error) { return lookupStreamByID(ctx, tx, p.StreamID) },
-			func(stored, next driver.StreamConfig) error { return sqldb.StoreAltered(ctx, tx, stored, next, nil) })
+			func(stored, next driver.StreamConfig) error {
+				return sqldb.StoreAltered(ctx, sqldb.On(tx), stored, next, nil)
+			})
 		return err
 	})
 	// The writer's busy timeout has advice of its own: AlterConflict only

@@ -11,7 +11,7 @@ import (
 // against claims: the read of the cursors takes no lock.
 func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) error {
 	return d.writing(ctx, func(tx querier) error {
-		return sqldb.SetCursors(ctx, tx, p, sqldb.CursorSteps{Release: func(parts []int) error {
+		return sqldb.SetCursors(ctx, sqldb.On(tx), p, sqldb.CursorSteps{Release: func(parts []int) error {
 			return materializeAll(ctx, tx, p.StreamID, `SELECT `+batchColumns+` FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND partition IN (`+sqldb.Placeholders(len(parts))+`)`,
 				append([]any{p.StreamID, p.Group}, sqldb.Args(parts)...)...)
 		}})
@@ -20,5 +20,5 @@ func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) erro
 
 // ReadRows implements driver.Driver (store.ReadRows), in one snapshot.
 func (d *Driver) ReadRows(ctx context.Context, p driver.ReadRowsParams) (driver.ReadRowsResult, error) {
-	return sqldb.In(ctx, d.reading, store.ReadRows, p)
+	return sqldb.In(ctx, sqldb.Over(d.reading), store.ReadRows, p)
 }

@@ -55,7 +55,7 @@ func withTx[T any](ctx context.Context, d *Driver, write bool, fn func(sqldb.Run
 	if write {
 		scope = d.writing
 	}
-	return sqldb.Within(ctx, scope, func(tx querier) (T, error) { return fn(sqldb.On(tx)) })
+	return sqldb.Within(ctx, sqldb.Over(scope), fn)
 }
 
 // RegistrySettings implements driver.Registry.

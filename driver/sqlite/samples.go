@@ -9,15 +9,15 @@ import (
 
 // RecordSample implements driver.SampleStore.
 func (d *Driver) RecordSample(ctx context.Context, p driver.RecordSampleParams) (bool, error) {
-	return sqldb.In(ctx, d.writing, store.RecordSample, p)
+	return sqldb.In(ctx, sqldb.Over(d.writing), store.RecordSample, p)
 }
 
 // ListSamples implements driver.SampleStore.
 func (d *Driver) ListSamples(ctx context.Context, p driver.ListSamplesParams) ([]driver.Sample, error) {
-	return sqldb.In(ctx, d.reading, store.ListSamples, p)
+	return sqldb.In(ctx, sqldb.Over(d.reading), store.ListSamples, p)
 }
 
 // PruneSamples implements driver.SampleStore.
 func (d *Driver) PruneSamples(ctx context.Context, p driver.PruneSamplesParams) (int64, error) {
-	return sqldb.In(ctx, d.writing, store.PruneSamples, p)
+	return sqldb.In(ctx, sqldb.Over(d.writing), store.PruneSamples, p)
 }

@@ -52,6 +52,7 @@ var store = sqldb.Store[int64]{
 	// In the one writer's transaction: ON CONFLICT DO NOTHING turns
 	// another process's sample of the bucket into no row.
 	InsertSample: `INSERT INTO stream_sample (` + sqldb.SampleColumns + `) VALUES (?, ?, ?) ON CONFLICT (stream_id, sampled_at) DO NOTHING`,
+	LastID:       `SELECT last_insert_rowid()`,
 }
 
 // writing runs fn in a write transaction (inTx), reading in a read
@@ -70,7 +71,7 @@ func (d *Driver) CreateStream(ctx context.Context, p driver.CreateStreamParams) 
 	cfg := p.Config
 	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		var err error
-		if cfg, err = store.CreateStream(ctx, tx, p.Config, isUnique); err != nil {
+		if cfg, err = store.CreateStream(ctx, sqldb.On(tx), p.Config, isUnique); err != nil {
 			return err
 		}
 		table := logTable(cfg.ID)
@@ -97,31 +98,31 @@ func (d *Driver) LookupStream(ctx context.Context, p driver.LookupStreamParams) 
 	if err := d.check(); err != nil {
 		return driver.StreamConfig{}, err
 	}
-	c, err := store.Stream(ctx, d.read, "name = ?", p.Name)
+	c, err := store.Stream(ctx, sqldb.On(d.read), "name = ?", p.Name)
 	return c, d.wrap(err)
 }
 
 // lookupStreamByID reads a stream's configuration, or fails with
 // ErrStreamNotFound.
 func lookupStreamByID(ctx context.Context, tx querier, id int64) (driver.StreamConfig, error) {
-	return store.Stream(ctx, tx, "id = ?", id)
+	return store.Stream(ctx, sqldb.On(tx), "id = ?", id)
 }
 
 // ListStreams implements driver.Driver.
 func (d *Driver) ListStreams(ctx context.Context, p driver.ListStreamsParams) ([]driver.StreamConfig, error) {
-	return sqldb.In(ctx, d.reading, store.ListStreams, p)
+	return sqldb.In(ctx, sqldb.Over(d.reading), store.ListStreams, p)
 }
 
 // RenameStream implements driver.Driver.
 func (d *Driver) RenameStream(ctx context.Context, p driver.RenameStreamParams) error {
-	return d.writing(ctx, func(tx querier) error { return sqldb.RenameStream(ctx, tx, p, isUnique) })
+	return d.writing(ctx, func(tx querier) error { return sqldb.RenameStream(ctx, sqldb.On(tx), p, isUnique) })
 }
 
 // DestroyStream implements driver.Driver: the log table is dropped in the
 // transaction that deletes the stream's rows.
 func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams) error {
 	return d.writing(ctx, func(tx querier) error {
-		if err := sqldb.DeleteStream(ctx, tx, p.StreamID, nil, "partition_mark"); err != nil {
+		if err := sqldb.DeleteStream(ctx, sqldb.On(tx), p.StreamID, nil, "partition_mark"); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+logTable(p.StreamID))
@@ -132,37 +133,36 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 // loadGroup reads a group's stored configuration, or fails with
 // ErrGroupNotFound.
 func loadGroup(ctx context.Context, q querier, streamID int64, name string) (driver.GroupConfig, error) {
-	return store.LoadGroup(ctx, q, streamID, name, "")
+	return store.LoadGroup(ctx, sqldb.On(q), streamID, name, "")
 }
 
 // loadGroups reads the stream's groups, each with its cursors.
 func loadGroups(ctx context.Context, tx querier, stream driver.StreamConfig) ([]driver.GroupStats, error) {
-	return store.LoadGroups(ctx, tx, stream, "")
+	return store.LoadGroups(ctx, sqldb.On(tx), stream, "")
 }
 
 // RegisterGroup implements driver.Driver. SQLite's single writer orders it
 // against claims and alters: its reads take no locks. A group that starts
 // at the latest row puts every cursor at the newest id of the stream.
 func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams) (driver.GroupConfig, error) {
-	return sqldb.In(ctx, d.writing, func(ctx context.Context, tx querier, p driver.RegisterGroupParams) (driver.GroupConfig, error) {
+	return sqldb.Within(ctx, sqldb.Over(d.writing), func(tx sqldb.Runner) (driver.GroupConfig, error) {
 		return store.RegisterGroup(ctx, tx, p, sqldb.GroupLocks{}, func(stream driver.StreamConfig) ([]int64, error) {
-			var newest int64
-			err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM `+logTable(stream.ID)).Scan(&newest)
+			newest, err := sqldb.Value[int64](ctx, tx, `SELECT COALESCE(MAX(id), 0) FROM `+logTable(stream.ID))
 			start := make([]int64, stream.Partitions)
 			for p := range start {
 				start[p] = newest
 			}
 			return start, err
 		})
-	}, p)
+	})
 }
 
 // ListGroups implements driver.Driver.
 func (d *Driver) ListGroups(ctx context.Context, p driver.ListGroupsParams) ([]driver.GroupConfig, error) {
-	return sqldb.In(ctx, d.reading, store.ListGroups, p)
+	return sqldb.In(ctx, sqldb.Over(d.reading), store.ListGroups, p)
 }
 
 // DeleteGroup implements driver.Driver.
 func (d *Driver) DeleteGroup(ctx context.Context, p driver.DeleteGroupParams) error {
-	return d.writing(ctx, func(tx querier) error { return sqldb.DeleteGroup(ctx, tx, p) })
+	return d.writing(ctx, func(tx querier) error { return sqldb.DeleteGroup(ctx, sqldb.On(tx), p) })
 }

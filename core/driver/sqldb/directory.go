@@ -12,35 +12,35 @@ import (
 // Store.InsertSample) and how a time is stored.
 
 // RecordClient implements driver.ClientDirectory.RecordClient on q.
-func (s Store[T]) RecordClient(ctx context.Context, q Querier, p driver.RecordClientParams) error {
+func (s Store[T]) RecordClient(ctx context.Context, q Runner, p driver.RecordClientParams) error {
 	c := p.Client
-	_, err := q.ExecContext(ctx, `INSERT INTO client_heartbeat (`+ClientColumns+`) VALUES (`+Placeholders(10)+`) `+s.UpsertClient,
+	_, err := q.Exec(ctx, `INSERT INTO client_heartbeat (`+ClientColumns+`) VALUES (`+Placeholders(10)+`) `+s.UpsertClient,
 		c.Instance, c.Identity, c.Host, c.PID, c.LibraryVersion, driver.EncodeClientGroups(c.Groups), s.Time(c.StartedAt),
 		s.Time(c.LastSeen), c.HeartbeatEvery.Microseconds(), driver.TimeOrNull(c.ClosedAt, s.Time))
 	return err
 }
 
 // ListClients implements driver.ClientDirectory.ListClients on q.
-func (s Store[T]) ListClients(ctx context.Context, q Querier, _ driver.ListClientsParams) ([]driver.ClientRecord, error) {
-	return Collect(ctx, q, `SELECT `+ClientColumns+` FROM client_heartbeat ORDER BY instance`, nil,
+func (s Store[T]) ListClients(ctx context.Context, q Runner, _ driver.ListClientsParams) ([]driver.ClientRecord, error) {
+	return collectOn(ctx, q, `SELECT `+ClientColumns+` FROM client_heartbeat ORDER BY instance`, nil,
 		func(r driver.RowScanner) (driver.ClientRecord, error) { return driver.ScanClient(r, s.At) })
 }
 
 // PruneClients implements driver.ClientDirectory.PruneClients on q.
-func (s Store[T]) PruneClients(ctx context.Context, q Querier, p driver.PruneClientsParams) (int64, error) {
-	return Affected(q.ExecContext(ctx, `DELETE FROM client_heartbeat WHERE last_seen < ?`, s.Time(p.Before)))
+func (s Store[T]) PruneClients(ctx context.Context, q Runner, p driver.PruneClientsParams) (int64, error) {
+	return q.Exec(ctx, `DELETE FROM client_heartbeat WHERE last_seen < ?`, s.Time(p.Before))
 }
 
 // RecordSample implements driver.SampleStore.RecordSample on q.
-func (s Store[T]) RecordSample(ctx context.Context, q Querier, p driver.RecordSampleParams) (bool, error) {
-	n, err := Affected(q.ExecContext(ctx, s.InsertSample, p.Sample.StreamID, s.Time(p.Sample.At), p.Sample.Figures))
+func (s Store[T]) RecordSample(ctx context.Context, q Runner, p driver.RecordSampleParams) (bool, error) {
+	n, err := q.Exec(ctx, s.InsertSample, p.Sample.StreamID, s.Time(p.Sample.At), p.Sample.Figures)
 	return n > 0, err
 }
 
 // ListSamples implements driver.SampleStore.ListSamples on q: the newest
 // p.Limit since p.Since, oldest first.
-func (s Store[T]) ListSamples(ctx context.Context, q Querier, p driver.ListSamplesParams) ([]driver.Sample, error) {
-	return Collect(ctx, q, `SELECT `+SampleColumns+` FROM (SELECT `+SampleColumns+` FROM stream_sample
+func (s Store[T]) ListSamples(ctx context.Context, q Runner, p driver.ListSamplesParams) ([]driver.Sample, error) {
+	return collectOn(ctx, q, `SELECT `+SampleColumns+` FROM (SELECT `+SampleColumns+` FROM stream_sample
 		WHERE stream_id = ? AND sampled_at >= ? ORDER BY sampled_at DESC LIMIT ?) newest ORDER BY sampled_at`,
 		[]any{p.StreamID, s.Time(p.Since), p.Limit},
 		func(r driver.RowScanner) (driver.Sample, error) { return ScanSample(r, s.At) })
@@ -48,7 +48,7 @@ func (s Store[T]) ListSamples(ctx context.Context, q Querier, p driver.ListSampl
 
 // PruneSamples implements driver.SampleStore.PruneSamples on q: samples
 // older than p.Before and those of streams that are gone.
-func (s Store[T]) PruneSamples(ctx context.Context, q Querier, p driver.PruneSamplesParams) (int64, error) {
-	return Affected(q.ExecContext(ctx, `DELETE FROM stream_sample
-		WHERE sampled_at < ? OR stream_id NOT IN (SELECT id FROM stream_config)`, s.Time(p.Before)))
+func (s Store[T]) PruneSamples(ctx context.Context, q Runner, p driver.PruneSamplesParams) (int64, error) {
+	return q.Exec(ctx, `DELETE FROM stream_sample
+		WHERE sampled_at < ? OR stream_id NOT IN (SELECT id FROM stream_config)`, s.Time(p.Before))
 }

@@ -16,12 +16,12 @@ import (
 // wrong one.
 func (s Store[T]) Health(ctx context.Context, p driver.HealthParams, snapshot, write Scope, lock string) (driver.HealthStats, error) {
 	var uncounted int64
-	st, err := In(ctx, snapshot, func(ctx context.Context, q Querier, streamID int64) (st driver.HealthStats, err error) {
+	st, err := In(ctx, snapshot, func(ctx context.Context, q Runner, streamID int64) (st driver.HealthStats, err error) {
 		st, uncounted, err = s.health(ctx, q, streamID)
 		return st, err
 	}, p.StreamID)
 	if err == nil && uncounted > 0 {
-		_ = write(ctx, func(tx Querier) error {
+		_ = write(ctx, func(tx Runner) error {
 			stream, err := s.Stream(ctx, tx, "id = ?"+lock, p.StreamID)
 			if err != nil {
 				return err
@@ -34,7 +34,7 @@ func (s Store[T]) Health(ctx context.Context, p driver.HealthParams, snapshot, w
 
 // health reads a stream's figures in q, and how many rows lay past the row
 // count marks.
-func (s Store[T]) health(ctx context.Context, q Querier, streamID int64) (driver.HealthStats, int64, error) {
+func (s Store[T]) health(ctx context.Context, q Runner, streamID int64) (driver.HealthStats, int64, error) {
 	var st driver.HealthStats
 	var uncounted int64
 	stream, err := s.Stream(ctx, q, "id = ?", streamID)
@@ -50,25 +50,21 @@ func (s Store[T]) health(ctx context.Context, q Querier, streamID int64) (driver
 	if st.Groups, err = s.LoadGroups(ctx, q, stream, ""); err != nil {
 		return st, 0, err
 	}
-	for _, g := range st.Groups {
-		unread, err := s.unread(ctx, q, stream, g)
-		if err != nil {
-			return st, 0, err
-		}
-		st.Unread = append(st.Unread, unread...)
-	}
-	if st.Exceptions, err = Collect(ctx, q, s.ExceptionCounts(stream.ID), []any{stream.ID, stream.ID}, driver.ScanExceptionCount); err != nil {
+	if st.Unread, err = s.unreadCounts(ctx, q, stream, st.Groups); err != nil {
 		return st, 0, err
 	}
-	st.Holders, err = Collect(ctx, q, s.HolderCounts(stream.ID), []any{stream.ID, stream.ID}, s.scanHolder)
+	if st.Exceptions, err = collectOn(ctx, q, s.ExceptionCounts(stream.ID), []any{stream.ID, stream.ID}, driver.ScanExceptionCount); err != nil {
+		return st, 0, err
+	}
+	st.Holders, err = collectOn(ctx, q, s.HolderCounts(stream.ID), []any{stream.ID, stream.ID}, s.scanHolder)
 	return st, uncounted, err
 }
 
 // highWaters is the greatest id of each partition.
-func (s Store[T]) highWaters(ctx context.Context, q Querier, stream driver.StreamConfig) ([]int64, error) {
+func (s Store[T]) highWaters(ctx context.Context, q Runner, stream driver.StreamConfig) ([]int64, error) {
 	out := make([]int64, stream.Partitions)
 	query, args := s.HighWaters(stream)
-	err := EachRow(ctx, q, query, args, func(r *sql.Rows) error {
+	err := eachRowOn(ctx, q, query, args, never, func(r Rows) error {
 		var p int
 		var id sql.NullInt64 // NULL: a partition without rows
 		if err := r.Scan(&p, &id); err != nil {
@@ -85,11 +81,33 @@ func (s Store[T]) highWaters(ctx context.Context, q Querier, stream driver.Strea
 // versionStats counts rows and compaction heads per version, the rows from
 // the counts kept up to the marks and the rows past them (rowCounts), not
 // a scan of the log; uncounted is how many lay past the marks.
-func versionStats(ctx context.Context, q Querier, stream driver.StreamConfig) ([]driver.VersionStats, int64, error) {
+func versionStats(ctx context.Context, q Runner, stream driver.StreamConfig) ([]driver.VersionStats, int64, error) {
 	return driver.ReadVersionStats(func() (map[int]int64, int64, error) { return rowCounts(ctx, q, stream) },
 		func() (map[int]int64, error) {
-			return Map[int, int64](ctx, q, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, stream.ID)
+			return mapOn[int, int64](ctx, q, `SELECT schema_version, COUNT(*) FROM compaction_head WHERE stream_id = ? GROUP BY schema_version`, stream.ID)
 		})
+}
+
+// unreadCounts counts the groups' rows past their cursors, in one
+// statement where the engine has it (Store.Unread).
+func (s Store[T]) unreadCounts(ctx context.Context, q Runner, stream driver.StreamConfig, groups []driver.GroupStats) ([]driver.UnreadCount, error) {
+	if s.Unread != nil {
+		query, args := s.Unread(stream)
+		return collectOn(ctx, q, query, args, func(r driver.RowScanner) (driver.UnreadCount, error) {
+			var u driver.UnreadCount
+			err := r.Scan(&u.Group, &u.Partition, &u.Version, &u.RoutingKey, &u.Rows)
+			return u, err
+		})
+	}
+	var out []driver.UnreadCount
+	for _, g := range groups {
+		unread, err := s.unread(ctx, q, stream, g)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, unread...)
+	}
+	return out, nil
 }
 
 // unread counts a group's rows past its cursors by partition, version and
@@ -98,8 +116,8 @@ func versionStats(ctx context.Context, q Querier, stream driver.StreamConfig) ([
 // where the group's newest exception of a partition lies past its cursor
 // can there be such rows, so only there is each row looked up; the normal
 // case counts the range alone.
-func (s Store[T]) unread(ctx context.Context, q Querier, stream driver.StreamConfig, g driver.GroupStats) ([]driver.UnreadCount, error) {
-	newestException, err := Map[int, int64](ctx, q, "SELECT `partition`, MAX(msg_id) FROM delivery_exception WHERE stream_id = ? AND group_name = ? GROUP BY `partition`",
+func (s Store[T]) unread(ctx context.Context, q Runner, stream driver.StreamConfig, g driver.GroupStats) ([]driver.UnreadCount, error) {
+	newestException, err := mapOn[int, int64](ctx, q, "SELECT `partition`, MAX(msg_id) FROM delivery_exception WHERE stream_id = ? AND group_name = ? GROUP BY `partition`",
 		stream.ID, g.Name)
 	if err != nil {
 		return nil, err
@@ -112,7 +130,7 @@ func (s Store[T]) unread(ctx context.Context, q Querier, stream driver.StreamCon
 			query += " AND (m.id > ? OR NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ? AND e.msg_id = m.id))"
 			args = append(args, newest, stream.ID, g.Name)
 		}
-		unread, err := Collect(ctx, q, query+" GROUP BY m.schema_version, m.routing_key", args, driver.ScanUnreadCount(g.Name, p))
+		unread, err := collectOn(ctx, q, query+" GROUP BY m.schema_version, m.routing_key", args, driver.ScanUnreadCount(g.Name, p))
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +166,11 @@ type partCount struct {
 
 // Marks reads a stream's row count marks by partition.
 func Marks(ctx context.Context, q Querier, streamID int64) (map[int]int64, error) {
-	return Map[int, int64](ctx, q, "SELECT `partition`, counted_to FROM row_count_mark WHERE stream_id = ?", streamID)
+	return marks(ctx, On(q), streamID)
+}
+
+func marks(ctx context.Context, q Runner, streamID int64) (map[int]int64, error) {
+	return mapOn[int, int64](ctx, q, "SELECT `partition`, counted_to FROM row_count_mark WHERE stream_id = ?", streamID)
 }
 
 // pastMarkChunk is how many partitions one statement of pastMarks reads.
@@ -157,8 +179,8 @@ const pastMarkChunk = 64
 // pastMarks counts the rows past the marks per partition and version, with
 // the greatest id counted: one range of the (partition, id) index per
 // partition, in statements of up to pastMarkChunk partitions.
-func pastMarks(ctx context.Context, q Querier, stream driver.StreamConfig) ([]partCount, error) {
-	marks, err := Marks(ctx, q, stream.ID)
+func pastMarks(ctx context.Context, q Runner, stream driver.StreamConfig) ([]partCount, error) {
+	marks, err := marks(ctx, q, stream.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -167,10 +189,11 @@ func pastMarks(ctx context.Context, q Querier, stream driver.StreamConfig) ([]pa
 		end := min(start+pastMarkChunk, stream.Partitions)
 		var args []any
 		for p := start; p < end; p++ {
-			args = append(args, p, p, marks[p])
+			args = append(args, p, marks[p])
 		}
-		query := Repeated(end-start, "SELECT ?, schema_version, COUNT(*), MAX(id) FROM "+LogTable(stream.ID)+" WHERE `partition` = ? AND id > ? GROUP BY schema_version", " UNION ALL ")
-		if err := EachRow(ctx, q, query, args, func(r *sql.Rows) error {
+		query := Repeated(end-start, "SELECT `partition`, schema_version, COUNT(*), MAX(id) FROM "+LogTable(stream.ID)+
+			" WHERE `partition` = ? AND id > ? GROUP BY `partition`, schema_version", " UNION ALL ")
+		if err := eachRowOn(ctx, q, query, args, never, func(r Rows) error {
 			var c partCount
 			err := r.Scan(&c.Partition, &c.Version, &c.Rows, &c.Newest)
 			out = append(out, c)
@@ -184,8 +207,8 @@ func pastMarks(ctx context.Context, q Querier, stream driver.StreamConfig) ([]pa
 
 // rowCounts returns the rows per version of a stream in q's snapshot, and
 // how many of them lay past the marks (counted from the log).
-func rowCounts(ctx context.Context, q Querier, stream driver.StreamConfig) (map[int]int64, int64, error) {
-	rows, err := Map[int, int64](ctx, q, `SELECT schema_version, SUM(row_count) FROM row_count WHERE stream_id = ? GROUP BY schema_version`, stream.ID)
+func rowCounts(ctx context.Context, q Runner, stream driver.StreamConfig) (map[int]int64, int64, error) {
+	rows, err := mapOn[int, int64](ctx, q, `SELECT schema_version, SUM(row_count) FROM row_count WHERE stream_id = ? GROUP BY schema_version`, stream.ID)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -204,7 +227,7 @@ const rowCountChunk = 256
 // catchUpRowCounts adds the rows past the marks to row_count and moves the
 // marks past them, in tx, in which the engine has ordered it against
 // removals (MySQL: the stream's row locked).
-func (s Store[T]) catchUpRowCounts(ctx context.Context, tx Querier, stream driver.StreamConfig) error {
+func (s Store[T]) catchUpRowCounts(ctx context.Context, tx Runner, stream driver.StreamConfig) error {
 	past, err := pastMarks(ctx, tx, stream)
 	if err != nil || len(past) == 0 {
 		return err
@@ -227,11 +250,11 @@ func (s Store[T]) catchUpRowCounts(ctx context.Context, tx Querier, stream drive
 
 // insertRows runs insert for the rows of width values each in args, up to
 // rowCountChunk rows a statement, then the clause after.
-func insertRows(ctx context.Context, tx Querier, insert string, width int, args []any, after string) error {
+func insertRows(ctx context.Context, tx Runner, insert string, width int, args []any, after string) error {
 	row := "(" + Placeholders(width) + ")"
 	for start := 0; start < len(args); start += width * rowCountChunk {
 		part := args[start:min(start+width*rowCountChunk, len(args))]
-		if _, err := tx.ExecContext(ctx, insert+Repeated(len(part)/width, row, ", ")+" "+after, part...); err != nil {
+		if _, err := tx.Exec(ctx, insert+Repeated(len(part)/width, row, ", ")+" "+after, part...); err != nil {
 			return err
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -58,7 +57,7 @@ type CursorSteps struct {
 // every cursor of the group in partition order, as a registration does,
 // releases the group's batches on the partitions it moves, then sets the
 // positions. Exceptions are not touched.
-func SetCursors(ctx context.Context, tx Querier, p driver.SetCursorsParams, steps CursorSteps) error {
+func SetCursors(ctx context.Context, tx Runner, p driver.SetCursorsParams, steps CursorSteps) error {
 	parts := make([]int, 0, len(p.Positions))
 	for part := range p.Positions {
 		parts = append(parts, part)
@@ -90,7 +89,7 @@ func SetCursors(ctx context.Context, tx Querier, p driver.SetCursorsParams, step
 		args = append(args, part, p.Positions[part])
 	}
 	args = append(append(args, p.StreamID, p.Group), Args(parts)...)
-	_, err = tx.ExecContext(ctx, "UPDATE group_cursor SET position = CASE `partition`"+strings.Repeat(" WHEN ? THEN ?", len(parts))+
+	_, err = tx.Exec(ctx, "UPDATE group_cursor SET position = CASE `partition`"+strings.Repeat(" WHEN ? THEN ?", len(parts))+
 		" ELSE position END WHERE stream_id = ? AND group_name = ? AND `partition` IN ("+Placeholders(len(parts))+")", args...)
 	return err
 }
@@ -104,7 +103,7 @@ func SetCursors(ctx context.Context, tx Querier, p driver.SetCursorsParams, step
 // starts at the size asked for and doubles, up to driver.MaxClaimWindow
 // rows. Rows are read as committed when each window runs, unless q is a
 // transaction's snapshot.
-func (s Store[T]) ReadRows(ctx context.Context, q Querier, p driver.ReadRowsParams) (driver.ReadRowsResult, error) {
+func (s Store[T]) ReadRows(ctx context.Context, q Runner, p driver.ReadRowsParams) (driver.ReadRowsResult, error) {
 	var res driver.ReadRowsResult
 	if p.Limit <= 0 {
 		return res, nil
@@ -149,7 +148,7 @@ func (s Store[T]) ReadRows(ctx context.Context, q Querier, p driver.ReadRowsPara
 	for remaining := budget; ; {
 		w := min(window, remaining)
 		args := append(append(append(append(append(make([]any, 0, 3*len(fargs)+4), fargs...), fargs...), fargs...), partArgs...), lo, hi, w)
-		got, err := Collect(ctx, q, query, args, func(r driver.RowScanner) (read, error) {
+		got, err := collectOn(ctx, q, query, args, func(r driver.RowScanner) (read, error) {
 			var rd read
 			var err error
 			rd.row, err = ScanRow(r, s.At, &rd.match)
@@ -184,11 +183,8 @@ func (s Store[T]) ReadRows(ctx context.Context, q Querier, p driver.ReadRowsPara
 			return res, nil
 		case len(res.Rows) == p.Limit || remaining <= 0:
 			var one int
-			err := q.QueryRowContext(ctx, "SELECT 1"+from+" LIMIT 1", append(slices.Clone(partArgs), lo, hi)...).Scan(&one)
-			if errors.Is(err, sql.ErrNoRows) {
-				res.Done = true
-				return res, nil
-			}
+			found, err := scanRow(ctx, q, "SELECT 1"+from+" LIMIT 1", append(slices.Clone(partArgs), lo, hi), &one)
+			res.Done = err == nil && !found
 			return res, err
 		}
 		window = min(2*window, driver.MaxClaimWindow)

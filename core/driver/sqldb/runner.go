@@ -88,3 +88,53 @@ func scanRow(ctx context.Context, r Runner, query string, args []any, dest ...an
 	})
 	return found, err
 }
+
+// firstOn reads the first row of query on r as scan reads it; found is
+// false when there is none.
+func firstOn[T any](ctx context.Context, r Runner, query string, args []any, scan func(driver.RowScanner) (T, error)) (v T, found bool, err error) {
+	err = eachRowOn(ctx, r, query, args, func() bool { return found }, func(row Rows) error {
+		found = true
+		v, err = scan(row)
+		return err
+	})
+	return v, found, err
+}
+
+// mapOn is Map on a Runner.
+func mapOn[K comparable, V any](ctx context.Context, r Runner, query string, args ...any) (map[K]V, error) {
+	out := map[K]V{}
+	err := eachRowOn(ctx, r, query, args, never, func(row Rows) error {
+		var k K
+		var v V
+		err := row.Scan(&k, &v)
+		out[k] = v
+		return err
+	})
+	return out, err
+}
+
+// markOn is Mark on a Runner.
+func markOn[K comparable](ctx context.Context, r Runner, query string, args []any, marked map[K]bool) error {
+	return eachRowOn(ctx, r, query, args, never, func(row Rows) error {
+		var k K
+		err := row.Scan(&k)
+		marked[k] = true
+		return err
+	})
+}
+
+// Over adapts the scope of a database/sql driver, which hands fn a
+// Querier, to a Scope.
+func Over(run func(context.Context, func(Querier) error) error) Scope {
+	return func(ctx context.Context, fn func(Runner) error) error {
+		return run(ctx, func(q Querier) error { return fn(On(q)) })
+	}
+}
+
+// Value reads the one column of the first row of query on r (an aggregate
+// always has one row).
+func Value[T any](ctx context.Context, r Runner, query string, args ...any) (T, error) {
+	var v T
+	_, err := scanRow(ctx, r, query, args, &v)
+	return v, err
+}

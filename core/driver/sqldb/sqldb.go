@@ -77,27 +77,14 @@ func Column[T any](r driver.RowScanner) (T, error) {
 // Map runs query, whose rows are (key, value) pairs with distinct keys (a
 // GROUP BY), and returns them as a map.
 func Map[K comparable, V any](ctx context.Context, q Querier, query string, args ...any) (map[K]V, error) {
-	out := map[K]V{}
-	err := EachRow(ctx, q, query, args, func(r *sql.Rows) error {
-		var k K
-		var v V
-		err := r.Scan(&k, &v)
-		out[k] = v
-		return err
-	})
-	return out, err
+	return mapOn[K, V](ctx, On(q), query, args...)
 }
 
 // Mark runs query, whose rows have one column (the ids a statement's
 // RETURNING names, the ids or names a read lists), and marks each value in
 // marked.
 func Mark[K comparable](ctx context.Context, q Querier, query string, args []any, marked map[K]bool) error {
-	return EachRow(ctx, q, query, args, func(r *sql.Rows) error {
-		var k K
-		err := r.Scan(&k)
-		marked[k] = true
-		return err
-	})
+	return markOn(ctx, On(q), query, args, marked)
 }
 
 // Affected is how many rows a statement changed, or its error: the count a
@@ -116,13 +103,14 @@ func Probe(ctx context.Context, q Querier, s driver.RetentionStatements) driver.
 	return s.Probe(func(query string, args ...any) driver.RowScanner { return q.QueryRowContext(ctx, query, args...) }, sql.ErrNoRows)
 }
 
-// Changed reports the outcome of a statement that must change a row: its
-// error, else none when it changed nothing.
-func Changed(res sql.Result, err, none error) error {
+// Changed reports the outcome of a statement that must change a row, from
+// the rows it changed (Runner.Exec): its error, else none when it changed
+// nothing.
+func Changed(n int64, err, none error) error {
 	if err != nil {
 		return err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return none
 	}
 	return nil
@@ -246,33 +234,33 @@ const ClientColumns = `instance, identity, host, pid, library_version, group_lis
 
 // NewStreamID reads the outcome of the INSERT that creates a stream's
 // configuration: a unique violation (duplicate, as the engine classifies
-// err) is another stream's name, else the id the engine assigned.
-func NewStreamID(res sql.Result, err error, duplicate bool) (int64, error) {
+// err) is another stream's name, else id is the one the engine assigned.
+func NewStreamID(id int64, err error, duplicate bool) (int64, error) {
 	if duplicate {
 		return 0, driver.ErrStreamExists
 	}
 	if err != nil {
 		return 0, err
 	}
-	return res.LastInsertId()
+	return id, nil
 }
 
 // Renamed reads the outcome of the UPDATE that renames a stream: a unique
 // violation (duplicate, as the engine classifies err) is another stream's
 // name, no row changed is no such stream.
-func Renamed(res sql.Result, err error, duplicate bool) error {
+func Renamed(n int64, err error, duplicate bool) error {
 	if duplicate {
 		return driver.ErrStreamExists
 	}
-	return Changed(res, err, driver.ErrStreamNotFound)
+	return Changed(n, err, driver.ErrStreamNotFound)
 }
 
 // ExecEach runs the driver's statement for each name in order, all with
 // the same arguments: the deletes of a stream's or a group's rows from
 // every table that keeps some, when the stream or the group goes.
-func ExecEach(ctx context.Context, q Querier, names []string, stmt func(name string) string, args ...any) error {
+func ExecEach(ctx context.Context, r Runner, names []string, stmt func(name string) string, args ...any) error {
 	for _, name := range names {
-		if _, err := q.ExecContext(ctx, stmt(name), args...); err != nil {
+		if _, err := r.Exec(ctx, stmt(name), args...); err != nil {
 			return err
 		}
 	}

@@ -68,7 +68,7 @@ func TestChanged(t *testing.T) {
 		{"nothing changed", 0, nil, errNone},
 		{"the statement failed", 0, errFailed, errFailed},
 	} {
-		if got := Changed(tc.n, tc.err, errNone); !errors.Is(got, tc.want) || (tc.want == nil && got != nil) {
+		if got := Changed(int64(tc.n), tc.err, errNone); !errors.Is(got, tc.want) || (tc.want == nil && got != nil) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -153,7 +153,7 @@ func TestRenamed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := Renamed(tc.n, tc.err, tc.duplicate); !errors.Is(got, tc.want) || (tc.want == nil && got != nil) {
+			if got := Renamed(int64(tc.n), tc.err, tc.duplicate); !errors.Is(got, tc.want) || (tc.want == nil && got != nil) {
 				t.Fatalf("Renamed = %v, want %v", got, tc.want)
 			}
 		})
@@ -176,7 +176,7 @@ func TestNewStreamID(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			id, err := NewStreamID(result(1), tc.err, tc.duplicate)
+			id, err := NewStreamID(41, tc.err, tc.duplicate)
 			if id != tc.want || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
 				t.Fatalf("NewStreamID = %d, %v; want %d, %v", id, err, tc.want, tc.wantErr)
 			}
@@ -214,7 +214,7 @@ func TestExecEach(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			q := &execLog{fail: tc.fail}
-			err := ExecEach(context.Background(), q, []string{"a", "b"}, func(table string) string { return "DELETE FROM " + table + " WHERE stream_id = ?" }, 7)
+			err := ExecEach(context.Background(), On(q), []string{"a", "b"}, func(table string) string { return "DELETE FROM " + table + " WHERE stream_id = ?" }, 7)
 			if (err != nil) != tc.wantErr || !slices.Equal(q.ran, tc.want) {
 				t.Fatalf("ExecEach ran %q, %v; want %q (error %v)", q.ran, err, tc.want, tc.wantErr)
 			}

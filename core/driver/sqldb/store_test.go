@@ -16,7 +16,7 @@ func TestInsertRowsChunks(t *testing.T) {
 		args = append(args, i, i)
 	}
 	q := &execLog{}
-	if err := insertRows(context.Background(), q, "INSERT INTO t VALUES ", 2, args, "ON CONFLICT"); err != nil {
+	if err := insertRows(context.Background(), On(q), "INSERT INTO t VALUES ", 2, args, "ON CONFLICT"); err != nil {
 		t.Fatal(err)
 	}
 	if len(q.ran) != 2 {
@@ -41,7 +41,7 @@ func TestOnDead(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			q := &execLog{}
-			if _, err := (Store[int64]{}).Discard(context.Background(), q, driver.DiscardParams{StreamID: 7, Group: "g", IDs: tc.ids}); err != nil {
+			if _, err := (Store[int64]{}).Discard(context.Background(), On(q), driver.DiscardParams{StreamID: 7, Group: "g", IDs: tc.ids}); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(q.ran, tc.want) {
@@ -55,7 +55,7 @@ func TestDeleteStream(t *testing.T) {
 	t.Parallel()
 	q := &execLog{}
 	locked := false
-	err := DeleteStream(context.Background(), q, 7, func() error {
+	err := DeleteStream(context.Background(), On(q), 7, func() error {
 		if len(q.ran) != 1 {
 			t.Errorf("locked ran after %q; want after the configuration's delete alone", q.ran)
 		}
@@ -69,7 +69,7 @@ func TestDeleteStream(t *testing.T) {
 	if len(q.ran) != 2+len(StreamTables) || !slices.Equal(q.ran[:2], want) {
 		t.Fatalf("DeleteStream ran %q; want %q, then StreamTables", q.ran, want)
 	}
-	if err := DeleteStream(context.Background(), &execLog{fail: "stream_config"}, 7, nil); err == nil {
+	if err := DeleteStream(context.Background(), On(&execLog{fail: "stream_config"}), 7, nil); err == nil {
 		t.Fatal("DeleteStream went on after the configuration's delete failed")
 	}
 }
@@ -77,11 +77,11 @@ func TestDeleteStream(t *testing.T) {
 func TestInKeepsTheLastRun(t *testing.T) {
 	t.Parallel()
 	runs := 0
-	twice := func(_ context.Context, fn func(Querier) error) error {
+	twice := func(_ context.Context, fn func(Runner) error) error {
 		_ = fn(nil) // a first run the runner runs again (a deadlock)
 		return fn(nil)
 	}
-	v, err := In(context.Background(), twice, func(context.Context, Querier, int) (int, error) {
+	v, err := In(context.Background(), twice, func(context.Context, Runner, int) (int, error) {
 		runs++
 		return runs * 10, nil
 	}, 0)
@@ -89,8 +89,8 @@ func TestInKeepsTheLastRun(t *testing.T) {
 		t.Fatalf("In = %d, %v; want the last run's 20", v, err)
 	}
 	failed := errors.New("failed")
-	if _, err := In(context.Background(), func(_ context.Context, fn func(Querier) error) error { return fn(nil) },
-		func(context.Context, Querier, int) (int, error) { return 0, failed }, 0); !errors.Is(err, failed) {
+	if _, err := In(context.Background(), func(_ context.Context, fn func(Runner) error) error { return fn(nil) },
+		func(context.Context, Runner, int) (int, error) { return 0, failed }, 0); !errors.Is(err, failed) {
 		t.Fatalf("In = %v; want the op's error", err)
 	}
 }
