@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
@@ -45,24 +46,60 @@ func (r pgxRows) Close() error {
 	return r.Rows.Err()
 }
 
-// numbered turns the ? placeholders of query into $1, $2, ...
+// numbered writes the shared text as PostgreSQL reads it: its ?
+// placeholders become $1, $2, ... and its backquoted identifiers
+// (`partition`, which MySQL needs quoted) double-quoted ones; string
+// literals are copied as they are.
 func numbered(query string) string {
-	n := strings.Count(query, "?")
-	if n == 0 {
+	if !strings.ContainsAny(query, "?`") {
 		return query
 	}
 	var b strings.Builder
-	b.Grow(len(query) + 2*n)
-	for i := 1; ; i++ {
-		at := strings.IndexByte(query, '?')
-		if at < 0 {
-			break
+	b.Grow(len(query) + 16)
+	n := 0
+	for i := 0; i < len(query); i++ {
+		switch c := query[i]; c {
+		case '?':
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+		case '`':
+			b.WriteByte('"')
+		case '\'':
+			// A literal ends at the next quote; '' inside it is a quote
+			// and reads as the end of one literal and the start of the next.
+			end := strings.IndexByte(query[i+1:], '\'')
+			if end < 0 {
+				b.WriteString(query[i:]) // unterminated: the server says so
+				return b.String()
+			}
+			b.WriteString(query[i : i+end+2])
+			i += end + 1
+		default:
+			b.WriteByte(c)
 		}
-		b.WriteString(query[:at])
-		b.WriteByte('$')
-		b.WriteString(strconv.Itoa(i))
-		query = query[at+1:]
 	}
-	b.WriteString(query)
 	return b.String()
+}
+
+// The scopes sqldb.Store runs in (sqldb.Scope), retried and classified
+// as the driver's own statements are: pooled reads on the pool outside a
+// transaction, autocommit writes one statement on a connection of it,
+// writing runs a read committed transaction (inTx) and reading one
+// snapshot (readTx).
+
+func (d *Driver) pooled(ctx context.Context, fn func(sqldb.Runner) error) error {
+	return d.read(ctx, func() error { return fn(runner{d.pool}) })
+}
+
+func (d *Driver) autocommit(ctx context.Context, fn func(sqldb.Runner) error) error {
+	return d.write(ctx, func(c *pgxpool.Conn) error { return fn(runner{c}) })
+}
+
+func (d *Driver) writing(ctx context.Context, fn func(sqldb.Runner) error) error {
+	return d.inTx(ctx, func(tx pgx.Tx) error { return fn(runner{tx}) })
+}
+
+func (d *Driver) reading(ctx context.Context, fn func(sqldb.Runner) error) error {
+	return d.readTx(ctx, func(tx pgx.Tx) error { return fn(runner{tx}) })
 }
