@@ -3,10 +3,10 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // errNothingAppended: an append's guard found fewer partitions at the
@@ -14,7 +14,7 @@ import (
 var errNothingAppended = errors.New("postgres: append guard wrote nothing")
 
 // staleOrMissing explains an append its guard refused (driver.StaleOrGone).
-func staleOrMissing(ctx context.Context, q querier, used driver.StreamConfig) error {
+func staleOrMissing(ctx context.Context, q pgxRunner, used driver.StreamConfig) error {
 	return driver.StaleOrGone(used, func() (driver.StreamConfig, error) { return lookupStreamByID(ctx, q, used.ID) })
 }
 
@@ -59,36 +59,17 @@ func (d *Driver) lockAltered(ctx context.Context, tx pgx.Tx, streamID int64) (dr
 	return lookupStreamByID(ctx, tx, streamID)
 }
 
-// storeAltered writes next over stored, under AlterStream's locks: the
-// configuration, the generation of every partition row, the rows of new
-// partitions with a cursor of every group at their start (nothing written
-// there is passed over), and the compaction heads when compaction is
-// switched.
+// storeAltered writes next over stored, under AlterStream's locks
+// (sqldb.StoreAltered), with the generation of every partition row and the
+// rows of new partitions.
 func storeAltered(ctx context.Context, tx pgx.Tx, stored, next driver.StreamConfig) error {
-	b := &pgx.Batch{}
-	b.Queue(`UPDATE stream_config SET partitions = $1::integer, compacted = $2::boolean, retention_max_age_us = $3::bigint,
-		retention_max_rows = $4::bigint, retention_hard = $5::boolean, generation = $6::bigint WHERE id = $7::bigint`,
-		int32(next.Partitions), next.Compacted, next.Retention.MaxAge.Microseconds(), next.Retention.MaxRows, next.Retention.Hard,
-		next.Generation, next.ID)
-	b.Queue(`UPDATE stream_partition SET generation = $1::bigint WHERE stream_id = $2::bigint`, next.Generation, next.ID)
-	if next.Partitions > stored.Partitions {
-		b.Queue(`INSERT INTO stream_partition (stream_id, partition, generation)
-			SELECT $1::bigint, p, $2::bigint FROM generate_series($3::integer, $4::integer - 1) p`,
-			next.ID, next.Generation, int32(stored.Partitions), int32(next.Partitions))
-		b.Queue(`INSERT INTO group_cursor (stream_id, group_name, partition, position)
-			SELECT g.stream_id, g.name, p, 0 FROM consumer_group g, generate_series($2::integer, $3::integer - 1) p
-			WHERE g.stream_id = $1::bigint`, next.ID, int32(stored.Partitions), int32(next.Partitions))
-	}
-	if next.Compacted != stored.Compacted {
-		b.Queue(`DELETE FROM compaction_head WHERE stream_id = $1::bigint`, next.ID)
-	}
-	if next.Compacted && !stored.Compacted {
-		// Each key's head is its row with the greatest (schema_version,
-		// compaction_rank, id) (C11).
-		b.Queue(`INSERT INTO compaction_head (stream_id, msg_key, head_id, schema_version, compaction_rank)
-			SELECT DISTINCT ON (msg_key) ` + strconv.FormatInt(next.ID, 10) + `, msg_key, id, schema_version, compaction_rank
-			FROM ` + logTable(next.ID) + ` WHERE msg_key IS NOT NULL
-			ORDER BY msg_key, schema_version DESC, compaction_rank DESC, id DESC`)
-	}
-	return tx.SendBatch(ctx, b).Close()
+	r := runner{tx}
+	return sqldb.StoreAltered(ctx, r, stored, next, func() error {
+		if _, err := r.Exec(ctx, `UPDATE stream_partition SET generation = ? WHERE stream_id = ?`, next.Generation, next.ID); err != nil {
+			return err
+		}
+		_, err := r.Exec(ctx, `INSERT INTO stream_partition (stream_id, partition, generation) SELECT ?, p, ? FROM generate_series(?, ? - 1) p`,
+			next.ID, next.Generation, stored.Partitions, next.Partitions)
+		return err
+	})
 }

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -30,15 +29,3 @@ func storableText(s string) string {
 // historyError is an error as a history entry keeps it: at most
 // driver.MaxHistoryError bytes, cut at a UTF-8 boundary.
 func historyError(s string) string { return driver.CutHistoryError(storableText(s)) }
-
-// parseHistory reads a stored failure history (nil: none).
-func parseHistory(id int64, doc []byte) ([]driver.FailureRecord, error) {
-	out, err := driver.ParseFailureHistory(string(doc))
-	if err != nil {
-		return nil, fmt.Errorf("row %d: stored failure history: %w", id, err)
-	}
-	for i := range out {
-		out[i].At = ts(out[i].At)
-	}
-	return out, nil
-}

@@ -3,82 +3,47 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-// SetCursors implements driver.Driver. One transaction locks every cursor
-// of the group in partition order (FOR UPDATE, waiting for the claims in
-// flight, bounded by the driver's lock timeout), then sets the given
-// positions. Exceptions stay as they are: the main claim passes over rows
-// the group has one for (see claimPartition). The group's batches on the
-// partitions it moves are materialized first, so that every batch member
-// stays at or below its cursor and a leased row behind a cursor moved back
-// is passed over as an exception.
+// SetCursors implements driver.Driver (sqldb.SetCursors). One transaction
+// locks every cursor of the group in partition order (FOR UPDATE, waiting
+// for the claims in flight, bounded by the driver's lock timeout), then sets
+// the given positions. Exceptions stay as they are: the main claim passes
+// over rows the group has one for (see claimPartition). The group's batches
+// on the partitions it moves are materialized first, so that every batch
+// member stays at or below its cursor and a leased row behind a cursor
+// moved back is passed over as an exception.
 func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) error {
-	parts := slices.Sorted(maps.Keys(p.Positions))
-	partitions := make([]int32, len(parts))
-	positions := make([]int64, len(parts))
-	for i, part := range parts {
-		if part < 0 || part > math.MaxInt32 {
-			return fmt.Errorf("postgres: group %q has no cursor for partition %d: %w", p.Group, part, driver.ErrGroupNotFound)
-		}
-		partitions[i], positions[i] = int32(part), p.Positions[part]
-	}
-	err := d.inTx(ctx, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		d.queueBounded(b, `SELECT partition FROM group_cursor WHERE stream_id = $1::bigint AND group_name = $2::text ORDER BY partition FOR UPDATE`,
-			p.StreamID, p.Group)
-		// A statement of its own, so a snapshot taken after the locks.
-		b.Queue(`SELECT EXISTS (SELECT 1 FROM consumer_group WHERE stream_id = $1::bigint AND name = $2::text)`, p.StreamID, p.Group)
-		br := tx.SendBatch(ctx, b)
-		_, err := br.Exec()
-		var locked []int32
-		var exists bool
-		if err == nil {
-			var rows pgx.Rows
-			if rows, err = br.Query(); err == nil {
-				locked, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+	lt := d.lockTimeoutValue()
+	err := d.writing(ctx, func(tx sqldb.Runner) error {
+		if lt != "" {
+			if _, err := tx.Exec(ctx, saveAndSetLockTimeout, lt); err != nil {
+				return err
 			}
 		}
-		if err == nil {
-			_, err = br.Exec()
-		}
-		if err == nil {
-			err = br.QueryRow().Scan(&exists)
-		}
-		if err := errors.Join(err, br.Close()); err != nil {
+		err := sqldb.SetCursors(ctx, tx, p, sqldb.CursorSteps{Lock: " FOR UPDATE", Release: func(parts []int) error {
+			if lt != "" {
+				if _, err := tx.Exec(ctx, restoreLockTimeout); err != nil {
+					return err
+				}
+			}
+			_, err := tx.Exec(ctx, materializeBatches(p.StreamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.partition = ANY($3::integer[])`,
+				batchOrder, `FOR UPDATE`), p.StreamID, p.Group, int32s(parts))
 			return err
-		}
-		if !exists || len(locked) == 0 {
-			return fmt.Errorf("postgres: group %q: %w", p.Group, driver.ErrGroupNotFound)
-		}
-		for _, part := range partitions {
-			if !slices.Contains(locked, part) {
-				return fmt.Errorf("postgres: group %q has no cursor for partition %d: %w", p.Group, part, driver.ErrGroupNotFound)
-			}
-		}
-		if len(partitions) == 0 {
-			return nil
-		}
-		b = &pgx.Batch{}
-		b.Queue(materializeBatches(p.StreamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.partition = ANY($3::integer[])`, batchOrder, `FOR UPDATE`),
-			p.StreamID, p.Group, partitions)
-		b.Queue(`UPDATE group_cursor c SET position = u.pos FROM unnest($3::integer[], $4::bigint[]) AS u(p, pos)
-			WHERE c.stream_id = $1::bigint AND c.group_name = $2::text AND c.partition = u.p`, p.StreamID, p.Group, partitions, positions)
+		}})
 		// Rows behind a cursor moved back are claimable again: wake the
 		// consumers (delivered at commit).
-		if ch := d.channel(p.StreamID); ch != "" {
-			b.Queue(`SELECT pg_notify($1::text, '')`, ch)
+		if ch := d.channel(p.StreamID); err == nil && ch != "" && len(p.Positions) > 0 {
+			_, err = tx.Exec(ctx, `SELECT pg_notify(?, '')`, ch)
 		}
-		return tx.SendBatch(ctx, b).Close()
+		return err
 	})
 	var de *driver.Error
 	if errors.As(err, &de) && de.Kind == driver.ErrConflict && de.Advice == "" {

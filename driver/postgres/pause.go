@@ -14,7 +14,7 @@ import (
 func (d *Driver) PauseGroup(ctx context.Context, p driver.PauseGroupParams) error {
 	paused := driver.TimeOrNull(p.PausedAt, time.Time.UTC)
 	return d.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := loadGroup(ctx, tx, p.StreamID, p.Group, ` FOR UPDATE`); err != nil {
+		if _, err := store.LoadGroup(ctx, runner{tx}, p.StreamID, p.Group, ` FOR UPDATE`); err != nil {
 			return err
 		}
 		b := &pgx.Batch{}
