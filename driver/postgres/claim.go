@@ -361,7 +361,7 @@ func (u *usualClaim) readFirst(br pgx.BatchResults) error {
 		}
 	}
 	if u.asked {
-		if u.alone, err = readRowsElsewhere(br); err != nil {
+		if u.alone, err = readRowsElsewhere(br, locked.partition); err != nil {
 			return err
 		}
 	}
@@ -513,10 +513,16 @@ type lockedCursor struct {
 func lockCursor(p driver.ClaimParams, visited []int32, first int32) (string, []any) {
 	return `SELECT c.partition, c.position FROM group_cursor c
 		WHERE c.stream_id = $1::bigint AND c.group_name = $2::text AND NOT (c.partition = ANY($3::integer[]))
-			AND COALESCE((SELECT TRUE FROM ` + logTable(p.Stream.ID) + ` m WHERE m.partition = c.partition AND m.id > c.position LIMIT 1), FALSE)
+			AND ` + rowsPastCursor(p) + `
 		ORDER BY (c.partition + $4::integer - $5::integer) % $4::integer
 		LIMIT 1 FOR UPDATE OF c SKIP LOCKED`,
 		[]any{p.Stream.ID, p.Group, slices.Clone(visited), int32(p.Stream.Partitions), first}
+}
+
+// rowsPastCursor is the filter on a cursor c of the claim's group: rows
+// lie past it, a scalar subquery (lockCursor says why not an EXISTS).
+func rowsPastCursor(p driver.ClaimParams) string {
+	return `COALESCE((SELECT TRUE FROM ` + logTable(p.Stream.ID) + ` m WHERE m.partition = c.partition AND m.id > c.position LIMIT 1), FALSE)`
 }
 
 func scanLockedCursor(r pgx.Row) (lockedCursor, bool, error) {
