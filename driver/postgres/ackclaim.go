@@ -126,34 +126,24 @@ func (d *Driver) queueAck(b *pgx.Batch, streamID int64, group string, leases []d
 }
 
 // readAck reads the results of queueAck's statements into changed: the
-// ids they resolved.
+// ids they resolved. Each of its two statements may be followed by a SET.
 func (d *Driver) readAck(br pgx.BatchResults, changed map[int64]bool) error {
-	collect := func() error {
+	for range 2 {
 		rows, err := br.Query()
 		if err != nil {
 			return err
 		}
 		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
 		for _, id := range ids {
 			changed[id] = true
 		}
-		return err
-	}
-	custom := d.cachesPlans()
-	if err := collect(); err != nil {
-		return err
-	}
-	if custom {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
-	}
-	if err := collect(); err != nil {
-		return err
-	}
-	if custom {
-		if _, err := br.Exec(); err != nil {
-			return err
+		if d.cachesPlans() {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -81,7 +81,7 @@ type claimSetup struct {
 // whether it reads a window for the next claim.
 func (d *Driver) setUpClaim(p driver.ClaimParams) claimSetup {
 	var s claimSetup
-	s.ahead, s.hot = d.busy(p.Stream.ID, p.Group)
+	s.ahead, s.hot = d.busyGroups.Hint(p.Stream.ID, p.Group)
 	s.hot = s.hot && p.Limit > 0
 	woken, left := d.wakes.woken(p.Stream.ID, p.Group)
 	woken = woken && p.Limit > 0 && !s.hot
@@ -111,7 +111,7 @@ func (d *Driver) setUpClaim(p driver.ClaimParams) claimSetup {
 	// as the claim before (a loop of Claim(n); Run's claims vary).
 	s.readNext = p.Limit <= driver.MaxClaimWindow && (!s.hot || s.ahead.limit == p.Limit) && windowed(p)
 	if s.hot {
-		s.win = d.takeWindow(p.Stream.ID, p.Group)
+		s.win, _ = d.windows.Take(p.Stream.ID, p.Group)
 	}
 	return s
 }
@@ -194,6 +194,20 @@ type claimOutcome struct {
 	short bool              // the transaction ended before the claim was done
 	took  busyState         // the one partition it took rows from
 	next  *window           // read past the cursor for the next claim
+}
+
+// add counts what partition part gave the claim: its deliveries and
+// deferred rows, the members of the batch it wrote there (remember), and,
+// when it is the first to give rows, where it left the cursor (took).
+func (o *claimOutcome) add(part int32, taken []driver.Delivery, deferred int, cursor int64, versions []int) {
+	if len(taken) > 0 {
+		o.took = busyState{ok: !o.took.ok && len(o.res.Deliveries) == 0, partition: part, position: cursor, versions: slices.Clone(versions)}
+	}
+	for _, d := range taken {
+		o.wrote[part] = append(o.wrote[part], d.ID)
+	}
+	o.res.Deliveries = append(o.res.Deliveries, taken...)
+	o.res.Deferred += deferred
 }
 
 // remember keeps what a claim's transaction leaves for later calls: the
@@ -439,15 +453,7 @@ func (u *usualClaim) claimPartitions(ctx context.Context, t *claimTxn) error {
 			return err
 		}
 		u.out.short = got.short
-		if len(got.taken) > 0 {
-			u.out.took = busyState{ok: !u.out.took.ok && len(res.Deliveries) == 0, partition: c.partition, position: got.cursor,
-				versions: slices.Clone(u.plan.Versions)}
-		}
-		for _, d := range got.taken {
-			u.out.wrote[c.partition] = append(u.out.wrote[c.partition], d.ID)
-		}
-		res.Deliveries = append(res.Deliveries, got.taken...)
-		res.Deferred += got.deferred
+		u.out.add(c.partition, got.taken, got.deferred, got.cursor, u.plan.Versions)
 		if t.ended {
 			break
 		}
@@ -534,14 +540,10 @@ func scanLockedCursor(r pgx.Row) (lockedCursor, bool, error) {
 	return c, err == nil, err
 }
 
-// busy reports whether this driver's last claim of the group took its
-// Limit, so that the next one probably finds rows too (Claim skips its
-// probe), and where that claim left the cursor of the one partition it
-// took rows from, if it took from one (ahead.ok).
-func (d *Driver) busy(streamID int64, group string) (ahead busyState, ok bool) {
-	return d.busyGroups.Hint(streamID, group)
-}
-
+// setBusy notes whether this driver's claim of the group took its Limit,
+// so that the next one probably finds rows too (it skips its probe), and
+// where that claim left the cursor of the one partition it took rows from
+// (ahead.ok): the next claim reads ahead from there.
 func (d *Driver) setBusy(streamID int64, group string, busy bool, ahead busyState) {
 	if !busy {
 		d.busyGroups.Forget(streamID, group)

@@ -225,17 +225,11 @@ func (w *window) read(br pgx.BatchResults) error {
 // the next claim (claimFast).
 func (u *usualClaim) recordClaim(ctx context.Context, t *claimTxn, part int32, s partitionScan, end bool, next *window) ([]driver.Delivery, int, error) {
 	b := &pgx.Batch{}
-	record := queueRecord(b, u.p, part, s)
-	if next != nil {
-		next.queue(b, u.p, part, s.Cursor)
-	}
+	record := thenNext(b, u.p, part, s.Cursor, next, queueRecord(b, u.p, part, s))
 	var recordedIDs []int64
-	read := func(br pgx.BatchResults) error {
-		var err error
-		if recordedIDs, err = record(br); err != nil || next == nil {
-			return err
-		}
-		return next.read(br)
+	read := func(br pgx.BatchResults) (err error) {
+		recordedIDs, err = record(br)
+		return err
 	}
 	if err := t.send(ctx, b, read, end); err != nil {
 		return nil, 0, err
@@ -244,11 +238,32 @@ func (u *usualClaim) recordClaim(ctx context.Context, t *claimTxn, part int32, s
 	return taken, deferred, nil
 }
 
+// recordReader reads the results of a claim's record of rows (queueRecord,
+// queueFastBatch): the ids recorded.
+type recordReader func(pgx.BatchResults) ([]int64, error)
+
+// thenNext queues, after a record's statements, the read of window next
+// past the cursor's new position (nil: none), for the next claim
+// (claimFast), and returns what reads both.
+func thenNext(b *pgx.Batch, p driver.ClaimParams, part int32, cursor int64, next *window, record recordReader) recordReader {
+	if next == nil {
+		return record
+	}
+	next.queue(b, p, part, cursor)
+	return func(br pgx.BatchResults) ([]int64, error) {
+		ids, err := record(br)
+		if err == nil {
+			err = next.read(br)
+		}
+		return ids, err
+	}
+}
+
 // queueRecord queues recordClaim's statements in b: the cursor's move past
 // what s inspected and, when s leased or deferred rows, their record
 // (batchClaim). The function it returns reads their results: the ids
 // recorded.
-func queueRecord(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan) func(pgx.BatchResults) ([]int64, error) {
+func queueRecord(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan) recordReader {
 	b.Queue(`UPDATE group_cursor SET position = $1::bigint WHERE stream_id = $2::bigint AND group_name = $3::text AND partition = $4::integer`,
 		s.Cursor, p.Stream.ID, p.Group, part)
 	n := len(s.Taken) + len(s.Deferred)

@@ -95,7 +95,7 @@ const fastBatch = `WITH c AS (UPDATE group_cursor SET position = $9::bigint
 
 // queueFastBatch queues fastBatch for the rows s took; the function it
 // returns reads its result: the ids leased, all of them.
-func queueFastBatch(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan) func(pgx.BatchResults) ([]int64, error) {
+func queueFastBatch(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan) recordReader {
 	ids := make([]int64, len(s.Taken))
 	for i, t := range s.Taken {
 		ids[i] = t.ID
@@ -128,7 +128,7 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 		b := &pgx.Batch{}
 		b.Queue(fastLock, p.Stream.ID, p.Group, w.partition, w.from)
 		b.Queue(fastCheck(p.Stream.ID), p.Stream.ID, p.Group, w.print, ts(p.Now), w.partition, w.from, s.Cursor, int64(s.Scanned), p.Stream.Generation)
-		var record func(pgx.BatchResults) ([]int64, error)
+		var record recordReader
 		if len(s.Deferred) == 0 && len(s.Taken) > 0 {
 			record = queueFastBatch(b, p, w.partition, s)
 		} else {
@@ -137,8 +137,8 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 		var next *window
 		if readNext {
 			next = &window{versions: slices.Clone(plan.Versions)}
-			next.queue(b, p, w.partition, s.Cursor)
 		}
+		record = thenNext(b, p, w.partition, s.Cursor, next, record)
 		var g driver.GroupConfig
 		var inserted []int64
 		err := t.send(ctx, b, func(br pgx.BatchResults) error {
@@ -150,10 +150,8 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 			if g, err = scanLoadedGroup(br.QueryRow(), p.Group, &one); err != nil {
 				return err
 			}
-			if inserted, err = record(br); err != nil || next == nil {
-				return err
-			}
-			return next.read(br)
+			inserted, err = record(br)
+			return err
 		}, true)
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == guardFailed {
@@ -163,15 +161,10 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 		if err != nil {
 			return err
 		}
+		out = claimOutcome{res: driver.ClaimResult{Group: g}, wrote: map[int32][]int64{},
+			short: len(inserted) < len(s.Taken)+len(s.Deferred), next: next}
 		taken, deferred := recorded(s, inserted)
-		out = claimOutcome{res: driver.ClaimResult{Group: g, Deliveries: taken, Deferred: deferred},
-			wrote: map[int32][]int64{}, short: len(inserted) < len(s.Taken)+len(s.Deferred), next: next}
-		for _, t := range taken {
-			out.wrote[w.partition] = append(out.wrote[w.partition], t.ID)
-		}
-		if len(taken) > 0 {
-			out.took = busyState{ok: true, partition: w.partition, position: s.Cursor, versions: slices.Clone(plan.Versions)}
-		}
+		out.add(w.partition, taken, deferred, s.Cursor, plan.Versions)
 		if next != nil {
 			next.group, next.print = g, w.print
 		}
@@ -179,10 +172,4 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 		return nil
 	})
 	return out, ok, err
-}
-
-// takeWindow takes the window the group's last claim read, if any.
-func (d *Driver) takeWindow(streamID int64, group string) *window {
-	w, _ := d.windows.Take(streamID, group)
-	return w
 }
