@@ -260,27 +260,27 @@ type usualClaim struct {
 	// claim of a stream of several partitions (queueWindows); the window of
 	// the cursor it locked becomes ahead.
 	windows map[int32]*window
-	// asked: the first round trip asks whether cursors other than the one
+	// alone: the first round trip asked whether cursors other than the one
 	// it locks have rows past them (queueRowsElsewhere, on a stream of
 	// several partitions, for a claim that may take fewer rows than its
-	// Limit); alone: none had, so reading the locked partition to its end
+	// Limit), and none had, so reading the locked partition to its end
 	// ends the claim.
-	asked, alone bool
-	plan         driver.ClaimPlan
-	visited      []int32 // the partitions whose cursors it locked
-	out          claimOutcome
+	alone   bool
+	plan    driver.ClaimPlan
+	visited []int32 // the partitions whose cursors it locked
+	out     claimOutcome
 }
 
 // claimUsual runs a claim's transaction: its first round trip begins it
-// and reads what queueFirst queues, then it settles the acks, leases due
+// and sends what queueFirst queues, then it settles the acks, leases due
 // exceptions and claims partitions past their cursors (run).
 func (d *Driver) claimUsual(ctx context.Context, p driver.ClaimParams, s claimSetup) (claimOutcome, error) {
 	u := &usualClaim{}
 	err := d.claimTx(ctx, func(t *claimTxn) error {
 		*u = usualClaim{p: p, s: s, rows: s.fresh, visited: []int32{}, out: claimOutcome{wrote: map[int32][]int64{}}}
-		b := &pgx.Batch{}
-		u.queueFirst(b)
-		if err := t.send(ctx, b, u.readFirst, false); err != nil {
+		r := &roundTrip{}
+		u.queueFirst(r)
+		if err := t.send(ctx, &r.Batch, r.read, false); err != nil {
 			return err
 		}
 		return u.run(ctx, t)
@@ -288,107 +288,84 @@ func (d *Driver) claimUsual(ctx context.Context, p driver.ClaimParams, s claimSe
 	return u.out, err
 }
 
-// queueFirst queues the statements of the first round trip: the acks,
-// before anything reads (what they resolve is claimable); the lock of a
-// first cursor; the group and the stream's generation, read after the lock
-// is granted in a statement of its own (a snapshot taken after the lock: a
-// registration or an alter that held this lock has committed by then, C19);
-// the
-// materialization of expired batches; whether exceptions are due, unless
-// the probe said; and the window past where the group's last claim left
-// its cursor.
-func (u *usualClaim) queueFirst(b *pgx.Batch) {
+// queueFirst queues the statements of the first round trip, each with what
+// reads it: the acks, before anything reads (what they resolve is
+// claimable); the lock of a first cursor; the group and the stream's
+// generation, read after the lock is granted in a statement of its own (a
+// snapshot taken after the lock: a registration or an alter that held this
+// lock has committed by then, C19); the materialization of expired
+// batches; whether exceptions are due, unless the probe said; and the
+// window past where the group's last claim left its cursor.
+func (u *usualClaim) queueFirst(r *roundTrip) {
 	p, s := u.p, u.s
 	if s.acks != nil {
-		s.acks.queue(b)
-	}
-	if u.rows {
-		query, args := lockCursor(p, u.visited, s.first)
-		b.Queue(query, args...)
-	}
-	b.Queue(groupQuery(", "+groupPrint+", (SELECT generation FROM stream_config WHERE id = $1::bigint)", ""), p.Stream.ID, p.Group)
-	if s.expired {
-		b.Queue(materializeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
-	}
-	if s.direct && p.Limit > 0 {
-		// Any exception due (whatever its version: the exception claim
-		// filters), after the materialization.
-		b.Queue(`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
-			AND e.state <> 'dead' AND e.due_at <= $3::timestamptz)`, p.Stream.ID, p.Group, ts(p.Now))
-	}
-	switch {
-	case !u.rows || !s.readAhead || !s.ahead.ok || p.Ordered:
-	case !s.hot && p.Stream.Partitions > 1 && p.Stream.Partitions <= wokenWindowsMax:
-		// Woken: the rows past every cursor (wakeclaim.go), read after
-		// the lock as below.
-		u.windows = map[int32]*window{}
-		queueWindows(b, p, s.ahead.versions)
-	default:
-		// Read after the lock (a snapshot that sees what the lock's holder
-		// did), and used when this claim locks that cursor again, at that
-		// position, reading the same versions (nextCursor).
-		u.ahead = &window{versions: s.ahead.versions}
-		u.ahead.queue(b, p, s.ahead.partition, s.ahead.position)
-	}
-	if u.asked = u.rows && !s.hot && p.Limit > 0 && p.Stream.Partitions > 1; u.asked {
-		queueRowsElsewhere(b, p)
-	}
-}
-
-// readFirst reads the results of what queueFirst queued.
-func (u *usualClaim) readFirst(br pgx.BatchResults) error {
-	if u.s.acks != nil {
-		if err := u.s.acks.read(br); err != nil {
-			return err
-		}
+		s.acks.queue(r)
 	}
 	var locked lockedCursor
 	var ok bool
-	var err error
 	if u.rows {
-		if locked, ok, err = scanLockedCursor(br.QueryRow()); err != nil {
-			return err
-		}
+		query, args := lockCursor(p, u.visited, s.first)
+		r.add(func(br pgx.BatchResults) (err error) { locked, ok, err = scanLockedCursor(br.QueryRow()); return err }, query, args...)
 	}
-	if u.g, err = scanLoadedGroup(br.QueryRow(), u.p.Group, &u.gprint, &u.gen); err != nil {
+	readGroup := func(br pgx.BatchResults) (err error) {
+		u.g, err = scanLoadedGroup(br.QueryRow(), p.Group, &u.gprint, &u.gen)
 		return err
 	}
-	if u.s.expired {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
+	r.add(readGroup, groupQuery(", "+groupPrint+", (SELECT generation FROM stream_config WHERE id = $1::bigint)", ""), p.Stream.ID, p.Group)
+	if s.expired {
+		r.add(execRead, materializeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
 	}
-	u.pending = u.s.due
-	if u.s.direct && u.p.Limit > 0 {
-		if err := br.QueryRow().Scan(&u.pending); err != nil {
-			return err
-		}
+	u.pending = s.due
+	if s.direct && p.Limit > 0 {
+		// Any exception due (whatever its version: the exception claim
+		// filters), after the materialization.
+		r.add(func(br pgx.BatchResults) error { return br.QueryRow().Scan(&u.pending) },
+			`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
+			AND e.state <> 'dead' AND e.due_at <= $3::timestamptz)`, p.Stream.ID, p.Group, ts(p.Now))
 	}
-	if u.ahead != nil {
-		if err := u.ahead.read(br); err != nil {
+	u.queueAhead(r)
+	if u.rows && !s.hot && p.Limit > 0 && p.Stream.Partitions > 1 {
+		queueRowsElsewhere(&r.Batch, p)
+		r.then(func(br pgx.BatchResults) (err error) {
+			u.alone, err = readRowsElsewhere(br, locked.partition)
 			return err
-		}
+		})
 	}
-	if u.windows != nil {
-		if u.windows, err = readWindows(br, u.p, u.s.ahead.versions); err != nil {
-			return err
+	r.then(func(pgx.BatchResults) error {
+		if !ok {
+			u.rows = false // every partition with rows is being claimed
+			return nil
 		}
-	}
-	if u.asked {
-		if u.alone, err = readRowsElsewhere(br, locked.partition); err != nil {
-			return err
-		}
-	}
-	if ok {
 		u.locked = &locked
 		if w := u.windows[locked.partition]; w != nil {
 			// Read under this lock, as u.ahead is (nextCursor checks it).
 			u.ahead = w
 		}
-	} else {
-		u.rows = false // every partition with rows is being claimed
+		return nil
+	})
+}
+
+// queueAhead queues, for a hot or woken claim, the read of the rows past
+// where the group's last claim left its cursor, after the lock.
+func (u *usualClaim) queueAhead(r *roundTrip) {
+	p, s := u.p, u.s
+	switch {
+	case !u.rows || !s.readAhead || !s.ahead.ok || p.Ordered:
+	case !s.hot && p.Stream.Partitions > 1 && p.Stream.Partitions <= wokenWindowsMax:
+		// Woken: the rows past every cursor (wakeclaim.go), read after
+		// the lock as below.
+		queueWindows(&r.Batch, p, s.ahead.versions)
+		r.then(func(br pgx.BatchResults) (err error) {
+			u.windows, err = readWindows(br, p, s.ahead.versions)
+			return err
+		})
+	default:
+		// Read after the lock (a snapshot that sees what the lock's holder
+		// did), and used when this claim locks that cursor again, at that
+		// position, reading the same versions (nextCursor).
+		u.ahead = &window{versions: s.ahead.versions}
+		u.ahead.queue(r, p, s.ahead.partition, s.ahead.position)
 	}
-	return nil
 }
 
 // run settles the acks, plans the claim for the group as the first round
