@@ -53,28 +53,19 @@ func (d *Driver) newClaimAcks(p driver.ClaimParams) *claimAcks {
 }
 
 // queue resets the attempt's state and queues the acks' statements in the
-// claim's first batch.
-func (a *claimAcks) queue(b *pgx.Batch) {
+// claim's first round trip.
+func (a *claimAcks) queue(r *roundTrip) {
 	a.settled, a.changed, a.fellBack = false, map[int64]bool{}, false
-	if a.fast {
-		b.Queue(ackWholeQuery, a.stream, a.group, a.leases[0].Token, a.whole.partition, a.whole.ids)
+	if !a.fast {
+		a.d.queueAck(r, a.stream, a.group, a.leases, a.changed)
 		return
 	}
-	a.d.queueAck(b, a.stream, a.group, a.leases)
-}
-
-// read reads the results of what queue queued.
-func (a *claimAcks) read(br pgx.BatchResults) error {
-	if a.fast {
+	r.add(func(br pgx.BatchResults) error {
 		tag, err := br.Exec()
-		if err != nil {
-			return err
-		}
-		a.settled = tag.RowsAffected() == 1
-		a.fellBack = !a.settled
-		return nil
-	}
-	return a.d.readAck(br, a.changed)
+		a.settled = err == nil && tag.RowsAffected() == 1
+		a.fellBack = err == nil && !a.settled
+		return err
+	}, ackWholeQuery, a.stream, a.group, a.leases[0].Token, a.whole.partition, a.whole.ids)
 }
 
 // settle runs Ack's statements in the claim's transaction when the fast
@@ -83,10 +74,10 @@ func (a *claimAcks) settle(ctx context.Context, tx *claimTxn) error {
 	if !a.fellBack {
 		return nil
 	}
-	b := &pgx.Batch{}
-	a.d.queueAck(b, a.stream, a.group, a.leases)
-	br := tx.SendBatch(ctx, b)
-	return errors.Join(a.d.readAck(br, a.changed), br.Close())
+	r := &roundTrip{}
+	a.d.queueAck(r, a.stream, a.group, a.leases, a.changed)
+	br := tx.SendBatch(ctx, &r.Batch)
+	return errors.Join(r.read(br), br.Close())
 }
 
 // lost lists the acks that were not leased with their token.
@@ -106,29 +97,15 @@ func (a *claimAcks) failed() {
 	}
 }
 
-// queueAck queues Ack's statements for leases: batchAck (a plan for every
-// argument, cached with the connection's statements), then the
-// exception-row DELETE. Where the connection caches its statements' plans,
-// the DELETE is planned for its arguments (plan_cache_mode, for it alone),
-// as settles are (settleMode): a generic plan of it could walk the group's
-// every exception.
-func (d *Driver) queueAck(b *pgx.Batch, streamID int64, group string, leases []driver.Lease) {
+// queueAck queues Ack's statements for leases, reading the ids they
+// resolve into changed: batchAck (a plan for every argument, cached with
+// the connection's statements), then the exception-row DELETE. Where the
+// connection caches its statements' plans, the DELETE is planned for its
+// arguments (plan_cache_mode, for it alone), as settles are (settleMode):
+// a generic plan of it could walk the group's every exception.
+func (d *Driver) queueAck(r *roundTrip, streamID int64, group string, leases []driver.Lease, changed map[int64]bool) {
 	args := newLeaseSet(leases).args(streamID, group)
-	b.Queue(batchAck, args...)
-	custom := d.cachesPlans()
-	if custom {
-		b.Queue(`SET LOCAL plan_cache_mode = force_custom_plan`)
-	}
-	b.Queue(ackExceptions+leasedPairs+` RETURNING d.msg_id`, args...)
-	if custom {
-		b.Queue(`SET LOCAL plan_cache_mode TO DEFAULT`)
-	}
-}
-
-// readAck reads the results of queueAck's statements into changed: the
-// ids they resolved.
-func (d *Driver) readAck(br pgx.BatchResults, changed map[int64]bool) error {
-	collect := func() error {
+	collect := func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {
 			return err
@@ -139,24 +116,15 @@ func (d *Driver) readAck(br pgx.BatchResults, changed map[int64]bool) error {
 		}
 		return err
 	}
+	r.add(collect, batchAck, args...)
 	custom := d.cachesPlans()
-	if err := collect(); err != nil {
-		return err
-	}
 	if custom {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
+		r.add(execRead, `SET LOCAL plan_cache_mode = force_custom_plan`)
 	}
-	if err := collect(); err != nil {
-		return err
-	}
+	r.add(collect, ackExceptions+leasedPairs+` RETURNING d.msg_id`, args...)
 	if custom {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
+		r.add(execRead, `SET LOCAL plan_cache_mode TO DEFAULT`)
 	}
-	return nil
 }
 
 // cachesPlans reports whether the connections prepare their statements and

@@ -81,7 +81,7 @@ type claimSetup struct {
 // whether it reads a window for the next claim.
 func (d *Driver) setUpClaim(p driver.ClaimParams) claimSetup {
 	var s claimSetup
-	s.ahead, s.hot = d.busy(p.Stream.ID, p.Group)
+	s.ahead, s.hot = d.busyGroups.Hint(p.Stream.ID, p.Group)
 	s.hot = s.hot && p.Limit > 0
 	woken, left := d.wakes.woken(p.Stream.ID, p.Group)
 	woken = woken && p.Limit > 0 && !s.hot
@@ -111,7 +111,7 @@ func (d *Driver) setUpClaim(p driver.ClaimParams) claimSetup {
 	// as the claim before (a loop of Claim(n); Run's claims vary).
 	s.readNext = p.Limit <= driver.MaxClaimWindow && (!s.hot || s.ahead.limit == p.Limit) && windowed(p)
 	if s.hot {
-		s.win = d.takeWindow(p.Stream.ID, p.Group)
+		s.win, _ = d.windows.Take(p.Stream.ID, p.Group)
 	}
 	return s
 }
@@ -196,6 +196,20 @@ type claimOutcome struct {
 	next  *window           // read past the cursor for the next claim
 }
 
+// add counts what partition part gave the claim: its deliveries and
+// deferred rows, the members of the batch it wrote there (remember), and,
+// when it is the first to give rows, where it left the cursor (took).
+func (o *claimOutcome) add(part int32, taken []driver.Delivery, deferred int, cursor int64, versions []int) {
+	if len(taken) > 0 {
+		o.took = busyState{ok: !o.took.ok && len(o.res.Deliveries) == 0, partition: part, position: cursor, versions: slices.Clone(versions)}
+	}
+	for _, d := range taken {
+		o.wrote[part] = append(o.wrote[part], d.ID)
+	}
+	o.res.Deliveries = append(o.res.Deliveries, taken...)
+	o.res.Deferred += deferred
+}
+
 // remember keeps what a claim's transaction leaves for later calls: the
 // window it read for the next claim, when that claim may take it whole
 // (claimFast), and the batch it wrote, when it wrote one, for Ack's
@@ -246,27 +260,27 @@ type usualClaim struct {
 	// claim of a stream of several partitions (queueWindows); the window of
 	// the cursor it locked becomes ahead.
 	windows map[int32]*window
-	// asked: the first round trip asks whether cursors other than the one
+	// alone: the first round trip asked whether cursors other than the one
 	// it locks have rows past them (queueRowsElsewhere, on a stream of
 	// several partitions, for a claim that may take fewer rows than its
-	// Limit); alone: none had, so reading the locked partition to its end
+	// Limit), and none had, so reading the locked partition to its end
 	// ends the claim.
-	asked, alone bool
-	plan         driver.ClaimPlan
-	visited      []int32 // the partitions whose cursors it locked
-	out          claimOutcome
+	alone   bool
+	plan    driver.ClaimPlan
+	visited []int32 // the partitions whose cursors it locked
+	out     claimOutcome
 }
 
 // claimUsual runs a claim's transaction: its first round trip begins it
-// and reads what queueFirst queues, then it settles the acks, leases due
+// and sends what queueFirst queues, then it settles the acks, leases due
 // exceptions and claims partitions past their cursors (run).
 func (d *Driver) claimUsual(ctx context.Context, p driver.ClaimParams, s claimSetup) (claimOutcome, error) {
 	u := &usualClaim{}
 	err := d.claimTx(ctx, func(t *claimTxn) error {
 		*u = usualClaim{p: p, s: s, rows: s.fresh, visited: []int32{}, out: claimOutcome{wrote: map[int32][]int64{}}}
-		b := &pgx.Batch{}
-		u.queueFirst(b)
-		if err := t.send(ctx, b, u.readFirst, false); err != nil {
+		r := &roundTrip{}
+		u.queueFirst(r)
+		if err := t.send(ctx, &r.Batch, r.read, false); err != nil {
 			return err
 		}
 		return u.run(ctx, t)
@@ -274,107 +288,84 @@ func (d *Driver) claimUsual(ctx context.Context, p driver.ClaimParams, s claimSe
 	return u.out, err
 }
 
-// queueFirst queues the statements of the first round trip: the acks,
-// before anything reads (what they resolve is claimable); the lock of a
-// first cursor; the group and the stream's generation, read after the lock
-// is granted in a statement of its own (a snapshot taken after the lock: a
-// registration or an alter that held this lock has committed by then, C19);
-// the
-// materialization of expired batches; whether exceptions are due, unless
-// the probe said; and the window past where the group's last claim left
-// its cursor.
-func (u *usualClaim) queueFirst(b *pgx.Batch) {
+// queueFirst queues the statements of the first round trip, each with what
+// reads it: the acks, before anything reads (what they resolve is
+// claimable); the lock of a first cursor; the group and the stream's
+// generation, read after the lock is granted in a statement of its own (a
+// snapshot taken after the lock: a registration or an alter that held this
+// lock has committed by then, C19); the materialization of expired
+// batches; whether exceptions are due, unless the probe said; and the
+// window past where the group's last claim left its cursor.
+func (u *usualClaim) queueFirst(r *roundTrip) {
 	p, s := u.p, u.s
 	if s.acks != nil {
-		s.acks.queue(b)
-	}
-	if u.rows {
-		query, args := lockCursor(p, u.visited, s.first)
-		b.Queue(query, args...)
-	}
-	b.Queue(groupQuery(", "+groupPrint+", (SELECT generation FROM stream_config WHERE id = $1::bigint)", ""), p.Stream.ID, p.Group)
-	if s.expired {
-		b.Queue(materializeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
-	}
-	if s.direct && p.Limit > 0 {
-		// Any exception due (whatever its version: the exception claim
-		// filters), after the materialization.
-		b.Queue(`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
-			AND e.state <> 'dead' AND e.due_at <= $3::timestamptz)`, p.Stream.ID, p.Group, ts(p.Now))
-	}
-	switch {
-	case !u.rows || !s.readAhead || !s.ahead.ok || p.Ordered:
-	case !s.hot && p.Stream.Partitions > 1 && p.Stream.Partitions <= wokenWindowsMax:
-		// Woken: the rows past every cursor (wakeclaim.go), read after
-		// the lock as below.
-		u.windows = map[int32]*window{}
-		queueWindows(b, p, s.ahead.versions)
-	default:
-		// Read after the lock (a snapshot that sees what the lock's holder
-		// did), and used when this claim locks that cursor again, at that
-		// position, reading the same versions (nextCursor).
-		u.ahead = &window{versions: s.ahead.versions}
-		u.ahead.queue(b, p, s.ahead.partition, s.ahead.position)
-	}
-	if u.asked = u.rows && !s.hot && p.Limit > 0 && p.Stream.Partitions > 1; u.asked {
-		queueRowsElsewhere(b, p)
-	}
-}
-
-// readFirst reads the results of what queueFirst queued.
-func (u *usualClaim) readFirst(br pgx.BatchResults) error {
-	if u.s.acks != nil {
-		if err := u.s.acks.read(br); err != nil {
-			return err
-		}
+		s.acks.queue(r)
 	}
 	var locked lockedCursor
 	var ok bool
-	var err error
 	if u.rows {
-		if locked, ok, err = scanLockedCursor(br.QueryRow()); err != nil {
-			return err
-		}
+		query, args := lockCursor(p, u.visited, s.first)
+		r.add(func(br pgx.BatchResults) (err error) { locked, ok, err = scanLockedCursor(br.QueryRow()); return err }, query, args...)
 	}
-	if u.g, err = scanLoadedGroup(br.QueryRow(), u.p.Group, &u.gprint, &u.gen); err != nil {
+	readGroup := func(br pgx.BatchResults) (err error) {
+		u.g, err = scanLoadedGroup(br.QueryRow(), p.Group, &u.gprint, &u.gen)
 		return err
 	}
-	if u.s.expired {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
+	r.add(readGroup, groupQuery(", "+groupPrint+", (SELECT generation FROM stream_config WHERE id = $1::bigint)", ""), p.Stream.ID, p.Group)
+	if s.expired {
+		r.add(execRead, materializeExpired(p.Stream.ID), p.Stream.ID, p.Group, ts(p.Now))
 	}
-	u.pending = u.s.due
-	if u.s.direct && u.p.Limit > 0 {
-		if err := br.QueryRow().Scan(&u.pending); err != nil {
-			return err
-		}
+	u.pending = s.due
+	if s.direct && p.Limit > 0 {
+		// Any exception due (whatever its version: the exception claim
+		// filters), after the materialization.
+		r.add(func(br pgx.BatchResults) error { return br.QueryRow().Scan(&u.pending) },
+			`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
+			AND e.state <> 'dead' AND e.due_at <= $3::timestamptz)`, p.Stream.ID, p.Group, ts(p.Now))
 	}
-	if u.ahead != nil {
-		if err := u.ahead.read(br); err != nil {
+	u.queueAhead(r)
+	if u.rows && !s.hot && p.Limit > 0 && p.Stream.Partitions > 1 {
+		queueRowsElsewhere(&r.Batch, p)
+		r.then(func(br pgx.BatchResults) (err error) {
+			u.alone, err = readRowsElsewhere(br, locked.partition)
 			return err
-		}
+		})
 	}
-	if u.windows != nil {
-		if u.windows, err = readWindows(br, u.p, u.s.ahead.versions); err != nil {
-			return err
+	r.then(func(pgx.BatchResults) error {
+		if !ok {
+			u.rows = false // every partition with rows is being claimed
+			return nil
 		}
-	}
-	if u.asked {
-		if u.alone, err = readRowsElsewhere(br); err != nil {
-			return err
-		}
-	}
-	if ok {
 		u.locked = &locked
 		if w := u.windows[locked.partition]; w != nil {
 			// Read under this lock, as u.ahead is (nextCursor checks it).
 			u.ahead = w
 		}
-	} else {
-		u.rows = false // every partition with rows is being claimed
+		return nil
+	})
+}
+
+// queueAhead queues, for a hot or woken claim, the read of the rows past
+// where the group's last claim left its cursor, after the lock.
+func (u *usualClaim) queueAhead(r *roundTrip) {
+	p, s := u.p, u.s
+	switch {
+	case !u.rows || !s.readAhead || !s.ahead.ok || p.Ordered:
+	case !s.hot && p.Stream.Partitions > 1 && p.Stream.Partitions <= wokenWindowsMax:
+		// Woken: the rows past every cursor (wakeclaim.go), read after
+		// the lock as below.
+		queueWindows(&r.Batch, p, s.ahead.versions)
+		r.then(func(br pgx.BatchResults) (err error) {
+			u.windows, err = readWindows(br, p, s.ahead.versions)
+			return err
+		})
+	default:
+		// Read after the lock (a snapshot that sees what the lock's holder
+		// did), and used when this claim locks that cursor again, at that
+		// position, reading the same versions (nextCursor).
+		u.ahead = &window{versions: s.ahead.versions}
+		u.ahead.queue(r, p, s.ahead.partition, s.ahead.position)
 	}
-	return nil
 }
 
 // run settles the acks, plans the claim for the group as the first round
@@ -439,15 +430,7 @@ func (u *usualClaim) claimPartitions(ctx context.Context, t *claimTxn) error {
 			return err
 		}
 		u.out.short = got.short
-		if len(got.taken) > 0 {
-			u.out.took = busyState{ok: !u.out.took.ok && len(res.Deliveries) == 0, partition: c.partition, position: got.cursor,
-				versions: slices.Clone(u.plan.Versions)}
-		}
-		for _, d := range got.taken {
-			u.out.wrote[c.partition] = append(u.out.wrote[c.partition], d.ID)
-		}
-		res.Deliveries = append(res.Deliveries, got.taken...)
-		res.Deferred += got.deferred
+		u.out.add(c.partition, got.taken, got.deferred, got.cursor, u.plan.Versions)
 		if t.ended {
 			break
 		}
@@ -513,10 +496,16 @@ type lockedCursor struct {
 func lockCursor(p driver.ClaimParams, visited []int32, first int32) (string, []any) {
 	return `SELECT c.partition, c.position FROM group_cursor c
 		WHERE c.stream_id = $1::bigint AND c.group_name = $2::text AND NOT (c.partition = ANY($3::integer[]))
-			AND COALESCE((SELECT TRUE FROM ` + logTable(p.Stream.ID) + ` m WHERE m.partition = c.partition AND m.id > c.position LIMIT 1), FALSE)
+			AND ` + rowsPastCursor(p) + `
 		ORDER BY (c.partition + $4::integer - $5::integer) % $4::integer
 		LIMIT 1 FOR UPDATE OF c SKIP LOCKED`,
 		[]any{p.Stream.ID, p.Group, slices.Clone(visited), int32(p.Stream.Partitions), first}
+}
+
+// rowsPastCursor is the filter on a cursor c of the claim's group: rows
+// lie past it, a scalar subquery (lockCursor says why not an EXISTS).
+func rowsPastCursor(p driver.ClaimParams) string {
+	return `COALESCE((SELECT TRUE FROM ` + logTable(p.Stream.ID) + ` m WHERE m.partition = c.partition AND m.id > c.position LIMIT 1), FALSE)`
 }
 
 func scanLockedCursor(r pgx.Row) (lockedCursor, bool, error) {
@@ -528,14 +517,10 @@ func scanLockedCursor(r pgx.Row) (lockedCursor, bool, error) {
 	return c, err == nil, err
 }
 
-// busy reports whether this driver's last claim of the group took its
-// Limit, so that the next one probably finds rows too (Claim skips its
-// probe), and where that claim left the cursor of the one partition it
-// took rows from, if it took from one (ahead.ok).
-func (d *Driver) busy(streamID int64, group string) (ahead busyState, ok bool) {
-	return d.busyGroups.Hint(streamID, group)
-}
-
+// setBusy notes whether this driver's claim of the group took its Limit,
+// so that the next one probably finds rows too (it skips its probe), and
+// where that claim left the cursor of the one partition it took rows from
+// (ahead.ok): the next claim reads ahead from there.
 func (d *Driver) setBusy(streamID int64, group string, busy bool, ahead busyState) {
 	if !busy {
 		d.busyGroups.Forget(streamID, group)

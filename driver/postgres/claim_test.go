@@ -40,3 +40,38 @@ func TestLockCursorChecksRowsInAFilter(t *testing.T) {
 		t.Errorf("the cursor lock's plan:\n%s\nwant the rows past each cursor checked in a filter (SubPlan), and no join", plan)
 	}
 }
+
+// A claim's first round trip asks whether cursors other than the one it
+// locked have rows past them (queueRowsElsewhere); when none has, reading
+// the locked partition to its end ends the claim. The locked partition
+// does not count, with rows or without: retention may empty it between the
+// lock and the question, and counting it as a cursor with rows then took
+// the other partition's rows for none, and the claim ended with them left
+// to the poll. Here partition 0 is that emptied partition.
+func TestRowsElsewhereLeavesOutTheLockedPartition(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 3)
+	f.group("g", driver.GroupConfig{})
+	elsewhere := func(locked int32) bool {
+		t.Helper()
+		got, err := postgres.RowsElsewhere(tctx(t), f.drv, f.stream, "g", locked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if elsewhere(0) {
+		t.Error("no cursor has rows: want none elsewhere")
+	}
+	f.appendN(1, 2)
+	if !elsewhere(0) {
+		t.Error("partition 1 has rows, the locked partition 0 none: want rows elsewhere")
+	}
+	if elsewhere(1) {
+		t.Error("only the locked partition 1 has rows: want none elsewhere")
+	}
+	f.appendN(2, 1)
+	if !elsewhere(1) {
+		t.Error("partitions 1 (locked) and 2 have rows: want rows elsewhere")
+	}
+}

@@ -42,31 +42,22 @@ func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan
 // many it resolved or buried: then more may be due past them.
 func claimExceptionsPage(ctx context.Context, tx querier, p driver.ClaimParams, vf string, vargs []any, ordered string, limit int) ([]driver.Delivery, int, error) {
 	args := append([]any{p.Stream.ID, p.Group, ts(p.Now), int32(limit)}, vargs...)
-	rows, err := tx.Query(ctx, `SELECT `+rowColumns+`, e.msg_id, e.state, e.attempt, m.id IS NOT NULL AND `+rowIsHead(p.Stream)+`
+	var f driver.DueFates
+	err := eachRow(ctx, tx, `SELECT `+rowColumns+`, e.msg_id, e.state, e.attempt, m.id IS NOT NULL AND `+rowIsHead(p.Stream)+`
 		FROM delivery_exception e LEFT JOIN `+logTable(p.Stream.ID)+` m ON m.id = e.msg_id
 		WHERE e.stream_id = $1::bigint AND e.group_name = $2::text AND e.state <> 'dead' AND e.due_at <= $3::timestamptz AND `+vf+ordered+`
-		ORDER BY e.due_at LIMIT $4::integer FOR UPDATE OF e SKIP LOCKED`, args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	var f driver.DueFates
-	for rows.Next() {
+		ORDER BY e.due_at LIMIT $4::integer FOR UPDATE OF e SKIP LOCKED`, args, func(rows pgx.Rows) error {
 		var o optionalRow
 		var msgID int64
 		var state string
 		var attempt int32
 		var claimable bool
 		if err := rows.Scan(append(o.dest(), &msgID, &state, &attempt, &claimable)...); err != nil {
-			rows.Close()
-			return nil, 0, err
+			return err
 		}
-		if err := f.Add(p, msgID, driver.ExceptionState(state), int(attempt), claimable, o.row, ts(p.LeaseUntil)); err != nil {
-			rows.Close()
-			return nil, 0, err
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return f.Add(p, msgID, driver.ExceptionState(state), int(attempt), claimable, o.row, ts(p.LeaseUntil))
+	})
+	if err != nil {
 		return nil, 0, err
 	}
 	b := &pgx.Batch{}

@@ -200,10 +200,10 @@ type window struct {
 
 // queue queues the read of the window past from, sized as the first
 // window of a claim of p.Limit rows.
-func (w *window) queue(b *pgx.Batch, p driver.ClaimParams, part int32, from int64) {
+func (w *window) queue(r *roundTrip, p driver.ClaimParams, part int32, from int64) {
 	w.partition, w.from, w.size = part, from, driver.FirstWindow(p.Limit)
 	query, vargs := scanQuery(p, w.versions)
-	b.Queue(query, append([]any{part, from, int32(w.size)}, vargs...)...)
+	r.add(w.read, query, append([]any{part, from, int32(w.size)}, vargs...)...)
 }
 
 func (w *window) read(br pgx.BatchResults) error {
@@ -224,57 +224,45 @@ func (w *window) read(br pgx.BatchResults) error {
 // COMMIT; with next, the window past the new cursor is read before it, for
 // the next claim (claimFast).
 func (u *usualClaim) recordClaim(ctx context.Context, t *claimTxn, part int32, s partitionScan, end bool, next *window) ([]driver.Delivery, int, error) {
-	b := &pgx.Batch{}
-	record := queueRecord(b, u.p, part, s)
-	if next != nil {
-		next.queue(b, u.p, part, s.Cursor)
-	}
+	r := &roundTrip{}
 	var recordedIDs []int64
-	read := func(br pgx.BatchResults) error {
-		var err error
-		if recordedIDs, err = record(br); err != nil || next == nil {
-			return err
-		}
-		return next.read(br)
+	queueRecord(r, u.p, part, s, &recordedIDs)
+	if next != nil {
+		next.queue(r, u.p, part, s.Cursor)
 	}
-	if err := t.send(ctx, b, read, end); err != nil {
+	if err := t.send(ctx, &r.Batch, r.read, end); err != nil {
 		return nil, 0, err
 	}
 	taken, deferred := recorded(s, recordedIDs)
 	return taken, deferred, nil
 }
 
-// queueRecord queues recordClaim's statements in b: the cursor's move past
+// queueRecord queues recordClaim's statements: the cursor's move past
 // what s inspected and, when s leased or deferred rows, their record
-// (batchClaim). The function it returns reads their results: the ids
-// recorded.
-func queueRecord(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan) func(pgx.BatchResults) ([]int64, error) {
-	b.Queue(`UPDATE group_cursor SET position = $1::bigint WHERE stream_id = $2::bigint AND group_name = $3::text AND partition = $4::integer`,
+// (batchClaim), whose reader sets *ids to the ids recorded.
+func queueRecord(r *roundTrip, p driver.ClaimParams, part int32, s partitionScan, ids *[]int64) {
+	r.add(execRead, `UPDATE group_cursor SET position = $1::bigint WHERE stream_id = $2::bigint AND group_name = $3::text AND partition = $4::integer`,
 		s.Cursor, p.Stream.ID, p.Group, part)
 	n := len(s.Taken) + len(s.Deferred)
 	if n == 0 {
-		return func(br pgx.BatchResults) ([]int64, error) { _, err := br.Exec(); return nil, err }
+		return
 	}
-	ids := make([]int64, 0, n)
+	rows := make([]int64, 0, n)
 	versions := make([]int32, 0, n)
 	leased := make([]bool, 0, n)
 	for _, t := range s.Taken {
-		ids, versions, leased = append(ids, t.ID), append(versions, int32(t.SchemaVersion)), append(leased, true)
+		rows, versions, leased = append(rows, t.ID), append(versions, int32(t.SchemaVersion)), append(leased, true)
 	}
-	for _, r := range s.Deferred {
-		ids, versions, leased = append(ids, r.ID), append(versions, int32(r.SchemaVersion)), append(leased, false)
+	for _, d := range s.Deferred {
+		rows, versions, leased = append(rows, d.ID), append(versions, int32(d.SchemaVersion)), append(leased, false)
 	}
-	b.Queue(batchClaim, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, versions, leased, slices.Min(ids), slices.Max(ids))
-	return func(br pgx.BatchResults) ([]int64, error) {
-		if _, err := br.Exec(); err != nil {
-			return nil, err
-		}
+	r.add(func(br pgx.BatchResults) error {
 		rows, err := br.Query()
-		if err != nil {
-			return nil, err
+		if err == nil {
+			*ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 		}
-		return pgx.CollectRows(rows, pgx.RowTo[int64])
-	}
+		return err
+	}, batchClaim, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, rows, versions, leased, slices.Min(rows), slices.Max(rows))
 }
 
 // recorded is what a record of s took, given the ids it recorded:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
@@ -44,4 +45,16 @@ func Debounce(d *Driver, streamID int64) {
 	s.mu.Lock()
 	s.last = time.Now().Add(2 * time.Second)
 	s.mu.Unlock()
+}
+
+// RowsElsewhere runs, on its own, the question a claim's first round trip
+// asks after locking the cursor of partition locked: whether another
+// cursor of the group has rows past it (queueRowsElsewhere).
+func RowsElsewhere(ctx context.Context, d *Driver, stream driver.StreamConfig, group string, locked int32) (bool, error) {
+	b := &pgx.Batch{}
+	queueRowsElsewhere(b, driver.ClaimParams{Stream: stream, Group: group})
+	br := d.pool.SendBatch(ctx, b)
+	defer br.Close()
+	alone, err := readRowsElsewhere(br, locked)
+	return !alone, err
 }

@@ -93,22 +93,22 @@ const fastBatch = `WITH c AS (UPDATE group_cursor SET position = $9::bigint
 		AND e.msg_id BETWEEN $10::bigint AND $11::bigint))::integer = 1
 	ON CONFLICT (stream_id, group_name, lease_token, partition) DO UPDATE SET ids = t.ids || excluded.ids, last_id = excluded.last_id`
 
-// queueFastBatch queues fastBatch for the rows s took; the function it
-// returns reads its result: the ids leased, all of them.
-func queueFastBatch(b *pgx.Batch, p driver.ClaimParams, part int32, s partitionScan) func(pgx.BatchResults) ([]int64, error) {
-	ids := make([]int64, len(s.Taken))
+// queueFastBatch queues fastBatch for the rows s took; its reader sets
+// *ids to the ids leased, all of them.
+func queueFastBatch(r *roundTrip, p driver.ClaimParams, part int32, s partitionScan, ids *[]int64) {
+	leased := make([]int64, len(s.Taken))
 	for i, t := range s.Taken {
-		ids[i] = t.ID
+		leased[i] = t.ID
 	}
-	slices.Sort(ids)
-	b.Queue(fastBatch, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, ids, s.Cursor, ids[0], ids[len(ids)-1])
-	return func(br pgx.BatchResults) ([]int64, error) {
+	slices.Sort(leased)
+	r.add(func(br pgx.BatchResults) error {
 		tag, err := br.Exec()
 		if err == nil && tag.RowsAffected() != 1 {
 			err = fmt.Errorf("postgres: fast claim: the batch insert wrote %d rows, want 1", tag.RowsAffected())
 		}
-		return ids, err
-	}
+		*ids = leased
+		return err
+	}, fastBatch, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, leased, s.Cursor, leased[0], leased[len(leased)-1])
 }
 
 // claimFast claims the rows of window w in one round trip, if nothing
@@ -125,36 +125,27 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 	}
 	err = d.claimTx(ctx, func(t *claimTxn) error {
 		ok = false
-		b := &pgx.Batch{}
-		b.Queue(fastLock, p.Stream.ID, p.Group, w.partition, w.from)
-		b.Queue(fastCheck(p.Stream.ID), p.Stream.ID, p.Group, w.print, ts(p.Now), w.partition, w.from, s.Cursor, int64(s.Scanned), p.Stream.Generation)
-		var record func(pgx.BatchResults) ([]int64, error)
+		r := &roundTrip{}
+		var one int32
+		var g driver.GroupConfig
+		var inserted []int64
+		r.add(func(br pgx.BatchResults) error { return br.QueryRow().Scan(&one) }, fastLock, p.Stream.ID, p.Group, w.partition, w.from)
+		readGroup := func(br pgx.BatchResults) (err error) {
+			g, err = scanLoadedGroup(br.QueryRow(), p.Group, &one)
+			return err
+		}
+		r.add(readGroup, fastCheck(p.Stream.ID), p.Stream.ID, p.Group, w.print, ts(p.Now), w.partition, w.from, s.Cursor, int64(s.Scanned), p.Stream.Generation)
 		if len(s.Deferred) == 0 && len(s.Taken) > 0 {
-			record = queueFastBatch(b, p, w.partition, s)
+			queueFastBatch(r, p, w.partition, s, &inserted)
 		} else {
-			record = queueRecord(b, p, w.partition, s)
+			queueRecord(r, p, w.partition, s, &inserted)
 		}
 		var next *window
 		if readNext {
 			next = &window{versions: slices.Clone(plan.Versions)}
-			next.queue(b, p, w.partition, s.Cursor)
+			next.queue(r, p, w.partition, s.Cursor)
 		}
-		var g driver.GroupConfig
-		var inserted []int64
-		err := t.send(ctx, b, func(br pgx.BatchResults) error {
-			var one int32
-			if err := br.QueryRow().Scan(&one); err != nil {
-				return err
-			}
-			var err error
-			if g, err = scanLoadedGroup(br.QueryRow(), p.Group, &one); err != nil {
-				return err
-			}
-			if inserted, err = record(br); err != nil || next == nil {
-				return err
-			}
-			return next.read(br)
-		}, true)
+		err := t.send(ctx, &r.Batch, r.read, true)
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == guardFailed {
 			t.rollback(ctx) // something changed: the claim runs as usual
@@ -163,15 +154,10 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 		if err != nil {
 			return err
 		}
+		out = claimOutcome{res: driver.ClaimResult{Group: g}, wrote: map[int32][]int64{},
+			short: len(inserted) < len(s.Taken)+len(s.Deferred), next: next}
 		taken, deferred := recorded(s, inserted)
-		out = claimOutcome{res: driver.ClaimResult{Group: g, Deliveries: taken, Deferred: deferred},
-			wrote: map[int32][]int64{}, short: len(inserted) < len(s.Taken)+len(s.Deferred), next: next}
-		for _, t := range taken {
-			out.wrote[w.partition] = append(out.wrote[w.partition], t.ID)
-		}
-		if len(taken) > 0 {
-			out.took = busyState{ok: true, partition: w.partition, position: s.Cursor, versions: slices.Clone(plan.Versions)}
-		}
+		out.add(w.partition, taken, deferred, s.Cursor, plan.Versions)
 		if next != nil {
 			next.group, next.print = g, w.print
 		}
@@ -179,10 +165,4 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 		return nil
 	})
 	return out, ok, err
-}
-
-// takeWindow takes the window the group's last claim read, if any.
-func (d *Driver) takeWindow(streamID int64, group string) *window {
-	w, _ := d.windows.Take(streamID, group)
-	return w
 }

@@ -242,3 +242,37 @@ func eachRow(ctx context.Context, tx querier, query string, args []any, fn func(
 	}
 	return rows.Err()
 }
+
+// roundTrip is the statements of one round trip, each queued with what
+// reads its result (add), or a few with one reader (then): what decides
+// whether a statement goes out is written once, and read reads the results
+// in the order queued.
+type roundTrip struct {
+	pgx.Batch
+	reads []func(pgx.BatchResults) error
+}
+
+// add queues a statement and what reads its result.
+func (r *roundTrip) add(read func(pgx.BatchResults) error, sql string, args ...any) {
+	r.Queue(sql, args...)
+	r.then(read)
+}
+
+// then adds what reads the results of the statements queued since the
+// last reader.
+func (r *roundTrip) then(read func(pgx.BatchResults) error) { r.reads = append(r.reads, read) }
+
+func (r *roundTrip) read(br pgx.BatchResults) error {
+	for _, read := range r.reads {
+		if err := read(br); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// execRead reads the result of a statement that returns no rows.
+func execRead(br pgx.BatchResults) error {
+	_, err := br.Exec()
+	return err
+}

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -72,19 +73,26 @@ func (w *wakeNotes) leftAt(stream int64, group string, at busyState) {
 // after the lock, of what was committed then: rows that commit later in
 // another partition are left to the next claim, which their notification
 // (or the poll) brings, as rows that commit after a claim's last lock are.
-// A cursor that another claim holds counts as one with rows.
+// A cursor that another claim holds counts as one with rows. The statement
+// returns the partitions of up to two cursors with rows, and the locked
+// partition is left out when its answer is read (readRowsElsewhere): it may
+// have lost its rows between the lock and this read (retention), and
+// counting cursors on the assumption that it has them then took the other
+// partition's rows for none, leaving them to the poll.
 func queueRowsElsewhere(b *pgx.Batch, p driver.ClaimParams) {
-	b.Queue(`SELECT count(*) > 1 FROM group_cursor c WHERE c.stream_id = $1::bigint AND c.group_name = $2::text
-		AND COALESCE((SELECT TRUE FROM `+logTable(p.Stream.ID)+` m WHERE m.partition = c.partition AND m.id > c.position LIMIT 1), FALSE)`,
-		p.Stream.ID, p.Group)
+	b.Queue(`SELECT c.partition FROM group_cursor c WHERE c.stream_id = $1::bigint AND c.group_name = $2::text
+		AND `+rowsPastCursor(p)+` LIMIT 2`, p.Stream.ID, p.Group)
 }
 
 // readRowsElsewhere reads queueRowsElsewhere's answer: alone, no cursor
-// but the one locked has rows past it.
-func readRowsElsewhere(br pgx.BatchResults) (alone bool, err error) {
-	var elsewhere bool
-	err = br.QueryRow().Scan(&elsewhere)
-	return !elsewhere, err
+// but the locked one (of partition locked) has rows past it.
+func readRowsElsewhere(br pgx.BatchResults, locked int32) (alone bool, err error) {
+	rows, err := br.Query()
+	if err != nil {
+		return false, err
+	}
+	parts, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	return !slices.ContainsFunc(parts, func(part int32) bool { return part != locked }), err
 }
 
 // A woken claim of a stream of several partitions does not know in which
