@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -256,6 +257,9 @@ func benchConsume(b *testing.B, target BenchTarget) {
 		runBracketed(b, cons, append(raws, baseline{"claim-ack", func(int) error { return claimAck(loop) }})...)
 	})
 	b.Run("run-100handlers-4partitions", func(b *testing.B) { runPartitions(b, target.Target, 4) })
+	if os.Getenv(benchCostEnv) != "" {
+		b.Run("run-cost", func(b *testing.B) { runCost(b, target) })
+	}
 }
 
 // consumeSetup is a Consume100 row's set-up: a client with a one-partition
@@ -464,7 +468,8 @@ func benchClient(b *testing.B, target Target, ns string) *sqlstreams.Client {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := sqlstreams.Open(context.Background(), drv, sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithLogger(testLogger(b)))
+	opts := append([]sqlstreams.ClientOption{sqlstreams.WithMaintenanceInterval(0), sqlstreams.WithLogger(testLogger(b))}, traceOption(b)...)
+	c, err := sqlstreams.Open(context.Background(), drv, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

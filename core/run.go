@@ -579,20 +579,30 @@ func transient(err error) bool {
 	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrConflict) || errors.Is(err, ErrOutcomeUnknown)
 }
 
-func (r *runner[T]) call(d Delivery[T]) (err error) {
-	// A panic becomes the handler's error inside the middleware, so that
-	// they see it as the outcome, and outside it, for a middleware's own.
-	handle := func(ctx context.Context) (err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = &PanicError{Value: p, Stack: string(debug.Stack())}
-			}
-		}()
-		return r.handle(ctx, d)
-	}
+// call runs the handler on d, through the handle middleware if there is
+// any. Without middleware it calls the handler directly: a closure over d
+// would move every delivery to the heap.
+func (r *runner[T]) call(d Delivery[T]) error {
 	if len(r.c.handleMW) == 0 {
-		return handle(r.handlerCtx)
+		return r.invoke(r.handlerCtx, d)
 	}
+	return r.callThrough(d)
+}
+
+// invoke runs the handler; a panic becomes its error.
+func (r *runner[T]) invoke(ctx context.Context, d Delivery[T]) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &PanicError{Value: p, Stack: string(debug.Stack())}
+		}
+	}()
+	return r.handle(ctx, d)
+}
+
+// callThrough runs the handler inside the middleware. A panic becomes the
+// handler's error inside it (invoke), so that the middleware sees it as the
+// outcome, and outside it, for a middleware's own.
+func (r *runner[T]) callThrough(d Delivery[T]) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p, Stack: string(debug.Stack())}
@@ -601,7 +611,7 @@ func (r *runner[T]) call(d Delivery[T]) (err error) {
 	info := infoOf(r.c.stream.Name, r.c.name, driver.Row{ID: d.ID, Partition: d.Partition, SchemaVersion: d.SchemaVersion,
 		CompactionRank: d.CompactionRank, Key: d.Key, RoutingKey: d.RoutingKey, Headers: d.Headers, ProducedAt: d.ProducedAt}, d.Attempt)
 	info.PayloadSize = d.lease.size
-	return handleThrough(r.handlerCtx, r.c.handleMW, &info, handle)
+	return handleThrough(r.handlerCtx, r.c.handleMW, &info, func(ctx context.Context) error { return r.invoke(ctx, d) })
 }
 
 // enqueueAck hands a resolved delivery to the completer; it reports false
