@@ -408,7 +408,7 @@ func testOutcomeExpiredLastAttempt(t *testing.T, c *sqlstreams.Client) {
 
 func testOutcomeReplayDiscard(t *testing.T, c *sqlstreams.Client) {
 	const stream = "c8-replay"
-	g := consumer[EventV1](t, c, stream, "g", fastRetry(sqlstreams.ConsumerOptions{MaxAttempts: 2, LeaseDuration: 200 * time.Millisecond}))
+	g := consumer[EventV1](t, c, stream, "g", fastRetry(sqlstreams.ConsumerOptions{MaxAttempts: 2, LeaseDuration: settleLease}))
 	ids := produceV1(t, producer[EventV1](t, c, stream), 3)
 	// Bury all three: the first by exhausting its attempts.
 	ds, err := g.Claim(ctx(t), 3)
@@ -434,7 +434,7 @@ func testOutcomeReplayDiscard(t *testing.T, c *sqlstreams.Client) {
 		t.Fatalf("row %d dead at attempt %d, want 2", ids[0], dl.Attempt)
 	}
 	// Dead stays dead: past lease and due times, nothing is claimable.
-	time.Sleep(300 * time.Millisecond)
+	pastLeases(append(ds, again...)...)
 	if ds, err := g.Claim(ctx(t), 10); err != nil || len(ds) != 0 {
 		t.Fatalf("dead deliveries were claimed: %v (err %v)", idsOf(ds), err)
 	}

@@ -215,7 +215,7 @@ func testSupersededExceptions(t *testing.T, c *sqlstreams.Client) {
 	const stream = "c11-exceptions"
 	createCompacted(t, c, stream, 1)
 	ps := newC11Producers(t, c, stream)
-	g := consumer[EventV1](t, c, stream, "g", fastRetry(sqlstreams.ConsumerOptions{LeaseDuration: 500 * time.Millisecond}))
+	g := consumer[EventV1](t, c, stream, "g", fastRetry(sqlstreams.ConsumerOptions{LeaseDuration: settleLease}))
 
 	// "still-head" comes last, so that the superseded exceptions come before
 	// it in id order: a claim must look past them rather than come back

@@ -201,8 +201,8 @@ func testStreamDestroy(t *testing.T, c *sqlstreams.Client) {
 	for i, k := range []string{"a", "b", "c"} {
 		ps.write(t, k, c11Write{2, 0}, i)
 	}
-	short := fastRetry(sqlstreams.ConsumerOptions{LeaseDuration: 400 * time.Millisecond})
-	g := consumer[EventV2](t, c, name, "g", short)
+	opts := fastRetry(sqlstreams.ConsumerOptions{LeaseDuration: settleLease})
+	g := consumer[EventV2](t, c, name, "g", opts)
 	ds := claimN(t, g, 2)
 	if len(ds) != 2 {
 		t.Fatalf("claimed %d, want 2", len(ds))
@@ -235,7 +235,7 @@ func testStreamDestroy(t *testing.T, c *sqlstreams.Client) {
 		t.Errorf("new stream after Destroy is not empty: %+v", hl)
 	}
 	// Group g is gone: it may now be created at another version.
-	g1 := consumer[EventV1](t, c, name, "g", short)
+	g1 := consumer[EventV1](t, c, name, "g", opts)
 	if dead, err := g1.DeadLetters(ctx(t), 0, 10); err != nil || len(dead) != 0 {
 		t.Errorf("dead letters after Destroy: %v, %v; want none", dead, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,29 +92,46 @@ func testOutages(t *testing.T, h *harness) {
 
 	t.Run("ClaimTimeoutLogged", func(t *testing.T) {
 		// A claim that hangs (a frozen server) ends after the operation
-		// timeout and is logged; while it keeps failing, warnings back off;
-		// when the database answers again, Run goes on by itself.
+		// timeout and is logged with what a user needs; while it keeps
+		// failing, the waits between claims grow; when the database answers
+		// again, Run goes on by itself. The short operation timeout ends only
+		// the hung claims: the real calls run without it (hangsOnlyTimeOut),
+		// so that a loaded machine cannot make them time out too. The checks
+		// are on lower bounds of time, which load only makes hold more.
 		t.Parallel()
 		h := h.fresh()
 		logs := &logCount{}
-		c, f := h.faultyClient(t, sqlstreams.WithOperationTimeout(150*time.Millisecond), sqlstreams.WithLogger(slog.New(logs)))
+		const timeout, poll = 150 * time.Millisecond, 10 * time.Millisecond
+		c, f := h.faultyClient(t, sqlstreams.WithOperationTimeout(timeout), sqlstreams.WithLogger(slog.New(logs)))
+		f.set(func(f *faultDriver) { f.hangsOnlyTimeOut = true })
 		const stream = "c18-timeout"
 		p := producer[EventV1](t, c, stream)
-		cons := consumer[EventV1](t, c, stream, "g", &sqlstreams.ConsumerOptions{PollInterval: 10 * time.Millisecond})
+		cons := consumer[EventV1](t, c, stream, "g", &sqlstreams.ConsumerOptions{PollInterval: poll})
 		f.set(func(f *faultDriver) { f.hangClaims = true })
 		handled := make(chan int64, 1)
 		stop := runFor(t, cons, func(_ context.Context, d sqlstreams.Delivery[EventV1]) error {
 			handled <- d.ID
 			return nil
 		})
-		eventually(t, 20*time.Second, "a logged claim failure", func() bool { return logs.count("claim failed") > 0 })
-		time.Sleep(1500 * time.Millisecond)
-		f.mu.Lock()
-		claims := f.claims
-		f.mu.Unlock()
-		if warned := logs.count("claim failed"); warned > 12 || claims > 14 {
-			t.Errorf("%d claims and %d warnings in about 1.5s of outage with a 10ms poll interval; want them backing off", claims, warned)
+		const failures = 5
+		var hung []span
+		eventually(t, time.Minute, "five hung claims", func() bool {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			hung = slices.Clone(f.hung)
+			return len(hung) >= failures
+		})
+		for i, s := range hung {
+			if d := s.ended.Sub(s.began); d > 30*time.Second {
+				t.Errorf("hung claim %d ended after %v; want the operation timeout (%v) to end it", i+1, d, timeout)
+			}
 		}
+		// The fifth claim came at least 8 poll intervals after the fourth
+		// failed (a wait that did not grow would be one).
+		if gap := hung[failures-1].began.Sub(hung[failures-2].ended); gap < 8*poll {
+			t.Errorf("Run claimed %v after its %dth failure in a row, with a %v poll interval; want the waits to grow", gap, failures-1, poll)
+		}
+		checkClaimFailureLogged(t, logs, stream, "g")
 		f.set(func(f *faultDriver) { f.hangClaims = false })
 		ids := produceV1(t, p, 1)
 		select {
@@ -170,16 +188,39 @@ func testOutages(t *testing.T, h *harness) {
 	})
 }
 
-// logCount is a slog handler that counts records by message.
+// checkClaimFailureLogged checks the first warning of a failed claim: it
+// names the stream and the group, and its error matches ErrUnavailable and
+// says which option bounds the wait.
+func checkClaimFailureLogged(t *testing.T, logs *logCount, stream, group string) {
+	t.Helper()
+	r, ok := logs.first("claim failed")
+	if !ok {
+		t.Fatal("no claim failure was logged")
+	}
+	attrs := map[string]slog.Value{}
+	r.Attrs(func(a slog.Attr) bool {
+		attrs[a.Key] = a.Value.Resolve()
+		return true
+	})
+	if attrs["stream"].String() != stream || attrs["group"].String() != group {
+		t.Errorf("claim failure logged with stream %q and group %q; want %q and %q", attrs["stream"], attrs["group"], stream, group)
+	}
+	err, _ := attrs["error"].Any().(error)
+	if !errors.Is(err, sqlstreams.ErrUnavailable) || !strings.Contains(err.Error(), "WithOperationTimeout") {
+		t.Errorf("claim failure logged with error %v; want ErrUnavailable naming WithOperationTimeout", err)
+	}
+}
+
+// logCount is a slog handler that keeps the records it is given.
 type logCount struct {
 	mu   sync.Mutex
-	msgs []string
+	recs []slog.Record
 }
 
 func (l *logCount) Enabled(context.Context, slog.Level) bool { return true }
 func (l *logCount) Handle(_ context.Context, r slog.Record) error {
 	l.mu.Lock()
-	l.msgs = append(l.msgs, r.Message)
+	l.recs = append(l.recs, r.Clone())
 	l.mu.Unlock()
 	return nil
 }
@@ -190,12 +231,24 @@ func (l *logCount) count(substr string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
-	for _, m := range l.msgs {
-		if strings.Contains(m, substr) {
+	for _, r := range l.recs {
+		if strings.Contains(r.Message, substr) {
 			n++
 		}
 	}
 	return n
+}
+
+// first is the first record whose message contains substr.
+func (l *logCount) first(substr string) (slog.Record, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.recs {
+		if strings.Contains(r.Message, substr) {
+			return r, true
+		}
+	}
+	return slog.Record{}, false
 }
 
 var _ driver.Driver = (*faultDriver)(nil)

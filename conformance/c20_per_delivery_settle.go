@@ -97,7 +97,7 @@ func testPerDeliverySettle(t *testing.T, h *harness) {
 		c := h.client(t)
 		p := producer[EventV1](t, c, stream)
 		produceV1(t, p, 2)
-		cons := consumer[EventV1](t, c, stream, "g", &sqlstreams.ConsumerOptions{LeaseDuration: 300 * time.Millisecond})
+		cons := consumer[EventV1](t, c, stream, "g", &sqlstreams.ConsumerOptions{LeaseDuration: settleLease})
 		ds, err := cons.Claim(ctx(t), 2)
 		if err != nil || len(ds) != 2 {
 			t.Fatalf("claim: %v, %v", idsOf(ds), err)
@@ -114,7 +114,7 @@ func testPerDeliverySettle(t *testing.T, h *harness) {
 		if err := d1.Ack(ctx(t)); !errors.Is(err, sqlstreams.ErrAlreadySettled) {
 			t.Errorf("acking d1 again: %v; want ErrAlreadySettled, since the batch recorded it", err)
 		}
-		time.Sleep(400 * time.Millisecond) // past the lease: d1 must not come back
+		pastLeases(d1) // d1 must not come back
 		if again, err := cons.Claim(ctx(t), 10); err != nil || len(again) != 0 {
 			t.Errorf("after the lease: claimed %v, %v; want nothing, d1 was acked", idsOf(again), err)
 		}

@@ -69,7 +69,7 @@ func testTransactionalSettle(t *testing.T, h *harness) {
 	}
 	const stream = "c21"
 	p := producer[EventV1](t, c, stream)
-	cons := consumer[EventV1](t, c, stream, "g", &sqlstreams.ConsumerOptions{LeaseDuration: 500 * time.Millisecond, MaxAttempts: 5})
+	cons := consumer[EventV1](t, c, stream, "g", &sqlstreams.ConsumerOptions{LeaseDuration: settleLease, MaxAttempts: 5})
 	claimOne := func() sqlstreams.Delivery[EventV1] {
 		t.Helper()
 		var got []sqlstreams.Delivery[EventV1]
@@ -94,7 +94,7 @@ func testTransactionalSettle(t *testing.T, h *harness) {
 		if g := groupAt(t, health(t, c, stream), 1, "g"); g.Unresolved != 0 {
 			t.Errorf("after the commit: %d unresolved; want the ack committed with it", g.Unresolved)
 		}
-		time.Sleep(600 * time.Millisecond) // past the lease: nothing comes back
+		pastLeases(d) // nothing comes back
 		if ds, err := cons.Claim(ctx(t), 10); err != nil || len(ds) != 0 {
 			t.Errorf("after the committed ack of %d claimed %v, %v", ids[0], idsOf(ds), err)
 		}

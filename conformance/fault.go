@@ -28,10 +28,17 @@ type faultDriver struct {
 	// same way (AckAndClaim's second claim, after its first recorded the
 	// acks).
 	failPlainClaims int
-	// hangClaims makes Claim wait until its context ends while set.
+	// hangClaims makes Claim wait until its context ends while set; hung
+	// records when each such claim began and ended.
 	hangClaims bool
-	claims     int // Claim calls seen
-	ackClaims  int // of those, claims that carried acks
+	hung       []span
+	// hangsOnlyTimeOut runs the calls that reach the database free of the
+	// caller's deadline (a minute bounds them instead): a test may then give
+	// the client an operation timeout short enough to end hung claims soon
+	// without the real calls timing out too on a loaded machine.
+	hangsOnlyTimeOut bool
+	claims           int // Claim calls seen
+	ackClaims        int // of those, claims that carried acks
 	// extendDuringAckClaim makes the next claim that carries acks wait (at
 	// most 10 s) for an extension naming one of them, and that extension
 	// wait until the claim recorded them; the claim returns once the
@@ -89,9 +96,15 @@ func (f *faultDriver) Claim(ctx context.Context, p driver.ClaimParams) (driver.C
 		return driver.ClaimResult{}, errInjected
 	}
 	if hang {
+		began := time.Now()
 		<-ctx.Done()
+		f.mu.Lock()
+		f.hung = append(f.hung, span{began, time.Now()})
+		f.mu.Unlock()
 		return driver.ClaimResult{}, ctx.Err()
 	}
+	ctx, cancel := f.unhurried(ctx)
+	defer cancel()
 	if !race {
 		return f.Driver.Claim(ctx, p)
 	}
@@ -113,6 +126,8 @@ func (f *faultDriver) Ack(ctx context.Context, p driver.AckParams) (driver.Settl
 	if f.take(&f.failAcks) {
 		return driver.SettleResult{}, errInjected
 	}
+	ctx, cancel := f.unhurried(ctx)
+	defer cancel()
 	return f.Driver.Ack(ctx, p)
 }
 
@@ -120,7 +135,15 @@ func (f *faultDriver) Fail(ctx context.Context, p driver.FailParams) (driver.Set
 	if f.take(&f.failFails) {
 		return driver.SettleResult{}, errInjected
 	}
+	ctx, cancel := f.unhurried(ctx)
+	defer cancel()
 	return f.Driver.Fail(ctx, p)
+}
+
+func (f *faultDriver) Release(ctx context.Context, p driver.ReleaseParams) (driver.SettleResult, error) {
+	ctx, cancel := f.unhurried(ctx)
+	defer cancel()
+	return f.Driver.Release(ctx, p)
 }
 
 func (f *faultDriver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
@@ -138,6 +161,8 @@ func (f *faultDriver) Extend(ctx context.Context, p driver.ExtendParams) (driver
 	}
 	done, end := f.claimDone, f.extendEnd
 	f.mu.Unlock()
+	ctx, cancel := f.unhurried(ctx)
+	defer cancel()
 	if !race {
 		return f.Driver.Extend(ctx, p)
 	}
@@ -147,6 +172,21 @@ func (f *faultDriver) Extend(ctx context.Context, p driver.ExtendParams) (driver
 	case <-time.After(10 * time.Second):
 	}
 	return f.Driver.Extend(ctx, p)
+}
+
+// span is when something began and ended.
+type span struct{ began, ended time.Time }
+
+// unhurried is the context a call that reaches the database runs under:
+// ctx, or under hangsOnlyTimeOut ctx's values with a minute's deadline.
+func (f *faultDriver) unhurried(ctx context.Context) (context.Context, context.CancelFunc) {
+	f.mu.Lock()
+	free := f.hangsOnlyTimeOut
+	f.mu.Unlock()
+	if !free {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 }
 
 // faultyClient opens a client on the test's namespace through a faultDriver.

@@ -159,6 +159,24 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 	}
 }
 
+// settleLease is the lease of a test that settles what it claimed and later
+// waits for the lease to run out: its settles must land while it holds, and
+// on a loaded machine (load 30 on two cores) a claim or a settle can take a
+// second. A lease shorter than the steps that rely on it makes the test
+// measure the machine's pace.
+const settleLease = 3 * time.Second
+
+// pastLeases sleeps until the leases of ds have run out.
+func pastLeases[T sqlstreams.Versioned](ds ...sqlstreams.Delivery[T]) {
+	var end time.Time
+	for _, d := range ds {
+		if d.LeaseExpires().After(end) {
+			end = d.LeaseExpires()
+		}
+	}
+	time.Sleep(time.Until(end) + 50*time.Millisecond)
+}
+
 // fastRetry are consumer options for tests: short polls and backoff.
 func fastRetry(o sqlstreams.ConsumerOptions) *sqlstreams.ConsumerOptions {
 	if o.LeaseDuration == 0 {

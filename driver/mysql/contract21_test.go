@@ -462,8 +462,10 @@ func TestSetCursors(t *testing.T) {
 	}
 	start := time.Now()
 	err = drv.SetCursors(testCtx(t), driver.SetCursorsParams{StreamID: st.ID, Group: "g", Positions: map[int]int64{0: 0}})
-	if waited := time.Since(start); mysql.IsMariaDB(drv) && (!errors.Is(err, driver.ErrConflict) || waited < 900*time.Millisecond || waited > 5*time.Second) {
-		t.Errorf("SetCursors while a cursor is locked: %v after %v; want ErrConflict after about the 1s lock timeout", err, waited)
+	if waited := time.Since(start); mysql.IsMariaDB(drv) && (!errors.Is(err, driver.ErrConflict) || waited < 900*time.Millisecond || waited > 30*time.Second) {
+		// The upper bound tells the driver's 1s from the server's 50s, with
+		// room for a loaded machine.
+		t.Errorf("SetCursors while a cursor is locked: %v after %v; want ErrConflict after about the 1s lock timeout, not the server's", err, waited)
 	}
 	done := make(chan error, 1)
 	go func() {
