@@ -10,10 +10,10 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-// runner runs the statements of the registry's storage, which PostgreSQL
-// shares with MySQL and SQLite (sqldb.Registry, sqldb.Subjects), on pgx: q
-// is the pool, a connection or a transaction. It numbers their ?
-// placeholders; the arguments they take (Go ints, strings, bools, times)
+// runner runs the statements PostgreSQL shares with MySQL and SQLite
+// (sqldb.Registry, sqldb.Subjects, sqldb.Retention), on pgx: q is the
+// pool, a connection or a transaction. It numbers their ? placeholders
+// and double-quotes their backquoted identifiers (pgText); the arguments they take (Go ints, strings, bools, times)
 // need no casts, since each placeholder's context types it, or an untyped
 // literal on the simple protocol.
 type runner struct{ q pgxRunner }
@@ -25,7 +25,7 @@ type pgxRunner interface {
 }
 
 func (r runner) Query(ctx context.Context, query string, args ...any) (sqldb.Rows, error) {
-	rows, err := r.q.Query(ctx, numbered(query), args...)
+	rows, err := r.q.Query(ctx, pgText(query), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (r runner) Query(ctx context.Context, query string, args ...any) (sqldb.Row
 }
 
 func (r runner) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	tag, err := r.q.Exec(ctx, numbered(query), args...)
+	tag, err := r.q.Exec(ctx, pgText(query), args...)
 	return tag.RowsAffected(), err
 }
 
@@ -43,6 +43,29 @@ type pgxRows struct{ pgx.Rows }
 func (r pgxRows) Close() error {
 	r.Rows.Close()
 	return r.Rows.Err()
+}
+
+// pgText is the shared text of query as PostgreSQL reads it.
+func pgText(query string) string { return numbered(quoteIdents(query)) }
+
+// quoteIdents writes the identifiers query quotes with backquotes, as
+// MySQL does (`partition`), in double quotes, leaving string literals as
+// they are.
+func quoteIdents(query string) string {
+	if strings.IndexByte(query, '`') < 0 {
+		return query
+	}
+	b := []byte(query)
+	inString := false
+	for i, c := range b {
+		switch {
+		case c == '\'':
+			inString = !inString // '' within a literal toggles twice
+		case c == '`' && !inString:
+			b[i] = '"'
+		}
+	}
+	return string(b)
 }
 
 // numbered turns the ? placeholders of query into $1, $2, ...
