@@ -199,11 +199,7 @@ func conflictAdvice(err error, parts []int32, callerTx bool) string {
 	}
 	switch pe.Code {
 	case "55P03":
-		which := "partition " + joinInts(parts)
-		if len(parts) > 1 {
-			which = "one of partitions " + joinInts(parts)
-		}
-		advice := "another transaction holds the append lock of " + which + " of this stream, probably an open ProduceTx; commit it promptly"
+		advice := driver.AppendLockHeld(parts)
 		if callerTx {
 			return advice + ", and roll this transaction back and retry it"
 		}
@@ -214,14 +210,6 @@ func conflictAdvice(err error, parts []int32, callerTx bool) string {
 		}
 	}
 	return ""
-}
-
-func joinInts(vs []int32) string {
-	s := make([]string, len(vs))
-	for i, v := range vs {
-		s[i] = fmt.Sprint(v)
-	}
-	return strings.Join(s, ", ")
 }
 
 var (
