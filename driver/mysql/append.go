@@ -282,26 +282,11 @@ func partitionRows(streamID int64, parts []int, what, lock string, atGeneration 
 // lockWaitError is the error of a wait for the append lock of parts (all
 // partitions when nil) that timed out.
 func (d *Driver) lockWaitError(streamID int64, parts []int, callerTx bool, err error) error {
-	which := "the partitions"
-	switch {
-	case len(parts) == 1:
-		which = "partition " + strconv.Itoa(parts[0])
-	case len(parts) > 1:
-		which = "one of partitions " + joinInts(parts)
-	}
-	advice := "another transaction holds the append lock of " + which + " of this stream, probably an open ProduceTx; commit it promptly"
+	advice := driver.AppendLockHeld(parts)
 	if callerTx {
 		advice += ", and roll this transaction back before trying again"
 	}
 	return &driver.Error{Kind: driver.ErrConflict, Advice: advice, Err: driver.Redact(fmt.Errorf("stream %d: lock partitions: %w", streamID, err), d.secrets...)}
-}
-
-func joinInts(vs []int) string {
-	s := make([]string, len(vs))
-	for i, v := range vs {
-		s[i] = strconv.Itoa(v)
-	}
-	return strings.Join(s, ", ")
 }
 
 // inserted checks that an INSERT of n rows inserted them all, and returns

@@ -5,26 +5,14 @@ import (
 	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/sqlstreams/sqlstreams/core/driver"
 )
-
-// nonEmpty is s without empty strings and repeats, in order.
-func nonEmpty(s ...string) []string {
-	var out []string
-	for _, v := range s {
-		if v != "" && !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
 
 // dsnSecrets guesses the password of a DSN that does not parse, so that it
 // can be scrubbed from the parser's messages (which may quote a database
@@ -34,29 +22,14 @@ func nonEmpty(s ...string) []string {
 // the last '@'), its pieces between the characters the parser splits at,
 // and the password of a URL.
 func dsnSecrets(dsn string) []string {
-	var out []string
 	left := dsn
 	if i := strings.LastIndex(dsn, "/"); i >= 0 {
 		left = dsn[:i]
 	}
-	if j := strings.LastIndex(left, "@"); j >= 0 {
-		if k := strings.Index(left[:j], ":"); k >= 0 {
-			out = append(out, left[k+1:j])
-		}
-	}
-	if j := strings.LastIndex(dsn, "@"); j >= 0 {
-		if k := strings.Index(dsn[:j], ":"); k >= 0 {
-			wide := dsn[k+1 : j]
-			out = append(out, wide)
-			out = append(out, strings.FieldsFunc(wide, func(r rune) bool { return strings.ContainsRune("/?&=@:(),", r) })...)
-		}
-	}
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok {
-			out = append(out, p)
-		}
-	}
-	return nonEmpty(out...)
+	wide := driver.WidestPassword(dsn)
+	out := []string{driver.WidestPassword(left), wide, driver.URLPassword(dsn)}
+	out = append(out, strings.FieldsFunc(wide, func(r rune) bool { return strings.ContainsRune("/?&=@:(),", r) })...)
+	return driver.Secrets(out...)
 }
 
 var interpolateOff = regexp.MustCompile(`[?&]interpolateParams=(false|0)(&|$)`)

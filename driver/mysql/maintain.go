@@ -27,7 +27,7 @@ func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, er
 			if err != nil || !stream.Compacted {
 				return err
 			}
-			victims, err := sqldb.CompactVictims(ctx, tx, logTable(p.StreamID), headExpr(stream), p.Limit)
+			victims, err := sqldb.CompactVictims(ctx, sqldb.On(tx), logTable(p.StreamID), headExpr(stream), p.Limit)
 			if err != nil {
 				return err
 			}
@@ -182,7 +182,7 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 		return d.inTx(ctx, nil, func(tx querier) error {
 			var err error
 			res, err = driver.RetainPass(ctx, req, sqldb.Retention{
-				Q: tx, Table: logTable, Time: leaseWrites.Time,
+				R: sqldb.On(tx), Table: logTable, Time: leaseWrites.Time,
 				Span: func(table string) string {
 					return `SELECT (SELECT id FROM ` + table + ` ORDER BY id LIMIT 1), (SELECT id FROM ` + table + ` ORDER BY id DESC LIMIT 1)`
 				},
@@ -198,7 +198,7 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 				// Removing a head races with appends moving it: on a
 				// compacted stream deleteRows takes every partition, in the
 				// order appends take them, so the two cannot deadlock.
-				Delete: func(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate) error {
+				Delete: func(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate, _ []string) error {
 					return d.deleteRows(ctx, tx, stream, victims, stream.Compacted)
 				},
 			})

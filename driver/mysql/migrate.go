@@ -62,7 +62,7 @@ func (d *Driver) AppliedMigrations(ctx context.Context, _ driver.AppliedMigratio
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	out, err := sqldb.AppliedMigrations(ctx, d.db, utc)
+	out, err := sqldb.AppliedMigrations(ctx, sqldb.On(d.db), utc)
 	if mysqlErrno(err) == errNoSuchTable {
 		return nil, nil
 	}
@@ -155,7 +155,7 @@ func (s *migrationSteps) Lock(ctx context.Context) (func(), error) {
 }
 
 func (s *migrationSteps) Applied(ctx context.Context) (map[int]bool, error) {
-	return sqldb.AppliedVersions(ctx, s.conn, migrationTable)
+	return sqldb.AppliedVersions(ctx, sqldb.On(s.conn), migrationTable)
 }
 
 // Exec runs a migration file statement by statement, with its directives
@@ -174,13 +174,7 @@ func (s *migrationSteps) Exec(ctx context.Context, body string) error {
 }
 
 func (s *migrationSteps) Record(ctx context.Context, version int, down bool) error {
-	var err error
-	if down {
-		_, err = s.conn.ExecContext(ctx, `DELETE FROM sqlstreams_migration WHERE version = ?`, version)
-	} else {
-		_, err = s.conn.ExecContext(ctx, `INSERT IGNORE INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, version, ts(time.Now()))
-	}
-	return err
+	return sqldb.RecordMigration(ctx, sqldb.On(s.conn), `INSERT IGNORE INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, version, down, ts(time.Now()))
 }
 
 var serverVersion = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)`)

@@ -379,7 +379,7 @@ func Open(dsn string, opts ...Option) *Driver {
 			"write the DSN as user:password@tcp(host:3306)/dbname (a go-sql-driver DSN, not a URL)")
 		return d
 	}
-	d.secrets = nonEmpty(cfg.Passwd)
+	d.secrets = driver.Secrets(cfg.Passwd)
 	d.gal.dsnSyncWait = dsnSetsParam(cfg.Params, "wsrep_sync_wait")
 	d.where = cfg.User + "@" + cfg.Addr + "/" + cfg.DBName
 	if cfg.DBName == "" {

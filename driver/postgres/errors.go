@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -131,7 +129,7 @@ func (d *Driver) wrap(ctx context.Context, err error, st stage) error {
 		return fmt.Errorf("postgres: %w (%s)", driver.ErrClosed, driver.Scrub(err.Error(), d.secrets...))
 	}
 	kind := func(k error, advice string) error {
-		return &driver.Error{Kind: k, Advice: advice, Err: driver.Redact(fmt.Errorf("postgres: %w", err), d.secrets...)}
+		return driver.Wrap(k, fmt.Errorf("postgres: %w", err), advice, d.secrets...)
 	}
 	unknown := st == stageWrite || st == stageCommit
 	var conn *pgconn.ConnectError
@@ -201,11 +199,7 @@ func conflictAdvice(err error, parts []int32, callerTx bool) string {
 	}
 	switch pe.Code {
 	case "55P03":
-		which := "partition " + joinInts(parts)
-		if len(parts) > 1 {
-			which = "one of partitions " + joinInts(parts)
-		}
-		advice := "another transaction holds the append lock of " + which + " of this stream, probably an open ProduceTx; commit it promptly"
+		advice := driver.AppendLockHeld(parts)
 		if callerTx {
 			return advice + ", and roll this transaction back and retry it"
 		}
@@ -218,14 +212,6 @@ func conflictAdvice(err error, parts []int32, callerTx bool) string {
 	return ""
 }
 
-func joinInts(vs []int32) string {
-	s := make([]string, len(vs))
-	for i, v := range vs {
-		s[i] = fmt.Sprint(v)
-	}
-	return strings.Join(s, ", ")
-}
-
 var (
 	kvPassword = regexp.MustCompile(`(?i)(?:^|\s)(?:ssl)?password\s*=\s*('((?:[^'\\]|\\.)*)'?|\S+)`)
 )
@@ -236,20 +222,15 @@ var (
 func connSecrets(s string) []string {
 	var out []string
 	add := func(v string) {
-		if v != "" {
-			out = append(out, v)
-		}
-		if dec, err := url.PathUnescape(v); err == nil && dec != "" {
+		out = append(out, v)
+		if dec, err := url.PathUnescape(v); err == nil {
 			out = append(out, dec)
 		}
-		if dec, err := url.QueryUnescape(v); err == nil && dec != "" {
+		if dec, err := url.QueryUnescape(v); err == nil {
 			out = append(out, dec)
 		}
 	}
-	if rest, ok := strings.CutPrefix(s, "postgresql://"); ok || strings.HasPrefix(s, "postgres://") {
-		if !ok {
-			rest = strings.TrimPrefix(s, "postgres://")
-		}
+	if scheme, rest, ok := strings.Cut(s, "://"); ok && (scheme == "postgres" || scheme == "postgresql") {
 		// pgx's (and libpq's) reading: the user info ends at the first '@'
 		// before any '/'; net/url's: at the last '@' of the authority.
 		narrow := ""
@@ -259,30 +240,16 @@ func connSecrets(s string) []string {
 				narrow = pw
 			}
 		}
-		// A wider reading: pgx shows what follows its own, which it redacts.
-		wide := func(pw string) {
+		// Wider readings (the authority's, and a password with an unescaped
+		// '/', '?' or '#'): pgx shows what follows its own, which it redacts.
+		authority, _, _ := strings.Cut(rest, "/")
+		for _, pw := range []string{driver.WidestPassword(authority), driver.WidestPassword(rest)} {
 			add(pw)
 			if tail, ok := strings.CutPrefix(pw, narrow); ok && narrow != "" && tail != "" {
 				add(tail)
 			}
 		}
-		authority, _, _ := strings.Cut(rest, "/")
-		if i := strings.LastIndex(authority, "@"); i >= 0 {
-			if _, pw, ok := strings.Cut(authority[:i], ":"); ok {
-				wide(pw)
-			}
-		}
-		// A password with an unescaped '/' (or '?', '#'): up to the last '@'.
-		if i := strings.LastIndex(rest, "@"); i >= 0 {
-			if _, pw, ok := strings.Cut(rest[:i], ":"); ok {
-				wide(pw)
-			}
-		}
-		if u, err := url.Parse(s); err == nil && u.User != nil {
-			if pw, ok := u.User.Password(); ok {
-				add(pw)
-			}
-		}
+		add(driver.URLPassword(s))
 		if _, query, ok := strings.Cut(rest, "?"); ok {
 			for _, kv := range strings.Split(query, "&") {
 				k, v, _ := strings.Cut(kv, "=")
@@ -294,7 +261,7 @@ func connSecrets(s string) []string {
 				}
 			}
 		}
-		return sortSecrets(out)
+		return driver.Secrets(out...)
 	}
 	for _, m := range kvPassword.FindAllStringSubmatch(s, -1) {
 		v := m[1]
@@ -306,19 +273,7 @@ func connSecrets(s string) []string {
 		}
 		add(v)
 	}
-	return sortSecrets(out)
-}
-
-// sortSecrets dedupes secrets and puts longer ones first, so that a secret
-// containing another is scrubbed whole.
-func sortSecrets(s []string) []string {
-	slices.SortFunc(s, func(a, b string) int {
-		if c := cmp.Compare(len(b), len(a)); c != 0 {
-			return c
-		}
-		return strings.Compare(a, b)
-	})
-	return slices.Compact(s)
+	return driver.Secrets(out...)
 }
 
 func isUnique(err error) bool {

@@ -3,41 +3,30 @@ package postgres
 import (
 	"context"
 	"errors"
-	"maps"
-	"math"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // Compact implements driver.Driver.
 func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, error) {
-	streamID := p.StreamID
 	var removed int64
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		removed = 0
-		stream, err := lookupStreamByID(ctx, tx, streamID)
+		stream, err := lookupStreamByID(ctx, tx, p.StreamID)
 		if err != nil || !stream.Compacted {
 			return err
 		}
-		var ids []int64
-		var parts []int32
-		if err := eachRow(ctx, tx, `SELECT m.id, m.partition FROM `+logTable(streamID)+` m WHERE NOT `+headExpr(stream)+` ORDER BY m.id LIMIT $1::integer`,
-			[]any{int32(p.Limit)}, func(r pgx.Rows) error {
-				var id int64
-				var part int32
-				err := r.Scan(&id, &part)
-				ids, parts = append(ids, id), append(parts, part)
-				return err
-			}); err != nil {
+		victims, err := sqldb.CompactVictims(ctx, runner{tx}, logTable(p.StreamID), headExpr(stream), p.Limit)
+		if err != nil {
 			return err
 		}
-		removed = int64(len(ids))
-		return d.deleteRows(ctx, tx, streamID, ids, parts, nil)
+		removed = int64(len(victims))
+		return d.deleteRows(ctx, tx, p.StreamID, victims, nil)
 	})
 	if err != nil {
 		return 0, d.maintenanceError(err)
@@ -60,11 +49,15 @@ func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, er
 // while it waits for anything but another append lock: producers wait for
 // an open AckTx no longer than for a ProduceTx (decisions.md, "Maintenance
 // takes the append locks last").
-func (d *Driver) deleteRows(ctx context.Context, tx pgx.Tx, streamID int64, ids []int64, partitions []int32, groups []string) error {
-	if len(ids) == 0 {
+func (d *Driver) deleteRows(ctx context.Context, tx pgx.Tx, streamID int64, victims []driver.RetainCandidate, groups []string) error {
+	if len(victims) == 0 {
 		return nil
 	}
-	parts := slices.Clone(partitions)
+	ids := driver.RetainIDs(victims)
+	parts := make([]int32, len(victims))
+	for i, v := range victims {
+		parts[i] = int32(v.Partition)
+	}
 	slices.Sort(parts)
 	parts = slices.Compact(parts)
 	q := &lockedBatch{d: d}
@@ -174,12 +167,29 @@ func (d *Driver) maintenanceError(err error) error {
 // Retain implements driver.Driver. Soft limits remove a row only when every
 // group's cursor in its partition has passed it and no group holds an
 // exception for it; hard limits remove it regardless and count, per group,
-// the rows removed before the group resolved them.
+// the rows removed before the group resolved them. The steps
+// (sqldb.Retention) read the groups and the victims they hold (exceptions
+// and batch members) unlocked, and deleteRows takes the locks in its one
+// order, the groups' rows among them, before the counts are updated.
 func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.RetainResult, error) {
 	var res driver.RetainResult
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		res, err = driver.RetainPass(ctx, req, retention{d, tx})
+		res, err = driver.RetainPass(ctx, req, sqldb.Retention{
+			R: runner{tx}, Table: logTable, Time: func(t time.Time) any { return ts(t) }, Held: heldVictims,
+			Span: func(table string) string {
+				return `SELECT (SELECT min(id) FROM ` + table + `), (SELECT max(id) FROM ` + table + `)`
+			},
+			ReadStream: func(ctx context.Context, streamID int64) (driver.StreamConfig, error) {
+				return lookupStreamByID(ctx, tx, streamID)
+			},
+			Groups: func(ctx context.Context, stream driver.StreamConfig) ([]driver.GroupStats, error) {
+				return loadGroups(ctx, tx, stream)
+			},
+			Delete: func(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate, groups []string) error {
+				return d.deleteRows(ctx, tx, stream.ID, victims, groups)
+			},
+		})
 		return err
 	})
 	if err != nil {
@@ -188,72 +198,9 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 	return res, nil
 }
 
-// retention is Retain's statements (driver.RetainSteps). The groups' rows
-// are locked with the rows' (deleteRows), in one order, as other
-// processes' retention.
-type retention struct {
-	d  *Driver
-	tx pgx.Tx
-}
-
-func (r retention) Stream(ctx context.Context, streamID int64) (driver.StreamConfig, error) {
-	return lookupStreamByID(ctx, r.tx, streamID)
-}
-
-func (r retention) Probe(ctx context.Context, stream driver.StreamConfig) driver.RetentionProbe {
-	table := logTable(stream.ID)
-	return driver.RetentionStatements{
-		Span:       `SELECT (SELECT min(id) FROM ` + table + `), (SELECT max(id) FROM ` + table + `)`,
-		FirstYoung: `SELECT id FROM ` + table + ` WHERE produced_at >= $1::timestamptz ORDER BY id LIMIT 1`,
-		NthNewest:  `SELECT id FROM ` + table + ` ORDER BY id DESC LIMIT 1 OFFSET $1::bigint`,
-		At:         func(t time.Time) any { return ts(t) },
-	}.Probe(func(query string, args ...any) driver.RowScanner { return r.tx.QueryRow(ctx, query, args...) }, pgx.ErrNoRows)
-}
-
-func (r retention) Victims(ctx context.Context, stream driver.StreamConfig, bound int64, limit int) ([]driver.RetainCandidate, error) {
-	where := `m.id < $2::bigint`
-	if sid := strconv.FormatInt(stream.ID, 10); !stream.Retention.Hard {
-		// Batch members are at or below their cursors: a soft limit
-		// keeps every row from the stream's lowest batch member on.
-		where += ` AND NOT EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = ` + sid + ` AND c.partition = m.partition AND c.position < m.id)
-			AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ` + sid + ` AND e.msg_id = m.id)
-			AND m.id < COALESCE((SELECT min(b.first_id) FROM delivery_batch b WHERE b.stream_id = ` + sid + `), ` + strconv.FormatInt(math.MaxInt64, 10) + `)`
-	}
-	var victims []driver.RetainCandidate
-	err := eachRow(ctx, r.tx, `SELECT m.id, m.partition, m.schema_version, m.routing_key FROM `+logTable(stream.ID)+` m WHERE `+where+` ORDER BY m.id LIMIT $1::integer`,
-		[]any{int32(limit), bound}, func(rs pgx.Rows) error {
-			v, err := driver.ScanRetainCandidate(rs)
-			victims = append(victims, v)
-			return err
-		})
-	return victims, err
-}
-
-func (r retention) Unread(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate) ([]driver.GroupStats, driver.Held, error) {
-	groups, err := loadGroups(ctx, r.tx, stream)
-	if err != nil {
-		return nil, nil, err
-	}
-	ids := driver.RetainIDs(victims)
-	held := driver.Held{}
-	// Batch members are held too (deleteRows materializes them).
-	return groups, held, eachRow(ctx, r.tx, `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = $1::bigint AND msg_id = ANY($2::bigint[])
-		UNION ALL SELECT b.group_name, u.id FROM delivery_batch b CROSS JOIN LATERAL unnest(b.ids) AS u(id)
-		WHERE b.stream_id = $1::bigint AND b.first_id <= $4::bigint AND b.last_id >= $3::bigint AND u.id = ANY($2::bigint[])`,
-		[]any{stream.ID, ids, slices.Min(ids), slices.Max(ids)}, func(rs pgx.Rows) error { return held.Scan(rs) })
-}
-
-func (r retention) Remove(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate, removedUnread map[string]int64) error {
-	parts := make([]int32, len(victims))
-	for i, v := range victims {
-		parts[i] = int32(v.Partition)
-	}
-	if err := r.d.deleteRows(ctx, r.tx, stream.ID, driver.RetainIDs(victims), parts, slices.Sorted(maps.Keys(removedUnread))); err != nil {
-		return err
-	}
-	return driver.AddRemovedUnread(removedUnread, func(group string, n int64) error {
-		_, err := r.tx.Exec(ctx, `UPDATE consumer_group SET removed_unread = removed_unread + $1::bigint WHERE stream_id = $2::bigint AND name = $3::text`,
-			n, stream.ID, group)
-		return err
-	})
-}
+// heldVictims reads which groups hold the rows from $2 to $3 of stream $1:
+// their exceptions, and the members of their batches, which deleteRows
+// materializes only under its locks.
+const heldVictims = `SELECT group_name, msg_id FROM delivery_exception WHERE stream_id = $1::bigint AND msg_id BETWEEN $2::bigint AND $3::bigint
+	UNION ALL SELECT b.group_name, u.id FROM delivery_batch b CROSS JOIN LATERAL unnest(b.ids) AS u(id)
+	WHERE b.stream_id = $1::bigint AND b.first_id <= $3::bigint AND b.last_id >= $2::bigint AND u.id BETWEEN $2::bigint AND $3::bigint`

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // migrationLock is the advisory lock key space for migrations; the key
@@ -117,19 +118,7 @@ func (s migrationSteps) Lock(ctx context.Context) (func(), error) {
 }
 
 func (s migrationSteps) Applied(ctx context.Context) (map[int]bool, error) {
-	if _, err := s.tx.Exec(ctx, migrationTable); err != nil {
-		return nil, err
-	}
-	rows, err := s.tx.Query(ctx, `SELECT version FROM sqlstreams_migration`)
-	if err != nil {
-		return nil, err
-	}
-	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-	applied := map[int]bool{}
-	for _, v := range versions {
-		applied[int(v)] = true
-	}
-	return applied, err
+	return sqldb.AppliedVersions(ctx, runner{s.tx}, migrationTable)
 }
 
 // Exec runs the file's statements as they are written, in the simple
@@ -140,13 +129,7 @@ func (s migrationSteps) Exec(ctx context.Context, sql string) error {
 }
 
 func (s migrationSteps) Record(ctx context.Context, version int, down bool) error {
-	var err error
-	if down {
-		_, err = s.tx.Exec(ctx, `DELETE FROM sqlstreams_migration WHERE version = $1::integer`, version)
-	} else {
-		_, err = s.tx.Exec(ctx, `INSERT INTO sqlstreams_migration (version, applied_at) VALUES ($1::integer, $2::timestamptz)`, version, ts(time.Now()))
-	}
-	return err
+	return sqldb.RecordMigration(ctx, runner{s.tx}, `INSERT INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, version, down, ts(time.Now()))
 }
 
 // AppliedMigrations implements driver.Driver: the records of the first
@@ -154,16 +137,8 @@ func (s migrationSteps) Record(ctx context.Context, version int, down bool) erro
 func (d *Driver) AppliedMigrations(ctx context.Context, _ driver.AppliedMigrationsParams) ([]driver.AppliedMigration, error) {
 	var out []driver.AppliedMigration
 	err := d.read(ctx, func() error {
-		out = nil
-		rows, err := d.pool.Query(ctx, `SELECT version, applied_at FROM sqlstreams_migration ORDER BY version`)
-		if err == nil {
-			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.AppliedMigration, error) {
-				var v int32
-				var at time.Time
-				err := r.Scan(&v, &at)
-				return driver.AppliedMigration{Version: int(v), AppliedAt: at.UTC()}, err
-			})
-		}
+		var err error
+		out, err = sqldb.AppliedMigrations(ctx, runner{d.pool}, time.Time.UTC)
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "42P01" { // undefined_table: never migrated
 			out, err = nil, nil

@@ -325,7 +325,7 @@ func Open(url string, opts ...Option) *Driver {
 	d := &Driver{notify: !o.noNotify, lockTimeout: o.lockTimeout}
 	d.secrets = connSecrets(url)
 	if o.listenURL != "" {
-		d.secrets = sortSecrets(append(d.secrets, connSecrets(o.listenURL)...))
+		d.secrets = driver.Secrets(append(d.secrets, connSecrets(o.listenURL)...)...)
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -401,9 +401,7 @@ var (
 )
 
 func (d *Driver) addSecret(s string) {
-	if s != "" && !slices.Contains(d.secrets, s) {
-		d.secrets = sortSecrets(append(d.secrets, s))
-	}
+	d.secrets = driver.Secrets(append(d.secrets, s)...)
 }
 
 // Pool returns the connection pool, on which to begin transactions for

@@ -11,11 +11,11 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-// runner runs the statements of the registry's storage, which PostgreSQL
-// shares with MySQL and SQLite (sqldb.Registry, sqldb.Subjects), on pgx: q
-// is the pool, a connection or a transaction. It numbers their ?
-// placeholders; the arguments they take (Go ints, strings, bools, times)
-// need no casts, since each placeholder's context types it, or an untyped
+// runner runs the statements PostgreSQL shares with MySQL and SQLite
+// (sqldb.Registry, sqldb.Subjects, sqldb.Retention), on pgx: q is the
+// pool, a connection or a transaction. It numbers their ? placeholders
+// and double-quotes their backquoted identifiers (numbered); the arguments
+// they take (Go ints, strings, bools, times) need no casts, since each placeholder's context types it, or an untyped
 // literal on the simple protocol.
 type runner struct{ q pgxRunner }
 

@@ -21,3 +21,19 @@ func TestNumbered(t *testing.T) {
 		}
 	}
 }
+
+// TestNumberedQuotes double-quotes the shared statements' backquoted
+// identifiers, and nothing inside a string literal.
+func TestNumberedQuotes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{`SELECT 1`, `SELECT 1`},
+		{"SELECT m.`partition` FROM t m WHERE c.`partition` = m.`partition`", `SELECT m."partition" FROM t m WHERE c."partition" = m."partition"`},
+		{"SELECT '`a`', `b` FROM t", "SELECT '`a`', \"b\" FROM t"},
+		{"SELECT 'it''s `x`', `y`", "SELECT 'it''s `x`', \"y\""},
+	} {
+		if got := numbered(tc.in); got != tc.want {
+			t.Errorf("numbered(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -18,7 +18,7 @@ func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, er
 		if err != nil || !stream.Compacted {
 			return err
 		}
-		victims, err := sqldb.CompactVictims(ctx, tx, logTable(streamID), headExpr(stream), limit)
+		victims, err := sqldb.CompactVictims(ctx, sqldb.On(tx), logTable(streamID), headExpr(stream), limit)
 		if err != nil {
 			return err
 		}
@@ -75,7 +75,7 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		var err error
 		res, err = driver.RetainPass(ctx, req, sqldb.Retention{
-			Q: tx, Table: logTable, Time: leaseWrites.Time,
+			R: sqldb.On(tx), Table: logTable, Time: leaseWrites.Time,
 			// Apart: SQLite reads MIN and MAX of one SELECT by a scan.
 			Span: func(table string) string {
 				return `SELECT (SELECT MIN(id) FROM ` + table + `), (SELECT MAX(id) FROM ` + table + `)`
@@ -89,7 +89,7 @@ func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.Re
 			Materialize: func(ctx context.Context, streamID int64, victims []driver.RetainCandidate) error {
 				return materializeRemoved(ctx, tx, streamID, driver.RetainIDs(victims))
 			},
-			Delete: func(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate) error {
+			Delete: func(ctx context.Context, stream driver.StreamConfig, victims []driver.RetainCandidate, _ []string) error {
 				return deleteRows(ctx, tx, stream.ID, driver.RetainIDs(victims))
 			},
 		})

@@ -48,7 +48,7 @@ func (d *Driver) AppliedMigrations(ctx context.Context, _ driver.AppliedMigratio
 			return err
 		}
 		var err error
-		out, err = sqldb.AppliedMigrations(ctx, tx, fromMicros)
+		out, err = sqldb.AppliedMigrations(ctx, sqldb.On(tx), fromMicros)
 		return err
 	})
 	return out, err
@@ -84,7 +84,7 @@ type migrationSteps struct{ tx *sql.Tx }
 func (migrationSteps) Lock(context.Context) (func(), error) { return func() {}, nil }
 
 func (s migrationSteps) Applied(ctx context.Context) (map[int]bool, error) {
-	return sqldb.AppliedVersions(ctx, s.tx, migrationTable)
+	return sqldb.AppliedVersions(ctx, sqldb.On(s.tx), migrationTable)
 }
 
 func (s migrationSteps) Exec(ctx context.Context, sql string) error {
@@ -93,11 +93,5 @@ func (s migrationSteps) Exec(ctx context.Context, sql string) error {
 }
 
 func (s migrationSteps) Record(ctx context.Context, version int, down bool) error {
-	var err error
-	if down {
-		_, err = s.tx.ExecContext(ctx, `DELETE FROM sqlstreams_migration WHERE version = ?`, version)
-	} else {
-		_, err = s.tx.ExecContext(ctx, `INSERT INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, version, micros(time.Now()))
-	}
-	return err
+	return sqldb.RecordMigration(ctx, sqldb.On(s.tx), `INSERT INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, version, down, micros(time.Now()))
 }

@@ -96,13 +96,6 @@ func Affected(res sql.Result, err error) (int64, error) {
 	return res.RowsAffected()
 }
 
-// Probe answers RetainBound's index dives (driver.RetentionStatements, the
-// driver's text) on q: the database/sql side of a retention pass's Probe
-// step.
-func Probe(ctx context.Context, q Querier, s driver.RetentionStatements) driver.RetentionProbe {
-	return s.Probe(func(query string, args ...any) driver.RowScanner { return q.QueryRowContext(ctx, query, args...) }, sql.ErrNoRows)
-}
-
 // Changed reports the outcome of a statement that must change a row, from
 // the rows it changed (Runner.Exec): its error, else none when it changed
 // nothing.
@@ -293,16 +286,6 @@ func DeferRows(ctx context.Context, q Querier, p driver.ClaimParams, rows []driv
 		inserted += n
 	}
 	return int(inserted), nil
-}
-
-// AddRemovedUnread runs stmt, the engine's UPDATE that adds its first
-// argument to the removed_unread of the group (stream id, group name), for
-// each group in counts, in name order (driver.AddRemovedUnread).
-func AddRemovedUnread(ctx context.Context, q Querier, stmt string, streamID int64, counts map[string]int64) error {
-	return driver.AddRemovedUnread(counts, func(group string, n int64) error {
-		_, err := q.ExecContext(ctx, stmt, n, streamID, group)
-		return err
-	})
 }
 
 // SampleColumns are the stream_sample columns ScanSample reads, in its

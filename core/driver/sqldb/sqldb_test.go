@@ -252,17 +252,6 @@ func TestDeferRows(t *testing.T) {
 	}
 }
 
-func TestAddRemovedUnread(t *testing.T) {
-	t.Parallel()
-	q := &execLog{}
-	if err := AddRemovedUnread(context.Background(), q, "UPDATE", 7, map[string]int64{"b": 2, "a": 1}); err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"UPDATE[1 7 a]", "UPDATE[2 7 b]"}; !slices.Equal(q.ran, want) {
-		t.Fatalf("ran %q, want %q", q.ran, want)
-	}
-}
-
 func TestEachRowUntil(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
