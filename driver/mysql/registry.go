@@ -163,13 +163,9 @@ func (d *Driver) UpdateSubjectSettings(ctx context.Context, p driver.UpdateSubje
 
 // RecordSubjectVersion implements driver.Subjects.
 func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjectVersionParams) (driver.SubjectVersion, bool, error) {
-	var created bool
-	out, err := inOwnTx(ctx, d, func(tx sqldb.Runner) (driver.SubjectVersion, error) {
-		out, c, err := subjects.Record(ctx, tx, p)
-		created = c
-		return out, err
-	})
-	return out, created, err
+	return subjects.RecordIn(ctx, func(fn func(sqldb.Runner) error) error {
+		return d.inTx(ctx, nil, func(tx querier) error { return fn(sqldb.On(tx)) })
+	}, p)
 }
 
 // SubjectVersions implements driver.Subjects.
