@@ -192,14 +192,8 @@ func (d *Driver) claimHotIn(ctx context.Context, tx querier, p driver.ClaimParam
 	// The rest of the limit from the other partitions with new
 	// rows, as the probe would have found them.
 	more := func() ([]int, error) {
-		var others []int
-		err := sqldb.EachRow(ctx, tx, "SELECT c.`partition` FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` <> ? AND "+pastCursor(p.Stream.ID)+
-			" ORDER BY c.`partition`", []any{p.Stream.ID, p.Group, part}, func(r *sql.Rows) error {
-			var q int
-			err := r.Scan(&q)
-			others = append(others, q)
-			return err
-		})
+		others, err := sqldb.Collect(ctx, tx, "SELECT c.`partition` FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` <> ? AND "+pastCursor(p.Stream.ID)+
+			" ORDER BY c.`partition`", []any{p.Stream.ID, p.Group, part}, sqldb.Column[int])
 		return sqldb.Rotated(others), err
 	}
 	f := fence{visit: sqldb.NewRows{Parts: []int{part}, Positions: map[int]int64{part: pos}, More: more}}
