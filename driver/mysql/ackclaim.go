@@ -25,7 +25,7 @@ func (d *Driver) claimAcking(ctx context.Context, p driver.ClaimParams) (driver.
 	var acked ackedIn
 	err := d.withLog(ctx, p.Stream.ID, func() error {
 		return d.ownTx(ctx, false, func(tx querier) error {
-			out.reset(driver.ClaimResult{})
+			out.Reset(driver.ClaimResult{})
 			var err error
 			if acked, err = d.ackIn(ctx, tx, p.Stream.ID, p.Group, p.Acks); err != nil {
 				return err
@@ -36,13 +36,13 @@ func (d *Driver) claimAcking(ctx context.Context, p driver.ClaimParams) (driver.
 				if err != nil || ok {
 					return err
 				}
-				deferred = out.res.Deferred
+				deferred = out.Deferred
 			}
 			pr, err := d.probe(ctx, tx, p)
 			if err != nil {
 				return err
 			}
-			out.reset(driver.ClaimResult{Group: pr.group, Deferred: deferred})
+			out.Reset(driver.ClaimResult{Group: pr.group, Deferred: deferred})
 			if !pr.worthClaiming(p) {
 				return nil
 			}
@@ -61,9 +61,9 @@ func (d *Driver) claimAcking(ctx context.Context, p driver.ClaimParams) (driver.
 	if acked.commit != nil {
 		acked.commit()
 	}
-	out.res.Lost = acked.lost
+	out.Lost = acked.lost
 	d.claimed(p, &out)
-	return out.res, nil
+	return out.ClaimResult, nil
 }
 
 // ackedIn is what ackIn did in a transaction: the leases it found lost, and
@@ -92,7 +92,7 @@ func (d *Driver) ackIn(ctx context.Context, tx querier, streamID int64, group st
 			return ackedIn{}, err
 		}
 		if n == 1 {
-			return ackedIn{commit: func() { d.batches.settled(streamID, cs.b.batchRef, cs.b.ids, cs.remaining) }}, nil
+			return ackedIn{commit: func() { d.batches.settled(streamID, cs.b, cs.remaining) }}, nil
 		}
 		// The batch changed since the claim: the locking path reads it.
 		return ackLockedIn(ctx, tx, op, leases, leases, nil, forget)

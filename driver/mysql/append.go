@@ -398,9 +398,7 @@ func moveHeads(ctx context.Context, t querier, streamID int64, rows []driver.App
 	return nil
 }
 
-const rowColumns = sqldb.RowColumns
-
-// scanRow reads rowColumns, plus extra destinations after them.
+// scanRow reads sqldb.RowColumns, plus extra destinations after them.
 func scanRow(r driver.RowScanner, extra ...any) (driver.Row, error) {
 	return sqldb.ScanRow(r, utc, extra...)
 }

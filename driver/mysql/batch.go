@@ -2,10 +2,8 @@ package mysql
 
 import (
 	"context"
-	"slices"
 	"time"
 
-	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
@@ -51,26 +49,6 @@ var leaseWrites = sqldb.Leases{
 	Chunk:    idChunk,
 }
 
-// batchRef names one batch of a stream.
-type batchRef struct {
-	group string
-	token string
-	part  int
-}
-
-// heldBatch is a batch as a claim wrote it, with its members, as the batch
-// cache remembers it.
-type heldBatch struct {
-	batchRef
-	ids []int64
-}
-
-// member reports whether id is still held by the batch.
-func (b *heldBatch) member(id int64) bool {
-	_, ok := slices.BinarySearch(b.ids, id)
-	return ok
-}
-
 // explodeWhole materializes every member of the stream's batches matching
 // cond, locked FOR UPDATE (tail adds to the locking read), and deletes them.
 // It returns how many it exploded.
@@ -80,12 +58,4 @@ func explodeWhole(ctx context.Context, q querier, streamID int64, cond string, a
 		return 0, err
 	}
 	return len(held), leaseWrites.Explode(ctx, q, streamID, held)
-}
-
-// explodeExpired turns the group's expired batches (the oldest first,
-// passing over those another transaction holds) into leased exception rows
-// due now, which the exception claim then takes as it takes any expired
-// lease.
-func explodeExpired(ctx context.Context, tx querier, p driver.ClaimParams) error {
-	return leaseWrites.ExplodeExpired(ctx, tx, p)
 }

@@ -16,12 +16,12 @@ import (
 // else (another process, an expiry, a reset) fails the comparison, and the
 // settle then takes the locking path, which reads what is stored.
 type batchCache struct {
-	memo driver.ClaimMemo[[]heldBatch] // a claim's batches, one per partition
+	memo driver.ClaimMemo[[]sqldb.Batch] // a claim's batches, one per partition
 }
 
-func (c *batchCache) add(stream int64, group string, batches []heldBatch) {
+func (c *batchCache) add(stream int64, group string, batches []sqldb.Batch) {
 	if len(batches) > 0 {
-		c.memo.Add(stream, group, batches[0].token, slices.Clone(batches))
+		c.memo.Add(stream, group, batches[0].Token, slices.Clone(batches))
 	}
 }
 
@@ -36,7 +36,7 @@ func (c *batchCache) known(stream int64, group string, leases []driver.Lease) bo
 // one returns the remembered batch holding every lease, with the ids it is
 // believed to hold, when there is one; named is how many distinct ids the
 // leases name.
-func (c *batchCache) one(stream int64, group string, leases []driver.Lease) (b heldBatch, named int, ok bool) {
+func (c *batchCache) one(stream int64, group string, leases []driver.Lease) (b sqldb.Batch, named int, ok bool) {
 	if len(leases) == 0 {
 		return b, 0, false
 	}
@@ -48,33 +48,33 @@ func (c *batchCache) one(stream int64, group string, leases []driver.Lease) (b h
 	}
 	parts, _ := c.memo.Peek(stream, group, token)
 	for _, cand := range parts {
-		if !cand.member(leases[0].ID) {
+		if !cand.Member(leases[0].ID) {
 			continue
 		}
 		seen := make(map[int64]bool, len(leases))
 		for _, l := range leases {
-			if !cand.member(l.ID) {
+			if !cand.Member(l.ID) {
 				return b, 0, false
 			}
 			seen[l.ID] = true
 		}
-		return heldBatch{batchRef: cand.batchRef, ids: cand.ids}, len(seen), true
+		return cand, len(seen), true
 	}
 	return b, 0, false
 }
 
-// settled records that batch b, expected to hold was, now holds remaining.
-func (c *batchCache) settled(stream int64, b batchRef, was, remaining []int64) {
-	c.memo.Update(stream, b.group, b.token, func(parts []heldBatch) ([]heldBatch, bool) {
-		i := slices.IndexFunc(parts, func(h heldBatch) bool { return h.part == b.part })
+// settled records that batch b, expected to hold b.IDs, now holds remaining.
+func (c *batchCache) settled(stream int64, b sqldb.Batch, remaining []int64) {
+	c.memo.Update(stream, b.Group, b.Token, func(parts []sqldb.Batch) ([]sqldb.Batch, bool) {
+		i := slices.IndexFunc(parts, func(h sqldb.Batch) bool { return h.Part == b.Part })
 		switch {
 		case i < 0:
-		case !slices.Equal(parts[i].ids, was) || len(remaining) == 0:
+		case !slices.Equal(parts[i].IDs, b.IDs) || len(remaining) == 0:
 			// Gone, or another settle of this process changed it meanwhile.
 			parts = slices.Delete(slices.Clone(parts), i, i+1)
 		default:
 			parts = slices.Clone(parts)
-			parts[i].ids = remaining
+			parts[i].IDs = remaining
 		}
 		return parts, len(parts) > 0
 	})
@@ -87,7 +87,7 @@ func (c *batchCache) forget(stream int64, group string, tokens ...string) {
 
 // whole returns the remembered batches of one claim whose every member the
 // leases name, when the leases name those and nothing else.
-func (c *batchCache) whole(stream int64, group string, leases []driver.Lease) ([]heldBatch, bool) {
+func (c *batchCache) whole(stream int64, group string, leases []driver.Lease) ([]sqldb.Batch, bool) {
 	if len(leases) == 0 {
 		return nil, false
 	}
@@ -98,14 +98,14 @@ func (c *batchCache) whole(stream int64, group string, leases []driver.Lease) ([
 	}
 	total := 0
 	for _, b := range parts {
-		total += len(b.ids)
+		total += len(b.IDs)
 	}
 	seen := make(map[int64]bool, len(leases))
 	for _, l := range leases {
 		if l.Token != token {
 			return nil, false
 		}
-		if !seen[l.ID] && !slices.ContainsFunc(parts, func(b heldBatch) bool { return b.member(l.ID) }) {
+		if !seen[l.ID] && !slices.ContainsFunc(parts, func(b sqldb.Batch) bool { return b.Member(l.ID) }) {
 			return nil, false
 		}
 		seen[l.ID] = true
@@ -134,21 +134,21 @@ func (d *Driver) fastSettle(ctx context.Context, op sqldb.Settle, leases []drive
 		return err
 	}
 	if err := d.autocommit(ctx, run); err != nil {
-		d.batches.forget(op.StreamID, op.Group, cs.b.token)
+		d.batches.forget(op.StreamID, op.Group, cs.b.Token)
 		return false, err
 	}
 	if n != 1 {
-		d.batches.forget(op.StreamID, op.Group, cs.b.token)
+		d.batches.forget(op.StreamID, op.Group, cs.b.Token)
 		return false, nil
 	}
-	d.batches.settled(op.StreamID, cs.b.batchRef, cs.b.ids, cs.remaining)
+	d.batches.settled(op.StreamID, cs.b, cs.remaining)
 	return true, nil
 }
 
 // casStmt is fastSettle's compare-and-set statement on the remembered
 // batch b, which leaves it holding remaining.
 type casStmt struct {
-	b         heldBatch
+	b         sqldb.Batch
 	remaining []int64
 	stmt      string
 	args      []any
@@ -167,16 +167,16 @@ func (d *Driver) casSettle(op sqldb.Settle, leases []driver.Lease) (casStmt, boo
 		return casStmt{}, false
 	}
 	b, named, ok := d.batches.one(op.StreamID, op.Group, leases)
-	if !ok || (mode == sqldb.SettleExtend && named != len(b.ids)) {
+	if !ok || (mode == sqldb.SettleExtend && named != len(b.IDs)) {
 		return casStmt{}, false
 	}
 	gone := make(map[int64]bool, len(leases))
 	for _, l := range leases {
 		gone[l.ID] = true
 	}
-	remaining := slices.DeleteFunc(slices.Clone(b.ids), func(id int64) bool { return gone[id] })
+	remaining := slices.DeleteFunc(slices.Clone(b.IDs), func(id int64) bool { return gone[id] })
 	if mode == sqldb.SettleExtend {
-		remaining = b.ids
+		remaining = b.IDs
 	}
 	pk := " WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND `partition` = ? AND ids = ?"
 	var stmt string
@@ -189,7 +189,7 @@ func (d *Driver) casSettle(op sqldb.Settle, leases []driver.Lease) (casStmt, boo
 	default:
 		stmt, args = "UPDATE delivery_batch SET ids = ?, first_id = ?, last_id = ?"+pk, []any{sqldb.EncodeInts(remaining), remaining[0], remaining[len(remaining)-1]}
 	}
-	args = append(args, op.StreamID, op.Group, b.token, b.part, sqldb.EncodeInts(b.ids))
+	args = append(args, op.StreamID, op.Group, b.Token, b.Part, sqldb.EncodeInts(b.IDs))
 	return casStmt{b: b, remaining: remaining, stmt: stmt, args: args}, true
 }
 
@@ -222,10 +222,10 @@ func (d *Driver) fastAckWhole(ctx context.Context, streamID int64, group string,
 // ackWholeIn is fastAckWhole's statement on q, for the remembered batches
 // parts of the leases' claim: it returns the leases of the batches it did
 // not find as expected.
-func ackWholeIn(ctx context.Context, q querier, streamID int64, group string, leases []driver.Lease, parts []heldBatch) ([]driver.Lease, error) {
+func ackWholeIn(ctx context.Context, q querier, streamID int64, group string, leases []driver.Lease, parts []sqldb.Batch) ([]driver.Lease, error) {
 	args := []any{streamID, group, leases[0].Token}
 	for _, b := range parts {
-		args = append(args, b.part, sqldb.EncodeInts(b.ids))
+		args = append(args, b.Part, sqldb.EncodeInts(b.IDs))
 	}
 	deleted := map[int]bool{}
 	if err := sqldb.Mark(ctx, q, "DELETE FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND lease_token = ? AND ("+
@@ -234,7 +234,7 @@ func ackWholeIn(ctx context.Context, q querier, streamID int64, group string, le
 	}
 	var rest []driver.Lease
 	for _, l := range leases {
-		if !slices.ContainsFunc(parts, func(b heldBatch) bool { return deleted[b.part] && b.member(l.ID) }) {
+		if !slices.ContainsFunc(parts, func(b sqldb.Batch) bool { return deleted[b.Part] && b.Member(l.ID) }) {
 			rest = append(rest, l)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +11,37 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
+
+// claims is the claim's work in its transaction (sqldb.Claims) in MySQL's
+// words: cursor and due exception rows are locked FOR UPDATE SKIP LOCKED,
+// so that concurrent claimers pass over each other's; the due read is
+// forced along its index (left to itself MariaDB made the claim grow with
+// the backlog of retries due later: 6 to 78 ms behind 100k against 2 to 4
+// ms behind 1k; forced, it is flat), and a stream of one partition is read
+// along the primary key (the (partition, id) index would add a lookup of
+// each row in it). Deferred rows are written with INSERT IGNORE, which
+// keeps an exception row that is there (the only error IGNORE can meet
+// here: delivery_exception has no other unique key, no foreign key and no
+// CHECK, and every value fits its column).
+var claims = sqldb.Claims{
+	Leases:       leaseWrites,
+	Lock:         " FOR UPDATE SKIP LOCKED",
+	DueIndex:     " FORCE INDEX (delivery_exception_due)",
+	OnePartition: " FORCE INDEX (PRIMARY)",
+	EmptyPayload: "''",
+	Head:         headExpr,
+	ScanRow:      scanRow,
+	FirstWindow:  driver.FirstWindow,
+	Defer: func(n int) string {
+		return "INSERT IGNORE INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, holder, updated_at) VALUES " +
+			sqldb.Repeated(n, "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", ")
+	},
+	DeferChunk: idChunk,
+}
+
+// claimOut is what a claim transaction collects; ownTx may run the
+// transaction again, so each run starts with Reset.
+type claimOut = sqldb.Claimed
 
 // headExpr is 1 when row m is claimable: on a compacted stream, only a head.
 //
@@ -51,11 +81,11 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		if err != nil {
 			return driver.ClaimResult{}, err
 		}
-		d.setHot(p, out.full)
+		d.setHot(p, out.Full)
 		if ok {
-			return out.res, nil
+			return out.ClaimResult, nil
 		}
-		deferred = out.res.Deferred
+		deferred = out.Deferred
 	}
 	var pr probe
 	err := d.withLog(ctx, p.Stream.ID, func() error {
@@ -72,7 +102,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	}
 	err = d.withLog(ctx, p.Stream.ID, func() error {
 		return d.ownTx(ctx, false, func(tx querier) error {
-			out.reset(res)
+			out.Reset(res)
 			return d.claim(ctx, tx, p, pr, &out)
 		})
 	})
@@ -80,26 +110,14 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 		return driver.ClaimResult{}, err
 	}
 	d.claimed(p, &out)
-	return out.res, nil
-}
-
-// claimOut is what a claim transaction collects. ownTx may run the
-// transaction again, so each run starts with reset.
-type claimOut struct {
-	res     driver.ClaimResult
-	batches []heldBatch // the batches the main claim wrote
-	full    int         // the partition whose new rows filled the claim, or -1
-}
-
-func (o *claimOut) reset(res driver.ClaimResult) {
-	o.res, o.batches, o.full = res, o.batches[:0], -1
+	return out.ClaimResult, nil
 }
 
 // claimed remembers, once a claim committed, the batches it wrote and
 // whether it filled its limit from one partition's new rows.
 func (d *Driver) claimed(p driver.ClaimParams, out *claimOut) {
-	d.setHot(p, out.full)
-	d.batches.add(p.Stream.ID, p.Group, out.batches)
+	d.setHot(p, out.Full)
+	d.batches.add(p.Stream.ID, p.Group, out.Batches)
 }
 
 // hotPartition returns the partition whose new rows filled the driver's
@@ -135,12 +153,12 @@ func (d *Driver) setHot(p driver.ClaimParams, part int) {
 // nothing. It reports false when the cursor is taken or the claim got
 // nothing (the backlog ended, or moved to other partitions): then the
 // caller probes and claims as usual, so that an empty claim still means
-// that nothing was claimable. out.full is the partition that filled this
+// that nothing was claimable. out.Full is the partition that filled this
 // claim, or -1.
 func (d *Driver) claimHot(ctx context.Context, p driver.ClaimParams, part int, out *claimOut) (ok bool, err error) {
 	err = d.withLog(ctx, p.Stream.ID, func() error {
 		return d.ownTx(ctx, false, func(tx querier) error {
-			out.reset(driver.ClaimResult{})
+			out.Reset(driver.ClaimResult{})
 			var err error
 			ok, err = d.claimHotIn(ctx, tx, p, part, out)
 			return err
@@ -150,7 +168,7 @@ func (d *Driver) claimHot(ctx context.Context, p driver.ClaimParams, part int, o
 		return false, err
 	}
 	if ok {
-		d.batches.add(p.Stream.ID, p.Group, out.batches)
+		d.batches.add(p.Stream.ID, p.Group, out.Batches)
 	}
 	return ok, nil
 }
@@ -174,31 +192,15 @@ func (d *Driver) claimHotIn(ctx context.Context, tx querier, p driver.ClaimParam
 	// The rest of the limit from the other partitions with new
 	// rows, as the probe would have found them.
 	more := func() ([]int, error) {
-		var others []int
-		err := sqldb.EachRow(ctx, tx, "SELECT c.`partition` FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` <> ? AND "+pastCursor(p.Stream.ID)+
-			" ORDER BY c.`partition`", []any{p.Stream.ID, p.Group, part}, func(r *sql.Rows) error {
-			var q int
-			err := r.Scan(&q)
-			others = append(others, q)
-			return err
-		})
-		return rotated(others), err
+		others, err := sqldb.Collect(ctx, tx, "SELECT c.`partition` FROM group_cursor c WHERE c.stream_id = ? AND c.group_name = ? AND c.`partition` <> ? AND "+pastCursor(p.Stream.ID)+
+			" ORDER BY c.`partition`", []any{p.Stream.ID, p.Group, part}, sqldb.Column[int])
+		return sqldb.Rotated(others), err
 	}
-	f := fence{cands: []int{part}, positions: map[int]int64{part: pos}, more: more}
+	f := fence{visit: sqldb.NewRows{Parts: []int{part}, Positions: map[int]int64{part: pos}, More: more}}
 	if err := d.claimFenced(ctx, tx, p, pr, f, out); err != nil {
 		return false, err
 	}
-	return len(out.res.Deliveries) > 0, nil
-}
-
-// rotated returns parts starting from a random one, so that claimers spread
-// over partitions.
-func rotated(parts []int) []int {
-	if len(parts) < 2 {
-		return parts
-	}
-	k := rand.IntN(len(parts))
-	return append(parts[k:], parts[:k]...)
+	return len(out.Deliveries) > 0, nil
 }
 
 // dueExprs is two SQL columns for a group (named by the SQL expressions
@@ -274,36 +276,32 @@ func (d *Driver) probe(ctx context.Context, q querier, p driver.ClaimParams) (pr
 }
 
 // fence is what keeps the group's configuration as a claim transaction
-// read it: the first cursor lock (positions) or, when every cursor is
+// read it: the first cursor lock (visit.Positions) or, when every cursor is
 // taken, the group row's shared lock (groupLock). While this transaction
 // holds a cursor of the group, a change to the group's configuration waits
 // for it (RegisterGroup locks every cursor before it writes), so the
 // configuration read after the lock is the one this claim commits under
-// (C19). It also carries the partitions the main claim visits: cands in
-// order, passing over skipped (cursors other claimers hold), and when those
-// leave the limit unmet, the further ones more names (if not nil).
+// (C19). It also carries the partitions the main claim visits (visit:
+// sqldb.NewRows's Parts, Positions, Skipped and More).
 type fence struct {
-	cands     []int
-	positions map[int]int64
-	skipped   map[int]bool
+	visit     sqldb.NewRows
 	groupLock string
-	more      func() ([]int, error)
 }
 
 // claim runs in the claim transaction, collecting in out.
 func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr probe, out *claimOut) error {
 	// Only the cursors of partitions with new rows are worth locking.
-	f := fence{cands: rotated(slices.Clone(pr.fresh)), positions: map[int]int64{}, skipped: map[int]bool{}}
-	for _, part := range f.cands {
-		pos, ok, err := lockCursor(ctx, tx, p, part)
+	f := fence{visit: sqldb.NewRows{Parts: sqldb.Rotated(slices.Clone(pr.fresh)), Positions: map[int]int64{}, Skipped: map[int]bool{}}}
+	for _, part := range f.visit.Parts {
+		pos, ok, err := claims.LockCursor(ctx, tx, p, part)
 		if err != nil {
 			return err
 		}
 		if ok {
-			f.positions[part] = pos
+			f.visit.Positions[part] = pos
 			return d.claimFenced(ctx, tx, p, pr, f, out)
 		}
-		f.skipped[part] = true
+		f.visit.Skipped[part] = true
 	}
 	// No partition with new rows is free: any cursor serves as the fence.
 	var part int
@@ -312,7 +310,7 @@ func (d *Driver) claim(ctx context.Context, tx querier, p driver.ClaimParams, pr
 		p.Stream.ID, p.Group).Scan(&part, &pos)
 	switch {
 	case err == nil:
-		f.positions[part] = pos
+		f.visit.Positions[part] = pos
 	case !errors.Is(err, sql.ErrNoRows):
 		return err
 	case !pr.due:
@@ -338,26 +336,21 @@ func (d *Driver) claimFenced(ctx context.Context, tx querier, p driver.ClaimPara
 	if err != nil {
 		return err
 	}
-	out.res.Group = g
+	out.Group = g
 	if pr.due {
 		// Expired batches first become the leased exception rows they
-		// stand for, which the exception claim takes as it takes any
-		// expired lease.
-		if pr.expired {
-			if err := explodeExpired(ctx, tx, p); err != nil {
-				return err
-			}
-		}
-		got, err := claimExceptions(ctx, tx, p, plan)
+		// stand for.
+		got, err := claims.ClaimDue(ctx, tx, p, plan, pr.expired)
 		if err != nil {
 			return err
 		}
-		out.res.Deliveries = append(out.res.Deliveries, got...)
+		out.Deliveries = append(out.Deliveries, got...)
 	}
 	if f.groupLock != "" {
 		return nil
 	}
-	return claimNew(ctx, partitionScan{p: p, plan: plan, newestException: newestException, tx: tx, out: out}, f)
+	f.visit.P, f.visit.Plan, f.visit.NewestException = p, plan, newestException
+	return claims.ClaimNew(ctx, tx, f.visit, out)
 }
 
 // fencedGroup reads the group's configuration under the fence. With a
@@ -392,333 +385,4 @@ func fencedGroup(ctx context.Context, tx querier, p driver.ClaimParams, groupLoc
 		return g, 0, err
 	}
 	return g, newestException, driver.CheckGeneration(p.Stream, gen, func() (driver.StreamConfig, error) { return lookupStreamByID(ctx, tx, p.Stream.ID) })
-}
-
-// claimNew is the main claim: new rows from the partitions f names, until
-// the limit is met. s carries what every partition's claim shares.
-func claimNew(ctx context.Context, s partitionScan, f fence) error {
-	cands, more := f.cands, f.more
-	for i := 0; i < len(cands) && len(s.out.res.Deliveries) < s.p.Limit; i++ {
-		part := cands[i]
-		pos, ok := f.positions[part]
-		if !ok && !f.skipped[part] {
-			var err error
-			if pos, ok, err = lockCursor(ctx, s.tx, s.p, part); err != nil {
-				return err
-			}
-		}
-		if !ok {
-			continue
-		}
-		s.part, s.cursor = part, pos
-		if err := s.claim(ctx, s.p.Limit-len(s.out.res.Deliveries)); err != nil {
-			return err
-		}
-		if i == len(cands)-1 && more != nil && len(s.out.res.Deliveries) < s.p.Limit {
-			extra, err := more()
-			if err != nil {
-				return err
-			}
-			cands, more = append(cands, extra...), nil
-		}
-	}
-	return nil
-}
-
-// lockCursor locks a partition's cursor row of the group unless another
-// claimer holds it, and returns its position.
-func lockCursor(ctx context.Context, tx querier, p driver.ClaimParams, part int) (int64, bool, error) {
-	var pos int64
-	err := tx.QueryRowContext(ctx, "SELECT position FROM group_cursor WHERE stream_id = ? AND group_name = ? AND `partition` = ? FOR UPDATE SKIP LOCKED",
-		p.Stream.ID, p.Group, part).Scan(&pos)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
-	}
-	return pos, err == nil, err
-}
-
-// partitionScan is the main claim of one partition, the engine's steps
-// of driver.ClaimPartition.
-type partitionScan struct {
-	p    driver.ClaimParams
-	plan driver.ClaimPlan
-	// newestException is the group's highest exception id (fencedGroup).
-	newestException int64
-	part            int
-	cursor          int64 // the position of the cursor this transaction holds
-	tx              querier
-	out             *claimOut
-	// query reads a window (windowQuery), with its arguments but the last
-	// three (partition, cursor, window).
-	query string
-	args  []any
-}
-
-// claim claims up to limit rows of partition s.part, as one
-// batch in out. Rows the group reads that the member cannot decode become
-// due exceptions for members that can; they are counted as deferred. A row
-// the group already has an exception for (its cursor was moved back over
-// it with SetCursors) keeps that exception as it is: the claim passes over
-// it, and goes on reading to fill the limit. out.full is set to the
-// partition when its rows filled the claim.
-func (s partitionScan) claim(ctx context.Context, limit int) error {
-	s.query, s.args = s.windowQuery()
-	taken, deferred, err := driver.ClaimPartition(ctx, s, driver.PartitionClaim{Params: s.p, Plan: s.plan, Cursor: s.cursor, Limit: limit, FirstWindow: driver.FirstWindow(limit)})
-	if err != nil {
-		return err
-	}
-	s.out.res.Deliveries = append(s.out.res.Deliveries, taken...)
-	s.out.res.Deferred += deferred
-	if len(taken) == limit {
-		s.out.full = s.part
-	}
-	return nil
-}
-
-// Record implements driver.PartitionSteps: the read passed over the rows
-// the group has an exception for, so the batch holds every row taken.
-func (s partitionScan) Record(ctx context.Context, rows *driver.PartitionScan) ([]driver.Delivery, int, error) {
-	deferred, err := insertDeferred(ctx, s.tx, s.p, rows.Deferred)
-	if err != nil {
-		return nil, 0, err
-	}
-	if len(rows.Taken) > 0 {
-		b, err := insertBatch(ctx, s.tx, s.p, s.part, rows.Taken)
-		if err != nil {
-			return nil, 0, err
-		}
-		s.out.batches = append(s.out.batches, b)
-	}
-	if _, err := s.tx.ExecContext(ctx, "UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND `partition` = ?",
-		rows.Cursor, s.p.Stream.ID, s.p.Group, s.part); err != nil {
-		return nil, 0, err
-	}
-	return rows.Taken, deferred, nil
-}
-
-// Pending implements driver.PartitionSteps: an ordered group's partition
-// is held by a pending (leased or delayed) exception or a batch. New
-// exceptions and batches of a partition are only made under its cursor
-// lock, which this transaction holds, or by materializing a batch's
-// members in the transaction that shrinks it: one statement, one
-// snapshot, sees the batch or the rows.
-func (s partitionScan) Pending(ctx context.Context) (bool, error) {
-	var pending bool
-	err := s.tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND `partition` = ? AND state IN ('leased', 'delayed'))"+
-		" OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND `partition` = ?)",
-		s.p.Stream.ID, s.p.Group, s.part, s.p.Stream.ID, s.p.Group, s.part).Scan(&pending)
-	return pending, err
-}
-
-// excepting reports whether rows past the cursor may have an exception row:
-// only then is each row looked up.
-func (s partitionScan) excepting() bool { return s.newestException > s.cursor }
-
-// query is the scan's read of a window of rows past a cursor, and its
-// arguments but the last three (partition, cursor, window). Payloads are
-// read only for rows at the group's versions: other rows are passed over
-// without their payload leaving the database. The read is a consistent
-// read of committed rows; appends commit a partition's ids in increasing
-// order, so it sees a gap-free prefix (C5).
-func (s partitionScan) windowQuery() (string, []any) {
-	vf, vargs := sqldb.VersionFilter("m.schema_version", s.plan.Versions)
-	query := "SELECT m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, " +
-		"CASE WHEN " + vf + " THEN m.payload ELSE '' END, m.headers, m.produced_at, " + vf + ", " + headExpr(s.p.Stream)
-	args := append(append(make([]any, 0, 2*len(vargs)+5), vargs...), vargs...)
-	if s.excepting() {
-		// Whether the group has an exception row for the row (a cursor
-		// moved back over it), which the batch must not hold too.
-		query += ", m.id <= ? AND EXISTS (SELECT 1 FROM delivery_exception x WHERE x.stream_id = " + strconv.FormatInt(s.p.Stream.ID, 10) + " AND x.group_name = ? AND x.msg_id = m.id)"
-		args = append(args, s.newestException, s.p.Group)
-	}
-	// A stream of one partition is read along the primary key: the
-	// (partition, id) index would add a lookup of each row in it.
-	index := ""
-	if s.p.Stream.Partitions == 1 {
-		index = " FORCE INDEX (PRIMARY)"
-	}
-	return query + " FROM " + logTable(s.p.Stream.ID) + " m" + index + " WHERE m.`partition` = ? AND m.id > ? ORDER BY m.id LIMIT ?", args
-}
-
-// ReadWindow implements driver.PartitionSteps.
-func (s partitionScan) ReadWindow(ctx context.Context, from int64, size int, out *driver.PartitionScan) (int, error) {
-	return sqldb.ReadWindow(ctx, s.tx, s.query, slices.Concat(s.args, []any{s.part, from, size}), out, func(rows *sql.Rows) (driver.Row, bool, error) {
-		var versionOK, head, excepted bool
-		dest := []any{&versionOK, &head}
-		if s.excepting() {
-			dest = append(dest, &excepted)
-		}
-		r, err := scanRow(rows, dest...)
-		return r, versionOK && head && !excepted, err
-	})
-}
-
-// insertBatch writes the batch of the rows a claim took from partition
-// part, and returns it as the batch cache holds it.
-func insertBatch(ctx context.Context, tx querier, p driver.ClaimParams, part int, taken []driver.Delivery) (heldBatch, error) {
-	ids := make([]int64, len(taken))
-	for i, t := range taken {
-		ids[i] = t.ID
-	}
-	_, err := tx.ExecContext(ctx, "INSERT INTO delivery_batch (stream_id, group_name, lease_token, `partition`, first_id, last_id, ids, holder, lease_until, created_at)"+
-		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", p.Stream.ID, p.Group, p.Token, part, ids[0], ids[len(ids)-1], sqldb.EncodeInts(ids), p.Holder, ts(p.LeaseUntil), ts(p.Now))
-	return heldBatch{batchRef: batchRef{group: p.Group, token: p.Token, part: part}, ids: ids}, err
-}
-
-// insertDeferred records the rows the main claim defers (later) as delayed
-// exceptions due now, for members that decode them, and returns how many it
-// recorded. The claim passes over the rows the group has an exception for,
-// so every row is new; INSERT IGNORE would keep an exception row that is
-// there (the only error IGNORE can meet here: delivery_exception has no
-// other unique key, no foreign key and no CHECK, and every value fits its
-// column).
-func insertDeferred(ctx context.Context, tx querier, p driver.ClaimParams, later []driver.Row) (int, error) {
-	return sqldb.DeferRows(ctx, tx, p, later, ts(p.Now), idChunk, func(n int) string {
-		return "INSERT IGNORE INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, holder, updated_at) VALUES " +
-			sqldb.Repeated(n, "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", ")
-	})
-}
-
-// claimExceptions leases due exceptions at the versions the member decodes,
-// in id order (driver.ClaimDue looks again past those it drops). Due
-// exception rows are locked FOR UPDATE SKIP LOCKED, so concurrent claimers
-// take different ones.
-func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
-	return driver.ClaimDue(p.Limit, func(limit int) ([]driver.Delivery, int, error) {
-		return claimExceptionBatch(ctx, tx, p, plan, limit)
-	})
-}
-
-// dueException is a due exception row a claim locked, with what decides its fate.
-type dueException struct {
-	msgID     int64
-	partition int
-	state     string
-	attempt   int
-}
-
-// lockDue locks up to limit due exceptions with SKIP LOCKED. For an ordered
-// group only the lowest pending exception of each partition qualifies.
-func lockDue(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) ([]dueException, error) {
-	vf, vargs := sqldb.VersionFilter("schema_version", plan.Decodable)
-	now := ts(p.Now)
-	var due []dueException
-	scan := func(r *sql.Rows) error {
-		var c dueException
-		err := r.Scan(&c.msgID, &c.partition, &c.state, &c.attempt)
-		due = append(due, c)
-		return err
-	}
-	if !p.Ordered {
-		// One state at a time, in due order along the index, so that the
-		// scan stops at the limit and locks no more rows than it returns.
-		// The index is forced, as in the probe: left to itself MariaDB
-		// made this claim grow with the backlog of retries due later (6
-		// to 78 ms behind 100k against 2 to 4 ms behind 1k, from one run
-		// to the next); forced, it is flat.
-		for _, state := range []string{"leased", "delayed"} {
-			if len(due) >= limit {
-				break
-			}
-			if err := sqldb.EachRow(ctx, tx, "SELECT msg_id, `partition`, state, attempt FROM delivery_exception FORCE INDEX (delivery_exception_due) WHERE stream_id = ? AND group_name = ? AND state = ? AND due_at <= ? AND "+vf+
-				" ORDER BY due_at LIMIT ? FOR UPDATE SKIP LOCKED",
-				append(append([]any{p.Stream.ID, p.Group, state, now}, vargs...), limit-len(due)), scan); err != nil {
-				return nil, err
-			}
-		}
-		return due, nil
-	}
-	lowest, err := lowestPending(ctx, tx, p, nil)
-	if err != nil || len(lowest) == 0 {
-		return nil, err
-	}
-	ids := make([]int64, 0, len(lowest))
-	for _, id := range lowest {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	if err := sqldb.EachRow(ctx, tx, "SELECT msg_id, `partition`, state, attempt FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id IN ("+sqldb.Placeholders(len(ids))+
-		") AND state IN ('leased', 'delayed') AND due_at <= ? AND "+vf+" ORDER BY msg_id LIMIT ? FOR UPDATE SKIP LOCKED",
-		append(append(append([]any{p.Stream.ID, p.Group}, sqldb.Args(ids)...), now), append(vargs, limit)...), scan); err != nil {
-		return nil, err
-	}
-	if len(due) == 0 {
-		return nil, nil
-	}
-	// Re-check under the locks: a replay may have made a lower row pending.
-	parts := make([]int, 0, len(due))
-	for _, c := range due {
-		parts = append(parts, c.partition)
-	}
-	lowest, err = lowestPending(ctx, tx, p, parts)
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(due, func(c dueException) bool { return lowest[c.partition] != c.msgID }), nil
-}
-
-// lowestPending returns the lowest pending (leased or delayed) exception of
-// each partition of the group, at any version, or of the given partitions;
-// a batch's lowest member counts as pending too (it is a leased exception
-// in compressed form). One statement, so that one snapshot sees a batch or
-// the rows materialized from it.
-func lowestPending(ctx context.Context, tx querier, p driver.ClaimParams, parts []int) (map[int]int64, error) {
-	q := "SELECT `partition`, msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND state IN ('leased', 'delayed')"
-	qb := "SELECT `partition`, first_id FROM delivery_batch WHERE stream_id = ? AND group_name = ?"
-	args := []any{p.Stream.ID, p.Group}
-	var pargs []any
-	if parts != nil {
-		q += " AND `partition` IN (" + sqldb.Placeholders(len(parts)) + ")"
-		qb += " AND `partition` IN (" + sqldb.Placeholders(len(parts)) + ")"
-		pargs = sqldb.Args(parts)
-	}
-	args = append(append(args, pargs...), p.Stream.ID, p.Group)
-	args = append(args, pargs...)
-	out := map[int]int64{}
-	err := sqldb.EachRow(ctx, tx, "SELECT `partition`, MIN(msg_id) FROM ("+q+" UNION ALL "+qb+") x GROUP BY `partition`", args, func(r *sql.Rows) error {
-		var part int
-		var id int64
-		err := r.Scan(&part, &id)
-		out[part] = id
-		return err
-	})
-	return out, err
-}
-
-// claimExceptionBatch examines up to limit due exceptions: it leases those
-// still claimable and resolves or buries the others (driver.FateOfDue),
-// which it counts as dropped.
-func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) ([]driver.Delivery, int, error) {
-	due, err := lockDue(ctx, tx, p, plan, limit)
-	if err != nil || len(due) == 0 {
-		return nil, 0, err
-	}
-	ids := make([]int64, len(due))
-	for i, c := range due {
-		ids[i] = c.msgID
-	}
-	// The log rows are read apart from the locking read: MariaDB has no
-	// FOR UPDATE OF, and log rows must not be locked.
-	found := map[int64]driver.Row{}
-	heads := map[int64]bool{}
-	if err := sqldb.EachRow(ctx, tx, `SELECT `+rowColumns+`, `+headExpr(p.Stream)+` FROM `+logTable(p.Stream.ID)+` m WHERE m.id IN (`+sqldb.Placeholders(len(ids))+`)`,
-		sqldb.Args(ids), func(r *sql.Rows) error {
-			var head bool
-			row, err := scanRow(r, &head)
-			found[row.ID] = row
-			heads[row.ID] = head
-			return err
-		}); err != nil {
-		return nil, 0, err
-	}
-	var f driver.DueFates
-	for _, c := range due {
-		row, exists := found[c.msgID]
-		_ = f.Add(p, c.msgID, driver.ExceptionState(c.state), c.attempt, exists && heads[c.msgID], func() (driver.Row, error) { return row, nil }, p.LeaseUntil)
-	}
-	// The expired lease's own attempt and holder go to the history.
-	if err := sqldb.RecordFates(ctx, tx, p, &f, sqldb.DueWrites{Failures: appendFailure, Now: ts(p.Now), LeaseUntil: ts(p.LeaseUntil)}); err != nil {
-		return nil, 0, err
-	}
-	return f.Leased, f.Dropped(), nil
 }

@@ -49,9 +49,11 @@ func onPool[T any](ctx context.Context, d *Driver, read func(sqldb.Runner) (T, e
 // inOwnTx runs fn in a transaction of the driver's own (re-run on
 // deadlocks) and returns what its last run gave.
 func inOwnTx[T any](ctx context.Context, d *Driver, fn func(sqldb.Runner) (T, error)) (T, error) {
-	own := func(ctx context.Context, run func(querier) error) error { return d.inTx(ctx, nil, run) }
-	return sqldb.Within(ctx, sqldb.Over(own), fn)
+	return sqldb.Within(ctx, sqldb.Over(d.newTx), fn)
 }
+
+// newTx is inTx without a caller's transaction: the registry's scope.
+func (d *Driver) newTx(ctx context.Context, run func(querier) error) error { return d.inTx(ctx, nil, run) }
 
 // ensureScope makes sure a scope's settings row exists (empty strings mean
 // unset, as a missing row does), so that a locking read of it serializes
@@ -163,13 +165,7 @@ func (d *Driver) UpdateSubjectSettings(ctx context.Context, p driver.UpdateSubje
 
 // RecordSubjectVersion implements driver.Subjects.
 func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjectVersionParams) (driver.SubjectVersion, bool, error) {
-	var created bool
-	out, err := inOwnTx(ctx, d, func(tx sqldb.Runner) (driver.SubjectVersion, error) {
-		out, c, err := subjects.Record(ctx, tx, p)
-		created = c
-		return out, err
-	})
-	return out, created, err
+	return subjects.RecordIn(ctx, sqldb.Over(d.newTx), p)
 }
 
 // SubjectVersions implements driver.Subjects.

@@ -6,7 +6,6 @@ import (
 	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -81,33 +80,23 @@ func marked(err error) (caller, final bool, inner error) {
 	return false, false, err
 }
 
-// retries counts the failures after which the driver runs its own
-// transaction or autocommit statement again, each kind up to its limit.
-type retries struct{ deadlocks, timeouts, lost int }
+// retryLimits are driver.Retries' limits for the driver's own
+// transactions and autocommit statements, by failureKind.
+var retryLimits = []int{deadlockAttempts, lockTimeoutAttempts, lostConnAttempts}
 
-// again counts a failure the engine rolled back (a deadlock and the like),
-// a lock wait that ran out, or a connection lost before anything could
-// commit, and reports whether to run again, after the backoff (whose
-// error, when the context ends meanwhile, it returns).
-func (r *retries) again(ctx context.Context, rolledBack, timedOut, lost bool) (bool, error) {
-	var n, limit int
+// failureKind is the kind of a failure the engine rolled back (a deadlock
+// and the like), a lock wait that ran out, or a connection lost before
+// anything could commit, as retryLimits counts them; -1 for any other.
+func failureKind(rolledBack, timedOut, lost bool) int {
 	switch {
 	case rolledBack:
-		r.deadlocks++
-		n, limit = r.deadlocks, deadlockAttempts
+		return 0
 	case timedOut:
-		r.timeouts++
-		n, limit = r.timeouts, lockTimeoutAttempts
+		return 1
 	case lost:
-		r.lost++
-		n, limit = r.lost, lostConnAttempts
-	default:
-		return false, nil
+		return 2
 	}
-	if n >= limit {
-		return false, nil
-	}
-	return true, sleep(ctx, backoff(r.deadlocks+r.timeouts+r.lost))
+	return -1
 }
 
 // ownTx runs fn in a transaction of the driver's own, READ COMMITTED, or a
@@ -116,7 +105,7 @@ func (d *Driver) ownTx(ctx context.Context, snapshot bool, fn func(querier) erro
 	if err := d.check(); err != nil {
 		return err
 	}
-	var r retries
+	r := driver.Retries{Limits: retryLimits}
 	for {
 		at, err := d.tryTx(ctx, snapshot, fn)
 		if err == nil {
@@ -139,8 +128,8 @@ func (d *Driver) ownTx(ctx context.Context, snapshot bool, fn func(querier) erro
 		// A connection lost before COMMIT committed nothing; a pooled
 		// connection found dead fails its first statement.
 		n := mysqlErrno(err)
-		again, waitErr := r.again(ctx, rolledBack(n) || errors.Is(err, errOutOfOrder) || d.galeraIDTaken(err), n == errLockWaitTimeout,
-			n == 0 && at != stageCommit && !driver.Classified(err) && isConnError(err))
+		again, waitErr := r.Again(ctx, failureKind(rolledBack(n) || errors.Is(err, errOutOfOrder) || d.galeraIDTaken(err), n == errLockWaitTimeout,
+			n == 0 && at != stageCommit && !driver.Classified(err) && isConnError(err)))
 		if waitErr != nil {
 			return d.wrap(ctx, waitErr, opRead)
 		}
@@ -216,7 +205,7 @@ func (d *Driver) autocommit(ctx context.Context, fn func(querier) error) error {
 	if err := d.check(); err != nil {
 		return err
 	}
-	var r retries
+	r := driver.Retries{Limits: retryLimits}
 	for {
 		conn, err := d.db.Conn(ctx)
 		if err != nil {
@@ -239,7 +228,7 @@ func (d *Driver) autocommit(ctx context.Context, fn func(querier) error) error {
 			return d.wrap(ctx, err, opWrite)
 		}
 		n := mysqlErrno(err)
-		again, waitErr := r.again(ctx, rolledBack(n), n == errLockWaitTimeout, n == 0 && errors.Is(err, sqldriver.ErrBadConn))
+		again, waitErr := r.Again(ctx, failureKind(rolledBack(n), n == errLockWaitTimeout, n == 0 && errors.Is(err, sqldriver.ErrBadConn)))
 		if waitErr != nil {
 			return d.wrap(ctx, waitErr, opRead)
 		}
@@ -258,22 +247,6 @@ func (d *Driver) exec(ctx context.Context, query string, args ...any) (sql.Resul
 		return err
 	})
 	return res, err
-}
-
-func backoff(attempt int) time.Duration {
-	base := time.Duration(min(max(attempt, 1), 6)) * 5 * time.Millisecond
-	return base/2 + rand.N(base)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // Tx adapts a transaction for Producer.ProduceTx and for the transactional

@@ -33,13 +33,7 @@ func (d *Driver) UpdateSubjectSettings(ctx context.Context, p driver.UpdateSubje
 
 // RecordSubjectVersion implements driver.Subjects.
 func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjectVersionParams) (driver.SubjectVersion, bool, error) {
-	var created bool
-	out, err := inOwnTx(ctx, d.inTx, func(tx sqldb.Runner) (driver.SubjectVersion, error) {
-		out, c, err := subjects.Record(ctx, tx, p)
-		created = c
-		return out, err
-	})
-	return out, created, err
+	return subjects.RecordIn(ctx, d.writing, p)
 }
 
 // SubjectVersions implements driver.Subjects.

@@ -2,9 +2,6 @@ package sqlite
 
 import (
 	"context"
-
-	"github.com/sqlstreams/sqlstreams/core/driver"
-	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 // A batch lease (delivery_batch, migration 0007) is how the main claim
@@ -25,19 +22,6 @@ import (
 // selects first.
 var batchColumns = leaseWrites.BatchColumns()
 
-// insertBatch leases taken (rows of one partition, ascending) as one batch.
-func insertBatch(ctx context.Context, tx querier, p driver.ClaimParams, part int, taken []driver.Delivery) error {
-	ids := make([]int64, len(taken))
-	versions := make([]int, len(taken))
-	for i, t := range taken {
-		ids[i], versions[i] = t.ID, t.SchemaVersion
-	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO delivery_batch (stream_id, group_name, lease_token, partition, first_id, last_id, ids, versions, holder, lease_until, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.Stream.ID, p.Group, p.Token, part, ids[0], ids[len(ids)-1], sqldb.EncodeInts(ids), sqldb.EncodeInts(versions),
-		p.Holder, micros(p.LeaseUntil), micros(p.Now))
-	return err
-}
-
 // materializeAll materializes every member of the batches query selects
 // (batchColumns first).
 func materializeAll(ctx context.Context, tx querier, streamID int64, query string, args ...any) error {
@@ -57,11 +41,4 @@ func materializeRemoved(ctx context.Context, tx querier, streamID int64, ids []i
 		return err
 	}
 	return leaseWrites.MaterializeRemoved(ctx, tx, streamID, held, ids)
-}
-
-// explodeExpired materializes the group's batches whose lease ended, so
-// that the exception claim hands their members out again as it does
-// expired leased rows.
-func explodeExpired(ctx context.Context, tx querier, p driver.ClaimParams) error {
-	return leaseWrites.ExplodeExpired(ctx, tx, p)
 }

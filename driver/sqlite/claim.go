@@ -1,19 +1,29 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
-	"database/sql"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"math/rand/v2"
-	"slices"
 	"strconv"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
+
+// claims is the claim's work in its transaction (sqldb.Claims) in SQLite's
+// words: the single writer needs no locks; a statement's rows are stepped
+// in the process, so a window larger than needed costs nothing past the
+// row where the scan stops, and every window is the largest.
+var claims = sqldb.Claims{
+	Leases:       leaseWrites,
+	EmptyPayload: "x''",
+	Head:         headExpr,
+	ScanRow:      scanRow,
+	FirstWindow:  func(int) int { return driver.MaxClaimWindow },
+	Defer: func(n int) string {
+		return `INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, holder, updated_at)
+			VALUES ` + sqldb.Repeated(n, "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", ") + ` ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`
+	},
+	DeferChunk: 100,
+}
 
 // headExpr is 1 when row m is claimable: on a compacted stream, only a head.
 func headExpr(stream driver.StreamConfig) string {
@@ -110,241 +120,39 @@ func claimIn(ctx context.Context, tx cachedTx, p driver.ClaimParams, work claimW
 	}
 	res.Group = g
 	if work.due {
-		if res.Deliveries, err = claimExceptions(ctx, tx, p, plan); err != nil {
+		if res.Deliveries, err = claims.ClaimDue(ctx, tx, p, plan, true); err != nil {
 			return err
 		}
 	}
 	if !work.fresh {
 		return nil
 	}
+	newest, err := newestException(ctx, tx, p)
+	if err != nil {
+		return err
+	}
+	out := sqldb.Claimed{ClaimResult: *res, Full: -1}
 	// From a random partition on, so that members claiming at once start
 	// apart.
-	n := p.Stream.Partitions
-	first := rand.IntN(n)
-	for i := range n {
-		if len(res.Deliveries) >= p.Limit {
-			break
-		}
-		got, deferred, err := claimPartition(ctx, partitionClaim{p: p, plan: plan, part: (first + i) % n, tx: tx}, p.Limit-len(res.Deliveries))
-		if err != nil {
-			return err
-		}
-		res.Deliveries = append(res.Deliveries, got...)
-		res.Deferred += deferred
-	}
-	return nil
+	err = claims.ClaimNew(ctx, tx, sqldb.NewRows{P: p, Plan: plan, NewestException: newest, Parts: sqldb.Rotated(allParts(p.Stream.Partitions))}, &out)
+	*res = out.ClaimResult
+	return err
 }
 
-// partitionClaim is the main claim's work on one partition, the engine's
-// steps of driver.ClaimPartition.
-type partitionClaim struct {
-	p    driver.ClaimParams
-	plan driver.ClaimPlan
-	part int
-	tx   querier
-	// query reads a window (windowQuery), with its arguments but the last
-	// three (partition, cursor, window).
-	query string
-	args  []any
+// allParts lists the partitions of a stream of n.
+func allParts(n int) []int {
+	parts := make([]int, n)
+	for i := range parts {
+		parts[i] = i
+	}
+	return parts
 }
 
-// claimPartition runs the main claim on one partition, up to limit rows.
-// It returns the deliveries and how many rows it left due.
-func claimPartition(ctx context.Context, c partitionClaim, limit int) ([]driver.Delivery, int, error) {
-	cursor, err := c.cursor(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	// SQLite steps a statement's rows one by one in the process, so a
-	// window larger than needed costs nothing past the row where the scan
-	// stops: every window is the largest.
-	c.query, c.args = c.windowQuery()
-	return driver.ClaimPartition(ctx, c, driver.PartitionClaim{Params: c.p, Plan: c.plan, Cursor: cursor, Limit: limit, FirstWindow: driver.MaxClaimWindow})
-}
-
-// Pending implements driver.PartitionSteps.
-func (c partitionClaim) Pending(ctx context.Context) (bool, error) {
-	var pending bool
-	err := c.tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND partition = ? AND state IN ('leased', 'delayed'))
-		OR EXISTS (SELECT 1 FROM delivery_batch WHERE stream_id = ? AND group_name = ? AND partition = ?)`,
-		c.p.Stream.ID, c.p.Group, c.part, c.p.Stream.ID, c.p.Group, c.part).Scan(&pending)
-	return pending, err
-}
-
-// cursor reads the group's position in the partition.
-func (c partitionClaim) cursor(ctx context.Context) (int64, error) {
-	var cursor int64
-	err := c.tx.QueryRowContext(ctx, `SELECT position FROM group_cursor WHERE stream_id = ? AND group_name = ? AND partition = ?`,
-		c.p.Stream.ID, c.p.Group, c.part).Scan(&cursor)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("group %q partition %d: %w", c.p.Group, c.part, driver.ErrGroupNotFound)
-	}
-	return cursor, err
-}
-
-// windowQuery is the statement that reads a window, and its arguments but
-// the last three (partition, cursor, window). Payloads are read only for
-// rows at the group's versions: other rows are passed over without their
-// payload leaving the database.
-func (c partitionClaim) windowQuery() (string, []any) {
-	vf, vargs := sqldb.VersionFilter("m.schema_version", c.plan.Versions)
-	return `SELECT m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank,
-		CASE WHEN ` + vf + ` THEN m.payload ELSE x'' END, m.headers, m.produced_at, ` + vf + `, ` + headExpr(c.p.Stream) + `
-		FROM ` + logTable(c.p.Stream.ID) + ` m WHERE m.partition = ? AND m.id > ? ORDER BY m.id LIMIT ?`, slices.Concat(vargs, vargs)
-}
-
-// ReadWindow implements driver.PartitionSteps.
-func (c partitionClaim) ReadWindow(ctx context.Context, from int64, size int, s *driver.PartitionScan) (int, error) {
-	return sqldb.ReadWindow(ctx, c.tx, c.query, slices.Concat(c.args, []any{c.part, from, size}), s, func(rows *sql.Rows) (driver.Row, bool, error) {
-		var versionOK, head bool
-		r, err := scanRow(rows, &versionOK, &head)
-		return r, versionOK && head, err
-	})
-}
-
-// Record implements driver.PartitionSteps.
-func (c partitionClaim) Record(ctx context.Context, s *driver.PartitionScan) ([]driver.Delivery, int, error) {
-	if _, err := c.tx.ExecContext(ctx, `UPDATE group_cursor SET position = ? WHERE stream_id = ? AND group_name = ? AND partition = ?`,
-		s.Cursor, c.p.Stream.ID, c.p.Group, c.part); err != nil {
-		return nil, 0, err
-	}
-	taken, err := c.lease(ctx, s.Taken)
-	if err != nil {
-		return nil, 0, err
-	}
-	deferred, err := c.deferRows(ctx, s.Deferred)
-	if err != nil {
-		return nil, 0, err
-	}
-	return taken, deferred, nil
-}
-
-// lease writes the batch record of the rows taken. A row the group already
-// has an exception for (a cursor moved back over it) keeps that exception
-// and is passed over.
-func (c partitionClaim) lease(ctx context.Context, taken []driver.Delivery) ([]driver.Delivery, error) {
-	if len(taken) == 0 {
-		return nil, nil
-	}
-	held := map[int64]bool{}
-	if err := sqldb.Mark(ctx, c.tx, `SELECT msg_id FROM delivery_exception WHERE stream_id = ? AND group_name = ? AND msg_id BETWEEN ? AND ?`,
-		[]any{c.p.Stream.ID, c.p.Group, taken[0].ID, taken[len(taken)-1].ID}, held); err != nil {
-		return nil, err
-	}
-	taken = slices.DeleteFunc(taken, func(d driver.Delivery) bool { return held[d.ID] })
-	if len(taken) == 0 {
-		return nil, nil
-	}
-	return taken, insertBatch(ctx, c.tx, c.p, c.part, taken)
-}
-
-// deferRows gives the rows this member cannot decode delayed exception rows,
-// due now, and returns how many it wrote: a row the group already has an
-// exception for keeps it, and the insert passes over it.
-func (c partitionClaim) deferRows(ctx context.Context, deferred []driver.Row) (int, error) {
-	return sqldb.DeferRows(ctx, c.tx, c.p, deferred, micros(c.p.Now), 100, func(n int) string {
-		return `INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, holder, updated_at)
-			VALUES ` + sqldb.Repeated(n, "(?, ?, ?, ?, ?, 'delayed', 0, ?, ?, ?)", ", ") + ` ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`
-	})
-}
-
-// claimExceptions leases due exceptions at the versions the member decodes
-// (driver.ClaimDue looks again past those it drops).
-func claimExceptions(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan) ([]driver.Delivery, error) {
-	if err := explodeExpired(ctx, tx, p); err != nil {
-		return nil, err
-	}
-	return driver.ClaimDue(p.Limit, func(limit int) ([]driver.Delivery, int, error) {
-		return claimExceptionBatch(ctx, tx, p, plan, limit)
-	})
-}
-
-// claimExceptionBatch examines up to limit due exceptions: it leases those
-// still claimable and resolves or buries the others (driver.DueFates),
-// which it counts as dropped.
-func claimExceptionBatch(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) ([]driver.Delivery, int, error) {
-	cands, err := dueCandidates(ctx, tx, p, plan, limit)
-	if err != nil {
-		return nil, 0, err
-	}
-	// The deliveries go out in id order, as the main claim's do.
-	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(a.msgID, b.msgID) })
-	var f driver.DueFates
-	for _, c := range cands {
-		_ = f.Add(p, c.msgID, driver.ExceptionState(c.state), c.attempt, c.exists && c.head, func() (driver.Row, error) { return c.row, nil }, p.LeaseUntil)
-	}
-	if err := sqldb.RecordFates(ctx, tx, p, &f, sqldb.DueWrites{Failures: "failures = " + appendFailure, Now: micros(p.Now), LeaseUntil: micros(p.LeaseUntil)}); err != nil {
-		return nil, 0, err
-	}
-	return f.Leased, f.Dropped(), nil
-}
-
-// candidate is a due exception and the row it is for.
-type candidate struct {
-	row     driver.Row
-	msgID   int64
-	state   string
-	attempt int
-	exists  bool // the row is still in the log
-	head    bool // the row is claimable: on a compacted stream, its key's head
-}
-
-// dueCandidates reads up to limit due exceptions at the versions the member
-// decodes; for an ordered group, only the lowest pending one of a
-// partition.
-func dueCandidates(ctx context.Context, tx querier, p driver.ClaimParams, plan driver.ClaimPlan, limit int) ([]candidate, error) {
-	vf, vargs := sqldb.VersionFilter("e.schema_version", plan.Decodable)
-	ordered := ""
-	if p.Ordered {
-		ordered = ` AND NOT EXISTS (SELECT 1 FROM delivery_exception e2 WHERE e2.stream_id = e.stream_id AND e2.group_name = e.group_name
-			AND e2.partition = e.partition AND e2.state IN ('leased', 'delayed') AND e2.msg_id < e.msg_id)
-			AND NOT EXISTS (SELECT 1 FROM delivery_batch b WHERE b.stream_id = e.stream_id AND b.group_name = e.group_name
-			AND b.partition = e.partition AND b.first_id < e.msg_id)`
-	}
-	var cands []candidate
-	// One state at a time, in due order along delivery_exception_due
-	// (stream_id, group_name, state, due_at), so that the read stops at the
-	// limit and never walks retries that are due later: in id order it
-	// read the group's every exception (45 ms behind 100k delayed retries).
-	for _, state := range []string{string(driver.StateLeased), string(driver.StateDelayed)} {
-		if len(cands) >= limit {
-			break
-		}
-		args := append([]any{p.Stream.ID, p.Group, state, micros(p.Now)}, vargs...)
-		if err := sqldb.EachRow(ctx, tx, `SELECT `+rowColumns+`, e.msg_id, e.state, e.attempt, `+headExpr(p.Stream)+`
-			FROM delivery_exception e LEFT JOIN `+logTable(p.Stream.ID)+` m ON m.id = e.msg_id
-			WHERE e.stream_id = ? AND e.group_name = ? AND e.state = ? AND e.due_at <= ? AND `+vf+ordered+`
-			ORDER BY e.due_at LIMIT ?`, append(args, limit-len(cands)), func(r *sql.Rows) error {
-			c, err := scanCandidate(r)
-			cands = append(cands, c)
-			return err
-		}); err != nil {
-			return nil, err
-		}
-	}
-	return cands, nil
-}
-
-// scanCandidate reads rowColumns, NULL where the row is gone, and the
-// exception's columns.
-func scanCandidate(r *sql.Rows) (candidate, error) {
-	var c candidate
-	var id, part, version, rank, produced sql.NullInt64
-	var key, rk, headers sql.NullString
-	var payload []byte
-	if err := r.Scan(&id, &part, &version, &key, &rk, &rank, &payload, &headers, &produced, &c.msgID, &c.state, &c.attempt, &c.head); err != nil {
-		return c, err
-	}
-	c.exists = id.Valid
-	if !c.exists {
-		return c, nil
-	}
-	c.row = driver.Row{ID: id.Int64, Partition: int(part.Int64), SchemaVersion: int(version.Int64), Key: key.String, HasKey: key.Valid,
-		RoutingKey: rk.String, CompactionRank: rank.Int64, Payload: payload, ProducedAt: fromMicros(produced.Int64)}
-	if headers.Valid && headers.String != "" {
-		if err := json.Unmarshal([]byte(headers.String), &c.row.Headers); err != nil {
-			return c, fmt.Errorf("row %d: stored headers: %w", c.row.ID, err)
-		}
-	}
-	return c, nil
+// newestException reads the group's highest exception id, below which the
+// main claim looks each row up (sqldb.NewRows): an exception row past a
+// cursor is rare (SetCursors moved the cursor back over it).
+func newestException(ctx context.Context, tx querier, p driver.ClaimParams) (int64, error) {
+	var newest int64
+	err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(msg_id), 0) FROM delivery_exception WHERE stream_id = ? AND group_name = ?`, p.Stream.ID, p.Group).Scan(&newest)
+	return newest, err
 }

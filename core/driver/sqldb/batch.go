@@ -62,8 +62,8 @@ type Batch struct {
 	Versions     []int   // each member's version, with Leases.Versions; else nil
 }
 
-// member reports whether id is still held by the batch.
-func (b Batch) member(id int64) bool {
+// Member reports whether id is still held by the batch.
+func (b Batch) Member(id int64) bool {
 	_, ok := slices.BinarySearch(b.IDs, id)
 	return ok
 }

@@ -240,7 +240,7 @@ func namedMembers(held []Batch, leases []driver.Lease, members bool) (named []ma
 	named = make([]map[int64]bool, len(held))
 	rest = make([]driver.Lease, 0, len(leases))
 	for _, l := range leases {
-		k := slices.IndexFunc(byToken[l.Token], func(i int) bool { return held[i].member(l.ID) })
+		k := slices.IndexFunc(byToken[l.Token], func(i int) bool { return held[i].Member(l.ID) })
 		if k < 0 || members {
 			rest = append(rest, l)
 		}
