@@ -53,7 +53,9 @@ func inOwnTx[T any](ctx context.Context, d *Driver, fn func(sqldb.Runner) (T, er
 }
 
 // newTx is inTx without a caller's transaction: the registry's scope.
-func (d *Driver) newTx(ctx context.Context, run func(querier) error) error { return d.inTx(ctx, nil, run) }
+func (d *Driver) newTx(ctx context.Context, run func(querier) error) error {
+	return d.inTx(ctx, nil, run)
+}
 
 // ensureScope makes sure a scope's settings row exists (empty strings mean
 // unset, as a missing row does), so that a locking read of it serializes
