@@ -316,8 +316,13 @@ const (
 // the append lock of a partition that another transaction holds.
 const DefaultLockTimeout = 10 * time.Second
 
+// directory is the client directory and the samples, sqldb's on this
+// driver's scopes.
+type directory = sqldb.Directory[time.Time]
+
 // Driver is the MySQL/MariaDB driver. Create it with Open.
 type Driver struct {
+	directory   // RecordClient, ListClients, ..., PruneSamples
 	db          *sql.DB
 	where       string // user@addr/db, for messages (no password)
 	secrets     []string
@@ -364,6 +369,7 @@ func WithLockTimeout(d time.Duration) Option { return func(drv *Driver) { drv.lo
 // errors, including a DSN that does not parse, surface from sqlstreams.Open.
 func Open(dsn string, opts ...Option) *Driver {
 	d := &Driver{lockTimeout: DefaultLockTimeout}
+	d.directory = directory{Store: store, Write: sqldb.Over(d.autocommit), Read: sqldb.Over(d.read)}
 	for _, o := range opts {
 		o(d)
 	}

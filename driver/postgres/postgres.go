@@ -225,6 +225,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
 //go:embed migrations/*.sql
@@ -242,8 +243,13 @@ var (
 	_ driver.SampleStore     = (*Driver)(nil)
 )
 
+// directory is the client directory and the samples, sqldb's on this
+// driver's scopes.
+type directory = sqldb.Directory[time.Time]
+
 // Driver is the PostgreSQL driver. Create it with Open.
 type Driver struct {
+	directory   // RecordClient, ListClients, ..., PruneSamples
 	cfg         *pgxpool.Config
 	listen      *pgx.ConnConfig // the LISTEN connection's config
 	pool        *pgxpool.Pool
@@ -323,6 +329,7 @@ func Open(url string, opts ...Option) *Driver {
 		opt(&o)
 	}
 	d := &Driver{notify: !o.noNotify, lockTimeout: o.lockTimeout}
+	d.directory = directory{Store: store, Write: d.autocommit, Read: d.pooled}
 	d.secrets = connSecrets(url)
 	if o.listenURL != "" {
 		d.secrets = driver.Secrets(append(d.secrets, connSecrets(o.listenURL)...)...)

@@ -60,8 +60,13 @@ var (
 	_ driver.SampleStore     = (*Driver)(nil)
 )
 
+// directory is the client directory and the samples, sqldb's on this
+// driver's scopes.
+type directory = sqldb.Directory[int64]
+
 // Driver is the SQLite driver. Create it with Open.
 type Driver struct {
+	directory   // RecordClient, ListClients, ..., PruneSamples
 	path        string
 	busyTimeout time.Duration
 	write       *sql.DB // one connection: SQLite has one writer
@@ -96,6 +101,7 @@ func WithoutNotify() Option { return func(drv *Driver) { drv.noNotify = true } }
 // Connection errors surface from sqlstreams.Open.
 func Open(path string, opts ...Option) *Driver {
 	d := &Driver{path: path, busyTimeout: BusyTimeout}
+	d.directory = directory{Store: store, Write: sqldb.Over(d.writing), Read: sqldb.Over(d.reading)}
 	for _, o := range opts {
 		o(d)
 	}

@@ -52,3 +52,43 @@ func (s Store[T]) PruneSamples(ctx context.Context, q Runner, p driver.PruneSamp
 	return q.Exec(ctx, `DELETE FROM stream_sample
 		WHERE sampled_at < ? OR stream_id NOT IN (SELECT id FROM stream_config)`, s.Time(p.Before))
 }
+
+// Directory is the client directory and the samples on a Store, run in a
+// driver's scopes: Write for the statements that change rows (each commits
+// on its own), Read for the reads. A driver embeds one and so implements
+// driver.ClientDirectory and driver.SampleStore without writing the six
+// methods again.
+type Directory[T any] struct {
+	Store       Store[T]
+	Write, Read Scope
+}
+
+// RecordClient implements driver.ClientDirectory.
+func (d Directory[T]) RecordClient(ctx context.Context, p driver.RecordClientParams) error {
+	return d.Write(ctx, func(r Runner) error { return d.Store.RecordClient(ctx, r, p) })
+}
+
+// ListClients implements driver.ClientDirectory.
+func (d Directory[T]) ListClients(ctx context.Context, p driver.ListClientsParams) ([]driver.ClientRecord, error) {
+	return In(ctx, d.Read, d.Store.ListClients, p)
+}
+
+// PruneClients implements driver.ClientDirectory.
+func (d Directory[T]) PruneClients(ctx context.Context, p driver.PruneClientsParams) (int64, error) {
+	return In(ctx, d.Write, d.Store.PruneClients, p)
+}
+
+// RecordSample implements driver.SampleStore (Store.InsertSample).
+func (d Directory[T]) RecordSample(ctx context.Context, p driver.RecordSampleParams) (bool, error) {
+	return In(ctx, d.Write, d.Store.RecordSample, p)
+}
+
+// ListSamples implements driver.SampleStore.
+func (d Directory[T]) ListSamples(ctx context.Context, p driver.ListSamplesParams) ([]driver.Sample, error) {
+	return In(ctx, d.Read, d.Store.ListSamples, p)
+}
+
+// PruneSamples implements driver.SampleStore.
+func (d Directory[T]) PruneSamples(ctx context.Context, p driver.PruneSamplesParams) (int64, error) {
+	return In(ctx, d.Write, d.Store.PruneSamples, p)
+}
