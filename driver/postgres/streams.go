@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -183,82 +182,29 @@ func scanLoadedGroup(r pgx.Row, name string, extra ...any) (driver.GroupConfig, 
 	return g, err
 }
 
-// RegisterGroup implements driver.Driver. An existing group's row is locked
-// while Update runs; a change to it then locks every cursor of the group,
-// waiting for the claims in flight (which hold cursor locks and read the
-// group after taking one), so that no claim commits with the old
-// configuration after the change and every later claim sees it (C19).
+// RegisterGroup implements driver.Driver (store.RegisterGroupIn). The
+// stream's row is read FOR KEY SHARE, which serializes a registration with
+// AlterStream (FOR UPDATE) and nothing else: a new group gets a cursor in
+// every partition the stream has when it commits, and an alter in flight
+// extends the cursors of a group registered before it. An existing group's
+// row is locked while Update runs; a change to it then locks every cursor
+// of the group, waiting for the claims in flight (which hold cursor locks
+// and read the group after taking one), so that no claim commits with the
+// old configuration after the change and every later claim sees it (C19).
 func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams) (driver.GroupConfig, error) {
-	cfg := p.Group
-	cfg.CreatedAt = ts(cfg.CreatedAt)
-	cfg.Bindings, cfg.ConvertsFrom = sqldb.NilIfEmpty(cfg.Bindings), sqldb.NilIfEmpty(cfg.ConvertsFrom)
-	bindings, convertsFrom, err := sqldb.EncodeGroupLists(cfg)
-	if err != nil {
-		return cfg, err
+	locks := sqldb.GroupLocks{Stream: ` FOR KEY SHARE`, Group: ` FOR UPDATE`}
+	latest := func(tx sqldb.Runner, stream driver.StreamConfig) ([]int64, error) {
+		return latestCommitted(ctx, tx, stream)
 	}
-	return sqldb.Within(ctx, d.writing, func(tx sqldb.Runner) (driver.GroupConfig, error) {
-		// KEY SHARE serializes a registration with AlterStream (FOR UPDATE)
-		// and nothing else: a new group gets a cursor in every partition
-		// the stream has when it commits, and an alter in flight extends
-		// the cursors of a group registered before it.
-		stream, err := store.Stream(ctx, tx, "id = ? FOR KEY SHARE", cfg.StreamID)
-		if err != nil {
-			return cfg, err
-		}
-		// Concurrent registrations of one group: the loser of the insert
-		// waits for the winner and then finds its row.
-		n, err := tx.Exec(ctx, `INSERT INTO consumer_group (stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (stream_id, name) DO NOTHING`,
-			cfg.StreamID, cfg.Name, cfg.SchemaVersion, cfg.AllVersions, bindings, convertsFrom, int(cfg.Start), cfg.CreatedAt)
-		if err != nil {
-			return cfg, err
-		}
-		if n == 0 {
-			return updateGroup(ctx, tx, cfg, p.Update)
-		}
-		// A new group starts at the beginning, or after the last committed
-		// row of each partition: an append still in flight in a partition
-		// holds ids above that partition's last committed row (C5), so it
-		// is not passed.
-		start := `0`
-		if cfg.Start == driver.StartLatest {
-			start = `COALESCE((SELECT max(m.id) FROM ` + logTable(cfg.StreamID) + ` m WHERE m.partition = p), 0)`
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO group_cursor (stream_id, group_name, partition, position)
-			SELECT ?, ?, p, `+start+` FROM generate_series(0, ? - 1) p`, cfg.StreamID, cfg.Name, stream.Partitions)
-		return cfg, err
-	})
+	return store.RegisterGroupIn(ctx, d.writing, p, locks, latest, isUnique)
 }
 
-// updateGroup stores what update makes of the lists of an existing group
-// (its row locked first): a change locks every cursor of the group
-// (RegisterGroup).
-func updateGroup(ctx context.Context, tx sqldb.Runner, cfg driver.GroupConfig, update func(driver.GroupConfig) (driver.GroupConfig, error)) (driver.GroupConfig, error) {
-	stored, err := store.LoadGroup(ctx, tx, cfg.StreamID, cfg.Name, ` FOR UPDATE`)
-	if err != nil || update == nil {
-		return stored, err
-	}
-	// Update gets its own copy of the lists, so that it cannot change the
-	// stored ones it is compared with.
-	copied := stored
-	copied.Bindings, copied.ConvertsFrom = slices.Clone(stored.Bindings), slices.Clone(stored.ConvertsFrom)
-	next, err := update(copied)
-	if err != nil {
-		return stored, driver.CallerError{Err: err}
-	}
-	out := stored
-	out.Bindings, out.ConvertsFrom = sqldb.NilIfEmpty(next.Bindings), sqldb.NilIfEmpty(next.ConvertsFrom)
-	if slices.Equal(out.Bindings, stored.Bindings) && slices.Equal(out.ConvertsFrom, stored.ConvertsFrom) {
-		return stored, nil
-	}
-	bindings, convertsFrom, err := sqldb.EncodeGroupLists(out)
-	if err == nil {
-		_, err = tx.Exec(ctx, `UPDATE consumer_group SET bindings = ?, converts_from = ? WHERE stream_id = ? AND name = ?`, bindings, convertsFrom, cfg.StreamID, cfg.Name)
-	}
-	if err == nil {
-		_, err = tx.Exec(ctx, `SELECT partition FROM group_cursor WHERE stream_id = ? AND group_name = ? ORDER BY partition FOR UPDATE`, cfg.StreamID, cfg.Name)
-	}
-	return out, err
+// latestCommitted is the last committed row of each partition, where a
+// group that starts at the latest row puts its cursors: an append still in
+// flight in a partition holds ids above it (C5), so it is not passed.
+func latestCommitted(ctx context.Context, tx sqldb.Runner, stream driver.StreamConfig) ([]int64, error) {
+	return sqldb.Value[[]int64](ctx, tx, `SELECT array_agg(COALESCE((SELECT max(m.id) FROM `+logTable(stream.ID)+` m WHERE m.partition = p), 0) ORDER BY p)
+		FROM generate_series(0, ? - 1) p`, stream.Partitions)
 }
 
 // ListGroups implements driver.Driver.

@@ -285,6 +285,31 @@ func (s Store[T]) RegisterGroup(ctx context.Context, tx Runner, p driver.Registe
 	return cfg, nil
 }
 
+// registerAttempts bounds RegisterGroupIn's attempts: a registration that
+// lost the insert to a concurrent one finds the winner's row on the next,
+// unless the group was deleted meanwhile.
+const registerAttempts = 4
+
+// RegisterGroupIn runs RegisterGroup in run, the engine's transaction,
+// again when a concurrent registration of the same group inserted its row
+// first: the engine refuses the loser's insert as a duplicate (isUnique)
+// once the winner commits, and the next attempt finds the row. latest gets
+// the transaction RegisterGroup runs in.
+func (s Store[T]) RegisterGroupIn(ctx context.Context, run Scope, p driver.RegisterGroupParams, locks GroupLocks,
+	latest func(Runner, driver.StreamConfig) ([]int64, error), isUnique func(error) bool) (driver.GroupConfig, error) {
+	for attempt := 1; ; attempt++ {
+		lost := false
+		cfg, err := Within(ctx, run, func(tx Runner) (driver.GroupConfig, error) {
+			cfg, err := s.RegisterGroup(ctx, tx, p, locks, func(stream driver.StreamConfig) ([]int64, error) { return latest(tx, stream) })
+			lost = err != nil && isUnique(err)
+			return cfg, err
+		})
+		if !lost || attempt >= registerAttempts {
+			return cfg, err
+		}
+	}
+}
+
 // PauseGroup implements driver.GroupPauser.PauseGroup in tx: the group's
 // row is read (locked with lock), then every cursor of the group (waiting
 // for claims in flight, which hold one), in RegisterGroup's order (C19),
@@ -327,7 +352,11 @@ func updateGroup(ctx context.Context, tx Runner, existing driver.GroupConfig,
 	if update == nil {
 		return existing, nil
 	}
-	next, err := update(existing)
+	// Update gets its own copy of the lists, so that it cannot change the
+	// stored ones it is compared with.
+	copied := existing
+	copied.Bindings, copied.ConvertsFrom = slices.Clone(existing.Bindings), slices.Clone(existing.ConvertsFrom)
+	next, err := update(copied)
 	if err != nil {
 		return existing, driver.CallerError{Err: err}
 	}
