@@ -3,12 +3,12 @@ package postgres
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
 // querier is what the driver's statements run on: the pool, one of its
@@ -20,10 +20,10 @@ type querier interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// maxRetries bounds how often the driver runs one of its own transactions
-// again after a serialization failure, a deadlock or a failure that
-// certainly wrote nothing.
-const maxRetries = 20
+// retryLimits are driver.Retries' limits for the driver's own statements
+// and transactions: one kind (serialization failures, deadlocks and
+// failures that certainly wrote nothing), run again up to 20 times.
+var retryLimits = []int{1 + 20}
 
 // retry runs fn, one attempt of the driver's own statement or transaction,
 // until it succeeds, fails for good, or ctx ends, and classifies its error.
@@ -33,7 +33,8 @@ func (d *Driver) retry(ctx context.Context, stage stage, fn func() error) error 
 	if err := d.check(); err != nil {
 		return err
 	}
-	for attempt := 0; ; attempt++ {
+	r := driver.Retries{Limits: retryLimits}
+	for {
 		err := fn()
 		if err == nil {
 			return nil
@@ -45,14 +46,12 @@ func (d *Driver) retry(ctx context.Context, stage stage, fn func() error) error 
 		if sentNothing(err) {
 			st = stageRead
 		}
-		if attempt >= maxRetries || ctx.Err() != nil || d.closed.Load() || !retryable(err, st) {
-			return d.wrap(ctx, err, st)
+		kind := -1
+		if ctx.Err() == nil && !d.closed.Load() && retryable(err, st) {
+			kind = 0
 		}
-		backoff := time.Duration(1+rand.IntN(1<<min(attempt, 6))) * time.Millisecond
-		select {
-		case <-ctx.Done():
+		if again, waited := r.Again(ctx, kind); !again || waited != nil {
 			return d.wrap(ctx, err, st)
-		case <-time.After(backoff):
 		}
 	}
 }
