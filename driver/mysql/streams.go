@@ -236,22 +236,17 @@ func loadGroup(ctx context.Context, q querier, streamID int64, name, lock string
 // for claims in flight, which hold cursor locks) before it is written, so
 // that claims after it read the new configuration (C19).
 func (d *Driver) RegisterGroup(ctx context.Context, p driver.RegisterGroupParams) (driver.GroupConfig, error) {
-	var out driver.GroupConfig
 	locks := sqldb.GroupLocks{Stream: " LOCK IN SHARE MODE" + d.waitClause(), Group: " FOR UPDATE" + d.waitClause()}
-	register := func(tx querier) error {
-		var err error
-		out, err = store.RegisterGroup(ctx, sqldb.On(tx), p, locks, func(stream driver.StreamConfig) ([]int64, error) { return d.latest(ctx, tx, stream) })
-		return err
+	var current querier // the transaction of the attempt in flight, for latest
+	run := func(ctx context.Context, fn func(sqldb.Runner) error) error {
+		return d.withLog(ctx, p.Group.StreamID, func() error {
+			return d.inTx(ctx, nil, func(tx querier) error { current = tx; return fn(sqldb.On(tx)) })
+		})
 	}
-	for attempt := 0; ; attempt++ {
-		err := d.withLog(ctx, p.Group.StreamID, func() error { return d.inTx(ctx, nil, register) })
-		// Two processes registering the group at once: the loser finds the
-		// winner's row on the next attempt.
-		if isUnique(err) && attempt < 3 {
-			continue
-		}
-		return out, err
+	latest := func(_ sqldb.Runner, stream driver.StreamConfig) ([]int64, error) {
+		return d.latest(ctx, current, stream)
 	}
+	return store.RegisterGroupIn(ctx, run, p, locks, latest, isUnique)
 }
 
 // latest is the newest row of each partition, where a group that starts
