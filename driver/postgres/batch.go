@@ -37,11 +37,18 @@ func materializeBatches(streamID int64, where, order, lock string) string {
 		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`
 }
 
+// batchExpired is the predicate of a batch b whose lease expired by now, of
+// the group that the stream and group expressions name: one text for the
+// probe, the fast claim's check and the materialization.
+func batchExpired(stream, group, now string) string {
+	return `b.stream_id = ` + stream + ` AND b.group_name = ` + group + ` AND b.lease_until <= ` + now
+}
+
 // materializeExpired is materializeBatches for a claim: up to maxMaterialize of the
 // group's batches whose lease expired by $3, oldest first, skipping those a
 // settle holds (it may still ack them). Parameters: stream, group, now.
 func materializeExpired(streamID int64) string {
-	return materializeBatches(streamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_until <= $3::timestamptz`,
+	return materializeBatches(streamID, batchExpired("$1::bigint", "$2::text", "$3::timestamptz"),
 		`b.lease_until LIMIT `+strconv.Itoa(maxMaterialize), `FOR UPDATE SKIP LOCKED`)
 }
 
