@@ -37,9 +37,8 @@ func materializeBatches(streamID int64, where, order, lock string) string {
 		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`
 }
 
-// batchExpired is the predicate of a batch b whose lease expired by now, of
-// the group that the stream and group expressions name: one text for the
-// probe, the fast claim's check and the materialization.
+// batchExpired: batch b of the group (stream, group) expired by now; the
+// probe's, fast check's and materialization's test.
 func batchExpired(stream, group, now string) string {
 	return `b.stream_id = ` + stream + ` AND b.group_name = ` + group + ` AND b.lease_until <= ` + now
 }

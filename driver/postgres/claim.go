@@ -287,8 +287,7 @@ func (d *Driver) claimUsual(ctx context.Context, p driver.ClaimParams, s claimSe
 	return u.out, err
 }
 
-// anyExceptionDue reads whether the group ($1 stream, $2 name) has an
-// exception due at $3, whatever its version; built once, off the claim.
+// anyExceptionDue: has group ($1, $2) an exception due at $3, of any version?
 var anyExceptionDue = `SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE ` + exceptionDue("$1::bigint", "$2::text", "$3::timestamptz") + `)`
 
 // queueFirst queues the statements of the first round trip, each with what

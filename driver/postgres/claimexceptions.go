@@ -7,10 +7,8 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// exceptionDue is the predicate of a due exception e (not dead, its due_at
-// come by now) of the group that the stream and group expressions name:
-// one text for the probe, the first round trip, the fast claim's check and
-// the exception claim, whatever numbers their parameters have.
+// exceptionDue: exception e of the group (stream, group) is due by now and
+// not dead; the probe's, first round trip's, fast check's and claim's test.
 func exceptionDue(stream, group, now string) string {
 	return `e.stream_id = ` + stream + ` AND e.group_name = ` + group + ` AND e.state <> 'dead' AND e.due_at <= ` + now
 }
