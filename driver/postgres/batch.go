@@ -37,11 +37,17 @@ func materializeBatches(streamID int64, where, order, lock string) string {
 		ON CONFLICT (stream_id, group_name, msg_id) DO NOTHING`
 }
 
+// batchExpired: batch b of the group (stream, group) expired by now; the
+// probe's, fast check's and materialization's test.
+func batchExpired(stream, group, now string) string {
+	return `b.stream_id = ` + stream + ` AND b.group_name = ` + group + ` AND b.lease_until <= ` + now
+}
+
 // materializeExpired is materializeBatches for a claim: up to maxMaterialize of the
 // group's batches whose lease expired by $3, oldest first, skipping those a
 // settle holds (it may still ack them). Parameters: stream, group, now.
 func materializeExpired(streamID int64) string {
-	return materializeBatches(streamID, `b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_until <= $3::timestamptz`,
+	return materializeBatches(streamID, batchExpired("$1::bigint", "$2::text", "$3::timestamptz"),
 		`b.lease_until LIMIT `+strconv.Itoa(maxMaterialize), `FOR UPDATE SKIP LOCKED`)
 }
 

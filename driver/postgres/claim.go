@@ -163,13 +163,12 @@ func (d *Driver) probe(ctx context.Context, p driver.ClaimParams, s *claimSetup)
 	var changed bool
 	err := d.read(ctx, func() error {
 		g, err := loadGroupAnd(ctx, d.pool, p.Stream.ID, p.Group, `,
-			EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = g.stream_id AND e.group_name = g.name
-				AND e.state <> 'dead' AND e.due_at <= $3::timestamptz
+			EXISTS (SELECT 1 FROM delivery_exception e WHERE `+exceptionDue("g.stream_id", "g.name", "$3::timestamptz")+`
 				AND (g.all_versions OR e.schema_version = g.schema_version OR g.converts_from @> to_jsonb(e.schema_version))
 				AND ($4::integer[] IS NULL OR e.schema_version = ANY($4::integer[]))),
 			EXISTS (SELECT 1 FROM group_cursor c WHERE c.stream_id = g.stream_id AND c.group_name = g.name
 				AND EXISTS (SELECT 1 FROM `+logTable(p.Stream.ID)+` m WHERE m.partition = c.partition AND m.id > c.position)),
-			EXISTS (SELECT 1 FROM delivery_batch b WHERE b.stream_id = g.stream_id AND b.group_name = g.name AND b.lease_until <= $3::timestamptz),
+			EXISTS (SELECT 1 FROM delivery_batch b WHERE `+batchExpired("g.stream_id", "g.name", "$3::timestamptz")+`),
 			(SELECT generation FROM stream_config WHERE id = g.stream_id) <> $5::bigint`,
 			[]any{ts(p.Now), decodes, p.Stream.Generation}, &s.due, &s.fresh, &s.expired, &changed)
 		if err != nil {
@@ -288,6 +287,9 @@ func (d *Driver) claimUsual(ctx context.Context, p driver.ClaimParams, s claimSe
 	return u.out, err
 }
 
+// anyExceptionDue: has group ($1, $2) an exception due at $3, of any version?
+var anyExceptionDue = `SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE ` + exceptionDue("$1::bigint", "$2::text", "$3::timestamptz") + `)`
+
 // queueFirst queues the statements of the first round trip, each with what
 // reads it: the acks, before anything reads (what they resolve is
 // claimable); the lock of a first cursor; the group and the stream's
@@ -320,8 +322,7 @@ func (u *usualClaim) queueFirst(r *roundTrip) {
 		// Any exception due (whatever its version: the exception claim
 		// filters), after the materialization.
 		r.add(func(br pgx.BatchResults) error { return br.QueryRow().Scan(&u.pending) },
-			`SELECT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
-			AND e.state <> 'dead' AND e.due_at <= $3::timestamptz)`, p.Stream.ID, p.Group, ts(p.Now))
+			anyExceptionDue, p.Stream.ID, p.Group, ts(p.Now))
 	}
 	u.queueAhead(r)
 	if u.rows && !s.hot && p.Limit > 0 && p.Stream.Partitions > 1 {

@@ -7,6 +7,12 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
+// exceptionDue: exception e of the group (stream, group) is due by now and
+// not dead; the probe's, first round trip's, fast check's and claim's test.
+func exceptionDue(stream, group, now string) string {
+	return `e.stream_id = ` + stream + ` AND e.group_name = ` + group + ` AND e.state <> 'dead' AND e.due_at <= ` + now
+}
+
 // claimExceptions leases due exceptions at the versions the member decodes.
 // Candidates are locked with FOR UPDATE SKIP LOCKED, so concurrent claimers
 // take different ones.
@@ -45,7 +51,7 @@ func claimExceptionsPage(ctx context.Context, tx querier, p driver.ClaimParams, 
 	var f driver.DueFates
 	err := eachRow(ctx, tx, `SELECT `+rowColumns+`, e.msg_id, e.state, e.attempt, m.id IS NOT NULL AND `+rowIsHead(p.Stream)+`
 		FROM delivery_exception e LEFT JOIN `+logTable(p.Stream.ID)+` m ON m.id = e.msg_id
-		WHERE e.stream_id = $1::bigint AND e.group_name = $2::text AND e.state <> 'dead' AND e.due_at <= $3::timestamptz AND `+vf+ordered+`
+		WHERE `+exceptionDue("$1::bigint", "$2::text", "$3::timestamptz")+` AND `+vf+ordered+`
 		ORDER BY e.due_at LIMIT $4::integer FOR UPDATE OF e SKIP LOCKED`, args, func(rows pgx.Rows) error {
 		var o optionalRow
 		var msgID int64

@@ -68,9 +68,8 @@ const fastLock = `SELECT 1 / count(*)::integer FROM (SELECT 1 FROM group_cursor
 // are $8 rows.
 func fastCheck(streamID int64) string {
 	return `SELECT ` + groupColumnsOf("g") + `, 1 / CASE WHEN ` + groupPrint + ` = $3::text
-		AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = $1::bigint AND e.group_name = $2::text
-			AND e.state <> 'dead' AND e.due_at <= $4::timestamptz)
-		AND NOT EXISTS (SELECT 1 FROM delivery_batch b WHERE b.stream_id = $1::bigint AND b.group_name = $2::text AND b.lease_until <= $4::timestamptz)
+		AND NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE ` + exceptionDue("$1::bigint", "$2::text", "$4::timestamptz") + `)
+		AND NOT EXISTS (SELECT 1 FROM delivery_batch b WHERE ` + batchExpired("$1::bigint", "$2::text", "$4::timestamptz") + `)
 		AND (SELECT count(*) FROM ` + logTable(streamID) + ` m WHERE m.partition = $5::integer AND m.id > $6::bigint AND m.id <= $7::bigint) = $8::bigint
 		AND (SELECT generation FROM stream_config WHERE id = $1::bigint) = $9::bigint
 		THEN 1 ELSE 0 END
