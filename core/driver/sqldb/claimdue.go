@@ -48,14 +48,16 @@ func (c Claims) claimDuePage(ctx context.Context, q Querier, p driver.ClaimParam
 	}
 	// The log rows are read apart from the locking read: MariaDB has no
 	// FOR UPDATE OF, and log rows must not be locked.
-	found := map[int64]driver.Row{}
-	heads := map[int64]bool{}
+	type logRow struct {
+		driver.Row
+		head bool
+	}
+	found := map[int64]logRow{}
 	if err := EachRow(ctx, q, `SELECT `+RowColumns+`, `+c.Head(p.Stream)+` FROM `+LogTable(p.Stream.ID)+` m WHERE m.id IN (`+Placeholders(len(ids))+`)`,
 		Args(ids), func(r *sql.Rows) error {
 			var head bool
 			row, err := c.ScanRow(r, &head)
-			found[row.ID] = row
-			heads[row.ID] = head
+			found[row.ID] = logRow{row, head}
 			return err
 		}); err != nil {
 		return nil, 0, err
@@ -63,7 +65,7 @@ func (c Claims) claimDuePage(ctx context.Context, q Querier, p driver.ClaimParam
 	var f driver.DueFates
 	for _, e := range due {
 		row, exists := found[e.msgID]
-		_ = f.Add(p, e.msgID, driver.ExceptionState(e.state), e.attempt, exists && heads[e.msgID], func() (driver.Row, error) { return row, nil }, p.LeaseUntil)
+		_ = f.Add(p, e.msgID, driver.ExceptionState(e.state), e.attempt, exists && row.head, func() (driver.Row, error) { return row.Row, nil }, p.LeaseUntil)
 	}
 	// The expired lease's own attempt and holder go to the history.
 	l := c.Leases
@@ -144,19 +146,10 @@ func lowestPending(ctx context.Context, q Querier, p driver.ClaimParams, parts [
 	args := []any{p.Stream.ID, p.Group}
 	var pargs []any
 	if parts != nil {
-		qe += " AND `partition` IN (" + Placeholders(len(parts)) + ")"
-		qb += " AND `partition` IN (" + Placeholders(len(parts)) + ")"
-		pargs = Args(parts)
+		in := " AND `partition` IN (" + Placeholders(len(parts)) + ")"
+		qe, qb, pargs = qe+in, qb+in, Args(parts)
 	}
 	args = append(append(args, pargs...), p.Stream.ID, p.Group)
 	args = append(args, pargs...)
-	out := map[int]int64{}
-	err := EachRow(ctx, q, "SELECT `partition`, MIN(msg_id) FROM ("+qe+" UNION ALL "+qb+") x GROUP BY `partition`", args, func(r *sql.Rows) error {
-		var part int
-		var id int64
-		err := r.Scan(&part, &id)
-		out[part] = id
-		return err
-	})
-	return out, err
+	return Map[int, int64](ctx, q, "SELECT `partition`, MIN(msg_id) FROM ("+qe+" UNION ALL "+qb+") x GROUP BY `partition`", args...)
 }

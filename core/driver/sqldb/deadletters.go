@@ -16,30 +16,27 @@ func (s Store[T]) ListDead(ctx context.Context, q Runner, p driver.ListDeadParam
 	if p.History {
 		history = "e.failures"
 	}
-	var out []driver.DeadLetter
-	err := eachRowOn(ctx, q, `SELECT `+RowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at,
+	return collectOn(ctx, q, `SELECT `+RowColumns+`, e.attempt, COALESCE(e.last_error, ''), COALESCE(e.first_failed_at, e.updated_at), e.updated_at,
 		COALESCE(e.holder, ''), `+history+`
 		FROM delivery_exception e JOIN `+LogTable(p.StreamID)+` m ON m.id = e.msg_id
 		WHERE e.stream_id = ? AND e.group_name = ? AND e.state = 'dead' AND e.msg_id > ? ORDER BY e.msg_id LIMIT ?`,
-		[]any{p.StreamID, p.Group, p.AfterID, p.Limit}, never, func(r Rows) error {
+		[]any{p.StreamID, p.Group, p.AfterID, p.Limit}, func(r driver.RowScanner) (driver.DeadLetter, error) {
 			var dl driver.DeadLetter
 			var first, died T
 			var failures sql.NullString
 			var err error
 			if dl.Row, err = ScanRow(r, s.At, &dl.Attempt, &dl.Error, &first, &died, &dl.Holder, &failures); err != nil {
-				return err
+				return dl, err
 			}
 			dl.FirstFailed, dl.DiedAt = s.At(first), s.At(died)
 			if dl.History, err = driver.ParseFailureHistory(failures.String); err != nil {
-				return fmt.Errorf("row %d: stored failure history: %w", dl.ID, err)
+				return dl, fmt.Errorf("row %d: stored failure history: %w", dl.ID, err)
 			}
 			for i := range dl.History {
 				dl.History[i].At = dl.History[i].At.Truncate(time.Microsecond)
 			}
-			out = append(out, dl)
-			return nil
+			return dl, nil
 		})
-	return out, err
 }
 
 // Replay implements driver.Driver.Replay on q (one statement, atomic on

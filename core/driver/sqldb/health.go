@@ -123,8 +123,9 @@ func (s Store[T]) unread(ctx context.Context, q Runner, stream driver.StreamConf
 		return nil, err
 	}
 	var out []driver.UnreadCount
+	past := "SELECT m.schema_version, m.routing_key, COUNT(*) FROM " + LogTable(stream.ID) + " m WHERE m.`partition` = ? AND m.id > ? AND " + s.Head(stream)
 	for p, cursor := range g.Cursors {
-		query := "SELECT m.schema_version, m.routing_key, COUNT(*) FROM " + LogTable(stream.ID) + " m WHERE m.`partition` = ? AND m.id > ? AND " + s.Head(stream)
+		query := past
 		args := []any{p, cursor}
 		if newest := newestException[p]; newest > cursor {
 			query += " AND (m.id > ? OR NOT EXISTS (SELECT 1 FROM delivery_exception e WHERE e.stream_id = ? AND e.group_name = ? AND e.msg_id = m.id))"

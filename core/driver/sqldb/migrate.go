@@ -15,12 +15,7 @@ func AppliedVersions(ctx context.Context, r Runner, create string) (map[int]bool
 		return nil, err
 	}
 	applied := map[int]bool{}
-	return applied, eachRowOn(ctx, r, `SELECT version FROM sqlstreams_migration`, nil, never, func(row Rows) error {
-		var v int
-		err := row.Scan(&v)
-		applied[v] = true
-		return err
-	})
+	return applied, markOn(ctx, r, `SELECT version FROM sqlstreams_migration`, nil, applied)
 }
 
 // RecordMigration is driver.MigrationSteps' Record on r: it removes the
