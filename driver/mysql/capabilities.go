@@ -6,30 +6,16 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// ErrUnsupportedServer is in the error of Migrate (and so of sqlstreams.Open)
-// when the server speaks the MySQL protocol but lacks a capability the
-// driver needs; the error names the capability. errors.Is finds it, and the
-// error is also an ErrDatabase.
+// ErrUnsupportedServer is in Migrate's error (an ErrDatabase, so also
+// sqlstreams.Open's) for a MySQL-wire server that lacks what the driver
+// needs, which the error names.
 var ErrUnsupportedServer = errors.New("the server lacks a capability sqlstreams needs")
 
-// What the driver needs of a MySQL-wire engine:
-//
-//   - row locks held to commit (SELECT ... FOR UPDATE) on the partition's
-//     lock row, with AUTO_INCREMENT values that increase in the order the
-//     lock grants them: ids in commit order per partition (C5). On Galera
-//     the lock is node-local and the driver also writes the row, so that
-//     certification orders appends across nodes (galera.go).
-//   - SKIP LOCKED that skips rows another transaction locked: consumers of
-//     a group spread over partitions.
-//   - GET_LOCK: Migrate's lock (node-local on Galera; see galera.go).
-//   - no LISTEN/NOTIFY: the driver watches a subscribed stream's newest id
-//     instead (notify.go), and consumers poll as well.
-//
-// DDL is never transactional on these engines; the driver does not need it
-// (see the package documentation).
-//
-// refusedEngines are the engines known to lack some of it, each told by its
-// version text.
+// refusedEngines are the MySQL-wire engines Migrate refuses, told by their
+// version text. The driver needs row locks held to commit with
+// AUTO_INCREMENT values that increase in the order the lock grants them
+// (C5), SKIP LOCKED that skips, and GET_LOCK (Migrate's lock; a lock row on
+// Galera); neither transactional DDL nor LISTEN/NOTIFY.
 var refusedEngines = []driver.Engine{
 	{Name: "TiDB", Marker: "-tidb-",
 		Missing: []string{"SKIP LOCKED (TiDB parses it but does not skip locked rows)",

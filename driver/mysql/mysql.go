@@ -1,7 +1,11 @@
-// Package mysql is the sqlstreams driver for MySQL 8.0+ and MariaDB 10.6+,
+// Package mysql is the sqlstreams driver for MySQL 8.0.16+ and MariaDB 10.6+,
 // built on github.com/go-sql-driver/mysql.
 //
 //	client, err := sqlstreams.Open(ctx, mysql.Open("app:secret@tcp(db:3306)/app"))
+//
+// How the driver's SQL keeps the contracts (commit order, claims, batch
+// leases, settling, the differences between MySQL and MariaDB, Galera) is in
+// docs/internals.md, "Invariants per engine".
 //
 // # Connection
 //
@@ -34,30 +38,25 @@
 // transaction whose connection goes away. COMMIT is sent as a statement of
 // its own on the transaction's connection, so that the context bounds it too
 // (database/sql's Tx.Commit would wait for the server without end). The
-// password of the DSN never appears in an error: the driver scrubs it, also
-// from the parser's messages about a malformed DSN.
+// driver runs its own transactions again after deadlocks, lock wait
+// timeouts and connections lost before COMMIT, a bounded number of times; a
+// transaction passed in by the caller is never re-run. The password of the
+// DSN never appears in an error, also from the parser's messages about a
+// malformed DSN.
 //
 // # Schema
 //
 // Migrate applies embedded, versioned SQL files. DDL commits on its own in
-// MySQL, so each statement is idempotent (IF NOT EXISTS, or a guard that
-// looks at information_schema first) and a migration that died half-way is
-// simply run again; processes starting at once serialize on a named lock
+// MySQL, so each statement is idempotent and a migration that died half-way
+// is simply run again; processes starting at once serialize on a named lock
 // (GET_LOCK) scoped to the database. Each stream's rows live in their own
 // table message_log_<id> (the numeric id: a stream name never enters SQL
 // text) with a BIGINT AUTO_INCREMENT id. Payloads are stored in LONGTEXT
 // utf8mb4_bin, byte for byte: sqlstreams hands RawPayload bytes back exactly
-// as they were produced, and checks before writing that a payload is valid
-// UTF-8 JSON, so the log has no JSON check of its own (MariaDB's JSON_VALID
-// refuses valid documents nested deeper than 32; MySQL's JSON type would
-// re-encode the document). Headers are JSON in LONGTEXT with a JSON_VALID
+// as they were produced. Headers are JSON in LONGTEXT with a JSON_VALID
 // check. Compaction ranks are BIGINT, schema versions INT. Message keys are
 // VARBINARY(255) (byte comparison without the trailing-space padding of
-// utf8mb4_bin), names VARCHAR(128) utf8mb4_bin. CreateStream and
-// DestroyStream cannot be atomic (CREATE/DROP TABLE commit on their own): the
-// config row is written first and a missing log table is re-created on first
-// use; a destroyed stream's rows and config go in one transaction before its
-// table is dropped.
+// utf8mb4_bin), names VARCHAR(128) utf8mb4_bin.
 //
 // Migrations, ApplyMigration and AppliedMigrations serve tools and teams
 // that run migrations themselves. ApplyMigration runs one migration up or
@@ -66,58 +65,24 @@
 // under later applied migrations (0002, the registry, and 0004, the failure
 // history, can go down; 0001 and 0003 cannot; 0007 down writes every batch
 // lease back as the leased exception rows it stands for before it drops
-// delivery_batch). A migration is not one
-// transaction (DDL commits on its own) but each of its statements is
-// idempotent, so one that died half-way is run again. The SQL Migrations
-// returns is the files' text; the driver's directives in it are comments
-// ("-- @unless-column ..."), so another tool may run the statements as they
-// are on a database that lacks the migration, and then Record, which
-// writes sqlstreams_migration. Without Migrate (sqlstreams.WithoutMigrate)
-// the driver learns what the server is from its first connection.
+// delivery_batch). The SQL Migrations returns is the files' text; the
+// driver's directives in it are comments ("-- @unless-column ..."), so
+// another tool may run the statements as they are on a database that lacks
+// the migration, and then Record, which writes sqlstreams_migration. Without
+// Migrate (sqlstreams.WithoutMigrate) the driver learns what the server is
+// from its first connection.
 //
 // CheckPrivileges finds out whether the user may create and drop tables in
-// the database, without creating anything. information_schema answers when
-// it shows the user's own CREATE and DROP, global or granted on exactly
-// this database. Otherwise (privileges through a role or a pattern, which
-// it does not resolve, or none) the server itself decides: CREATE TABLE p
-// LIKE q and DROP TABLE q for names that do not exist fail on the missing
-// privilege when it is missing (the server checks privileges first) and on
-// the missing table otherwise, which follows the server's own precedence
-// between grants. The error names the GRANT to run.
+// the database, without creating anything, and names the GRANT to run.
 //
 // # Commit order (C5)
 //
-// AUTO_INCREMENT values are handed out when a row is inserted, not when its
-// transaction commits, and neither engine offers a snapshot function like
-// Postgres's pg_snapshot_xmin. So Append serializes writers per (stream,
-// partition): before inserting it locks the stream_partition rows of the
-// partitions it writes with SELECT ... ORDER BY partition FOR UPDATE and
-// holds them until commit. A writer to a partition therefore takes its ids
-// only after the previous writer of that partition has committed, ids of a
-// partition are committed in increasing order, and a claim that reads
-// "id > cursor" at any instant sees a gap-free prefix of the partition: it can
-// never pass a row that commits later. Writers of different partitions run in
-// parallel (cursors are per partition). A batch spanning partitions locks
-// them in ascending order, so two batches cannot deadlock on each other.
-// This was chosen over assigning ids from a per-stream counter row (which
-// would serialize every partition of a stream) and works the same on MySQL
-// and MariaDB.
-//
-// On MariaDB an append of the driver's own that fits one INSERT (not
-// ProduceTx, not Galera, not a compacted stream) is that INSERT alone, in
-// autocommit: the first row's partition is a scalar subquery that takes the
-// same locks, FOR UPDATE WAIT n, and fails the statement when a lock row is
-// missing. The server evaluates it before it inserts the first row, which
-// is when a simple INSERT takes its AUTO_INCREMENT values, and the locks
-// are held until the statement commits: the same order, in one round trip
-// instead of four. A connection lost after that INSERT was sent gives
-// ErrOutcomeUnknown, as a lost COMMIT does.
-//
-// The ids of one multi-row INSERT are consecutive when
-// innodb_autoinc_lock_mode is 0 or 1 (MariaDB's default); with 2 (MySQL 8's
-// default) the driver reads its new ids back from the partitions it holds.
-// Both engines persist the AUTO_INCREMENT counter across restarts (MySQL 8,
-// MariaDB 10.2.4+), so ids are never reused below a cursor.
+// An append locks the stream_partition rows of the partitions it writes
+// (SELECT ... FOR UPDATE, in partition order) before it inserts, and holds
+// them until commit, so a partition's ids commit in increasing order and a
+// cursor never passes a row that commits later. Writers of different
+// partitions run in parallel; a batch spanning partitions locks them in
+// ascending order, so two batches cannot deadlock on each other.
 //
 // # ProduceTx and lock waits
 //
@@ -141,134 +106,39 @@
 //
 // # Claims and settling
 //
-// Claims run in short transactions, never while a handler runs. A claim
-// first reads, in one query without a transaction, the group, whether
-// anything is due for it and which partitions have rows past its cursors;
-// most polls end there. A claim that follows one which filled its limit
-// from a partition's new rows (a backlog) skips that read: it locks that
-// partition's cursor at once, in a statement that also finds out whether
-// anything is due. Cursor rows and due exceptions are locked FOR UPDATE
-// SKIP LOCKED, so consumers of a group spread over partitions without
-// waiting. A claim reads the group's configuration again after its first
-// cursor lock (or, when other claimers hold every cursor, with a shared
-// lock on the group row), and RegisterGroup locks every cursor before it
-// changes the configuration, so a claim filters with the configuration it
-// commits under (C19). InnoDB deadlocks (1213) re-run the driver's own
-// transaction a few times, lock wait timeouts (1205) at most twice, a
-// connection lost before COMMIT was sent twice; a transaction passed in by
-// the caller is never re-run, so its error goes back to the caller.
-//
-// The main claim leases the rows it takes from a partition as one
-// delivery_batch row listing their ids (a JSON array in text), written in
-// the transaction that moves the cursor. A batch stands for exactly the
-// leased exception rows, one per delivery, that it replaces: whatever is not
-// a fast path first writes those rows for the members it names
-// ("materializes" them) and removes them from the batch, then runs the
-// per-delivery statements. The fast paths: an Ack removes members from their
-// batch (deleting it when none is left), an Extend naming every remaining
-// member moves the batch's lease; for a batch this driver claimed that is one
-// statement naming the batch and the ids the driver expects it to hold,
-// compared as text. A claim explodes the group's expired batches (up to 100,
-// FOR UPDATE SKIP LOCKED) into leased exception rows before its exception
-// pass. Ordered groups count a batch as a pending exception of its
-// partition; Health counts members as leased exceptions at their rows'
-// versions; soft retention keeps every row from a stream's lowest batch
-// member on; hard retention, compaction and SetCursors materialize the
-// batches they reach first. A delivery failed, released or extended alone
-// has an exception row of its own, which every path reads (and so are the
-// rows an older release leased: docs/decisions.md, "One lease model").
-//
-// Ack, Fail, Release and Extend settle each delivery on its own and report
-// exactly those no longer leased with their token (C20). On exception rows,
-// one delivery is one statement whose matched-row count says whether it
-// changed; several are, on MariaDB, one DELETE ... RETURNING for Ack, else
-// one transaction that first locks the batches of the tokens named and the
-// deliveries' rows (SELECT ... FOR UPDATE) and then changes exactly those
-// still leased with their token. Leases a statement left unchanged are
-// looked for in batches before they are reported lost. Ack and Fail given
-// the caller's transaction (C21) materialize their batch members in a
-// transaction of the driver's own, then take the locking path in the
-// caller's, whatever the engine and the pool it came from, and neither
-// commit nor roll it back: the settled deliveries stay locked until the
-// caller ends it.
-//
-// Every failure, and the claim's burying of a lease that expired on the last
-// attempt, appends {"attempt", "error", "at", "holder"} to the delivery's
-// failure history (a JSON array in LONGTEXT) with JSON_ARRAY_APPEND, in the
-// statement that records it; the error is cut to driver.MaxHistoryError
-// bytes there, and kept whole as the last error.
-//
-// SetCursors locks every cursor of the group as RegisterGroup does, waiting
-// for claims in flight (bounded like an append's wait). A cursor moved back
-// makes the main claim meet rows the group already has an exception for: it
-// passes over them (looking rows up only where the group's newest exception
-// lies past the cursor) and goes on reading to fill the limit. ReadRows
-// reads the log in bounded windows along the (partition, id) index or the
-// primary key, returning payloads only for the rows its filter keeps.
-//
-// # Differences between MySQL and MariaDB
-//
-// The first connection and Migrate tell the engines apart by VERSION(). The
-// driver uses SQL both accept, except for FOR UPDATE WAIT n and DELETE ...
-// RETURNING, which it uses on MariaDB only. Elsewhere it avoids what one of them lacks: no
-// FOR UPDATE OF (MariaDB lacks it; exception rows and log rows are read in
-// separate statements so only the exception rows are locked), no
-// INSERT ... RETURNING (MySQL lacks it), no row alias in ON DUPLICATE KEY
-// UPDATE (MariaDB lacks it), no ADD COLUMN IF NOT EXISTS (MySQL lacks it),
-// isolation set with SET SESSION TRANSACTION (the variable is
-// transaction_isolation on MySQL 8 and tx_isolation on MariaDB before 11.1),
-// and LONGTEXT instead of MySQL's JSON type. CHECK constraints are enforced
-// from MySQL 8.0.16 and all MariaDB 10.6.
+// Claims run in short transactions, never while a handler runs; most idle
+// polls end after one query without a transaction. Consumers of a group
+// spread over partitions without waiting (SKIP LOCKED). Ack, Fail, Release
+// and Extend settle each delivery on its own and report exactly those no
+// longer leased with their token (C20). Ack and Fail given the caller's
+// transaction (C21) neither commit nor roll it back: the settled deliveries
+// stay locked until the caller ends it. Every failure is appended to the
+// delivery's failure history, its error cut to driver.MaxHistoryError bytes
+// there and kept whole as the last error.
 //
 // # Galera Cluster
 //
 // On a MariaDB Galera Cluster node (wsrep_on, detected by the first
 // connection; Server reports it) every transaction is certified at COMMIT
-// against those committed meanwhile on other nodes, by the rows it wrote,
-// not the rows it locked. Locks are node-local. The driver therefore:
-//
-//   - orders appends cluster-wide: an append also writes its partitions'
-//     lock rows (stream_partition.high_water, the highest id the partition
-//     has had, raised to the new newest id), so of two appends to one
-//     partition through different nodes the later to commit fails
-//     certification and rolls back whole. The driver runs its own
-//     transaction again; a ProduceTx transaction fails at the caller's
-//     COMMIT with error 1213, to be run again. A committed row's id is thus
-//     above every id its partition committed before it, and a claim on any
-//     node sees a gap-free prefix (C5);
-//   - relies on certification for claims and settles: two nodes leasing
-//     past one cursor, or settling and re-leasing one delivery, write the
-//     same row, and the later fails with 1213 and is run again, so a lease
-//     is never held twice;
-//   - sets wsrep_sync_wait = 1 on each session (unless the DSN sets
-//     wsrep_sync_wait), so a read sees every transaction committed anywhere
-//     before it began: a group registered through one node is found by a
-//     claim through another;
-//   - maps 1047 (a node outside the primary component) to ErrUnavailable,
-//     and 1180 at COMMIT (the node failed while committing; the others may
-//     have applied it) to ErrOutcomeUnknown.
+// against those committed meanwhile on other nodes. The driver orders
+// appends cluster-wide by also writing its partitions' lock rows, relies on
+// certification for claims and settles, and sets wsrep_sync_wait = 1 on
+// each session unless the DSN sets wsrep_sync_wait. A conflict fails the
+// later commit with 1213: the driver runs its own transaction again, and a
+// ProduceTx transaction fails at the caller's COMMIT, to be run again. 1047
+// (a node outside the primary component) is ErrUnavailable, 1180 at COMMIT
+// ErrOutcomeUnknown.
 //
 // Requirements: binlog_format=ROW, InnoDB, innodb_autoinc_lock_mode=2
-// (Galera's own). The driver reads new ids back on a Galera node whatever
-// the lock mode. Keep wsrep_auto_increment_control ON, Galera's default:
-// each node then takes ids stepped by the cluster's size from an offset of
-// its own (node 1 takes 1, 4, 7 in a 3-node cluster, until it sees a
-// higher id), so inserts through different nodes never pick one id and
-// only appends to the same partition conflict. Nothing in sqlstreams needs
-// dense ids: ids increase in commit order per partition (C5), cursors are
-// ids, and Health's counts (unread rows, a group's lag) count rows. Its
-// cursor distance is, as on every driver, the high-water id minus the
-// cursor (C13): a raw figure, which already spans the ids of a stream's
-// other partitions and on Galera also the ids the step leaves out, so it
-// can reach the cluster's size times the rows behind. With the control OFF
-// and auto_increment_increment=1 every node counts from the same value:
-// inserts through two nodes at once take one id, one fails certification
-// (or on the primary key) and is run again, or fails with ErrConflict once
-// the driver's retries run out: concurrent appends conflict cluster-wide,
-// whatever their partitions. GET_LOCK is node-local, so Migrate's lock is
-// a row instead (sqlstreams_migration_lock, in the migrated database):
-// members starting through several nodes at once migrate once. Appends to
-// one partition through several nodes conflict by design; spread
+// (Galera's own). Keep wsrep_auto_increment_control ON, Galera's default:
+// inserts through different nodes then never pick one id, and only appends
+// to the same partition conflict; Health's cursor distance (a raw id
+// difference, C13) can then reach the cluster's size times the rows behind.
+// With the control OFF and auto_increment_increment=1, concurrent appends
+// conflict cluster-wide whatever their partitions, and fail with
+// ErrConflict once the driver's retries run out. Migrate takes a lock row
+// (sqlstreams_migration_lock) instead of GET_LOCK, which is node-local.
+// Appends to one partition through several nodes conflict by design; spread
 // partitions' writers over nodes, or write through one node, to keep
 // retries rare.
 //

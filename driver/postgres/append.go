@@ -33,11 +33,8 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 			return nil, err
 		}
 	}
-	// The driver's own appends carry a NOTIFY debounced per stream. A
-	// caller's transaction carries none: NOTIFY would put its commit in the
-	// queue of every notifying commit of the database (see notifyEvery).
-	// It reports its transaction id instead, and txWakes notifies once that
-	// transaction has committed, coalesced with the others of the stream.
+	// A caller's transaction carries no NOTIFY, which would queue its commit
+	// behind every notifying commit: txWakes notifies after it (xid).
 	ch := d.channel(stream.ID)
 	wantXid := caller != nil && ch != ""
 	notify := caller == nil && d.notifyNow(stream.ID)
@@ -168,13 +165,11 @@ func (d *Driver) lockTimeoutValue() string {
 	return strconv.FormatInt(max(d.lockTimeout.Milliseconds(), 1), 10) + "ms"
 }
 
-// queueBounded queues a locking statement of compaction and retention (an
-// append locks in its insert: appendBatch) between two statements that
-// bound its wait: the first saves the transaction's lock_timeout and sets
-// the driver's, the second restores the saved one, so a caller's
-// transaction keeps its own setting (set_config(..., true) lasts until the
-// transaction ends, also in the implicit transaction of a batch). Each
-// statement returns one result.
+// queueBounded queues a locking statement of compaction and retention
+// between two that set the driver's lock_timeout and restore the
+// transaction's, so a caller's transaction keeps its own setting
+// (set_config(..., true) lasts until the transaction ends). Each statement
+// returns one result.
 func (d *Driver) queueBounded(b *pgx.Batch, query string, args ...any) {
 	lt := d.lockTimeoutValue()
 	if lt == "" {
@@ -199,13 +194,10 @@ const (
 	setLockTimeout        = `SELECT set_config('lock_timeout', $1::text, true)`
 )
 
-// appendBatch builds the statements of an append: set the driver's lock
-// timeout, then one statement that locks the partitions in partition order
-// and only then inserts the rows and moves compaction heads
-// (appendStatement); then restore the caller's lock timeout (not in an
-// implicit transaction of the driver's own, own: the setting ends with
-// it), notify, or report the transaction id (xid). It returns the
-// partitions it locks.
+// appendBatch builds an append's statements: the lock timeout (restored
+// after, unless own: the driver's implicit transaction ends the setting),
+// appendStatement, and the NOTIFY or the transaction id (xid). It returns
+// the partitions it locks.
 func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow, notify, xid, own bool) (*pgx.Batch, []int32, error) {
 	values, err := appendValuesOf(stream, rows)
 	if err != nil {
@@ -297,16 +289,11 @@ func appendValuesOf(stream driver.StreamConfig, rows []driver.AppendRow) (append
 		args: []any{partitions, versions, revisions, keys, routing, ranks, payloads, headers, produced}}, nil
 }
 
-// appendStatement is an append's insert of the rows sel reads, whose ids
-// are taken in input order (so the sorted ids map to the rows in order),
-// under the locks of the partitions $11 of the stream $10, which it counts
-// ($12) at the generation the append was planned with ($13). The locks are
-// a CTE that the insert's guard counts: the guard is evaluated once, before
-// the insert's first row takes an id, so every id of the batch is taken
-// under the locks (C5). The guard writes nothing when the stream's
-// partitions are gone (it was destroyed) or carry another generation (it
-// was altered: AlterStream updates the rows under the same locks, and a
-// lock granted after it committed returns the rows as it left them).
+// appendStatement is an append's insert of the rows sel reads, ids taken
+// in input order, under the locks of the partitions $11 of the stream $10,
+// which its guard counts ($12) at the planned generation ($13): the guard
+// runs once, before the first id is taken, so every id is taken under the
+// locks (C5; docs/internals.md, "Invariants per engine").
 func appendStatement(stream driver.StreamConfig, sel string) string {
 	locked := `WITH l AS (SELECT partition, generation FROM stream_partition WHERE stream_id = $10::bigint AND partition = ANY($11::integer[])
 		ORDER BY partition FOR NO KEY UPDATE)`

@@ -8,30 +8,16 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// ErrUnsupportedServer is in the error of Migrate (and so of sqlstreams.Open)
-// when the server speaks the PostgreSQL protocol but lacks a capability the
-// driver needs; the error names the capability. errors.Is finds it, and the
-// error is also an ErrDatabase.
+// ErrUnsupportedServer is in Migrate's error (an ErrDatabase, so also
+// sqlstreams.Open's) for a PostgreSQL-wire server that lacks what the
+// driver needs, which the error names.
 var ErrUnsupportedServer = errors.New("the server lacks a capability sqlstreams needs")
 
-// What the driver needs of a PostgreSQL-wire engine, and what it does
-// without each:
-//
-//   - commit-ordered visibility: claims read only rows of transactions older
-//     than pg_snapshot_xmin(pg_current_snapshot()), which makes ids in commit
-//     order per partition (C5). Engines whose transaction ids are not one
-//     global order (CockroachDB, YugabyteDB) are refused at Open.
-//   - SKIP LOCKED that locks: consumers of a group spread over partitions
-//     without waiting. Required.
-//   - transaction-level advisory locks (pg_advisory_xact_lock): Migrate's
-//     lock. Required.
-//   - LISTEN/NOTIFY: wake-ups only. Without it (WithoutNotify, a pooler in
-//     transaction mode) consumers poll; a listener that cannot LISTEN makes
-//     Run log "polling only" and go on polling.
-//   - transactional DDL: CreateStream is atomic. Required.
-//
-// refusedEngines are the engines known to lack some of it, each told by its
-// version text.
+// refusedEngines are the PostgreSQL-wire engines Migrate refuses, told by
+// their version text. The driver needs one global order of transactions
+// (C5), SKIP LOCKED that skips, transaction-level advisory locks (Migrate's)
+// and transactional DDL; LISTEN/NOTIFY only for wake-ups (without it,
+// consumers poll).
 var refusedEngines = []driver.Engine{
 	{Name: "CockroachDB", Marker: "cockroachdb",
 		Missing: []string{"commit-ordered visibility (pg_current_snapshot and xid8: CockroachDB has no global transaction ids)",
@@ -43,7 +29,7 @@ var refusedEngines = []driver.Engine{
 		Advice: "sqlstreams cannot keep commit order (C5) on YugabyteDB; use PostgreSQL (with a streaming replica and failover for availability)"},
 }
 
-// classifyServer reads version() and tells which engine answers.
+// classifyServer tells from version() which engine answers.
 func classifyServer(version string) driver.Engine {
 	return driver.EngineOf(version, "PostgreSQL", refusedEngines...)
 }
@@ -54,11 +40,9 @@ func refuseEngine(version string) error {
 	return classifyServer(version).Refused("postgres: ", ErrUnsupportedServer)
 }
 
-// serverCheck remembers that the server passed checkServer.
 type serverCheck struct{ ok atomic.Bool }
 
-// checkServer refuses engines that lack what the driver needs, once per
-// driver.
+// checkServer refuses the engines of refusedEngines, once per driver.
 func (d *Driver) checkServer(ctx context.Context) error {
 	if d.server.ok.Load() {
 		return nil

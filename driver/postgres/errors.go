@@ -212,9 +212,7 @@ func conflictAdvice(err error, parts []int32, callerTx bool) string {
 	return ""
 }
 
-var (
-	kvPassword = regexp.MustCompile(`(?i)(?:^|\s)(?:ssl)?password\s*=\s*('((?:[^'\\]|\\.)*)'?|\S+)`)
-)
+var kvPassword = regexp.MustCompile(`(?i)(?:^|\s)(?:ssl)?password\s*=\s*('((?:[^'\\]|\\.)*)'?|\S+)`)
 
 // connSecrets finds the passwords in a PostgreSQL URL or key=value string,
 // also when it is malformed, in every spelling an error may show: as

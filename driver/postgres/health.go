@@ -8,8 +8,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-// loadGroups reads the groups of a stream with their cursors and the count
-// of rows retention removed before they read them (hard retention).
 func loadGroups(ctx context.Context, tx pgx.Tx, stream driver.StreamConfig) ([]driver.GroupStats, error) {
 	return store.LoadGroups(ctx, runner{tx}, stream, "")
 }

@@ -38,17 +38,8 @@ func (d *Driver) Compact(ctx context.Context, p driver.CompactParams) (int64, er
 // them materialized first) and any head pointing at them, and raises each
 // partition's high-water mark to the greatest id it removes, so that the
 // mark never goes down. groups are the consumer groups whose rows the
-// caller updates next (hard retention's counts).
-//
-// It takes its locks in one order, each wait bounded by the lock timeout:
-// the stream's counting lock (rowcount.go, as DestroyStream locks the stream
-// before its partitions); then what a caller's open transaction may hold
-// (its settles lock batch records and exception rows) and the groups' rows;
-// only then the append locks of the partitions it removes rows from, in
-// partition order as appends take them. So it never holds an append lock
-// while it waits for anything but another append lock: producers wait for
-// an open AckTx no longer than for a ProduceTx (decisions.md, "Maintenance
-// takes the append locks last").
+// caller updates next (hard retention's counts). Its locks go in the order
+// of docs/internals.md, "Lock order per engine": the append locks last.
 func (d *Driver) deleteRows(ctx context.Context, tx pgx.Tx, streamID int64, victims []driver.RetainCandidate, groups []string) error {
 	if len(victims) == 0 {
 		return nil
@@ -62,9 +53,7 @@ func (d *Driver) deleteRows(ctx context.Context, tx pgx.Tx, streamID int64, vict
 	parts = slices.Compact(parts)
 	q := &lockedBatch{d: d}
 	q.bounded(waitCounts, lockCounts, streamID)
-	// Batches holding rows in the range removed are materialized first
-	// (all their members), so that the exceptions of the removed rows go
-	// below and their holders find them lost.
+	// Whole batches, so that their holders find the removed rows lost.
 	q.bounded(waitLeases, materializeBatches(streamID, `b.stream_id = $1::bigint AND b.first_id <= $3::bigint AND b.last_id >= $2::bigint`, batchOrder, `FOR UPDATE`),
 		streamID, slices.Min(ids), slices.Max(ids))
 	q.bounded(waitLeases, `SELECT 1 FROM delivery_exception WHERE stream_id = $1::bigint AND msg_id = ANY($2::bigint[])
@@ -164,13 +153,9 @@ func (d *Driver) maintenanceError(err error) error {
 	return err
 }
 
-// Retain implements driver.Driver. Soft limits remove a row only when every
-// group's cursor in its partition has passed it and no group holds an
-// exception for it; hard limits remove it regardless and count, per group,
-// the rows removed before the group resolved them. The steps
-// (sqldb.Retention) read the groups and the victims they hold (exceptions
-// and batch members) unlocked, and deleteRows takes the locks in its one
-// order, the groups' rows among them, before the counts are updated.
+// Retain implements driver.Driver. The steps (sqldb.Retention) read the
+// groups and the victims they hold unlocked; deleteRows locks them, in its
+// one order, before the counts are updated.
 func (d *Driver) Retain(ctx context.Context, req driver.RetainParams) (driver.RetainResult, error) {
 	var res driver.RetainResult
 	err := d.inTx(ctx, func(tx pgx.Tx) error {

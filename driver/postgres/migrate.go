@@ -27,9 +27,7 @@ var tables = []string{"stream_config", "stream_partition", "consumer_group", "gr
 const migrationTable = `CREATE TABLE IF NOT EXISTS sqlstreams_migration (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`
 
 // Migrations implements driver.Driver: the embedded migrations/*.sql
-// files, each with its .down.sql file where there is one (0002, the
-// registry, and every one from 0004, the failure history, on). Record creates the records
-// table when missing and records the version, applied now.
+// files, with their .down.sql files (0002, and every one from 0004 on).
 func (d *Driver) Migrations() ([]driver.Migration, error) {
 	ms, err := driver.ReadMigrations(migrations, "migrations")
 	if err != nil {
@@ -148,13 +146,10 @@ func (d *Driver) AppliedMigrations(ctx context.Context, _ driver.AppliedMigratio
 	return out, err
 }
 
-// CheckPrivileges implements driver.Driver. CreateStream creates a table
-// (and its index) in the first schema of the search_path and DestroyStream
-// drops it, which needs USAGE and CREATE on that schema (the creator owns
-// the table, so it may drop it). Where the driver's tables exist, every
-// operation also reads and writes them, so the role needs SELECT, INSERT,
-// UPDATE and DELETE on each and USAGE on the stream id sequence. It creates
-// nothing.
+// CheckPrivileges implements driver.Driver: USAGE and CREATE on the
+// schema, where streams' tables are created and dropped (the creator owns
+// them), and SELECT, INSERT, UPDATE and DELETE on the driver's tables and
+// USAGE on the stream id sequence, where they exist. It creates nothing.
 func (d *Driver) CheckPrivileges(ctx context.Context, _ driver.CheckPrivilegesParams) error {
 	var problem error
 	err := d.read(ctx, func() error {

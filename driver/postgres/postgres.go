@@ -9,46 +9,19 @@
 // escape \u0000 included); headers are jsonb, times timestamptz in UTC, ids
 // and compaction ranks bigint, schema versions integer. Each stream's rows
 // live in a table message_log_<id>, so a stream name never enters SQL text.
+// How the driver's SQL keeps the contracts (commit order, claims, batch
+// leases, settling, wake-ups) is in docs/internals.md, "Invariants per
+// engine".
 //
 // # Commit order (C5)
 //
-// Ids come from a sequence before commit, so a plain "id > cursor" read
-// could pass a row whose transaction commits late. The driver serializes
-// appends per (stream, partition): an append first locks the rows of the
-// partitions it writes in stream_partition (SELECT ... ORDER BY partition
-// FOR NO KEY UPDATE), then takes ids, and holds the locks until it commits.
-// Within a partition, ids are therefore taken and committed in the same
-// order, and a cursor (one per partition) never passes a row that becomes
-// visible later. Appends to different partitions or streams run in
-// parallel. The lock statement checks that it found every partition it
-// writes to, at the configuration generation the append was planned with;
-// when it did not, nothing is written, and the append fails with
-// ErrStreamNotFound (the stream was destroyed) or a
-// *driver.StreamChangedError (it was altered: AlterStream updates the
-// partition rows under the same locks).
-//
-// The alternative, storing pg_current_xact_id() in each row and reading
-// only rows of transactions older than pg_snapshot_xmin(pg_current_snapshot()),
-// lets producers of one partition commit in parallel, but it does not make
-// ids the visibility order: a transaction that took its xid early (at its
-// first write, say a business row) may take its id late, so a row with a
-// lower xid can carry a higher id than a row still in flight. Cursors would
-// have to become (xid, id) pairs, which breaks the contract's "ids are the
-// order in which rows become visible", health's cursor distance and soft
-// retention; and every reader would stall behind any long transaction in the
-// database, not only behind producers. The row lock keeps ids meaningful and
-// stalls only producers of the same partition.
-//
-// The price, measured with BenchmarkC5Mechanism (8 concurrent single-row
-// producer transactions on one partition, one pipelined round trip each, on
-// the project's 2-core test machine; docs/benchmarks/postgres.md): about 1.3k
-// msgs/s with the row lock against 2.3k msgs/s without it, because the lock
-// is held across each commit's WAL flush so that commits of one partition
-// cannot share a flush. Batches (ProduceBatch: one lock per batch), more
-// partitions, or fewer, larger transactions recover the difference; a
-// single producer pays only the lock itself. A batch touching several
-// partitions locks them in partition order, so appends never deadlock each
-// other.
+// An append locks the rows of the partitions it writes in stream_partition
+// before it takes ids, and holds them until it commits, so a cursor never
+// passes a row that commits later. Appends to different partitions or
+// streams run in parallel; producers of one partition commit one at a time
+// (about 1.3k single-row transactions a second on the project's test
+// machine, 2.3k without the lock): batches (ProduceBatch), more partitions
+// or fewer, larger transactions recover the difference.
 //
 // # Lock waits and ProduceTx
 //
@@ -57,88 +30,24 @@
 // wait for it. Keep such transactions short, and produce last in them.
 //
 // Waiting for a partition lock is bounded by WithLockTimeout (10s by
-// default): the append sets lock_timeout for its lock statement only and
-// restores the previous value right after it, in the same pipelined batch,
-// so a caller's transaction keeps its own setting. A wait that runs out fails
-// with ErrConflict naming the partition, and is not retried: inside a
-// caller's transaction, roll the transaction back and retry it whole. A
-// deadlock or serialization failure in a caller's transaction is ErrConflict
-// too; the driver retries those only in transactions of its own. Compaction
-// and retention take the same partition locks, with the same bound, before
-// they remove rows.
+// default), set for the lock statement only, so a caller's transaction
+// keeps its own lock_timeout. A wait that runs out fails with ErrConflict
+// naming the partition, and is not retried: inside a caller's transaction,
+// roll the transaction back and retry it whole. A deadlock or serialization
+// failure in a caller's transaction is ErrConflict too; the driver retries
+// those only in transactions of its own. Compaction and retention take the
+// same partition locks, with the same bound, before they remove rows.
 //
 // # Claims
 //
-// One autocommit probe finds out whether anything is due or new and reads
-// the group, so an idle claim costs one round trip. Otherwise the claim runs
-// in one read committed transaction: it locks a group cursor with FOR UPDATE
-// SKIP LOCKED and only then reads the group's stored configuration (C19),
-// leases due exceptions (locked FOR UPDATE SKIP LOCKED, so concurrent
-// claimers take different ones), and then rows past the cursors, one cursor
-// at a time, so consumers of a group claim different partitions at once and
-// never wait for each other. A registration that changes the group's
-// bindings or converters locks every cursor of the group before it commits,
-// so it waits for the claims in flight and every later claim sees the
-// change. Claim transactions are short: they never span a handler. A claim
-// right after one of the same group that took its limit skips the probe (a
-// consumer working through a backlog): the transaction's first round trip
-// begins it, locks a cursor, reads the group and finds out what is due;
-// when the claim before took its Limit from one partition, it also read
-// the rows past that cursor, and a claim that finds nothing changed (the
-// cursor at that position and free, the group the same, nothing due, the
-// rows still there) is one round trip from BEGIN to COMMIT. A claim that
-// follows a notification for its stream (an idle consumer woken) skips the
-// probe too, and its first round trip reads the rows past where the group's
-// last claim here left its cursor (on a stream of up to 16 partitions, past
-// every cursor) and whether any cursor but the one it locks has rows: two
-// round trips from the wake-up to the commit on any stream, where the probe
-// and a read of their own made four. A
-// claim carrying acks (ClaimParams.Acks, Consumer.AckAndClaim) skips the
-// probe as well and resolves them in that first round trip, before the
-// statements that read, so that they commit with the claim: one commit per
-// batch for a consumer that acks each batch as it claims the next.
-//
-// # Batch leases
-//
-// The main claim leases the rows it takes from a partition as one
-// delivery_batch record (token, holder, lease expiry, and the ids still
-// held, as a bigint[]). A batch stands for exactly the leased exception rows
-// those deliveries would otherwise have: an ack removes its members from it,
-// and an extension naming every remaining member moves its expiry, each in
-// the settle's one statement; anything else (Fail, Release, an extension of
-// some members, expiry, SetCursors, hard retention, compaction) first turns
-// the members it needs into those leased exception rows ("rows of their
-// own": attempt 1, due at the batch's lease_until, updated at its
-// created_at), removing them from the batch, and then works on them. So a
-// delivery a group has passed is resolved, a member of one batch (and then
-// it has no exception row), or an exception row; and every member is at or
-// below its partition's cursor, as SetCursors materializes the batches of
-// the partitions it moves. Every operation reads both, so rows of their own
-// that an older build wrote for every claimed delivery are settled, counted
-// and expire as before (D12). The driver remembers the batch of each of its
-// recent claims: an Ack naming exactly its members deletes it by primary key
-// if its ids still compare equal, one small statement, and otherwise settles
-// as described below.
-//
-// # Settling
-//
-// Ack, Fail, Release and Extend are each one autocommit round trip over
-// the (id, token) pairs of the call (two for Fail, Release and a partial
-// Extend of batch members, which are materialized first), passed as arrays
-// (ids sorted, found with a binary search, so the plan is an index range
-// scan whatever the planner knows) and ending in RETURNING msg_id: every delivery still leased with
-// its own token is settled, the others are reported lost, and one lost lease
-// never changes another's outcome (C20). Fail stores each failure's own due
-// time and error, and appends it to the delivery's failure history (a jsonb
-// array, with the lease's attempt and holder) in the same statement. Ack and
-// Fail given a caller's transaction (postgres.Tx) run that statement in it
-// instead (C21): the outcome shows when the caller commits, and the driver
-// never commits, rolls back or retries it.
-//
-// A cursor moved back (SetCursors, under the cursors' locks) makes the main
-// claim meet rows the group still has an exception for: its record of what
-// it took skips them (one index probe finds whether there is any), so such
-// rows keep their lease, retry or death and are not delivered again.
+// An idle claim costs one autocommit round trip; a claim of a backlog, of a
+// consumer woken by a notification or of one that acks as it claims
+// (Consumer.AckAndClaim) one or two. Claims run in short transactions,
+// never across a handler, and consumers of a group take different
+// partitions (SKIP LOCKED) without waiting for each other. Ack, Fail,
+// Release and Extend are each one or two autocommit round trips; given a
+// caller's transaction (postgres.Tx), Ack and Fail run in it (C21), and the
+// driver never commits, rolls back or retries it.
 //
 // # Migrations
 //
@@ -164,29 +73,17 @@
 // pool) returns the context's error. The driver runs its own statements and
 // transactions again, a bounded number of times, after deadlocks,
 // serialization failures and failures that certainly wrote nothing; never
-// after a lock timeout or an unknown outcome. Passwords from the URL never appear in an error: the
-// driver finds them in the URL or key=value string itself, also in one that
-// does not parse, and scrubs them.
+// after a lock timeout or an unknown outcome. Passwords from the URL never
+// appear in an error, also from one that does not parse.
 //
 // # Wake-ups
 //
-// Appends wake consumers with a NOTIFY on a channel derived from the schema
-// and stream id. The driver's own appends carry it, debounced to one per
-// stream per 5ms (the first of a quiet spell at once) with a trailing one
-// after a burst, sent once the burst's last append has committed
-// (PostgreSQL serializes the commits of notifying transactions of a
-// database). A ProduceTx transaction carries none, so that committers do
-// not queue behind each other's NOTIFY: the append reports the
-// transaction's id, and the driver sends one NOTIFY per stream, from a
-// transaction of its own, once pg_xact_status says that transactions which
-// produced to it have committed (checked a millisecond after the first of
-// an idle spell, then at intervals doubling up to 5ms while any is open;
-// PostgreSQL 13 or later). A NOTIFY sent from a transaction of its own
-// commits without waiting for the WAL flush: it is only a hint. The driver keeps one LISTEN connection per
-// process for all consumers and forwards notifications as hints,
-// coalescing a burst into one wake-up. Consumers keep polling, so a lost notification or a
-// lost listener connection only costs latency. The listener reconnects by
-// itself.
+// Appends wake consumers with LISTEN/NOTIFY (PostgreSQL 13 or later): the
+// driver's own appends carry a NOTIFY, debounced per stream; a ProduceTx
+// transaction carries none, and the driver notifies for it once it has
+// committed. One LISTEN connection per process serves every consumer and
+// reconnects by itself. Notifications are hints: consumers keep polling, so
+// a lost one only costs latency.
 //
 // # PgBouncer
 //
@@ -204,8 +101,8 @@
 // whichever host is the primary after a failover; with a synchronous
 // replica every reported commit survives it. Migrate refuses, with
 // ErrUnsupportedServer naming what is missing, CockroachDB and YugabyteDB:
-// their transaction ids are not one commit order, so the snapshot rule of
-// commit order (C5) cannot hold there.
+// their transaction ids are not one commit order, so commit order (C5)
+// cannot be kept there.
 package postgres
 
 import (

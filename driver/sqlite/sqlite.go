@@ -1,13 +1,11 @@
 // Package sqlite is the embedded sqlstreams driver: one SQLite file, pure Go
 // (modernc.org/sqlite, no cgo), nothing to install or run.
 //
-// Commit order (C5): SQLite has one writer at a time, so ids (AUTOINCREMENT,
-// never reused) are assigned and committed in the same order, and a cursor
-// can never pass a row that commits later. The driver keeps one writer
-// connection per process, opens write transactions with BEGIN IMMEDIATE so
-// that processes queue on the file lock instead of failing to upgrade, and
-// reads (health, lookups, dead letters) through a separate pool that WAL
-// mode lets run beside the writer.
+// Commit order (C5): SQLite has one writer at a time, so ids are assigned
+// and committed in the same order, and a cursor can never pass a row that
+// commits later. The driver keeps one writer connection per process and
+// reads beside it through a pool of WAL readers (docs/internals.md,
+// "Invariants per engine").
 //
 // Several processes may share one file: writes queue on SQLite's file lock
 // for up to BusyTimeout. SQLite grants that lock to whichever waiter polls
