@@ -397,7 +397,8 @@ func (d *Driver) channel(streamID int64) string {
 // ts is the form in which times are stored: UTC at microsecond precision.
 func ts(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
-func logTable(streamID int64) string { return "message_log_" + strconv.FormatInt(streamID, 10) }
+// logTable names a stream's log table.
+var logTable = sqldb.LogTable
 
 // versionFilter returns an SQL predicate on col for versions ("TRUE" when
 // every version is read, nil) and the argument it needs, if any, as
