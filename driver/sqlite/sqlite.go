@@ -1,10 +1,11 @@
 // Package sqlite is the embedded sqlstreams driver: one SQLite file, pure Go
 // (modernc.org/sqlite, no cgo), nothing to install or run.
 //
+//	client, err := sqlstreams.Open(ctx, sqlite.Open("app.db"))
+//
 // Commit order (C5): SQLite has one writer at a time, so ids are assigned
-// and committed in the same order, and a cursor can never pass a row that
-// commits later. The driver keeps one writer connection per process and
-// reads beside it through a pool of WAL readers (docs/internals.md,
+// and committed in the same order. The driver keeps one writer connection
+// per process and reads beside it through WAL readers (docs/internals.md,
 // "Invariants per engine").
 //
 // Several processes may share one file: writes queue on SQLite's file lock
