@@ -4,14 +4,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Health's rows per version come from row_count and the rows past the
-// marks in row_count_mark (sqldb.Store.Health). Compaction and retention
-// subtract the rows they remove at or below the marks (deleteRows).
-// Counting and removing serialize on the stream's stream_config row
-// (lockCounts), so that no row is counted by one and missed by the other.
-
-// lockCounts is the statement that serializes counting with removing ($1:
-// the stream id). Appends do not take it.
+// lockCounts serializes Health's counting with compaction's and
+// retention's removing ($1: the stream id), so that no row is counted by
+// one and missed by the other. Appends do not take it.
 const lockCounts = `SELECT 1 FROM stream_config WHERE id = $1::bigint FOR NO KEY UPDATE`
 
 // queueDeleteCounted queues the removal of the log rows ids ($1 of the
