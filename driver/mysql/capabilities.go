@@ -32,8 +32,7 @@ func classifyServer(version string) driver.Engine {
 	return driver.EngineOf(version, "MySQL or MariaDB", refusedEngines...)
 }
 
-// refuseEngine is Migrate's error for an engine it refuses: an ErrDatabase
-// with the engine's advice.
+// refuseEngine is Migrate's refusal of the engine (Engine.Refused).
 func refuseEngine(version string) error {
 	return classifyServer(version).Refused("", ErrUnsupportedServer)
 }
