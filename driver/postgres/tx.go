@@ -57,17 +57,22 @@ func (d *Driver) retry(ctx context.Context, stage stage, fn func() error) error 
 }
 
 // write runs fn, an autocommit write (one statement, or a batch that runs
-// as one implicit transaction), on a connection of the pool. A failure to
-// get the connection sent nothing; a failure of fn after it sent its
-// statement leaves the outcome unknown unless the server answered with an
-// error.
+// as one implicit transaction), on a connection of the pool (onConn). A
+// failure of fn after it sent its statement leaves the outcome unknown
+// unless the server answered with an error.
 func (d *Driver) write(ctx context.Context, fn func(c *pgxpool.Conn) error) error {
-	return d.retry(ctx, stageWrite, func() error {
+	return d.onConn(ctx, stageWrite, fn)
+}
+
+// onConn is retry of fn on a connection of the pool. A failure to get the
+// connection sent nothing.
+func (d *Driver) onConn(ctx context.Context, stage stage, fn func(c *pgxpool.Conn) error) error {
+	return d.retry(ctx, stage, func() error {
 		c, err := d.pool.Acquire(ctx)
 		if err != nil {
 			return &staged{err: err, stage: stageRead}
 		}
-		defer c.Release()
+		defer c.Release() // a connection left in a transaction is closed, not reused
 		return fn(c)
 	})
 }
@@ -89,12 +94,7 @@ func (d *Driver) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // the last may end it, sending COMMIT with the claim's last statements;
 // otherwise claimTx commits.
 func (d *Driver) claimTx(ctx context.Context, fn func(*claimTxn) error) error {
-	return d.retry(ctx, stageTx, func() error {
-		c, err := d.pool.Acquire(ctx)
-		if err != nil {
-			return &staged{err: err, stage: stageRead} // nothing was sent
-		}
-		defer c.Release() // a connection left in a transaction is closed, not reused
+	return d.onConn(ctx, stageTx, func(c *pgxpool.Conn) error {
 		t := &claimTxn{Conn: c.Conn()}
 		if err := fn(t); err != nil {
 			t.rollback(ctx)
