@@ -17,13 +17,11 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-// leasedPairs is the predicate naming deliveries leased with their own
-// tokens, with a leaseSet as parameters $3 to $7. A row matches when its id
-// is in the sorted id list (width_bucket: a binary search) and its token is
-// the one listed for that id. The plan is an index range scan whatever the
-// planner knows: an (id, token) IN (SELECT * FROM unnest(...)) semi-join
-// becomes a nested loop over the array for each row on a table without
-// statistics, quadratic in the batch (13s for 10000 leases).
+// leasedPairs names the deliveries leased with their tokens, a leaseSet as
+// $3 to $7: an id found in the sorted list (width_bucket, a binary search)
+// with its listed token. It plans as an index range scan whatever the
+// planner knows; an unnest semi-join was quadratic on a table without
+// statistics (13s for 10000 leases).
 const leasedPairs = ` WHERE d.stream_id = $1::bigint AND d.group_name = $2::text AND d.state = 'leased'
 	AND d.msg_id BETWEEN $3::bigint AND $4::bigint
 	AND ($5::bigint[])[width_bucket(d.msg_id, $5::bigint[])] = d.msg_id
@@ -170,9 +168,8 @@ func (d *Driver) settleQuery(ctx context.Context, caller pgx.Tx, query string, a
 	return changed, materialized, err
 }
 
-// callerTxError classifies the failure of a write in the caller's
-// transaction: the caller must roll it back, and retry it whole after a
-// conflict.
+// callerTxError classifies a failed write in the caller's transaction,
+// which the caller rolls back, and retries whole after a conflict.
 func (d *Driver) callerTxError(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
@@ -215,12 +212,10 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 const ackExceptions = `DELETE FROM delivery_exception d`
 
 // ackPipelined is Ack as two statements in one round trip and one implicit
-// transaction: batchAck, prepared once per connection
-// (a plan for every argument; planning the whole of batchSettle's statement
-// for each ack cost more than running it), then the exception-row DELETE,
-// planned for its arguments at each run as settleQuery's are. Only where
-// the connection may prepare statements (settleMode is CacheDescribe: pgx's
-// default modes); otherwise Ack runs batchSettle's one statement.
+// transaction: batchAck, prepared once per connection (planning all of
+// batchSettle for each ack cost more than running it), then the
+// exception-row DELETE, planned per run as settleQuery's are. Only where
+// the connection may prepare statements (settleMode is CacheDescribe).
 func (d *Driver) ackPipelined(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
 	if err := d.check(); err != nil {
 		return driver.SettleResult{}, err

@@ -144,7 +144,13 @@ func (t *claimTxn) send(ctx context.Context, b *pgx.Batch, read func(pgx.BatchRe
 		b.Queue(`commit`)
 	}
 	br := t.SendBatch(ctx, b)
-	err := readAfterBegin(br, begin, read)
+	var err error
+	for i := 0; begin && i < len(beginClaim) && err == nil; i++ {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		err = read(br)
+	}
 	if err != nil {
 		_ = br.Close()
 		var pe *pgconn.PgError
@@ -162,19 +168,6 @@ func (t *claimTxn) send(ctx context.Context, b *pgx.Batch, read func(pgx.BatchRe
 		return &staged{err: err, stage: stageCommit}
 	}
 	return nil
-}
-
-// readAfterBegin reads the results of beginClaim's statements when the
-// batch begins the transaction, then the batch's own with read.
-func readAfterBegin(br pgx.BatchResults, begin bool, read func(pgx.BatchResults) error) error {
-	if begin {
-		for range beginClaim {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
-	}
-	return read(br)
 }
 
 // rollback ends a transaction begun and not yet ended, bounded by a second
@@ -219,13 +212,10 @@ func (d *Driver) runTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) 
 		cancel()
 		return err
 	}
-	if opts.AccessMode == pgx.ReadOnly {
-		return tx.Commit(ctx)
-	}
-	if err := tx.Commit(ctx); err != nil {
+	if err = tx.Commit(ctx); err != nil && opts.AccessMode != pgx.ReadOnly {
 		return &staged{err: err, stage: stageCommit}
 	}
-	return nil
+	return err
 }
 
 func eachRow(ctx context.Context, tx querier, query string, args []any, fn func(pgx.Rows) error) error {
