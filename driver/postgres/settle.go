@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -13,15 +14,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sqlstreams/sqlstreams/core/driver"
+	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-// leasedPairs is the predicate naming deliveries leased with their own
-// tokens, with a leaseSet as parameters $3 to $7. A row matches when its id
-// is in the sorted id list (width_bucket: a binary search) and its token is
-// the one listed for that id. The plan is an index range scan whatever the
-// planner knows: an (id, token) IN (SELECT * FROM unnest(...)) semi-join
-// becomes a nested loop over the array for each row on a table without
-// statistics, quadratic in the batch (13s for 10000 leases).
+// leasedPairs names the deliveries leased with their tokens, a leaseSet as
+// $3 to $7: an id found in the sorted list (width_bucket, a binary search)
+// with its listed token. It plans as an index range scan whatever the
+// planner knows; an unnest semi-join was quadratic on a table without
+// statistics (13s for 10000 leases).
 const leasedPairs = ` WHERE d.stream_id = $1::bigint AND d.group_name = $2::text AND d.state = 'leased'
 	AND d.msg_id BETWEEN $3::bigint AND $4::bigint
 	AND ($5::bigint[])[width_bucket(d.msg_id, $5::bigint[])] = d.msg_id
@@ -31,23 +31,22 @@ const leasedPairs = ` WHERE d.stream_id = $1::bigint AND d.group_name = $2::text
 const leaseIndex = `width_bucket(d.msg_id, $5::bigint[])`
 
 // leaseSet is a list of leases as leasedPairs takes them: sorted by id, each
-// with the index (from 1) of its token among the distinct tokens. order[i]
-// is the input position of the i-th lease in id order.
+// with the index (from 1) of its token among the distinct tokens.
 type leaseSet struct {
 	ids    []int64
 	tokIdx []int32
 	toks   []string
-	order  []int
 }
 
 func newLeaseSet(leases []driver.Lease) leaseSet {
-	s := leaseSet{ids: make([]int64, len(leases)), tokIdx: make([]int32, len(leases)), order: make([]int, len(leases))}
-	for i := range leases {
-		s.order[i] = i
+	order := make([]int, len(leases))
+	for i := range order {
+		order[i] = i
 	}
-	slices.SortStableFunc(s.order, func(a, b int) int { return cmp.Compare(leases[a].ID, leases[b].ID) })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(leases[a].ID, leases[b].ID) })
+	s := leaseSet{ids: make([]int64, len(leases)), tokIdx: make([]int32, len(leases))}
 	index := map[string]int32{}
-	for i, j := range s.order {
+	for i, j := range order {
 		l := leases[j]
 		k, ok := index[l.Token]
 		if !ok {
@@ -67,122 +66,87 @@ func (s leaseSet) args(streamID int64, group string) []any {
 
 // settleStmt is a settle's statement on exception rows: an UPDATE or
 // DELETE of delivery_exception d whose own parameters, from $8 on, args
-// gives for the leases it runs over (nil: none), and what the settle does
+// gives for the leaseSet it runs over (nil: none), and what the settle does
 // with the batch members among them (batchSettle).
 type settleStmt struct {
 	sql  string
 	mode memberAction
-	args func(leases []driver.Lease) []any
+	args func(set leaseSet) []any
 }
 
 // bind is the statement's arguments over leases: their leaseSet's ($1 to
 // $7), then its own.
 func (st settleStmt) bind(streamID int64, group string, leases []driver.Lease) []any {
-	args := newLeaseSet(leases).args(streamID, group)
+	set := newLeaseSet(leases)
+	args := set.args(streamID, group)
 	if st.args != nil {
-		args = append(args, st.args(leases)...)
+		args = append(args, st.args(set)...)
 	}
 	return args
 }
 
-// alone is the statement on its own, as settleQuery runs it: every id it
-// changed, none materialized.
-func (st settleStmt) alone() string { return st.sql + leasedPairs + ` RETURNING d.msg_id, false` }
-
-// settle runs st over the deliveries leased with their tokens, in one
-// autocommit statement or in the caller's transaction tx, and reports the
-// leases it did not change. The same statement handles the leases that are
-// members of batches as st.mode says (batchSettle); members it
-// materialized are then settled by st alone, in a second statement.
-func (d *Driver) settle(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, st settleStmt) (driver.SettleResult, error) {
-	if err := d.settleCheck(tx); err != nil || len(leases) == 0 {
-		return driver.SettleResult{}, err
-	}
-	if tx != nil {
-		return d.settleInTx(ctx, tx, streamID, group, leases, st)
-	}
-	changed, materialized, err := d.settleQuery(ctx, tx, batchSettle(streamID, st.mode, st.sql+leasedPairs+` RETURNING d.msg_id`),
-		st.bind(streamID, group, leases))
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	if len(materialized) == 0 {
-		return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
-	}
-	// The members are leased exception rows now (rows of their own): settle
-	// them as such. Between the two statements they are held with their
-	// token as before, so a failure here leaves them leased, never lost.
-	var rest []driver.Lease
-	for _, l := range leases {
-		if materialized[l.ID] {
-			rest = append(rest, l)
-		}
-	}
-	done, _, err := d.settleQuery(ctx, tx, st.alone(), st.bind(streamID, group, rest))
-	if err != nil {
-		return driver.SettleResult{}, err
-	}
-	for id := range done {
-		changed[id] = true
-	}
-	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
-}
-
-// settleInTx settles leases in the caller's transaction tx, which may stay
-// open long after (the inbox pattern). Their batch members are first
-// materialized in a statement of the driver's own, committed at once; the
-// caller's transaction then changes only the leases' exception rows. It
+// settle runs st over the deliveries leased with their tokens and reports
+// the leases it did not change. Autocommit, one statement changes the rows
+// and does st.mode to the batch members among them (batchSettle); members
+// it materialized are then settled by st alone, in a second statement:
+// between the two they are held with their token as before, so a failure
+// leaves them leased, never lost.
+//
+// In the caller's transaction tx, which may stay open long after (the
+// inbox pattern), the members are first materialized in a statement of the
+// driver's own, committed at once, and tx changes only exception rows: it
 // never locks a batch record, so the other members of the batch are
 // extended, acked and claimed past meanwhile (issue 25). Materialized rows
 // are what the batch stood for: when tx rolls back they stay leased with
 // their token until their lease expires, as the batch would have.
-func (d *Driver) settleInTx(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, st settleStmt) (driver.SettleResult, error) {
-	carve := batchSettle(streamID, settleMaterialize, `SELECT d.msg_id FROM delivery_exception d`+leasedPairs+` AND false`)
-	if _, _, err := d.settleQuery(ctx, nil, carve, newLeaseSet(leases).args(streamID, group)); err != nil {
+func (d *Driver) settle(ctx context.Context, tx driver.Tx, streamID int64, group string, leases []driver.Lease, st settleStmt) (driver.SettleResult, error) {
+	var caller pgx.Tx
+	err := d.check()
+	if err == nil && tx != nil {
+		caller, err = callerTx(tx)
+	}
+	if err != nil || len(leases) == 0 {
 		return driver.SettleResult{}, err
 	}
-	changed, _, err := d.settleQuery(ctx, tx, st.alone(), st.bind(streamID, group, leases))
+	changed, rest := map[int64]bool{}, leases
+	if caller != nil {
+		carve := batchSettle(streamID, settleMaterialize, `SELECT d.msg_id FROM delivery_exception d`+leasedPairs+` AND false`)
+		_, _, err = d.settleQuery(ctx, nil, carve, newLeaseSet(leases).args(streamID, group))
+	} else {
+		var materialized map[int64]bool
+		changed, materialized, err = d.settleQuery(ctx, nil, batchSettle(streamID, st.mode, st.sql+leasedPairs+` RETURNING d.msg_id`),
+			st.bind(streamID, group, leases))
+		rest = nil
+		for _, l := range leases {
+			if materialized[l.ID] {
+				rest = append(rest, l)
+			}
+		}
+	}
+	if err == nil && len(rest) > 0 {
+		var done map[int64]bool
+		done, _, err = d.settleQuery(ctx, caller, st.sql+leasedPairs+` RETURNING d.msg_id, false`, st.bind(streamID, group, rest))
+		maps.Copy(changed, done)
+	}
 	if err != nil {
 		return driver.SettleResult{}, err
 	}
 	return driver.SettleResult{Lost: driver.Lost(leases, changed)}, nil
 }
 
-// settleCheck fails when the driver is closed or tx is not nil and not
-// this driver's.
-func (d *Driver) settleCheck(tx driver.Tx) error {
-	if err := d.check(); err != nil {
-		return err
-	}
-	if tx != nil {
-		_, err := callerTx(tx)
-		return err
-	}
-	return nil
-}
-
 // settleQuery runs a statement returning (msg_id, materialized) for each
 // delivery it changed or materialized: autocommit (retried while that is
-// safe), or once in the caller's transaction tx, which it never commits or
+// safe), or once in the caller's transaction, which it never commits or
 // rolls back.
-func (d *Driver) settleQuery(ctx context.Context, tx driver.Tx, query string, args []any) (changed, materialized map[int64]bool, err error) {
+func (d *Driver) settleQuery(ctx context.Context, caller pgx.Tx, query string, args []any) (changed, materialized map[int64]bool, err error) {
 	changed, materialized = map[int64]bool{}, map[int64]bool{}
 	run := func(q querier) error {
 		clear(changed)
 		clear(materialized)
-		// A settle names its leases by id range. A cached generic plan,
-		// made before the planner knew the table (a new group, a backlog
-		// loaded before autovacuum's analyze), read the group's every
-		// exception along the due index to find them (13 ms for one
-		// lease behind 100k retries); planned for the ids at hand, it is
-		// a primary-key range. Settles run once per batch, so planning
-		// each costs little.
-		rows, err := q.Query(ctx, query, append([]any{d.settleMode}, args...)...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+		// Planned for the ids at hand (settleMode): a generic plan cached
+		// before the table was analyzed read the group's every exception
+		// (13 ms for one lease behind 100k retries).
+		return eachRow(ctx, q, query, append([]any{d.settleMode}, args...), func(rows pgx.Rows) error {
 			var id int64
 			var m bool
 			if err := rows.Scan(&id, &m); err != nil {
@@ -193,11 +157,10 @@ func (d *Driver) settleQuery(ctx context.Context, tx driver.Tx, query string, ar
 			} else {
 				changed[id] = true
 			}
-		}
-		return rows.Err()
+			return nil
+		})
 	}
-	if tx != nil {
-		caller, _ := callerTx(tx)
+	if caller != nil {
 		err = d.callerTxError(ctx, run(caller))
 	} else {
 		err = d.write(ctx, func(c *pgxpool.Conn) error { return run(c) })
@@ -205,9 +168,8 @@ func (d *Driver) settleQuery(ctx context.Context, tx driver.Tx, query string, ar
 	return changed, materialized, err
 }
 
-// callerTxError classifies the failure of a write in the caller's
-// transaction: the caller must roll it back, and retry it whole after a
-// conflict.
+// callerTxError classifies a failed write in the caller's transaction,
+// which the caller rolls back, and retries whole after a conflict.
 func (d *Driver) callerTxError(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
@@ -228,24 +190,20 @@ func (d *Driver) callerTxError(ctx context.Context, err error) error {
 
 // Ack implements driver.Driver. With p.Tx, the deliveries are resolved in
 // the caller's transaction: they stay leased (to their token) until it
-// commits, and are leased again as before when it rolls back. Batch members
-// leave their batches in the same statement, except in the caller's
-// transaction (settleInTx).
+// commits, and are leased again as before when it rolls back.
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
-	if p.Tx != nil {
-		return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleStmt{sql: ackExceptions, mode: settleAck})
-	}
-	if b, ok := takeClaimed(&d.claimed, p.StreamID, p.Group, p.Leases); ok {
-		if err := d.check(); err != nil {
-			return driver.SettleResult{}, err
+	if p.Tx == nil {
+		if b, ok := takeClaimed(&d.claimed, p.StreamID, p.Group, p.Leases); ok {
+			if err := d.check(); err != nil {
+				return driver.SettleResult{}, err
+			}
+			if done, err := d.ackWhole(ctx, p.StreamID, p.Group, p.Leases[0].Token, b); err != nil || done {
+				return driver.SettleResult{}, err
+			}
 		}
-		done, err := d.ackWhole(ctx, p.StreamID, p.Group, p.Leases[0].Token, b)
-		if err != nil || done {
-			return driver.SettleResult{}, err
+		if d.settleMode == pgx.QueryExecModeCacheDescribe && len(p.Leases) > 0 {
+			return d.ackPipelined(ctx, p)
 		}
-	}
-	if d.settleMode == pgx.QueryExecModeCacheDescribe && len(p.Leases) > 0 {
-		return d.ackPipelined(ctx, p)
 	}
 	return d.settle(ctx, p.Tx, p.StreamID, p.Group, p.Leases, settleStmt{sql: ackExceptions, mode: settleAck})
 }
@@ -254,12 +212,10 @@ func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResu
 const ackExceptions = `DELETE FROM delivery_exception d`
 
 // ackPipelined is Ack as two statements in one round trip and one implicit
-// transaction: batchAck, prepared once per connection
-// (a plan for every argument; planning the whole of batchSettle's statement
-// for each ack cost more than running it), then the exception-row DELETE,
-// planned for its arguments at each run as settleQuery's are. Only where
-// the connection may prepare statements (settleMode is CacheDescribe: pgx's
-// default modes); otherwise Ack runs batchSettle's one statement.
+// transaction: batchAck, prepared once per connection (planning all of
+// batchSettle for each ack cost more than running it), then the
+// exception-row DELETE, planned per run as settleQuery's are. Only where
+// the connection may prepare statements (settleMode is CacheDescribe).
 func (d *Driver) ackPipelined(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
 	if err := d.check(); err != nil {
 		return driver.SettleResult{}, err
@@ -323,46 +279,31 @@ func (d *Driver) ackPipelined(ctx context.Context, p driver.AckParams) (driver.S
 // history (with the attempt and holder of the lease). With p.Tx it runs in
 // the caller's transaction.
 func (d *Driver) Fail(ctx context.Context, p driver.FailParams) (driver.SettleResult, error) {
-	leases := make([]driver.Lease, len(p.Failures))
 	byID := make(map[int64]driver.Failure, len(p.Failures))
-	for i, f := range p.Failures {
-		leases[i] = f.Lease
+	for _, f := range p.Failures {
 		byID[f.Lease.ID] = f
 	}
-	return d.settle(ctx, p.Tx, p.StreamID, p.Group, leases, settleStmt{mode: settleMaterialize, sql: `UPDATE delivery_exception d SET
+	return d.settle(ctx, p.Tx, p.StreamID, p.Group, sqldb.Leased(p), settleStmt{mode: settleMaterialize, sql: `UPDATE delivery_exception d SET
 			state = CASE WHEN ($8::boolean[])[` + leaseIndex + `] THEN 'dead' ELSE 'delayed' END,
 			due_at = ($9::timestamptz[])[` + leaseIndex + `],
 			last_error = ($11::text[])[($10::integer[])[` + leaseIndex + `]],
 			failures = ` + appendFailure("d", `($13::text[])[($10::integer[])[`+leaseIndex+`]]`, `$14::text`) + `,
 			lease_token = NULL, first_failed_at = COALESCE(d.first_failed_at, $12::timestamptz), updated_at = $12::timestamptz`,
-		args: func(leases []driver.Lease) []any {
-			failures := make([]driver.Failure, len(leases))
-			for i, l := range leases {
-				failures[i] = byID[l.ID]
-				failures[i].Lease = l
-			}
-			return failArgs(failures, p.Now)
-		}})
+		args: func(set leaseSet) []any { return failArgs(set, byID, p.Now) }})
 }
 
-// failArgs are Fail's parameters from $8 on, in the order of the sorted ids
-// (newLeaseSet's order).
-func failArgs(failures []driver.Failure, now time.Time) []any {
-	n := len(failures)
-	leases := make([]driver.Lease, n)
-	for i, f := range failures {
-		leases[i] = f.Lease
-	}
-	set := newLeaseSet(leases)
+// failArgs are Fail's parameters from $8 on, in the order of set's ids:
+// each failure's outcome and the index of its error among the distinct
+// errors.
+func failArgs(set leaseSet, byID map[int64]driver.Failure, now time.Time) []any {
+	n := len(set.ids)
 	dead, dues, errIdx := make([]bool, n), make([]time.Time, n), make([]int32, n)
 	var errs, cut []string
 	index := map[string]int32{}
-	for i, j := range set.order {
-		f := failures[j]
-		dead[i], dues[i] = f.Dead, ts(f.Due)
-		if f.Dead {
-			dues[i] = ts(now)
-		}
+	for i, id := range set.ids {
+		f := byID[id]
+		state, due := f.Outcome(now)
+		dead[i], dues[i] = state == driver.StateDead, ts(due)
 		k, ok := index[f.Error]
 		if !ok {
 			errs, cut = append(errs, storableText(f.Error)), append(cut, historyError(f.Error))
@@ -379,7 +320,7 @@ func failArgs(failures []driver.Failure, now time.Time) []any {
 func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.SettleResult, error) {
 	const set = `UPDATE delivery_exception d SET state = 'delayed', due_at = $8::timestamptz, attempt = d.attempt - 1, lease_token = NULL, updated_at = $8::timestamptz`
 	if p.ClaimToken == "" {
-		args := func([]driver.Lease) []any { return []any{ts(p.Now)} }
+		args := func(leaseSet) []any { return []any{ts(p.Now)} }
 		return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleStmt{sql: set, mode: settleMaterialize, args: args})
 	}
 	err := d.write(ctx, func(c *pgxpool.Conn) error {
@@ -398,7 +339,7 @@ func (d *Driver) Release(ctx context.Context, p driver.ReleaseParams) (driver.Se
 // are named (Run's heartbeat extends all it holds) moves its lease_until;
 // the named members of other batches are materialized and extended as rows.
 func (d *Driver) Extend(ctx context.Context, p driver.ExtendParams) (driver.SettleResult, error) {
-	args := func([]driver.Lease) []any { return []any{ts(p.Until), ts(p.Now)} }
+	args := func(leaseSet) []any { return []any{ts(p.Until), ts(p.Now)} }
 	return d.settle(ctx, nil, p.StreamID, p.Group, p.Leases, settleStmt{sql: `UPDATE delivery_exception d SET due_at = $8::timestamptz, updated_at = $9::timestamptz`,
 		mode: settleExtend, args: args})
 }

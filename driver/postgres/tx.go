@@ -57,17 +57,22 @@ func (d *Driver) retry(ctx context.Context, stage stage, fn func() error) error 
 }
 
 // write runs fn, an autocommit write (one statement, or a batch that runs
-// as one implicit transaction), on a connection of the pool. A failure to
-// get the connection sent nothing; a failure of fn after it sent its
-// statement leaves the outcome unknown unless the server answered with an
-// error.
+// as one implicit transaction), on a connection of the pool (onConn). A
+// failure of fn after it sent its statement leaves the outcome unknown
+// unless the server answered with an error.
 func (d *Driver) write(ctx context.Context, fn func(c *pgxpool.Conn) error) error {
-	return d.retry(ctx, stageWrite, func() error {
+	return d.onConn(ctx, stageWrite, fn)
+}
+
+// onConn is retry of fn on a connection of the pool. A failure to get the
+// connection sent nothing.
+func (d *Driver) onConn(ctx context.Context, stage stage, fn func(c *pgxpool.Conn) error) error {
+	return d.retry(ctx, stage, func() error {
 		c, err := d.pool.Acquire(ctx)
 		if err != nil {
 			return &staged{err: err, stage: stageRead}
 		}
-		defer c.Release()
+		defer c.Release() // a connection left in a transaction is closed, not reused
 		return fn(c)
 	})
 }
@@ -89,12 +94,7 @@ func (d *Driver) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // the last may end it, sending COMMIT with the claim's last statements;
 // otherwise claimTx commits.
 func (d *Driver) claimTx(ctx context.Context, fn func(*claimTxn) error) error {
-	return d.retry(ctx, stageTx, func() error {
-		c, err := d.pool.Acquire(ctx)
-		if err != nil {
-			return &staged{err: err, stage: stageRead} // nothing was sent
-		}
-		defer c.Release() // a connection left in a transaction is closed, not reused
+	return d.onConn(ctx, stageTx, func(c *pgxpool.Conn) error {
 		t := &claimTxn{Conn: c.Conn()}
 		if err := fn(t); err != nil {
 			t.rollback(ctx)
@@ -144,7 +144,13 @@ func (t *claimTxn) send(ctx context.Context, b *pgx.Batch, read func(pgx.BatchRe
 		b.Queue(`commit`)
 	}
 	br := t.SendBatch(ctx, b)
-	err := readAfterBegin(br, begin, read)
+	var err error
+	for i := 0; begin && i < len(beginClaim) && err == nil; i++ {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		err = read(br)
+	}
 	if err != nil {
 		_ = br.Close()
 		var pe *pgconn.PgError
@@ -162,19 +168,6 @@ func (t *claimTxn) send(ctx context.Context, b *pgx.Batch, read func(pgx.BatchRe
 		return &staged{err: err, stage: stageCommit}
 	}
 	return nil
-}
-
-// readAfterBegin reads the results of beginClaim's statements when the
-// batch begins the transaction, then the batch's own with read.
-func readAfterBegin(br pgx.BatchResults, begin bool, read func(pgx.BatchResults) error) error {
-	if begin {
-		for range beginClaim {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
-	}
-	return read(br)
 }
 
 // rollback ends a transaction begun and not yet ended, bounded by a second
@@ -219,13 +212,10 @@ func (d *Driver) runTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) 
 		cancel()
 		return err
 	}
-	if opts.AccessMode == pgx.ReadOnly {
-		return tx.Commit(ctx)
-	}
-	if err := tx.Commit(ctx); err != nil {
+	if err = tx.Commit(ctx); err != nil && opts.AccessMode != pgx.ReadOnly {
 		return &staged{err: err, stage: stageCommit}
 	}
-	return nil
+	return err
 }
 
 func eachRow(ctx context.Context, tx querier, query string, args []any, fn func(pgx.Rows) error) error {

@@ -65,13 +65,10 @@ func ExecByIDs(stmt string, args ...any) Apply {
 // appended to its history.
 func (l Leases) Failed(p driver.FailParams, f driver.Failure) (string, []any) {
 	at := l.Time
-	state, due := string(driver.StateDelayed), at(f.Due)
-	if f.Dead {
-		state, due = string(driver.StateDead), at(p.Now)
-	}
+	state, due := f.Outcome(p.Now)
 	return `UPDATE delivery_exception SET state = ?, due_at = ?, lease_token = NULL, last_error = ?,
 		first_failed_at = COALESCE(first_failed_at, ?), updated_at = ?, ` + l.Failures,
-		[]any{state, due, f.Error, at(p.Now), at(p.Now), driver.CutHistoryError(f.Error), driver.HistoryTime(p.Now)}
+		[]any{string(state), at(due), f.Error, at(p.Now), at(p.Now), driver.CutHistoryError(f.Error), driver.HistoryTime(p.Now)}
 }
 
 // Fail is the Apply of p's failures: those with the same state, due time
@@ -90,10 +87,8 @@ func (l Leases) Fail(p driver.FailParams) Apply {
 		groups := map[outcome][]int64{}
 		for _, id := range ids {
 			f := byID[id]
-			k := outcome{state: string(driver.StateDelayed), err: f.Error, due: l.Time(f.Due)}
-			if f.Dead {
-				k = outcome{state: string(driver.StateDead), err: f.Error}
-			}
+			state, due := f.Outcome(p.Now)
+			k := outcome{state: string(state), err: f.Error, due: l.Time(due)}
 			if groups[k] == nil {
 				order = append(order, k)
 			}
