@@ -91,13 +91,7 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 	if err := d.ensureScope(ctx, p.Revision.StreamID, 0); err != nil {
 		return p.Revision, false, err
 	}
-	var created bool
-	out, err := inOwnTx(ctx, d, func(tx sqldb.Runner) (driver.SchemaRevision, error) {
-		out, c, err := registry.Record(ctx, tx, p)
-		created = c
-		return out, err
-	})
-	return out, created, err
+	return registry.RecordIn(ctx, sqldb.Over(d.newTx), p)
 }
 
 // SchemaRevisions implements driver.Registry, in a transaction so that the

@@ -72,13 +72,7 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegi
 // references, driver.SchemaIDs. SQLite's single writer serializes
 // concurrent registrations.
 func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) (driver.SchemaRevision, bool, error) {
-	var created bool
-	out, err := withTx(ctx, d, true, func(tx sqldb.Runner) (driver.SchemaRevision, error) {
-		out, c, err := registry.Record(ctx, tx, p)
-		created = c
-		return out, err
-	})
-	return out, created, err
+	return registry.RecordIn(ctx, sqldb.Over(d.writing), p)
 }
 
 // SchemaRevisions implements driver.Registry, in a read transaction so
