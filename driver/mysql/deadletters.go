@@ -8,19 +8,9 @@ import (
 )
 
 // ListDead implements driver.Driver, healing a missing log table
-// (withLog).
+// (withLog); Replay and Discard are the directory's.
 func (d *Driver) ListDead(ctx context.Context, p driver.ListDeadParams) ([]driver.DeadLetter, error) {
 	return sqldb.In(ctx, sqldb.Over(func(ctx context.Context, fn func(querier) error) error {
 		return d.read(ctx, func(q querier) error { return d.withLog(ctx, p.StreamID, func() error { return fn(q) }) })
 	}), store.ListDead, p)
-}
-
-// Replay implements driver.Driver: one statement, atomic on its own.
-func (d *Driver) Replay(ctx context.Context, p driver.ReplayParams) (int64, error) {
-	return sqldb.In(ctx, sqldb.Over(d.autocommit), store.Replay, p)
-}
-
-// Discard implements driver.Driver: one statement, atomic on its own.
-func (d *Driver) Discard(ctx context.Context, p driver.DiscardParams) (int64, error) {
-	return sqldb.In(ctx, sqldb.Over(d.autocommit), store.Discard, p)
 }

@@ -40,18 +40,6 @@ var (
 	_ driver.Subjects  = (*Driver)(nil)
 )
 
-// onPool runs one of the registry's reads on the pool, outside any
-// transaction, and classifies its error.
-func onPool[T any](ctx context.Context, d *Driver, read func(sqldb.Runner) (T, error)) (T, error) {
-	return sqldb.Within(ctx, sqldb.Over(d.read), read)
-}
-
-// inOwnTx runs fn in a transaction of the driver's own (re-run on
-// deadlocks) and returns what its last run gave.
-func inOwnTx[T any](ctx context.Context, d *Driver, fn func(sqldb.Runner) (T, error)) (T, error) {
-	return sqldb.Within(ctx, sqldb.Over(d.newTx), fn)
-}
-
 // newTx is inTx without a caller's transaction: the registry's scope.
 func (d *Driver) newTx(ctx context.Context, run func(querier) error) error {
 	return d.inTx(ctx, nil, run)
@@ -73,7 +61,7 @@ func (d *Driver) ensureScope(ctx context.Context, streamID int64, version int) e
 
 // RegistrySettings implements driver.Registry.
 func (d *Driver) RegistrySettings(ctx context.Context, p driver.RegistrySettingsParams) (driver.RegistrySettings, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) (driver.RegistrySettings, error) { return registry.Settings(ctx, q, p) })
+	return sqldb.In(ctx, sqldb.Over(d.read), registry.Settings, p)
 }
 
 // UpdateRegistrySettings implements driver.Registry.
@@ -91,19 +79,13 @@ func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) 
 	if err := d.ensureScope(ctx, p.Revision.StreamID, 0); err != nil {
 		return p.Revision, false, err
 	}
-	var created bool
-	out, err := inOwnTx(ctx, d, func(tx sqldb.Runner) (driver.SchemaRevision, error) {
-		out, c, err := registry.Record(ctx, tx, p)
-		created = c
-		return out, err
-	})
-	return out, created, err
+	return registry.RecordIn(ctx, sqldb.Over(d.newTx), p)
 }
 
 // SchemaRevisions implements driver.Registry, in a transaction so that the
 // references match the revisions.
 func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
-	return inOwnTx(ctx, d, func(tx sqldb.Runner) ([]driver.SchemaRevision, error) { return registry.Revisions(ctx, tx, p) })
+	return sqldb.In(ctx, sqldb.Over(d.newTx), registry.Revisions, p)
 }
 
 // DeleteRevisions implements driver.RevisionDeleter, serialized with the
@@ -112,24 +94,24 @@ func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsPa
 	if err := d.ensureScope(ctx, p.StreamID, 0); err != nil {
 		return nil, err
 	}
-	return inOwnTx(ctx, d, func(tx sqldb.Runner) ([]int, error) {
+	return sqldb.Within(ctx, sqldb.Over(d.newTx), func(tx sqldb.Runner) ([]int, error) {
 		return registry.DeleteRevisions(ctx, tx, logTable(p.StreamID), p)
 	})
 }
 
 // SchemaByID implements driver.SchemaIDs.
 func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (driver.SchemaDocument, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) (driver.SchemaDocument, error) { return registry.ByID(ctx, q, p.ID) })
+	return sqldb.Within(ctx, sqldb.Over(d.read), func(q sqldb.Runner) (driver.SchemaDocument, error) { return registry.ByID(ctx, q, p.ID) })
 }
 
 // SchemaUsages implements driver.SchemaIDs.
 func (d *Driver) SchemaUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) ([]driver.SchemaRevision, error) { return registry.Usages(ctx, q, p) })
+	return sqldb.In(ctx, sqldb.Over(d.read), registry.Usages, p)
 }
 
 // ReferencedBy implements driver.SchemaIDs.
 func (d *Driver) ReferencedBy(ctx context.Context, p driver.ReferencedByParams) ([]driver.SchemaRevision, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) ([]driver.SchemaRevision, error) { return registry.ReferencedBy(ctx, q, p) })
+	return sqldb.In(ctx, sqldb.Over(d.read), registry.ReferencedBy, p)
 }
 
 // RecordReader implements driver.Registry.
@@ -139,14 +121,14 @@ func (d *Driver) RecordReader(ctx context.Context, p driver.RecordReaderParams) 
 
 // Readers implements driver.Registry.
 func (d *Driver) Readers(ctx context.Context, p driver.ReadersParams) ([]driver.Reader, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) ([]driver.Reader, error) { return registry.Readers(ctx, q, p) })
+	return sqldb.In(ctx, sqldb.Over(d.read), registry.Readers, p)
 }
 
 // LiveRevisions implements driver.Registry. The log's (schema_version,
 // schema_revision) index makes this a short index scan; a log table lost
 // to a crash mid-DDL is healed and read again.
 func (d *Driver) LiveRevisions(ctx context.Context, p driver.LiveRevisionsParams) ([]int, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) (out []int, err error) {
+	return sqldb.Within(ctx, sqldb.Over(d.read), func(q sqldb.Runner) (out []int, err error) {
 		err = d.withLog(ctx, p.StreamID, func() error {
 			out, err = registry.LiveRevisions(ctx, q, logTable(p.StreamID), p)
 			return err
@@ -157,7 +139,7 @@ func (d *Driver) LiveRevisions(ctx context.Context, p driver.LiveRevisionsParams
 
 // SubjectSettings implements driver.Subjects.
 func (d *Driver) SubjectSettings(ctx context.Context, p driver.SubjectParams) (driver.RegistrySettings, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) (driver.RegistrySettings, error) { return subjects.Settings(ctx, q, p.Subject) })
+	return sqldb.Within(ctx, sqldb.Over(d.read), func(q sqldb.Runner) (driver.RegistrySettings, error) { return subjects.Settings(ctx, q, p.Subject) })
 }
 
 // UpdateSubjectSettings implements driver.Subjects.
@@ -172,20 +154,20 @@ func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjec
 
 // SubjectVersions implements driver.Subjects.
 func (d *Driver) SubjectVersions(ctx context.Context, p driver.SubjectVersionsParams) ([]driver.SubjectVersion, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) ([]driver.SubjectVersion, error) { return subjects.Versions(ctx, q, p) })
+	return sqldb.In(ctx, sqldb.Over(d.read), subjects.Versions, p)
 }
 
 // ListSubjects implements driver.Subjects.
 func (d *Driver) ListSubjects(ctx context.Context, p driver.ListSubjectsParams) ([]string, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) ([]string, error) { return subjects.List(ctx, q, p) })
+	return sqldb.In(ctx, sqldb.Over(d.read), subjects.List, p)
 }
 
 // DeleteSubjectVersions implements driver.Subjects.
 func (d *Driver) DeleteSubjectVersions(ctx context.Context, p driver.DeleteSubjectVersionsParams) ([]int, error) {
-	return inOwnTx(ctx, d, func(tx sqldb.Runner) ([]int, error) { return subjects.Delete(ctx, tx, p) })
+	return sqldb.In(ctx, sqldb.Over(d.newTx), subjects.Delete, p)
 }
 
 // SubjectUsages implements driver.Subjects.
 func (d *Driver) SubjectUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SubjectVersion, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) ([]driver.SubjectVersion, error) { return subjects.Usages(ctx, q, p) })
+	return sqldb.In(ctx, sqldb.Over(d.read), subjects.Usages, p)
 }

@@ -58,20 +58,12 @@ func (d *Driver) SetCursors(ctx context.Context, p driver.SetCursorsParams) erro
 // Limit-th kept row, reads the payloads of the kept rows only, and finds out
 // with one index probe whether any row lies past the last one examined.
 func (d *Driver) ReadRows(ctx context.Context, p driver.ReadRowsParams) (driver.ReadRowsResult, error) {
-	if err := d.check(); err != nil {
-		return driver.ReadRowsResult{}, err
-	}
 	query, args := readRowsQuery(p)
 	var res driver.ReadRowsResult
 	err := d.retry(ctx, stageRead, func() error {
 		return d.runTx(ctx, readRowsTx, func(tx pgx.Tx) error {
 			res = driver.ReadRowsResult{}
-			rows, err := tx.Query(ctx, query, args...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
+			return eachRow(ctx, tx, query, args, func(rows pgx.Rows) error {
 				var lastID *int64
 				var more bool
 				var o optionalRow
@@ -83,18 +75,15 @@ func (d *Driver) ReadRows(ctx context.Context, p driver.ReadRowsParams) (driver.
 				}
 				res.Done = !more
 				if o.id == nil {
-					continue // nothing kept: the summary alone
+					return nil // nothing kept: the summary alone
 				}
 				r, err := o.row()
-				if err != nil {
-					return err
-				}
 				if r.Payload == nil {
 					r.Payload = []byte{}
 				}
 				res.Rows = append(res.Rows, r)
-			}
-			return rows.Err()
+				return err
+			})
 		})
 	})
 	if err != nil {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
@@ -39,34 +37,9 @@ var (
 	_ driver.RevisionDeleter = (*Driver)(nil)
 )
 
-// onPool runs one of the registry's reads on the pool, outside any
-// transaction, retried and classified as reads are.
-func onPool[T any](ctx context.Context, d *Driver, read func(sqldb.Runner) (T, error)) (T, error) {
-	var out T
-	err := d.read(ctx, func() error {
-		var err error
-		out, err = read(runner{d.pool})
-		return err
-	})
-	return out, err
-}
-
-// inOwnTx runs fn in a transaction of the driver's own, as run (inTx, or
-// readTx for one snapshot) begins, retries and classifies it, and returns
-// what its last run gave.
-func inOwnTx[T any](ctx context.Context, run func(context.Context, func(pgx.Tx) error) error, fn func(sqldb.Runner) (T, error)) (T, error) {
-	var out T
-	err := run(ctx, func(tx pgx.Tx) error {
-		var err error
-		out, err = fn(runner{tx})
-		return err
-	})
-	return out, err
-}
-
 // RegistrySettings implements driver.Registry.
 func (d *Driver) RegistrySettings(ctx context.Context, p driver.RegistrySettingsParams) (driver.RegistrySettings, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) (driver.RegistrySettings, error) { return registry.Settings(ctx, q, p) })
+	return sqldb.In(ctx, d.pooled, registry.Settings, p)
 }
 
 // UpdateRegistrySettings implements driver.Registry. The scope's row is
@@ -74,8 +47,7 @@ func (d *Driver) RegistrySettings(ctx context.Context, p driver.RegistrySettings
 // lock: a concurrent update's insert waits for this one to commit, and
 // updates of a scope serialize.
 func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegistrySettingsParams) error {
-	return d.inTx(ctx, func(tx pgx.Tx) error {
-		q := runner{tx}
+	return d.writing(ctx, func(q sqldb.Runner) error {
 		if _, err := q.Exec(ctx, `INSERT INTO registry_setting (stream_id, version) VALUES (?, ?) ON CONFLICT (stream_id, version) DO NOTHING`, p.StreamID, p.Version); err != nil {
 			return err
 		}
@@ -86,25 +58,19 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegi
 // RecordSchema implements driver.Registry and, with the global id and the
 // references, driver.SchemaIDs.
 func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) (driver.SchemaRevision, bool, error) {
-	var created bool
-	out, err := inOwnTx(ctx, d.inTx, func(tx sqldb.Runner) (driver.SchemaRevision, error) {
-		out, c, err := registry.Record(ctx, tx, p)
-		created = c
-		return out, err
-	})
-	return out, created, err
+	return registry.RecordIn(ctx, d.writing, p)
 }
 
 // SchemaRevisions implements driver.Registry, in one snapshot so that the
 // references match the revisions.
 func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
-	return inOwnTx(ctx, d.readTx, func(tx sqldb.Runner) ([]driver.SchemaRevision, error) { return registry.Revisions(ctx, tx, p) })
+	return sqldb.In(ctx, d.reading, registry.Revisions, p)
 }
 
 // DeleteRevisions implements driver.RevisionDeleter, serialized with the
 // stream's registrations by the lock RecordSchema takes.
 func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsParams) ([]int, error) {
-	return inOwnTx(ctx, d.inTx, func(tx sqldb.Runner) ([]int, error) {
+	return sqldb.Within(ctx, d.writing, func(tx sqldb.Runner) ([]int, error) {
 		return registry.DeleteRevisions(ctx, tx, logTable(p.StreamID), p)
 	})
 }
@@ -112,7 +78,7 @@ func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsPa
 // SchemaByID implements driver.SchemaIDs. A missing id is an answer: it
 // goes back as it is, neither retried nor classified.
 func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (driver.SchemaDocument, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) (driver.SchemaDocument, error) {
+	return sqldb.Within(ctx, d.pooled, func(q sqldb.Runner) (driver.SchemaDocument, error) {
 		doc, err := registry.ByID(ctx, q, p.ID)
 		if errors.Is(err, driver.ErrSchemaNotFound) {
 			err = driver.CallerError{Err: err}
@@ -123,25 +89,25 @@ func (d *Driver) SchemaByID(ctx context.Context, p driver.SchemaByIDParams) (dri
 
 // SchemaUsages implements driver.SchemaIDs.
 func (d *Driver) SchemaUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SchemaRevision, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) ([]driver.SchemaRevision, error) { return registry.Usages(ctx, q, p) })
+	return sqldb.In(ctx, d.pooled, registry.Usages, p)
 }
 
 // ReferencedBy implements driver.SchemaIDs.
 func (d *Driver) ReferencedBy(ctx context.Context, p driver.ReferencedByParams) ([]driver.SchemaRevision, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) ([]driver.SchemaRevision, error) { return registry.ReferencedBy(ctx, q, p) })
+	return sqldb.In(ctx, d.pooled, registry.ReferencedBy, p)
 }
 
 // RecordReader implements driver.Registry.
 func (d *Driver) RecordReader(ctx context.Context, p driver.RecordReaderParams) error {
-	return d.write(ctx, func(c *pgxpool.Conn) error { return registry.RecordReader(ctx, runner{c}, p.Reader) })
+	return d.autocommit(ctx, func(q sqldb.Runner) error { return registry.RecordReader(ctx, q, p.Reader) })
 }
 
 // Readers implements driver.Registry.
 func (d *Driver) Readers(ctx context.Context, p driver.ReadersParams) ([]driver.Reader, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) ([]driver.Reader, error) { return registry.Readers(ctx, q, p) })
+	return sqldb.In(ctx, d.pooled, registry.Readers, p)
 }
 
 // LiveRevisions implements driver.Registry.
 func (d *Driver) LiveRevisions(ctx context.Context, p driver.LiveRevisionsParams) ([]int, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) ([]int, error) { return registry.LiveRevisions(ctx, q, logTable(p.StreamID), p) })
+	return sqldb.Within(ctx, d.pooled, func(q sqldb.Runner) ([]int, error) { return registry.LiveRevisions(ctx, q, logTable(p.StreamID), p) })
 }

@@ -103,3 +103,17 @@ func (d *Driver) writing(ctx context.Context, fn func(sqldb.Runner) error) error
 func (d *Driver) reading(ctx context.Context, fn func(sqldb.Runner) error) error {
 	return d.readTx(ctx, func(tx pgx.Tx) error { return fn(runner{tx}) })
 }
+
+// bounded is writing with each lock wait bounded by the driver's lock
+// timeout.
+func (d *Driver) bounded(ctx context.Context, fn func(sqldb.Runner) error) error {
+	lt := d.lockTimeoutValue()
+	return d.writing(ctx, func(tx sqldb.Runner) error {
+		if lt != "" {
+			if _, err := tx.Exec(ctx, setLockTimeout, lt); err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	})
+}

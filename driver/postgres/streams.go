@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -122,42 +120,13 @@ func (d *Driver) DestroyStream(ctx context.Context, p driver.DestroyStreamParams
 	})
 }
 
-const groupColumns = `stream_id, name, schema_version, all_versions, bindings, converts_from, start_position, created_at, removed_unread, paused_at`
-
-// groupColumnsOf is groupColumns qualified by a table alias.
+// groupColumnsOf is sqldb.GroupColumns qualified by a table alias.
 func groupColumnsOf(alias string) string {
-	cols := strings.Split(groupColumns, ", ")
+	cols := strings.Split(sqldb.GroupColumns, ", ")
 	for i, c := range cols {
 		cols[i] = alias + "." + c
 	}
 	return strings.Join(cols, ", ")
-}
-
-// scanGroup reads groupColumns, plus extra destinations, on pgx's own
-// types: the claims' reads of their group (claim.go, fastclaim.go), a hot
-// path left as it was measured; Store reads groups with sqldb.ScanGroup.
-func scanGroup(r pgx.Row, extra ...any) (driver.GroupConfig, int64, error) {
-	var g driver.GroupConfig
-	var bindings, convertsFrom []byte
-	var version, start int32
-	var removed int64
-	var paused *time.Time // NULL while the group runs
-	err := r.Scan(append([]any{&g.StreamID, &g.Name, &version, &g.AllVersions, &bindings, &convertsFrom, &start, &g.CreatedAt, &removed, &paused}, extra...)...)
-	if err != nil {
-		return g, 0, err
-	}
-	if paused != nil {
-		g.PausedAt = paused.UTC()
-	}
-	g.SchemaVersion, g.Start, g.CreatedAt = int(version), driver.StartPosition(start), g.CreatedAt.UTC()
-	if err := json.Unmarshal(bindings, &g.Bindings); err != nil {
-		return g, 0, fmt.Errorf("group %q: stored bindings: %w", g.Name, err)
-	}
-	if err := json.Unmarshal(convertsFrom, &g.ConvertsFrom); err != nil {
-		return g, 0, fmt.Errorf("group %q: stored converter versions: %w", g.Name, err)
-	}
-	g.Bindings, g.ConvertsFrom = sqldb.NilIfEmpty(g.Bindings), sqldb.NilIfEmpty(g.ConvertsFrom)
-	return g, removed, nil
 }
 
 // groupQuery reads a group (alias g, $1 its stream, $2 its name) with
@@ -175,7 +144,7 @@ func loadGroupAnd(ctx context.Context, q querier, streamID int64, name, more str
 // scanLoadedGroup reads a group's columns, then extra, or fails with
 // ErrGroupNotFound.
 func scanLoadedGroup(r pgx.Row, name string, extra ...any) (driver.GroupConfig, error) {
-	g, _, err := scanGroup(r, extra...)
+	g, _, err := sqldb.ScanGroup(r, store.At, extra...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return g, driver.GroupNotFound(name)
 	}

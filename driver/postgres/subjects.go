@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
@@ -23,12 +22,12 @@ var _ driver.Subjects = (*Driver)(nil)
 
 // SubjectSettings implements driver.Subjects.
 func (d *Driver) SubjectSettings(ctx context.Context, p driver.SubjectParams) (driver.RegistrySettings, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) (driver.RegistrySettings, error) { return subjects.Settings(ctx, q, p.Subject) })
+	return sqldb.Within(ctx, d.pooled, func(q sqldb.Runner) (driver.RegistrySettings, error) { return subjects.Settings(ctx, q, p.Subject) })
 }
 
 // UpdateSubjectSettings implements driver.Subjects.
 func (d *Driver) UpdateSubjectSettings(ctx context.Context, p driver.UpdateSubjectSettingsParams) error {
-	return d.inTx(ctx, func(tx pgx.Tx) error { return subjects.UpdateSettings(ctx, runner{tx}, p) })
+	return d.writing(ctx, func(tx sqldb.Runner) error { return subjects.UpdateSettings(ctx, tx, p) })
 }
 
 // RecordSubjectVersion implements driver.Subjects.
@@ -38,20 +37,20 @@ func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjec
 
 // SubjectVersions implements driver.Subjects.
 func (d *Driver) SubjectVersions(ctx context.Context, p driver.SubjectVersionsParams) ([]driver.SubjectVersion, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) ([]driver.SubjectVersion, error) { return subjects.Versions(ctx, q, p) })
+	return sqldb.In(ctx, d.pooled, subjects.Versions, p)
 }
 
 // ListSubjects implements driver.Subjects.
 func (d *Driver) ListSubjects(ctx context.Context, p driver.ListSubjectsParams) ([]string, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) ([]string, error) { return subjects.List(ctx, q, p) })
+	return sqldb.In(ctx, d.pooled, subjects.List, p)
 }
 
 // DeleteSubjectVersions implements driver.Subjects.
 func (d *Driver) DeleteSubjectVersions(ctx context.Context, p driver.DeleteSubjectVersionsParams) ([]int, error) {
-	return inOwnTx(ctx, d.inTx, func(tx sqldb.Runner) ([]int, error) { return subjects.Delete(ctx, tx, p) })
+	return sqldb.In(ctx, d.writing, subjects.Delete, p)
 }
 
 // SubjectUsages implements driver.Subjects.
 func (d *Driver) SubjectUsages(ctx context.Context, p driver.SchemaUsagesParams) ([]driver.SubjectVersion, error) {
-	return onPool(ctx, d, func(q sqldb.Runner) ([]driver.SubjectVersion, error) { return subjects.Usages(ctx, q, p) })
+	return sqldb.In(ctx, d.pooled, subjects.Usages, p)
 }

@@ -48,16 +48,6 @@ func onReader[T any](d *Driver, read func(sqldb.Runner) (T, error)) (T, error) {
 	return out, d.wrap(err)
 }
 
-// withTx runs fn in a transaction: the writer's (write set) or a read
-// transaction, which sees one snapshot.
-func withTx[T any](ctx context.Context, d *Driver, write bool, fn func(sqldb.Runner) (T, error)) (T, error) {
-	scope := d.reading
-	if write {
-		scope = d.writing
-	}
-	return sqldb.Within(ctx, sqldb.Over(scope), fn)
-}
-
 // RegistrySettings implements driver.Registry.
 func (d *Driver) RegistrySettings(ctx context.Context, p driver.RegistrySettingsParams) (driver.RegistrySettings, error) {
 	return onReader(d, func(q sqldb.Runner) (driver.RegistrySettings, error) { return registry.Settings(ctx, q, p) })
@@ -72,25 +62,19 @@ func (d *Driver) UpdateRegistrySettings(ctx context.Context, p driver.UpdateRegi
 // references, driver.SchemaIDs. SQLite's single writer serializes
 // concurrent registrations.
 func (d *Driver) RecordSchema(ctx context.Context, p driver.RecordSchemaParams) (driver.SchemaRevision, bool, error) {
-	var created bool
-	out, err := withTx(ctx, d, true, func(tx sqldb.Runner) (driver.SchemaRevision, error) {
-		out, c, err := registry.Record(ctx, tx, p)
-		created = c
-		return out, err
-	})
-	return out, created, err
+	return registry.RecordIn(ctx, sqldb.Over(d.writing), p)
 }
 
 // SchemaRevisions implements driver.Registry, in a read transaction so
 // that the references match the revisions.
 func (d *Driver) SchemaRevisions(ctx context.Context, p driver.SchemaRevisionsParams) ([]driver.SchemaRevision, error) {
-	return withTx(ctx, d, false, func(tx sqldb.Runner) ([]driver.SchemaRevision, error) { return registry.Revisions(ctx, tx, p) })
+	return sqldb.In(ctx, sqldb.Over(d.reading), registry.Revisions, p)
 }
 
 // DeleteRevisions implements driver.RevisionDeleter; SQLite's single
 // writer keeps registrations, appends and readers out until it commits.
 func (d *Driver) DeleteRevisions(ctx context.Context, p driver.DeleteRevisionsParams) ([]int, error) {
-	return withTx(ctx, d, true, func(tx sqldb.Runner) ([]int, error) {
+	return sqldb.Within(ctx, sqldb.Over(d.writing), func(tx sqldb.Runner) ([]int, error) {
 		return registry.DeleteRevisions(ctx, tx, logTable(p.StreamID), p)
 	})
 }
@@ -143,7 +127,7 @@ func (d *Driver) RecordSubjectVersion(ctx context.Context, p driver.RecordSubjec
 
 // SubjectVersions implements driver.Subjects.
 func (d *Driver) SubjectVersions(ctx context.Context, p driver.SubjectVersionsParams) ([]driver.SubjectVersion, error) {
-	return withTx(ctx, d, false, func(tx sqldb.Runner) ([]driver.SubjectVersion, error) { return subjects.Versions(ctx, tx, p) })
+	return sqldb.In(ctx, sqldb.Over(d.reading), subjects.Versions, p)
 }
 
 // ListSubjects implements driver.Subjects.
@@ -153,7 +137,7 @@ func (d *Driver) ListSubjects(ctx context.Context, p driver.ListSubjectsParams) 
 
 // DeleteSubjectVersions implements driver.Subjects.
 func (d *Driver) DeleteSubjectVersions(ctx context.Context, p driver.DeleteSubjectVersionsParams) ([]int, error) {
-	return withTx(ctx, d, true, func(tx sqldb.Runner) ([]int, error) { return subjects.Delete(ctx, tx, p) })
+	return sqldb.In(ctx, sqldb.Over(d.writing), subjects.Delete, p)
 }
 
 // SubjectUsages implements driver.Subjects.

@@ -172,7 +172,7 @@ const GroupColumns = `stream_id, name, schema_version, all_versions, bindings, c
 // as a T, which at turns into UTC.
 func ScanGroup[T any](r driver.RowScanner, at func(T) time.Time, extra ...any) (driver.GroupConfig, int64, error) {
 	var g driver.GroupConfig
-	var bindings, convertsFrom string
+	var bindings, convertsFrom []byte
 	var created T
 	var paused *T // NULL while the group runs
 	var removed int64
@@ -184,10 +184,10 @@ func ScanGroup[T any](r driver.RowScanner, at func(T) time.Time, extra ...any) (
 	if paused != nil {
 		g.PausedAt = at(*paused)
 	}
-	if err := json.Unmarshal([]byte(bindings), &g.Bindings); err != nil {
+	if err := json.Unmarshal(bindings, &g.Bindings); err != nil {
 		return g, 0, fmt.Errorf("group %q: stored bindings: %w", g.Name, err)
 	}
-	if err := json.Unmarshal([]byte(convertsFrom), &g.ConvertsFrom); err != nil {
+	if err := json.Unmarshal(convertsFrom, &g.ConvertsFrom); err != nil {
 		return g, 0, fmt.Errorf("group %q: stored converter versions: %w", g.Name, err)
 	}
 	g.Bindings, g.ConvertsFrom = NilIfEmpty(g.Bindings), NilIfEmpty(g.ConvertsFrom)

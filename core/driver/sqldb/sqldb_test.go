@@ -90,6 +90,8 @@ func (r row) Scan(dest ...any) error {
 			*d = v.(int)
 		case *string:
 			*d = v.(string)
+		case *[]byte: // database/sql copies a string into a []byte
+			*d = []byte(v.(string))
 		case *bool:
 			*d = v.(bool)
 		case *driver.StartPosition:
