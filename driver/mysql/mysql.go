@@ -186,8 +186,8 @@ const (
 // the append lock of a partition that another transaction holds.
 const DefaultLockTimeout = 10 * time.Second
 
-// directory is the client directory and the samples, sqldb's on this
-// driver's scopes.
+// directory is the client directory, the samples and the dead letters
+// (ListDead, Replay, Discard), sqldb's on this driver's scopes.
 type directory = sqldb.Directory[time.Time]
 
 // Driver is the MySQL/MariaDB driver. Create it with Open.

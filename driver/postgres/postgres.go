@@ -140,8 +140,8 @@ var (
 	_ driver.SampleStore     = (*Driver)(nil)
 )
 
-// directory is the client directory and the samples, sqldb's on this
-// driver's scopes.
+// directory is the client directory, the samples and the dead letters
+// (ListDead, Replay, Discard), sqldb's on this driver's scopes.
 type directory = sqldb.Directory[time.Time]
 
 // Driver is the PostgreSQL driver. Create it with Open.
