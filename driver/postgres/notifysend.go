@@ -47,29 +47,26 @@ func (d *Driver) notifyAfterCommit(streamID int64) {
 	})
 }
 
-// notifyAlone notifies the channels $1 from a transaction of its own, the
-// trailing NOTIFY of a burst and txWakes' wake-ups, which commits without
-// waiting for the WAL flush (synchronous_commit off for it alone). It writes
-// no rows, so a crash can lose only the hint, which polling covers (and a
-// listener wakes every subscriber when it connects again); and PostgreSQL
-// holds its cluster-wide lock of notifying commits through that commit's
-// flush, which this one then does not wait for: the wake-up leaves a flush
-// sooner, and every other notifying commit of the cluster waits less.
+// notifyAlone notifies the channels $1 (a burst's trailing NOTIFY,
+// txWakes') from a transaction of its own that commits without waiting for
+// the WAL flush (synchronous_commit off for it alone): it writes no rows, so
+// a crash can lose only the hint, which polling covers; and the lock of
+// notifying commits (notifyEvery) is then held through no flush, so the
+// wake-up leaves sooner and every other notifying commit waits less.
 const notifyAlone = `SELECT pg_notify(c, '') FROM set_config('synchronous_commit', 'off', true), unnest($1::text[]) AS c`
 
 // Wake-ups for rows produced in callers' transactions. Such a transaction
-// carries no NOTIFY: PostgreSQL serializes the commits of all notifying
-// transactions of a database on one lock held through the commit's WAL
-// flush, so 8 committers on 8 partitions lost a quarter of their rate to it.
-// Instead the append reports its transaction id, and one goroutine per
-// driver asks the server which of the reported transactions have ended
-// (pg_xact_status, one statement for all of them) and sends one NOTIFY per
-// stream with committed rows, from a transaction of its own. A consumer is
-// woken only once the rows are visible: pg_xact_status says "committed"
-// only after the transaction has left the running set, so a snapshot taken
-// on the wake-up sees its rows. Rolled-back transactions are dropped
-// without a wake-up. Consumers keep polling, so a check that fails, or a
-// transaction left open past txWakeMaxAge, costs latency only.
+// carries no NOTIFY (its lock, notifyEvery, cost 8 committers on 8
+// partitions a quarter of their rate). Instead the append reports its
+// transaction id, and one goroutine per driver asks the server which of the
+// reported transactions have ended (pg_xact_status, one statement for all
+// of them) and sends one NOTIFY per stream with committed rows, from a
+// transaction of its own. A consumer is woken only once the rows are
+// visible: pg_xact_status says "committed" only after the transaction has
+// left the running set, so a snapshot taken on the wake-up sees its rows.
+// Rolled-back transactions are dropped without a wake-up. Consumers keep
+// polling, so a check that fails, or a transaction left open past
+// txWakeMaxAge, costs latency only.
 const (
 	// txWakeFirst is the first check after an idle spell: a caller
 	// usually commits right after producing.
@@ -109,11 +106,9 @@ func (d *Driver) closeTxWakes() {
 
 // txWakeAfter is the interval after a check that waited delay: twice as
 // long, up to notifyEvery. A caller's transaction that commits soon after
-// producing, as most do, is seen within about the time it took, not at the
-// next notifyEvery (the checks at 1, 6, 11 ms saw a commit at 1.5 ms at
-// 6 ms; now at 1, 3, 7, 12 ms); one that stays open is checked every
-// notifyEvery, as before, and so are the transactions of a steady flow of
-// ProduceTx calls, whose wake-ups coalesce as the driver's own appends'.
+// producing, as most do, is seen within about the time it took; one that
+// stays open, and a steady flow of ProduceTx calls, are checked every
+// notifyEvery, their wake-ups coalescing as the driver's own appends'.
 func txWakeAfter(delay time.Duration) time.Duration {
 	return min(2*delay, notifyEvery)
 }
