@@ -2,7 +2,6 @@ package mysql
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -61,22 +60,22 @@ func (d *Driver) Subscribe(ctx context.Context, p driver.SubscribeParams) error 
 	if err := d.check(); err != nil {
 		return err
 	}
-	w, s := d.watching.join(watchKey{stream: p.StreamID}, p)
-	defer d.watching.leave(w, s)
+	s, _ := d.watching.Join(p.StreamID, p)
+	defer d.watching.Leave(p.StreamID, s)
 	select {
 	case <-ctx.Done():
 		return nil
-	case <-s.lead:
-		return d.watchMarks(ctx, w)
+	case <-s.Lead():
+		return d.watchMarks(ctx, p.StreamID)
 	}
 }
 
-// watchMarks reads the stream's marks until ctx ends, waking w's
+// watchMarks reads the stream's marks until ctx ends, waking its
 // subscribers whenever they moved. Reads start a period apart, or further
-// when one took over half of it. A failed read is tried again after a backoff (the wake-ups are
-// hints, and the consumers keep polling); it ends only when the driver
-// closed.
-func (d *Driver) watchMarks(ctx context.Context, w *watch) error {
+// when one took over half of it. A failed read is tried again after a
+// backoff (the wake-ups are hints, and the consumers keep polling); it ends
+// only when the driver closed.
+func (d *Driver) watchMarks(ctx context.Context, stream int64) error {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	fails := 0
@@ -87,8 +86,8 @@ func (d *Driver) watchMarks(ctx context.Context, w *watch) error {
 		case <-t.C:
 		}
 		start := time.Now()
-		mark, err := d.marks(ctx, w.key.stream)
-		period := d.watching.period(w)
+		mark, err := d.marks(ctx, stream)
+		period := watchPeriod(d.watching.Poll(stream, defaultWatchPoll))
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -101,15 +100,19 @@ func (d *Driver) watchMarks(ctx context.Context, w *watch) error {
 			continue
 		}
 		fails = 0
-		for _, wake := range d.watching.observe(w, mark) {
-			wake()
-		}
+		d.watching.Observe(stream, mark)
 		// A read that took longer than half the period (a server
 		// overloaded) is followed by as long a pause: the watch never keeps
 		// a statement in flight more than half the time.
 		took := time.Since(start)
 		t.Reset(max(period-took, took))
 	}
+}
+
+// watchPeriod is how long after a read of a stream's marks the next
+// begins, for subscribers that poll at most every poll.
+func watchPeriod(poll time.Duration) time.Duration {
+	return min(max(poll/watchesPerPoll, minWatchPeriod), maxWatchPeriod)
 }
 
 // marks is the greatest id in the stream's log: one dive to the end of its
@@ -123,107 +126,6 @@ func (d *Driver) marks(ctx context.Context, streamID int64) (int64, error) {
 	return top, err
 }
 
-// watchKey names what one reader of a driver watches: a stream.
-type watchKey struct {
-	stream int64
-}
-
-// watch is a stream's reader and the subscribers it wakes.
-type watch struct {
-	key    watchKey
-	subs   map[*subscriber]struct{}
-	reader *subscriber // the subscriber whose Subscribe reads the marks
-	mark   int64       // the marks as last read
-	known  bool        // mark was read
-}
-
-// subscriber is one Subscribe call.
-type subscriber struct {
-	wake   func()
-	period time.Duration
-	// lead receives once when this subscriber is to read for all of them.
-	lead chan struct{}
-}
-
-// watches are a driver's readers, by stream. A watch is removed with its
-// last subscriber, so it holds only streams with subscriptions running.
-type watches struct {
-	mu sync.Mutex
-	m  map[watchKey]*watch
-}
-
-// join adds a subscriber to the watch of key, creating it. The first
-// subscriber of a watch, or the first after its reader left, is told to
-// lead.
-func (ws *watches) join(key watchKey, p driver.SubscribeParams) (*watch, *subscriber) {
-	poll := p.PollInterval
-	if poll <= 0 {
-		poll = defaultWatchPoll
-	}
-	s := &subscriber{wake: p.Wake, period: min(max(poll/watchesPerPoll, minWatchPeriod), maxWatchPeriod), lead: make(chan struct{}, 1)}
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	if ws.m == nil {
-		ws.m = map[watchKey]*watch{}
-	}
-	w := ws.m[key]
-	if w == nil {
-		w = &watch{key: key, subs: map[*subscriber]struct{}{}}
-		ws.m[key] = w
-	}
-	w.subs[s] = struct{}{}
-	if w.reader == nil {
-		w.reader = s
-		s.lead <- struct{}{}
-	}
-	return w, s
-}
-
-// leave removes a subscriber; when it was the reader, another subscriber
-// takes over, with the marks as last read.
-func (ws *watches) leave(w *watch, s *subscriber) {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	delete(w.subs, s)
-	if w.reader == s {
-		w.reader = nil
-		for next := range w.subs {
-			w.reader = next
-			next.lead <- struct{}{}
-			break
-		}
-	}
-	if len(w.subs) == 0 {
-		delete(ws.m, w.key)
-	}
-}
-
-// period is how long after a read of w's marks the next begins: the
-// shortest its subscribers asked for.
-func (ws *watches) period(w *watch) time.Duration {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	p := maxWatchPeriod
-	for s := range w.subs {
-		p = min(p, s.period)
-	}
-	return p
-}
-
-// observe records a read of w's marks and returns the wake-ups to call: all
-// subscribers' when the marks moved since the last read. The first read
-// wakes nobody: each subscriber's consumer claims when it starts.
-func (ws *watches) observe(w *watch, mark int64) []func() {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	moved := w.known && mark != w.mark
-	w.mark, w.known = mark, true
-	if !moved {
-		return nil
-	}
-	wakes := make([]func(), 0, len(w.subs))
-	for s := range w.subs {
-		wakes = append(wakes, s.wake)
-	}
-	return wakes
-}
+// watches are a driver's readers of its subscribed streams' marks, by
+// stream id.
+type watches = driver.Subscribers[int64]

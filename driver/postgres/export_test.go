@@ -41,10 +41,7 @@ func LockCursorQuery(stream driver.StreamConfig, group string) (string, []any) {
 // they carry none, and the trailing NOTIFY follows at the interval's end,
 // two seconds and notifyEvery from now.
 func Debounce(d *Driver, streamID int64) {
-	s := d.notifyState(streamID)
-	s.mu.Lock()
-	s.last = time.Now().Add(2 * time.Second)
-	s.mu.Unlock()
+	d.notifyState(streamID).Sent(time.Now().Add(2 * time.Second))
 }
 
 // RowsElsewhere runs, on its own, the question a claim's first round trip

@@ -74,6 +74,7 @@ type Driver struct {
 	rstmts      *stmtCache                 // wstmts when read is write
 	next        driver.NextClaim[struct{}] // the group's last claim here filled its limit
 	noNotify    bool                       // WithoutNotify: consumers poll only
+	watching    driver.Subscribers[string] // Subscribe calls by file, sharing one watch (notify.go)
 	closed      atomic.Bool
 	opened      error
 }
