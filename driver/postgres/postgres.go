@@ -172,7 +172,7 @@ type Driver struct {
 	windows    driver.NextClaim[*window]
 	claimed    driver.ClaimMemo[claimedBatch] // the batches of recent claims (batch.go)
 	wakes      wakeNotes                      // notifications received, for the claims they wake (wakeclaim.go)
-	txWakes    txWakes                        // wake-ups for rows of callers' transactions (notify.go)
+	txWakes    txWakes                        // wake-ups for rows of callers' transactions (notifysend.go)
 }
 
 // Option configures Open.
