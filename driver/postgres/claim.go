@@ -411,15 +411,6 @@ func (u *usualClaim) claimPartitions(ctx context.Context, t *claimTxn) error {
 			return err
 		}
 		u.visited = append(u.visited, c.partition)
-		if p.Ordered {
-			held, err := partitionHeld(ctx, t, p, c.partition)
-			if err != nil {
-				return err
-			}
-			if held {
-				continue
-			}
-		}
 		u.out.next = nil
 		if u.s.readNext && len(res.Deliveries) == 0 && c.partition == u.s.nextFirst {
 			// Should this partition give the claim its Limit, the next

@@ -94,7 +94,7 @@ const fastBatch = `WITH c AS (UPDATE group_cursor SET position = $9::bigint
 
 // queueFastBatch queues fastBatch for the rows s took; its reader sets
 // *ids to the ids leased, all of them.
-func queueFastBatch(r *roundTrip, p driver.ClaimParams, part int32, s partitionScan, ids *[]int64) {
+func queueFastBatch(r *roundTrip, p driver.ClaimParams, part int32, s *driver.PartitionScan, ids *[]int64) {
 	leased := make([]int64, len(s.Taken))
 	for i, t := range s.Taken {
 		leased[i] = t.ID
@@ -119,7 +119,7 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window,
 		return claimOutcome{}, false, nil
 	}
 	s := newScan(p, plan, w.from, p.Limit)
-	if full, _ := s.inspect(w.rows); !full {
+	if !inspect(s, w.rows) {
 		return claimOutcome{}, false, nil
 	}
 	err = d.claimTx(ctx, func(t *claimTxn) error {
