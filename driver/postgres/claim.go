@@ -131,7 +131,7 @@ func windowed(p driver.ClaimParams) bool {
 // transaction.
 func (d *Driver) claim(ctx context.Context, p driver.ClaimParams, s claimSetup) (claimOutcome, error) {
 	if s.win != nil && s.win.partition == s.first && windowed(p) {
-		c, ok, err := d.claimFast(ctx, p, s.win, s.readNext && s.win.partition == s.nextFirst)
+		c, ok, err := d.claimFast(ctx, p, s, s.win)
 		if err != nil || ok {
 			return c, err
 		}
@@ -240,10 +240,11 @@ func (d *Driver) readOn(ctx context.Context, p driver.ClaimParams, res driver.Cl
 	return res
 }
 
-// usualClaim is a claim's transaction when the claim in one round trip
-// (claimFast) did not run: acks, exceptions due, then partitions past
-// their cursors. Its fields but p and s are those of one attempt of the
-// transaction, which may run again.
+// usualClaim is a claim's transaction: acks, exceptions due, then
+// partitions past their cursors; the claim in one round trip (claimFast)
+// runs its partition steps after a first round trip of its own. Its fields
+// but p and s are those of one attempt of the transaction, which may run
+// again.
 type usualClaim struct {
 	p driver.ClaimParams
 	s claimSetup
@@ -268,6 +269,9 @@ type usualClaim struct {
 	plan    driver.ClaimPlan
 	visited []int32 // the partitions whose cursors it locked
 	out     claimOutcome
+	// fast queues the fast claim's first statements, sent with its record
+	// (claimFast).
+	fast func(*roundTrip, *driver.PartitionScan)
 }
 
 // claimUsual runs a claim's transaction: its first round trip begins it

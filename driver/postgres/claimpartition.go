@@ -19,27 +19,15 @@ type partitionClaim struct {
 	short bool
 }
 
-// claimPartition leases as many of the rows past cursor c (which this
-// transaction holds) as the claim still lacks, leaves rows the member
-// cannot decode as due exceptions, and moves the cursor past every row it
-// inspected: driver.ClaimPartition over partitionSteps.
-//
-// A row the group already has an exception for (its cursor was moved back
-// over it) is passed over as it is: the record skips it (batchClaim) and
-// only the rows it returns are leased or deferred. Only then, when the call
-// is still short of limit, does it look further, running ClaimPartition
-// again past the cursor it left.
-//
-// When its last write ends the claim (it takes what the claim lacks, or
-// reads to the end of the only partition with rows, usualClaim.alone),
-// that write carries the COMMIT:
-// one round trip less. short then says the record passed over rows and the
-// claim should read on, in a transaction of its own. ahead is a first
-// window read ahead (partitionSteps.ReadWindow).
+// claimPartition is driver.ClaimPartition over partitionSteps past cursor
+// c (which this transaction holds), for as many rows as the claim lacks.
+// The record skips rows the group already has an exception for (its cursor
+// was moved back over them, batchClaim); the claim then reads on past them,
+// in this transaction or, when the record's COMMIT ended it, in one of its
+// own (short). ahead is a window read ahead.
 func (u *usualClaim) claimPartition(ctx context.Context, t *claimTxn, c lockedCursor, ahead *window) (partitionClaim, error) {
 	limit := u.p.Limit - len(u.out.res.Deliveries)
 	steps := &partitionSteps{u: u, t: t, part: c.partition, ahead: ahead, only: u.p.Stream.Partitions == 1 || u.alone}
-	steps.query, steps.vargs = scanQuery(u.p, u.plan.Versions)
 	p := u.p
 	p.LeaseUntil = ts(p.LeaseUntil)
 	out := partitionClaim{cursor: c.position}
@@ -74,7 +62,8 @@ type partitionSteps struct {
 	ahead *window // stands in for the first window's read, if it is that window
 	only  bool    // no other partition has rows: reading to the end ends the claim
 	asked bool    // Pending was asked
-	// query reads a window (scanQuery), with its version filter's argument.
+	// query reads a window (scanQuery, when first needed), with its
+	// version filter's argument.
 	query string
 	vargs []any
 	// What the last Record recorded, and whether it passed over rows.
@@ -94,13 +83,22 @@ func (st *partitionSteps) Pending(ctx context.Context) (bool, error) {
 
 // ReadWindow implements driver.PartitionSteps. The window read ahead, when
 // it is the first window this scan reads (past from, of size rows), stands
-// in for the query.
+// in for the query; the fast claim reads only its window, which must fill
+// the claim.
 func (st *partitionSteps) ReadWindow(ctx context.Context, from int64, size int, s *driver.PartitionScan) (int, error) {
 	win, ahead := []scannedRow(nil), st.ahead
 	st.ahead = nil
-	if ahead != nil && ahead.from == from && ahead.size == size {
+	switch fast := st.u.fast != nil; {
+	case fast && (ahead == nil || !inspect(s, ahead.rows)):
+		return 0, errNotFast // the fast claim's window fills it, or it runs as usual
+	case fast:
+		return len(ahead.rows), nil
+	case ahead != nil && ahead.from == from && ahead.size == size:
 		win = ahead.rows
-	} else {
+	default:
+		if st.query == "" {
+			st.query, st.vargs = scanQuery(st.u.p, st.u.plan.Versions)
+		}
 		rows, err := st.t.Query(ctx, st.query, append([]any{st.part, from, int32(size)}, st.vargs...)...)
 		if err != nil {
 			return 0, err
@@ -114,16 +112,24 @@ func (st *partitionSteps) ReadWindow(ctx context.Context, from int64, size int, 
 }
 
 // Record implements driver.PartitionSteps in one round trip: the cursor's
-// move and the record of the rows (queueRecord), skipping rows the group
-// already has an exception for. When the scan filled the claim, the window
-// past the new cursor is read before it, for the next claim (claimFast);
-// when it ends the claim, it carries the COMMIT.
+// move and the record of the rows (queueRecord, or the fast claim's
+// fastBatch after its lock and check). When the scan filled the claim, the
+// window past the new cursor is read too, for the next claim (claimFast).
+// When it ends the claim (it filled it, or read to the end of the only
+// partition with rows, usualClaim.alone), it carries the COMMIT.
 func (st *partitionSteps) Record(ctx context.Context, s *driver.PartitionScan) ([]driver.Delivery, int, error) {
 	u := st.u
 	full := len(s.Taken) == s.Limit
-	r := &roundTrip{}
+	r, fast := &roundTrip{}, u.fast
 	var ids []int64
-	queueRecord(r, u.p, st.part, s, &ids)
+	if u.fast = nil; fast != nil {
+		fast(r, s)
+	}
+	if fast != nil && len(s.Deferred) == 0 && len(s.Taken) > 0 {
+		queueFastBatch(r, u.p, st.part, s, &ids)
+	} else {
+		queueRecord(r, u.p, st.part, s, &ids)
+	}
 	if next := u.out.next; full && next != nil {
 		next.queue(r, u.p, st.part, s.Cursor)
 	}
@@ -133,12 +139,6 @@ func (st *partitionSteps) Record(ctx context.Context, s *driver.PartitionScan) (
 	taken, deferred := recorded(s, ids)
 	st.recorded, st.skipped = s, len(taken)+deferred < len(s.Taken)+len(s.Deferred)
 	return taken, deferred, nil
-}
-
-// newScan starts the scan of a claim planned as plan past cursor, for up
-// to limit rows.
-func newScan(p driver.ClaimParams, plan driver.ClaimPlan, cursor int64, limit int) *driver.PartitionScan {
-	return &driver.PartitionScan{Plan: plan, Ordered: p.Ordered, Limit: limit, LeaseUntil: ts(p.LeaseUntil), Cursor: cursor}
 }
 
 // inspect takes the claimable rows of a window in order until the scan has
