@@ -421,12 +421,9 @@ func (u *usualClaim) claimPartitions(ctx context.Context, t *claimTxn) error {
 			// claim may take the rows past it in one round trip.
 			u.out.next = &window{versions: slices.Clone(u.plan.Versions), group: u.g, print: u.gprint}
 		}
-		got, err := u.claimPartition(ctx, t, *c, ahead)
-		if err != nil {
+		if err := u.claimPartition(ctx, t, *c, ahead); err != nil {
 			return err
 		}
-		u.out.short = got.short
-		u.out.add(c.partition, got.taken, got.deferred, got.cursor, u.plan.Versions)
 		if t.ended {
 			break
 		}

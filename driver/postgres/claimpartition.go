@@ -9,48 +9,44 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// partitionClaim is what claimPartition took from a partition.
-type partitionClaim struct {
-	taken    []driver.Delivery
-	deferred int
-	cursor   int64 // where it left the cursor
-	// short: the record passed over rows and its write ended the
-	// transaction: the claim reads on in a transaction of its own.
-	short bool
-}
-
 // claimPartition is driver.ClaimPartition over partitionSteps past cursor
 // c (which this transaction holds), for as many rows as the claim lacks.
 // The record skips rows the group already has an exception for (its cursor
 // was moved back over them, batchClaim); the claim then reads on past them,
 // in this transaction or, when the record's COMMIT ended it, in one of its
-// own (short). ahead is a window read ahead.
-func (u *usualClaim) claimPartition(ctx context.Context, t *claimTxn, c lockedCursor, ahead *window) (partitionClaim, error) {
+// own (claimOutcome.short). It adds what it took to u.out. ahead is a
+// window read ahead.
+func (u *usualClaim) claimPartition(ctx context.Context, t *claimTxn, c lockedCursor, ahead *window) error {
 	limit := u.p.Limit - len(u.out.res.Deliveries)
 	steps := &partitionSteps{u: u, t: t, part: c.partition, ahead: ahead, only: u.p.Stream.Partitions == 1 || u.alone}
 	p := u.p
 	p.LeaseUntil = ts(p.LeaseUntil)
-	out := partitionClaim{cursor: c.position}
-	for scanned := 0; len(out.taken) < limit && scanned < driver.MaxClaimScan; {
-		n := limit - len(out.taken)
-		got, deferred, err := driver.ClaimPartition(ctx, steps, driver.PartitionClaim{Params: p, Plan: u.plan, Cursor: out.cursor, Limit: n,
+	var taken []driver.Delivery
+	deferred, cursor := 0, c.position
+	for scanned := 0; len(taken) < limit && scanned < driver.MaxClaimScan; {
+		n := limit - len(taken)
+		got, d, err := driver.ClaimPartition(ctx, steps, driver.PartitionClaim{Params: p, Plan: u.plan, Cursor: cursor, Limit: n,
 			FirstWindow: driver.FirstWindow(n), Bound: driver.MaxClaimScan - scanned})
 		s := steps.recorded
-		if err != nil || s == nil {
-			return out, err
+		if err != nil {
+			return err
+		}
+		if s == nil {
+			break
 		}
 		steps.recorded = nil
-		out.taken, out.deferred = append(out.taken, got...), out.deferred+deferred
-		out.cursor, scanned = s.Cursor, scanned+s.Scanned
+		taken, deferred = append(taken, got...), deferred+d
+		cursor, scanned = s.Cursor, scanned+s.Scanned
 		if !steps.skipped || !s.More {
 			break
 		}
 		if t.ended {
-			out.short = true
+			u.out.short = true
 			break
 		}
 	}
-	return out, nil
+	u.out.add(c.partition, taken, deferred, cursor, u.plan.Versions)
+	return nil
 }
 
 // partitionSteps are the main claim's driver.PartitionSteps in a claim's
