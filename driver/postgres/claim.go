@@ -205,7 +205,7 @@ func (o *claimOutcome) add(part int32, taken []driver.Delivery, deferred int, cu
 	for _, d := range taken {
 		o.wrote[part] = append(o.wrote[part], d.ID)
 	}
-	o.res.Deliveries = append(o.res.Deliveries, taken...)
+	o.res.Deliveries = appendTo(o.res.Deliveries, taken)
 	o.res.Deferred += deferred
 }
 
@@ -269,9 +269,11 @@ type usualClaim struct {
 	plan    driver.ClaimPlan
 	visited []int32 // the partitions whose cursors it locked
 	out     claimOutcome
-	// fast queues the fast claim's first statements, sent with its record
-	// (claimFast).
-	fast func(*roundTrip, *driver.PartitionScan)
+	// fast is the fast claim's window: its first statements go with its
+	// record (claimFast).
+	fast  *window
+	steps partitionSteps // of the partition being claimed
+
 }
 
 // claimUsual runs a claim's transaction: its first round trip begins it

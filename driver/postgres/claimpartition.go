@@ -18,7 +18,8 @@ import (
 // window read ahead.
 func (u *usualClaim) claimPartition(ctx context.Context, t *claimTxn, c lockedCursor, ahead *window) error {
 	limit := u.p.Limit - len(u.out.res.Deliveries)
-	steps := &partitionSteps{u: u, t: t, part: c.partition, ahead: ahead, only: u.p.Stream.Partitions == 1 || u.alone}
+	u.steps = partitionSteps{u: u, t: t, part: c.partition, ahead: ahead, only: u.p.Stream.Partitions == 1 || u.alone}
+	steps := &u.steps
 	p := u.p
 	p.LeaseUntil = ts(p.LeaseUntil)
 	var taken []driver.Delivery
@@ -35,7 +36,7 @@ func (u *usualClaim) claimPartition(ctx context.Context, t *claimTxn, c lockedCu
 			break
 		}
 		steps.recorded = nil
-		taken, deferred = append(taken, got...), deferred+d
+		taken, deferred = appendTo(taken, got), deferred+d
 		cursor, scanned = s.Cursor, scanned+s.Scanned
 		if !steps.skipped || !s.More {
 			break
@@ -47,6 +48,14 @@ func (u *usualClaim) claimPartition(ctx context.Context, t *claimTxn, c lockedCu
 	}
 	u.out.add(c.partition, taken, deferred, cursor, u.plan.Versions)
 	return nil
+}
+
+// appendTo is append(to, ds...) without the copy when to is empty.
+func appendTo(to, ds []driver.Delivery) []driver.Delivery {
+	if len(to) == 0 {
+		return ds
+	}
+	return append(to, ds...)
 }
 
 // partitionSteps are the main claim's driver.PartitionSteps in a claim's
@@ -119,7 +128,7 @@ func (st *partitionSteps) Record(ctx context.Context, s *driver.PartitionScan) (
 	r, fast := &roundTrip{}, u.fast
 	var ids []int64
 	if u.fast = nil; fast != nil {
-		fast(r, s)
+		u.queueFast(r, fast, s)
 	}
 	if fast != nil && len(s.Deferred) == 0 && len(s.Taken) > 0 {
 		queueFastBatch(r, u.p, st.part, s, &ids)

@@ -127,8 +127,7 @@ func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, s claimSet
 	u := &usualClaim{}
 	err = d.claimTx(ctx, func(t *claimTxn) error {
 		*u = usualClaim{p: p, s: s, g: w.group, gprint: w.print, rows: true, locked: &lockedCursor{w.partition, w.from}, ahead: w,
-			plan: plan, visited: []int32{}, out: claimOutcome{wrote: map[int32][]int64{}}}
-		u.fast = func(r *roundTrip, scan *driver.PartitionScan) { u.queueFast(r, w, scan) }
+			plan: plan, visited: []int32{}, out: claimOutcome{wrote: map[int32][]int64{}}, fast: w}
 		err := u.claimPartitions(ctx, t)
 		var pe *pgconn.PgError
 		if errors.Is(err, errNotFast) || errors.As(err, &pe) && pe.Code == guardFailed {
