@@ -1,6 +1,9 @@
 package driver
 
-import "context"
+import (
+	"cmp"
+	"context"
+)
 
 // PartitionSteps are one engine's statements for the main claim of one
 // partition, run in the claim's transaction while it holds the partition's
@@ -35,11 +38,14 @@ type PartitionClaim struct {
 	// an engine that reads a window whole, MaxClaimWindow for one that
 	// steps rows in the process).
 	FirstWindow int
+	// Bound is the most rows to look at (0: MaxClaimScan), less for an
+	// engine that reads on in the same claim past rows its record passed
+	// over.
+	Bound int
 }
 
 // ClaimPartition is the main claim of one partition, the same on every
-// engine that runs it statement by statement (PostgreSQL pipelines its
-// own): an ordered group's partition with a delivery out gives nothing;
+// engine: an ordered group's partition with a delivery out gives nothing;
 // otherwise the rows past the cursor are read in windows and judged by
 // PartitionScan, and what the scan looked at is recorded: cursor, batch,
 // deferred rows. It returns the deliveries and how many rows it deferred.
@@ -50,9 +56,10 @@ func ClaimPartition(ctx context.Context, steps PartitionSteps, c PartitionClaim)
 		}
 	}
 	s := &PartitionScan{Plan: c.Plan, Ordered: c.Params.Ordered, Limit: c.Limit, LeaseUntil: c.Params.LeaseUntil, Cursor: c.Cursor}
-	_, err := s.ReadWindows(c.FirstWindow, MaxClaimScan, func(from int64, size int) (int, error) {
+	more, err := s.ReadWindows(c.FirstWindow, cmp.Or(c.Bound, MaxClaimScan), func(from int64, size int) (int, error) {
 		return steps.ReadWindow(ctx, from, size, s)
 	})
+	s.More = more
 	if err != nil || s.Cursor == c.Cursor {
 		return nil, 0, err
 	}

@@ -80,3 +80,33 @@ func TestClaimPartition(t *testing.T) {
 		})
 	}
 }
+
+// The scan's bound and whether rows may remain reach the record: a scan
+// stopped at its limit or its bound has More, one at the partition's end
+// has not.
+func TestClaimPartitionBoundAndMore(t *testing.T) {
+	t.Parallel()
+	plan := ClaimPlan{Versions: []int{1}, Decodable: []int{1}}
+	for _, tc := range []struct {
+		name         string
+		rows         int64
+		limit, bound int
+		wantScanned  int
+		wantMore     bool
+	}{
+		{"limit", 100, 4, 0, 4, true},
+		{"bound", 100, 50, 20, 48, true}, // windows of 16 and 32
+		{"end", 10, 50, 0, 10, false},
+	} {
+		steps := fakePartition{rows: tc.rows}
+		if _, _, err := ClaimPartition(context.Background(), &steps, PartitionClaim{Params: ClaimParams{}, Plan: plan, Limit: tc.limit, FirstWindow: MinClaimWindow, Bound: tc.bound}); err != nil {
+			t.Fatal(err)
+		}
+		if s := steps.recorded; s == nil || s.Scanned != tc.wantScanned || s.More != tc.wantMore {
+			t.Errorf("%s: recorded %v; want %d scanned, more %v", tc.name, s != nil, tc.wantScanned, tc.wantMore)
+			if s != nil {
+				t.Logf("scanned %d, more %v", s.Scanned, s.More)
+			}
+		}
+	}
+}

@@ -30,6 +30,9 @@ type PartitionScan struct {
 	Scanned int
 	// Stopped says an ordered scan met a deferred row.
 	Stopped bool
+	// More says the scan stopped at its limit or its bound: rows may
+	// remain past Cursor (ReadWindows).
+	More bool
 }
 
 // Done reports whether the scan has its limit or was stopped: it looks at

@@ -131,7 +131,7 @@ func windowed(p driver.ClaimParams) bool {
 // transaction.
 func (d *Driver) claim(ctx context.Context, p driver.ClaimParams, s claimSetup) (claimOutcome, error) {
 	if s.win != nil && s.win.partition == s.first && windowed(p) {
-		c, ok, err := d.claimFast(ctx, p, s.win, s.readNext && s.win.partition == s.nextFirst)
+		c, ok, err := d.claimFast(ctx, p, s, s.win)
 		if err != nil || ok {
 			return c, err
 		}
@@ -205,7 +205,7 @@ func (o *claimOutcome) add(part int32, taken []driver.Delivery, deferred int, cu
 	for _, d := range taken {
 		o.wrote[part] = append(o.wrote[part], d.ID)
 	}
-	o.res.Deliveries = append(o.res.Deliveries, taken...)
+	o.res.Deliveries = appendTo(o.res.Deliveries, taken)
 	o.res.Deferred += deferred
 }
 
@@ -240,10 +240,11 @@ func (d *Driver) readOn(ctx context.Context, p driver.ClaimParams, res driver.Cl
 	return res
 }
 
-// usualClaim is a claim's transaction when the claim in one round trip
-// (claimFast) did not run: acks, exceptions due, then partitions past
-// their cursors. Its fields but p and s are those of one attempt of the
-// transaction, which may run again.
+// usualClaim is a claim's transaction: acks, exceptions due, then
+// partitions past their cursors; the claim in one round trip (claimFast)
+// runs its partition steps after a first round trip of its own. Its fields
+// but p and s are those of one attempt of the transaction, which may run
+// again.
 type usualClaim struct {
 	p driver.ClaimParams
 	s claimSetup
@@ -268,6 +269,11 @@ type usualClaim struct {
 	plan    driver.ClaimPlan
 	visited []int32 // the partitions whose cursors it locked
 	out     claimOutcome
+	// fast is the fast claim's window: its first statements go with its
+	// record (claimFast).
+	fast  *window
+	steps partitionSteps // of the partition being claimed
+
 }
 
 // claimUsual runs a claim's transaction: its first round trip begins it
@@ -411,27 +417,15 @@ func (u *usualClaim) claimPartitions(ctx context.Context, t *claimTxn) error {
 			return err
 		}
 		u.visited = append(u.visited, c.partition)
-		if p.Ordered {
-			held, err := partitionHeld(ctx, t, p, c.partition)
-			if err != nil {
-				return err
-			}
-			if held {
-				continue
-			}
-		}
 		u.out.next = nil
 		if u.s.readNext && len(res.Deliveries) == 0 && c.partition == u.s.nextFirst {
 			// Should this partition give the claim its Limit, the next
 			// claim may take the rows past it in one round trip.
 			u.out.next = &window{versions: slices.Clone(u.plan.Versions), group: u.g, print: u.gprint}
 		}
-		got, err := u.claimPartition(ctx, t, *c, ahead)
-		if err != nil {
+		if err := u.claimPartition(ctx, t, *c, ahead); err != nil {
 			return err
 		}
-		u.out.short = got.short
-		u.out.add(c.partition, got.taken, got.deferred, got.cursor, u.plan.Versions)
 		if t.ended {
 			break
 		}

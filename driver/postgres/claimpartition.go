@@ -9,121 +9,153 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// partitionClaim is what claimPartition took from a partition.
-type partitionClaim struct {
-	taken    []driver.Delivery
-	deferred int
-	cursor   int64 // where it left the cursor
-	// short: the record passed over rows and its write ended the
-	// transaction: the claim reads on in a transaction of its own.
-	short bool
-}
-
-// claimPartition leases as many of the rows past cursor c (which this
-// transaction holds) as the claim still lacks, leaves rows the member
-// cannot decode as due exceptions, and moves the cursor past every row it
-// inspected.
-//
-// A row the group already has an exception for (its cursor was moved back
-// over it) is passed over as it is: the record skips it (batchClaim) and
-// only the rows it returns are leased or deferred. Only then, when the call
-// is still short of limit, does it look further.
-//
-// When its last write ends the claim (it takes what the claim lacks, or
-// reads to the end of the only partition with rows, usualClaim.alone),
-// that write carries the COMMIT:
-// one round trip less. short then says the record passed over rows and the
-// claim should read on, in a transaction of its own. ahead is a first
-// window read ahead (scanPartition).
-func (u *usualClaim) claimPartition(ctx context.Context, t *claimTxn, c lockedCursor, ahead *window) (partitionClaim, error) {
+// claimPartition is driver.ClaimPartition over partitionSteps past cursor
+// c (which this transaction holds), for as many rows as the claim lacks.
+// The record skips rows the group already has an exception for (its cursor
+// was moved back over them, batchClaim); the claim then reads on past them,
+// in this transaction or, when the record's COMMIT ended it, in one of its
+// own (claimOutcome.short). It adds what it took to u.out. ahead is a
+// window read ahead.
+func (u *usualClaim) claimPartition(ctx context.Context, t *claimTxn, c lockedCursor, ahead *window) error {
 	limit := u.p.Limit - len(u.out.res.Deliveries)
-	only := u.p.Stream.Partitions == 1 || u.alone // no other cursor had rows
-	out := partitionClaim{cursor: c.position}
-	scanned := 0
-	for len(out.taken) < limit && scanned < driver.MaxClaimScan {
-		s, err := u.scanPartition(ctx, t, lockedCursor{c.partition, out.cursor}, limit-len(out.taken), driver.MaxClaimScan-scanned, ahead)
+	u.steps = partitionSteps{u: u, t: t, part: c.partition, ahead: ahead, only: u.p.Stream.Partitions == 1 || u.alone}
+	steps := &u.steps
+	p := u.p
+	p.LeaseUntil = ts(p.LeaseUntil)
+	var taken []driver.Delivery
+	deferred, cursor := 0, c.position
+	for scanned := 0; len(taken) < limit && scanned < driver.MaxClaimScan; {
+		n := limit - len(taken)
+		got, d, err := driver.ClaimPartition(ctx, steps, driver.PartitionClaim{Params: p, Plan: u.plan, Cursor: cursor, Limit: n,
+			FirstWindow: driver.FirstWindow(n), Bound: driver.MaxClaimScan - scanned})
+		s := steps.recorded
 		if err != nil {
-			return partitionClaim{}, err
+			return err
 		}
-		ahead = nil
-		if s.Cursor == out.cursor {
+		if s == nil {
 			break
 		}
-		full := len(out.taken)+len(s.Taken) == limit
-		var next *window // read for the next claim when this one has its limit
-		if full {
-			next = u.out.next
-		}
-		got, deferred, err := u.recordClaim(ctx, t, c.partition, s, full || (!s.more && only), next)
-		if err != nil {
-			return partitionClaim{}, err
-		}
-		out.taken, out.deferred = append(out.taken, got...), out.deferred+deferred
-		out.cursor, scanned = s.Cursor, scanned+s.Scanned
-		skipped := len(got)+deferred < len(s.Taken)+len(s.Deferred)
-		if !skipped || !s.more {
+		steps.recorded = nil
+		taken, deferred = appendTo(taken, got), deferred+d
+		cursor, scanned = s.Cursor, scanned+s.Scanned
+		if !steps.skipped || !s.More {
 			break
 		}
 		if t.ended {
-			out.short = true
+			u.out.short = true
 			break
 		}
 	}
-	return out, nil
+	u.out.add(c.partition, taken, deferred, cursor, u.plan.Versions)
+	return nil
 }
 
-// partitionScan is what scanPartition found.
-type partitionScan struct {
-	driver.PartitionScan
-	// more: the scan stopped at limit or its bound, not at the end of the
-	// partition or at an ordered group's deferred row.
-	more bool
+// appendTo is append(to, ds...) without the copy when to is empty.
+func appendTo(to, ds []driver.Delivery) []driver.Delivery {
+	if len(to) == 0 {
+		return ds
+	}
+	return append(to, ds...)
 }
 
-// newScan starts the scan of a claim planned as plan past cursor, for up
-// to limit rows.
-func newScan(p driver.ClaimParams, plan driver.ClaimPlan, cursor int64, limit int) partitionScan {
-	return partitionScan{PartitionScan: driver.PartitionScan{Plan: plan, Ordered: p.Ordered, Limit: limit, LeaseUntil: ts(p.LeaseUntil), Cursor: cursor}, more: true}
+// partitionSteps are the main claim's driver.PartitionSteps in a claim's
+// transaction, for one partition.
+type partitionSteps struct {
+	u     *usualClaim
+	t     *claimTxn
+	part  int32
+	ahead *window // stands in for the first window's read, if it is that window
+	only  bool    // no other partition has rows: reading to the end ends the claim
+	asked bool    // Pending was asked
+	// query reads a window (scanQuery, when first needed), with its
+	// version filter's argument.
+	query string
+	vargs []any
+	// What the last Record recorded, and whether it passed over rows.
+	recorded *driver.PartitionScan
+	skipped  bool
 }
 
-// scanPartition reads up to limit claimable rows past cursor from,
-// inspecting at most bound rows (driver.PartitionScan.ReadWindows). ahead,
-// when it holds the first window this scan would read (past from, of the
-// same size), stands in for that window's query.
-func (u *usualClaim) scanPartition(ctx context.Context, t *claimTxn, from lockedCursor, limit, bound int, ahead *window) (partitionScan, error) {
-	query, vargs := scanQuery(u.p, u.plan.Versions)
-	s := newScan(u.p, u.plan, from.position, limit)
-	more, err := s.ReadWindows(driver.FirstWindow(limit), bound, func(after int64, size int) (int, error) {
-		var win []scannedRow
-		if ahead != nil && ahead.from == after && ahead.size == size {
-			win = ahead.rows
-		} else {
-			rows, err := t.Query(ctx, query, append([]any{from.partition, after, int32(size)}, vargs...)...)
-			if err != nil {
-				return 0, err
-			}
-			if win, err = collectWindow(rows); err != nil {
-				return 0, err
-			}
+// Pending implements driver.PartitionSteps (partitionHeld), asked once: a
+// read on past rows the record passed over finds the batch it wrote.
+func (st *partitionSteps) Pending(ctx context.Context) (bool, error) {
+	if st.asked {
+		return false, nil
+	}
+	st.asked = true
+	return partitionHeld(ctx, st.t, st.u.p, st.part)
+}
+
+// ReadWindow implements driver.PartitionSteps. The window read ahead, when
+// it is the first window this scan reads (past from, of size rows), stands
+// in for the query; the fast claim reads only its window, which must fill
+// the claim.
+func (st *partitionSteps) ReadWindow(ctx context.Context, from int64, size int, s *driver.PartitionScan) (int, error) {
+	win, ahead := []scannedRow(nil), st.ahead
+	st.ahead = nil
+	switch fast := st.u.fast != nil; {
+	case fast && (ahead == nil || !inspect(s, ahead.rows)):
+		return 0, errNotFast // the fast claim's window fills it, or it runs as usual
+	case fast:
+		return len(ahead.rows), nil
+	case ahead != nil && ahead.from == from && ahead.size == size:
+		win = ahead.rows
+	default:
+		if st.query == "" {
+			st.query, st.vargs = scanQuery(st.u.p, st.u.plan.Versions)
 		}
-		ahead = nil
-		s.inspect(win)
-		return len(win), nil
-	})
-	s.more = more
-	return s, err
+		rows, err := st.t.Query(ctx, st.query, append([]any{st.part, from, int32(size)}, st.vargs...)...)
+		if err != nil {
+			return 0, err
+		}
+		if win, err = collectWindow(rows); err != nil {
+			return 0, err
+		}
+	}
+	inspect(s, win)
+	return len(win), nil
+}
+
+// Record implements driver.PartitionSteps in one round trip: the cursor's
+// move and the record of the rows (queueRecord, or the fast claim's
+// fastBatch after its lock and check). When the scan filled the claim, the
+// window past the new cursor is read too, for the next claim (claimFast).
+// When it ends the claim (it filled it, or read to the end of the only
+// partition with rows, usualClaim.alone), it carries the COMMIT.
+func (st *partitionSteps) Record(ctx context.Context, s *driver.PartitionScan) ([]driver.Delivery, int, error) {
+	u := st.u
+	full := len(s.Taken) == s.Limit
+	r, fast := &roundTrip{}, u.fast
+	var ids []int64
+	if u.fast = nil; fast != nil {
+		u.queueFast(r, fast, s)
+	}
+	if fast != nil && len(s.Deferred) == 0 && len(s.Taken) > 0 {
+		queueFastBatch(r, u.p, st.part, s, &ids)
+	} else {
+		queueRecord(r, u.p, st.part, s, &ids)
+	}
+	if next := u.out.next; full && next != nil {
+		next.queue(r, u.p, st.part, s.Cursor)
+	}
+	if err := st.t.send(ctx, &r.Batch, r.read, full || (!s.More && st.only)); err != nil {
+		return nil, 0, err
+	}
+	taken, deferred := recorded(s, ids)
+	st.recorded, st.skipped = s, len(taken)+deferred < len(s.Taken)+len(s.Deferred)
+	return taken, deferred, nil
 }
 
 // inspect takes the claimable rows of a window in order until the scan has
-// its limit (driver.PartitionScan decides what each row is). full: it has
-// its limit; stop: an ordered group met a deferred row.
-func (s *partitionScan) inspect(win []scannedRow) (full, stop bool) {
+// its limit (driver.PartitionScan decides what each row is), and reports
+// whether it has.
+func inspect(s *driver.PartitionScan, win []scannedRow) (full bool) {
 	for _, w := range win {
 		if !s.Inspect(w.row, w.versionOK && w.head) {
-			return !s.Stopped, s.Stopped
+			return !s.Stopped
 		}
 	}
-	return false, false
+	return false
 }
 
 // scanQuery is the statement that reads a window of rows past a cursor
@@ -216,31 +248,10 @@ func (w *window) read(br pgx.BatchResults) error {
 	return err
 }
 
-// recordClaim moves the cursor past what s inspected and records its
-// leased rows as the claim's batch of the partition and its deferred rows
-// as delayed exceptions (batchClaim), skipping rows the group already has
-// an exception for. It returns the deliveries and the count of deferred
-// rows it recorded. With end, the write ends the claim, carrying the
-// COMMIT; with next, the window past the new cursor is read before it, for
-// the next claim (claimFast).
-func (u *usualClaim) recordClaim(ctx context.Context, t *claimTxn, part int32, s partitionScan, end bool, next *window) ([]driver.Delivery, int, error) {
-	r := &roundTrip{}
-	var recordedIDs []int64
-	queueRecord(r, u.p, part, s, &recordedIDs)
-	if next != nil {
-		next.queue(r, u.p, part, s.Cursor)
-	}
-	if err := t.send(ctx, &r.Batch, r.read, end); err != nil {
-		return nil, 0, err
-	}
-	taken, deferred := recorded(s, recordedIDs)
-	return taken, deferred, nil
-}
-
-// queueRecord queues recordClaim's statements: the cursor's move past
+// queueRecord queues the record of a partition's rows: the cursor's move past
 // what s inspected and, when s leased or deferred rows, their record
 // (batchClaim), whose reader sets *ids to the ids recorded.
-func queueRecord(r *roundTrip, p driver.ClaimParams, part int32, s partitionScan, ids *[]int64) {
+func queueRecord(r *roundTrip, p driver.ClaimParams, part int32, s *driver.PartitionScan, ids *[]int64) {
 	r.add(execRead, `UPDATE group_cursor SET position = $1::bigint WHERE stream_id = $2::bigint AND group_name = $3::text AND partition = $4::integer`,
 		s.Cursor, p.Stream.ID, p.Group, part)
 	n := len(s.Taken) + len(s.Deferred)
@@ -267,7 +278,7 @@ func queueRecord(r *roundTrip, p driver.ClaimParams, part int32, s partitionScan
 
 // recorded is what a record of s took, given the ids it recorded:
 // the deliveries, and the count of deferred rows.
-func recorded(s partitionScan, inserted []int64) ([]driver.Delivery, int) {
+func recorded(s *driver.PartitionScan, inserted []int64) ([]driver.Delivery, int) {
 	if len(inserted) == len(s.Taken)+len(s.Deferred) {
 		return s.Taken, len(s.Deferred)
 	}

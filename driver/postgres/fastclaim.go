@@ -94,7 +94,7 @@ const fastBatch = `WITH c AS (UPDATE group_cursor SET position = $9::bigint
 
 // queueFastBatch queues fastBatch for the rows s took; its reader sets
 // *ids to the ids leased, all of them.
-func queueFastBatch(r *roundTrip, p driver.ClaimParams, part int32, s partitionScan, ids *[]int64) {
+func queueFastBatch(r *roundTrip, p driver.ClaimParams, part int32, s *driver.PartitionScan, ids *[]int64) {
 	leased := make([]int64, len(s.Taken))
 	for i, t := range s.Taken {
 		leased[i] = t.ID
@@ -110,58 +110,48 @@ func queueFastBatch(r *roundTrip, p driver.ClaimParams, part int32, s partitionS
 	}, fastBatch, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, leased, s.Cursor, leased[0], leased[len(leased)-1])
 }
 
+// errNotFast ends a fast claim before it sent anything: the window does
+// not fill the claim.
+var errNotFast = errors.New("postgres: not a fast claim")
+
 // claimFast claims the rows of window w in one round trip, if nothing
-// changed since w was read, and with readNext reads the window past them.
-// ok false: it claimed nothing, and the claim runs as usual.
-func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, w *window, readNext bool) (out claimOutcome, ok bool, err error) {
+// changed since w was read: the usual claim's partition steps over w, with
+// the cursor's lock and the check (queueFast) in place of the first round
+// trip, sent with the record. ok false: it claimed nothing, and the claim
+// runs as usual.
+func (d *Driver) claimFast(ctx context.Context, p driver.ClaimParams, s claimSetup, w *window) (_ claimOutcome, ok bool, err error) {
 	plan, err := driver.PlanClaim(w.group, p)
 	if err != nil || !sameVersions(plan.Versions, w.versions) {
 		return claimOutcome{}, false, nil
 	}
-	s := newScan(p, plan, w.from, p.Limit)
-	if full, _ := s.inspect(w.rows); !full {
-		return claimOutcome{}, false, nil
-	}
+	u := &usualClaim{}
 	err = d.claimTx(ctx, func(t *claimTxn) error {
-		ok = false
-		r := &roundTrip{}
-		var one int32
-		var g driver.GroupConfig
-		var inserted []int64
-		r.add(func(br pgx.BatchResults) error { return br.QueryRow().Scan(&one) }, fastLock, p.Stream.ID, p.Group, w.partition, w.from)
-		readGroup := func(br pgx.BatchResults) (err error) {
-			g, err = scanLoadedGroup(br.QueryRow(), p.Group, &one)
-			return err
-		}
-		r.add(readGroup, fastCheck(p.Stream.ID), p.Stream.ID, p.Group, w.print, ts(p.Now), w.partition, w.from, s.Cursor, int64(s.Scanned), p.Stream.Generation)
-		if len(s.Deferred) == 0 && len(s.Taken) > 0 {
-			queueFastBatch(r, p, w.partition, s, &inserted)
-		} else {
-			queueRecord(r, p, w.partition, s, &inserted)
-		}
-		var next *window
-		if readNext {
-			next = &window{versions: slices.Clone(plan.Versions)}
-			next.queue(r, p, w.partition, s.Cursor)
-		}
-		err := t.send(ctx, &r.Batch, r.read, true)
+		*u = usualClaim{p: p, s: s, g: w.group, gprint: w.print, rows: true, locked: &lockedCursor{w.partition, w.from}, ahead: w,
+			plan: plan, visited: []int32{}, out: claimOutcome{wrote: map[int32][]int64{}}, fast: w}
+		err := u.claimPartitions(ctx, t)
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == guardFailed {
-			t.rollback(ctx) // something changed: the claim runs as usual
+		if errors.Is(err, errNotFast) || errors.As(err, &pe) && pe.Code == guardFailed {
+			t.rollback(ctx) // not sent, or something changed: the claim runs as usual
 			return nil
 		}
-		if err != nil {
-			return err
-		}
-		out = claimOutcome{res: driver.ClaimResult{Group: g}, wrote: map[int32][]int64{},
-			short: len(inserted) < len(s.Taken)+len(s.Deferred), next: next}
-		taken, deferred := recorded(s, inserted)
-		out.add(w.partition, taken, deferred, s.Cursor, plan.Versions)
-		if next != nil {
-			next.group, next.print = g, w.print
-		}
-		ok = true
-		return nil
+		ok = err == nil
+		return err
 	})
-	return out, ok, err
+	return u.out, ok, err
+}
+
+// queueFast queues the fast claim's first statements: the lock of the
+// cursor at the position window w follows, and the check that nothing
+// changed since w was read, which reads the group.
+func (u *usualClaim) queueFast(r *roundTrip, w *window, scan *driver.PartitionScan) {
+	p := u.p
+	var one int32
+	r.add(func(br pgx.BatchResults) error { return br.QueryRow().Scan(&one) }, fastLock, p.Stream.ID, p.Group, w.partition, w.from)
+	r.add(func(br pgx.BatchResults) (err error) {
+		u.out.res.Group, err = scanLoadedGroup(br.QueryRow(), p.Group, &one)
+		if n := u.out.next; n != nil {
+			n.group = u.out.res.Group
+		}
+		return err
+	}, fastCheck(p.Stream.ID), p.Stream.ID, p.Group, w.print, ts(p.Now), w.partition, w.from, scan.Cursor, int64(scan.Scanned), p.Stream.Generation)
 }
