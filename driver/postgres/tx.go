@@ -34,11 +34,7 @@ func (d *Driver) retry(ctx context.Context, stage stage, fn func() error) error 
 		return err
 	}
 	r := driver.Retries{Limits: retryLimits}
-	for {
-		err := fn()
-		if err == nil {
-			return nil
-		}
+	last, _ := r.Run(ctx, fn, func(err error) int {
 		st := stage
 		if s, ok := err.(*staged); ok {
 			err, st = s.err, s.stage
@@ -46,14 +42,12 @@ func (d *Driver) retry(ctx context.Context, stage stage, fn func() error) error 
 		if sentNothing(err) {
 			st = stageRead
 		}
-		kind := -1
 		if ctx.Err() == nil && !d.closed.Load() && retryable(err, st) {
-			kind = 0
+			return 0
 		}
-		if again, waited := r.Again(ctx, kind); !again || waited != nil {
-			return d.wrap(ctx, err, st)
-		}
-	}
+		return -1
+	})
+	return d.wrap(ctx, last, stage)
 }
 
 // write runs fn, an autocommit write (one statement, or a batch that runs
