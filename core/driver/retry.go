@@ -37,6 +37,22 @@ func (r *Retries) Again(ctx context.Context, kind int) (bool, error) {
 	return true, Sleep(ctx, Backoff(r.total))
 }
 
+// Run calls attempt until it succeeds, or fails with a failure kind says
+// not to run again (Again), or ctx ends in the pause before the next
+// attempt. It returns the last attempt's error, and the context's error in
+// the last case.
+func (r *Retries) Run(ctx context.Context, attempt func() error, kind func(error) int) (last, ended error) {
+	for {
+		if last = attempt(); last == nil {
+			return nil, nil
+		}
+		again, err := r.Again(ctx, kind(last))
+		if err != nil || !again {
+			return last, err
+		}
+	}
+}
+
 // Backoff is the pause before the attempt after the n-th failure: 5 ms a
 // failure up to 30 ms, spread over half to one and a half times that, so
 // that two transactions that conflicted do not meet again.

@@ -105,38 +105,37 @@ func (d *Driver) ownTx(ctx context.Context, snapshot bool, fn func(querier) erro
 	if err := d.check(); err != nil {
 		return err
 	}
+	var at stage
 	r := driver.Retries{Limits: retryLimits}
-	for {
-		at, err := d.tryTx(ctx, snapshot, fn)
-		if err == nil {
-			return nil
-		}
+	last, ended := r.Run(ctx, func() (err error) {
+		at, err = d.tryTx(ctx, snapshot, fn)
+		return err
+	}, func(err error) int {
 		caller, final, err := marked(err)
-		if caller {
-			return err
-		}
-		o := opRead
-		if at == stageCommit {
-			o = opWrite
-		}
 		// A COMMIT that failed without the server's answer may have been
 		// applied; one the server refused (Galera's certification failure is
 		// a deadlock at COMMIT) was not, and may run again.
-		if final || ctx.Err() != nil || (at == stageCommit && mysqlErrno(err) == 0) {
-			return d.wrap(ctx, err, o)
+		if caller || final || ctx.Err() != nil || (at == stageCommit && mysqlErrno(err) == 0) {
+			return -1
 		}
 		// A connection lost before COMMIT committed nothing; a pooled
 		// connection found dead fails its first statement.
 		n := mysqlErrno(err)
-		again, waitErr := r.Again(ctx, failureKind(rolledBack(n) || errors.Is(err, errOutOfOrder) || d.galeraIDTaken(err), n == errLockWaitTimeout,
-			n == 0 && at != stageCommit && !driver.Classified(err) && isConnError(err)))
-		if waitErr != nil {
-			return d.wrap(ctx, waitErr, opRead)
-		}
-		if !again {
-			return d.wrap(ctx, err, o)
-		}
+		return failureKind(rolledBack(n) || errors.Is(err, errOutOfOrder) || d.galeraIDTaken(err), n == errLockWaitTimeout,
+			n == 0 && at != stageCommit && !driver.Classified(err) && isConnError(err))
+	})
+	if ended != nil {
+		return d.wrap(ctx, ended, opRead)
 	}
+	caller, _, err := marked(last)
+	if caller {
+		return err
+	}
+	o := opRead
+	if at == stageCommit {
+		o = opWrite
+	}
+	return d.wrap(ctx, err, o)
 }
 
 // tryTx runs fn once in a transaction on a connection of its own. COMMIT is
@@ -205,37 +204,34 @@ func (d *Driver) autocommit(ctx context.Context, fn func(querier) error) error {
 	if err := d.check(); err != nil {
 		return err
 	}
+	o := opWrite
 	r := driver.Retries{Limits: retryLimits}
-	for {
+	last, ended := r.Run(ctx, func() error {
 		conn, err := d.db.Conn(ctx)
-		if err != nil {
-			return d.wrap(ctx, err, opRead)
-		}
-		if err := ctx.Err(); err != nil {
-			conn.Close()
-			return d.wrap(ctx, err, opRead)
-		}
-		err = fn(conn)
-		conn.Close()
 		if err == nil {
-			return nil
+			defer conn.Close()
+			err = ctx.Err()
 		}
-		var fe finalError
-		if errors.As(err, &fe) {
-			return d.wrap(ctx, fe.err, opWrite)
+		if err != nil {
+			o = opRead
+			return finalError{err}
 		}
-		if ctx.Err() != nil {
-			return d.wrap(ctx, err, opWrite)
+		return fn(conn)
+	}, func(err error) int {
+		if errors.As(err, new(finalError)) || ctx.Err() != nil {
+			return -1
 		}
 		n := mysqlErrno(err)
-		again, waitErr := r.Again(ctx, failureKind(rolledBack(n), n == errLockWaitTimeout, n == 0 && errors.Is(err, sqldriver.ErrBadConn)))
-		if waitErr != nil {
-			return d.wrap(ctx, waitErr, opRead)
-		}
-		if !again {
-			return d.wrap(ctx, err, opWrite)
-		}
+		return failureKind(rolledBack(n), n == errLockWaitTimeout, n == 0 && errors.Is(err, sqldriver.ErrBadConn))
+	})
+	if ended != nil {
+		return d.wrap(ctx, ended, opRead)
 	}
+	var fe finalError
+	if errors.As(last, &fe) {
+		last = fe.err
+	}
+	return d.wrap(ctx, last, o)
 }
 
 // exec runs one statement that commits on its own (see autocommit).

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
@@ -17,13 +16,10 @@ import (
 // and double-quotes their backquoted identifiers (numbered); the arguments
 // they take (Go ints, strings, bools, times) need no casts, since each placeholder's context types it, or an untyped
 // literal on the simple protocol.
-type runner struct{ q pgxRunner }
+type runner struct{ q querier }
 
-// pgxRunner is what the pool, its connections and transactions share.
-type pgxRunner interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
+// pgxRunner is the old name of querier.
+type pgxRunner = querier
 
 func (r runner) Query(ctx context.Context, query string, args ...any) (sqldb.Rows, error) {
 	rows, err := r.q.Query(ctx, numbered(query), args...)
@@ -82,11 +78,9 @@ func numbered(query string) string {
 	return b.String()
 }
 
-// The scopes sqldb.Store runs in (sqldb.Scope), retried and classified
-// as the driver's own statements are: pooled reads on the pool outside a
-// transaction, autocommit writes one statement on a connection of it,
-// writing runs a read committed transaction (inTx) and reading one
-// snapshot (readTx).
+// The driver's scopes as sqldb.Scope, sqldb's statements run in: pooled
+// is read, autocommit is write, writing is inTx, and reading is one
+// read-only repeatable read snapshot.
 
 func (d *Driver) pooled(ctx context.Context, fn func(sqldb.Runner) error) error {
 	return d.read(ctx, func() error { return fn(runner{d.pool}) })
@@ -101,7 +95,9 @@ func (d *Driver) writing(ctx context.Context, fn func(sqldb.Runner) error) error
 }
 
 func (d *Driver) reading(ctx context.Context, fn func(sqldb.Runner) error) error {
-	return d.readTx(ctx, func(tx pgx.Tx) error { return fn(runner{tx}) })
+	return d.retry(ctx, stageRead, func() error {
+		return d.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error { return fn(runner{tx}) })
+	})
 }
 
 // bounded is writing with each lock wait bounded by the driver's lock

@@ -11,11 +11,13 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// querier is what the driver's statements run on: the pool, one of its
+// querier is what the driver's statements run on, and runner adapts for
+// the statements it shares (sqldb.Runner): the pool, one of its
 // connections, a transaction (the driver's or the caller's), or a claim's
 // transaction.
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
@@ -34,11 +36,7 @@ func (d *Driver) retry(ctx context.Context, stage stage, fn func() error) error 
 		return err
 	}
 	r := driver.Retries{Limits: retryLimits}
-	for {
-		err := fn()
-		if err == nil {
-			return nil
-		}
+	last, _ := r.Run(ctx, fn, func(err error) int {
 		st := stage
 		if s, ok := err.(*staged); ok {
 			err, st = s.err, s.stage
@@ -46,14 +44,12 @@ func (d *Driver) retry(ctx context.Context, stage stage, fn func() error) error 
 		if sentNothing(err) {
 			st = stageRead
 		}
-		kind := -1
 		if ctx.Err() == nil && !d.closed.Load() && retryable(err, st) {
-			kind = 0
+			return 0
 		}
-		if again, waited := r.Again(ctx, kind); !again || waited != nil {
-			return d.wrap(ctx, err, st)
-		}
-	}
+		return -1
+	})
+	return d.wrap(ctx, last, stage)
 }
 
 // write runs fn, an autocommit write (one statement, or a batch that runs
@@ -189,13 +185,6 @@ func committed(tag pgconn.CommandTag, err error) error {
 		return pgx.ErrTxCommitRollback
 	}
 	return err
-}
-
-// readTx runs fn in a read-only repeatable read transaction: one snapshot.
-func (d *Driver) readTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return d.retry(ctx, stageRead, func() error {
-		return d.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
-	})
 }
 
 // runTx is one attempt of a transaction. A failure before COMMIT leaves
