@@ -14,7 +14,7 @@ import (
 var errNothingAppended = errors.New("postgres: append guard wrote nothing")
 
 // staleOrMissing explains an append its guard refused (driver.StaleOrGone).
-func staleOrMissing(ctx context.Context, q pgxRunner, used driver.StreamConfig) error {
+func staleOrMissing(ctx context.Context, q querier, used driver.StreamConfig) error {
 	return driver.StaleOrGone(used, func() (driver.StreamConfig, error) { return lookupStreamByID(ctx, q, used.ID) })
 }
 

@@ -18,9 +18,6 @@ import (
 // literal on the simple protocol.
 type runner struct{ q querier }
 
-// pgxRunner is the old name of querier.
-type pgxRunner = querier
-
 func (r runner) Query(ctx context.Context, query string, args ...any) (sqldb.Rows, error) {
 	rows, err := r.q.Query(ctx, numbered(query), args...)
 	if err != nil {

@@ -94,7 +94,7 @@ func (d *Driver) LookupStream(ctx context.Context, p driver.LookupStreamParams) 
 	return sqldb.Within(ctx, d.pooled, func(q sqldb.Runner) (driver.StreamConfig, error) { return store.Stream(ctx, q, "name = ?", p.Name) })
 }
 
-func lookupStreamByID(ctx context.Context, q pgxRunner, id int64) (driver.StreamConfig, error) {
+func lookupStreamByID(ctx context.Context, q querier, id int64) (driver.StreamConfig, error) {
 	return store.Stream(ctx, runner{q}, "id = ?", id)
 }
 
