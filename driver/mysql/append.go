@@ -31,13 +31,12 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 	if len(rows) == 0 {
 		return []int64{}, d.check()
 	}
+	parts, err := driver.AppendPartitions[int](stream, rows)
+	if err != nil {
+		return nil, err
+	}
 	headers := make([]any, len(rows))
-	partSet := map[int]bool{}
 	for i, r := range rows {
-		if r.Partition < 0 || r.Partition >= stream.Partitions {
-			return nil, &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("append to stream %d: partition %d out of range 0..%d", stream.ID, r.Partition, stream.Partitions-1)}
-		}
-		partSet[r.Partition] = true
 		if len(r.Headers) > 0 {
 			h, err := json.Marshal(r.Headers)
 			if err != nil {
@@ -46,11 +45,6 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 			headers[i] = string(h)
 		}
 	}
-	parts := make([]int, 0, len(partSet))
-	for p := range partSet {
-		parts = append(parts, p)
-	}
-	slices.Sort(parts)
 	if d.appendsInOneStatement(p, rows) {
 		ids, err := d.appendOne(ctx, stream, rows, headers, parts)
 		if !errors.Is(err, errAppendInTx) {
@@ -100,8 +94,7 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 		}
 		return moveHeads(ctx, t, stream.ID, rows, ids)
 	}
-	err := d.withLog(ctx, stream.ID, func() error { return d.inTx(ctx, p.Tx, fn) })
-	if err != nil {
+	if err := d.withLog(ctx, stream.ID, func() error { return d.inTx(ctx, p.Tx, fn) }); err != nil {
 		return nil, err
 	}
 	return ids, nil
