@@ -75,7 +75,7 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 			if err != nil {
 				return &logInsertError{stream: stream.ID, err: err}
 			}
-			first, err := inserted(res, stream.ID, len(chunk))
+			first, err := sqldb.Inserted(res, stream.ID, len(chunk))
 			if err != nil {
 				return err
 			}
@@ -195,7 +195,7 @@ func (d *Driver) appendOne(ctx context.Context, stream driver.StreamConfig, rows
 			return &logInsertError{stream: stream.ID, err: err}
 		}
 		// The statement has committed: nothing below may run it again.
-		first, err := inserted(res, stream.ID, len(rows))
+		first, err := sqldb.Inserted(res, stream.ID, len(rows))
 		if err != nil {
 			return finalError{err}
 		}
@@ -280,19 +280,6 @@ func (d *Driver) lockWaitError(streamID int64, parts []int, callerTx bool, err e
 		advice += ", and roll this transaction back before trying again"
 	}
 	return &driver.Error{Kind: driver.ErrConflict, Advice: advice, Err: driver.Redact(fmt.Errorf("stream %d: lock partitions: %w", streamID, err), d.secrets...)}
-}
-
-// inserted checks that an INSERT of n rows inserted them all, and returns
-// the first id it took.
-func inserted(res sql.Result, streamID int64, n int) (int64, error) {
-	first, err := res.LastInsertId()
-	if err != nil {
-		return 0, fmt.Errorf("append to stream %d: %w", streamID, err)
-	}
-	if got, err := res.RowsAffected(); err != nil || got != int64(n) {
-		return 0, fmt.Errorf("append to stream %d: inserted %d rows of %d (%v)", streamID, got, n, err)
-	}
-	return first, nil
 }
 
 // steppedIDs appends to ids the n ids one simple INSERT took from first on:
