@@ -31,13 +31,12 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 	if len(rows) == 0 {
 		return []int64{}, d.check()
 	}
+	parts, err := driver.AppendPartitions[int](stream, rows)
+	if err != nil {
+		return nil, err
+	}
 	headers := make([]any, len(rows))
-	partSet := map[int]bool{}
 	for i, r := range rows {
-		if r.Partition < 0 || r.Partition >= stream.Partitions {
-			return nil, &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("append to stream %d: partition %d out of range 0..%d", stream.ID, r.Partition, stream.Partitions-1)}
-		}
-		partSet[r.Partition] = true
 		if len(r.Headers) > 0 {
 			h, err := json.Marshal(r.Headers)
 			if err != nil {
@@ -46,11 +45,6 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 			headers[i] = string(h)
 		}
 	}
-	parts := make([]int, 0, len(partSet))
-	for p := range partSet {
-		parts = append(parts, p)
-	}
-	slices.Sort(parts)
 	if d.appendsInOneStatement(p, rows) {
 		ids, err := d.appendOne(ctx, stream, rows, headers, parts)
 		if !errors.Is(err, errAppendInTx) {
@@ -81,7 +75,7 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 			if err != nil {
 				return &logInsertError{stream: stream.ID, err: err}
 			}
-			first, err := inserted(res, stream.ID, len(chunk))
+			first, err := sqldb.Inserted(res, stream.ID, len(chunk))
 			if err != nil {
 				return err
 			}
@@ -100,8 +94,7 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 		}
 		return moveHeads(ctx, t, stream.ID, rows, ids)
 	}
-	err := d.withLog(ctx, stream.ID, func() error { return d.inTx(ctx, p.Tx, fn) })
-	if err != nil {
+	if err := d.withLog(ctx, stream.ID, func() error { return d.inTx(ctx, p.Tx, fn) }); err != nil {
 		return nil, err
 	}
 	return ids, nil
@@ -202,7 +195,7 @@ func (d *Driver) appendOne(ctx context.Context, stream driver.StreamConfig, rows
 			return &logInsertError{stream: stream.ID, err: err}
 		}
 		// The statement has committed: nothing below may run it again.
-		first, err := inserted(res, stream.ID, len(rows))
+		first, err := sqldb.Inserted(res, stream.ID, len(rows))
 		if err != nil {
 			return finalError{err}
 		}
@@ -287,19 +280,6 @@ func (d *Driver) lockWaitError(streamID int64, parts []int, callerTx bool, err e
 		advice += ", and roll this transaction back before trying again"
 	}
 	return &driver.Error{Kind: driver.ErrConflict, Advice: advice, Err: driver.Redact(fmt.Errorf("stream %d: lock partitions: %w", streamID, err), d.secrets...)}
-}
-
-// inserted checks that an INSERT of n rows inserted them all, and returns
-// the first id it took.
-func inserted(res sql.Result, streamID int64, n int) (int64, error) {
-	first, err := res.LastInsertId()
-	if err != nil {
-		return 0, fmt.Errorf("append to stream %d: %w", streamID, err)
-	}
-	if got, err := res.RowsAffected(); err != nil || got != int64(n) {
-		return 0, fmt.Errorf("append to stream %d: inserted %d rows of %d (%v)", streamID, got, n, err)
-	}
-	return first, nil
 }
 
 // steppedIDs appends to ids the n ids one simple INSERT took from first on:

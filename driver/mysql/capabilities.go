@@ -11,12 +11,12 @@ import (
 // needs, which the error names.
 var ErrUnsupportedServer = errors.New("the server lacks a capability sqlstreams needs")
 
-// refusedEngines are the MySQL-wire engines Migrate refuses, told by their
+// engines are the MySQL-wire engines Migrate refuses, told by their
 // version text. The driver needs row locks held to commit with
 // AUTO_INCREMENT values that increase in the order the lock grants them
 // (C5), SKIP LOCKED that skips, and GET_LOCK (Migrate's lock; a lock row on
 // Galera); neither transactional DDL nor LISTEN/NOTIFY.
-var refusedEngines = []driver.Engine{
+var engines = driver.Engines{Served: "MySQL or MariaDB", Unsupported: ErrUnsupportedServer, Refused: []driver.Engine{
 	{Name: "TiDB", Marker: "-tidb-",
 		Missing: []string{"SKIP LOCKED (TiDB parses it but does not skip locked rows)",
 			"AUTO_INCREMENT in commit order across TiDB servers (each server allocates from a cached range unless AUTO_ID_CACHE=1)"},
@@ -25,17 +25,7 @@ var refusedEngines = []driver.Engine{
 		Missing: []string{"AUTO_INCREMENT in commit order across shards (a sharded keyspace takes ids from a Vitess sequence, not in commit order)",
 			"GET_LOCK and SKIP LOCKED with the driver's semantics through vtgate (not verified)"},
 		Advice: "connect sqlstreams to the MySQL server of an unsharded keyspace directly, not through vtgate"},
-}
-
-// classifyServer tells from VERSION() which engine answers.
-func classifyServer(version string) driver.Engine {
-	return driver.EngineOf(version, "MySQL or MariaDB", refusedEngines...)
-}
-
-// refuseEngine is Migrate's refusal of the engine (Engine.Refused).
-func refuseEngine(version string) error {
-	return classifyServer(version).Refused("", ErrUnsupportedServer)
-}
+}}
 
 // serverError is Migrate's error for a server it refuses: an engine's
 // refusal as it is, an old server's with the advice to upgrade.

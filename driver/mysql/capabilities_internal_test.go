@@ -15,7 +15,7 @@ import (
 // with the engine's advice.
 func TestClassifyServer(t *testing.T) {
 	t.Parallel()
-	drivertest.CheckEngines(t, classifyServer, func(version string) error {
+	drivertest.CheckEngines(t, engines.Of, func(version string) error {
 		_, err := supported(version)
 		if err != nil {
 			err = serverError(err)

@@ -184,7 +184,7 @@ var serverVersion = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)`)
 // what the driver needs (capabilities.go).
 func supported(version string) (mariadb bool, err error) {
 	mariadb = strings.Contains(strings.ToLower(version), "mariadb")
-	if err := refuseEngine(version); err != nil {
+	if err := engines.Refuse(version); err != nil {
 		return mariadb, err
 	}
 	m := serverVersion.FindStringSubmatch(version)

@@ -199,13 +199,14 @@ const (
 // appendStatement, and the NOTIFY or the transaction id (xid). It returns
 // the partitions it locks.
 func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow, notify, xid, own bool) (*pgx.Batch, []int32, error) {
+	locks, err := driver.AppendPartitions[int32](stream, rows)
+	if err != nil {
+		return nil, nil, err
+	}
 	values, err := appendValuesOf(stream, rows)
 	if err != nil {
 		return nil, nil, err
 	}
-	locks := slices.Clone(values.partitions)
-	slices.Sort(locks)
-	locks = slices.Compact(locks)
 	b := &pgx.Batch{}
 	lt := d.lockTimeoutValue()
 	switch {
@@ -230,16 +231,15 @@ func (d *Driver) appendBatch(stream driver.StreamConfig, rows []driver.AppendRow
 // appendValues are an append's rows as its insert's parameters $1 to $9,
 // with the SELECT that reads them.
 type appendValues struct {
-	sel        string // sharedInsert or rowsInsert
-	args       []any
-	partitions []int32 // each row's
+	sel  string // sharedInsert or rowsInsert
+	args []any
 }
 
-// appendValuesOf checks an append's rows and binds them. When every row has
-// the same schema version and revision, routing key, rank, headers and
-// production time (one ProduceBatch of one producer usually does), those
-// six are sent once as scalars and only partition, key and payload as
-// arrays (sharedInsert); otherwise each column is an array (rowsInsert).
+// appendValuesOf binds an append's rows. When every row has the same schema
+// version and revision, routing key, rank, headers and production time (one
+// ProduceBatch of one producer usually does), those six are sent once as
+// scalars and only partition, key and payload as arrays (sharedInsert);
+// otherwise each column is an array (rowsInsert).
 func appendValuesOf(stream driver.StreamConfig, rows []driver.AppendRow) (appendValues, error) {
 	n := len(rows)
 	partitions := make([]int32, n)
@@ -248,9 +248,6 @@ func appendValuesOf(stream driver.StreamConfig, rows []driver.AppendRow) (append
 	headers := make([]string, n)
 	shared := driver.SharesValues(rows)
 	for i, r := range rows {
-		if r.Partition < 0 || r.Partition >= stream.Partitions {
-			return appendValues{}, &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("append to stream %d: partition %d out of range 0..%d", stream.ID, r.Partition, stream.Partitions-1)}
-		}
 		partitions[i] = int32(r.Partition)
 		if r.HasKey {
 			keys[i] = &rows[i].Key
@@ -276,7 +273,7 @@ func appendValuesOf(stream driver.StreamConfig, rows []driver.AppendRow) (append
 			h = &headers[0]
 		}
 		first := rows[0]
-		return appendValues{sel: sharedInsert, partitions: partitions, args: []any{partitions, keys, payloads, int32(first.SchemaVersion),
+		return appendValues{sel: sharedInsert, args: []any{partitions, keys, payloads, int32(first.SchemaVersion),
 			int32(first.SchemaRevision), first.RoutingKey, first.CompactionRank, h, ts(first.ProducedAt)}}, nil
 	}
 	versions, revisions := make([]int32, n), make([]int32, n)
@@ -285,7 +282,7 @@ func appendValuesOf(stream driver.StreamConfig, rows []driver.AppendRow) (append
 		versions[i], revisions[i] = int32(r.SchemaVersion), int32(r.SchemaRevision)
 		routing[i], ranks[i], produced[i] = r.RoutingKey, r.CompactionRank, ts(r.ProducedAt)
 	}
-	return appendValues{sel: rowsInsert, partitions: partitions,
+	return appendValues{sel: rowsInsert,
 		args: []any{partitions, versions, revisions, keys, routing, ranks, payloads, headers, produced}}, nil
 }
 

@@ -13,12 +13,12 @@ import (
 // driver needs, which the error names.
 var ErrUnsupportedServer = errors.New("the server lacks a capability sqlstreams needs")
 
-// refusedEngines are the PostgreSQL-wire engines Migrate refuses, told by
+// engines are the PostgreSQL-wire engines Migrate refuses, told by
 // their version text. The driver needs one global order of transactions
 // (C5), SKIP LOCKED that skips, transaction-level advisory locks (Migrate's)
 // and transactional DDL; LISTEN/NOTIFY only for wake-ups (without it,
 // consumers poll).
-var refusedEngines = []driver.Engine{
+var engines = driver.Engines{Served: "PostgreSQL", Prefix: "postgres: ", Unsupported: ErrUnsupportedServer, Refused: []driver.Engine{
 	{Name: "CockroachDB", Marker: "cockroachdb",
 		Missing: []string{"commit-ordered visibility (pg_current_snapshot and xid8: CockroachDB has no global transaction ids)",
 			"transaction-level advisory locks (pg_advisory_xact_lock)", "LISTEN/NOTIFY"},
@@ -27,21 +27,11 @@ var refusedEngines = []driver.Engine{
 		Missing: []string{"commit-ordered visibility (pg_current_snapshot xmin is per tablet server, not one order across the cluster)",
 			"transaction-level advisory locks (before YugabyteDB 2.25)", "LISTEN/NOTIFY (before 2025.2.3, and then only with yb_enable_listen_notify)"},
 		Advice: "sqlstreams cannot keep commit order (C5) on YugabyteDB; use PostgreSQL (with a streaming replica and failover for availability)"},
-}
-
-// classifyServer tells from version() which engine answers.
-func classifyServer(version string) driver.Engine {
-	return driver.EngineOf(version, "PostgreSQL", refusedEngines...)
-}
-
-// refuseEngine is Migrate's refusal of the engine (Engine.Refused).
-func refuseEngine(version string) error {
-	return classifyServer(version).Refused("postgres: ", ErrUnsupportedServer)
-}
+}}
 
 type serverCheck struct{ ok atomic.Bool }
 
-// checkServer refuses the engines of refusedEngines, once per driver.
+// checkServer refuses the engines of engines, once per driver.
 func (d *Driver) checkServer(ctx context.Context) error {
 	if d.server.ok.Load() {
 		return nil
@@ -50,7 +40,7 @@ func (d *Driver) checkServer(ctx context.Context) error {
 	if err := d.pool.QueryRow(ctx, `SELECT version()`).Scan(&version); err != nil {
 		return d.wrap(ctx, err, stageRead)
 	}
-	if err := refuseEngine(version); err != nil {
+	if err := engines.Refuse(version); err != nil {
 		return err
 	}
 	d.server.ok.Store(true)

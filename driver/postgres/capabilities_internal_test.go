@@ -13,7 +13,7 @@ import (
 // whose advice says what to use instead.
 func TestClassifyServer(t *testing.T) {
 	t.Parallel()
-	drivertest.CheckEngines(t, classifyServer, refuseEngine, ErrUnsupportedServer, []drivertest.EngineCase{
+	drivertest.CheckEngines(t, engines.Of, engines.Refuse, ErrUnsupportedServer, []drivertest.EngineCase{
 		{Version: "PostgreSQL 15.10 (Debian 15.10-0+deb12u1) on x86_64-pc-linux-gnu, compiled by gcc (Debian 12.2.0-14) 12.2.0, 64-bit", Engine: "PostgreSQL"},
 		{Version: "PostgreSQL 17.2 on aarch64-unknown-linux-gnu, compiled by gcc (GCC) 12.4.0, 64-bit", Engine: "PostgreSQL"},
 		{Version: "CockroachDB CCL v23.1.11 (x86_64-pc-linux-gnu, built 2023/09/27 01:53:43, go1.19.10)", Engine: "CockroachDB",

@@ -34,12 +34,9 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 			if err != nil {
 				return fmt.Errorf("append to stream %d: %w", stream.ID, err)
 			}
-			last, err := res.LastInsertId()
+			last, err := sqldb.Inserted(res, stream.ID, len(part))
 			if err != nil {
 				return err
-			}
-			if n, err := res.RowsAffected(); err != nil || n != int64(len(part)) {
-				return fmt.Errorf("append to stream %d: inserted %d rows of %d (%v)", stream.ID, n, len(part), err)
 			}
 			for i := range part {
 				ids = append(ids, last-int64(len(part)-1-i))
