@@ -10,11 +10,11 @@ import (
 )
 
 // errNothingAppended: an append's guard found fewer partitions at the
-// generation planned than it writes to; staleOrMissing says why.
+// generation planned than it writes to; staleOrGone says why.
 var errNothingAppended = errors.New("postgres: append guard wrote nothing")
 
-// staleOrMissing explains an append its guard refused (driver.StaleOrGone).
-func staleOrMissing(ctx context.Context, q querier, used driver.StreamConfig) error {
+// staleOrGone explains an append its guard refused (driver.StaleOrGone).
+func staleOrGone(ctx context.Context, q querier, used driver.StreamConfig) error {
 	return driver.StaleOrGone(used, func() (driver.StreamConfig, error) { return lookupStreamByID(ctx, q, used.ID) })
 }
 

@@ -45,7 +45,7 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 	if caller != nil {
 		ids, xid, err := runAppend(ctx, caller, batch, len(p.Rows), d.lockTimeoutValue() != "", false, wantXid)
 		if errors.Is(err, errNothingAppended) {
-			return nil, staleOrMissing(ctx, caller, stream)
+			return nil, staleOrGone(ctx, caller, stream)
 		}
 		if err != nil {
 			return nil, d.appendError(ctx, stream, err, locks, true)
@@ -66,7 +66,7 @@ func (d *Driver) Append(ctx context.Context, p driver.AppendParams) ([]int64, er
 		return err
 	})
 	if err == nil && refused {
-		err = d.read(ctx, func() error { return staleOrMissing(ctx, d.pool, stream) })
+		err = d.read(ctx, func() error { return staleOrGone(ctx, d.pool, stream) })
 	}
 	if err != nil {
 		return nil, d.appendError(ctx, stream, err, locks, false)
@@ -130,7 +130,7 @@ func runAppend(ctx context.Context, s querier, batch *pgx.Batch, n int, bounded,
 	}
 	if len(ids) == 0 {
 		// The insert is guarded by the count of partitions it locked at the
-		// generation planned: staleOrMissing says which failed.
+		// generation planned: staleOrGone says which failed.
 		return fail(errNothingAppended)
 	}
 	if bounded && !own {
