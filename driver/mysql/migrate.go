@@ -33,10 +33,13 @@ func (d *Driver) migrateTo(ctx context.Context, last int) error {
 }
 
 // migrationTable is the table of applied migrations.
-const migrationTable = `CREATE TABLE IF NOT EXISTS sqlstreams_migration (
+var migrationTable = sqldb.MigrationTable{
+	Create: `CREATE TABLE IF NOT EXISTS sqlstreams_migration (
     version    INT         NOT NULL PRIMARY KEY,
     applied_at DATETIME(6) NOT NULL
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+	Insert: "INSERT IGNORE", Now: "UTC_TIMESTAMP(6)", At: func(t time.Time) any { return ts(t) },
+}
 
 // Migrations implements driver.Driver. Up and Down are the embedded files'
 // text: statements each ending with a semicolon at the end of a line, and
@@ -46,13 +49,9 @@ const migrationTable = `CREATE TABLE IF NOT EXISTS sqlstreams_migration (
 // Record creates sqlstreams_migration when missing and records the version
 // at the server's UTC time; it does nothing when the version is recorded.
 func (d *Driver) Migrations() ([]driver.Migration, error) {
-	ms, err := driver.ReadMigrations(migrations, "migrations")
+	ms, err := migrationTable.Migrations(migrations)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
-	}
-	for i := range ms {
-		ms[i].Record = migrationTable + ";\n" +
-			fmt.Sprintf("INSERT IGNORE INTO sqlstreams_migration (version, applied_at) VALUES (%d, UTC_TIMESTAMP(6));\n", ms[i].Version)
 	}
 	return ms, nil
 }
@@ -124,12 +123,13 @@ func (d *Driver) onMigrationConn(ctx context.Context, fn func(s *migrationSteps,
 		return serverError(err)
 	}
 	d.setServer(mariadb, lockMode, incr)
-	return fn(&migrationSteps{d: d, conn: conn, database: dbName.String}, ms)
+	return fn(&migrationSteps{sqldb.MigrationRecords{Table: migrationTable, Runner: sqldb.On(conn)}, d, conn, dbName.String}, ms)
 }
 
 // migrationSteps are MySQL's driver.MigrationSteps on the connection conn
 // to database.
 type migrationSteps struct {
+	sqldb.MigrationRecords
 	d        *Driver
 	conn     *sql.Conn
 	database string
@@ -154,10 +154,6 @@ func (s *migrationSteps) Lock(ctx context.Context) (func(), error) {
 	return func() { _, _ = s.conn.ExecContext(context.WithoutCancel(ctx), `SELECT RELEASE_LOCK(?)`, lock) }, nil
 }
 
-func (s *migrationSteps) Applied(ctx context.Context) (map[int]bool, error) {
-	return sqldb.AppliedVersions(ctx, sqldb.On(s.conn), migrationTable)
-}
-
 // Exec runs a migration file statement by statement, with its directives
 // (parseMigration).
 func (s *migrationSteps) Exec(ctx context.Context, body string) error {
@@ -171,10 +167,6 @@ func (s *migrationSteps) Exec(ctx context.Context, body string) error {
 		}
 	}
 	return nil
-}
-
-func (s *migrationSteps) Record(ctx context.Context, version int, down bool) error {
-	return sqldb.RecordMigration(ctx, sqldb.On(s.conn), `INSERT IGNORE INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, version, down, ts(time.Now()))
 }
 
 var serverVersion = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)`)

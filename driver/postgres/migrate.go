@@ -24,17 +24,17 @@ var tables = []string{"stream_config", "stream_partition", "consumer_group", "gr
 	"registry_setting", "schema_revision", "schema_reader", "schema_id", "schema_reference", "row_count", "row_count_mark", "sqlstreams_migration"}
 
 // migrationTable records applied migrations.
-const migrationTable = `CREATE TABLE IF NOT EXISTS sqlstreams_migration (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`
+var migrationTable = sqldb.MigrationTable{
+	Create: `CREATE TABLE IF NOT EXISTS sqlstreams_migration (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`,
+	Insert: "INSERT", Now: "now()", At: func(t time.Time) any { return ts(t) },
+}
 
 // Migrations implements driver.Driver: the embedded migrations/*.sql
 // files, with their .down.sql files (0002, and every one from 0004 on).
 func (d *Driver) Migrations() ([]driver.Migration, error) {
-	ms, err := driver.ReadMigrations(migrations, "migrations")
+	ms, err := migrationTable.Migrations(migrations)
 	if err != nil {
 		return nil, &driver.Error{Kind: driver.ErrDatabase, Err: fmt.Errorf("postgres: embedded migrations: %w", err)}
-	}
-	for i := range ms {
-		ms[i].Record = migrationTable + fmt.Sprintf(";\nINSERT INTO sqlstreams_migration (version, applied_at) VALUES (%d, now());\n", ms[i].Version)
 	}
 	return ms, nil
 }
@@ -84,7 +84,7 @@ func (d *Driver) migrating(ctx context.Context, fn func(migrationSteps) error) e
 		if schema == "" {
 			return noSchema(ctx, tx)
 		}
-		err := fn(migrationSteps{tx: tx, schema: schema})
+		err := fn(migrationSteps{sqldb.MigrationRecords{Table: migrationTable, Runner: runner{tx}}, tx, schema})
 		if driver.Classified(err) {
 			err = fmt.Errorf("postgres: %w", err) // a refusal; wrap names the rest
 		}
@@ -104,6 +104,7 @@ func (d *Driver) migrating(ctx context.Context, fn func(migrationSteps) error) e
 // migrationSteps are PostgreSQL's driver.MigrationSteps in the migration
 // transaction tx.
 type migrationSteps struct {
+	sqldb.MigrationRecords
 	tx     pgx.Tx
 	schema string
 }
@@ -115,19 +116,11 @@ func (s migrationSteps) Lock(ctx context.Context) (func(), error) {
 	return func() {}, err
 }
 
-func (s migrationSteps) Applied(ctx context.Context) (map[int]bool, error) {
-	return sqldb.AppliedVersions(ctx, runner{s.tx}, migrationTable)
-}
-
 // Exec runs the file's statements as they are written, in the simple
 // protocol.
 func (s migrationSteps) Exec(ctx context.Context, sql string) error {
 	_, err := s.tx.Conn().PgConn().Exec(ctx, sql).ReadAll()
 	return err
-}
-
-func (s migrationSteps) Record(ctx context.Context, version int, down bool) error {
-	return sqldb.RecordMigration(ctx, runner{s.tx}, `INSERT INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, version, down, ts(time.Now()))
 }
 
 // AppliedMigrations implements driver.Driver: the records of the first

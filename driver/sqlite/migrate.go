@@ -25,19 +25,19 @@ func (d *Driver) Migrate(ctx context.Context) error {
 
 // Migrations implements driver.Driver.
 func (d *Driver) Migrations() ([]driver.Migration, error) {
-	ms, err := driver.ReadMigrations(migrations, "migrations")
+	ms, err := migrationTable.Migrations(migrations)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
-	}
-	for i := range ms {
-		ms[i].Record = migrationTable + fmt.Sprintf(";\nINSERT INTO sqlstreams_migration (version, applied_at) VALUES (%d, CAST(unixepoch('subsec') * 1000000 AS INTEGER));\n", ms[i].Version)
 	}
 	return ms, nil
 }
 
 // migrationTable records applied migrations; applied_at is in unix
 // microseconds.
-const migrationTable = `CREATE TABLE IF NOT EXISTS sqlstreams_migration (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`
+var migrationTable = sqldb.MigrationTable{
+	Create: `CREATE TABLE IF NOT EXISTS sqlstreams_migration (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`,
+	Insert: "INSERT", Now: "CAST(unixepoch('subsec') * 1000000 AS INTEGER)", At: func(t time.Time) any { return micros(t) },
+}
 
 // AppliedMigrations implements driver.Driver.
 func (d *Driver) AppliedMigrations(ctx context.Context, _ driver.AppliedMigrationsParams) ([]driver.AppliedMigration, error) {
@@ -70,7 +70,9 @@ func (d *Driver) migrating(ctx context.Context, fn func(s migrationSteps, ms []d
 	if err := d.check(); err != nil {
 		return err // names the file already
 	}
-	if err := d.inTx(ctx, nil, func(tx *sql.Tx) error { return fn(migrationSteps{tx}, ms) }); err != nil {
+	if err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
+		return fn(migrationSteps{sqldb.MigrationRecords{Table: migrationTable, Runner: sqldb.On(tx)}, tx}, ms)
+	}); err != nil {
 		return fmt.Errorf("sqlite %s: %w", d.path, err)
 	}
 	return nil
@@ -78,20 +80,15 @@ func (d *Driver) migrating(ctx context.Context, fn func(s migrationSteps, ms []d
 
 // migrationSteps are SQLite's driver.MigrationSteps in the write
 // transaction tx.
-type migrationSteps struct{ tx *sql.Tx }
+type migrationSteps struct {
+	sqldb.MigrationRecords
+	tx *sql.Tx
+}
 
 // Lock has nothing to do: the transaction holds the database's one writer.
 func (migrationSteps) Lock(context.Context) (func(), error) { return func() {}, nil }
 
-func (s migrationSteps) Applied(ctx context.Context) (map[int]bool, error) {
-	return sqldb.AppliedVersions(ctx, sqldb.On(s.tx), migrationTable)
-}
-
 func (s migrationSteps) Exec(ctx context.Context, sql string) error {
 	_, err := s.tx.ExecContext(ctx, sql)
 	return err
-}
-
-func (s migrationSteps) Record(ctx context.Context, version int, down bool) error {
-	return sqldb.RecordMigration(ctx, sqldb.On(s.tx), `INSERT INTO sqlstreams_migration (version, applied_at) VALUES (?, ?)`, version, down, micros(time.Now()))
 }
