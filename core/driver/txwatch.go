@@ -54,8 +54,11 @@ type watched[T any] struct {
 }
 
 // TxCheck checks the watched items once, reporting those that ended
-// (ended[i] for items[i]), even along an error.
-type TxCheck[T any] func(ctx context.Context, items []T) (ended []bool, err error)
+// (ended[i] for items[i]), even along an error. An interface, not a func:
+// a driver passes a pointer, which Add takes without allocating.
+type TxCheck[T any] interface {
+	Check(ctx context.Context, items []T) (ended []bool, err error)
+}
 
 // Add watches item; the checker, started if none runs, checks with check
 // at intervals up to every.
@@ -148,7 +151,7 @@ func (w *TxWatch[T]) Pass(ctx context.Context, check TxCheck[T]) (left int, err 
 	for i, p := range batch {
 		items[i] = p.item
 	}
-	ended, err := check(ctx, items)
+	ended, err := check.Check(ctx, items)
 	gone := map[uint64]bool{}
 	for i, e := range ended[:min(len(ended), len(batch))] {
 		gone[batch[i].seq] = e

@@ -23,10 +23,10 @@ func TestTxWatchIntervalsDouble(t *testing.T) {
 	answers := make(chan answer)
 	w := &TxWatch[int]{after: func(d time.Duration) <-chan time.Time { asked <- d; return fire }}
 	defer w.Close()
-	w.Add(1, every, func(_ context.Context, items []int) ([]bool, error) {
+	w.Add(1, every, checkFunc(func(_ context.Context, items []int) ([]bool, error) {
 		a := <-answers
 		return []bool{a.ended}, a.err
-	})
+	}))
 	step := func(want time.Duration, a answer) {
 		t.Helper()
 		if got := <-asked; got != want {
@@ -53,14 +53,14 @@ func TestTxWatchCapAndAge(t *testing.T) {
 	w.Manual()
 	var seen []int
 	var end int = -1
-	check := func(_ context.Context, items []int) ([]bool, error) {
+	check := checkFunc(func(_ context.Context, items []int) ([]bool, error) {
 		seen = slices.Clone(items)
 		ended := make([]bool, len(items))
 		for i, it := range items {
 			ended[i] = it == end
 		}
 		return ended, nil
-	}
+	})
 	for i := range 5 {
 		w.Add(i, time.Second, check)
 	}
@@ -96,14 +96,14 @@ func TestTxWatchCloseWaits(t *testing.T) {
 	}}
 	checking, cancelled, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var returned atomic.Bool
-	check := func(ctx context.Context, items []int) ([]bool, error) {
+	check := checkFunc(func(ctx context.Context, items []int) ([]bool, error) {
 		close(checking)
 		<-ctx.Done()
 		close(cancelled)
 		<-release
 		returned.Store(true)
 		return nil, ctx.Err()
-	}
+	})
 	w.Add(1, time.Second, check)
 	<-checking
 	closed := make(chan bool)
@@ -122,8 +122,12 @@ func TestTxWatchCloseWaits(t *testing.T) {
 	if timers.Load() != n {
 		t.Fatal("an Add after Close started a checker")
 	}
-	none := func(context.Context, []int) ([]bool, error) { return nil, nil }
+	none := checkFunc(func(context.Context, []int) ([]bool, error) { return nil, nil })
 	if left, _ := w.Pass(context.Background(), none); left != 1 {
 		t.Fatalf("%d watched after Close; want only the one from before it", left)
 	}
 }
+
+type checkFunc func(ctx context.Context, items []int) ([]bool, error)
+
+func (f checkFunc) Check(ctx context.Context, items []int) ([]bool, error) { return f(ctx, items) }

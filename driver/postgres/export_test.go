@@ -21,7 +21,9 @@ func ManualTxWakes(d *Driver) { d.txWakes.Manual() }
 
 // TxWakePass runs one check of the watched transactions of ProduceTx and
 // reports how many are still watched.
-func TxWakePass(d *Driver) (int, error) { return d.txWakes.Pass(context.Background(), d.txWakeCheck) }
+func TxWakePass(d *Driver) (int, error) {
+	return d.txWakes.Pass(context.Background(), (*txWakeCheck)(d))
+}
 
 // Channel is the notification channel of a stream.
 func Channel(d *Driver, streamID int64) string { return d.channel(streamID) }

@@ -72,15 +72,18 @@ type (
 // wakeAfterCommit watches the caller's transaction xid that appended to the
 // stream of channel ch, to wake its consumers once it has committed.
 func (d *Driver) wakeAfterCommit(ch, xid string) {
-	d.txWakes.Add(txWake{channel: ch, xid: xid}, notifyEvery, d.txWakeCheck)
+	d.txWakes.Add(txWake{channel: ch, xid: xid}, notifyEvery, (*txWakeCheck)(d))
 }
 
 func (d *Driver) closeTxWakes() { d.txWakes.Close() }
 
-// txWakeCheck is a driver.TxCheck: it reports which of the transactions
-// ended and notifies the channel of every stream one of them committed
-// rows to, once per stream.
-func (d *Driver) txWakeCheck(ctx context.Context, batch []txWake) (ended []bool, err error) {
+// txWakeCheck is the driver as a driver.TxCheck.
+type txWakeCheck Driver
+
+// Check reports which of the transactions ended and notifies the channel
+// of every stream one of them committed rows to, once per stream.
+func (c *txWakeCheck) Check(ctx context.Context, batch []txWake) (ended []bool, err error) {
+	d := (*Driver)(c)
 	if err := d.check(); err != nil {
 		return nil, err
 	}
