@@ -17,15 +17,13 @@ var (
 
 // ManualTxWakes stops the driver from checking the transactions of
 // ProduceTx on its own: the test runs each check with TxWakePass.
-func ManualTxWakes(d *Driver) {
-	d.txWakes.mu.Lock()
-	d.txWakes.manual = true
-	d.txWakes.mu.Unlock()
-}
+func ManualTxWakes(d *Driver) { d.txWakes.Manual() }
 
 // TxWakePass runs one check of the watched transactions of ProduceTx and
 // reports how many are still watched.
-func TxWakePass(d *Driver) (int, error) { return d.txWakePass(context.Background()) }
+func TxWakePass(d *Driver) (int, error) {
+	return d.txWakes.Pass(context.Background(), (*txWakeCheck)(d))
+}
 
 // Channel is the notification channel of a stream.
 func Channel(d *Driver, streamID int64) string { return d.channel(streamID) }

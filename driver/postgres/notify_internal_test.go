@@ -1,10 +1,6 @@
 package postgres
 
-import (
-	"slices"
-	"testing"
-	"time"
-)
+import "testing"
 
 // The first append of a debounce interval carries its NOTIFY and the next
 // one none (driver.Debounce; TestDebounceAfterCommit holds the trailing
@@ -21,21 +17,5 @@ func TestNotifyNow(t *testing.T) {
 	}
 	if (&Driver{}).notifyNow(stream) {
 		t.Error("a driver WithoutNotify carried a NOTIFY")
-	}
-}
-
-// The checks of ProduceTx transactions after an idle spell come at
-// intervals that double from txWakeFirst up to notifyEvery: a transaction
-// that commits soon after producing is seen soon, and a steady flow is
-// checked every notifyEvery.
-func TestTxWakeChecksDouble(t *testing.T) {
-	t.Parallel()
-	var got []time.Duration
-	for d := txWakeFirst; len(got) < 6; d = txWakeAfter(d) {
-		got = append(got, d)
-	}
-	want := []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond, notifyEvery, notifyEvery, notifyEvery}
-	if !slices.Equal(got, want) {
-		t.Errorf("intervals %v; want %v", got, want)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,134 +57,35 @@ const notifyAlone = `SELECT pg_notify(c, '') FROM set_config('synchronous_commit
 // Wake-ups for rows produced in callers' transactions. Such a transaction
 // carries no NOTIFY (its lock, notifyEvery, cost 8 committers on 8
 // partitions a quarter of their rate). Instead the append reports its
-// transaction id, and one goroutine per driver asks the server which of the
-// reported transactions have ended (pg_xact_status, one statement for all
-// of them) and sends one NOTIFY per stream with committed rows, from a
-// transaction of its own. A consumer is woken only once the rows are
+// transaction id, which driver.TxWatch watches: txWakeCheck asks the server
+// which of them have ended (pg_xact_status, one statement for all) and
+// sends one NOTIFY per stream with committed rows, from a transaction of
+// its own (notifyAlone). A consumer is woken only once the rows are
 // visible: pg_xact_status says "committed" only after the transaction has
 // left the running set, so a snapshot taken on the wake-up sees its rows.
-// Rolled-back transactions are dropped without a wake-up. Consumers keep
-// polling, so a check that fails, or a transaction left open past
-// txWakeMaxAge, costs latency only.
-const (
-	// txWakeFirst is the first check after an idle spell: a caller
-	// usually commits right after producing.
-	txWakeFirst = time.Millisecond
-	// txWakeMaxAge bounds how long a transaction is watched.
-	txWakeMaxAge = 10 * time.Minute
-	// txWakeMax bounds how many transactions are watched at once; past it
-	// the oldest are dropped.
-	txWakeMax = 10000
+// Rolled-back transactions are dropped without a wake-up.
+type (
+	txWakes = driver.TxWatch[txWake]
+	txWake  struct{ channel, xid string }
 )
-
-type txWakes struct {
-	mu      sync.Mutex
-	pending []txWake
-	running bool
-	manual  bool // tests run the checks themselves (TxWakePass)
-	// stop ends the checker and its statements: Close calls it, then waits
-	// for the checker (done), so that no goroutine of the driver outlives it.
-	ctx    context.Context
-	stop   context.CancelFunc
-	done   sync.WaitGroup
-	closed bool
-}
-
-// closeTxWakes stops the checker and waits for it; wake-ups still pending
-// are dropped (consumers poll).
-func (d *Driver) closeTxWakes() {
-	w := &d.txWakes
-	w.mu.Lock()
-	w.closed = true
-	if w.stop != nil {
-		w.stop()
-	}
-	w.mu.Unlock()
-	w.done.Wait()
-}
-
-// txWakeAfter is the interval after a check that waited delay: twice as
-// long, up to notifyEvery. A caller's transaction that commits soon after
-// producing, as most do, is seen within about the time it took; one that
-// stays open, and a steady flow of ProduceTx calls, are checked every
-// notifyEvery, their wake-ups coalescing as the driver's own appends'.
-func txWakeAfter(delay time.Duration) time.Duration {
-	return min(2*delay, notifyEvery)
-}
-
-type txWake struct {
-	channel, xid string
-	since        time.Time
-}
 
 // wakeAfterCommit watches the caller's transaction xid that appended to the
 // stream of channel ch, to wake its consumers once it has committed.
 func (d *Driver) wakeAfterCommit(ch, xid string) {
-	w := &d.txWakes
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.pending) >= txWakeMax {
-		w.pending = slices.Delete(w.pending, 0, len(w.pending)-txWakeMax+1)
-	}
-	if w.closed {
-		return
-	}
-	w.pending = append(w.pending, txWake{channel: ch, xid: xid, since: time.Now()})
-	if !w.running && !w.manual {
-		if w.stop == nil {
-			w.ctx, w.stop = context.WithCancel(context.Background())
-		}
-		w.running = true
-		ctx := w.ctx
-		w.done.Go(func() { d.runTxWakes(ctx) })
-	}
+	d.txWakes.Add(txWake{channel: ch, xid: xid}, notifyEvery, (*txWakeCheck)(d))
 }
 
-// runTxWakes checks the watched transactions soon after the first arrives,
-// then at intervals that double up to notifyEvery while any is left
-// (txWakeAfter), and ends when none is.
-func (d *Driver) runTxWakes(ctx context.Context) {
-	delay := txWakeFirst
-	timer := time.NewTimer(delay)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
-		left, err := d.txWakePass(ctx)
-		delay = txWakeAfter(delay)
-		if err != nil {
-			timer.Reset(100 * notifyEvery) // the server is away: check less often
-		} else {
-			timer.Reset(delay)
-		}
-		w := &d.txWakes
-		w.mu.Lock()
-		if (left == 0 && len(w.pending) == 0) || d.check() != nil {
-			w.pending, w.running = nil, false
-			w.mu.Unlock()
-			return
-		}
-		w.mu.Unlock()
-	}
-}
+func (d *Driver) closeTxWakes() { d.txWakes.Close() }
 
-// txWakePass checks the watched transactions once: it notifies the channel
-// of every stream one of them committed rows to (once per stream), stops
-// watching those that ended or are too old, and reports how many it still
-// watches.
-func (d *Driver) txWakePass(ctx context.Context) (left int, err error) {
-	w := &d.txWakes
-	w.mu.Lock()
-	batch := slices.Clone(w.pending)
-	w.mu.Unlock()
-	if len(batch) == 0 {
-		return 0, nil
-	}
+// txWakeCheck is the driver as a driver.TxCheck.
+type txWakeCheck Driver
+
+// Check reports which of the transactions ended and notifies the channel
+// of every stream one of them committed rows to, once per stream.
+func (c *txWakeCheck) Check(ctx context.Context, batch []txWake) (ended []bool, err error) {
+	d := (*Driver)(c)
 	if err := d.check(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -201,26 +101,20 @@ func (d *Driver) txWakePass(ctx context.Context) (left int, err error) {
 	if err == nil && len(statuses) != len(batch) {
 		err = fmt.Errorf("%d statuses for %d transactions", len(statuses), len(batch))
 	}
-	done := map[string]bool{} // xids no longer watched
+	if err != nil {
+		return nil, err
+	}
+	ended = make([]bool, len(batch))
 	var channels []string
-	if err == nil {
-		for i, st := range statuses {
-			if st == "in progress" {
-				continue
-			}
-			done[batch[i].xid] = true
-			if st == "committed" && !slices.Contains(channels, batch[i].channel) {
-				channels = append(channels, batch[i].channel)
-			}
-		}
-		if len(channels) > 0 {
-			// A hint: a failure here costs the consumers a poll.
-			_, err = d.pool.Exec(ctx, notifyAlone, channels)
+	for i, st := range statuses {
+		ended[i] = st != "in progress"
+		if st == "committed" && !slices.Contains(channels, batch[i].channel) {
+			channels = append(channels, batch[i].channel)
 		}
 	}
-	now := time.Now()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.pending = slices.DeleteFunc(w.pending, func(p txWake) bool { return done[p.xid] || now.Sub(p.since) > txWakeMaxAge })
-	return len(w.pending), err
+	if len(channels) > 0 {
+		// A hint: a failure here costs the consumers a poll.
+		_, err = d.pool.Exec(ctx, notifyAlone, channels)
+	}
+	return ended, err
 }

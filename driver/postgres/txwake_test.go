@@ -168,7 +168,7 @@ func TestCloseStopsTxWakes(t *testing.T) {
 	checker := func() bool {
 		buf := make([]byte, 1<<20)
 		stacks := string(buf[:runtime.Stack(buf, true)])
-		return strings.Contains(stacks, "postgres.(*Driver).runTxWakes") || strings.Contains(stacks, "postgres.(*Driver).wakeAfterCommit.func")
+		return strings.Contains(stacks, "driver.(*TxWatch[...]).run") || strings.Contains(stacks, "driver.(*TxWatch[...]).Add.func")
 	}
 	for deadline := time.Now().Add(10 * time.Second); !checker(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
