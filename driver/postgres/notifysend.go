@@ -75,8 +75,6 @@ func (d *Driver) wakeAfterCommit(ch, xid string) {
 	d.txWakes.Add(txWake{channel: ch, xid: xid}, notifyEvery, (*txWakeCheck)(d))
 }
 
-func (d *Driver) closeTxWakes() { d.txWakes.Close() }
-
 // txWakeCheck is the driver as a driver.TxCheck.
 type txWakeCheck Driver
 

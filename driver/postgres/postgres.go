@@ -354,7 +354,7 @@ func (d *Driver) Close() error {
 	if lis != nil {
 		lis.stop()
 	}
-	d.closeTxWakes()
+	d.txWakes.Close()
 	if d.pool != nil {
 		d.pool.Close()
 	}
