@@ -119,10 +119,7 @@ func (d *Driver) wrap(ctx context.Context, err error, st stage) error {
 	if sentNothing(err) {
 		st = stageRead
 	}
-	if inner, ok := driver.FromCaller(err); ok {
-		return inner
-	}
-	if driver.Classified(err) {
+	if err, ok := driver.Settled(err); ok {
 		return err
 	}
 	if d.closed.Load() {
@@ -199,11 +196,7 @@ func conflictAdvice(err error, parts []int32, callerTx bool) string {
 	}
 	switch pe.Code {
 	case "55P03":
-		advice := driver.AppendLockHeld(parts)
-		if callerTx {
-			return advice + ", and roll this transaction back and retry it"
-		}
-		return advice + "; nothing was written"
+		return driver.AppendLockAdvice(parts, callerTx)
 	case "40001", "40P01":
 		if callerTx {
 			return adviceCallerRetry
