@@ -42,3 +42,24 @@ func TestAppendLockAdvice(t *testing.T) {
 		t.Errorf("own: %q", a)
 	}
 }
+
+// TestUnanswered: a write in flight has an unknown outcome, anything else
+// wrote nothing; a password is redacted.
+func TestUnanswered(t *testing.T) {
+	cause := errors.New("read tcp: connection reset, password=hunter2")
+	for _, tc := range []struct {
+		inFlight, ctxEnded bool
+		kind               error
+		says               string
+	}{
+		{true, true, driver.ErrOutcomeUnknown, "the context ended while"},
+		{true, false, driver.ErrOutcomeUnknown, "the connection was lost while"},
+		{false, true, driver.ErrUnavailable, "context ended before the database answered"},
+		{false, false, driver.ErrUnavailable, "nothing was written"},
+	} {
+		err := driver.Unanswered(cause, tc.inFlight, tc.ctxEnded, "hunter2")
+		if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.says) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Unanswered(%v, %v) = %v; want %v saying %q, redacted", tc.inFlight, tc.ctxEnded, err, tc.kind, tc.says)
+		}
+	}
+}
