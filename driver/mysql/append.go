@@ -275,11 +275,7 @@ func partitionRows(streamID int64, parts []int, what, lock string, atGeneration 
 // lockWaitError is the error of a wait for the append lock of parts (all
 // partitions when nil) that timed out.
 func (d *Driver) lockWaitError(streamID int64, parts []int, callerTx bool, err error) error {
-	advice := driver.AppendLockHeld(parts)
-	if callerTx {
-		advice += ", and roll this transaction back before trying again"
-	}
-	return &driver.Error{Kind: driver.ErrConflict, Advice: advice, Err: driver.Redact(fmt.Errorf("stream %d: lock partitions: %w", streamID, err), d.secrets...)}
+	return &driver.Error{Kind: driver.ErrConflict, Advice: driver.AppendLockAdvice(parts, callerTx), Err: driver.Redact(fmt.Errorf("stream %d: lock partitions: %w", streamID, err), d.secrets...)}
 }
 
 // steppedIDs appends to ids the n ids one simple INSERT took from first on:

@@ -144,23 +144,14 @@ func (d *Driver) wrap(ctx context.Context, err error, o op) error {
 	case o == opWrite && errors.Is(err, sqldriver.ErrBadConn):
 		// go-sql-driver says ErrBadConn only when nothing was sent.
 		e.Kind, e.Advice = driver.ErrUnavailable, "the connection to the database was lost before the statement was sent; nothing was written"
-	case o == opWrite && (ctxErr || isConnError(err)):
-		e.Kind = driver.ErrOutcomeUnknown
-		if ctxErr {
-			e.Advice = "the context ended while the database was committing; the change may or may not have been applied: check before retrying (for example by key), or make consumers idempotent"
-		} else {
-			e.Advice = "the connection was lost while the database was committing; the change may or may not have been applied: check before retrying (for example by key), or make consumers idempotent"
-		}
-	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+	case o != opWrite && errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return err // the caller gave up; nothing was written
-	case ctxErr:
-		e.Kind, e.Advice = driver.ErrUnavailable, "the database did not answer before the context's deadline; nothing was written"
-		if o == opCallerTx {
+	case ctxErr || isConnError(err):
+		e = driver.Unanswered(e.Err, o == opWrite, ctxErr)
+		switch {
+		case o == opCallerTx && ctxErr:
 			e.Advice = "the database did not answer before the context's deadline, and the connection of the caller's transaction was closed, which rolls it back; begin it again"
-		}
-	case isConnError(err):
-		e.Kind, e.Advice = driver.ErrUnavailable, "the connection to the database was lost; nothing was written"
-		if o == opCallerTx {
+		case o == opCallerTx:
 			e.Advice = "the connection of the caller's transaction was lost, which rolls it back; begin it again"
 		}
 	}

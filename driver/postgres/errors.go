@@ -102,7 +102,6 @@ func connFailure(err error) bool {
 
 // Advice for failures whose default advice says too little.
 const (
-	adviceCtxEnded    = "the call's context ended before the database answered; nothing was written, so retrying is safe"
 	adviceCancelled   = "the statement was cancelled (statement_timeout, or the call's context) before it completed; nothing was written"
 	adviceCallerRetry = "this transaction was chosen as a deadlock victim or could not be serialized; roll it back and retry it whole, and produce late in it"
 )
@@ -119,10 +118,7 @@ func (d *Driver) wrap(ctx context.Context, err error, st stage) error {
 	if sentNothing(err) {
 		st = stageRead
 	}
-	if inner, ok := driver.FromCaller(err); ok {
-		return inner
-	}
-	if driver.Classified(err) {
+	if err, ok := driver.Settled(err); ok {
 		return err
 	}
 	if d.closed.Load() {
@@ -162,15 +158,12 @@ func (d *Driver) wrap(ctx context.Context, err error, st stage) error {
 		return kind(driver.ErrDatabase, "")
 	}
 	if ctx.Err() != nil {
-		switch {
-		case unknown && !pgconn.SafeToRetry(err):
-			return kind(driver.ErrOutcomeUnknown, "")
-		case pgconn.SafeToRetry(err), err == context.Canceled, err == context.DeadlineExceeded:
-			// Nothing was sent (a bare context error comes from waiting
-			// for a connection of the pool).
-			return d.bareCtx(ctx, err)
+		if !pgconn.SafeToRetry(err) && (unknown || (err != context.Canceled && err != context.DeadlineExceeded)) {
+			return driver.Unanswered(fmt.Errorf("postgres: %w", err), unknown, true, d.secrets...)
 		}
-		return kind(driver.ErrUnavailable, adviceCtxEnded)
+		// Nothing was sent (a bare context error comes from waiting for a
+		// connection of the pool).
+		return d.bareCtx(ctx, err)
 	}
 	switch {
 	case pgconn.SafeToRetry(err):
@@ -199,11 +192,7 @@ func conflictAdvice(err error, parts []int32, callerTx bool) string {
 	}
 	switch pe.Code {
 	case "55P03":
-		advice := driver.AppendLockHeld(parts)
-		if callerTx {
-			return advice + ", and roll this transaction back and retry it"
-		}
-		return advice + "; nothing was written"
+		return driver.AppendLockAdvice(parts, callerTx)
 	case "40001", "40P01":
 		if callerTx {
 			return adviceCallerRetry

@@ -105,10 +105,7 @@ func (d *Driver) readTxQ(ctx context.Context, fn func(cachedTx) error) error {
 // commits locally: a failed statement or COMMIT has not been applied, so no
 // outcome is ever unknown.
 func (d *Driver) wrap(err error) error {
-	if inner, ok := driver.FromCaller(err); ok {
-		return inner
-	}
-	if err == nil || driver.Classified(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err, ok := driver.Settled(err); ok || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	if d.closed.Load() {
