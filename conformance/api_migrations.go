@@ -9,7 +9,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-func init() { register("API_Migrations", testMigrations) }
+func init() { registerNeeding(needMigrationsDown, "API_Migrations", testMigrations) }
 
 // Migrations are the users' to run when they want: a migrator lists what is
 // applied, migrates up to a target or down where a step is reversible, and

@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,6 +80,13 @@ type Target struct {
 	// NoSQL provide them; the others get them from ExecTx and QueryInt.
 	Mark  func(ctx context.Context, drv driver.Driver, tx driver.Tx, key string) error
 	Marks func(ctx context.Context, drv driver.Driver, key string) (int64, error)
+	// NoMigrationsDown declares a server on which taking migrations down
+	// and up again while it works is not safe for the server itself (see
+	// docs/decisions.md, "Galera test nodes do not run migrations down"):
+	// the tests that do it (API_Migrations, R3_VersionSettingsMigrationDown,
+	// R13_MigrationDown and R9_SchemaIDs' backfill) do not run there. The
+	// same driver's other targets run them.
+	NoMigrationsDown bool
 }
 
 // contract is one named conformance test.
@@ -89,36 +97,48 @@ type contract struct {
 	needs need
 }
 
-// need is a capability a test needs of its target.
+// need is a set of capabilities a test needs of its target.
 type need int
 
 const (
 	// needProcesses: child processes open the test's namespace.
-	needProcesses need = iota + 1
+	needProcesses need = 1 << iota
 	// needSQL: the test counts the driver's rows with SQL.
 	needSQL
+	// needMigrationsDown: the test takes migrations down and up again.
+	needMigrationsDown
 )
 
 func (n need) String() string {
-	switch n {
-	case needProcesses:
-		return "other processes (SingleProcess)"
-	case needSQL:
-		return "SQL (NoSQL)"
+	var names []string
+	for _, c := range []struct {
+		n    need
+		name string
+	}{{needProcesses, "other processes (SingleProcess)"}, {needSQL, "SQL (NoSQL)"}, {needMigrationsDown, "migrations down (NoMigrationsDown)"}} {
+		if n&c.n != 0 {
+			names = append(names, c.name)
+		}
 	}
-	return "need"
+	return strings.Join(names, " and ")
 }
 
-// has reports whether the target offers what a test needs.
-func (t Target) has(n need) bool {
-	switch n {
-	case needProcesses:
-		return !t.SingleProcess
-	case needSQL:
-		return !t.NoSQL
+// lacks is what of n the target does not offer.
+func (t Target) lacks(n need) need {
+	var missing need
+	if t.SingleProcess {
+		missing |= needProcesses
 	}
-	return true
+	if t.NoSQL {
+		missing |= needSQL
+	}
+	if t.NoMigrationsDown {
+		missing |= needMigrationsDown
+	}
+	return n & missing
 }
+
+// has reports whether the target offers everything in n.
+func (t Target) has(n need) bool { return t.lacks(n) == 0 }
 
 // contracts lists every test, in contract order. Files named after their
 // contract add to it.
@@ -134,13 +154,14 @@ func registerNeeding(n need, name string, run func(t *testing.T, h *harness)) {
 }
 
 // Run runs every contract test against target, except those that need
-// what the target declares it lacks (SingleProcess, NoSQL): it names those
+// what the target declares it lacks (SingleProcess, NoSQL,
+// NoMigrationsDown): it names those
 // in the log.
 func Run(t *testing.T, target Target) {
 	root, pool := t, &nsPool{}
 	for _, c := range contracts {
-		if !target.has(c.needs) {
-			t.Logf("%s does not run on %s: the target declares it has no %s", c.name, target.Name, c.needs)
+		if missing := target.lacks(c.needs); missing != 0 {
+			t.Logf("%s does not run on %s: the target declares it has no %s", c.name, target.Name, missing)
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) {
@@ -188,7 +209,7 @@ func (h *harness) ns(t testing.TB) string {
 		// Owned by the root so that it outlives this test; dropped when the
 		// whole suite is done. A failure to create it fails this test: the
 		// root's Fatal from this test's goroutine would end the whole run.
-		h.namespace = h.target.NewNamespace(ownedBy{TB: t, owner: h.root})
+		h.namespace = h.target.NewNamespace(&ownedBy{TB: t, owner: h.root})
 	}
 	ns := h.namespace
 	// Registered before the test's clients, so it runs after they closed.
@@ -205,14 +226,22 @@ func (h *harness) ns(t testing.TB) string {
 }
 
 // ownedBy is a test whose cleanups and temporary directories belong to
-// owner, a test that outlives it: the failures it reports are its own.
+// owner, a test that outlives it. The failures it reports while it runs
+// are its own; those its cleanups report go to owner, because they run
+// after it ended, when reporting to it would panic.
 type ownedBy struct {
 	testing.TB
 	owner testing.TB
 }
 
-func (o ownedBy) Cleanup(f func()) { o.owner.Cleanup(f) }
-func (o ownedBy) TempDir() string  { return o.owner.TempDir() }
+func (o *ownedBy) Cleanup(f func()) {
+	o.owner.Cleanup(func() {
+		o.TB = o.owner
+		f()
+	})
+}
+
+func (o *ownedBy) TempDir() string { return o.owner.TempDir() }
 
 // client opens a client on the test's namespace, closed at cleanup.
 func (h *harness) client(t testing.TB, opts ...sqlstreams.ClientOption) *sqlstreams.Client {

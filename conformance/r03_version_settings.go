@@ -13,7 +13,7 @@ import (
 func init() {
 	register("R3_VersionLevels", testVersionLevels)
 	register("R4_VersionModes", testVersionModes)
-	registerNeeding(needSQL, "R3_VersionSettingsMigrationDown", testVersionSettingsDown)
+	registerNeeding(needSQL|needMigrationsDown, "R3_VersionSettingsMigrationDown", testVersionSettingsDown)
 }
 
 // Documents for the version scope: docReq adds a required field to docA,

@@ -237,7 +237,7 @@ func testSchemaIDs(t *testing.T, h *harness) {
 		t.Errorf("concurrent registrations of one new schema: ids %v, errors %v; want one id", ids, err)
 	}
 
-	if !h.target.NoSQL { // a store without SQL has no migration to undo
+	if h.target.has(needSQL | needMigrationsDown) { // a store without SQL has no migration to undo
 		backfillSchemaIDs(t, h)
 	}
 	c3 := h.client(t)

@@ -13,7 +13,7 @@ import (
 func init() {
 	register("R13_RevisionDeletes", testRevisionDeletes)
 	register("R13_RevisionsInUse", testRevisionsInUse)
-	registerNeeding(needSQL, "R13_MigrationDown", testRevisionDeletesDown)
+	registerNeeding(needSQL|needMigrationsDown, "R13_MigrationDown", testRevisionDeletesDown)
 }
 
 // revisionNumbers lists the revision numbers of a stream version, the

@@ -37,15 +37,26 @@ func galeraDatabase(t *testing.T, g *servers.Galera) []string {
 }
 
 // TestGalera runs every Galera scenario on one 3-node cluster.
+//
+// The Galera tests do not run in parallel with the package's other tests,
+// and the conformance suite gets a cluster of its own: a node of MariaDB
+// 10.11.19 can start to grow by hundreds of megabytes a second at some
+// point of a run until the kernel kills it (docs/decisions.md, "Galera test
+// nodes do not run migrations down"), so a cluster lives as briefly as its
+// tests allow.
 func TestGalera(t *testing.T) {
-	t.Parallel()
 	g := servers.NewGalera(t, 3)
 	t.Run("Detection", func(t *testing.T) { testGaleraDetection(t, g) })
 	t.Run("CommitOrderAcrossNodes", func(t *testing.T) { testGaleraCommitOrder(t, g) })
 	t.Run("MigrateAcrossNodes", func(t *testing.T) { testGaleraMigrate(t, g) })
 	t.Run("DisjointPartitionsDoNotConflict", func(t *testing.T) { testGaleraDisjointAppends(t, g) })
 	t.Run("LoadWithNodeKill", func(t *testing.T) { testGaleraLoad(t, g) })
-	t.Run("Conformance", func(t *testing.T) { testGaleraConformance(t, g) })
+}
+
+// TestGaleraConformance runs the whole conformance suite on a three-node
+// cluster, each test's database on one of the nodes in turn.
+func TestGaleraConformance(t *testing.T) {
+	testGaleraConformance(t, servers.NewGalera(t, 3))
 }
 
 func testGaleraDetection(t *testing.T, g *servers.Galera) {
@@ -330,6 +341,10 @@ func testGaleraConformance(t *testing.T, g *servers.Galera) {
 	t.Cleanup(func() { os.Unsetenv("SQLSTREAMS_MYSQL_DSN") })
 	target := targets.MySQL()
 	target.Name = "mysql-galera"
+	// MariaDB 10.11's purge spins on a Galera node once migrations went
+	// down and up again, until the node is killed for its memory (see
+	// docs/decisions.md): the migration tests run on the other targets.
+	target.NoMigrationsDown = true
 	var next atomic.Int64
 	target.NewNamespace = func(tb testing.TB) string {
 		dsn := mysqltest.NewDatabase(tb) // on node 1
