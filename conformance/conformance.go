@@ -155,11 +155,19 @@ func registerNeeding(n need, name string, run func(t *testing.T, h *harness)) {
 
 // Run runs every contract test against target, except those that need
 // what the target declares it lacks (SingleProcess, NoSQL,
-// NoMigrationsDown): it names those
-// in the log.
-func Run(t *testing.T, target Target) {
+// NoMigrationsDown): it names those in the log.
+func Run(t *testing.T, target Target) { RunShard(t, target, 0, 1) }
+
+// RunShard runs the shard-th of shards parts of what Run runs (the
+// contracts at positions shard, shard+shards, ...): calling it for every
+// shard from 0 to shards-1 runs the whole suite once, so that a target can
+// spread it over servers that each live only briefly.
+func RunShard(t *testing.T, target Target, shard, shards int) {
+	if shards < 1 || shard < 0 || shard >= shards {
+		t.Fatalf("conformance: shard %d of %d: want 0 <= shard < shards", shard, shards)
+	}
 	root, pool := t, &nsPool{}
-	for _, c := range contracts {
+	for _, c := range shardOf(shard, shards) {
 		if missing := target.lacks(c.needs); missing != 0 {
 			t.Logf("%s does not run on %s: the target declares it has no %s", c.name, target.Name, missing)
 			continue
@@ -169,6 +177,17 @@ func Run(t *testing.T, target Target) {
 			c.run(t, &harness{target: target, root: root, pool: pool})
 		})
 	}
+}
+
+// shardOf is the shard-th of shards parts of the contracts.
+func shardOf(shard, shards int) []contract {
+	var out []contract
+	for i, c := range contracts {
+		if i%shards == shard {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // harness gives a test its namespace and clients.

@@ -90,3 +90,23 @@ func TestTargetNeeds(t *testing.T) {
 		}
 	}
 }
+
+// The shards of the suite run every contract once between them.
+func TestShardsCoverTheSuite(t *testing.T) {
+	for _, shards := range []int{1, 2, 3} {
+		seen := map[string]int{}
+		for shard := range shards {
+			for _, c := range shardOf(shard, shards) {
+				seen[c.name]++
+			}
+		}
+		if len(seen) != len(contracts) {
+			t.Errorf("%d shards run %d contracts; want %d", shards, len(seen), len(contracts))
+		}
+		for name, n := range seen {
+			if n != 1 {
+				t.Errorf("%d shards run %s %d times", shards, name, n)
+			}
+		}
+	}
+}

@@ -39,7 +39,7 @@ func galeraDatabase(t *testing.T, g *servers.Galera) []string {
 // TestGalera runs every Galera scenario on one 3-node cluster.
 //
 // The Galera tests do not run in parallel with the package's other tests,
-// and the conformance suite gets a cluster of its own: a node of MariaDB
+// and the conformance suite runs on clusters of its own: a node of MariaDB
 // 10.11.19 can start to grow by hundreds of megabytes a second at some
 // point of a run until the kernel kills it (docs/decisions.md, "Galera test
 // nodes do not run migrations down"), so a cluster lives as briefly as its
@@ -53,10 +53,18 @@ func TestGalera(t *testing.T) {
 	t.Run("LoadWithNodeKill", func(t *testing.T) { testGaleraLoad(t, g) })
 }
 
-// TestGaleraConformance runs the whole conformance suite on a three-node
-// cluster, each test's database on one of the nodes in turn.
+// galeraShards is how many clusters the conformance suite is spread over,
+// one after another, each living about half a minute of tests.
+const galeraShards = 2
+
+// TestGaleraConformance runs the whole conformance suite on three-node
+// clusters, each test's database on one of the nodes in turn.
 func TestGaleraConformance(t *testing.T) {
-	testGaleraConformance(t, servers.NewGalera(t, 3))
+	for shard := range galeraShards {
+		t.Run(fmt.Sprintf("Shard%d", shard), func(t *testing.T) {
+			testGaleraConformance(t, servers.NewGalera(t, 3), shard)
+		})
+	}
 }
 
 func testGaleraDetection(t *testing.T, g *servers.Galera) {
@@ -333,7 +341,7 @@ func testGaleraLoad(t *testing.T, g *servers.Galera) {
 
 // testGaleraConformance runs the whole conformance suite on the cluster,
 // each test's database on one of the three nodes in turn.
-func testGaleraConformance(t *testing.T, g *servers.Galera) {
+func testGaleraConformance(t *testing.T, g *servers.Galera, shard int) {
 	// mysqltest reads the admin server from the environment, also in the
 	// suite's child processes. No other test of this package uses it
 	// (t.Setenv refuses parallel tests).
@@ -359,7 +367,7 @@ func testGaleraConformance(t *testing.T, g *servers.Galera) {
 		cfg.Addr = fmt.Sprintf("127.0.0.1:%d", node.Port)
 		return cfg.FormatDSN()
 	}
-	conformance.Run(t, target)
+	conformance.RunShard(t, target, shard, galeraShards)
 }
 
 // driverRefused reports a COMMIT the server answered with an error: it did
