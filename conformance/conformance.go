@@ -109,12 +109,21 @@ const (
 	needMigrationsDown
 )
 
+// needs names each capability and tells whether a target lacks it: the
+// one place a new capability is added.
+var needs = []struct {
+	n       need
+	name    string
+	lacking func(Target) bool
+}{
+	{needProcesses, "other processes (SingleProcess)", func(t Target) bool { return t.SingleProcess }},
+	{needSQL, "SQL (NoSQL)", func(t Target) bool { return t.NoSQL }},
+	{needMigrationsDown, "migrations down (NoMigrationsDown)", func(t Target) bool { return t.NoMigrationsDown }},
+}
+
 func (n need) String() string {
 	var names []string
-	for _, c := range []struct {
-		n    need
-		name string
-	}{{needProcesses, "other processes (SingleProcess)"}, {needSQL, "SQL (NoSQL)"}, {needMigrationsDown, "migrations down (NoMigrationsDown)"}} {
+	for _, c := range needs {
 		if n&c.n != 0 {
 			names = append(names, c.name)
 		}
@@ -125,14 +134,10 @@ func (n need) String() string {
 // lacks is what of n the target does not offer.
 func (t Target) lacks(n need) need {
 	var missing need
-	if t.SingleProcess {
-		missing |= needProcesses
-	}
-	if t.NoSQL {
-		missing |= needSQL
-	}
-	if t.NoMigrationsDown {
-		missing |= needMigrationsDown
+	for _, c := range needs {
+		if c.lacking(t) {
+			missing |= c.n
+		}
 	}
 	return n & missing
 }

@@ -237,7 +237,9 @@ func testSchemaIDs(t *testing.T, h *harness) {
 		t.Errorf("concurrent registrations of one new schema: ids %v, errors %v; want one id", ids, err)
 	}
 
-	if h.target.has(needSQL | needMigrationsDown) { // a store without SQL has no migration to undo
+	// A store without SQL has no migration to undo; a NoMigrationsDown
+	// target does not take its migrations down.
+	if h.target.has(needSQL | needMigrationsDown) {
 		backfillSchemaIDs(t, h)
 	}
 	c3 := h.client(t)

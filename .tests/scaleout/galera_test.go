@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -339,19 +338,16 @@ func testGaleraLoad(t *testing.T, g *servers.Galera) {
 	record(t, "galera 3 nodes, node 2 SIGKILL", f)
 }
 
-// testGaleraConformance runs the whole conformance suite on the cluster,
-// each test's database on one of the three nodes in turn.
+// testGaleraConformance runs one shard of the conformance suite on the
+// cluster, each test's database on one of the three nodes in turn.
 func testGaleraConformance(t *testing.T, g *servers.Galera, shard int) {
 	// mysqltest reads the admin server from the environment, also in the
-	// suite's child processes. No other test of this package uses it
-	// (t.Setenv refuses parallel tests).
-	os.Setenv("SQLSTREAMS_MYSQL_DSN", g.Nodes[0].DSN("test"))
-	t.Cleanup(func() { os.Unsetenv("SQLSTREAMS_MYSQL_DSN") })
+	// suite's child processes.
+	t.Setenv("SQLSTREAMS_MYSQL_DSN", g.Nodes[0].DSN("test"))
 	target := targets.MySQL()
 	target.Name = "mysql-galera"
-	// MariaDB 10.11's purge spins on a Galera node once migrations went
-	// down and up again, until the node is killed for its memory (see
-	// docs/decisions.md): the migration tests run on the other targets.
+	// Taking migrations down and up again is one trigger of the purge spin
+	// TestGalera describes: those tests run on the other targets.
 	target.NoMigrationsDown = true
 	var next atomic.Int64
 	target.NewNamespace = func(tb testing.TB) string {
