@@ -602,7 +602,7 @@ func (c *Consumer[T]) giveBack(ctx context.Context, ds []Delivery[T]) {
 // (unless the outcome is unknown) and the acks are open again. Once a claim
 // recorded the acks, a later claim's error ends the loop without error.
 func (c *Consumer[T]) claim(ctx context.Context, n int, source string, acks []*lease) ([]Delivery[T], []int64, error) {
-	out := make([]Delivery[T], 0, n)
+	out := []Delivery[T]{} // sized once the rows are known: most claims of an idle group find none
 	var lostAcks []int64
 	recorded := false // a claim recorded acks
 	// A row that does not decode goes dead and leaves its place free: claim
@@ -631,8 +631,11 @@ func (c *Consumer[T]) claim(ctx context.Context, n int, source string, acks []*l
 		recorded = recorded || len(acks) > 0
 		acks, lostAcks = nil, append(lostAcks, lost...)
 		dropped, failed := 0, false
-		for _, r := range rows {
-			l := &lease{group: &c.group, id: r.ID, token: token, attempt: r.Attempt, size: len(r.Payload)}
+		out = slices.Grow(out, len(rows))
+		leases := make([]lease, len(rows)) // one allocation for the claim's leases
+		for i, r := range rows {
+			l := &leases[i]
+			l.group, l.id, l.token, l.attempt, l.size = &c.group, r.ID, token, r.Attempt, len(r.Payload)
 			l.until.Store(r.LeaseUntil.UnixNano())
 			v, err := c.decode(ctx, r.Row)
 			if err != nil {

@@ -202,6 +202,7 @@ func (o *claimOutcome) add(part int32, taken []driver.Delivery, deferred int, cu
 	if len(taken) > 0 {
 		o.took = busyState{ok: !o.took.ok && len(o.res.Deliveries) == 0, partition: part, position: cursor, versions: slices.Clone(versions)}
 	}
+	o.wrote[part] = slices.Grow(o.wrote[part], len(taken))
 	for _, d := range taken {
 		o.wrote[part] = append(o.wrote[part], d.ID)
 	}

@@ -108,7 +108,7 @@ func (st *partitionSteps) ReadWindow(ctx context.Context, from int64, size int, 
 		if err != nil {
 			return 0, err
 		}
-		if win, err = collectWindow(rows); err != nil {
+		if win, err = collectWindow(rows, size); err != nil {
 			return 0, err
 		}
 	}
@@ -150,6 +150,8 @@ func (st *partitionSteps) Record(ctx context.Context, s *driver.PartitionScan) (
 // its limit (driver.PartitionScan decides what each row is), and reports
 // whether it has.
 func inspect(s *driver.PartitionScan, win []scannedRow) (full bool) {
+	// Most windows are taken whole: room for their rows at once.
+	s.Taken = slices.Grow(s.Taken, max(min(len(win), s.Limit-len(s.Taken)), 0))
 	for _, w := range win {
 		if !s.Inspect(w.row, w.versionOK && w.head) {
 			return !s.Stopped
@@ -169,7 +171,7 @@ func scanQuery(p driver.ClaimParams, versions []int) (string, []any) {
 }
 
 // scanColumns is the select list of a window's read of log rows m (what
-// scanRow reads, then whether the row is at the versions, whether it is its
+// rowScanner reads, then whether the row is at the versions, whether it is its
 // key's head), with its version filter's argument, $4.
 func scanColumns(p driver.ClaimParams, versions []int) (string, []any) {
 	vf, vargs := versionFilter("m.schema_version", versions, 4)
@@ -184,13 +186,15 @@ type scannedRow struct {
 	versionOK, head bool
 }
 
-func collectWindow(rows pgx.Rows) ([]scannedRow, error) {
+// collectWindow reads a window of at most size rows.
+func collectWindow(rows pgx.Rows, size int) ([]scannedRow, error) {
 	defer rows.Close()
-	var out []scannedRow
+	out := make([]scannedRow, 0, size)
+	var w scannedRow
+	sc := newRowScanner(&w.versionOK, &w.head)
 	for rows.Next() {
-		var w scannedRow
 		var err error
-		if w.row, err = scanRow(rows, &w.versionOK, &w.head); err != nil {
+		if w.row, err = sc.scan(rows); err != nil {
 			return nil, err
 		}
 		out = append(out, w)
@@ -243,7 +247,7 @@ func (w *window) read(br pgx.BatchResults) error {
 	if err != nil {
 		return err
 	}
-	w.rows, err = collectWindow(rows)
+	w.rows, err = collectWindow(rows, w.size)
 	w.done = err == nil
 	return err
 }

@@ -6,39 +6,58 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
 
-// rowColumns are a log row's columns as scanRow reads them.
+// rowColumns are a log row's columns as rowScanner reads them.
 const rowColumns = `m.id, m.partition, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, m.payload, m.headers, m.produced_at`
 
-// scanRow reads rowColumns (payload possibly NULL), plus extra destinations.
-func scanRow(r pgx.Row, extra ...any) (driver.Row, error) {
-	var row driver.Row
-	var part, version int32
-	var key *string
-	var headers []byte
-	dest := append([]any{&row.ID, &part, &version, &key, &row.RoutingKey, &row.CompactionRank, &row.Payload, &headers, &row.ProducedAt}, extra...)
-	if err := r.Scan(dest...); err != nil {
-		return row, err
+// rowScanner reads rowColumns, plus extra destinations, from each row of a
+// result through one set of destinations, so that a row costs only what it
+// keeps: its payload, key, routing key and headers. A window of a claim is
+// read row by row this way (scanning each row into fresh destinations made
+// the claim's largest allocation per row).
+type rowScanner struct {
+	row           driver.Row
+	part, version int32
+	key           pgtype.Text
+	headers       []byte
+	dest          []any
+}
+
+func newRowScanner(extra ...any) *rowScanner {
+	s := &rowScanner{}
+	s.dest = append([]any{&s.row.ID, &s.part, &s.version, &s.key, &s.row.RoutingKey, &s.row.CompactionRank, &s.row.Payload,
+		&s.headers, &s.row.ProducedAt}, extra...)
+	return s
+}
+
+// scan reads the current row of rows (payload possibly NULL).
+func (s *rowScanner) scan(rows pgx.Rows) (driver.Row, error) {
+	s.row, s.headers = driver.Row{}, nil
+	if err := rows.Scan(s.dest...); err != nil {
+		return driver.Row{}, err
 	}
-	row.Partition, row.SchemaVersion = int(part), int(version)
-	if key != nil {
-		row.Key, row.HasKey = *key, true
-	}
+	row := s.row
+	row.Partition, row.SchemaVersion = int(s.part), int(s.version)
+	row.Key, row.HasKey = s.key.String, s.key.Valid
 	row.ProducedAt = row.ProducedAt.UTC()
-	return row, decodeHeaders(row.ID, headers, &row.Headers)
+	var err error
+	row.Headers, err = decodeHeaders(row.ID, s.headers)
+	return row, err
 }
 
 // decodeHeaders reads a row's stored headers (jsonb, NULL for none).
-func decodeHeaders(id int64, stored []byte, headers *map[string]string) error {
+func decodeHeaders(id int64, stored []byte) (map[string]string, error) {
 	if len(stored) == 0 {
-		return nil
+		return nil, nil
 	}
-	if err := json.Unmarshal(stored, headers); err != nil {
-		return fmt.Errorf("row %d: stored headers: %w", id, err)
+	var headers map[string]string
+	if err := json.Unmarshal(stored, &headers); err != nil {
+		return nil, fmt.Errorf("row %d: stored headers: %w", id, err)
 	}
-	return nil
+	return headers, nil
 }
 
 // optionalRow is rowColumns read from an outer join: all NULL where the
@@ -63,5 +82,7 @@ func (o *optionalRow) row() (driver.Row, error) {
 	if o.key != nil {
 		r.Key, r.HasKey = *o.key, true
 	}
-	return r, decodeHeaders(r.ID, o.headers, &r.Headers)
+	var err error
+	r.Headers, err = decodeHeaders(r.ID, o.headers)
+	return r, err
 }

@@ -136,10 +136,11 @@ func readWindows(br pgx.BatchResults, p driver.ClaimParams, versions []int) (map
 	}
 	defer rows.Close()
 	out := map[int32]*window{}
+	var w scannedRow
+	var from int64
+	sc := newRowScanner(&w.versionOK, &w.head, &from)
 	for rows.Next() {
-		var w scannedRow
-		var from int64
-		if w.row, err = scanRow(rows, &w.versionOK, &w.head, &from); err != nil {
+		if w.row, err = sc.scan(rows); err != nil {
 			return nil, err
 		}
 		part := int32(w.row.Partition)
