@@ -374,7 +374,6 @@ func moveHeads(ctx context.Context, t querier, streamID int64, rows []driver.App
 	return nil
 }
 
-// scanRow reads sqldb.RowColumns, plus extra destinations after them.
-func scanRow(r driver.RowScanner, extra ...any) (driver.Row, error) {
-	return sqldb.ScanRow(r, utc, extra...)
-}
+// logRows reads sqldb.RowColumns, plus extra destinations after them,
+// from the rows of a result.
+func logRows(extra ...any) sqldb.RowReading { return sqldb.NewRowReader(utc, extra...) }

@@ -129,7 +129,6 @@ func key(r driver.AppendRow) any {
 
 const rowColumns = sqldb.RowColumns
 
-// scanRow reads rowColumns, plus extra destinations after them.
-func scanRow(r driver.RowScanner, extra ...any) (driver.Row, error) {
-	return sqldb.ScanRow(r, fromMicros, extra...)
-}
+// logRows reads sqldb.RowColumns, plus extra destinations after them,
+// from the rows of a result.
+func logRows(extra ...any) sqldb.RowReading { return sqldb.NewRowReader(fromMicros, extra...) }

@@ -63,9 +63,10 @@ func TestAppendSharedValues(t *testing.T) {
 			}
 			defer q.Close()
 			i := 0
+			var revision int
+			reader := logRows(&revision) // one reader for every row: what one row leaves must not reach the next
 			for ; q.Next(); i++ {
-				var revision int
-				got, err := scanRow(q, &revision)
+				got, err := reader.Read(q)
 				if err != nil {
 					t.Fatal(err)
 				}

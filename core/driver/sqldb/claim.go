@@ -40,8 +40,9 @@ type Claims struct {
 	// Head is 1 when log row m is claimable: on a compacted stream, only
 	// its key's head.
 	Head func(driver.StreamConfig) string
-	// ScanRow reads RowColumns, plus extra destinations after them.
-	ScanRow func(r driver.RowScanner, extra ...any) (driver.Row, error)
+	// Rows reads RowColumns, plus extra destinations after them, from the
+	// rows of a result (NewRowReader with the engine's time encoding).
+	Rows func(extra ...any) RowReading
 	// FirstWindow is the first window of a claim of limit rows
 	// (driver.FirstWindow, or driver.MaxClaimWindow where the engine steps
 	// rows in the process and a larger window costs nothing).
@@ -241,14 +242,17 @@ func (s *partitionSteps) windowQuery() (string, []any) {
 
 // ReadWindow implements driver.PartitionSteps.
 func (s *partitionSteps) ReadWindow(ctx context.Context, from int64, size int, out *driver.PartitionScan) (int, error) {
-	return ReadWindow(ctx, s.q, s.query, slices.Concat(s.args, []any{s.part, from, size}), out, func(rows *sql.Rows) (driver.Row, bool, error) {
-		var versionOK, head, excepted bool
-		dest := []any{&versionOK, &head}
-		if s.excepting() {
-			dest = append(dest, &excepted)
-		}
-		r, err := s.c.ScanRow(rows, dest...)
-		return r, versionOK && head && !excepted, err
+	var versionOK, head, excepted bool
+	dest := []any{&versionOK, &head}
+	if s.excepting() {
+		dest = append(dest, &excepted)
+	}
+	rows := s.c.Rows(dest...)
+	// A window of rows is usually taken whole: room for it at once.
+	out.Taken = slices.Grow(out.Taken, max(min(size, out.Limit-len(out.Taken)), 0))
+	return ReadWindow(ctx, s.q, s.query, slices.Concat(s.args, []any{s.part, from, size}), out, func(r *sql.Rows) (driver.Row, bool, error) {
+		row, err := rows.Read(r)
+		return row, versionOK && head && !excepted, err
 	})
 }
 

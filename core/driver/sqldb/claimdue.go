@@ -53,10 +53,11 @@ func (c Claims) claimDuePage(ctx context.Context, q Querier, p driver.ClaimParam
 		head bool
 	}
 	found := map[int64]logRow{}
+	var head bool
+	rows := c.Rows(&head)
 	if err := EachRow(ctx, q, `SELECT `+RowColumns+`, `+c.Head(p.Stream)+` FROM `+LogTable(p.Stream.ID)+` m WHERE m.id IN (`+Placeholders(len(ids))+`)`,
 		Args(ids), func(r *sql.Rows) error {
-			var head bool
-			row, err := c.ScanRow(r, &head)
+			row, err := rows.Read(r)
 			found[row.ID] = logRow{row, head}
 			return err
 		}); err != nil {

@@ -20,21 +20,51 @@ const RowColumns = "m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_
 // ScanRow reads RowColumns, plus extra destinations after them; the
 // production time is stored as a T, which at turns into UTC.
 func ScanRow[T any](r driver.RowScanner, at func(T) time.Time, extra ...any) (driver.Row, error) {
-	var row driver.Row
-	var key, headers sql.NullString
-	var payload []byte
-	var produced T
-	dest := append([]any{&row.ID, &row.Partition, &row.SchemaVersion, &key, &row.RoutingKey, &row.CompactionRank, &payload, &headers, &produced}, extra...)
-	if err := r.Scan(dest...); err != nil {
-		return row, err
+	return NewRowReader(at, extra...).Read(r)
+}
+
+// RowReading reads log rows one after another (a RowReader).
+type RowReading interface {
+	Read(r driver.RowScanner) (driver.Row, error)
+}
+
+// RowReader is ScanRow for the rows of a result one after another: it
+// reads each through one set of destinations, so that a row costs only what
+// it keeps (its payload, key, routing key and headers). A claim's window is
+// read this way; fresh destinations for each row were the claim's largest
+// allocation per row.
+type RowReader[T any] struct {
+	row          driver.Row
+	key, headers sql.NullString
+	produced     T
+	at           func(T) time.Time
+	dest         []any
+}
+
+// NewRowReader returns a RowReader of RowColumns and extra, with the
+// production time stored as a T that at turns into UTC.
+func NewRowReader[T any](at func(T) time.Time, extra ...any) *RowReader[T] {
+	r := &RowReader[T]{at: at}
+	r.dest = append([]any{&r.row.ID, &r.row.Partition, &r.row.SchemaVersion, &r.key, &r.row.RoutingKey, &r.row.CompactionRank,
+		&r.row.Payload, &r.headers, &r.produced}, extra...)
+	return r
+}
+
+// Read reads the current row of rows.
+func (r *RowReader[T]) Read(rows driver.RowScanner) (driver.Row, error) {
+	r.row = driver.Row{}
+	if err := rows.Scan(r.dest...); err != nil {
+		return driver.Row{}, err
 	}
-	row.Key, row.HasKey = key.String, key.Valid
-	row.Payload = payload
-	row.ProducedAt = at(produced)
-	if headers.Valid && headers.String != "" {
-		if err := json.Unmarshal([]byte(headers.String), &row.Headers); err != nil {
+	row := r.row
+	row.Key, row.HasKey = r.key.String, r.key.Valid
+	row.ProducedAt = r.at(r.produced)
+	if r.headers.Valid && r.headers.String != "" {
+		var headers map[string]string
+		if err := json.Unmarshal([]byte(r.headers.String), &headers); err != nil {
 			return row, fmt.Errorf("row %d: stored headers: %w", row.ID, err)
 		}
+		row.Headers = headers
 	}
 	return row, nil
 }
