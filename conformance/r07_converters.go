@@ -3,6 +3,8 @@ package conformance
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -134,6 +136,124 @@ func testConverters(t *testing.T, h *harness) {
 		})
 		if len(retried) != 1 || retried[0].Value.Seq != 10 || retried[0].Attempt != 2 || retried[0].SchemaVersion != 1 {
 			t.Errorf("retry delivered %+v, want the Seq 10 row at attempt 2", retried)
+		}
+	})
+
+	t.Run("ErrorHoldsOrderedPartition", func(t *testing.T) {
+		// A converter error in an ordered group's claim: the rows behind the
+		// failed one in its partition are not handed out (C10); they follow
+		// it once it converts.
+		var failedID int64
+		var all []int64
+		for id, e := range v1 {
+			all = append(all, id)
+			if e.Seq == 11 {
+				failedID = id
+			}
+		}
+		for id := range v2 {
+			all = append(all, id)
+		}
+		slices.Sort(all)
+		calls := 0
+		flaky := sqlstreams.ConvertFrom[EventV1, EventV2](func(ctx context.Context, old EventV1) (EventV2, error) {
+			if old.Seq == 11 {
+				if calls++; calls == 1 {
+					return EventV2{}, errTest
+				}
+			}
+			return v1ToV2(ctx, old)
+		})
+		cons := consumer[EventV2](t, c, stream, "pull-flaky-ordered", fastRetry(sqlstreams.ConsumerOptions{
+			Converters: []sqlstreams.Converter{flaky}, Ordered: true, Backoff: func(int) time.Duration { return 200 * time.Millisecond }}))
+		first, err := cons.Claim(ctx(t), 50)
+		if err != nil {
+			t.Fatalf("claim: %v", err)
+		}
+		before := all[:slices.Index(all, failedID)]
+		if !slices.Equal(idsOf(first), before) {
+			t.Fatalf("first claim got %v, want only the rows before the failed conversion %v", idsOf(first), before)
+		}
+		if err := cons.Ack(ctx(t), first...); err != nil {
+			t.Fatalf("ack: %v", err)
+		}
+		var rest []sqlstreams.Delivery[EventV2]
+		eventually(t, 30*time.Second, "the rest after the retried conversion", func() bool {
+			rest = append(rest, drain(t, cons)...)
+			return len(rest) >= len(all)-len(before)
+		})
+		if want := all[len(before):]; !slices.Equal(idsOf(rest), want) {
+			t.Errorf("then got %v, want %v in order", idsOf(rest), want)
+		}
+	})
+
+	t.Run("ErrorRetriesUnderRun", func(t *testing.T) {
+		// Run's workers convert what its claims leave undecoded: a converter
+		// error there is a delivery error too. The row comes back at attempt
+		// 2, nothing goes dead, and an ordered group holds the row's
+		// partition until it is handled.
+		var all []int64
+		for id := range v1 {
+			all = append(all, id)
+		}
+		for id := range v2 {
+			all = append(all, id)
+		}
+		slices.Sort(all)
+		for _, ordered := range []bool{false, true} {
+			name := fmt.Sprintf("run-flaky-ordered-%v", ordered)
+			t.Run(name, func(t *testing.T) {
+				var mu sync.Mutex
+				calls := map[int]int{}
+				flaky := sqlstreams.ConvertFrom[EventV1, EventV2](func(ctx context.Context, old EventV1) (EventV2, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					calls[old.Seq]++
+					if old.Seq == 11 && calls[old.Seq] == 1 {
+						return EventV2{}, errTest
+					}
+					return v1ToV2(ctx, old)
+				})
+				cons := consumer[EventV2](t, c, stream, name, fastRetry(sqlstreams.ConsumerOptions{
+					Converters: []sqlstreams.Converter{flaky}, Ordered: ordered}))
+				var handled []sqlstreams.Delivery[EventV2]
+				stop := runFor(t, cons, func(_ context.Context, d sqlstreams.Delivery[EventV2]) error {
+					mu.Lock()
+					defer mu.Unlock()
+					handled = append(handled, d)
+					return nil
+				})
+				eventually(t, 30*time.Second, "every row to be handled", func() bool {
+					mu.Lock()
+					defer mu.Unlock()
+					return len(handled) >= len(all)
+				})
+				stop()
+				mu.Lock()
+				defer mu.Unlock()
+				ids := idsOf(handled)
+				if !ordered {
+					slices.Sort(ids)
+				}
+				if !slices.Equal(ids, all) {
+					t.Errorf("handled %v, want every row once %v (in id order for an ordered group)", idsOf(handled), all)
+				}
+				for _, d := range handled {
+					want, attempt := v2[d.ID], 1
+					if old, ok := v1[d.ID]; ok {
+						want, _ = v1ToV2(context.Background(), old)
+						if old.Seq == 11 {
+							attempt = 2
+						}
+					}
+					if d.Value != want || d.Attempt != attempt {
+						t.Errorf("row %d handled as %+v at attempt %d, want %+v at attempt %d", d.ID, d.Value, d.Attempt, want, attempt)
+					}
+				}
+				if gh := groupAt(t, health(t, c, stream), 1, name); gh.Dead != 0 || gh.Unresolved != 0 {
+					t.Errorf("after Run, health of %s at v1: %+v, want nothing dead or unresolved", name, gh)
+				}
+			})
 		}
 	})
 

@@ -633,27 +633,32 @@ func (c *Consumer[T]) claim(ctx context.Context, n int, source string, acks []*l
 		dropped, failed := 0, false
 		out = slices.Grow(out, len(rows))
 		leases := make([]lease, len(rows)) // one allocation for the claim's leases
+		var held map[int]bool              // an ordered group's partitions whose row failed to convert
+		var back []*lease                  // rows behind such a row, given back
 		for i, r := range rows {
 			l := &leases[i]
 			l.group, l.id, l.token, l.attempt, l.size = &c.group, r.ID, token, r.Attempt, len(r.Payload)
 			l.until.Store(r.LeaseUntil.UnixNano())
+			if held[r.Partition] {
+				back = append(back, l)
+				continue
+			}
 			v, err := c.decode(ctx, r.Row)
 			if err != nil {
-				// An undecodable payload goes dead; a converter's error is a
-				// delivery error, retried with backoff. Either way the rows
-				// that decoded are still handed out.
-				cause, outcome, what := err, err, "converter failed; will retry"
-				if de := (*decodeError)(nil); errors.As(err, &de) {
-					cause = fmt.Errorf("schema version %d: %w", r.SchemaVersion, err)
-					outcome, what = Dead(cause), "payload does not decode; dead-lettered"
+				// The rows that decoded are still handed out, but in an
+				// ordered group not those behind a row that will come back
+				// (C10): it holds its partition.
+				dead, recorded := c.undecodable(ctx, l, r.SchemaVersion, err)
+				if c.opts.Ordered && !(dead && recorded) {
+					if held == nil {
+						held = map[int]bool{}
+					}
+					held[r.Partition] = true
 				}
-				if ferr := c.fail(ctx, nil, []*lease{l}, []error{outcome}); ferr != nil {
-					c.client.logger.Warn("sqlstreams: could not record the failure of an undecodable delivery; it comes back when its lease expires",
-						"stream", c.stream.Name, "group", c.name, "id", r.ID, "error", ferr)
+				if !recorded {
 					failed = true
 					continue
 				}
-				c.client.logger.Warn("sqlstreams: "+what, "stream", c.stream.Name, "group", c.name, "id", r.ID, "error", cause)
 				dropped++
 				continue
 			}
@@ -661,11 +666,38 @@ func (c *Consumer[T]) claim(ctx context.Context, n int, source string, acks []*l
 				SchemaVersion: r.SchemaVersion, CompactionRank: r.CompactionRank, Attempt: r.Attempt, Headers: r.Headers,
 				ProducedAt: r.ProducedAt, lease: l})
 		}
+		if len(back) > 0 {
+			if err := c.release(ctx, back); err != nil {
+				c.client.logger.Warn("sqlstreams: could not give back the rows behind a failed conversion; their leases will expire",
+					"stream", c.stream.Name, "group", c.name, "error", err)
+			}
+		}
 		if dropped == 0 || failed {
 			break
 		}
 	}
 	return out, lostAcks, nil
+}
+
+// undecodable records the failure of a delivery whose payload did not
+// decode (err from c.decode): an undecodable payload goes dead at once,
+// since no retry changes its bytes (C9); a converter's error is a delivery
+// error, retried with backoff. It reports whether the row went dead and
+// whether the failure was recorded; one that was not comes back when its
+// lease expires.
+func (c *Consumer[T]) undecodable(ctx context.Context, l *lease, version int, err error) (dead, recorded bool) {
+	cause, outcome, what := err, err, "converter failed; will retry"
+	if de := (*decodeError)(nil); errors.As(err, &de) {
+		cause = fmt.Errorf("schema version %d: %w", version, err)
+		outcome, what, dead = Dead(cause), "payload does not decode; dead-lettered", true
+	}
+	if ferr := c.fail(ctx, nil, []*lease{l}, []error{outcome}); ferr != nil {
+		c.client.logger.Warn("sqlstreams: could not record the failure of an undecodable delivery; it comes back when its lease expires",
+			"stream", c.stream.Name, "group", c.name, "id", l.id, "error", ferr)
+		return dead, false
+	}
+	c.client.logger.Warn("sqlstreams: "+what, "stream", c.stream.Name, "group", c.name, "id", l.id, "error", cause)
+	return dead, true
 }
 
 func (g *group) claimRows(ctx context.Context, n int, source string, acks []*lease) ([]driver.Delivery, string, []int64, error) {
