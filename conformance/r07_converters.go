@@ -92,17 +92,7 @@ func testConverters(t *testing.T, h *harness) {
 
 	t.Run("ErrorRetries", func(t *testing.T) {
 		// A converter that fails once: the row comes back with attempt 2.
-		var mu sync.Mutex
-		calls := map[int]int{}
-		flaky := sqlstreams.ConvertFrom[EventV1, EventV2](func(ctx context.Context, old EventV1) (EventV2, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			calls[old.Seq]++
-			if old.Seq == 10 && calls[old.Seq] == 1 {
-				return EventV2{}, errTest
-			}
-			return v1ToV2(ctx, old)
-		})
+		flaky := failOnce(10)
 		cons := consumer[EventV2](t, c, stream, "flaky", fastRetry(sqlstreams.ConsumerOptions{
 			Converters: []sqlstreams.Converter{flaky}, Backoff: func(int) time.Duration { return 200 * time.Millisecond }}))
 		// One claim: the failed conversion is due again only after the
@@ -155,17 +145,8 @@ func testConverters(t *testing.T, h *harness) {
 			all = append(all, id)
 		}
 		slices.Sort(all)
-		calls := 0
-		flaky := sqlstreams.ConvertFrom[EventV1, EventV2](func(ctx context.Context, old EventV1) (EventV2, error) {
-			if old.Seq == 11 {
-				if calls++; calls == 1 {
-					return EventV2{}, errTest
-				}
-			}
-			return v1ToV2(ctx, old)
-		})
 		cons := consumer[EventV2](t, c, stream, "pull-flaky-ordered", fastRetry(sqlstreams.ConsumerOptions{
-			Converters: []sqlstreams.Converter{flaky}, Ordered: true, Backoff: func(int) time.Duration { return 200 * time.Millisecond }}))
+			Converters: []sqlstreams.Converter{failOnce(11)}, Ordered: true, Backoff: func(int) time.Duration { return 200 * time.Millisecond }}))
 		first, err := cons.Claim(ctx(t), 50)
 		if err != nil {
 			t.Fatalf("claim: %v", err)
@@ -203,19 +184,9 @@ func testConverters(t *testing.T, h *harness) {
 		for _, ordered := range []bool{false, true} {
 			name := fmt.Sprintf("run-flaky-ordered-%v", ordered)
 			t.Run(name, func(t *testing.T) {
-				var mu sync.Mutex
-				calls := map[int]int{}
-				flaky := sqlstreams.ConvertFrom[EventV1, EventV2](func(ctx context.Context, old EventV1) (EventV2, error) {
-					mu.Lock()
-					defer mu.Unlock()
-					calls[old.Seq]++
-					if old.Seq == 11 && calls[old.Seq] == 1 {
-						return EventV2{}, errTest
-					}
-					return v1ToV2(ctx, old)
-				})
 				cons := consumer[EventV2](t, c, stream, name, fastRetry(sqlstreams.ConsumerOptions{
-					Converters: []sqlstreams.Converter{flaky}, Ordered: ordered}))
+					Converters: []sqlstreams.Converter{failOnce(11)}, Ordered: ordered}))
+				var mu sync.Mutex
 				var handled []sqlstreams.Delivery[EventV2]
 				stop := runFor(t, cons, func(_ context.Context, d sqlstreams.Delivery[EventV2]) error {
 					mu.Lock()
@@ -338,5 +309,22 @@ func testConverters(t *testing.T, h *harness) {
 				t.Errorf("a refused converter registration created group %q", name)
 			}
 		}
+	})
+}
+
+// failOnce converts EventV1 as v1ToV2 does, but fails the first conversion
+// of the row whose Seq is seq.
+func failOnce(seq int) sqlstreams.Converter {
+	var mu sync.Mutex
+	calls := map[int]int{}
+	return sqlstreams.ConvertFrom[EventV1, EventV2](func(ctx context.Context, old EventV1) (EventV2, error) {
+		mu.Lock()
+		calls[old.Seq]++
+		first := calls[old.Seq] == 1
+		mu.Unlock()
+		if old.Seq == seq && first {
+			return EventV2{}, errTest
+		}
+		return v1ToV2(ctx, old)
 	})
 }
