@@ -123,10 +123,12 @@ func Open(path string, opts ...Option) *Driver {
 		sep = "&"
 	}
 	writeDSN := path + sep + pragmas.Encode() + "&_txlock=immediate"
-	d.write, d.opened = sql.Open("sqlite", writeDSN)
-	if d.opened != nil {
+	writer, err := newBusyConnector(writeDSN, d.busyTimeout)
+	if err != nil {
+		d.opened = err
 		return d
 	}
+	d.write = sql.OpenDB(writer)
 	d.write.SetMaxOpenConns(1)
 	d.write.SetConnMaxIdleTime(0)
 	d.wstmts = newStmtCache(d.write)
@@ -134,8 +136,9 @@ func Open(path string, opts ...Option) *Driver {
 		d.read, d.rstmts = d.write, d.wstmts
 		return d
 	}
-	d.read, d.opened = sql.Open("sqlite", path+sep+pragmas.Encode())
-	if d.opened == nil {
+	reader, err := newBusyConnector(path+sep+pragmas.Encode(), d.busyTimeout)
+	if d.opened = err; err == nil {
+		d.read = sql.OpenDB(reader)
 		// Keep every reader idle rather than database/sql's default of two:
 		// reopening a connection re-reads the schema and drops its kept
 		// statements, which concurrent readers (Health of many streams)
