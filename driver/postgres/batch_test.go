@@ -480,3 +480,32 @@ func downTo(t *testing.T, drv driver.Driver, v int) {
 		}
 	}
 }
+
+// A claim's batch of hundreds of ids stays in its row, uncompressed
+// (migration 0016): Run acks a batch in parts, and each part would otherwise
+// decompress the ids, drop some and compress the rest again. A partial ack
+// keeps it so.
+func TestBatchIDsStayInTheRow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1)
+	f.group("g", driver.GroupConfig{})
+	f.appendN(0, 700)
+	res, tok := f.claim("g", "h", 700, f.now, time.Minute)
+	if len(res.Deliveries) != 700 {
+		t.Fatalf("claimed %d of 700", len(res.Deliveries))
+	}
+	inline := func(when string, members int64) {
+		t.Helper()
+		// pg_column_size is the stored size: compressed, it is far below
+		// the 8 bytes an id takes uncompressed.
+		if n := f.count(fmt.Sprintf(`SELECT pg_column_size(ids) FROM delivery_batch WHERE stream_id = %d`, f.stream.ID)); n < 8*members {
+			t.Errorf("%s: the batch's %d ids take %d bytes as stored, want them uncompressed (%d bytes or more)", when, members, n, 8*members)
+		}
+	}
+	inline("after the claim", 700)
+	part := leases(res.Deliveries[:300], tok)
+	if got, err := f.drv.Ack(tctx(t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: part, Now: f.now}); err != nil || len(got.Lost) > 0 {
+		t.Fatalf("ack of 300 members: lost %v, %v", got.Lost, err)
+	}
+	inline("after a partial ack", 400)
+}
