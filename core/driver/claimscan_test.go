@@ -144,3 +144,28 @@ func TestReadWindows(t *testing.T) {
 		t.Errorf("FirstWindow: %v", got)
 	}
 }
+
+func TestPartitionScanExpect(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name              string
+		limit, taken, win int
+		want              int // the room for rows at least
+	}{
+		{"a window within the limit", 100, 0, 40, 40},
+		{"a window past the limit", 100, 80, 40, 20},
+		{"the limit reached", 10, 10, 40, 0},
+		{"an empty window", 10, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := PartitionScan{Limit: tc.limit, Taken: make([]Delivery, tc.taken)}
+			s.Expect(tc.win)
+			if room := cap(s.Taken) - len(s.Taken); room < tc.want {
+				t.Errorf("room for %d rows, want at least %d", room, tc.want)
+			}
+			if len(s.Taken) != tc.taken {
+				t.Errorf("Expect changed what was taken: %d rows, want %d", len(s.Taken), tc.taken)
+			}
+		})
+	}
+}

@@ -150,8 +150,7 @@ func (st *partitionSteps) Record(ctx context.Context, s *driver.PartitionScan) (
 // its limit (driver.PartitionScan decides what each row is), and reports
 // whether it has.
 func inspect(s *driver.PartitionScan, win []scannedRow) (full bool) {
-	// Most windows are taken whole: room for their rows at once.
-	s.Taken = slices.Grow(s.Taken, max(min(len(win), s.Limit-len(s.Taken)), 0))
+	s.Expect(len(win))
 	for _, w := range win {
 		if !s.Inspect(w.row, w.versionOK && w.head) {
 			return !s.Stopped

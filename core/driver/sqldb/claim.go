@@ -248,8 +248,7 @@ func (s *partitionSteps) ReadWindow(ctx context.Context, from int64, size int, o
 		dest = append(dest, &excepted)
 	}
 	rows := s.c.Rows(dest...)
-	// A window of rows is usually taken whole: room for it at once.
-	out.Taken = slices.Grow(out.Taken, max(min(size, out.Limit-len(out.Taken)), 0))
+	out.Expect(size)
 	return ReadWindow(ctx, s.q, s.query, slices.Concat(s.args, []any{s.part, from, size}), out, func(r *sql.Rows) (driver.Row, bool, error) {
 		row, err := rows.Read(r)
 		return row, versionOK && head && !excepted, err
