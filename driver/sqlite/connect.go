@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	sqldriver "database/sql/driver"
-	"errors"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/core/driver"
@@ -47,6 +46,6 @@ func (c busyConnector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 
 // busy reports an engine error that a lock held elsewhere caused.
 func busy(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+	code, ok := primaryCode(err)
+	return ok && code == sqlite3.SQLITE_BUSY
 }

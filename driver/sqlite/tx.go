@@ -111,9 +111,8 @@ func (d *Driver) wrap(err error) error {
 	if d.closed.Load() {
 		return fmt.Errorf("sqlite %s: %w (%v)", d.path, driver.ErrClosed, err)
 	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
+	if code, ok := primaryCode(err); ok {
+		switch code {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 			return &driver.Error{Kind: driver.ErrConflict, Err: err, Advice: fmt.Sprintf("another connection held the database's write lock for more than %v "+
 				"(another process, or an open transaction of the caller's: ProduceTx, AckTx, RetryTx or DeadTx); keep write transactions short, or use the PostgreSQL or MySQL driver for many writer processes", d.busyTimeout)}
@@ -122,4 +121,14 @@ func (d *Driver) wrap(err error) error {
 		}
 	}
 	return &driver.Error{Kind: driver.ErrDatabase, Err: err}
+}
+
+// primaryCode is an engine error's primary result code (SQLITE_BUSY for
+// SQLITE_BUSY_SNAPSHOT, say), if err is one.
+func primaryCode(err error) (int, bool) {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return 0, false
+	}
+	return se.Code() & 0xff, true
 }
