@@ -864,6 +864,11 @@ func PlanClaim(g GroupConfig, p ClaimParams) (ClaimPlan, error) {
 	return plan, nil
 }
 
+// Reads reports whether the group reads rows at version.
+func (p ClaimPlan) Reads(version int) bool {
+	return p.Versions == nil || slices.Contains(p.Versions, version)
+}
+
 // Decodes reports whether the member can decode a row at version.
 func (p ClaimPlan) Decodes(version int) bool {
 	return p.Decodable == nil || slices.Contains(p.Decodable, version)

@@ -91,6 +91,11 @@ func TestPlanClaim(t *testing.T) {
 			if !slices.Equal(plan.Versions, tc.versions) || !slices.Equal(plan.Decodable, tc.decodable) {
 				t.Errorf("versions %v decodable %v, want %v and %v", plan.Versions, plan.Decodable, tc.versions, tc.decodable)
 			}
+			for v := 1; v <= 3; v++ {
+				if want := tc.versions == nil || slices.Contains(tc.versions, v); plan.Reads(v) != want {
+					t.Errorf("Reads(%d) = %v, want %v", v, !want, want)
+				}
+			}
 			if !plan.Matches("eu.web") || (len(tc.group.Bindings) > 0 && plan.Matches("us.web")) {
 				t.Errorf("the plan does not filter with the stored bindings %v", tc.group.Bindings)
 			}

@@ -85,7 +85,7 @@ func (s *streamData) claimPartition(g *groupData, p driver.ClaimParams, plan dri
 		}
 		r := s.rows[id]
 		cursor = id
-		if (plan.Versions != nil && !slices.Contains(plan.Versions, r.SchemaVersion)) || !s.isHead(r) || !plan.Matches(r.RoutingKey) {
+		if !plan.Reads(r.SchemaVersion) || !s.isHead(r) || !plan.Matches(r.RoutingKey) {
 			continue
 		}
 		if !plan.Decodes(r.SchemaVersion) {

@@ -373,7 +373,3 @@ func moveHeads(ctx context.Context, t querier, streamID int64, rows []driver.App
 	}
 	return nil
 }
-
-// logRows reads sqldb.RowColumns, plus extra destinations after them,
-// from the rows of a result.
-func logRows(extra ...any) sqldb.RowReading { return sqldb.NewRowReader(utc, extra...) }

@@ -30,7 +30,7 @@ var claims = sqldb.Claims{
 	OnePartition: " FORCE INDEX (PRIMARY)",
 	EmptyPayload: "''",
 	Head:         headExpr,
-	Rows:         logRows,
+	Readers:      sqldb.ReadersOf(utc),
 	FirstWindow:  driver.FirstWindow,
 	Defer: func(n int) string {
 		return "INSERT IGNORE INTO delivery_exception (stream_id, group_name, msg_id, `partition`, schema_version, state, attempt, due_at, holder, updated_at) VALUES " +

@@ -128,7 +128,3 @@ func key(r driver.AppendRow) any {
 }
 
 const rowColumns = sqldb.RowColumns
-
-// logRows reads sqldb.RowColumns, plus extra destinations after them,
-// from the rows of a result.
-func logRows(extra ...any) sqldb.RowReading { return sqldb.NewRowReader(fromMicros, extra...) }

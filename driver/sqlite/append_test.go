@@ -64,7 +64,7 @@ func TestAppendSharedValues(t *testing.T) {
 			defer q.Close()
 			i := 0
 			var revision int
-			reader := logRows(&revision) // one reader for every row: what one row leaves must not reach the next
+			reader := claims.Readers.Rows(&revision) // one reader for every row: what one row leaves must not reach the next
 			for ; q.Next(); i++ {
 				got, err := reader.Read(q)
 				if err != nil {

@@ -16,7 +16,7 @@ var claims = sqldb.Claims{
 	Leases:       leaseWrites,
 	EmptyPayload: "x''",
 	Head:         headExpr,
-	Rows:         logRows,
+	Readers:      sqldb.ReadersOf(fromMicros),
 	FirstWindow:  func(int) int { return driver.MaxClaimWindow },
 	Defer: func(n int) string {
 		return `INSERT INTO delivery_exception (stream_id, group_name, msg_id, partition, schema_version, state, attempt, due_at, holder, updated_at)

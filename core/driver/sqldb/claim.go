@@ -40,9 +40,8 @@ type Claims struct {
 	// Head is 1 when log row m is claimable: on a compacted stream, only
 	// its key's head.
 	Head func(driver.StreamConfig) string
-	// Rows reads RowColumns, plus extra destinations after them, from the
-	// rows of a result (NewRowReader with the engine's time encoding).
-	Rows func(extra ...any) RowReading
+	// Readers read log rows (ReadersOf the engine's time encoding).
+	Readers RowReaders
 	// FirstWindow is the first window of a claim of limit rows
 	// (driver.FirstWindow, or driver.MaxClaimWindow where the engine steps
 	// rows in the process and a larger window costs nothing).
@@ -223,10 +222,15 @@ func (s *partitionSteps) excepting() bool { return s.n.NewestException > s.curso
 // gap-free prefix (C5).
 func (s *partitionSteps) windowQuery() (string, []any) {
 	p := s.n.P
-	vf, vargs := VersionFilter("m.schema_version", s.n.Plan.Versions)
-	query := "SELECT m.id, m.`partition`, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, " +
-		"CASE WHEN " + vf + " THEN m.payload ELSE " + s.c.EmptyPayload + " END, m.headers, m.produced_at, " + vf + ", " + s.c.Head(p.Stream)
-	args := append(append(make([]any, 0, 2*len(vargs)+5), vargs...), vargs...)
+	vf, args := VersionFilter("m.schema_version", s.n.Plan.Versions)
+	// The partition is the one the WHERE clause names, whether the group
+	// reads the row's version is found from the version read, and every row
+	// of a stream that is not compacted is a head: none is a column.
+	query := "SELECT m.id, m.schema_version, m.msg_key, m.routing_key, m.compaction_rank, " +
+		"CASE WHEN " + vf + " THEN m.payload ELSE " + s.c.EmptyPayload + " END, m.headers, m.produced_at"
+	if p.Stream.Compacted {
+		query += ", " + s.c.Head(p.Stream)
+	}
 	if s.excepting() {
 		// Whether the group has an exception row for the row (a cursor
 		// moved back over it), which the batch must not hold too.
@@ -242,16 +246,19 @@ func (s *partitionSteps) windowQuery() (string, []any) {
 
 // ReadWindow implements driver.PartitionSteps.
 func (s *partitionSteps) ReadWindow(ctx context.Context, from int64, size int, out *driver.PartitionScan) (int, error) {
-	var versionOK, head, excepted bool
-	dest := []any{&versionOK, &head}
+	head, excepted := true, false
+	var dest []any
+	if s.n.P.Stream.Compacted {
+		dest = append(dest, &head)
+	}
 	if s.excepting() {
 		dest = append(dest, &excepted)
 	}
-	rows := s.c.Rows(dest...)
+	rows := s.c.Readers.Window(s.part, dest...)
 	out.Expect(size)
 	return ReadWindow(ctx, s.q, s.query, slices.Concat(s.args, []any{s.part, from, size}), out, func(r *sql.Rows) (driver.Row, bool, error) {
 		row, err := rows.Read(r)
-		return row, versionOK && head && !excepted, err
+		return row, s.n.Plan.Reads(row.SchemaVersion) && head && !excepted, err
 	})
 }
 

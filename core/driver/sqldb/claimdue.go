@@ -54,7 +54,7 @@ func (c Claims) claimDuePage(ctx context.Context, q Querier, p driver.ClaimParam
 	}
 	found := map[int64]logRow{}
 	var head bool
-	rows := c.Rows(&head)
+	rows := c.Readers.Rows(&head)
 	if err := EachRow(ctx, q, `SELECT `+RowColumns+`, `+c.Head(p.Stream)+` FROM `+LogTable(p.Stream.ID)+` m WHERE m.id IN (`+Placeholders(len(ids))+`)`,
 		Args(ids), func(r *sql.Rows) error {
 			row, err := rows.Read(r)

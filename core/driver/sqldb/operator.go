@@ -28,6 +28,26 @@ type RowReading interface {
 	Read(r driver.RowScanner) (driver.Row, error)
 }
 
+// RowReaders make an engine's RowReaders (ReadersOf).
+type RowReaders struct {
+	// Rows reads RowColumns, plus extra destinations after them.
+	Rows func(extra ...any) RowReading
+	// Window reads the rows of partition part as a claim's window read
+	// selects them: RowColumns but the partition, which its WHERE clause
+	// names (one column fewer for every row a claim reads), plus extra
+	// destinations.
+	Window func(part int, extra ...any) RowReading
+}
+
+// ReadersOf returns the RowReaders of an engine that stores the production
+// time as a T, which at turns into UTC.
+func ReadersOf[T any](at func(T) time.Time) RowReaders {
+	return RowReaders{
+		Rows:   func(extra ...any) RowReading { return NewRowReader(at, extra...) },
+		Window: func(part int, extra ...any) RowReading { return newRowReader(at, part, false, extra) },
+	}
+}
+
 // RowReader is ScanRow for the rows of a result one after another: it
 // reads each through one set of destinations, so that a row costs only what
 // it keeps (its payload, key, routing key and headers). A claim's window is
@@ -35,6 +55,7 @@ type RowReading interface {
 // allocation per row.
 type RowReader[T any] struct {
 	row          driver.Row
+	part         int // the rows' partition, when it is not read
 	key, headers sql.NullString
 	produced     T
 	at           func(T) time.Time
@@ -44,15 +65,25 @@ type RowReader[T any] struct {
 // NewRowReader returns a RowReader of RowColumns and extra, with the
 // production time stored as a T that at turns into UTC.
 func NewRowReader[T any](at func(T) time.Time, extra ...any) *RowReader[T] {
-	r := &RowReader[T]{at: at}
-	r.dest = append([]any{&r.row.ID, &r.row.Partition, &r.row.SchemaVersion, &r.key, &r.row.RoutingKey, &r.row.CompactionRank,
-		&r.row.Payload, &r.headers, &r.produced}, extra...)
+	return newRowReader(at, 0, true, extra)
+}
+
+// newRowReader returns a RowReader of RowColumns, without the partition
+// unless withPartition (the rows are then of partition part), and extra.
+func newRowReader[T any](at func(T) time.Time, part int, withPartition bool, extra []any) *RowReader[T] {
+	r := &RowReader[T]{at: at, part: part}
+	r.dest = []any{&r.row.ID}
+	if withPartition {
+		r.dest = append(r.dest, &r.row.Partition)
+	}
+	r.dest = append(append(r.dest, &r.row.SchemaVersion, &r.key, &r.row.RoutingKey, &r.row.CompactionRank,
+		&r.row.Payload, &r.headers, &r.produced), extra...)
 	return r
 }
 
 // Read reads the current row of rows.
 func (r *RowReader[T]) Read(rows driver.RowScanner) (driver.Row, error) {
-	r.row = driver.Row{}
+	r.row = driver.Row{Partition: r.part}
 	if err := rows.Scan(r.dest...); err != nil {
 		return driver.Row{}, err
 	}
