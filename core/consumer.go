@@ -427,6 +427,8 @@ type lease struct {
 	// inTx: a settle in the caller's transaction took it; extensions leave
 	// it alone (see group.extending).
 	inTx atomic.Bool
+	// running: Run's handler of the delivery is running.
+	running atomic.Bool
 }
 
 // The states of a lease in this process.

@@ -47,7 +47,7 @@ func (c *Consumer[T]) Run(ctx context.Context, handle Handler[T]) error {
 	base := max(c.opts.BatchSize, c.opts.Concurrency)
 	r := &runner[T]{c: c, handle: handle, base: base, limit: base, maxLimit: base,
 		running: make(chan struct{}, c.opts.Concurrency), stopping: make(chan struct{}), freed: make(chan struct{}, 1),
-		held: map[*lease]struct{}{}, active: map[int64]struct{}{}, ackWake: make(chan struct{}, 1), ackStop: make(chan struct{}),
+		held: map[*lease]struct{}{}, ackWake: make(chan struct{}, 1), ackStop: make(chan struct{}),
 		acksDone: make(chan struct{}), lastWrite: time.Millisecond}
 	if c.autoBatch {
 		r.maxLimit = max(base, maxAutoBatch)
@@ -143,9 +143,8 @@ type runner[T Versioned] struct {
 	cancelHandlers context.CancelFunc
 	settleBase     context.Context
 
-	mu     sync.Mutex
-	held   map[*lease]struct{} // the heartbeat extends all of them
-	active map[int64]struct{}  // deliveries whose handler is running
+	mu   sync.Mutex
+	held map[*lease]struct{} // the heartbeat extends all of them
 
 	// Resolved deliveries waiting for the completer, which writes them in
 	// batches.
@@ -481,12 +480,17 @@ func (r *runner[T]) claimLoopDone() {
 	}
 }
 
+// activeIDs lists the held deliveries whose handler is running. Each lease
+// says so itself (lease.running): a map of them under mu cost every handler
+// two turns of the lock that claims and acks take too.
 func (r *runner[T]) activeIDs() []int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ids := make([]int64, 0, len(r.active))
-	for id := range r.active {
-		ids = append(ids, id)
+	var ids []int64
+	for l := range r.held {
+		if l.running.Load() {
+			ids = append(ids, l.id)
+		}
 	}
 	slices.Sort(ids)
 	return ids
@@ -512,13 +516,9 @@ func (r *runner[T]) releaseAll(ds []Delivery[T]) {
 // outcome is recorded, or handed to the completer.
 func (r *runner[T]) process(d Delivery[T]) bool {
 	c := r.c
-	r.mu.Lock()
-	r.active[d.ID] = struct{}{}
-	r.mu.Unlock()
+	d.lease.running.Store(true)
 	err := r.call(d)
-	r.mu.Lock()
-	delete(r.active, d.ID)
-	r.mu.Unlock()
+	d.lease.running.Store(false)
 
 	if d.lease.state.Load() != leaseOpen {
 		r.done(d.lease)
