@@ -65,7 +65,8 @@ type ConsumerOptions struct {
 	Concurrency int
 	// BatchSize is how many deliveries Run holds at once, running and queued
 	// for a free handler (at least Concurrency). Run claims again when half of
-	// them are done, so a larger value means fewer, larger claims; queued
+	// them are done, so a larger value means fewer, larger claims (on an
+	// engine in this process, SQLite, a claim takes at most half); queued
 	// deliveries stay leased to this consumer (their leases are extended), so
 	// a very large value starves other members. By default Run sizes it from
 	// the rate its handlers resolve deliveries: at least 2×Concurrency, at

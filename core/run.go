@@ -52,6 +52,7 @@ func (c *Consumer[T]) Run(ctx context.Context, handle Handler[T]) error {
 	if c.autoBatch {
 		r.maxLimit = max(base, maxAutoBatch)
 	}
+	r.inProcess = c.client.drv.Capabilities().InProcess
 	r.queue = make(chan Delivery[T], r.maxLimit)
 	r.handlerCtx, r.cancelHandlers = context.WithCancel(context.WithoutCancel(ctx))
 	defer r.cancelHandlers()
@@ -127,6 +128,7 @@ type runner[T Versioned] struct {
 	// Concurrency) unless BatchSize was left to its default: then resize
 	// moves it between base and maxLimit with the handlers' rate.
 	limit, base, maxLimit int
+	inProcess             bool // the engine runs in this process (claimSize)
 	// The handlers' rate as resize last saw it: deliveries done (resolved
 	// counts them), when it looked, and the smoothed rate per second.
 	resolved atomic.Int64
@@ -201,6 +203,34 @@ func (r *runner[T]) resize(now time.Time) {
 	r.limit = min(max(int(r.rate*horizon.Seconds()), r.base), r.maxLimit)
 }
 
+// waits reports whether the claim loop waits for budget while held are
+// held: with work outstanding it claims once half the budget is free, so
+// that claims come in batches rather than a row each time one finishes.
+// On an engine in this process a claim takes the larger half at most
+// (claimSize), so the loop claims again once the smaller half is free: the
+// two halves of an odd budget fill it.
+func (r *runner[T]) waits(held int) bool {
+	free := r.limit - held
+	half := (r.limit + 1) / 2
+	if r.inProcess {
+		half = r.limit / 2
+	}
+	return free <= 0 || (held > 0 && free < half)
+}
+
+// claimSize is how many deliveries the next claim asks for while held are
+// held: the free budget, or on an engine in this process at most half the
+// budget, so that a claim and the handling of the one before overlap on the
+// CPUs they share. A server's claim costs mostly round trips and a commit,
+// whatever its size, and takes all that is free.
+func (r *runner[T]) claimSize(held int) int {
+	n := r.limit - held
+	if r.inProcess {
+		n = min(n, (r.limit+1)/2)
+	}
+	return max(n, 1)
+}
+
 func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 	c := r.c
 	wait := func(d time.Duration) error {
@@ -230,7 +260,7 @@ func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 		r.mu.Lock()
 		held := len(r.held) - len(acks) // the acks are done once the claim records them
 		r.mu.Unlock()
-		if free := r.limit - held; len(acks) == 0 && (free <= 0 || (held > 0 && free < (r.limit+1)/2)) {
+		if len(acks) == 0 && r.waits(held) {
 			r.waitForBudget(held)
 			select {
 			case <-ctx.Done():
@@ -248,7 +278,7 @@ func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 		// extends them, but a claim that recorded them first makes its
 		// extension find them gone, which is no lost lease.
 		taken, _, _ := take(acks)
-		ds, lost, err := c.claim(cctx, max(r.limit-held, 1), ClaimSourceRun, taken)
+		ds, lost, err := c.claim(cctx, r.claimSize(held), ClaimSourceRun, taken)
 		cancel()
 		r.recordedWithClaim(acks, lost, err)
 		if err != nil {

@@ -263,3 +263,37 @@ func TestRunHandoff(t *testing.T) {
 		}
 	})
 }
+
+// TestRunClaimBudget: the claim loop claims once half its budget is free and
+// takes all that is free; on an engine in this process it takes the larger
+// half at most and claims again once the smaller half is free, so that an
+// odd budget fills in two claims.
+func TestRunClaimBudget(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		inProcess   bool
+		limit, held int
+		waits       bool
+		size        int
+	}{
+		{false, 3, 0, false, 3},
+		{false, 3, 1, false, 2},
+		{false, 3, 2, true, 1},
+		{false, 1000, 499, false, 501},
+		{false, 1000, 501, true, 499},
+		{true, 3, 0, false, 2},
+		{true, 3, 2, false, 1},
+		{true, 3, 3, true, 1},
+		{true, 1000, 0, false, 500},
+		{true, 1000, 500, false, 500},
+		{true, 1000, 501, true, 499},
+		{true, 1, 0, false, 1},
+		{true, 1, 1, true, 1},
+	} {
+		r := sizingRunner(false, tc.limit, time.Minute)
+		r.inProcess = tc.inProcess
+		if waits, size := r.waits(tc.held), r.claimSize(tc.held); waits != tc.waits || size != tc.size {
+			t.Errorf("in process %v, budget %d, %d held: waits %v, claims %d; want %v, %d", tc.inProcess, tc.limit, tc.held, waits, size, tc.waits, tc.size)
+		}
+	}
+}

@@ -182,6 +182,11 @@ type Capabilities struct {
 	// a caller's open transaction then delays every other write, which C14
 	// and C16 allow for.
 	SingleWriter bool
+	// InProcess reports an engine that runs inside this process (SQLite):
+	// a claim's cost is CPU that the handlers share rather than a wait on a
+	// server, so Run claims at most half its budget at a time, and the next
+	// claim runs while the handlers work through the last.
+	InProcess bool
 }
 
 // Notifier is implemented by drivers that can wake consumers when rows are

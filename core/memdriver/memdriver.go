@@ -88,9 +88,10 @@ func (d *Driver) Store() *Store { return d.store }
 // Name implements driver.Driver.
 func (d *Driver) Name() string { return name }
 
-// Capabilities implements driver.Driver: one writer at a time.
+// Capabilities implements driver.Driver: one writer at a time, in this
+// process.
 func (d *Driver) Capabilities() driver.Capabilities {
-	return driver.Capabilities{SingleWriter: true}
+	return driver.Capabilities{SingleWriter: true, InProcess: true}
 }
 
 // Close implements driver.Driver. The store keeps its data for the other

@@ -160,7 +160,7 @@ func (d *Driver) Name() string { return driverName }
 // Capabilities implements driver.Driver.
 func (d *Driver) Capabilities() driver.Capabilities {
 	_, file := databaseFile(d.path)
-	return driver.Capabilities{SingleWriter: true, Notify: file && !d.noNotify}
+	return driver.Capabilities{SingleWriter: true, InProcess: true, Notify: file && !d.noNotify}
 }
 
 // Close implements driver.Driver.
