@@ -204,18 +204,22 @@ func (r *runner[T]) resize(now time.Time) {
 }
 
 // waits reports whether the claim loop waits for budget while held are
-// held: with work outstanding it claims once half the budget is free, so
-// that claims come in batches rather than a row each time one finishes.
-// On an engine in this process a claim takes the larger half at most
-// (claimSize), so the loop claims again once the smaller half is free: the
-// two halves of an odd budget fill it.
+// held: with work outstanding it claims once claimFree is free, so that
+// claims come in batches rather than a row each time one finishes.
 func (r *runner[T]) waits(held int) bool {
 	free := r.limit - held
-	half := (r.limit + 1) / 2
+	return free <= 0 || (held > 0 && free < r.claimFree())
+}
+
+// claimFree is the free budget at which the claim loop claims again: half
+// of it. On an engine in this process a claim takes the larger half at most
+// (claimSize), so the loop claims again once the smaller half is free: the
+// two halves of an odd budget fill it.
+func (r *runner[T]) claimFree() int {
 	if r.inProcess {
-		half = r.limit / 2
+		return r.limit / 2
 	}
-	return free <= 0 || (held > 0 && free < half)
+	return (r.limit + 1) / 2
 }
 
 // claimSize is how many deliveries the next claim asks for while held are
@@ -436,11 +440,11 @@ func (r *runner[T]) pokeClaimLoop() {
 	}
 }
 
-// waitForBudget tells the completer that the claim loop waits until all but
-// limit/2 of the held deliveries (held of them) are done.
+// waitForBudget tells the completer that the claim loop waits until enough
+// of the held deliveries (held of them) are done to free claimFree.
 func (r *runner[T]) waitForBudget(held int) {
 	r.ackMu.Lock()
-	r.claimNeed = max(held-r.limit/2, 1)
+	r.claimNeed = max(held-(r.limit-r.claimFree()), 1)
 	r.ackMu.Unlock()
 }
 

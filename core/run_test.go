@@ -295,5 +295,22 @@ func TestRunClaimBudget(t *testing.T) {
 		if waits, size := r.waits(tc.held), r.claimSize(tc.held); waits != tc.waits || size != tc.size {
 			t.Errorf("in process %v, budget %d, %d held: waits %v, claims %d; want %v, %d", tc.inProcess, tc.limit, tc.held, waits, size, tc.waits, tc.size)
 		}
+	} // What the completer is told to free (waitForBudget) is exactly what
+	// ends the wait, for every budget and both kinds of engine.
+	for _, inProcess := range []bool{false, true} {
+		for limit := 1; limit <= 12; limit++ {
+			for held := 1; held <= limit; held++ {
+				r := sizingRunner(false, limit, time.Minute)
+				r.inProcess = inProcess
+				if !r.waits(held) {
+					continue
+				}
+				r.waitForBudget(held)
+				need := r.claimNeed
+				if r.waits(held-need) || (need > 1 && !r.waits(held-need+1)) {
+					t.Errorf("in process %v, budget %d, %d held: told to free %d, which does not end the wait exactly", inProcess, limit, held, need)
+				}
+			}
+		}
 	}
 }
