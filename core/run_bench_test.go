@@ -1,4 +1,4 @@
-package sqlstreams_test
+package sqlstreams
 
 import (
 	"context"
@@ -7,20 +7,9 @@ import (
 	"testing"
 	"time"
 
-	sqlstreams "github.com/sqlstreams/sqlstreams/core"
+	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/core/memdriver"
 )
-
-// runEvent is the drivers' benchmark message (conformance's benchEvent).
-type runEvent struct {
-	OrderID  string  `json:"order_id"`
-	Customer string  `json:"customer"`
-	Cents    int64   `json:"cents"`
-	Currency string  `json:"currency"`
-	Items    []int64 `json:"items"`
-}
-
-func (runEvent) SchemaVersion() int { return 1 }
 
 // BenchmarkRunPipeline is what Run itself costs per delivery, on the
 // in-memory driver: claims, decoding, dispatch to 100 handlers that return
@@ -31,41 +20,65 @@ func (runEvent) SchemaVersion() int { return 1 }
 //	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench RunPipeline -benchtime 3x -count 5 ./core
 func BenchmarkRunPipeline(b *testing.B) {
 	const perOp = 20000
+	client := runClient(b, memdriver.Open())
+	produceOrders(b, client, perOp*b.N)
+	cons, err := client.Stream[benchOrder]("bench").Consumer("run").Register(context.Background(), &ConsumerOptions{Concurrency: 100})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	took := runUntil(b, cons, perOp*b.N)
+	b.StopTimer()
+	b.ReportMetric(float64(perOp*b.N)/took.Seconds(), "msgs/s")
+}
+
+// runClient opens a client on drv without background maintenance, closed
+// when the test ends.
+func runClient(tb testing.TB, drv driver.Driver, opts ...ClientOption) *Client {
+	tb.Helper()
+	client, err := Open(context.Background(), drv, append(opts, WithMaintenanceInterval(0))...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { client.Close() })
+	return client
+}
+
+// produceOrders produces n benchOrders on the stream "bench", 100 a batch.
+func produceOrders(tb testing.TB, client *Client, n int) {
+	tb.Helper()
 	ctx := context.Background()
-	client, err := sqlstreams.Open(ctx, memdriver.Open(), sqlstreams.WithMaintenanceInterval(0))
+	p, err := client.Stream[benchOrder]("bench").Producer().Register(ctx, nil)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer client.Close()
-	p, err := client.Stream[runEvent]("bench").Producer().Register(ctx, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	batch := make([]sqlstreams.Message[runEvent], 100)
-	for n := 0; n < perOp*b.N; n += len(batch) {
+	for done := 0; done < n; done += 100 {
+		batch := make([]Message[benchOrder], min(100, n-done))
 		for i := range batch {
-			batch[i] = sqlstreams.NewMessage(runEvent{OrderID: fmt.Sprintf("order-%08d", n+i), Customer: fmt.Sprintf("cust-%05d", (n+i)%9973),
-				Cents: int64(7 * (n + i)), Currency: "EUR", Items: []int64{1, 2, 3}}, sqlstreams.RoutingKey("eu.web"))
+			id := done + i
+			batch[i] = NewMessage(benchOrder{OrderID: fmt.Sprintf("order-%08d", id), Customer: fmt.Sprintf("cust-%05d", id%9973),
+				Cents: int64(7 * id), Currency: "EUR", Items: []int64{1, 2, 3}}, RoutingKey("eu.web"))
 		}
 		if _, err := p.ProduceBatch(ctx, batch...); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
-	cons, err := client.Stream[runEvent]("bench").Consumer("run").Register(ctx, &sqlstreams.ConsumerOptions{Concurrency: 100})
-	if err != nil {
-		b.Fatal(err)
-	}
-	total := int64(perOp * b.N)
+}
+
+// runUntil runs cons with handlers that return at once until total
+// deliveries were handled, stops it, and returns how long that took from
+// Run's start.
+func runUntil(tb testing.TB, cons *Consumer[benchOrder], total int) time.Duration {
+	tb.Helper()
 	var handled atomic.Int64
 	all := make(chan struct{})
-	runCtx, stop := context.WithCancel(ctx)
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	done := make(chan error, 1)
-	b.ResetTimer()
 	start := time.Now()
 	go func() {
-		done <- cons.Run(runCtx, func(context.Context, sqlstreams.Delivery[runEvent]) error {
-			if handled.Add(1) == total {
+		done <- cons.Run(ctx, func(context.Context, Delivery[benchOrder]) error {
+			if handled.Add(1) == int64(total) {
 				close(all)
 			}
 			return nil
@@ -74,13 +87,12 @@ func BenchmarkRunPipeline(b *testing.B) {
 	select {
 	case <-all:
 	case err := <-done:
-		b.Fatalf("Run returned %v after %d of %d deliveries", err, handled.Load(), total)
+		tb.Fatalf("Run returned %v after %d of %d deliveries", err, handled.Load(), total)
 	}
 	took := time.Since(start)
-	b.StopTimer()
 	stop()
 	if err := <-done; err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.ReportMetric(float64(total)/took.Seconds(), "msgs/s")
+	return took
 }
