@@ -10,90 +10,75 @@ import (
 
 // claimAcks are the acks a claim carries (ClaimParams.Acks), resolved in
 // the claim's transaction before it reads anything. They go out in the
-// transaction's first round trip, right after it begins:
+// transaction's first round trip, right after it begins: the members of
+// batches this driver's recent claims wrote as Ack's statements that
+// compare each batch's ids (batchAcks), one per batch; the others as Ack's
+// two statements, batchAck (batch members) and the exception-row DELETE,
+// which report exactly what they resolved.
 //
-//   - When they name exactly the members of a batch one of this driver's
-//     recent claims wrote (claimedBatches), the batch is deleted by primary
-//     key with its ids compared (ackWholeQuery), as Ack's fast path does: one
-//     small statement, and when it deletes the batch every ack is resolved.
-//   - Otherwise Ack's two statements: batchAck (the named batch members)
-//     and the exception-row DELETE, which reports exactly what it resolved.
-//
-// When the fast path's delete finds nothing (the batch changed since the
-// claim: some members settled, materialized, claimed again elsewhere), the
-// claim runs Ack's two statements in its transaction before it reads
-// anything further (fallback): one more round trip, on a rare path. The
-// claim's first round trip read only what an ack cannot make claimable (a
-// cursor's rows, the group, whether an exception is due, which an ack only
-// makes false), so what it read still holds.
+// A batch statement that finds its batch changed since (some members
+// settled, materialized, claimed again elsewhere) changes nothing: the
+// claim then runs Ack's two statements for those acks in its transaction
+// before it reads anything further (settle), one more round trip on a rare
+// path. The claim's first round trip read only what an ack cannot make
+// claimable (a cursor's rows, the group, whether an exception is due, which
+// an ack only makes false), so what it read still holds.
 type claimAcks struct {
-	d      *Driver
-	stream int64
-	group  string
-	leases []driver.Lease
-	// whole is the batch of the claim whose members the acks are, when they
-	// are exactly those (fast).
-	whole claimedBatch
-	fast  bool
+	d       *Driver
+	stream  int64
+	group   string
+	leases  []driver.Lease
+	batches *batchAcks
+	rest    []driver.Lease // not members of a remembered batch
 	// This attempt's (the claim's transaction may run again).
-	settled  bool // every ack was resolved (the fast path deleted the batch)
-	changed  map[int64]bool
-	fellBack bool // the fast path found nothing; settle runs Ack's statements
+	changed map[int64]bool
 }
 
-// newClaimAcks takes the acks' batch from the driver's memory, once per
-// claim (not per attempt of its transaction).
+// newClaimAcks plans the acks from the driver's memory, once per claim (not
+// per attempt of its transaction).
 func (d *Driver) newClaimAcks(p driver.ClaimParams) *claimAcks {
 	if len(p.Acks) == 0 {
 		return nil
 	}
 	a := &claimAcks{d: d, stream: p.Stream.ID, group: p.Group, leases: p.Acks}
-	a.whole, a.fast = takeClaimed(&d.claimed, p.Stream.ID, p.Group, p.Acks)
+	a.batches, a.rest = d.newBatchAcks(p.Stream.ID, p.Group, p.Acks)
 	return a
 }
 
 // queue resets the attempt's state and queues the acks' statements in the
 // claim's first round trip.
 func (a *claimAcks) queue(r *roundTrip) {
-	a.settled, a.changed, a.fellBack = false, map[int64]bool{}, false
-	if !a.fast {
-		a.d.queueAck(r, a.stream, a.group, a.leases, a.changed)
-		return
+	a.changed = map[int64]bool{}
+	a.batches.queue(r)
+	if len(a.rest) > 0 {
+		a.d.queueAck(r, a.stream, a.group, a.rest, a.changed)
 	}
-	r.add(func(br pgx.BatchResults) error {
-		tag, err := br.Exec()
-		a.settled = err == nil && tag.RowsAffected() == 1
-		a.fellBack = err == nil && !a.settled
-		return err
-	}, ackWholeQuery, a.stream, a.group, a.leases[0].Token, a.whole.partition, a.whole.ids)
 }
 
-// settle runs Ack's statements in the claim's transaction when the fast
-// path found nothing to delete, before the claim reads on.
+// settle runs Ack's statements in the claim's transaction for the acks
+// whose batch did not compare equal, before the claim reads on.
 func (a *claimAcks) settle(ctx context.Context, tx *claimTxn) error {
-	if !a.fellBack {
+	missed := a.batches.missed()
+	if len(missed) == 0 {
 		return nil
 	}
 	r := &roundTrip{}
-	a.d.queueAck(r, a.stream, a.group, a.leases, a.changed)
+	a.d.queueAck(r, a.stream, a.group, missed, a.changed)
 	br := tx.SendBatch(ctx, &r.Batch)
 	return errors.Join(r.read(br), br.Close())
 }
 
-// lost lists the acks that were not leased with their token.
+// lost lists the acks that were not leased with their token: of those no
+// batch statement resolved, the ones Ack's statements did not find.
 func (a *claimAcks) lost() []int64 {
-	if a.settled {
-		return nil
-	}
-	return driver.Lost(a.leases, a.changed)
+	return driver.Lost(unresolved(a.leases, a.batches.missed(), a.rest), a.changed)
 }
 
-// failed gives the batch back to the driver's memory after a claim that
-// failed (its acks were not recorded, and may be acked again), when the
-// fast path took it.
-func (a *claimAcks) failed() {
-	if a != nil && a.fast {
-		a.d.claimed.Add(a.stream, a.group, a.leases[0].Token, a.whole)
+// done updates the driver's memory of the acks' batches once the claim
+// ended: committed, or failed (nil: the claim carried no acks).
+func (a *claimAcks) done(committed bool) {
+	if a != nil {
+		a.batches.done(&a.d.claimed, committed)
 	}
 }
 

@@ -2,11 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 )
@@ -186,56 +187,91 @@ var batchAck = func() string {
 		SELECT g.id FROM m CROSS JOIN LATERAL unnest(m.gone) AS g(id)`
 }()
 
-// claimedBatch is the batch a recent claim of this driver wrote, when it
-// wrote one (its rows came from one partition), remembered in the driver's
-// driver.ClaimMemo so that an Ack naming exactly its members deletes it by
-// primary key with the ids compared (ackWhole): a claim acked whole, the
-// common case, costs one small statement. A batch changed since (by a
-// settle of some members, an expiry, a reset, another process) no longer
-// matches, the delete finds nothing, and the Ack runs as it always did.
-type claimedBatch struct {
-	partition int32
-	ids       []int64 // sorted, as delivery_batch.ids holds them
+// batchAcks are the acks of one Ack, or of one claim's acks, that name
+// members of batches this driver's claims wrote (driver.BatchMemo): one
+// statement per batch, which changes it only while it holds exactly the
+// ids the memo expects, and what each did.
+type batchAcks struct {
+	stream int64
+	group  string
+	acks   []driver.BatchAck
+	hits   []bool
 }
 
-// takeClaimed takes from the memo the batch of the claim whose token every
-// lease carries, and returns it when the leases name exactly its ids.
-func takeClaimed(memo *driver.ClaimMemo[claimedBatch], stream int64, group string, leases []driver.Lease) (claimedBatch, bool) {
-	if len(leases) == 0 {
-		return claimedBatch{}, false
-	}
-	token := leases[0].Token
-	b, ok := memo.Take(stream, group, token)
-	if !ok || len(b.ids) != len(leases) {
-		return claimedBatch{}, false
-	}
-	ids := make([]int64, len(leases))
-	for i, l := range leases {
-		if l.Token != token {
-			return claimedBatch{}, false
+// newBatchAcks plans leases' acks from the driver's memory of its claims;
+// rest are the leases it does not know as batch members.
+func (d *Driver) newBatchAcks(stream int64, group string, leases []driver.Lease) (b *batchAcks, rest []driver.Lease) {
+	acks, rest := d.claimed.Plan(stream, group, leases)
+	return &batchAcks{stream: stream, group: group, acks: acks, hits: make([]bool, len(acks))}, rest
+}
+
+// queue queues the statements (and forgets what an earlier attempt saw):
+// each deletes its batch, or leaves what remains in it, when the batch
+// holds the ids expected.
+func (b *batchAcks) queue(r *roundTrip) {
+	clear(b.hits)
+	const where = ` WHERE stream_id = $1::bigint AND group_name = $2::text AND lease_token = $3::text AND partition = $4::integer AND ids = $5::bigint[]`
+	for i, a := range b.acks {
+		read := func(br pgx.BatchResults) error {
+			tag, err := br.Exec()
+			b.hits[i] = err == nil && tag.RowsAffected() == 1
+			return err
 		}
-		ids[i] = l.ID
+		args := []any{b.stream, b.group, a.Token, a.Expected.Partition, a.Expected.IDs}
+		if left := a.Remaining; len(left) > 0 {
+			r.add(read, `UPDATE delivery_batch SET ids = $6::bigint[], first_id = $7::bigint, last_id = $8::bigint`+where,
+				append(args, left, left[0], left[len(left)-1])...)
+		} else {
+			r.add(read, `DELETE FROM delivery_batch`+where, args...)
+		}
 	}
-	slices.Sort(ids)
-	return b, slices.Equal(ids, b.ids)
 }
 
-// ackWholeQuery deletes the batch of a claim ($1 stream, $2 group, $3
-// token, $4 partition) if it holds exactly the ids $5.
-const ackWholeQuery = `DELETE FROM delivery_batch WHERE stream_id = $1::bigint AND group_name = $2::text AND lease_token = $3::text
-		AND partition = $4::integer AND ids = $5::bigint[]`
+// missed returns the leases of the batches whose statement did not change
+// them, for the locking path.
+func (b *batchAcks) missed() (missed []driver.Lease) {
+	for i, a := range b.acks {
+		if !b.hits[i] {
+			missed = append(missed, a.Leases...)
+		}
+	}
+	return missed
+}
 
-// ackWhole deletes the batch b of the leases' claim if it still holds
-// exactly their ids (a read committed recheck applies the comparison to a
-// concurrently settled version). It reports whether it did: then every
-// lease was a member, so none had an exception row, and the Ack is
-// complete.
-func (d *Driver) ackWhole(ctx context.Context, streamID int64, group, token string, b claimedBatch) (bool, error) {
-	var tag pgconn.CommandTag
-	err := d.write(ctx, func(c *pgxpool.Conn) error {
-		var err error
-		tag, err = c.Exec(ctx, ackWholeQuery, streamID, group, token, b.partition, b.ids)
-		return err
+// unresolved returns, in their order, the leases among missed (of batches
+// whose statement changed nothing) or rest (not batch members): those the
+// locking path settles, usually none.
+func unresolved(leases, missed, rest []driver.Lease) []driver.Lease {
+	if len(missed)+len(rest) == 0 {
+		return nil
+	}
+	left := make(map[driver.Lease]bool, len(missed)+len(rest))
+	for _, l := range append(missed, rest...) {
+		left[l] = true
+	}
+	return slices.DeleteFunc(slices.Clone(leases), func(l driver.Lease) bool { return !left[l] })
+}
+
+// done tells the memo what the statements did, once they are committed
+// (or failed, outcome unknown: then the batches are forgotten).
+func (b *batchAcks) done(memo *driver.BatchMemo, committed bool) {
+	for i, a := range b.acks {
+		memo.Settled(b.stream, b.group, a, committed && b.hits[i])
+	}
+}
+
+// ackBatches runs the batch statements in one round trip, an implicit
+// transaction of its own, and returns the leases they did not resolve.
+func (d *Driver) ackBatches(ctx context.Context, b *batchAcks) ([]driver.Lease, error) {
+	err := d.write(ctx, func(conn *pgxpool.Conn) error {
+		r := &roundTrip{}
+		b.queue(r)
+		br := conn.SendBatch(ctx, &r.Batch)
+		return errors.Join(r.read(br), br.Close())
 	})
-	return err == nil && tag.RowsAffected() == 1, err
+	b.done(&d.claimed, err == nil)
+	if err != nil {
+		return nil, err
+	}
+	return b.missed(), nil
 }

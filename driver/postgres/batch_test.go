@@ -1,13 +1,16 @@
 package postgres_test
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sqlstreams/sqlstreams/core/driver"
 	"github.com/sqlstreams/sqlstreams/driver/postgres"
 )
@@ -323,6 +326,75 @@ func TestBatchLeasesWholeAck(t *testing.T) {
 	}
 }
 
+// A claim acked in parts, as Run acks what its handlers finish, here a
+// claim of two partitions: each Ack is one round trip of one statement per
+// batch it names, which compares the batch's ids with those the driver
+// expects after its earlier parts, and the last parts delete the batches. A
+// batch changed since the claim (batchChanges) does not compare equal, and
+// the acks settle what is still held, naming the rest lost.
+func TestBatchLeasesAckInParts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range batchChanges(time.Minute) {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tr := &sentTracer{}
+			f := newFixture(t, 2, postgres.WithPoolConfig(func(c *pgxpool.Config) { c.ConnConfig.Tracer = tr }))
+			other := postgres.Open(f.ns)
+			t.Cleanup(func() { _ = other.Close() })
+			f.group("g", driver.GroupConfig{})
+			partition := map[int64]int{}
+			for part := range 2 {
+				for _, id := range f.appendN(part, 5) {
+					partition[id] = part
+				}
+			}
+			res, tok := f.claim("g", "h", 10, f.now, time.Minute)
+			if len(res.Deliveries) != 10 {
+				t.Fatalf("claimed %d of 10", len(res.Deliveries))
+			}
+			ls := leases(res.Deliveries, tok)
+			slices.SortFunc(ls, func(a, b driver.Lease) int { return cmp.Compare(a.ID, b.ID) }) // ls[:5] in partition 0
+			lost, rows := tc.before(f, other, ls)
+			tr.take()
+			var gotLost []int64
+			for _, part := range [][]driver.Lease{{ls[0], ls[5]}, {ls[1], ls[2], ls[3], ls[6], ls[7]}, {ls[4], ls[8], ls[9]}} {
+				got, err := f.drv.Ack(tctx(t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: part, Now: f.now})
+				if err != nil {
+					t.Fatal(err)
+				}
+				gotLost = append(gotLost, got.Lost...)
+				sent := tr.take()
+				if tc.name != "unchanged" {
+					continue
+				}
+				named := map[int]bool{}
+				for _, l := range part {
+					named[partition[l.ID]] = true
+				}
+				if len(sent) != 1 || len(sent[0]) != len(named) {
+					t.Fatalf("an ack of %d leases in %d partitions sent %q; want one round trip of a statement per batch", len(part), len(named), sent)
+				}
+				for _, stmt := range sent[0] {
+					if !strings.HasPrefix(stmt, "UPDATE delivery_batch SET ids") && !strings.HasPrefix(stmt, "DELETE FROM delivery_batch WHERE") {
+						t.Errorf("an ack of batch members sent %q", stmt)
+					}
+				}
+			}
+			slices.Sort(gotLost)
+			slices.Sort(lost)
+			if !slices.Equal(gotLost, lost) {
+				t.Errorf("lost %v; want %v", gotLost, lost)
+			}
+			if bs := f.batches("g"); len(bs) != 0 {
+				t.Errorf("batches left: %+v", bs)
+			}
+			if n := f.count(`SELECT count(*) FROM delivery_exception`); n != rows {
+				t.Errorf("%d exception rows left; want %d", n, rows)
+			}
+		})
+	}
+}
+
 // An Ack of a whole claim in the caller's transaction is undone with it. It
 // first materialized the batch in a statement of its own (the caller's
 // transaction must not hold the batch's lock: issue 25), so the claim's
@@ -508,4 +580,34 @@ func TestBatchIDsStayInTheRow(t *testing.T) {
 		t.Fatalf("ack of 300 members: lost %v, %v", got.Lost, err)
 	}
 	inline("after a partial ack", 400)
+}
+
+// BenchmarkAckInParts is a claim of 1,000 rows acked whole, and acked in ten
+// parts of 100 as Run acks what its handlers finish; µs/ack is what one
+// Ack call takes (the claims are off the clock):
+//
+//	GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench AckInParts -benchtime 30x ./driver/postgres
+func BenchmarkAckInParts(b *testing.B) {
+	for _, parts := range []int{1, 10} {
+		b.Run(fmt.Sprintf("%d-parts", parts), func(b *testing.B) {
+			f := newFixture(b, 1)
+			f.group("g", driver.GroupConfig{})
+			var spent time.Duration
+			for range b.N {
+				f.appendN(0, 1000)
+				res, tok := f.claim("g", "h", 1000, f.now, time.Hour)
+				ls := leases(res.Deliveries, tok)
+				step := len(ls) / parts
+				for i := 0; i < len(ls); i += step {
+					start := time.Now()
+					got, err := f.drv.Ack(tctx(b), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: ls[i:min(i+step, len(ls))], Now: f.now})
+					spent += time.Since(start)
+					if err != nil || len(got.Lost) != 0 {
+						b.Fatalf("ack: lost %v, %v", got.Lost, err)
+					}
+				}
+			}
+			b.ReportMetric(float64(spent.Microseconds())/float64(b.N*parts), "µs/ack")
+		})
+	}
 }

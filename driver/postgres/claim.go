@@ -25,6 +25,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	}
 	s := d.setUpClaim(p)
 	c, err := d.claim(ctx, p, s)
+	s.acks.done(err == nil)
 	if err == nil {
 		d.remember(p, c)
 		if c.short {
@@ -46,7 +47,6 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) (driver.ClaimR
 	}
 	d.setBusy(p.Stream.ID, p.Group, err == nil && p.Limit > 0 && len(c.res.Deliveries) >= p.Limit, took)
 	if err != nil {
-		s.acks.failed()
 		return driver.ClaimResult{}, err
 	}
 	return c.res, nil
@@ -212,19 +212,21 @@ func (o *claimOutcome) add(part int32, taken []driver.Delivery, deferred int, cu
 
 // remember keeps what a claim's transaction leaves for later calls: the
 // window it read for the next claim, when that claim may take it whole
-// (claimFast), and the batch it wrote, when it wrote one, for Ack's
-// whole-batch delete (ackWhole).
+// (claimFast), and the batches it wrote, for Ack's statements that
+// compare their ids (batchAcks).
 func (d *Driver) remember(p driver.ClaimParams, c claimOutcome) {
 	if n := c.next; n != nil && n.done && !c.short && len(c.res.Deliveries) == p.Limit && c.took.ok &&
 		c.took.partition == n.partition && c.took.position == n.from {
 		d.windows.Set(p.Stream.ID, p.Group, n)
 	}
-	if len(c.wrote) == 1 {
-		for part, ids := range c.wrote {
+	var batches []driver.MemoBatch
+	for part, ids := range c.wrote {
+		if len(ids) > 0 {
 			slices.Sort(ids)
-			d.claimed.Add(p.Stream.ID, p.Group, p.Token, claimedBatch{partition: part, ids: ids})
+			batches = append(batches, driver.MemoBatch{Partition: part, IDs: ids})
 		}
 	}
+	d.claimed.Add(p.Stream.ID, p.Group, p.Token, batches)
 }
 
 // readOn completes a claim whose transaction ended early, rarely: rows past

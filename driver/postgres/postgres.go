@@ -170,9 +170,9 @@ type Driver struct {
 	// read past it (fastclaim.go).
 	busyGroups driver.NextClaim[busyState]
 	windows    driver.NextClaim[*window]
-	claimed    driver.ClaimMemo[claimedBatch] // the batches of recent claims (batch.go)
-	wakes      wakeNotes                      // notifications received, for the claims they wake (wakeclaim.go)
-	txWakes    txWakes                        // wake-ups for rows of callers' transactions (notifysend.go)
+	claimed    driver.BatchMemo // the batches of recent claims (batch.go)
+	wakes      wakeNotes        // notifications received, for the claims they wake (wakeclaim.go)
+	txWakes    txWakes          // wake-ups for rows of callers' transactions (notifysend.go)
 }
 
 // Option configures Open.

@@ -190,14 +190,18 @@ func (d *Driver) callerTxError(ctx context.Context, err error) error {
 
 // Ack implements driver.Driver. With p.Tx, the deliveries are resolved in
 // the caller's transaction: they stay leased (to their token) until it
-// commits, and are leased again as before when it rolls back.
+// commits, and are leased again as before when it rolls back. Without, the
+// members of batches this driver's claims wrote are acked with one
+// statement per batch that compares its ids with those expected
+// (batchAcks), and only what those did not resolve takes the locking path.
 func (d *Driver) Ack(ctx context.Context, p driver.AckParams) (driver.SettleResult, error) {
 	if p.Tx == nil {
-		if b, ok := takeClaimed(&d.claimed, p.StreamID, p.Group, p.Leases); ok {
-			if err := d.check(); err != nil {
-				return driver.SettleResult{}, err
-			}
-			if done, err := d.ackWhole(ctx, p.StreamID, p.Group, p.Leases[0].Token, b); err != nil || done {
+		if err := d.check(); err != nil {
+			return driver.SettleResult{}, err
+		}
+		if batches, rest := d.newBatchAcks(p.StreamID, p.Group, p.Leases); len(batches.acks) > 0 {
+			missed, err := d.ackBatches(ctx, batches)
+			if p.Leases = unresolved(p.Leases, missed, rest); err != nil || len(p.Leases) == 0 {
 				return driver.SettleResult{}, err
 			}
 		}

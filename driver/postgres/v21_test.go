@@ -47,14 +47,14 @@ func runModes(t *testing.T, modes []testMode, test func(*testing.T, ...postgres.
 // fixture is a migrated schema with one stream, driven through the driver
 // itself, with times the test chooses.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	ns     string
 	drv    *postgres.Driver
 	stream driver.StreamConfig
 	now    time.Time
 }
 
-func newFixture(t *testing.T, partitions int, opts ...postgres.Option) *fixture {
+func newFixture(t testing.TB, partitions int, opts ...postgres.Option) *fixture {
 	t.Helper()
 	ns := newSchema(t, nil)
 	drv := postgres.Open(ns, opts...)
