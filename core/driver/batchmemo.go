@@ -41,6 +41,26 @@ func (m *BatchMemo) Add(stream int64, group, token string, batches []MemoBatch) 
 	}
 }
 
+// Known reports whether any lease's token is that of a remembered claim.
+func (m *BatchMemo) Known(stream int64, group string, leases []Lease) bool {
+	return slices.ContainsFunc(leases, func(l Lease) bool {
+		_, ok := m.memo.Peek(stream, group, l.Token)
+		return ok
+	})
+}
+
+// Batches returns the remembered batches of the claim with token.
+func (m *BatchMemo) Batches(stream int64, group, token string) []MemoBatch {
+	batches, _ := m.memo.Peek(stream, group, token)
+	return batches
+}
+
+// Forget drops the claims with tokens, after a settle that changed their
+// batches without comparing (a locking path, a release).
+func (m *BatchMemo) Forget(stream int64, group string, tokens ...string) {
+	m.memo.Forget(stream, group, tokens...)
+}
+
 // Plan splits leases into the acks of remembered batches, one BatchAck per
 // batch, and the rest: leases of claims it does not know, or not among
 // their batches' members (rows of their own, with the claim's token).

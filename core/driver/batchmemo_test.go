@@ -100,3 +100,30 @@ func TestBatchMemoSettled(t *testing.T) {
 		})
 	}
 }
+
+// Known and Batches answer for the claims remembered; Forget drops them.
+func TestBatchMemoKnownAndForget(t *testing.T) {
+	t.Parallel()
+	var m BatchMemo
+	batches := []MemoBatch{{0, []int64{1, 2}}, {1, []int64{3}}}
+	m.Add(1, "g", "t", batches)
+	m.Add(1, "g", "u", nil) // a claim that wrote no batch is not remembered
+	for _, tc := range []struct {
+		leases []Lease
+		want   bool
+	}{{[]Lease{{9, "x"}, {3, "t"}}, true}, {[]Lease{{3, "u"}}, false}, {nil, false}} {
+		if got := m.Known(1, "g", tc.leases); got != tc.want {
+			t.Errorf("Known(%v) = %v; want %v", tc.leases, got, tc.want)
+		}
+	}
+	if got := m.Batches(1, "g", "t"); !reflect.DeepEqual(got, batches) {
+		t.Errorf("Batches = %v; want %v", got, batches)
+	}
+	if m.Known(1, "h", []Lease{{3, "t"}}) || m.Known(2, "g", []Lease{{3, "t"}}) {
+		t.Error("another group's or stream's claim is known")
+	}
+	m.Forget(1, "g", "t")
+	if m.Known(1, "g", []Lease{{1, "t"}}) || m.Batches(1, "g", "t") != nil {
+		t.Error("Forget left the claim")
+	}
+}

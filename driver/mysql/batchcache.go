@@ -8,76 +8,53 @@ import (
 	"github.com/sqlstreams/sqlstreams/core/driver/sqldb"
 )
 
-// batchCache remembers the batches this driver's claims wrote, and what its
-// settles removed from them since, so that a settle naming members of one
-// such batch can change it with one statement that compares the stored ids
-// with those it expects, without locking and reading it first. It is a
-// driver.ClaimMemo (a hint, bounded): a batch changed meanwhile by anything
-// else (another process, an expiry, a reset) fails the comparison, and the
-// settle then takes the locking path, which reads what is stored.
+// batchCache is the driver.BatchMemo of the batches this driver's claims
+// wrote, and what its settles left in them, seen as sqldb.Batch records: a
+// settle naming members of one such batch changes it with one statement
+// that compares the stored ids with those it expects, without locking and
+// reading it first (fastSettle), and an ack of all of a claim's batches
+// deletes them in one statement (fastAckWhole). A batch changed meanwhile
+// by anything else (another process, an expiry, a reset) fails the
+// comparison, and the settle then takes the locking path, which reads what
+// is stored.
 type batchCache struct {
-	memo driver.ClaimMemo[[]sqldb.Batch] // a claim's batches, one per partition
+	memo driver.BatchMemo
 }
 
 func (c *batchCache) add(stream int64, group string, batches []sqldb.Batch) {
+	memo := make([]driver.MemoBatch, len(batches))
+	for i, b := range batches {
+		memo[i] = driver.MemoBatch{Partition: int32(b.Part), IDs: b.IDs}
+	}
 	if len(batches) > 0 {
-		c.memo.Add(stream, group, batches[0].Token, slices.Clone(batches))
+		c.memo.Add(stream, group, batches[0].Token, memo)
 	}
 }
 
 // known reports whether any lease's token is that of a remembered claim.
 func (c *batchCache) known(stream int64, group string, leases []driver.Lease) bool {
-	return slices.ContainsFunc(leases, func(l driver.Lease) bool {
-		_, ok := c.memo.Peek(stream, group, l.Token)
-		return ok
-	})
+	return c.memo.Known(stream, group, leases)
 }
 
 // one returns the remembered batch holding every lease, with the ids it is
-// believed to hold, when there is one; named is how many distinct ids the
-// leases name.
-func (c *batchCache) one(stream int64, group string, leases []driver.Lease) (b sqldb.Batch, named int, ok bool) {
-	if len(leases) == 0 {
-		return b, 0, false
+// believed to hold, and those it holds without the leases, when there is
+// one.
+func (c *batchCache) one(stream int64, group string, leases []driver.Lease) (b sqldb.Batch, remaining []int64, ok bool) {
+	acks, rest := c.memo.Plan(stream, group, leases)
+	if len(acks) != 1 || len(rest) > 0 {
+		return b, nil, false
 	}
-	token := leases[0].Token
-	for _, l := range leases {
-		if l.Token != token {
-			return b, 0, false
-		}
-	}
-	parts, _ := c.memo.Peek(stream, group, token)
-	for _, cand := range parts {
-		if !cand.Member(leases[0].ID) {
-			continue
-		}
-		seen := make(map[int64]bool, len(leases))
-		for _, l := range leases {
-			if !cand.Member(l.ID) {
-				return b, 0, false
-			}
-			seen[l.ID] = true
-		}
-		return cand, len(seen), true
-	}
-	return b, 0, false
+	return batchOf(group, acks[0]), acks[0].Remaining, true
+}
+
+func batchOf(group string, a driver.BatchAck) sqldb.Batch {
+	return sqldb.Batch{Group: group, Token: a.Token, Part: int(a.Expected.Partition), IDs: a.Expected.IDs}
 }
 
 // settled records that batch b, expected to hold b.IDs, now holds remaining.
 func (c *batchCache) settled(stream int64, b sqldb.Batch, remaining []int64) {
-	c.memo.Update(stream, b.Group, b.Token, func(parts []sqldb.Batch) ([]sqldb.Batch, bool) {
-		i := slices.IndexFunc(parts, func(h sqldb.Batch) bool { return h.Part == b.Part })
-		switch {
-		case i < 0:
-		case !slices.Equal(parts[i].IDs, b.IDs) || len(remaining) == 0:
-			// Gone, or another settle of this process changed it meanwhile.
-			parts = slices.Delete(slices.Clone(parts), i, i+1)
-		default:
-			parts = slices.Clone(parts)
-			parts[i].IDs = remaining
-		}
-		return parts, len(parts) > 0
-	})
+	c.memo.Settled(stream, b.Group, driver.BatchAck{Token: b.Token, Expected: driver.MemoBatch{Partition: int32(b.Part), IDs: b.IDs},
+		Remaining: remaining}, true)
 }
 
 // forget drops what the cache remembers of a claim's batches.
@@ -85,35 +62,22 @@ func (c *batchCache) forget(stream int64, group string, tokens ...string) {
 	c.memo.Forget(stream, group, tokens...)
 }
 
-// whole returns the remembered batches of one claim whose every member the
-// leases name, when the leases name those and nothing else.
+// whole returns the remembered batches of one claim of several partitions
+// whose every member the leases name, when the leases name those and
+// nothing else.
 func (c *batchCache) whole(stream int64, group string, leases []driver.Lease) ([]sqldb.Batch, bool) {
-	if len(leases) == 0 {
+	acks, rest := c.memo.Plan(stream, group, leases)
+	if len(acks) < 2 || len(rest) > 0 || len(acks) != len(c.memo.Batches(stream, group, acks[0].Token)) {
 		return nil, false
 	}
-	token := leases[0].Token
-	parts, _ := c.memo.Peek(stream, group, token)
-	if len(parts) < 2 {
-		return nil, false
-	}
-	total := 0
-	for _, b := range parts {
-		total += len(b.IDs)
-	}
-	seen := make(map[int64]bool, len(leases))
-	for _, l := range leases {
-		if l.Token != token {
+	parts := make([]sqldb.Batch, len(acks))
+	for i, a := range acks {
+		if a.Token != acks[0].Token || len(a.Remaining) > 0 {
 			return nil, false
 		}
-		if !seen[l.ID] && !slices.ContainsFunc(parts, func(b sqldb.Batch) bool { return b.Member(l.ID) }) {
-			return nil, false
-		}
-		seen[l.ID] = true
+		parts[i] = batchOf(group, a)
 	}
-	if len(seen) != total {
-		return nil, false
-	}
-	return slices.Clone(parts), true
+	return parts, true
 }
 
 // fastSettle settles leases that are all members of one batch this driver
@@ -166,15 +130,10 @@ func (d *Driver) casSettle(op sqldb.Settle, leases []driver.Lease) (casStmt, boo
 	if mode == sqldb.SettleMaterialize {
 		return casStmt{}, false
 	}
-	b, named, ok := d.batches.one(op.StreamID, op.Group, leases)
-	if !ok || (mode == sqldb.SettleExtend && named != len(b.IDs)) {
+	b, remaining, ok := d.batches.one(op.StreamID, op.Group, leases)
+	if !ok || (mode == sqldb.SettleExtend && len(remaining) > 0) {
 		return casStmt{}, false
 	}
-	gone := make(map[int64]bool, len(leases))
-	for _, l := range leases {
-		gone[l.ID] = true
-	}
-	remaining := slices.DeleteFunc(slices.Clone(b.IDs), func(id int64) bool { return gone[id] })
 	if mode == sqldb.SettleExtend {
 		remaining = b.IDs
 	}
