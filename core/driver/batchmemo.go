@@ -21,14 +21,15 @@ type BatchAck struct {
 }
 
 // BatchMemo remembers the batches this process's recent claims wrote, and
-// what its acks have left in them since, so that acks naming members of
-// such batches change each with one statement that compares the stored ids
-// with those expected, without locking and reading the batch first: a claim
-// acked whole or in a few parts costs one small statement per batch. Like
-// ClaimMemo, which holds it, it is a hint: a batch changed meanwhile by
-// anything else (another process, an expiry, a Fail or Extend of some
+// what its settles have left in them since, so that a settle naming
+// members of such batches (an ack; on MySQL an extension of all that
+// remains) changes each with one statement that compares the stored ids
+// with those expected, without locking and reading the batch first: a
+// claim acked whole or in a few parts costs one small statement per batch.
+// Like ClaimMemo, which holds it, it is a hint: a batch changed meanwhile
+// by anything else (another process, an expiry, a Fail or Extend of some
 // members, a reset) fails the comparison, the statement changes nothing,
-// and those acks take the driver's locking path, which reads what is
+// and those leases take the driver's locking path, which reads what is
 // stored.
 type BatchMemo struct {
 	memo ClaimMemo[[]MemoBatch]
