@@ -174,8 +174,9 @@ const maxAutoBatch = 1000
 
 // rateWindow is the shortest time over which resize measures the handlers'
 // rate: a burst of a few fast deliveries does not grow the claims, only a
-// rate sustained for this long does, or for as many deliveries as the
-// largest claim (maxLimit), which fast handlers get through sooner.
+// rate sustained for this long does, or for the whole budget's worth of
+// deliveries (limit), which fast handlers get through sooner: their claims
+// grow once the first claim's deliveries are done, not after five.
 const rateWindow = 100 * time.Millisecond
 
 // resize sets limit from the rate at which held deliveries are done, so that
@@ -193,7 +194,7 @@ func (r *runner[T]) resize(now time.Time) {
 		return
 	}
 	dt := now.Sub(r.rateAt)
-	if dt < rateWindow && (dt <= 0 || n-r.rateN < int64(r.maxLimit)) {
+	if dt < rateWindow && (dt <= 0 || n-r.rateN < int64(r.limit)) {
 		return
 	}
 	inst := float64(n-r.rateN) / dt.Seconds()

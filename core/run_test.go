@@ -52,11 +52,16 @@ func TestRunResize(t *testing.T) {
 		{name: "shrinks again when handlers slow", auto: true, base: 10, lease: 30 * time.Second,
 			// 5,000/s -> 1,000; then nothing done for 1s: 2,500/s -> 625; then 1,250/s -> 312.
 			steps: []step{{0, 0, 10}, {100 * time.Millisecond, 1000, 1000}, {1100 * time.Millisecond, 1000, 625}, {2100 * time.Millisecond, 1000, 312}}},
-		{name: "windows under 100ms are not measured", auto: true, base: 10, lease: 30 * time.Second,
-			steps: []step{{0, 0, 10}, {50 * time.Millisecond, 500, 10}, {99 * time.Millisecond, 999, 10}, {100 * time.Millisecond, 999, 1000}}},
-		{name: "unless they hold the largest claim's worth", auto: true, base: 10, lease: 30 * time.Second,
-			// 1,000 in 20ms: 50,000/s smoothed from 0 is 25,000/s, capped at 1,000.
-			steps: []step{{0, 0, 10}, {10 * time.Millisecond, 999, 10}, {20 * time.Millisecond, 1000, 1000}}},
+		{name: "windows under 100ms are not measured", auto: true, base: 200, lease: 30 * time.Second,
+			// 199 in 100ms: 1,990/s smoothed from 0 is 995/s: 248.
+			steps: []step{{0, 0, 200}, {50 * time.Millisecond, 100, 200}, {99 * time.Millisecond, 199, 200}, {100 * time.Millisecond, 199, 248}}},
+		{name: "unless they hold the budget's worth", auto: true, base: 200, lease: 30 * time.Second,
+			// 200 in 20ms: 10,000/s smoothed from 0 is 5,000/s: 1,250, capped at 1,000.
+			steps: []step{{0, 0, 200}, {10 * time.Millisecond, 199, 200}, {20 * time.Millisecond, 200, 1000}}},
+		{name: "the budget's worth as it grew", auto: true, base: 200, lease: 30 * time.Second,
+			// 1,000 then; 999 more in 10ms are not measured, 1,000 in 11ms are:
+			// (5,000 + 90,909)/2 per second, capped at 1,000 again.
+			steps: []step{{0, 0, 200}, {20 * time.Millisecond, 200, 1000}, {30 * time.Millisecond, 1199, 1000}, {31 * time.Millisecond, 1200, 1000}}},
 		{name: "a BatchSize set by the caller is kept", auto: false, base: 50, lease: 30 * time.Second,
 			steps: []step{{0, 0, 50}, {100 * time.Millisecond, 100000, 50}}},
 	} {
