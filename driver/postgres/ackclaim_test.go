@@ -1,7 +1,9 @@
 package postgres_test
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,4 +196,56 @@ func TestClaimAcksWithoutLimit(t *testing.T) {
 			t.Errorf("the next claim took %v; want %v", ids(next.Deliveries), all[5:])
 		}
 	})
+}
+
+// Claims that carry parts of an earlier claim, as Run's do when its acks do
+// not line up with its claims: each part goes out in the claim's first
+// round trip as one statement on the earlier claim's batch, which the
+// driver expects to hold what the claims before left in it (learnt once
+// each claim committed); no claim runs Ack's locking statements, and the
+// last part deletes the batch.
+func TestClaimAcksInParts(t *testing.T) {
+	t.Parallel()
+	tr := &sentTracer{}
+	f := newFixture(t, 1, postgres.WithPoolConfig(func(c *pgxpool.Config) { c.ConnConfig.Tracer = tr }))
+	f.group("g", driver.GroupConfig{})
+	f.appendN(0, 10)
+	res, tok := f.claim("g", "h", 10, f.now, time.Hour)
+	if len(res.Deliveries) != 10 {
+		t.Fatalf("claimed %d of 10", len(res.Deliveries))
+	}
+	ls := leases(res.Deliveries, tok)
+	for i, part := range [][]driver.Lease{ls[:3], ls[3:7], ls[7:]} {
+		f.appendN(0, 1)
+		tr.take()
+		got, err := f.drv.Claim(tctx(t), driver.ClaimParams{Stream: f.stream, Group: "g", Member: driver.Member{SchemaVersion: 1},
+			Limit: 1, Token: fmt.Sprintf("next-%d", i), Holder: "h", Now: f.now, LeaseUntil: f.now.Add(time.Hour), Acks: part})
+		if err != nil || len(got.Lost) != 0 || len(got.Deliveries) != 1 {
+			t.Fatalf("claim with part %d: %d deliveries, lost %v, %v", i, len(got.Deliveries), got.Lost, err)
+		}
+		want := "UPDATE delivery_batch SET ids"
+		if i == 2 {
+			want = "DELETE FROM delivery_batch WHERE"
+		}
+		var batchStmts, lockingAcks int
+		for _, trip := range tr.take() {
+			for _, stmt := range trip {
+				switch {
+				case strings.HasPrefix(stmt, want):
+					batchStmts++
+				case strings.HasPrefix(stmt, "WITH b AS (SELECT b.stream_id, b.group_name, b.lease_token, b.partition, b.ids"), strings.HasPrefix(stmt, "DELETE FROM delivery_exception d"):
+					lockingAcks++
+				}
+			}
+		}
+		if batchStmts != 1 || lockingAcks != 0 {
+			t.Errorf("claim with part %d sent %d statements %q… and %d of Ack's locking ones; want one and none", i, batchStmts, want, lockingAcks)
+		}
+	}
+	if n := f.count(`SELECT count(*) FROM delivery_batch WHERE lease_token = '` + tok + `'`); n != 0 {
+		t.Errorf("the first claim's batch is left (%d)", n)
+	}
+	if n := f.count(`SELECT count(*) FROM delivery_exception`); n != 0 {
+		t.Errorf("%d exception rows; want none", n)
+	}
 }
