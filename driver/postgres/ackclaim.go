@@ -25,10 +25,8 @@ import (
 // an ack only makes false), so what it read still holds.
 type claimAcks struct {
 	d       *Driver
-	stream  int64
-	group   string
 	leases  []driver.Lease
-	batches *batchAcks
+	batches *batchAcks     // with the stream and group
 	rest    []driver.Lease // not members of a remembered batch
 	// This attempt's (the claim's transaction may run again).
 	changed map[int64]bool
@@ -40,7 +38,7 @@ func (d *Driver) newClaimAcks(p driver.ClaimParams) *claimAcks {
 	if len(p.Acks) == 0 {
 		return nil
 	}
-	a := &claimAcks{d: d, stream: p.Stream.ID, group: p.Group, leases: p.Acks}
+	a := &claimAcks{d: d, leases: p.Acks}
 	a.batches, a.rest = d.newBatchAcks(p.Stream.ID, p.Group, p.Acks)
 	return a
 }
@@ -51,7 +49,7 @@ func (a *claimAcks) queue(r *roundTrip) {
 	a.changed = map[int64]bool{}
 	a.batches.queue(r)
 	if len(a.rest) > 0 {
-		a.d.queueAck(r, a.stream, a.group, a.rest, a.changed)
+		a.d.queueAck(r, a.batches.stream, a.batches.group, a.rest, a.changed)
 	}
 }
 
@@ -63,7 +61,7 @@ func (a *claimAcks) settle(ctx context.Context, tx *claimTxn) error {
 		return nil
 	}
 	r := &roundTrip{}
-	a.d.queueAck(r, a.stream, a.group, missed, a.changed)
+	a.d.queueAck(r, a.batches.stream, a.batches.group, missed, a.changed)
 	br := tx.SendBatch(ctx, &r.Batch)
 	return errors.Join(r.read(br), br.Close())
 }
