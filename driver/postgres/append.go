@@ -124,7 +124,7 @@ func runAppend(ctx context.Context, s querier, batch *pgx.Batch, n int, bounded,
 	if err != nil {
 		return fail(err)
 	}
-	ids, err := pgx.CollectRows(rs, pgx.RowTo[int64])
+	ids, err := collectIDs(rs)
 	if err != nil {
 		return fail(err)
 	}
@@ -273,7 +273,7 @@ func appendValuesOf(stream driver.StreamConfig, rows []driver.AppendRow) (append
 			h = &headers[0]
 		}
 		first := rows[0]
-		return appendValues{sel: sharedInsert, args: []any{partitions, keys, payloads, int32(first.SchemaVersion),
+		return appendValues{sel: sharedInsert, args: []any{partitions, texts(keys), byteas(payloads), int32(first.SchemaVersion),
 			int32(first.SchemaRevision), first.RoutingKey, first.CompactionRank, h, ts(first.ProducedAt)}}, nil
 	}
 	versions, revisions := make([]int32, n), make([]int32, n)
@@ -283,7 +283,7 @@ func appendValuesOf(stream driver.StreamConfig, rows []driver.AppendRow) (append
 		routing[i], ranks[i], produced[i] = r.RoutingKey, r.CompactionRank, ts(r.ProducedAt)
 	}
 	return appendValues{sel: rowsInsert,
-		args: []any{partitions, versions, revisions, keys, routing, ranks, payloads, headers, produced}}, nil
+		args: []any{partitions, versions, revisions, texts(keys), routing, ranks, byteas(payloads), headers, produced}}, nil
 }
 
 // appendStatement is an append's insert of the rows sel reads, ids taken

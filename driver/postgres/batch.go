@@ -217,10 +217,10 @@ func (b *batchAcks) queue(r *roundTrip) {
 			b.hits[i] = err == nil && tag.RowsAffected() == 1
 			return err
 		}
-		args := []any{b.stream, b.group, a.Token, a.Expected.Partition, a.Expected.IDs}
+		args := []any{b.stream, b.group, a.Token, a.Expected.Partition, int8s(a.Expected.IDs)}
 		if left := a.Remaining; len(left) > 0 {
 			r.add(read, `UPDATE delivery_batch SET ids = $6::bigint[], first_id = $7::bigint, last_id = $8::bigint`+where,
-				append(args, left, left[0], left[len(left)-1])...)
+				append(args, int8s(left), left[0], left[len(left)-1])...)
 		} else {
 			r.add(read, `DELETE FROM delivery_batch`+where, args...)
 		}

@@ -273,10 +273,10 @@ func queueRecord(r *roundTrip, p driver.ClaimParams, part int32, s *driver.Parti
 	r.add(func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err == nil {
-			*ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			*ids, err = collectIDs(rows)
 		}
 		return err
-	}, batchClaim, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, rows, versions, leased, slices.Min(rows), slices.Max(rows))
+	}, batchClaim, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, int8s(rows), versions, leased, slices.Min(rows), slices.Max(rows))
 }
 
 // recorded is what a record of s took, given the ids it recorded:

@@ -53,3 +53,10 @@ func RowsElsewhere(ctx context.Context, d *Driver, stream driver.StreamConfig, g
 	alone, err := readRowsElsewhere(br, locked)
 	return !alone, err
 }
+
+// ArrayParameters wraps ids, nullable strings and byte strings in the
+// driver's array parameter types, for a test that sends them through every
+// way pgx sends a statement.
+func ArrayParameters(ids []int64, strs []*string, bytes [][]byte) (any, any, any) {
+	return int8s(ids), texts(strs), byteas(bytes)
+}

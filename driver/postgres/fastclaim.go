@@ -107,7 +107,7 @@ func queueFastBatch(r *roundTrip, p driver.ClaimParams, part int32, s *driver.Pa
 		}
 		*ids = leased
 		return err
-	}, fastBatch, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, leased, s.Cursor, leased[0], leased[len(leased)-1])
+	}, fastBatch, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, int8s(leased), s.Cursor, leased[0], leased[len(leased)-1])
 }
 
 // errNotFast ends a fast claim before it sent anything: the window does

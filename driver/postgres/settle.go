@@ -61,7 +61,7 @@ func newLeaseSet(leases []driver.Lease) leaseSet {
 
 // args returns $1 to $7.
 func (s leaseSet) args(streamID int64, group string) []any {
-	return []any{streamID, group, s.ids[0], s.ids[len(s.ids)-1], s.ids, s.tokIdx, s.toks}
+	return []any{streamID, group, s.ids[0], s.ids[len(s.ids)-1], int8s(s.ids), s.tokIdx, s.toks}
 }
 
 // settleStmt is a settle's statement on exception rows: an UPDATE or
