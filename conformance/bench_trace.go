@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"os"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,8 +179,9 @@ func backendCPU() time.Duration {
 
 // runCost measures what Run and the limit cost per message in CPU, which a
 // loaded machine changes less than it changes their rates: this process's
-// CPU (the client; SQLite's database too) and, on PostgreSQL, the CPU of
-// the backends serving it. Each side consumes b.N batches from a stream of
+// CPU (the client; SQLite's database too), the part of it the garbage
+// collector spent while Run ran, and, on PostgreSQL, the CPU of the
+// backends serving it. Each side consumes b.N batches from a stream of
 // its own, the limit first, then Run, then the limit again (half each).
 func runCost(b *testing.B, target BenchTarget) {
 	c, _, _ := setupConsume(b, target.Target, b.N*benchBatch)
@@ -192,6 +194,7 @@ func runCost(b *testing.B, target BenchTarget) {
 		f()
 		return time.Since(t0), processCPU() - c0, backendCPU() - s0
 	}
+	var runGC time.Duration
 	limitOps := func(from, to int) func() {
 		return func() {
 			for i := from; i < to; i++ {
@@ -203,15 +206,27 @@ func runCost(b *testing.B, target BenchTarget) {
 	}
 	b.ResetTimer()
 	lw1, lc1, ls1 := measure(limitOps(0, b.N/2))
-	rw, rc, rs := measure(func() { runUntil(b, cons, b.N*benchBatch) })
+	rw, rc, rs := measure(func() {
+		gc0 := gcCPU()
+		runUntil(b, cons, b.N*benchBatch)
+		runGC = gcCPU() - gc0
+	})
 	lw2, lc2, ls2 := measure(limitOps(b.N/2, b.N))
 	b.StopTimer()
 	n := float64(b.N * benchBatch)
 	perMsg := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / n / 1000 }
 	b.ReportMetric(perMsg(rc), "run-client-µs/msg")
 	b.ReportMetric(perMsg(rs), "run-server-µs/msg")
+	b.ReportMetric(perMsg(runGC), "run-gc-µs/msg")
 	b.ReportMetric(perMsg(lc1+lc2), "limit-client-µs/msg")
 	b.ReportMetric(perMsg(ls1+ls2), "limit-server-µs/msg")
 	b.ReportMetric(float64(lw1+lw2)/float64(rw), "x-limit-wall")
 	b.ReportMetric(float64(lc1+lc2+ls1+ls2)/float64(rc+rs), "x-limit-cpu")
+}
+
+// gcCPU is the CPU time the garbage collector has spent in this process.
+func gcCPU() time.Duration {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	return time.Duration(s[0].Value.Float64() * float64(time.Second))
 }
