@@ -535,7 +535,7 @@ func (c *Consumer[T]) Claim(ctx context.Context, n int) ([]Delivery[T], error) {
 	// that its outcome is known; then ctx decides whether to keep it.
 	cctx, cancel := c.client.opContext(context.WithoutCancel(ctx))
 	defer cancel()
-	out, _, err := c.claim(cctx, n, ClaimSourcePull, nil)
+	out, _, err := c.claim(cctx, nil, n, ClaimSourcePull, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -577,7 +577,7 @@ func (c *Consumer[T]) AckAndClaim(ctx context.Context, n int, ds ...Delivery[T])
 	taken, already, lost := take(ls)
 	cctx, cancel := c.client.opContext(context.WithoutCancel(ctx))
 	defer cancel()
-	out, missed, err := c.claim(cctx, n, ClaimSourcePull, taken)
+	out, missed, err := c.claim(cctx, nil, n, ClaimSourcePull, taken)
 	if err != nil {
 		return nil, err
 	}
@@ -600,12 +600,15 @@ func (c *Consumer[T]) giveBack(ctx context.Context, ds []Delivery[T]) {
 }
 
 // claim leases and decodes up to n deliveries with ctx, which bounds the
-// work, after acking acks (leases taken by take) in the same transaction.
+// work, after acking acks (leases taken by take) in the same transaction,
+// appending them to into[:0] (Run hands back the slice of its last claim,
+// once dispatched: a claim's deliveries are its largest allocation after
+// the rows themselves).
 // It returns the ids of acks that were lost; on error none was recorded
 // (unless the outcome is unknown) and the acks are open again. Once a claim
 // recorded the acks, a later claim's error ends the loop without error.
-func (c *Consumer[T]) claim(ctx context.Context, n int, source string, acks []*lease) ([]Delivery[T], []int64, error) {
-	out := []Delivery[T]{} // sized once the rows are known: most claims of an idle group find none
+func (c *Consumer[T]) claim(ctx context.Context, into []Delivery[T], n int, source string, acks []*lease) ([]Delivery[T], []int64, error) {
+	out := into[:0] // sized once the rows are known: most claims of an idle group find none
 	var lostAcks []int64
 	recorded := false // a claim recorded acks
 	// A row that does not decode goes dead and leaves its place free: claim

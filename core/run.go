@@ -164,8 +164,9 @@ type runner[T Versioned] struct {
 	// batch's acks and the next claim, as AckAndClaim does.
 	claimNeed  int
 	handoff    []*lease
-	ackUnknown bool // the pending acks include some whose claim's outcome was unknown
-	claimFail  int  // consecutive failed claims, for backoff
+	ackUnknown bool          // the pending acks include some whose claim's outcome was unknown
+	claimFail  int           // consecutive failed claims, for backoff
+	spare      []Delivery[T] // the claim loop's last claim, dispatched: the next one reuses it
 }
 
 // maxAutoBatch caps what Run holds when it sizes BatchSize itself; it is
@@ -283,7 +284,7 @@ func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 		// extends them, but a claim that recorded them first makes its
 		// extension find them gone, which is no lost lease.
 		taken, _, _ := take(acks)
-		ds, lost, err := c.claim(cctx, r.claimSize(held), ClaimSourceRun, taken)
+		ds, lost, err := c.claim(cctx, r.spare, r.claimSize(held), ClaimSourceRun, taken)
 		cancel()
 		r.recordedWithClaim(acks, lost, err)
 		if err != nil {
@@ -321,6 +322,8 @@ func (r *runner[T]) claimLoop(ctx context.Context, w *waker) error {
 		}
 		r.mu.Unlock()
 		r.dispatch(ds)
+		clear(ds) // the workers hold copies; what the values point to is theirs
+		r.spare = ds[:0]
 	}
 }
 
