@@ -45,7 +45,13 @@ func (s *PartitionScan) Done() bool { return s.Stopped || len(s.Taken) >= s.Limi
 // Expect makes room in Taken for a window of rows about to be inspected,
 // as many as the scan may still take: most windows are taken whole, and
 // growing Taken row by row was a claim's largest allocation after its rows.
-func (s *PartitionScan) Expect(rows int) {
+// more says the window came back full, so that more windows may follow:
+// the room is then for the rest of the limit, so that Taken grows once per
+// claim rather than once per window.
+func (s *PartitionScan) Expect(rows int, more bool) {
+	if more {
+		rows = s.Limit
+	}
 	s.Taken = slices.Grow(s.Taken, max(min(rows, s.Limit-len(s.Taken)), 0))
 }
 

@@ -150,18 +150,21 @@ func TestPartitionScanExpect(t *testing.T) {
 	for _, tc := range []struct {
 		name              string
 		limit, taken, win int
-		want              int // the room for rows at least
+		more              bool
+		want, most        int // the room for rows at least, and at most
 	}{
-		{"a window within the limit", 100, 0, 40, 40},
-		{"a window past the limit", 100, 80, 40, 20},
-		{"the limit reached", 10, 10, 40, 0},
-		{"an empty window", 10, 0, 0, 0},
+		{"a window within the limit", 100, 0, 40, false, 40, 64},
+		{"a window past the limit", 100, 80, 40, false, 20, 100},
+		{"the limit reached", 10, 10, 40, false, 0, 10},
+		{"an empty window", 10, 0, 0, false, 0, 0},
+		{"a full window with more to come: the rest of the limit", 1000, 0, 512, true, 1000, 1100},
+		{"a full window past the limit", 1000, 900, 512, true, 100, 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := PartitionScan{Limit: tc.limit, Taken: make([]Delivery, tc.taken)}
-			s.Expect(tc.win)
-			if room := cap(s.Taken) - len(s.Taken); room < tc.want {
-				t.Errorf("room for %d rows, want at least %d", room, tc.want)
+			s.Expect(tc.win, tc.more)
+			if room := cap(s.Taken) - len(s.Taken); room < tc.want || room > tc.most {
+				t.Errorf("room for %d rows, want %d to %d", room, tc.want, tc.most)
 			}
 			if len(s.Taken) != tc.taken {
 				t.Errorf("Expect changed what was taken: %d rows, want %d", len(s.Taken), tc.taken)

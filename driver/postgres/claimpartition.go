@@ -94,7 +94,7 @@ func (st *partitionSteps) ReadWindow(ctx context.Context, from int64, size int, 
 	win, ahead := []scannedRow(nil), st.ahead
 	st.ahead = nil
 	switch fast := st.u.fast != nil; {
-	case fast && (ahead == nil || !inspect(s, ahead.rows)):
+	case fast && (ahead == nil || !inspect(s, ahead.rows, false)):
 		return 0, errNotFast // the fast claim's window fills it, or it runs as usual
 	case fast:
 		return len(ahead.rows), nil
@@ -112,7 +112,7 @@ func (st *partitionSteps) ReadWindow(ctx context.Context, from int64, size int, 
 			return 0, err
 		}
 	}
-	inspect(s, win)
+	inspect(s, win, len(win) == size)
 	return len(win), nil
 }
 
@@ -149,8 +149,8 @@ func (st *partitionSteps) Record(ctx context.Context, s *driver.PartitionScan) (
 // inspect takes the claimable rows of a window in order until the scan has
 // its limit (driver.PartitionScan decides what each row is), and reports
 // whether it has.
-func inspect(s *driver.PartitionScan, win []scannedRow) (full bool) {
-	s.Expect(len(win))
+func inspect(s *driver.PartitionScan, win []scannedRow, more bool) (full bool) {
+	s.Expect(len(win), more)
 	for _, w := range win {
 		if !s.Inspect(w.row, w.versionOK && w.head) {
 			return !s.Stopped

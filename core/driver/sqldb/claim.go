@@ -255,7 +255,7 @@ func (s *partitionSteps) ReadWindow(ctx context.Context, from int64, size int, o
 		dest = append(dest, &excepted)
 	}
 	rows := s.c.Readers.Window(s.part, dest...)
-	out.Expect(size)
+	out.Expect(size, false) // the rows stream in: how many come back is not known yet
 	return ReadWindow(ctx, s.q, s.query, slices.Concat(s.args, []any{s.part, from, size}), out, func(r *sql.Rows) (driver.Row, bool, error) {
 		row, err := rows.Read(r)
 		return row, s.n.Plan.Reads(row.SchemaVersion) && head && !excepted, err
