@@ -42,11 +42,7 @@ func TestClaimAcksFallBack(t *testing.T) {
 					t.Cleanup(func() { _ = other.Close() })
 					f.group("g", driver.GroupConfig{})
 					all := f.appendN(0, 10)
-					res, tok := f.claim("g", "h", 10, f.now, time.Hour, func(p *driver.ClaimParams) { p.Ordered = ordered })
-					if len(res.Deliveries) != 10 {
-						t.Fatalf("claimed %d of 10", len(res.Deliveries))
-					}
-					ls := leases(res.Deliveries, tok)
+					_, ls := f.claimAll("g", 10, time.Hour, func(p *driver.ClaimParams) { p.Ordered = ordered })
 					lost, rows := tc.before(f, other, ls)
 					all = append(all, f.appendN(0, 5)...)
 					at := f.now.Add(time.Minute)
@@ -211,11 +207,8 @@ func TestClaimAcksInParts(t *testing.T) {
 	f := newFixture(t, 1, postgres.WithoutNotify(), postgres.WithPoolConfig(func(c *pgxpool.Config) { c.ConnConfig.Tracer = tr }))
 	f.group("g", driver.GroupConfig{})
 	f.appendN(0, 10)
-	res, tok := f.claim("g", "h", 10, f.now, time.Hour)
-	if len(res.Deliveries) != 10 {
-		t.Fatalf("claimed %d of 10", len(res.Deliveries))
-	}
-	ls := leases(res.Deliveries, tok)
+	_, ls := f.claimAll("g", 10, time.Hour)
+	tok := ls[0].Token
 	for i, part := range [][]driver.Lease{ls[:3], ls[3:7], ls[7:]} {
 		f.appendN(0, 1)
 		tr.take()

@@ -64,11 +64,8 @@ func TestBatchLeasesPartialExtend(t *testing.T) {
 		f := newFixture(t, 1, opts...)
 		f.group("g", driver.GroupConfig{})
 		all := f.appendN(0, 10)
-		res, tok := f.claim("g", "h", 10, f.now, time.Minute)
-		if len(res.Deliveries) != 10 {
-			t.Fatalf("claimed %d of 10", len(res.Deliveries))
-		}
-		ls := leases(res.Deliveries, tok)
+		_, ls := f.claimAll("g", 10, time.Minute)
+		tok := ls[0].Token
 		until := f.now.Add(time.Minute).Truncate(time.Microsecond)
 		if bs := f.batches("g"); len(bs) != 1 || !slices.Equal(bs[0].ids, all) || bs[0].first != all[0] || bs[0].last != all[9] ||
 			bs[0].holder != "h" || !bs[0].leaseUntil.Equal(until) {
@@ -206,11 +203,8 @@ func TestBatchLeasesDown(t *testing.T) {
 	f.group("g", driver.GroupConfig{})
 	f.appendN(0, 5)
 	f.appendN(1, 5)
-	res, tok := f.claim("g", "h", 10, f.now, time.Minute)
-	if len(res.Deliveries) != 10 {
-		t.Fatalf("claimed %d of 10", len(res.Deliveries))
-	}
-	ls := leases(res.Deliveries, tok)
+	res, ls := f.claimAll("g", 10, time.Minute)
+	tok := ls[0].Token
 	if got, err := f.drv.Ack(tctx(t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: ls[:3], Now: f.now}); err != nil || len(got.Lost) != 0 {
 		t.Fatalf("ack: lost %v, %v", got.Lost, err)
 	}
@@ -306,11 +300,7 @@ func TestBatchLeasesWholeAck(t *testing.T) {
 			t.Cleanup(func() { _ = other.Close() })
 			f.group("g", driver.GroupConfig{})
 			f.appendN(0, 10)
-			res, tok := f.claim("g", "h", 10, f.now, time.Minute)
-			if len(res.Deliveries) != 10 {
-				t.Fatalf("claimed %d of 10", len(res.Deliveries))
-			}
-			ls := leases(res.Deliveries, tok)
+			_, ls := f.claimAll("g", 10, time.Minute)
 			lost, rows := tc.before(f, other, ls)
 			got, err := f.drv.Ack(tctx(t), driver.AckParams{StreamID: f.stream.ID, Group: "g", Leases: ls, Now: f.now})
 			if err != nil || !slices.Equal(got.Lost, lost) {
@@ -349,11 +339,7 @@ func TestBatchLeasesAckInParts(t *testing.T) {
 					partition[id] = part
 				}
 			}
-			res, tok := f.claim("g", "h", 10, f.now, time.Minute)
-			if len(res.Deliveries) != 10 {
-				t.Fatalf("claimed %d of 10", len(res.Deliveries))
-			}
-			ls := leases(res.Deliveries, tok)
+			_, ls := f.claimAll("g", 10, time.Minute)
 			slices.SortFunc(ls, func(a, b driver.Lease) int { return cmp.Compare(a.ID, b.ID) }) // ls[:5] in partition 0
 			lost, rows := tc.before(f, other, ls)
 			tr.take()

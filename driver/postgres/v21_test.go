@@ -126,6 +126,18 @@ func (f *fixture) claim(group, holder string, limit int, at time.Time, lease tim
 	return res, token
 }
 
+// claimAll claims n rows for group as holder "h" at f.now, leased for
+// lease, and returns the claim and its leases; the test fails unless all n
+// were claimed.
+func (f *fixture) claimAll(group string, n int, lease time.Duration, opts ...claimOpt) (driver.ClaimResult, []driver.Lease) {
+	f.t.Helper()
+	res, tok := f.claim(group, "h", n, f.now, lease, opts...)
+	if len(res.Deliveries) != n {
+		f.t.Fatalf("claimed %d of %d", len(res.Deliveries), n)
+	}
+	return res, leases(res.Deliveries, tok)
+}
+
 func ids(ds []driver.Delivery) []int64 {
 	var out []int64
 	for _, d := range ds {
