@@ -93,7 +93,7 @@ func (d *Driver) queueAck(r *roundTrip, streamID int64, group string, leases []d
 		if err != nil {
 			return err
 		}
-		ids, err := collectIDs(rows)
+		ids, err := collectIDs(rows, len(leases))
 		for _, id := range ids {
 			changed[id] = true
 		}

@@ -124,7 +124,7 @@ func runAppend(ctx context.Context, s querier, batch *pgx.Batch, n int, bounded,
 	if err != nil {
 		return fail(err)
 	}
-	ids, err := collectIDs(rs)
+	ids, err := collectIDs(rs, n)
 	if err != nil {
 		return fail(err)
 	}

@@ -135,11 +135,11 @@ func textForm(n int, null bool, elem func(i int) (string, bool)) sqldriver.Value
 	return b.String()
 }
 
-// collectIDs reads a result of one bigint column, without the allocation
-// per row that pgx.RowTo makes.
-func collectIDs(rows pgx.Rows) ([]int64, error) {
+// collectIDs reads a result of one bigint column, of about n rows, without
+// the allocation per row that pgx.RowTo makes.
+func collectIDs(rows pgx.Rows, n int) ([]int64, error) {
 	defer rows.Close()
-	var ids []int64
+	ids := make([]int64, 0, n)
 	var id int64
 	for rows.Next() {
 		if err := rows.Scan(&id); err != nil {

@@ -273,7 +273,7 @@ func queueRecord(r *roundTrip, p driver.ClaimParams, part int32, s *driver.Parti
 	r.add(func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err == nil {
-			*ids, err = collectIDs(rows)
+			*ids, err = collectIDs(rows, n)
 		}
 		return err
 	}, batchClaim, p.Stream.ID, p.Group, part, ts(p.LeaseUntil), p.Token, ts(p.Now), p.Holder, int8s(rows), versions, leased, slices.Min(rows), slices.Max(rows))
